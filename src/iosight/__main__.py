@@ -1,0 +1,3 @@
+from iosight.cli import main
+
+main()

@@ -1,0 +1,40 @@
+"""The one exception root of iosight: problems a user can cause.
+
+The command line shows these as one line and exits non-zero; anything else is a
+bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class IosightError(Exception):
+    """A problem the user can cause; shown without traceback."""
+
+
+class CorruptLogError(IosightError, ValueError):
+    """A source that cannot be read as the format it claims to be."""
+
+
+class MissingTableError(IosightError, LookupError):
+    """A warehouse table an analysis needs has not been built yet."""
+
+    def __init__(self, table: str, hint: str = "") -> None:
+        msg = f"no {table!r} table in the warehouse"
+        super().__init__(f"{msg}; {hint}" if hint else msg)
+        self.table = table
+
+
+class UnknownNameError(IosightError, KeyError):
+    """A name that is not one of a family's registered implementations."""
+
+    def __init__(self, family: str, name: str, known: list[str]) -> None:
+        super().__init__(f"unknown {family} {name!r}; choose one of: {', '.join(known)}")
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+def check_param(name: str, value: object, ok: bool, expected: str) -> None:
+    """Raise the one-shape parameter error when ``ok`` is false."""
+    if not ok:
+        raise IosightError(f"the {name!r} parameter must be {expected}. Got {value!r} instead.")

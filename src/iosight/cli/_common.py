@@ -1,0 +1,119 @@
+"""Pieces every command shares: the warehouse option, error handling, progress bars."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from iosight._errors import IosightError
+
+console = Console()
+err_console = Console(stderr=True)
+
+WAREHOUSE_OPT = typer.Option(
+    None,
+    "--warehouse",
+    "-w",
+    envvar="IOSIGHT_WAREHOUSE",
+    help="Warehouse directory (default ./iosight-warehouse).",
+)
+
+
+@contextmanager
+def cli_errors() -> Iterator[None]:
+    """Show user-caused errors as one line and exit 1, never a traceback."""
+    try:
+        yield
+    except IosightError as err:
+        err_console.print(f"[bold red]error:[/] {err}", highlight=False)
+        raise typer.Exit(code=1) from None
+    except KeyboardInterrupt:
+        err_console.print("interrupted; everything committed so far is kept")
+        raise typer.Exit(code=130) from None
+
+
+def open_warehouse(path: Path | None, *, create: bool = False):
+    """Open the warehouse named on the command line (an error if it does not exist)."""
+    from iosight.warehouse import Warehouse
+
+    return Warehouse(path, create=create)
+
+
+class RichProgress:
+    """A Rich progress bar behind the library's ``Progress`` protocol; silent off a terminal."""
+
+    def __init__(self, *, fields: tuple[str, ...] = ()) -> None:
+        self.enabled = sys.stderr.isatty()
+        self._fields = fields
+        self._bar = None
+        self._task = None
+
+    def start(self, total: int | None, description: str) -> None:
+        if not self.enabled:
+            return
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        extra = [TextColumn(f"{f}: {{task.fields[{f}]}}") for f in self._fields]
+        self._bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            *extra,
+            console=err_console,
+            transient=False,
+        )
+        self._bar.start()
+        self._task = self._bar.add_task(
+            description, total=total, **{f: "" for f in self._fields}
+        )
+
+    def advance(self, n: int = 1, **fields: object) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, advance=n, **fields)
+
+    def finish(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+
+def print_frame(df, fmt: str = "table", title: str | None = None, max_rows: int = 50) -> None:
+    """Render a DataFrame as a Rich table, CSV or JSON lines on stdout."""
+    if fmt == "csv":
+        sys.stdout.write(df.to_csv(index=False))
+        return
+    if fmt == "json":
+        sys.stdout.write(df.to_json(orient="records", lines=True, date_format="iso"))
+        return
+    if fmt != "table":
+        raise IosightError(f"the 'format' option must be table, csv or json. Got {fmt!r} instead.")
+    from rich.table import Table
+
+    table = Table(title=title, show_lines=False)
+    for col in df.columns:
+        table.add_column(str(col), overflow="fold")
+    for row in df.head(max_rows).itertuples(index=False):
+        table.add_row(*(_fmt(v) for v in row))
+    console.print(table)
+    if len(df) > max_rows:
+        console.print(f"... {len(df) - max_rows} more rows (use --format csv for all)")
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return str(v)

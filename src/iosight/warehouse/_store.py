@@ -1,0 +1,274 @@
+"""The warehouse: Parquet datasets on disk, DuckDB views over them.
+
+Layout (DESIGN.md, "Warehouse contract")::
+
+    <root>/tables/<name>/part-<batch>.parquet   committed data, one file per batch
+    <root>/_staging/<batch>/<name>.parquet      written before the commit record
+    <root>/_commits/<batch>.json                the commit record (atomic rename)
+
+A batch becomes visible only after its commit record exists; applying a
+commit (moving staged files into ``tables/``, deleting replaced rows) is
+idempotent, so a writer killed at any moment is finished by the next
+:class:`Warehouse` that opens the directory (roll forward), and staging
+without a commit record is discarded (roll back). Nothing committed is lost
+and no batch is half visible.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from iosight._errors import IosightError, MissingTableError
+
+if TYPE_CHECKING:
+    import duckdb
+    import pandas as pd
+    import pyarrow as pa
+
+DEFAULT_WAREHOUSE = "iosight-warehouse"
+_TABLES, _STAGING, _COMMITS = "tables", "_staging", "_commits"
+
+
+def default_path() -> Path:
+    """The warehouse path from ``IOSIGHT_WAREHOUSE`` or ``./iosight-warehouse``."""
+    return Path(os.environ.get("IOSIGHT_WAREHOUSE", DEFAULT_WAREHOUSE))
+
+
+def _new_batch_id() -> str:
+    # sortable by time, unique across processes
+    return f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    with open(tmp, "rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+class Warehouse:
+    """A directory of Parquet tables queried through DuckDB.
+
+    Parameters
+    ----------
+    path : path-like, default ``$IOSIGHT_WAREHOUSE`` or ``./iosight-warehouse``
+        The warehouse directory.
+    create : bool, default True
+        Create the directory when missing; when False a missing warehouse is an error.
+    """
+
+    def __init__(self, path: str | os.PathLike | None = None, *, create: bool = True) -> None:
+        self.path = Path(path) if path is not None else default_path()
+        if not self.path.exists():
+            if not create:
+                raise IosightError(
+                    f"no warehouse at {self.path}; create one with 'iosight ingest' "
+                    "or pass --warehouse"
+                )
+            self.path.mkdir(parents=True)
+        elif not self.path.is_dir():
+            raise IosightError(f"warehouse path {self.path} exists and is not a directory")
+        for sub in (_TABLES, _STAGING, _COMMITS):
+            (self.path / sub).mkdir(exist_ok=True)
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self.recover()
+
+    def __repr__(self) -> str:
+        return f"Warehouse({str(self.path)!r})"
+
+    # ------------------------------------------------------------------ reading
+    def tables(self) -> list[str]:
+        """Names of the tables that hold at least one committed file."""
+        root = self.path / _TABLES
+        return sorted(p.name for p in root.iterdir() if p.is_dir() and any(p.glob("*.parquet")))
+
+    def has_table(self, name: str) -> bool:
+        return any((self.path / _TABLES / name).glob("*.parquet"))
+
+    def table_files(self, name: str) -> list[Path]:
+        return sorted((self.path / _TABLES / name).glob("*.parquet"))
+
+    def connect(self) -> duckdb.DuckDBPyConnection:
+        """A DuckDB connection with one view per table (rebuilt after every write)."""
+        if self._con is None:
+            import duckdb
+
+            self._con = duckdb.connect()
+            for name in self.tables():
+                glob = str(self.path / _TABLES / name / "*.parquet").replace("'", "''")
+                self._con.execute(
+                    f'create or replace view "{name}" as select * from '
+                    f"read_parquet('{glob}', union_by_name=true)"
+                )
+        return self._con
+
+    def _invalidate(self) -> None:
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
+    def sql(self, query: str, params: list | None = None) -> pd.DataFrame:
+        """Run DuckDB SQL over the warehouse views and return a DataFrame."""
+        return self._execute(query, params).df()
+
+    def arrow(self, query: str, params: list | None = None) -> pa.Table:
+        """Run DuckDB SQL over the warehouse views and return an Arrow table."""
+        return self._execute(query, params).to_arrow_table()
+
+    def _execute(self, query: str, params: list | None):
+        import duckdb
+
+        try:
+            return self.connect().execute(query, params or [])
+        except duckdb.CatalogException as err:
+            raise IosightError(f"{err}. Tables here: {', '.join(self.tables()) or 'none'}") from None
+        except (duckdb.ParserException, duckdb.BinderException) as err:
+            raise IosightError(str(err)) from None
+
+    def table(
+        self, name: str, columns: list[str] | None = None, where: str | None = None
+    ) -> pa.Table:
+        """One table as Arrow, optionally only some columns and rows (SQL ``where``)."""
+        self.require(name)
+        cols = ", ".join(f'"{c}"' for c in columns) if columns else "*"
+        query = f'select {cols} from "{name}"' + (f" where {where}" if where else "")
+        return self.arrow(query)
+
+    def jobs(self, where: str | None = None) -> pd.DataFrame:
+        """The ``jobs`` table as a DataFrame, optionally filtered by SQL ``where``."""
+        return self.table("jobs", where=where).to_pandas()
+
+    def require(self, name: str, hint: str = "") -> None:
+        """Raise a clear error when ``name`` has not been written yet."""
+        if not self.has_table(name):
+            raise MissingTableError(name, hint or _HINTS.get(name, ""))
+
+    def column_names(self, name: str) -> list[str]:
+        self.require(name)
+        return [r[0] for r in self.connect().execute(f'describe "{name}"').fetchall()]
+
+    # ------------------------------------------------------------------ writing
+    def write_table(self, name: str, table: pa.Table, *, mode: str = "replace") -> None:
+        """Write a derived table atomically: ``mode`` is ``"replace"`` or ``"append"``."""
+        if mode not in ("replace", "append"):
+            raise ValueError(f"mode must be 'replace' or 'append', not {mode!r}")
+        self.commit({name: [table]}, replace_tables=[name] if mode == "replace" else [])
+
+    def commit(
+        self,
+        batch: Mapping[str, Iterable[pa.Table]],
+        *,
+        delete_keys: Mapping[str, Iterable[str]] | None = None,
+        replace_tables: Iterable[str] = (),
+        key_column: str = "job_key",
+    ) -> str:
+        """Commit several tables as one atomic batch and return its id.
+
+        ``batch`` maps table names to Arrow tables (concatenated, schemas unified).
+        ``delete_keys`` removes rows whose ``key_column`` is in the given set from
+        the named tables first (``--force`` re-ingest); ``replace_tables`` drops
+        all earlier files of those tables.
+        """
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        batch_id = _new_batch_id()
+        staging = self.path / _STAGING / batch_id
+        staging.mkdir(parents=True)
+        written = []
+        for name, parts in batch.items():
+            parts = [p for p in parts if p is not None and p.num_rows > 0]
+            if not parts:
+                continue
+            table = pa.concat_tables(parts, promote_options="permissive")
+            pq.write_table(table, staging / f"{name}.parquet", compression="zstd")
+            written.append(name)
+        record = {
+            "batch": batch_id,
+            "tables": written,
+            "delete_keys": {k: sorted(set(v)) for k, v in (delete_keys or {}).items()},
+            "replace_tables": sorted(set(replace_tables)),
+            "key_column": key_column,
+        }
+        _atomic_write_text(self.path / _COMMITS / f"{batch_id}.json", json.dumps(record))
+        self._apply(record)
+        return batch_id
+
+    def recover(self) -> None:
+        """Finish commits left by a killed writer; discard uncommitted staging."""
+        commits = self.path / _COMMITS
+        for rec_path in sorted(commits.glob("*.json")):
+            self._apply(json.loads(rec_path.read_text()))
+        for tmp in commits.glob("*.tmp"):
+            tmp.unlink()
+        for stale in (self.path / _STAGING).iterdir():
+            if not (commits / f"{stale.name}.json").exists():
+                shutil.rmtree(stale, ignore_errors=True)
+
+    def _apply(self, record: dict) -> None:
+        batch_id = record["batch"]
+        mine = f"part-{batch_id}.parquet"
+        for name in record["replace_tables"]:
+            for f in self.table_files(name):
+                if f.name != mine:
+                    f.unlink()
+        for name, keys in record["delete_keys"].items():
+            self._delete_rows(name, record["key_column"], set(keys), keep=mine)
+        staging = self.path / _STAGING / batch_id
+        for name in record["tables"]:
+            src = staging / f"{name}.parquet"
+            if src.exists():
+                dest = self.path / _TABLES / name
+                dest.mkdir(exist_ok=True)
+                os.replace(src, dest / mine)
+        shutil.rmtree(staging, ignore_errors=True)
+        (self.path / _COMMITS / f"{batch_id}.json").unlink(missing_ok=True)
+        self._invalidate()
+
+    def _delete_rows(self, name: str, column: str, keys: set[str], keep: str) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        if not keys:
+            return
+        value_set = pa.array(sorted(keys))
+        for f in self.table_files(name):
+            if f.name == keep:
+                continue
+            table = pq.read_table(f)
+            if column not in table.column_names:
+                continue
+            hit = pc.is_in(table[column], value_set=value_set)
+            if not pc.any(hit).as_py():
+                continue
+            kept = table.filter(pc.invert(hit))
+            if kept.num_rows == 0:
+                f.unlink()
+                continue
+            tmp = f.with_name(f.name + ".tmp")
+            pq.write_table(kept, tmp, compression="zstd")
+            os.replace(tmp, f)
+
+    def compact(self, name: str | None = None) -> None:
+        """Merge each table's batch files into one (fewer files, faster scans)."""
+        for tname in [name] if name else self.tables():
+            files = self.table_files(tname)
+            if len(files) < 2:
+                continue
+            merged = self.arrow(f'select * from "{tname}"')
+            self.commit({tname: [merged]}, replace_tables=[tname])
+
+
+_HINTS = {
+    "jobs": "ingest logs first: 'iosight ingest PATH --warehouse WH'",
+    "timeline": "build it first: 'iosight timeline build --warehouse WH'",
+}

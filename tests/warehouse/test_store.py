@@ -1,0 +1,73 @@
+import json
+
+import pyarrow as pa
+import pytest
+
+from iosight._errors import IosightError, MissingTableError
+from iosight.warehouse import Warehouse
+
+
+def _t(keys, vals):
+    return pa.table({"job_key": keys, "v": vals})
+
+
+def test_commit_and_query(warehouse):
+    warehouse.commit({"jobs": [_t(["a", "b"], [1, 2])], "posix": [_t(["a"], [10])]})
+    assert warehouse.tables() == ["jobs", "posix"]
+    df = warehouse.sql("select job_key, v from jobs order by job_key")
+    assert df["v"].tolist() == [1, 2]
+    assert warehouse.table("posix").num_rows == 1
+
+
+def test_delete_keys_replaces_rows(warehouse):
+    warehouse.commit({"jobs": [_t(["a", "b"], [1, 2])]})
+    warehouse.commit({"jobs": [_t(["a"], [5])]}, delete_keys={"jobs": ["a"]})
+    df = warehouse.sql("select job_key, v from jobs order by job_key")
+    assert df.values.tolist() == [["a", 5], ["b", 2]]
+
+
+def test_write_table_replace_and_append(warehouse):
+    warehouse.write_table("timeline", _t(["x"], [1]))
+    warehouse.write_table("timeline", _t(["y"], [2]))
+    assert warehouse.sql("select count(*) n from timeline")["n"][0] == 1
+    warehouse.write_table("timeline", _t(["z"], [3]), mode="append")
+    assert warehouse.sql("select count(*) n from timeline")["n"][0] == 2
+
+
+def test_roll_forward_of_killed_commit(tmp_path):
+    wh = Warehouse(tmp_path / "wh")
+    wh.commit({"jobs": [_t(["a"], [1])]})
+    # simulate a writer killed after its commit record but before moving files
+    staging = wh.path / "_staging" / "00000000000000000001-deadbeef"
+    staging.mkdir()
+    import pyarrow.parquet as pq
+
+    pq.write_table(_t(["b"], [2]), staging / "jobs.parquet")
+    (wh.path / "_commits" / "00000000000000000001-deadbeef.json").write_text(
+        json.dumps(
+            {
+                "batch": "00000000000000000001-deadbeef",
+                "tables": ["jobs"],
+                "delete_keys": {},
+                "replace_tables": [],
+                "key_column": "job_key",
+            }
+        )
+    )
+    # and one killed before its commit record: must vanish
+    orphan = wh.path / "_staging" / "00000000000000000002-cafebabe"
+    orphan.mkdir()
+    pq.write_table(_t(["c"], [3]), orphan / "jobs.parquet")
+    again = Warehouse(tmp_path / "wh")
+    assert sorted(again.sql("select job_key from jobs")["job_key"]) == ["a", "b"]
+    assert not any((wh.path / "_staging").iterdir())
+
+
+def test_missing_table_and_warehouse_errors(tmp_path, warehouse):
+    with pytest.raises(MissingTableError, match="iosight ingest"):
+        warehouse.table("jobs")
+    with pytest.raises(IosightError, match="no warehouse"):
+        Warehouse(tmp_path / "nope", create=False)
+    warehouse.commit({"jobs": [_t(["a"], [1])]})
+    with pytest.raises(IosightError, match="Tables here"):
+        warehouse.sql("select * from not_a_table")
