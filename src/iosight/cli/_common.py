@@ -77,9 +77,7 @@ class RichProgress:
             transient=False,
         )
         self._bar.start()
-        self._task = self._bar.add_task(
-            description, total=total, **{f: "" for f in self._fields}
-        )
+        self._task = self._bar.add_task(description, total=total, **{f: "" for f in self._fields})
 
     def advance(self, n: int = 1, **fields: object) -> None:
         if self._bar is not None:

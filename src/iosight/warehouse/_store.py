@@ -129,7 +129,9 @@ class Warehouse:
         try:
             return self.connect().execute(query, params or [])
         except duckdb.CatalogException as err:
-            raise IosightError(f"{err}. Tables here: {', '.join(self.tables()) or 'none'}") from None
+            raise IosightError(
+                f"{err}. Tables here: {', '.join(self.tables()) or 'none'}"
+            ) from None
         except (duckdb.ParserException, duckdb.BinderException) as err:
             raise IosightError(str(err)) from None
 

@@ -1,0 +1,114 @@
+"""The Arrow shape every reader returns (DESIGN.md, "Warehouse contract").
+
+A reader turns one source into a :class:`LogTables`: a mapping from warehouse
+table name to an Arrow table. Readers do not know the ``job_key``; ingest adds it
+as the first column of every table, so the same log read by two readers gives
+equal tables.
+
+Table columns (besides ``job_key``):
+
+``jobs``
+    ``source_path, source_format, log_version, lib_version, jobid, uid, exe,
+    nprocs, start_time, end_time, run_time, modules, partial_modules, partial,
+    synthetic, metadata`` — times are float seconds since the epoch (UTC);
+    ``modules`` and ``partial_modules`` are comma-separated module names.
+``names``
+    ``record_id, name, mount_point, fs_type``
+``mounts``
+    ``mount_point, fs_type``
+module tables (``posix``, ``mpiio``, ``stdio``, ``h5f``, ``h5d``, ``pnetcdf_file``,
+``pnetcdf_var``, ``bgq``, ``dfs``, ``daos``, ...)
+    ``rank, record_id`` (plus ``file_rec_id`` for ``h5d``/``pnetcdf_var``) then one
+    column per counter and fcounter, Darshan's own names (``POSIX_READS``,
+    ``POSIX_F_READ_TIME``, ...). Timestamps are seconds since job start.
+``lustre``
+    ``rank, record_id, component, LUSTRE_COMP_*`` counters (3.4+; ``LUSTRE_STRIPE_*``
+    for older logs), ``pool_name``, ``ost_ids`` (list of int64)
+``dxt_posix``, ``dxt_mpiio``
+    ``rank, record_id, hostname, seq, op ('read'/'write'), offset, length, start, end``
+``heatmap``
+    ``module, rank, record_id, bin, bin_width, bin_start, read_bytes, write_bytes``
+``job_totals``
+    one row: ``total_<COUNTER>`` per module counter, the ``darshan-parser --total``
+    reduction of the job's records
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# Darshan module name -> warehouse table name
+MODULE_TABLES: dict[str, str] = {
+    "POSIX": "posix",
+    "MPI-IO": "mpiio",
+    "STDIO": "stdio",
+    "H5F": "h5f",
+    "H5D": "h5d",
+    "PNETCDF_FILE": "pnetcdf_file",
+    "PNETCDF_VAR": "pnetcdf_var",
+    "BG/Q": "bgq",
+    "LUSTRE": "lustre",
+    "DXT_POSIX": "dxt_posix",
+    "DXT_MPIIO": "dxt_mpiio",
+    "HEATMAP": "heatmap",
+    "DFS": "dfs",
+    "DAOS": "daos",
+    "MDHIM": "mdhim",
+    "APXC": "apxc",
+    "APMPI": "apmpi",
+}
+
+JOB_COLUMNS: tuple[str, ...] = (
+    "source_path",
+    "source_format",
+    "log_version",
+    "lib_version",
+    "jobid",
+    "uid",
+    "exe",
+    "nprocs",
+    "start_time",
+    "end_time",
+    "run_time",
+    "modules",
+    "partial_modules",
+    "partial",
+    "synthetic",
+    "metadata",
+)
+
+
+def table_for_module(module: str) -> str:
+    """The warehouse table name of a Darshan module (unknown ones: lower-cased)."""
+    return MODULE_TABLES.get(module, module.lower().replace("-", "").replace("/", ""))
+
+
+def jobs_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("source_path", pa.string()),
+            ("source_format", pa.string()),
+            ("log_version", pa.string()),
+            ("lib_version", pa.string()),
+            ("jobid", pa.int64()),
+            ("uid", pa.int64()),
+            ("exe", pa.string()),
+            ("nprocs", pa.int64()),
+            ("start_time", pa.float64()),
+            ("end_time", pa.float64()),
+            ("run_time", pa.float64()),
+            ("modules", pa.string()),
+            ("partial_modules", pa.string()),
+            ("partial", pa.bool_()),
+            ("synthetic", pa.bool_()),
+            ("metadata", pa.string()),
+        ]
+    )
+
+
+LogTables = dict  # dict[str, pa.Table]: warehouse table name -> rows of one source
