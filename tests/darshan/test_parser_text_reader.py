@@ -1,0 +1,257 @@
+"""darshan-parser text: a hand-made dump, round trips through the writer, bad input."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from iosight._errors import CorruptLogError
+from iosight.darshan._darshan2 import read_darshan2
+from iosight.darshan._parser_text import read_parser_text, write_parser_text
+from iosight.darshan._tables import jobs_schema, table_for_module
+
+DATA = Path(__file__).parent / "data"
+COUNTER_MODULES = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR")
+
+
+def _pydarshan_tables(path: Path) -> dict[str, pa.Table]:
+    """A log read with PyDarshan into the warehouse shape (test oracle, closed reports)."""
+    import darshan
+
+    with darshan.DarshanReport(str(path), read_all=True) as r:
+        job = r.metadata["job"]
+        tables: dict[str, pa.Table] = {}
+        for mod in r.records:
+            if mod in COUNTER_MODULES:
+                df = r.records[mod].to_df()
+                c, f = df["counters"], df["fcounters"]
+                data = {"rank": pa.array(c["rank"], pa.int64())}
+                data["record_id"] = pa.array(c["id"].astype(np.uint64), pa.uint64())
+                for col in c.columns[2:]:
+                    data[col] = pa.array(c[col], pa.int64())
+                for col in f.columns[2:]:
+                    data[col] = pa.array(f[col], pa.float64())
+                tables[table_for_module(mod)] = pa.table(data)
+            elif mod == "LUSTRE":
+                df = r.records[mod].to_df()["components"]
+                df["component"] = df.groupby(["rank", "id"]).cumcount() + 1
+                data = {"rank": pa.array(df["rank"], pa.int64())}
+                data["record_id"] = pa.array(df["id"].astype(np.uint64), pa.uint64())
+                data["component"] = pa.array(df["component"], pa.int64())
+                for col in df.columns:
+                    if col.startswith("LUSTRE_COMP_"):
+                        data[col] = pa.array(df[col], pa.int64())
+                data["pool_name"] = pa.array(df["LUSTRE_POOL_NAME"], pa.string())
+                data["ost_ids"] = pa.array([list(map(int, o)) for o in df["LUSTRE_OST_IDS"]])
+                tables["lustre"] = pa.table(data)
+            elif mod.startswith("DXT_"):
+                rows = []
+                for rec in r.records[mod]:
+                    for op in ("write", "read"):
+                        for i, seg in enumerate(rec[f"{op}_segments"]):
+                            rows.append(
+                                dict(
+                                    rank=rec["rank"],
+                                    record_id=rec["id"],
+                                    hostname=rec["hostname"],
+                                    seq=i,
+                                    op=op,
+                                    offset=seg["offset"],
+                                    length=seg["length"],
+                                    start=seg["start_time"],
+                                    end=seg["end_time"],
+                                )
+                            )
+                schema = pa.schema(
+                    [
+                        ("rank", pa.int64()),
+                        ("record_id", pa.uint64()),
+                        ("hostname", pa.string()),
+                        ("seq", pa.int64()),
+                        ("op", pa.string()),
+                        ("offset", pa.int64()),
+                        ("length", pa.int64()),
+                        ("start", pa.float64()),
+                        ("end", pa.float64()),
+                    ]
+                )
+                tables[table_for_module(mod)] = pa.Table.from_pylist(rows, schema)
+        names = r.name_records
+        tables["names"] = pa.table(
+            {
+                "record_id": pa.array(list(names), pa.uint64()),
+                "name": list(names.values()),
+                "mount_point": ["UNKNOWN"] * len(names),
+                "fs_type": ["UNKNOWN"] * len(names),
+            }
+        )
+        mounts = r.data["mounts"]
+        tables["mounts"] = pa.table(
+            {"mount_point": [m for m, _ in mounts], "fs_type": [f for _, f in mounts]}
+        )
+        start = job["start_time_sec"] + job.get("start_time_nsec", 0) * 1e-9
+        end = job["end_time_sec"] + job.get("end_time_nsec", 0) * 1e-9
+        mods = [m for m in r.modules if m != "HEATMAP"]
+        partial = [m for m, v in r.modules.items() if v.get("partial_flag")]
+        row = dict(
+            source_path=str(path),
+            source_format="darshan",
+            log_version=job["log_ver"],
+            lib_version=job["metadata"].get("lib_ver"),
+            jobid=job["jobid"],
+            uid=job["uid"],
+            exe=r.metadata["exe"],
+            nprocs=job["nprocs"],
+            start_time=start,
+            end_time=end,
+            run_time=job["run_time"],
+            modules=",".join(mods),
+            partial_modules=",".join(partial),
+            partial=bool(partial),
+            synthetic=False,
+            metadata=json.dumps(job["metadata"], sort_keys=True),
+        )
+        tables["jobs"] = pa.Table.from_pylist([row], jobs_schema())
+    return tables
+
+
+def _pydarshan_examples() -> list[Path]:
+    pytest.importorskip("darshan")
+    from darshan.examples import __file__ as examples
+
+    root = Path(examples).parent / "example_logs"
+    # dxt.darshan: DXT segments; example.darshan: LUSTRE (pre-3.4), MPI-IO, STDIO
+    return [root / "example.darshan", root / "dxt.darshan", root / "ior_hdf5_example.darshan"]
+
+
+def _assert_same(a: pa.Table, b: pa.Table, tol: float = 0.0) -> None:
+    assert a.column_names == b.column_names
+    for name in a.column_names:
+        x, y = a[name], b[name]
+        if pa.types.is_floating(x.type) and tol:
+            np.testing.assert_allclose(y.to_numpy(), x.to_numpy(), rtol=0, atol=tol)
+        else:
+            assert x.to_pylist() == y.to_pylist(), name
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_pydarshan_logs_round_trip_through_parser_text(tmp_path, exact):
+    for log in _pydarshan_examples():
+        tables = _pydarshan_tables(log)
+        out = tmp_path / f"{log.stem}.txt"
+        write_parser_text(tables, out, exact=exact)
+        back = read_parser_text(out)
+        for name in tables:
+            if name in ("jobs", "names"):
+                continue
+            tol = 0.0 if exact else (5e-5 if name.startswith("dxt") else 5e-7)
+            _assert_same(tables[name], back[name], tol)
+        assert set(back) - set(tables) == {"job_totals"}
+        want, got = tables["jobs"].to_pylist()[0], back["jobs"].to_pylist()[0]
+        for key in ("log_version", "jobid", "uid", "exe", "nprocs", "metadata", "modules"):
+            assert got[key] == want[key], key
+        if exact:
+            assert got["start_time"] == want["start_time"]
+        else:
+            assert got["start_time"] == int(want["start_time"])
+        named = set(tables["names"]["record_id"].to_pylist())
+        assert set(back["names"]["record_id"].to_pylist()) <= named
+
+
+def test_shared_2x_logs_round_trip(shared, tmp_path):
+    logs = sorted(shared("darshan-logs").glob("*mpi-io-test*.darshan.gz"))[:8]
+    for log in logs:
+        tables = read_darshan2(log)
+        buf = io.StringIO()
+        write_parser_text(tables, buf, exact=True)
+        path = tmp_path / "x.txt"
+        path.write_text(buf.getvalue())
+        back = read_parser_text(path)
+        for name in ("posix", "mpiio", "names", "mounts", "job_totals"):
+            if name in tables:
+                assert back[name].equals(tables[name]), (log.name, name)
+
+
+def test_hand_made_dump_with_lustre_heatmap_and_dxt():
+    t = read_parser_text(DATA / "parser_all_small.txt")
+    job = t["jobs"].to_pylist()[0]
+    assert job["log_version"] == "3.41" and job["nprocs"] == 2 and job["jobid"] == 4242
+    assert job["start_time"] == 1700000000 and job["run_time"] == 10.5
+    assert job["exe"] == "/apps/ior -w -t 1m" and job["lib_version"] == "3.4.4"
+    assert job["partial_modules"] == "STDIO" and job["partial"]
+    assert job["modules"] == "POSIX,LUSTRE,STDIO,HEATMAP,DXT_POSIX"
+    assert t["mounts"].to_pylist()[0] == {"mount_point": "/lus/grand", "fs_type": "lustre"}
+    posix = t["posix"].to_pylist()
+    assert [(r["rank"], r["record_id"]) for r in posix] == [(0, 111), (1, 111)]
+    assert [r["POSIX_BYTES_WRITTEN"] for r in posix] == [1048576, 2097152]
+    assert posix[1]["POSIX_F_WRITE_TIME"] == 0.25
+    assert t["posix"].schema.field("POSIX_F_WRITE_TIME").type == pa.float64()
+    lustre = t["lustre"].to_pylist()
+    assert lustre[0]["ost_ids"] == [3, 4] and lustre[0]["LUSTRE_COMP_STRIPE_SIZE"] == 1048576
+    assert lustre[0]["LUSTRE_COMP_STRIPE_PATTERN"] == 0 and lustre[0]["LUSTRE_COMP_FLAGS"] == 16
+    assert lustre[0]["pool_name"] == "" and lustre[0]["component"] == 1
+    heat = t["heatmap"].to_pylist()
+    assert [(h["bin"], h["bin_start"], h["read_bytes"], h["write_bytes"]) for h in heat] == [
+        (0, 0.0, 0, 1048576),
+        (1, 0.5, 10, 2097152),
+    ]
+    assert heat[0]["module"] == "POSIX"
+    dxt = t["dxt_posix"].to_pylist()
+    assert len(dxt) == 3 and dxt[2]["op"] == "read" and dxt[2]["hostname"] == "nid0002"
+    assert dxt[1]["offset"] == 1048576 and dxt[1]["end"] == 0.25
+    tot = t["job_totals"].to_pylist()[0]
+    assert tot["total_POSIX_BYTES_WRITTEN"] == 3145728
+    assert tot["total_POSIX_F_WRITE_START_TIMESTAMP"] == 0.1  # min of positive values
+    assert tot["total_STDIO_OPENS"] == 1
+    names = {r["record_id"]: r["name"] for r in t["names"].to_pylist()}
+    assert names == {111: "/lus/grand/out.dat", 222: "<STDOUT>"}
+
+
+def test_writer_renders_darshan_parser_rows():
+    t = read_parser_text(DATA / "parser_all_small.txt")
+    buf = io.StringIO()
+    write_parser_text(t, buf)
+    text = buf.getvalue()
+    row = "POSIX\t1\t111\tPOSIX_F_WRITE_TIME\t0.250000\t/lus/grand/out.dat\t/lus/grand\tlustre"
+    assert row in text.splitlines()
+    assert "# mount entry:\t/lus/grand\tlustre" in text
+    assert "LUSTRE\t-1\t111\tLUSTRE_COMP1_OST_ID_1\t4\t/lus/grand/out.dat" in text
+    assert "total_POSIX_BYTES_WRITTEN: 3145728" in text
+
+
+@pytest.mark.parametrize(
+    "content, reason",
+    [
+        ("", "no '# darshan log version:'"),
+        ("hello\tworld\n", "no '# darshan log version:'"),
+        ("# darshan log version: 3.41\n# nprocs: 2\n", "start_time"),
+        (
+            "# darshan log version: 3.41\n# exe: x\n# uid: 1\n# jobid: 1\n# start_time: 1\n"
+            "# end_time: 2\n# nprocs: 1\nPOSIX\t0\t1\tPOSIX_OPENS\tmany\tf\t/\text4\n",
+            "non-numeric",
+        ),
+        (
+            "# darshan log version: 3.41\n# exe: x\n# uid: 1\n# jobid: 1\n# start_time: 1\n"
+            "# end_time: 2\n# nprocs: 1\nPOSIX\t0\tPOSIX_OPENS\t3\n",
+            "malformed",
+        ),
+    ],
+)
+def test_bad_text_raises(tmp_path, content, reason):
+    path = tmp_path / "bad.txt"
+    path.write_text(content)
+    with pytest.raises(CorruptLogError, match=reason):
+        read_parser_text(path)
+
+
+def test_gzip_compressed_dump(tmp_path):
+    import gzip
+
+    path = tmp_path / "dump.txt.gz"
+    path.write_bytes(gzip.compress((DATA / "parser_all_small.txt").read_bytes()))
+    assert read_parser_text(path)["posix"].num_rows == 2
