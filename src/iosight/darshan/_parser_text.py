@@ -79,7 +79,7 @@ def _text_of(path: Path) -> str:
 
 
 def _header(lines: list[str]) -> dict:
-    """Job fields, metadata, mounts, module sections and partial flags from comments."""
+    """Job fields, metadata, mounts, module sections and partial flags from ``# `` lines."""
     head: dict = {"metadata": {}, "mounts": [], "modules": [], "partial": []}
     for line in lines:
         if not line.startswith("# "):
@@ -126,25 +126,29 @@ def _number(head: dict, key: str, kind: type) -> int | float:
         raise CorruptLogError(f"bad '# {key}:' value {head[key][:40]!r}") from None
 
 
-def _record_rows(lines: list[str]) -> pa.Table:
-    """The tab-separated counter rows as an all-string Arrow table."""
+def _record_rows(data: bytes) -> pa.Table:
+    """The tab-separated counter rows of the whole dump as an all-string Arrow table.
+
+    Arrow's CSV reader splits the text; lines that are not 8-field rows
+    (comments, ``total_*`` lines, DXT rows) are skipped, unless they look like
+    a counter row with the wrong number of fields.
+    """
     import pyarrow as pa
+    import pyarrow.compute as pc
     from pyarrow import csv as pacsv
 
-    keep = [ln for ln in lines if ln and ln[0] not in "# " and "\t" in ln]
-    keep = [ln for ln in keep if not ln.split("\t", 1)[0].isdigit()]  # --file-list rows
-    if not keep:
-        return pa.table({f: pa.array([], pa.string()) for f in _ROW_FIELDS})
     bad: list[str] = []
 
     def on_bad(row) -> str:
-        bad.append(row.text or "")
-        return "error"
+        text = row.text or ""
+        if text[:1] not in ("#", " ", "") and "\t" in text:
+            bad.append(text)
+        return "skip"
 
     try:
         table = pacsv.read_csv(
-            io.BytesIO("\n".join(keep).encode()),
-            read_options=pacsv.ReadOptions(column_names=list(_ROW_FIELDS)),
+            io.BytesIO(data),
+            read_options=pacsv.ReadOptions(column_names=list(_ROW_FIELDS), block_size=1 << 24),
             parse_options=pacsv.ParseOptions(
                 delimiter="\t", quote_char=False, invalid_row_handler=on_bad
             ),
@@ -153,9 +157,14 @@ def _record_rows(lines: list[str]) -> pa.Table:
             ),
         )
     except pa.ArrowInvalid as err:
-        row = bad[0][:60] if bad else str(err).splitlines()[0][:80]
-        raise CorruptLogError(f"malformed counter row {row!r}") from None
-    return table
+        raise CorruptLogError(
+            f"unreadable parser output ({str(err).splitlines()[0][:80]})"
+        ) from None
+    if bad:
+        raise CorruptLogError(f"malformed counter row {bad[0][:60]!r}")
+    module = table["module"]
+    keep = pc.invert(pc.or_(pc.starts_with(module, "#"), pc.utf8_is_digit(module)))
+    return table.filter(keep)  # drops the column-title line and --file-list rows
 
 
 def _as(values: pa.Array, typ: pa.DataType, what: str) -> np.ndarray:
@@ -168,15 +177,30 @@ def _as(values: pa.Array, typ: pa.DataType, what: str) -> np.ndarray:
         raise CorruptLogError(f"non-numeric value in {what}") from None
 
 
-def _factorize(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Codes of row keys in order of first appearance, and the first row of each."""
-    import pandas as pd
+def _records(rank: np.ndarray, rid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Record index of every row (first-appearance order) and the first row of each record.
 
-    codes, _ = (
-        pd.factorize(pd.MultiIndex.from_arrays(keys)) if len(keys) > 1 else (pd.factorize(keys[0]))
+    darshan-parser prints a record's counters on consecutive rows, so records
+    are runs of equal ``(rank, record id)``; a record split over several runs is
+    still merged into one.
+    """
+    n = len(rank)
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    change = np.flatnonzero((rank[1:] != rank[:-1]) | (rid[1:] != rid[:-1])) + 1
+    starts = np.concatenate([[0], change])
+    seen: dict[tuple[int, int], int] = {}
+    run_code = np.array(
+        [
+            seen.setdefault((r, i), len(seen))
+            for r, i in zip(rank[starts].tolist(), rid[starts].tolist(), strict=True)
+        ],
+        np.int64,
     )
-    _, first = np.unique(codes, return_index=True)
-    return codes, first
+    lengths = np.diff(np.concatenate([starts, [n]]))
+    codes = np.repeat(run_code, lengths)
+    _, first_run = np.unique(run_code, return_index=True)
+    return codes, starts[first_run]
 
 
 def _module_table(rows: pa.Table, module: str) -> pa.Table:
@@ -185,24 +209,27 @@ def _module_table(rows: pa.Table, module: str) -> pa.Table:
 
     rank = _as(rows["rank"], pa.int64(), f"{module} rank")
     rid = _as(rows["record_id"], pa.uint64(), f"{module} record id")
-    rec, first = _factorize([rank, rid])
-    names = rows["counter"].to_numpy(zero_copy_only=False)
-    col, col_first = _factorize([names])
-    counters = names[col_first]
+    rec, first = _records(rank, rid)
+    encoded = rows["counter"].combine_chunks().dictionary_encode()
+    col = encoded.indices.to_numpy()
+    counters = encoded.dictionary.to_pylist()  # in order of first appearance
+    order = np.argsort(col, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(col, minlength=len(counters)))])
+    values = rows["value"].combine_chunks().take(pa.array(order))
+    rec = rec[order]
     n = len(first)
     data: dict[str, pa.Array] = {
         "rank": pa.array(rank[first], pa.int64()),
         "record_id": pa.array(rid[first], pa.uint64()),
     }
-    values = rows["value"]
     for j, name in enumerate(counters):
-        sel = np.flatnonzero(col == j)
+        lo, hi = bounds[j], bounds[j + 1]
         if name.endswith("_FILE_REC_ID"):
             typ, key = pa.uint64(), "file_rec_id"
         else:
             typ, key = (pa.float64() if "_F_" in name else pa.int64()), name
         out = np.zeros(n, typ.to_pandas_dtype())
-        out[rec[sel]] = _as(values.take(pa.array(sel)), typ, f"{module} {name}")
+        out[rec[lo:hi]] = _as(values.slice(lo, hi - lo), typ, f"{module} {name}")
         data[key] = pa.array(out, typ)
     if "file_rec_id" in data:  # contract: right after record_id
         data = {k: data[k] for k in ("rank", "record_id", "file_rec_id")} | data
@@ -300,7 +327,7 @@ def _heatmap_table(rows: pa.Table) -> pa.Table:
 
 
 def _dxt_tables(lines: list[str]) -> dict[str, pa.Table]:
-    """``darshan-dxt-parser`` sections -> ``dxt_posix`` / ``dxt_mpiio`` tables."""
+    """``darshan-dxt-parser`` lines (``# DXT, ...`` and segment rows) -> DXT tables."""
     import pyarrow as pa
 
     out: dict[str, dict[str, list]] = {}
@@ -358,11 +385,11 @@ def read_parser_text(path: Path) -> dict[str, pa.Table]:
 
     path = Path(path)
     text = _text_of(path)
-    lines = text.splitlines()
-    if not any(ln.startswith("# darshan log version:") for ln in lines[:50]):
+    if not any(ln.startswith("# darshan log version:") for ln in text[:20000].splitlines()[:50]):
         raise CorruptLogError("not darshan-parser output: no '# darshan log version:' line")
-    head = _header(lines)
-    rows = _record_rows(lines)
+    marked = re.findall(r"\n([# ][^\n]*)", "\n" + text)  # comment and DXT segment lines
+    head = _header(marked)
+    rows = _record_rows(text.encode())
 
     tables: dict[str, pa.Table] = {}
     module_col = rows["module"]
@@ -375,11 +402,12 @@ def read_parser_text(path: Path) -> dict[str, pa.Table]:
             tables["heatmap"] = _heatmap_table(sub)
         else:
             tables[table_for_module(module)] = _module_table(sub, module)
-    tables |= _dxt_tables(lines)
+    tables |= _dxt_tables(marked)
 
     named = rows.filter(pc.invert(pc.equal(module_col, "HEATMAP")))
     rid = _as(named["record_id"], pa.uint64(), "record id")
-    _, first = _factorize([rid])
+    _, first = np.unique(rid, return_index=True)
+    first.sort()
     tables["names"] = pa.table(
         {
             "record_id": pa.array(rid[first], pa.uint64()),
