@@ -212,6 +212,65 @@ def test_hand_made_dump_with_lustre_heatmap_and_dxt():
     assert names == {111: "/lus/grand/out.dat", 222: "<STDOUT>"}
 
 
+def test_2x_log_and_its_2x_style_dump_give_equal_tables(shared, tmp_path):
+    """Render a 2.x log as Darshan 2.x's darshan-parser did (7 fields, CP_* names), read it."""
+    from iosight.darshan._darshan2_counters import (
+        CP_COUNTERS,
+        CP_F_COUNTERS,
+        MPIIO_COLUMNS,
+        POSIX_COLUMNS,
+    )
+
+    log = next(shared("darshan-logs").glob("*ppc64-2.2.8_id121829*.darshan.gz"))
+    tables = read_darshan2(log)
+    posix = tables["posix"].to_pylist()
+    mpiio = {(r["rank"], r["record_id"]): r for r in tables["mpiio"].to_pylist()}
+    names = {r["record_id"]: r for r in tables["names"].to_pylist()}
+    lines = ["# darshan log version: 2.02", "# exe: x", "# uid: 1", "# jobid: 2"]
+    lines += ["# start_time: 3", "# end_time: 4", "# nprocs: 16", "# run time: 2"]
+    for row in posix:
+        mrow = mpiio.get((row["rank"], row["record_id"]), {})
+        n = names[row["record_id"]]
+        tail = f"\t...{n['name']}\t{n['mount_point']}\t{n['fs_type']}"
+        for cp in (*CP_COUNTERS, *CP_F_COUNTERS):
+            value = (
+                row[POSIX_COLUMNS[cp]] if cp in POSIX_COLUMNS else mrow.get(MPIIO_COLUMNS[cp], 0)
+            )
+            text = f"{value:f}" if cp.startswith("CP_F_") else str(value)
+            lines.append(f"{row['rank']}\t{row['record_id']}\t{cp}\t{text}{tail}")
+    path = tmp_path / "dump2x.txt"
+    path.write_text("\n".join(lines) + "\n")
+    back = read_parser_text(path)
+    for name in ("posix", "mpiio", "names"):
+        _assert_same(tables[name], back[name], tol=5.1e-7)
+
+
+def test_real_darshan_118_parser_output():
+    """Darshan 1.x/2.x dumps have no module column; CP_* counters map as in the 2.x reader."""
+    t = read_parser_text(DATA / "parser_darshan118_iomi3d_excerpt.txt")
+    job = t["jobs"].to_pylist()[0]
+    assert (job["log_version"], job["nprocs"], job["uid"], job["jobid"]) == ("1.18", 512, 4279, 0)
+    assert (job["start_time"], job["end_time"], job["run_time"]) == (1236266552, 1236266719, 168)
+    assert job["exe"].startswith("/home/carns/tar/Chombo/benchmark/IOMI/iomi3d.Linux")
+    assert job["modules"] == "POSIX" and "mpiio" not in t
+    (row,) = t["posix"].to_pylist()
+    assert (row["rank"], row["record_id"]) == (-1, 6908978163965080775)
+    assert row["POSIX_BYTES_READ"] == 381440 and row["POSIX_MAX_BYTE_READ"] == 744
+    assert row["CP_POSIX_FREADS"] == 512 and row["POSIX_STATS"] == 1024
+    assert row["POSIX_SIZE_READ_100_1K"] == 512 and row["POSIX_ACCESS1_ACCESS"] == 745
+    assert row["POSIX_F_OPEN_START_TIMESTAMP"] == 0.164145
+    assert row["POSIX_F_READ_TIME"] == 0.001774 and row["POSIX_F_META_TIME"] == 0.0
+    assert t["names"].to_pylist() == [
+        {
+            "record_id": 6908978163965080775,
+            "name": "uns/in.r444",
+            "mount_point": "UNKNOWN",
+            "fs_type": "UNKNOWN",
+        }
+    ]
+    assert t["job_totals"].to_pylist()[0]["total_POSIX_BYTES_READ"] == 381440
+
+
 def test_writer_renders_darshan_parser_rows():
     t = read_parser_text(DATA / "parser_all_small.txt")
     buf = io.StringIO()

@@ -46,12 +46,19 @@ import numpy as np
 
 from iosight._errors import CorruptLogError
 from iosight.darshan._darshan2 import job_totals
+from iosight.darshan._darshan2_counters import (
+    CP_COUNTERS,
+    CP_F_COUNTERS,
+    MPIIO_COLUMNS,
+    POSIX_COLUMNS,
+)
 from iosight.darshan._tables import JOB_COLUMNS, MODULE_TABLES, jobs_schema, table_for_module
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 _ROW_FIELDS = ("module", "rank", "record_id", "counter", "value", "name", "mount", "fs")
+_LEGACY_FIELDS = _ROW_FIELDS[1:]
 _SPECIAL = ("LUSTRE", "HEATMAP")
 _DXT_TABLES = {"X_POSIX": "dxt_posix", "X_MPIIO": "dxt_mpiio"}
 _MODULE_NAMES = {table: module for module, table in MODULE_TABLES.items()}
@@ -126,7 +133,7 @@ def _number(head: dict, key: str, kind: type) -> int | float:
         raise CorruptLogError(f"bad '# {key}:' value {head[key][:40]!r}") from None
 
 
-def _record_rows(data: bytes) -> pa.Table:
+def _record_rows(data: bytes, fields: tuple[str, ...] = _ROW_FIELDS) -> pa.Table:
     """The tab-separated counter rows of the whole dump as an all-string Arrow table.
 
     Arrow's CSV reader splits the text; lines that are not 8-field rows
@@ -141,19 +148,19 @@ def _record_rows(data: bytes) -> pa.Table:
 
     def on_bad(row) -> str:
         text = row.text or ""
-        if text[:1] not in ("#", " ", "") and "\t" in text:
+        if text[:1] not in ("#", " ", "") and "\t" in text and len(fields) == 8:
             bad.append(text)
         return "skip"
 
     try:
         table = pacsv.read_csv(
             io.BytesIO(data),
-            read_options=pacsv.ReadOptions(column_names=list(_ROW_FIELDS), block_size=1 << 24),
+            read_options=pacsv.ReadOptions(column_names=list(fields), block_size=1 << 24),
             parse_options=pacsv.ParseOptions(
                 delimiter="\t", quote_char=False, invalid_row_handler=on_bad
             ),
             convert_options=pacsv.ConvertOptions(
-                column_types={f: pa.string() for f in _ROW_FIELDS}, strings_can_be_null=False
+                column_types={f: pa.string() for f in fields}, strings_can_be_null=False
             ),
         )
     except pa.ArrowInvalid as err:
@@ -162,9 +169,11 @@ def _record_rows(data: bytes) -> pa.Table:
         ) from None
     if bad:
         raise CorruptLogError(f"malformed counter row {bad[0][:60]!r}")
-    module = table["module"]
-    keep = pc.invert(pc.or_(pc.starts_with(module, "#"), pc.utf8_is_digit(module)))
-    return table.filter(keep)  # drops the column-title line and --file-list rows
+    first = table[fields[0]]
+    drop = pc.starts_with(first, "#")  # the column-title line
+    if fields[0] == "module":
+        drop = pc.or_(drop, pc.utf8_is_digit(first))  # --file-list rows
+    return table.filter(pc.invert(drop))
 
 
 def _as(values: pa.Array, typ: pa.DataType, what: str) -> np.ndarray:
@@ -203,6 +212,22 @@ def _records(rank: np.ndarray, rid: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return codes, starts[first_run]
 
 
+def _counter_groups(rows: pa.Table, rec: np.ndarray):
+    """Per counter name (first-appearance order): its rows' record codes and values."""
+    import pyarrow as pa
+
+    encoded = rows["counter"].combine_chunks().dictionary_encode()
+    col = encoded.indices.to_numpy()
+    counters = encoded.dictionary.to_pylist()
+    order = np.argsort(col, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(col, minlength=len(counters)))])
+    values = rows["value"].combine_chunks().take(pa.array(order))
+    rec = rec[order]
+    for j, name in enumerate(counters):
+        lo, hi = bounds[j], bounds[j + 1]
+        yield name, rec[lo:hi], values.slice(lo, hi - lo)
+
+
 def _module_table(rows: pa.Table, module: str) -> pa.Table:
     """Counter rows of one module pivoted to ``rank, record_id, [file_rec_id,] counters``."""
     import pyarrow as pa
@@ -210,30 +235,60 @@ def _module_table(rows: pa.Table, module: str) -> pa.Table:
     rank = _as(rows["rank"], pa.int64(), f"{module} rank")
     rid = _as(rows["record_id"], pa.uint64(), f"{module} record id")
     rec, first = _records(rank, rid)
-    encoded = rows["counter"].combine_chunks().dictionary_encode()
-    col = encoded.indices.to_numpy()
-    counters = encoded.dictionary.to_pylist()  # in order of first appearance
-    order = np.argsort(col, kind="stable")
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(col, minlength=len(counters)))])
-    values = rows["value"].combine_chunks().take(pa.array(order))
-    rec = rec[order]
     n = len(first)
     data: dict[str, pa.Array] = {
         "rank": pa.array(rank[first], pa.int64()),
         "record_id": pa.array(rid[first], pa.uint64()),
     }
-    for j, name in enumerate(counters):
-        lo, hi = bounds[j], bounds[j + 1]
+    for name, where, values in _counter_groups(rows, rec):
         if name.endswith("_FILE_REC_ID"):
             typ, key = pa.uint64(), "file_rec_id"
         else:
             typ, key = (pa.float64() if "_F_" in name else pa.int64()), name
         out = np.zeros(n, typ.to_pandas_dtype())
-        out[rec[lo:hi]] = _as(values.slice(lo, hi - lo), typ, f"{module} {name}")
+        out[where] = _as(values, typ, f"{module} {name}")
         data[key] = pa.array(out, typ)
     if "file_rec_id" in data:  # contract: right after record_id
         data = {k: data[k] for k in ("rank", "record_id", "file_rec_id")} | data
     return pa.table(data)
+
+
+def _legacy_tables(rows: pa.Table) -> dict[str, pa.Table]:
+    """Darshan 1.x/2.x parser rows (``<rank> <file> <counter> <value> <suffix>...``).
+
+    The ``CP_*`` counters are laid out as the 2.06 record and then split into
+    ``posix``/``mpiio`` exactly as :func:`read_darshan2` does, so a 2.x log and
+    its 2.x parser dump give the same tables; counters unknown to 2.06 keep
+    their name in ``posix``.
+    """
+    import pyarrow as pa
+
+    from iosight.darshan import _darshan2 as d2
+
+    rank = _as(rows["rank"], pa.int64(), "rank")
+    rid = _as(rows["record_id"], pa.uint64(), "record id")
+    rec, first = _records(rank, rid)
+    n = len(first)
+    ints = np.zeros((n, len(CP_COUNTERS)), np.int64)
+    floats = np.zeros((n, len(CP_F_COUNTERS)), np.float64)
+    extra: dict[str, np.ndarray] = {}
+    for name, where, values in _counter_groups(rows, rec):
+        if name in CP_F_COUNTERS:
+            floats[where, CP_F_COUNTERS.index(name)] = _as(values, pa.float64(), name)
+        elif name in CP_COUNTERS:
+            ints[where, CP_COUNTERS.index(name)] = _as(values, pa.int64(), name)
+        else:
+            extra.setdefault(name, np.zeros(n, np.int64))[where] = _as(values, pa.int64(), name)
+    posix = d2._module_table(POSIX_COLUMNS, rank[first], rid[first], ints, floats)
+    for name, values in extra.items():
+        posix = posix.append_column(name, pa.array(values, pa.int64()))
+    tables = {"posix": posix}
+    mpi = d2._mpi_activity(ints, floats)
+    if mpi.any():
+        tables["mpiio"] = d2._module_table(
+            MPIIO_COLUMNS, rank[first][mpi], rid[first][mpi], ints[mpi], floats[mpi]
+        )
+    return tables
 
 
 def _lustre_value(counter: str, value: str) -> int:
@@ -389,31 +444,49 @@ def read_parser_text(path: Path) -> dict[str, pa.Table]:
         raise CorruptLogError("not darshan-parser output: no '# darshan log version:' line")
     marked = re.findall(r"\n([# ][^\n]*)", "\n" + text)  # comment and DXT segment lines
     head = _header(marked)
-    rows = _record_rows(text.encode())
+    version = head.get("darshan log version", "").strip()
+    first_row = re.search(r"\n([^#\s\n][^\n]*\t[^\n]*)", "\n" + text)
+    # Darshan 1.x/2.x parser rows start with the rank: no module column
+    legacy = bool(first_row and re.match(r"-?\d+\t", first_row.group(1)))
 
     tables: dict[str, pa.Table] = {}
-    module_col = rows["module"]
-    seen = list(dict.fromkeys(module_col.to_pylist()))
-    for module in seen:
-        sub = rows.filter(pc.equal(module_col, module))
-        if module == "LUSTRE":
-            tables["lustre"] = _lustre_table(sub)
-        elif module == "HEATMAP":
-            tables["heatmap"] = _heatmap_table(sub)
-        else:
-            tables[table_for_module(module)] = _module_table(sub, module)
-    tables |= _dxt_tables(marked)
+    if legacy:
+        n_fields = first_row.group(1).count("\t") + 1
+        if n_fields not in (5, 7):
+            raise CorruptLogError(f"Darshan {version} parser rows with {n_fields} fields")
+        rows = _record_rows(text.encode(), _LEGACY_FIELDS[:n_fields])
+        tables |= _legacy_tables(rows)
+        seen = list(_MODULE_NAMES[t] for t in ("posix", "mpiio") if t in tables)
+        named = rows
+    else:
+        rows = _record_rows(text.encode())
+        module_col = rows["module"]
+        seen = list(dict.fromkeys(module_col.to_pylist()))
+        for module in seen:
+            sub = rows.filter(pc.equal(module_col, module))
+            if module == "LUSTRE":
+                tables["lustre"] = _lustre_table(sub)
+            elif module == "HEATMAP":
+                tables["heatmap"] = _heatmap_table(sub)
+            else:
+                tables[table_for_module(module)] = _module_table(sub, module)
+        tables |= _dxt_tables(marked)
+        named = rows.filter(pc.invert(pc.equal(module_col, "HEATMAP")))
 
-    named = rows.filter(pc.invert(pc.equal(module_col, "HEATMAP")))
     rid = _as(named["record_id"], pa.uint64(), "record id")
     _, first = np.unique(rid, return_index=True)
     first.sort()
+    take = pa.array(first)
+    unknown = pa.array(["UNKNOWN"] * len(first), pa.string())
+    name = named["name"].take(take)
+    if legacy:  # 2.x prints the name suffix as "...<suffix>"
+        name = pc.replace_substring_regex(name, r"^\.\.\.", "")
     tables["names"] = pa.table(
         {
             "record_id": pa.array(rid[first], pa.uint64()),
-            "name": named["name"].take(pa.array(first)),
-            "mount_point": named["mount"].take(pa.array(first)),
-            "fs_type": named["fs"].take(pa.array(first)),
+            "name": name,
+            "mount_point": named["mount"].take(take) if "mount" in named.column_names else unknown,
+            "fs_type": named["fs"].take(take) if "fs" in named.column_names else unknown,
         }
     )
     tables["mounts"] = pa.table(
@@ -429,9 +502,9 @@ def read_parser_text(path: Path) -> dict[str, pa.Table]:
     row = {
         "source_path": str(path),
         "source_format": "darshan-parser-text",
-        "log_version": head.get("darshan log version", "").strip(),
+        "log_version": version,
         "lib_version": head["metadata"].get("lib_ver"),
-        "jobid": _number(head, "jobid", int),
+        "jobid": _number(head, "jobid", int) if "jobid" in head or not legacy else 0,
         "uid": _number(head, "uid", int),
         "exe": head.get("exe", ""),
         "nprocs": _number(head, "nprocs", int),
