@@ -2,5 +2,16 @@
 
 from iosight.warehouse._ingest import IngestReport, discover, ingest
 from iosight.warehouse._store import DEFAULT_WAREHOUSE, Warehouse, default_path
+from iosight.warehouse._summary import JobSummary, find_job, job_summary
 
-__all__ = ["DEFAULT_WAREHOUSE", "IngestReport", "Warehouse", "default_path", "discover", "ingest"]
+__all__ = [
+    "DEFAULT_WAREHOUSE",
+    "IngestReport",
+    "JobSummary",
+    "Warehouse",
+    "default_path",
+    "discover",
+    "find_job",
+    "ingest",
+    "job_summary",
+]
