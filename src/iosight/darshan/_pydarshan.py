@@ -66,6 +66,10 @@ def read_pydarshan(path: str | Path) -> LogTables:
         raise CorruptLogError(f"{path}: libdarshan-util cannot open it (not a Darshan 3.x log?)")
     try:
         return _read_open_log(be, log, path)
+    except CorruptLogError as err:
+        if str(path) in str(err):
+            raise
+        raise CorruptLogError(f"{path}: {err}") from None
     finally:
         be.log_close(log)
 
@@ -93,6 +97,7 @@ def _read_open_log(be, log, path: Path) -> LogTables:
             tables[table_for_module(mod)] = _dxt_table(be, log, info["idx"])
         elif mod == "HEATMAP":
             tables["heatmap"] = _heatmap_table(be, log, info["idx"], names)
+    tables = {k: _named_only(t, names) for k, t in tables.items()}
     present = [m for m, i in modules.items() if i["len"] > 0]
     partial = [m for m, i in modules.items() if i["partial_flag"]]
     job.update(modules=",".join(present), partial_modules=",".join(partial), partial=bool(partial))
@@ -106,6 +111,15 @@ def _read_open_log(be, log, path: Path) -> LogTables:
     tables["names"] = names_table(names, mounts)
     tables["job_totals"] = pa.Table.from_pylist([totals]) if totals else pa.table({})
     return {k: v for k, v in tables.items() if v.num_columns}
+
+
+def _named_only(table: pa.Table, names: dict[int, str]) -> pa.Table:
+    """Drop records with no name record, as PyDarshan does (ids outside the name table
+    are a writer's garbage, e.g. id 2**64-1 in some DAOS logs)."""
+    import pyarrow.compute as pc
+
+    known = pc.is_in(table["record_id"], value_set=pa.array(list(names), pa.uint64()))
+    return table if pc.all(known).as_py() else table.filter(known)
 
 
 def _job(be, log, path: Path) -> dict:
@@ -141,17 +155,31 @@ def _job(be, log, path: Path) -> dict:
 
 def _raw_records(be, log, idx: int, struct: str) -> tuple[bytes, int]:
     """All records of one module as the concatenated bytes of their C structs."""
-    ffi, lib = be.ffi, be.libdutil
+    ffi = be.ffi
     size = ffi.sizeof(struct)
-    buf = ffi.new("void **")
-    chunks = []
-    try:
-        while lib.darshan_log_get_record(log["handle"], idx, buf) > 0:
-            chunks.append(bytes(ffi.buffer(buf[0], size)))  # the library reuses *buf
-    finally:
-        if buf[0] != ffi.NULL:
-            lib.darshan_free(buf[0])
+    chunks = [bytes(ffi.buffer(rec, size)) for rec in _records(be, log, idx)]
     return b"".join(chunks), len(chunks)
+
+
+def _records(be, log, idx: int):
+    """Yield each record buffer of module ``idx``; a read error is a corrupt log.
+
+    Each record gets a fresh buffer (some modules' readers, DAOS, misread into a
+    reused one), freed once the caller has copied what it needs.
+    """
+    ffi, lib = be.ffi, be.libdutil
+    buf = ffi.new("void **")
+    while True:
+        r = lib.darshan_log_get_record(log["handle"], idx, buf)
+        if r < 0:
+            raise CorruptLogError(f"module {be._mod_names[idx]} data truncated or corrupt")
+        if r == 0:
+            return
+        try:
+            yield buf[0]
+        finally:
+            lib.darshan_free(buf[0])
+            buf[0] = ffi.NULL
 
 
 def _struct_dtype(be, mod: str) -> np.dtype:
@@ -222,14 +250,13 @@ def _accumulate(be, mod: str, raw: bytes, count: int, nprocs: int) -> dict[str, 
 
 
 def _lustre_table(be, log, idx: int) -> pa.Table:
-    ffi, lib = be.ffi, be.libdutil
+    ffi = be.ffi
     names = be.counter_names("LUSTRE_COMP")
     rows: dict[str, list] = {"rank": [], "record_id": [], "component": [], "pool_name": []}
     rows.update({n: [] for n in names})
     osts: list[list[int]] = []
-    buf = ffi.new("void **")
-    while lib.darshan_log_get_record(log["handle"], idx, buf) > 0:
-        rec = ffi.cast("struct darshan_lustre_record **", buf)[0]
+    for ptr in _records(be, log, idx):
+        rec = ffi.cast("struct darshan_lustre_record *", ptr)
         ost_ptr = ffi.cast("int64_t *", rec.ost_ids)
         pos = 0
         for c in range(rec.num_comps):
@@ -244,8 +271,6 @@ def _lustre_table(be, log, idx: int) -> pa.Table:
             rows["record_id"].append(rec.base_rec.id)
             rows["component"].append(c)
             rows["pool_name"].append(ffi.string(comp.pool_name).decode("utf-8", "replace"))
-        lib.darshan_free(buf[0])
-        buf[0] = ffi.NULL
     table = pa.table(
         {
             "rank": pa.array(rows.pop("rank"), pa.int64()),
@@ -260,23 +285,20 @@ def _lustre_table(be, log, idx: int) -> pa.Table:
 
 
 def _dxt_table(be, log, idx: int) -> pa.Table:
-    ffi, lib = be.ffi, be.libdutil
+    ffi = be.ffi
     head = ffi.sizeof("struct dxt_file_record")
     parts: list[np.ndarray] = []
     ids, ranks, hosts, nwrites, nreads = [], [], [], [], []
-    buf = ffi.new("void **")
-    while lib.darshan_log_get_record(log["handle"], idx, buf) > 0:
-        rec = ffi.cast("struct dxt_file_record **", buf)[0]
+    for ptr in _records(be, log, idx):
+        rec = ffi.cast("struct dxt_file_record *", ptr)
         w, r = int(rec.write_count), int(rec.read_count)
-        seg = np.frombuffer(ffi.buffer(ffi.cast("char *", buf[0]) + head, (w + r) * 32), _SEGMENT)
+        seg = np.frombuffer(ffi.buffer(ffi.cast("char *", ptr) + head, (w + r) * 32), _SEGMENT)
         parts.append(seg.copy())
         ids.append(rec.base_rec.id)
         ranks.append(rec.base_rec.rank)
         hosts.append(ffi.string(rec.hostname).decode("utf-8", "replace"))
         nwrites.append(w)
         nreads.append(r)
-        lib.darshan_free(buf[0])
-        buf[0] = ffi.NULL
     counts = np.add(nwrites, nreads, dtype=np.int64) if ids else np.zeros(0, np.int64)
     seg = np.concatenate(parts) if parts else np.zeros(0, _SEGMENT)
     rec_of = np.repeat(np.arange(len(ids)), counts)
@@ -300,11 +322,10 @@ def _dxt_table(be, log, idx: int) -> pa.Table:
 
 
 def _heatmap_table(be, log, idx: int, names: dict[int, str]) -> pa.Table:
-    ffi, lib = be.ffi, be.libdutil
+    ffi = be.ffi
     cols: dict[str, list] = {k: [] for k in ("module", "rank", "record_id", "width", "w", "r")}
-    buf = ffi.new("void **")
-    while lib.darshan_log_get_record(log["handle"], idx, buf) > 0:
-        rec = ffi.cast("struct darshan_heatmap_record **", buf)[0]
+    for ptr in _records(be, log, idx):
+        rec = ffi.cast("struct darshan_heatmap_record *", ptr)
         n = int(rec.nbins)
         name = names.get(rec.base_rec.id, "")
         cols["module"].append(name.split(":", 1)[1] if ":" in name else name)
@@ -313,8 +334,6 @@ def _heatmap_table(be, log, idx: int, names: dict[int, str]) -> pa.Table:
         cols["width"].append(rec.bin_width_seconds)
         cols["w"].append(np.frombuffer(ffi.buffer(rec.write_bins, 8 * n), np.int64).copy())
         cols["r"].append(np.frombuffer(ffi.buffer(rec.read_bins, 8 * n), np.int64).copy())
-        lib.darshan_free(buf[0])
-        buf[0] = ffi.NULL
     nbins = np.array([len(w) for w in cols["w"]], dtype=np.int64)
     rec_of = np.repeat(np.arange(len(nbins)), nbins)
     bins = np.arange(nbins.sum()) - np.repeat(np.cumsum(nbins) - nbins, nbins)
