@@ -121,6 +121,8 @@ def ingest(
     tasks, by_key = [], {}
     for f in files:
         try:
+            if not f.is_file():
+                raise OSError(0, "not a regular file")
             key = content_key(f)
         except OSError as err:
             report.failed += 1

@@ -127,13 +127,15 @@ class Warehouse:
         import duckdb
 
         try:
-            return self.connect().execute(query, params or [])
+            rel = self.connect().sql(query, params=params or None)
         except duckdb.CatalogException as err:
-            raise IosightError(
-                f"{err}. Tables here: {', '.join(self.tables()) or 'none'}"
-            ) from None
+            tables = ", ".join(self.tables()) or "none"
+            raise IosightError(f"{err}. Tables here: {tables}") from None
         except (duckdb.ParserException, duckdb.BinderException) as err:
             raise IosightError(str(err)) from None
+        if rel is None:
+            raise IosightError("the statement returns no rows; only queries are supported")
+        return rel
 
     def table(
         self, name: str, columns: list[str] | None = None, where: str | None = None
