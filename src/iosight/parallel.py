@@ -1,10 +1,13 @@
 """Where work runs: a pool of long-lived local worker processes, or a Dask cluster.
 
-The local pool exists because reading real archives crashes and hangs C code:
-each worker handles one task at a time, a worker that dies (SIGSEGV, abort) or
-exceeds the timeout is killed and replaced, and its task is reported as failed;
-the other tasks go on. Workers are started once (not per task: an interpreter
-start costs ~0.3 s) and recycled after ``max_tasks`` tasks to bound leaks.
+The local pool exists because reading real archives crashes and hangs C code.
+Each worker runs one task at a time; a task is a list of items and the worker
+sends a heartbeat after each item, so the parent knows which item was running
+when a worker died (SIGSEGV, abort) or stalled past the per-item timeout. Such a
+worker is killed and replaced and the task comes back as failed *at that item*;
+the caller decides what to retry. Workers are forked from a fork server that has
+imported the work's modules once (an interpreter start costs ~0.3 s), and are
+recycled after ``max_tasks`` tasks to bound leaks.
 """
 
 from __future__ import annotations
@@ -14,29 +17,45 @@ import os
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
+Beat = Callable[[int], None]
+
 
 @dataclass(frozen=True)
 class TaskResult:
-    """Outcome of one task: ``value`` on success, else ``error`` (one line)."""
+    """Outcome of one task: ``value`` on success, else ``error`` (one line) and
+    ``failed_item``, the index of the item that was running when the task failed
+    (``None`` when the task function raised)."""
 
     key: Any
     value: Any = None
     error: str | None = None
+    failed_item: int | None = None
 
 
 def default_workers() -> int:
-    return max(
-        1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    )
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
 
 
-def _worker_main(conn: Connection, func: Callable[[Any], Any]) -> None:
+def one_line(err: BaseException) -> str:
+    """An exception as one line: its message for iosight errors, else type and message."""
+    text = str(err).strip().splitlines()
+    msg = text[0] if text else ""
+    name = type(err).__name__
+    return msg if name in ("CorruptLogError", "IosightError") else f"{name}: {msg}"
+
+
+def _worker_main(conn: Connection, func: Callable[[Any, Beat], Any]) -> None:
+    def beat(i: int) -> None:
+        conn.send(("beat", i))
+
     while True:
         try:
             msg = conn.recv()
@@ -46,47 +65,9 @@ def _worker_main(conn: Connection, func: Callable[[Any], Any]) -> None:
             return
         key, arg = msg
         try:
-            conn.send(TaskResult(key, value=func(arg)))
+            conn.send(("done", TaskResult(key, value=func(arg, beat))))
         except Exception as err:  # noqa: BLE001 - a failed task is data, reported upstream
-            conn.send(TaskResult(key, error=_one_line(err)))
-
-
-def _one_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    msg = text[0] if text else ""
-    name = type(err).__name__
-    return msg if name in ("CorruptLogError", "IosightError") else f"{name}: {msg}"
-
-
-class _Worker:
-    def __init__(self, ctx, func) -> None:
-        self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker_main, args=(child, func), daemon=True)
-        with _main_hidden():
-            self.proc.start()
-        child.close()
-        self.task: tuple[Any, Any] | None = None
-        self.started = 0.0
-        self.done = 0
-
-    def give(self, key, arg) -> None:
-        self.task = (key, arg)
-        self.started = time.monotonic()
-        self.conn.send((key, arg))
-
-    def stop(self, kill: bool = False) -> None:
-        if kill:
-            self.proc.kill()
-        else:
-            try:
-                self.conn.send(None)
-            except (BrokenPipeError, OSError):
-                self.proc.kill()
-        self.proc.join(5)
-        if self.proc.is_alive():
-            self.proc.kill()
-            self.proc.join()
-        self.conn.close()
+            conn.send(("done", TaskResult(key, error=one_line(err))))
 
 
 @contextmanager
@@ -107,69 +88,121 @@ def _main_hidden() -> Iterator[None]:
         main.__dict__.update(saved)
 
 
-def run_local(
-    func: Callable[[Any], Any],
-    tasks: Iterable[tuple[Any, Any]],
-    *,
-    workers: int = 0,
-    timeout: float | None = None,
-    max_tasks: int = 2000,
-    preload: tuple[str, ...] = (),
-) -> Iterator[TaskResult]:
-    """Run ``func(arg)`` for each ``(key, arg)`` in worker processes; yield results as done.
+class _Worker:
+    def __init__(self, ctx, func) -> None:
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_worker_main, args=(child, func), daemon=True)
+        with _main_hidden():
+            self.proc.start()
+        child.close()
+        self.task: tuple[Any, Any] | None = None
+        self.item = 0
+        self.since = 0.0
+        self.done = 0
 
-    ``func`` must be importable (module level). A task whose worker crashes or runs past
-    ``timeout`` seconds yields a result with ``error`` set; the worker is replaced.
-    Workers are forked from a fresh fork server that has imported ``preload`` (never
-    the caller's ``__main__``), so replacing a worker is cheap and scripts without a
-    ``__main__`` guard work.
+    def give(self, key, arg) -> None:
+        self.task, self.item, self.since = (key, arg), 0, time.monotonic()
+        self.conn.send((key, arg))
+
+    def stop(self, kill: bool = False) -> None:
+        if not kill:
+            try:
+                self.conn.send(None)
+            except OSError:
+                kill = True
+        if kill:
+            self.proc.kill()
+        self.proc.join(5)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join()
+        self.conn.close()
+
+
+class LocalPool:
+    """Run ``func(arg, beat)`` for submitted ``(key, arg)`` tasks in worker processes.
+
+    ``func`` must be importable (module level) and call ``beat(i)`` when it starts
+    item ``i + 1`` of its task (so ``timeout`` applies per item). Tasks may be
+    submitted while results are being consumed from :meth:`results`.
     """
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload([func.__module__, *preload])
-    n = workers or default_workers()
-    queue = deque(tasks)
-    pool = [_Worker(ctx, func) for _ in range(min(n, len(queue)) or 1)]
-    try:
-        while queue or any(w.task for w in pool):
-            for i, w in enumerate(pool):
-                if w.task is None and queue:
-                    if w.done >= max_tasks:
-                        w.stop()
-                        pool[i] = w = _Worker(ctx, func)
-                    w.give(*queue.popleft())
-            busy = [w for w in pool if w.task is not None]
-            wait_for = (
-                min((w.started + timeout - time.monotonic() for w in busy), default=None)
-                if timeout
-                else None
-            )
-            ready = wait(
-                [w.conn for w in busy] + [w.proc.sentinel for w in busy],
-                timeout=None if wait_for is None else max(wait_for, 0.0),
-            )
-            for i, w in enumerate(pool):
-                if w.task is None:
-                    continue
-                if w.conn in ready:
-                    try:
-                        result = w.conn.recv()
-                    except (EOFError, OSError):
-                        result = None
-                    if result is not None:
-                        w.task, w.done = None, w.done + 1
-                        yield result
-                        continue
-                if w.proc.sentinel in ready or not w.proc.is_alive():
-                    yield TaskResult(w.task[0], error=_death_reason(w.proc.exitcode))
-                    w.stop(kill=True)
-                    pool[i] = _Worker(ctx, func)
-                elif timeout and time.monotonic() - w.started > timeout:
-                    yield TaskResult(w.task[0], error=f"timed out after {timeout:g} s")
-                    w.stop(kill=True)
-                    pool[i] = _Worker(ctx, func)
-    finally:
-        for w in pool:
+
+    def __init__(
+        self,
+        func: Callable[[Any, Beat], Any],
+        *,
+        workers: int = 0,
+        timeout: float | None = None,
+        max_tasks: int = 200,
+        preload: tuple[str, ...] = (),
+    ) -> None:
+        self.func, self.timeout, self.max_tasks = func, timeout, max_tasks
+        self.n = workers or default_workers()
+        self._ctx = mp.get_context("forkserver")
+        self._ctx.set_forkserver_preload([func.__module__, *preload])
+        self._queue: deque[tuple[Any, Any]] = deque()
+        self._pool: list[_Worker] = []
+
+    def submit(self, key: Any, arg: Any) -> None:
+        self._queue.append((key, arg))
+
+    def __enter__(self) -> LocalPool:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for w in self._pool:
             w.stop(kill=w.task is not None)
+        self._pool = []
+
+    def results(self) -> Iterator[TaskResult]:
+        """Yield results as tasks finish, until nothing is queued or running."""
+        while self._queue or any(w.task for w in self._pool):
+            self._dispatch()
+            busy = [w for w in self._pool if w.task is not None]
+            ready = wait(
+                [w.conn for w in busy] + [w.proc.sentinel for w in busy], timeout=self._wait()
+            )
+            for i, w in enumerate(self._pool):
+                if w.task is not None:
+                    yield from self._check(i, w, ready)
+
+    def _dispatch(self) -> None:
+        while len(self._pool) < self.n and len(self._pool) < len(self._queue):
+            self._pool.append(_Worker(self._ctx, self.func))
+        for i, w in enumerate(self._pool):
+            if w.task is None and self._queue:
+                if w.done >= self.max_tasks:
+                    w.stop()
+                    self._pool[i] = w = _Worker(self._ctx, self.func)
+                w.give(*self._queue.popleft())
+
+    def _wait(self) -> float | None:
+        if not self.timeout:
+            return None
+        busy = [w.since for w in self._pool if w.task is not None]
+        return max(0.0, min(busy) + self.timeout - time.monotonic()) if busy else None
+
+    def _check(self, i: int, w: _Worker, ready: list) -> Iterator[TaskResult]:
+        while w.conn in ready and w.conn.poll():
+            try:
+                kind, payload = w.conn.recv()
+            except (EOFError, OSError):
+                break
+            if kind == "beat":
+                w.item, w.since = payload, time.monotonic()
+                continue
+            w.task, w.done = None, w.done + 1
+            yield payload
+            return
+        if w.proc.sentinel in ready or not w.proc.is_alive():
+            error = _death_reason(w.proc.exitcode)
+        elif self.timeout and time.monotonic() - w.since > self.timeout:
+            error = f"timed out after {self.timeout:g} s"
+        else:
+            return
+        yield TaskResult(w.task[0], error=error, failed_item=w.item)
+        w.stop(kill=True)
+        self._pool[i] = _Worker(self._ctx, self.func)
 
 
 def _death_reason(code: int | None) -> str:
@@ -184,34 +217,28 @@ def _death_reason(code: int | None) -> str:
     return f"worker process exited unexpectedly (exit code {code})"
 
 
-def run_dask(
-    func: Callable[[Any], Any],
-    tasks: Iterable[tuple[Any, Any]],
-    *,
-    scheduler: str,
-    timeout: float | None = None,
+def dask_results(
+    func: Callable[[Any, Beat], Any], tasks: list[tuple[Any, Any]], *, scheduler: str
 ) -> Iterator[TaskResult]:
-    """Run the same tasks on an existing Dask cluster (``scheduler`` address)."""
+    """Run tasks on an existing Dask cluster (``scheduler`` address), yield as done.
+
+    A failed task reports ``failed_item=0`` (Dask does not say which item was running),
+    so callers retry its items one by one.
+    """
     try:
         from distributed import Client, as_completed
     except ImportError as err:  # pragma: no cover - depends on the install
         from iosight._errors import IosightError
 
         raise IosightError("--scheduler needs Dask: pip install 'iosight[dask]'") from err
-    with Client(scheduler, timeout=timeout or 30) as client:
-        keyed = list(tasks)
-        futures = {client.submit(_safe_call, func, arg, pure=False): key for key, arg in keyed}
+    with Client(scheduler, timeout=30) as client:
+        futures = {client.submit(func, arg, _no_beat, pure=False): key for key, arg in tasks}
         for fut in as_completed(futures):
-            key = futures[fut]
             try:
-                value, error = fut.result()
-            except Exception as err:  # noqa: BLE001 - worker loss is data
-                value, error = None, _one_line(err)
-            yield TaskResult(key, value=value, error=error)
+                yield TaskResult(futures[fut], value=fut.result())
+            except Exception as err:  # noqa: BLE001 - a lost worker is data
+                yield TaskResult(futures[fut], error=one_line(err), failed_item=0)
 
 
-def _safe_call(func: Callable[[Any], Any], arg: Any) -> tuple[Any, str | None]:
-    try:
-        return func(arg), None
-    except Exception as err:  # noqa: BLE001
-        return None, _one_line(err)
+def _no_beat(i: int) -> None:
+    pass

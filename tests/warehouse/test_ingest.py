@@ -112,3 +112,21 @@ def test_non_regular_and_missing_paths(warehouse, tmp_path):
     os.mkfifo(fifo)
     report = ingest([fifo], warehouse)
     assert report.failed == 1 and "not a regular file" in report.errors[0][1]
+
+
+def test_a_batch_whose_worker_died_keeps_its_other_sources(warehouse):
+    from iosight._progress import NullProgress
+    from iosight.parallel import TaskResult
+    from iosight.warehouse._ingest import IngestReport, _Committer
+
+    committer = _Committer(warehouse, force=False, known=set(), report=IngestReport())
+    batch = [("k0", "a.darshan"), ("k1", "b.darshan"), ("k2", "c.darshan")]
+    died = TaskResult("b1", error="reader crashed the worker process (SIGSEGV)", failed_item=1)
+    retries = committer.split_failed(died, batch, NullProgress())
+    assert [items for _, items in retries] == [[batch[0], batch[2]]]
+    errors = warehouse.sql("select source_key, error from ingest_errors")
+    assert errors.values.tolist() == [["k1", "reader crashed the worker process (SIGSEGV)"]]
+    raised = TaskResult("b2", error="OSError: disk full", failed_item=None)
+    assert [items for _, items in committer.split_failed(raised, batch, NullProgress())] == [
+        [b] for b in batch
+    ]
