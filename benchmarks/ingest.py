@@ -124,21 +124,36 @@ def main() -> None:
         listing.write_text("\n".join(map(str, files)))
         results = {}
         for side in ("plain", "iosight"):
-            cmd = [sys.executable, __file__, "--side", side, "--list", str(listing),
-                   "--workers", str(args.workers), "--wh", str(tmp / "wh")]
+            cmd = [
+                sys.executable,
+                __file__,
+                "--side",
+                side,
+                "--list",
+                str(listing),
+                "--workers",
+                str(args.workers),
+                "--wh",
+                str(tmp / "wh"),
+            ]
             res = subprocess.run(cmd, capture_output=True, text=True)
             if res.returncode:
                 sys.exit(f"{side} side failed:\n{res.stderr[-3000:]}")
             results[side] = json.loads(res.stdout.strip().splitlines()[-1])
         print(f"corpus: {n} logs, {size_mb:.1f} MB (real logs from ../shared, replicated)")
         print(f"{'side':<28}{'logs/s':>10}{'MB/s':>10}{'peak MB (parent / worker)':>30}")
-        for side, label in (("plain", "plain PyDarshan loop"),
-                            ("iosight", f"iosight ingest, {args.workers} workers")):
+        for side, label in (
+            ("plain", "plain PyDarshan loop"),
+            ("iosight", f"iosight ingest, {args.workers} workers"),
+        ):
             r = results[side]
             mem = f"{r['peak_self_mb']:.0f}" + (
-                f" / {r['peak_child_mb']:.0f}" if side == "iosight" else "")
-            print(f"{label:<28}{r['ok'] / r['seconds']:>10.1f}"
-                  f"{size_mb / r['seconds']:>10.2f}{mem:>30}")
+                f" / {r['peak_child_mb']:.0f}" if side == "iosight" else ""
+            )
+            print(
+                f"{label:<28}{r['ok'] / r['seconds']:>10.1f}"
+                f"{size_mb / r['seconds']:>10.2f}{mem:>30}"
+            )
         ratio = results["plain"]["seconds"] / results["iosight"]["seconds"]
         print(f"ratio (iosight logs/s / plain logs/s): {ratio:.2f}x")
     finally:

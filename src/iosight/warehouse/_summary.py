@@ -148,8 +148,11 @@ def _access_sizes(warehouse: Warehouse, key: str, tables: set[str]) -> pd.DataFr
             if not names:
                 continue
             sums = ", ".join(f'sum("{n}") "{n[len(prefix) :]}"' for n in names)
-            df = warehouse.sql(f'select {sums} from "{table}" where job_key = ?', [key])
-            rows.append(df.assign(module=p, op=what.lower()))
+            df = warehouse.sql(
+                f'select count(*) as _n, {sums} from "{table}" where job_key = ?', [key]
+            )
+            if df["_n"].iloc[0]:
+                rows.append(df.drop(columns="_n").assign(module=p, op=what.lower()))
     if not rows:
         return pd.DataFrame()
     out = pd.concat(rows, ignore_index=True).fillna(0)
