@@ -72,13 +72,19 @@ def job(
     ident: str = typer.Argument(..., help="Job id or job_key prefix."),
     warehouse: Path = WAREHOUSE_OPT,
     files: int = typer.Option(15, help="Rows of the per-file table."),
+    plot: Path = typer.Option(None, help="Also draw the job's figure to this PNG/SVG file."),
 ) -> None:
     """One job's I/O summary: modules, access sizes, files, OSTs."""
     from iosight.warehouse import job_summary
 
     with cli_errors():
-        s = job_summary(open_warehouse(warehouse), ident)
+        wh = open_warehouse(warehouse)
+        s = job_summary(wh, ident)
     render_job_summary(s, files)
+    if plot:
+        from iosight.report.job import plot_job
+
+        console.print(f"figure: {plot_job(wh, s, plot)}")
 
 
 def render_job_summary(s, files: int = 15) -> None:

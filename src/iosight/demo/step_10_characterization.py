@@ -41,3 +41,8 @@ def run(ctx) -> None:
         s = job_summary(ctx.warehouse, str(biggest))
         ctx.show(s.modules, f"job {biggest}: per module")
         ctx.show(s.files.head(5), f"job {biggest}: busiest files")
+        from iosight.report.job import plot_job
+
+        ctx.artifacts[f"job {biggest} figure"] = plot_job(
+            ctx.warehouse, s, ctx.workdir / f"job-{biggest}.png"
+        )
