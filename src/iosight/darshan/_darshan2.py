@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import bz2
 import gzip
-import json
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,11 +158,11 @@ def _job_header(data: bytes, version: str, layout: _Layout) -> tuple[str, dict]:
     raise CorruptLogError("bad magic number in Darshan 2.x job header")
 
 
-def _parse_metadata(blob: bytes) -> dict[str, str]:
-    """``key=value`` lines of job.metadata (split on the first ``=`` only)."""
-    text = blob.split(b"\0", 1)[0].decode("utf-8", "replace")
+def _parse_metadata(blob: bytes) -> tuple[str, dict[str, str]]:
+    """job.metadata as text and as ``key=value`` pairs (split on the first ``=``)."""
+    text = blob.split(b"\0", 1)[0].decode("utf-8", "replace").strip()
     pairs = (line.split("=", 1) for line in text.split("\n") if "=" in line)
-    return {k: v for k, v in pairs}
+    return text, {k: v for k, v in pairs}
 
 
 def _exe_and_mounts(region: bytes) -> tuple[str, list[tuple[int, str, str]]]:
@@ -320,7 +319,7 @@ def read_darshan2(path: Path) -> dict[str, pa.Table]:
     version = data[:8].split(b"\0", 1)[0].decode("ascii", "replace")
     layout = _layout(version, data)
     order, job = _job_header(data, version, layout)
-    metadata = _parse_metadata(data[56 : 56 + layout.metadata_len])
+    meta_text, metadata = _parse_metadata(data[56 : 56 + layout.metadata_len])
     exe, mount_entries = _exe_and_mounts(data[layout.job_size : layout.records_at])
 
     body = data[layout.records_at :]
@@ -369,9 +368,9 @@ def read_darshan2(path: Path) -> dict[str, pa.Table]:
     modules = "POSIX,MPI-IO" if "mpiio" in tables else "POSIX"
     row = {
         "source_path": str(path),
-        "source_format": "darshan-2",
+        "source_format": "darshan2",
         "log_version": version,
-        "lib_version": metadata.get("lib_ver"),
+        "lib_version": metadata.get("lib_ver", ""),
         "jobid": job["jobid"],
         "uid": job["uid"],
         "exe": exe,
@@ -383,7 +382,7 @@ def read_darshan2(path: Path) -> dict[str, pa.Table]:
         "partial_modules": "",
         "partial": False,
         "synthetic": False,
-        "metadata": json.dumps(metadata, sort_keys=True),
+        "metadata": meta_text,
     }
     tables["jobs"] = pa.Table.from_pylist([{c: row[c] for c in JOB_COLUMNS}], jobs_schema())
     tables["job_totals"] = job_totals(tables)

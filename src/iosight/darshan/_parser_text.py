@@ -35,7 +35,6 @@ from __future__ import annotations
 import bz2
 import gzip
 import io
-import json
 import re
 import time
 import zlib
@@ -68,6 +67,9 @@ _LUSTRE_FLAGS = (
 ).split()
 _COMP = re.compile(r"LUSTRE_COMP(\d+)_(.+)")
 _OST = re.compile(r"OST_ID_(\d+)")
+_PERF = re.compile(r"(total_bytes|agg_perf_by_slowest|agg_time_by_slowest): (\S+)")
+_PERF_KEYS = ("agg_perf_by_slowest", "agg_time_by_slowest", "total_bytes")  # read_pydarshan's order
+_TOTAL = re.compile(r"\n(total_[A-Za-z0-9_]+): ([^\n]*)")
 
 
 # ---- reading -------------------------------------------------------------------
@@ -87,11 +89,22 @@ def _text_of(path: Path) -> str:
 
 def _header(lines: list[str]) -> dict:
     """Job fields, metadata, mounts, module sections and partial flags from ``# `` lines."""
-    head: dict = {"metadata": {}, "mounts": [], "modules": [], "partial": []}
+    head: dict = {"metadata": {}, "mounts": [], "modules": [], "partial": [], "perf": {}}
+    head["dxt_names"] = {}
+    module = ""
     for line in lines:
         if not line.startswith("# "):
             continue
         body = line[2:]
+        perf = _PERF.match(body)
+        if perf and module:
+            tag = module.replace("-", "").replace("/", "")
+            head["perf"].setdefault(tag, {})[perf.group(1)] = perf.group(2)
+            continue
+        if body.startswith("DXT, file_id:"):
+            rid, _, name = body[len("DXT, file_id:") :].partition(", file_name: ")
+            head["dxt_names"].setdefault(int(rid), name)
+            continue
         if body.startswith("mount entry:"):
             parts = body.split("\t")
             if len(parts) >= 3:
@@ -103,7 +116,8 @@ def _header(lines: list[str]) -> dict:
             continue
         m = re.fullmatch(r"(\S+) module data", body)
         if m:
-            head["modules"].append(m.group(1))
+            module = m.group(1)
+            head["modules"].append(module)
             continue
         m = re.match(r"\*WARNING\*: The (\S+) module contains incomplete data", body)
         if m:
@@ -306,79 +320,119 @@ def _lustre_value(counter: str, value: str) -> int:
         raise CorruptLogError(f"non-numeric value in LUSTRE {counter}") from None
 
 
+_LUSTRE_COMP_COUNTERS = tuple(
+    f"LUSTRE_COMP_{c}"
+    for c in "STRIPE_SIZE STRIPE_COUNT STRIPE_PATTERN FLAGS EXT_START EXT_END MIRROR_ID".split()
+)
+# a pre-3.4 record read as one component, as libdarshan-util 3.5 up-converts it
+_LUSTRE_V1 = {"STRIPE_SIZE": "LUSTRE_COMP_STRIPE_SIZE", "STRIPE_WIDTH": "LUSTRE_COMP_STRIPE_COUNT"}
+_LUSTRE_V1_DEFAULTS = {
+    "LUSTRE_COMP_STRIPE_PATTERN": -1,
+    "LUSTRE_COMP_FLAGS": -1,
+    "LUSTRE_COMP_EXT_START": 0,
+    "LUSTRE_COMP_EXT_END": -1,
+    "LUSTRE_COMP_MIRROR_ID": -1,
+}
+
+
 def _lustre_table(rows: pa.Table) -> pa.Table:
-    """LUSTRE rows -> one row per (record, component) with pool name and OST list."""
+    """LUSTRE rows -> one row per (record, component) with pool name and OST list.
+
+    Components are numbered from 0 (darshan-parser prints ``COMP<n>`` from 1).
+    Pre-3.4 rows (``LUSTRE_STRIPE_SIZE``, ``LUSTRE_STRIPE_WIDTH``,
+    ``LUSTRE_OST_ID_<k>``) become component 0 with the values libdarshan-util
+    3.5 gives such records; ``LUSTRE_OSTS``, ``LUSTRE_MDTS`` and
+    ``LUSTRE_STRIPE_OFFSET`` have no place there and are dropped.
+    """
     import pyarrow as pa
 
     out: dict[tuple[int, int, int], dict] = {}
-    per_record: dict[tuple[int, int], dict] = {}
     for rank, rid, counter, value in zip(
         *(rows[c].to_pylist() for c in ("rank", "record_id", "counter", "value")), strict=True
     ):
-        key = (int(rank), int(rid))
         m = _COMP.fullmatch(counter)
-        comp, rest = (int(m.group(1)), m.group(2)) if m else (0, counter.removeprefix("LUSTRE_"))
-        if not m and rest in ("NUM_COMPONENTS", "NUM_STRIPES"):
-            per_record.setdefault(key, {})[f"LUSTRE_{rest}"] = int(value)
+        comp, rest = (int(m.group(1)) - 1, m.group(2)) if m else (0, counter[len("LUSTRE_") :])
+        if rest in ("NUM_COMPONENTS", "NUM_STRIPES", "OSTS", "MDTS", "STRIPE_OFFSET"):
             continue
-        row = out.setdefault((*key, comp), {"pool_name": None, "ost_ids": []})
-        ost = _OST.fullmatch(rest)
-        if ost:
-            row["ost_ids"].append(int(value))
+        row = out.get((int(rank), int(rid), comp))
+        if row is None:
+            row = out[(int(rank), int(rid), comp)] = {"pool_name": "", "ost_ids": []}
+            if not m:
+                row |= _LUSTRE_V1_DEFAULTS
+        if _OST.fullmatch(rest):
+            row["ost_ids"].append(_lustre_value(counter, value))
         elif rest == "POOL_NAME":
             row["pool_name"] = "" if value == "N/A" else value
+        elif m:
+            row["LUSTRE_COMP_" + rest] = _lustre_value(counter, value)
+        elif rest in _LUSTRE_V1:
+            row[_LUSTRE_V1[rest]] = _lustre_value(counter, value)
         else:
-            prefix = "LUSTRE_COMP_" if m else "LUSTRE_"
-            row[prefix + rest] = _lustre_value(counter, value)
-    records = []
-    for (rank, rid, comp), row in out.items():
-        extra = per_record.get((rank, rid), {})
-        records.append({"rank": rank, "record_id": rid, "component": comp, **extra, **row})
-    counters = list(dict.fromkeys(k for r in records for k in r))
-    order = ["rank", "record_id", "component"]
-    order += [c for c in counters if c not in (*order, "pool_name", "ost_ids")]
-    order += ["pool_name", "ost_ids"]
-    types = {"record_id": pa.uint64(), "pool_name": pa.string(), "ost_ids": pa.list_(pa.int64())}
-    return pa.table(
-        {c: pa.array([r.get(c) for r in records], types.get(c, pa.int64())) for c in order}
-    )
+            raise CorruptLogError(f"unknown LUSTRE counter {counter[:40]!r}")
+    keys = list(out)
+    cols: dict[str, pa.Array] = {
+        "rank": pa.array([k[0] for k in keys], pa.int64()),
+        "record_id": pa.array([k[1] for k in keys], pa.uint64()),
+        "component": pa.array([k[2] for k in keys], pa.int64()),
+    }
+    for c in _LUSTRE_COMP_COUNTERS:
+        cols[c] = pa.array([out[k].get(c, 0) for k in keys], pa.int64())
+    cols["pool_name"] = pa.array([out[k]["pool_name"] for k in keys], pa.string())
+    cols["ost_ids"] = pa.array([out[k]["ost_ids"] for k in keys], pa.list_(pa.int64()))
+    return pa.table(cols)
 
 
 def _heatmap_table(rows: pa.Table) -> pa.Table:
-    """HEATMAP rows -> ``module, rank, record_id, bin, bin_width, bin_start, read/write bytes``."""
-    import pyarrow as pa
+    """HEATMAP rows -> ``module, rank, record_id, bin, bin_width, bin_start, read/write bytes``.
 
-    bins: dict[tuple[str, int, int], dict] = {}
-    for rank, rid, counter, value, name in zip(
-        *(rows[c].to_pylist() for c in ("rank", "record_id", "counter", "value", "name")),
-        strict=True,
-    ):
-        rec = bins.setdefault(
-            (name.removeprefix("heatmap:"), int(rank), int(rid)),
-            {"width": 0.0, "read": {}, "write": {}},
-        )
-        if counter == "HEATMAP_F_BIN_WIDTH_SECONDS":
-            rec["width"] = float(value)
-            continue
-        m = re.fullmatch(r"HEATMAP_(READ|WRITE)_BIN_(\d+)", counter)
-        if not m:
-            raise CorruptLogError(f"unknown HEATMAP counter {counter[:40]!r}")
-        try:
-            rec[m.group(1).lower()][int(m.group(2))] = int(value)
-        except ValueError:
-            raise CorruptLogError(f"non-numeric value in HEATMAP {counter}") from None
-    out = []
-    for (module, rank, rid), rec in bins.items():
-        width = rec["width"]
-        for b in sorted(set(rec["read"]) | set(rec["write"])):
-            reads, writes = rec["read"].get(b, 0), rec["write"].get(b, 0)
-            out.append((module, rank, rid, b, width, b * width, reads, writes))
-    names = ("module", "rank", "record_id", "bin", "bin_width", "bin_start")
-    names += ("read_bytes", "write_bytes")
-    types = (pa.string(), pa.int64(), pa.uint64(), pa.int64(), pa.float64(), pa.float64())
-    types += (pa.int64(), pa.int64())
-    cols = dict(zip(names, zip(*out, strict=True) if out else [()] * 8, strict=True))
-    return pa.table({k: pa.array(v, t) for (k, v), t in zip(cols.items(), types, strict=True)})
+    A record prints ``HEATMAP_F_BIN_WIDTH_SECONDS`` then ``HEATMAP_READ_BIN_<k>``
+    and ``HEATMAP_WRITE_BIN_<k>`` for every bin; its name is ``heatmap:<MODULE>``.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    rank = _as(rows["rank"], pa.int64(), "HEATMAP rank")
+    rid = _as(rows["record_id"], pa.uint64(), "HEATMAP record id")
+    rec, first = _records(rank, rid)
+    counter = rows["counter"]
+    is_width = pc.equal(counter, "HEATMAP_F_BIN_WIDTH_SECONDS").to_numpy(zero_copy_only=False)
+    ops = {}
+    for op in ("READ", "WRITE"):
+        prefix = f"HEATMAP_{op}_BIN_"
+        sel = np.flatnonzero(pc.starts_with(counter, prefix).to_numpy(zero_copy_only=False))
+        names = pc.utf8_slice_codeunits(counter.take(pa.array(sel)), len(prefix))
+        ops[op] = (sel, _as(names, pa.int64(), "HEATMAP bin"))
+    n_known = is_width.sum() + sum(len(sel) for sel, _ in ops.values())
+    if n_known != len(counter):
+        raise CorruptLogError("unknown HEATMAP counter in parser output")
+    n = len(first)
+    width = np.zeros(n)
+    wsel = np.flatnonzero(is_width)
+    width[rec[wsel]] = _as(rows["value"].take(pa.array(wsel)), pa.float64(), "HEATMAP width")
+    nbins = np.zeros(n, np.int64)
+    for sel, bins in ops.values():
+        np.maximum.at(nbins, rec[sel], bins + 1)
+    start = np.cumsum(nbins) - nbins
+    out = {}
+    for op, (sel, bins) in ops.items():
+        values = np.zeros(nbins.sum(), np.int64)
+        values[start[rec[sel]] + bins] = _as(rows["value"].take(pa.array(sel)), pa.int64(), op)
+        out[op] = values
+    rec_of = np.repeat(np.arange(n), nbins)
+    bin_no = np.arange(nbins.sum()) - np.repeat(start, nbins)
+    module = pc.replace_substring_regex(rows["name"].take(pa.array(first)), "^heatmap:", "")
+    return pa.table(
+        {
+            "module": module.take(pa.array(rec_of)),
+            "rank": pa.array(rank[first][rec_of], pa.int64()),
+            "record_id": pa.array(rid[first][rec_of], pa.uint64()),
+            "bin": pa.array(bin_no, pa.int64()),
+            "bin_width": pa.array(width[rec_of], pa.float64()),
+            "bin_start": pa.array(bin_no * width[rec_of], pa.float64()),
+            "read_bytes": pa.array(out["READ"], pa.int64()),
+            "write_bytes": pa.array(out["WRITE"], pa.int64()),
+        }
+    )
 
 
 def _dxt_tables(lines: list[str]) -> dict[str, pa.Table]:
@@ -457,7 +511,6 @@ def read_parser_text(path: Path) -> dict[str, pa.Table]:
         rows = _record_rows(text.encode(), _LEGACY_FIELDS[:n_fields])
         tables |= _legacy_tables(rows)
         seen = list(_MODULE_NAMES[t] for t in ("posix", "mpiio") if t in tables)
-        named = rows
     else:
         rows = _record_rows(text.encode())
         module_col = rows["module"]
@@ -471,24 +524,7 @@ def read_parser_text(path: Path) -> dict[str, pa.Table]:
             else:
                 tables[table_for_module(module)] = _module_table(sub, module)
         tables |= _dxt_tables(marked)
-        named = rows.filter(pc.invert(pc.equal(module_col, "HEATMAP")))
-
-    rid = _as(named["record_id"], pa.uint64(), "record id")
-    _, first = np.unique(rid, return_index=True)
-    first.sort()
-    take = pa.array(first)
-    unknown = pa.array(["UNKNOWN"] * len(first), pa.string())
-    name = named["name"].take(take)
-    if legacy:  # 2.x prints the name suffix as "...<suffix>"
-        name = pc.replace_substring_regex(name, r"^\.\.\.", "")
-    tables["names"] = pa.table(
-        {
-            "record_id": pa.array(rid[first], pa.uint64()),
-            "name": name,
-            "mount_point": named["mount"].take(take) if "mount" in named.column_names else unknown,
-            "fs_type": named["fs"].take(take) if "fs" in named.column_names else unknown,
-        }
-    )
+    tables["names"] = _names_table(rows, head["dxt_names"], legacy)
     tables["mounts"] = pa.table(
         {
             "mount_point": pa.array([m for m, _ in head["mounts"]], pa.string()),
@@ -501,9 +537,9 @@ def read_parser_text(path: Path) -> dict[str, pa.Table]:
     modules = list(dict.fromkeys(head["modules"] + seen + dxt))
     row = {
         "source_path": str(path),
-        "source_format": "darshan-parser-text",
+        "source_format": "parser-text",
         "log_version": version,
-        "lib_version": head["metadata"].get("lib_ver"),
+        "lib_version": head["metadata"].get("lib_ver", ""),
         "jobid": _number(head, "jobid", int) if "jobid" in head or not legacy else 0,
         "uid": _number(head, "uid", int),
         "exe": head.get("exe", ""),
@@ -515,11 +551,76 @@ def read_parser_text(path: Path) -> dict[str, pa.Table]:
         "partial_modules": ",".join(head["partial"]),
         "partial": bool(head["partial"]),
         "synthetic": False,
-        "metadata": json.dumps(head["metadata"], sort_keys=True),
+        "metadata": "\n".join(f"{k}={v}" for k, v in head["metadata"].items()),
     }
     tables["jobs"] = pa.Table.from_pylist([{c: row[c] for c in JOB_COLUMNS}], jobs_schema())
-    tables["job_totals"] = job_totals(tables)
+    tables["job_totals"] = _printed_totals(text, head["perf"]) or job_totals(tables)
     return tables
+
+
+def _names_table(rows: pa.Table, dxt_names: dict[int, str], legacy: bool) -> pa.Table:
+    """Record id -> name, mount point, fs type, from the counter rows and DXT headers."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    rid = _as(rows["record_id"], pa.uint64(), "record id")
+    _, first = np.unique(rid, return_index=True)
+    first.sort()
+    take = pa.array(first)
+    name = rows["name"].take(take)
+    if legacy:  # 2.x prints the name suffix as "...<suffix>"
+        name = pc.replace_substring_regex(name, r"^\.\.\.", "")
+    has_mounts = "mount" in rows.column_names  # 1.x dumps print only the name suffix
+    cols = {
+        "record_id": rid[first].tolist(),
+        "name": name.to_pylist(),
+        "mount_point": rows["mount"].take(take).to_pylist() if has_mounts else [],
+        "fs_type": rows["fs"].take(take).to_pylist() if has_mounts else [],
+    }
+    if not has_mounts:
+        cols["mount_point"], cols["fs_type"] = ["UNKNOWN"] * len(first), ["UNKNOWN"] * len(first)
+    known = set(cols["record_id"])
+    for r, n in dxt_names.items():  # DXT-only records
+        if r not in known:
+            for key, value in zip(cols, (r, n, "UNKNOWN", "UNKNOWN"), strict=True):
+                cols[key].append(value)
+    types = (pa.uint64(), pa.string(), pa.string(), pa.string())
+    return pa.table({k: pa.array(v, t) for (k, v), t in zip(cols.items(), types, strict=True)})
+
+
+def _printed_totals(text: str, perf: dict[str, dict[str, str]]) -> pa.Table | None:
+    """``job_totals`` from the dump's own ``total_*`` and ``--perf`` lines, if it has them.
+
+    These are darshan-parser's own reduction (libdarshan-util's accumulator), so
+    they are preferred over recomputing. Integer counters stay int64; ``*_F_*``
+    counters and ``<MOD>_agg_perf_by_slowest``/``<MOD>_agg_time_by_slowest`` are
+    float64, ``<MOD>_total_bytes`` int64; each module's perf values follow its
+    ``total_*`` columns, as :func:`read_pydarshan` orders them.
+    """
+    import pyarrow as pa
+
+    printed = _TOTAL.findall(text)
+    if not printed:
+        return None
+
+    def tag_of(key: str) -> str | None:
+        return next((t for t in perf if key.startswith(f"total_{t}_")), None)
+
+    items: list[tuple[str, str]] = []
+    for i, (key, value) in enumerate(printed):
+        items.append((key, value))
+        tag = tag_of(key)
+        if tag and (i + 1 == len(printed) or tag_of(printed[i + 1][0]) != tag):
+            items += [(f"{tag}_{k}", perf[tag][k]) for k in _PERF_KEYS if k in perf[tag]]
+    cols: dict[str, pa.Array] = {}
+    for key, value in items:
+        is_float = "_F_" in key or "_agg_" in key
+        try:
+            number = float(value) if is_float else int(value)
+        except ValueError:
+            raise CorruptLogError(f"non-numeric value in {key}") from None
+        cols[key] = pa.array([number], pa.float64() if is_float else pa.int64())
+    return pa.table(cols)
 
 
 # ---- writing -------------------------------------------------------------------
@@ -549,8 +650,10 @@ def _write_header(job: dict, tables: dict[str, pa.Table], out: TextIO, exact: bo
         out.write(f"# {key}_asci: {time.asctime(time.gmtime(job[key]))}\n")
     out.write(f"# nprocs: {job['nprocs']}\n")
     out.write(f"# run time: {repr(job['run_time']) if exact else format(job['run_time'], '.4f')}\n")
-    for key, value in json.loads(job["metadata"] or "{}").items():
-        out.write(f"# metadata: {key} = {value}\n")
+    for line in (job["metadata"] or "").splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            out.write(f"# metadata: {key} = {value}\n")
     out.write("\n# mounted file systems (mount point and fs type)\n")
     out.write("# -------------------------------------------------------\n")
     mounts = tables.get("mounts")
@@ -584,71 +687,76 @@ def _counter_lines(module: str, table: pa.Table, names: dict, exact: bool) -> li
 
 
 def _lustre_lines(table: pa.Table, names: dict) -> list[str]:
-    rows = table.to_pylist()
+    """darshan-parser 3.4+ LUSTRE rows: per record the component and stripe counts,
+    then per component its counters, pool name and OST ids (``COMP<n>`` from 1)."""
+    df = table.to_pandas()
     lines: list[str] = []
-    done: set[tuple[int, int]] = set()
-    for r in rows:
-        rank, rid = r["rank"], r["record_id"]
+    for (rank, rid), g in df.groupby(["rank", "record_id"], sort=False):
         name, mnt, fs = names.get(rid, ("<unknown>", "UNKNOWN", "UNKNOWN"))
-        tail = f"\t{name}\t{mnt}\t{fs}"
-
-        def emit(counter: str, value: object, rank=rank, rid=rid, tail=tail) -> None:
-            lines.append(f"LUSTRE\t{rank}\t{rid}\t{counter}\t{value}{tail}")
-
-        comp = r["component"]
-        if (rank, rid) not in done:
-            done.add((rank, rid))
-            for key in ("LUSTRE_NUM_COMPONENTS", "LUSTRE_NUM_STRIPES"):
-                if r.get(key) is not None:
-                    emit(key, r[key])
-        for key, value in r.items():
-            if key in ("rank", "record_id", "component", "pool_name", "ost_ids"):
-                continue
-            if key in ("LUSTRE_NUM_COMPONENTS", "LUSTRE_NUM_STRIPES") or value is None:
-                continue
-            label = key.replace("LUSTRE_COMP_", f"LUSTRE_COMP{comp}_") if comp else key
-            emit(label, value)
-        base = f"LUSTRE_COMP{comp}_" if comp else "LUSTRE_"
-        if comp:
-            emit(base + "POOL_NAME", r["pool_name"] or "N/A")
-        for k, ost in enumerate(r["ost_ids"] or []):
-            emit(f"{base}OST_ID_{k}", ost)
+        head, tail = f"LUSTRE\t{rank}\t{rid}\t", f"\t{name}\t{mnt}\t{fs}"
+        n_stripes = sum(len(o) for o in g["ost_ids"])
+        lines.append(f"{head}LUSTRE_NUM_COMPONENTS\t{len(g)}{tail}")
+        lines.append(f"{head}LUSTRE_NUM_STRIPES\t{n_stripes}{tail}")
+        for r in g.to_dict("records"):
+            comp = f"LUSTRE_COMP{r['component'] + 1}_"
+            for c in _LUSTRE_COMP_COUNTERS:
+                lines.append(f"{head}{comp}{c[len('LUSTRE_COMP_') :]}\t{r[c]}{tail}")
+            lines.append(f"{head}{comp}POOL_NAME\t{r['pool_name'] or 'N/A'}{tail}")
+            for k, ost in enumerate(r["ost_ids"]):
+                lines.append(f"{head}{comp}OST_ID_{k}\t{ost}{tail}")
     return lines
+
+
+def _runs(*keys: list) -> list[tuple[int, int]]:
+    """``[start, end)`` of each run of equal consecutive key tuples."""
+    n = len(keys[0])
+    if n == 0:
+        return []
+    change = np.zeros(n, bool)
+    change[0] = True
+    for k in keys:
+        arr = np.asarray(k, dtype=object)
+        change[1:] |= arr[1:] != arr[:-1]
+    starts = np.flatnonzero(change).tolist()
+    return list(zip(starts, [*starts[1:], n], strict=True))
 
 
 def _heatmap_lines(table: pa.Table, exact: bool) -> list[str]:
     ffmt = _fmt_float(exact)
-    df = table.to_pandas()
+    c = table.to_pydict()
     lines: list[str] = []
-    for (module, rank, rid), g in df.groupby(["module", "rank", "record_id"], sort=False):
-        tail = f"\theatmap:{module}\tUNKNOWN\tUNKNOWN"
-        head = f"HEATMAP\t{rank}\t{rid}\t"
-        lines.append(f"{head}HEATMAP_F_BIN_WIDTH_SECONDS\t{ffmt(g['bin_width'].iloc[0])}{tail}")
+    for lo, hi in _runs(c["module"], c["rank"], c["record_id"]):
+        tail = f"\theatmap:{c['module'][lo]}\tUNKNOWN\tUNKNOWN"
+        head = f"HEATMAP\t{c['rank'][lo]}\t{c['record_id'][lo]}\t"
+        lines.append(f"{head}HEATMAP_F_BIN_WIDTH_SECONDS\t{ffmt(c['bin_width'][lo])}{tail}")
+        bins = c["bin"][lo:hi]
         for op in ("read", "write"):
-            for b, v in zip(g["bin"], g[f"{op}_bytes"], strict=True):
-                lines.append(f"{head}HEATMAP_{op.upper()}_BIN_{b}\t{v}{tail}")
+            label = f"{head}HEATMAP_{op.upper()}_BIN_"
+            values = c[f"{op}_bytes"][lo:hi]
+            lines += [f"{label}{b}\t{v}{tail}" for b, v in zip(bins, values, strict=True)]
     return lines
 
 
 def _dxt_lines(kind: str, table: pa.Table, names: dict, exact: bool) -> list[str]:
     tfmt = _fmt_float(exact, 4)
-    df = table.to_pandas()
+    c = table.to_pydict()
     lines: list[str] = []
-    for (rid, rank, host), g in df.groupby(["record_id", "rank", "hostname"], sort=False):
+    for lo, hi in _runs(c["record_id"], c["rank"], c["hostname"]):
+        rid, rank = c["record_id"][lo], c["rank"][lo]
         name, mnt, fs = names.get(rid, ("<unknown>", "UNKNOWN", "UNKNOWN"))
-        ops = g["op"].value_counts()
+        n_write = c["op"][lo:hi].count("write")
         lines += [
             f"\n# DXT, file_id: {rid}, file_name: {name}",
-            f"# DXT, rank: {rank}, hostname: {host}",
-            f"# DXT, write_count: {ops.get('write', 0)}, read_count: {ops.get('read', 0)}",
+            f"# DXT, rank: {rank}, hostname: {c['hostname'][lo]}",
+            f"# DXT, write_count: {n_write}, read_count: {hi - lo - n_write}",
             f"# DXT, mnt_pt: {mnt}, fs_type: {fs}",
             "# Module    Rank  Wt/Rd  Segment          Offset       Length    Start(s)      End(s)",
         ]
-        for r in g.itertuples(index=False):
-            lines.append(
-                f" {kind:>7}{r.rank:8d}{r.op:>7}{r.seq:9d}{r.offset:16d}{r.length:16d}"
-                f" {tfmt(r.start):>11} {tfmt(r.end):>11}"
-            )
+        cols = (c[k][lo:hi] for k in ("op", "seq", "offset", "length", "start", "end"))
+        lines += [
+            f" {kind:>7}{rank:8d}{op:>7}{seq:9d}{off:16d}{length:16d} {tfmt(t0):>11} {tfmt(t1):>11}"
+            for op, seq, off, length, t0, t1 in zip(*cols, strict=True)
+        ]
     return lines
 
 
@@ -679,32 +787,40 @@ def write_parser_text(tables: dict[str, pa.Table], out: Path | TextIO, *, exact:
     names = _names_lookup(tables)
     partial = set(filter(None, (job["partial_modules"] or "").split(",")))
     modules = [m for m in (job["modules"] or "").split(",") if m]
+    totals = tables.get("job_totals")
+    totals = totals.to_pylist()[0] if totals is not None and totals.num_rows == 1 else {}
+    ffmt = _fmt_float(exact)
     for module in modules:
         table = tables.get(table_for_module(module))
-        if module.startswith("DXT_"):
-            continue
         out.write("\n# *******************************************************\n")
         out.write(f"# {module} module data\n")
         out.write("# *******************************************************\n")
         if module in partial:
             out.write(f"\n# *WARNING*: The {module} module contains incomplete data!\n")
-        if table is None or table.num_rows == 0:
+        if module.startswith("DXT_"):
+            out.write("# (segments follow at the end, in darshan-dxt-parser format)\n")
             continue
-        out.write("\n#<module>\t<rank>\t<record id>\t<counter>\t<value>")
-        out.write("\t<file name>\t<mount pt>\t<fs type>\n")
-        if module == "LUSTRE":
-            lines = _lustre_lines(table, names)
-        elif module == "HEATMAP":
-            lines = _heatmap_lines(table, exact)
-        else:
-            lines = _counter_lines(module, table, names, exact)
-        out.write("\n".join(lines) + "\n")
+        if table is not None and table.num_rows:
+            out.write("\n#<module>\t<rank>\t<record id>\t<counter>\t<value>")
+            out.write("\t<file name>\t<mount pt>\t<fs type>\n")
+            if module == "LUSTRE":
+                lines = _lustre_lines(table, names)
+            elif module == "HEATMAP":
+                lines = _heatmap_lines(table, exact)
+            else:
+                lines = _counter_lines(module, table, names, exact)
+            out.write("\n".join(lines) + "\n")
+        tag = module.replace("-", "").replace("/", "")
+        perf = [(k, totals[f"{tag}_{k}"]) for k in _PERF_KEYS if f"{tag}_{k}" in totals]
+        if perf:
+            out.write("\n# performance\n# -----------\n")
+            for key, value in perf:
+                out.write(f"# {key}: {ffmt(value) if isinstance(value, float) else value}\n")
     for kind, tname in _DXT_TABLES.items():
         if tname in tables and tables[tname].num_rows:
             out.write("\n".join(_dxt_lines(kind, tables[tname], names, exact)) + "\n")
-    totals = tables.get("job_totals")
-    if totals is not None and totals.num_rows == 1:
+    printed = [(k, v) for k, v in totals.items() if k.startswith("total_")]
+    if printed:
         out.write("\n")
-        for key, value in totals.to_pylist()[0].items():
-            if key.startswith("total_"):
-                out.write(f"{key}: {value}\n")
+    for key, value in printed:
+        out.write(f"{key}: {ffmt(value) if isinstance(value, float) else value}\n")
