@@ -239,6 +239,9 @@ def test_broken_inputs_raise_corrupt_log_error(tmp_path):
         with pytest.raises(CorruptLogError) as err:
             read_darshan2(path)
         assert str(err.value) and "\n" not in str(err.value), name
+        assert str(err.value).startswith(str(path)), name
+    with pytest.raises(CorruptLogError, match="not a file"):
+        read_darshan2(tmp_path)
 
 
 def test_job_totals_rules_by_hand():

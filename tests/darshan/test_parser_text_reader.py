@@ -19,6 +19,7 @@ SHARED_3X = (  # HEATMAP + DFS/DAOS, LUSTRE 3.4 components, PNETCDF + APMPI + HE
     "ior-DFS_id1057716",
     "snyder_python3_id3116902-2110365",
     "e3sm_io_heatmap_only",
+    "empty_log",  # no records at all: no job_totals either way
 )
 
 

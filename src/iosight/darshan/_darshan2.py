@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 
 CP_MAGIC_NR = 6567223
 _NC, _NF = len(CP_COUNTERS), len(CP_F_COUNTERS)
-_INDEX_TABLES = ("rank", "record_id", "file_rec_id")
+_INDEX_COLUMNS = ("rank", "record_id", "file_rec_id")
 # module tables whose counters enter job_totals (the others hold no counters)
 _NON_COUNTER_TABLES = ("lustre", "dxt_posix", "dxt_mpiio", "heatmap")
 
@@ -278,7 +278,7 @@ def job_totals(tables: dict[str, pa.Table]) -> pa.Table:
         if tname not in module_tables or table.num_rows == 0:
             continue
         for field in table.schema:
-            if field.name in _INDEX_TABLES:
+            if field.name in _INDEX_COLUMNS:
                 continue
             if not (pat.is_integer(field.type) or pat.is_floating(field.type)):
                 continue
@@ -309,9 +309,18 @@ def read_darshan2(path: Path) -> dict[str, pa.Table]:
         Not gzip/bzip2, truncated stream or record, bad magic number, garbage
         header, unsupported format version.
     """
+    path = Path(path)
+    if not path.is_file():
+        raise CorruptLogError(f"{path}: not a file")
+    try:
+        return _read(path)
+    except CorruptLogError as err:
+        raise CorruptLogError(f"{path}: {err}") from None
+
+
+def _read(path: Path) -> dict[str, pa.Table]:
     import pyarrow as pa
 
-    path = Path(path)
     raw = path.read_bytes()
     if not raw:
         raise CorruptLogError("empty file")

@@ -19,15 +19,23 @@ the modules' ``darshan_log_print_*`` functions (Listing 1 of Saeedizade et al.,
 - DXT sections as ``darshan-dxt-parser`` prints them (``# DXT, file_id: ...``,
   ``# DXT, rank: ..., hostname: ...`` and `` X_POSIX <rank> <op> <seg> <offset>
   <length> <start> <end>`` rows);
-- ``total_<COUNTER>: <value>`` lines and the ``--perf``/``--file`` comments are
-  ignored on reading: ``job_totals`` is recomputed from the records.
+- per module ``total_<COUNTER>: <value>`` lines (``--total``) and ``# performance``
+  comments (``--perf``: ``total_bytes``, ``agg_perf_by_slowest``,
+  ``agg_time_by_slowest``); other comments (``--file``, descriptions) are ignored;
+- Darshan 1.x/2.x dumps, whose rows have no module column
+  (``<rank>\\t<file>\\t<CP_counter>\\t<value>\\t...<suffix>[\\t<mount>\\t<fs>]``).
 
-iosight's readings: darshan-parser prints fcounters with six decimals, DXT
-times with four and job times in whole seconds, so a dump holds less precision
-than the binary log; ``write_parser_text(..., exact=True)`` writes full
-precision instead (still readable by :func:`read_parser_text`). Lustre
-components are numbered from 1 as darshan-parser prints them; pre-3.4 Lustre
-records (no components) get ``component = 0``.
+iosight's readings: ``job_totals`` is taken from the ``total_*`` and
+``--perf`` lines when the dump has them (they are darshan's own reduction, the
+same as :func:`read_pydarshan` gets from libdarshan-util's accumulator) and
+recomputed from the records otherwise (:func:`job_totals`). darshan-parser
+prints fcounters with six decimals, DXT times with four and job times in whole
+seconds, so a dump holds less precision than the binary log;
+``write_parser_text(..., exact=True)`` writes full precision instead (still
+readable by :func:`read_parser_text`). Lustre components are numbered from 0
+(darshan-parser prints ``COMP1`` for component 0), as :func:`read_pydarshan`
+numbers them. 1.x/2.x dumps map ``CP_*`` counters as :func:`read_darshan2`
+does.
 """
 
 from __future__ import annotations
@@ -58,7 +66,6 @@ if TYPE_CHECKING:
 
 _ROW_FIELDS = ("module", "rank", "record_id", "counter", "value", "name", "mount", "fs")
 _LEGACY_FIELDS = _ROW_FIELDS[1:]
-_SPECIAL = ("LUSTRE", "HEATMAP")
 _DXT_TABLES = {"X_POSIX": "dxt_posix", "X_MPIIO": "dxt_mpiio"}
 _MODULE_NAMES = {table: module for module, table in MODULE_TABLES.items()}
 _LUSTRE_PATTERNS = {"raid0": 0, "mdt": 2, "raid0,overstriped": 4, "foreign": 8, "N/A": -1}
@@ -489,10 +496,19 @@ def read_parser_text(path: Path) -> dict[str, pa.Table]:
         Not parser output (no ``# darshan log version:`` line), missing job
         header lines, malformed counter rows or non-numeric values.
     """
+    path = Path(path)
+    if not path.is_file():
+        raise CorruptLogError(f"{path}: not a file")
+    try:
+        return _read(path)
+    except CorruptLogError as err:
+        raise CorruptLogError(f"{path}: {err}") from None
+
+
+def _read(path: Path) -> dict[str, pa.Table]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    path = Path(path)
     text = _text_of(path)
     if not any(ln.startswith("# darshan log version:") for ln in text[:20000].splitlines()[:50]):
         raise CorruptLogError("not darshan-parser output: no '# darshan log version:' line")
@@ -555,7 +571,7 @@ def read_parser_text(path: Path) -> dict[str, pa.Table]:
     }
     tables["jobs"] = pa.Table.from_pylist([{c: row[c] for c in JOB_COLUMNS}], jobs_schema())
     tables["job_totals"] = _printed_totals(text, head["perf"]) or job_totals(tables)
-    return tables
+    return {k: v for k, v in tables.items() if v.num_columns}  # no counters: no job_totals
 
 
 def _names_table(rows: pa.Table, dxt_names: dict[int, str], legacy: bool) -> pa.Table:
