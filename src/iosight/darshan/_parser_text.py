@@ -169,8 +169,10 @@ def _record_rows(data: bytes, fields: tuple[str, ...] = _ROW_FIELDS) -> pa.Table
 
     def on_bad(row) -> str:
         text = row.text or ""
-        if text[:1] not in ("#", " ", "") and "\t" in text and len(fields) == 8:
-            bad.append(text)
+        file_list = text.split("\t", 1)[0].isdigit()  # --file-list rows: record id first
+        if text[:1] not in ("#", " ", "") and "\t" in text and not file_list:
+            if len(fields) == 8:
+                bad.append(text)
         return "skip"
 
     try:
