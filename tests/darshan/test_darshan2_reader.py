@@ -232,6 +232,7 @@ def test_broken_inputs_raise_corrupt_log_error(tmp_path):
         "bad_magic": gzip.compress(raw[:8] + b"\x01" * 8 + raw[16:]),
         "version": gzip.compress(b"9.99" + raw[4:]),
         "text": gzip.compress(b"# darshan log version: 3.41\n" * 100),
+        "nonsense": gzip.compress(b"abc" * 2000),
     }
     for name, blob in cases.items():
         path = tmp_path / f"{name}.darshan.gz"
@@ -256,6 +257,7 @@ def test_job_totals_rules_by_hand():
             "POSIX_F_READ_START_TIMESTAMP": [0.0, 2.5, 1.5],
             "POSIX_F_READ_END_TIMESTAMP": [0.0, 7.0, 9.0],
             "POSIX_F_READ_TIME": [0.5, 0.25, 0.25],
+            "POSIX_MODE": pa.array([436, 420, 436], pa.int64()),
         }
     )
     t = job_totals({"posix": posix, "names": pa.table({"x": [1]})}).to_pylist()
@@ -266,6 +268,7 @@ def test_job_totals_rules_by_hand():
             "total_POSIX_F_READ_START_TIMESTAMP": 1.5,
             "total_POSIX_F_READ_END_TIMESTAMP": 9.0,
             "total_POSIX_F_READ_TIME": 1.0,
+            "total_POSIX_MODE": 436,
         }
     ]
 

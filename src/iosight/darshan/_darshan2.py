@@ -58,6 +58,8 @@ if TYPE_CHECKING:
 CP_MAGIC_NR = 6567223
 _NC, _NF = len(CP_COUNTERS), len(CP_F_COUNTERS)
 _INDEX_COLUMNS = ("rank", "record_id", "file_rec_id")
+# identifiers and settings, not quantities: job_totals keeps the largest value seen
+_TAKE_MAX = ("_END_TIMESTAMP", "_MODE", "_ALIGNMENT", "_FASTEST_RANK", "_SLOWEST_RANK")
 # module tables whose counters enter job_totals (the others hold no counters)
 _NON_COUNTER_TABLES = ("lustre", "dxt_posix", "dxt_mpiio", "heatmap")
 
@@ -99,6 +101,8 @@ def _layout(version: str, data: bytes) -> _Layout:
     if version in sizes:
         nc, nf = sizes[version]
         return _Layout(28, 1024, 0, nc, nf, legacy=True, widen_as=version)
+    if data.startswith(b"# darshan"):
+        raise CorruptLogError("compressed darshan-parser text, not a binary 2.x log")
     raise CorruptLogError(f"unsupported Darshan log format version {version!r}")
 
 
@@ -237,7 +241,7 @@ def _reduce_column(name: str, values: np.ndarray) -> int | float:
     if name.endswith("_START_TIMESTAMP"):
         positive = values[values > 0]
         return positive.min().item() if positive.size else values.dtype.type(0).item()
-    if name.endswith("_END_TIMESTAMP") or "_MAX_" in name or name.startswith("MAX_"):
+    if name.endswith(_TAKE_MAX) or "_MAX_" in name or name == "CP_DEVICE":
         return values.max().item()
     return values.sum().item()
 
@@ -259,13 +263,17 @@ def job_totals(tables: dict[str, pa.Table]) -> pa.Table:
 
     Notes
     -----
-    iosight's reading of ``darshan-parser --total``: counts, bytes and times are
-    summed; ``*_MAX_*`` counters (``POSIX_MAX_BYTE_READ``, ``POSIX_F_MAX_READ_TIME``,
-    ...) and ``*_END_TIMESTAMP`` take the maximum; ``*_START_TIMESTAMP`` takes
-    the minimum of the positive values (0 when none), as darshan's aggregators
-    skip unset (zero) timestamps. Counters darshan reduces specially (modes,
-    alignments, the top-4 stride/access tables, fastest/slowest rank) are
-    summed here; they carry no job-level meaning either way.
+    iosight's reading of ``darshan-parser --total``, for sources without
+    libdarshan-util's accumulator (2.x logs, parser dumps lacking ``total_*``
+    lines): counts, bytes and times are summed; ``*_MAX_*`` counters
+    (``POSIX_MAX_BYTE_READ``, ``POSIX_F_MAX_READ_TIME``, ...) and
+    ``*_END_TIMESTAMP`` take the maximum; ``*_START_TIMESTAMP`` takes the
+    minimum of the positive values (0 when none), as darshan's aggregators skip
+    unset (zero) timestamps. Identifiers and settings (``*_MODE``,
+    ``*_ALIGNMENT``, ``*_FASTEST_RANK``, ``*_SLOWEST_RANK``, ``CP_DEVICE``) keep
+    the largest value seen instead of a meaningless (and overflow-prone) sum.
+    The top-4 stride/access tables and the rank-variance counters, which darshan
+    merges specially, are summed and carry no job-level meaning.
     """
     import pyarrow as pa
     from pyarrow import types as pat
