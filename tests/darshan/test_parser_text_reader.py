@@ -236,9 +236,16 @@ def test_bad_text_raises(tmp_path, content, reason):
         read_parser_text(path)
 
 
-def test_gzip_compressed_dump(tmp_path):
+def test_gzip_compressed_and_crlf_dumps(tmp_path):
     import gzip
 
-    path = tmp_path / "dump.txt.gz"
-    path.write_bytes(gzip.compress((DATA / "parser_all_small.txt").read_bytes()))
-    assert read_parser_text(path)["posix"].num_rows == 2
+    plain = read_parser_text(DATA / "parser_all_small.txt")
+    raw = (DATA / "parser_all_small.txt").read_bytes()
+    for name, blob in (("a.txt.gz", gzip.compress(raw)), ("b.txt", raw.replace(b"\n", b"\r\n"))):
+        path = tmp_path / name
+        path.write_bytes(blob)
+        back = read_parser_text(path)
+        for table in plain:
+            if table != "jobs":
+                assert back[table].equals(plain[table]), (name, table)
+        assert back["jobs"]["exe"].equals(plain["jobs"]["exe"])

@@ -91,7 +91,7 @@ def _text_of(path: Path) -> str:
             raw = bz2.decompress(raw)
     except (OSError, EOFError, ValueError, zlib.error) as err:
         raise CorruptLogError(f"damaged compressed parser output ({err})") from None
-    return raw.decode("utf-8", "replace")
+    return raw.decode("utf-8", "replace").replace("\r\n", "\n")
 
 
 def _header(lines: list[str]) -> dict:
