@@ -77,12 +77,12 @@ class BurstAnalysis:
 
 
 def _swing(x: np.ndarray) -> tuple[float, float]:
-    """max/min over positive values, and 99th/1st percentile ratio over all values."""
+    """max/min and 99th/1st percentile ratio, over the bins with some I/O."""
     pos = x[x > 0]
     if pos.size == 0:
         return float("nan"), float("nan")
-    p1, p99 = np.percentile(x, [1, 99])
-    return float(pos.max() / pos.min()), float(p99 / p1) if p1 > 0 else float("inf")
+    p1, p99 = np.percentile(pos, [1, 99])
+    return float(pos.max() / pos.min()), float(p99 / p1)
 
 
 def analyze_bursts(
