@@ -1,1 +1,1 @@
-"""HTML report sections and figures."""
+"""Reports: HTML pages and figures, one module per capability."""
