@@ -264,7 +264,10 @@ def train_forecaster(
         "timeline_window": [float(starts[0]), float(starts[-1])],
         "params": params,
         "seed": seed,
-        "test_metrics": {str(k_): v for k_, v in metrics.items()},
+        "test_metrics": {
+            str(lead): {m: (None if np.isnan(v) else v) for m, v in scores.items()}
+            for lead, scores in metrics.items()
+        },
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "versions": _versions(),
     }
