@@ -57,7 +57,9 @@ def _fig3(totals: dict[str, pd.DataFrame]) -> str:
     for ax, (name, df) in zip(axes, totals.items(), strict=True):
         t = pd.to_datetime(df["bin_start"], unit="s")
         for d in ("read", "write"):
-            ax.plot(t, df[f"{d}_bytes"] / _TB, label=d, drawstyle="steps-post", lw=0.8)
+            marker = "o" if len(df) < 40 else None  # a few months: show the points
+            ax.plot(t, df[f"{d}_bytes"] / _TB, label=d, drawstyle="steps-post", lw=0.8,
+                    marker=marker)  # fmt: skip
         ax.set_yscale("symlog", linthresh=1e-3)
         ax.set_title(f"{name} totals (TB)")
         ax.tick_params(axis="x", labelrotation=30)
