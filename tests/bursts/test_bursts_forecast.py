@@ -115,3 +115,11 @@ def test_forecaster_save_load_predict_and_refusals(warehouse):
         loaded.predict_next(warehouse)
     with pytest.raises(IosightError, match="no model 'nope'.*bursts-write"):
         load_forecaster(warehouse, "nope")
+
+
+def test_same_seed_same_scores():
+    df = _daily_spikes(days=6)
+    kw = dict(directions="write", models="forest,xgboost", horizons=[5, 15], k={"write": 3.0},
+              search_iter=2, seed=4)  # fmt: skip
+    a, b = evaluate_forecasts(df, **kw), evaluate_forecasts(df, **kw)
+    pd.testing.assert_frame_equal(a, b)
