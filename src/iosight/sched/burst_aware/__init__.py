@@ -9,13 +9,31 @@ from iosight.sched.burst_aware._algorithm import (
     parse_pattern,
     policy_alpha,
 )
+from iosight.sched.burst_aware._simulation import (
+    METRICS,
+    PAPER_APPS,
+    App,
+    BurstWindows,
+    ScheduleSimulation,
+    burst_windows,
+    simulate_series,
+    simulate_windows,
+)
 
 __all__ = [
     "ESTIMATORS",
+    "METRICS",
+    "PAPER_APPS",
     "POLICIES",
+    "App",
+    "BurstWindows",
     "JobBins",
+    "ScheduleSimulation",
     "StartChoice",
+    "burst_windows",
     "choose_start",
     "parse_pattern",
     "policy_alpha",
+    "simulate_series",
+    "simulate_windows",
 ]
