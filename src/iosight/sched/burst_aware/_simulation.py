@@ -262,13 +262,14 @@ def simulate_windows(
     distinct = pred[first]
     prog = ensure_progress(progress)
     prog.start(len(apps), "simulating burst-aware starts")
-    frames = []
-    for app in apps:
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("app", "policy", "alpha", "delay")}
+    parts.update(run_time=[], est_run_time=[])
+    for a, app in enumerate(apps):
         job = JobBins.of(app.min_time, app.max_time, bin_s)
         option_run = option_run_times(
             distinct, job, n_options=int(n_options), bin_s=bin_s, estimator=estimator
         )
-        for name, alpha in pols:
+        for p, (_, alpha) in enumerate(pols):
             best, _ = choose_among(option_run, alpha, bin_s)
             index = best[inverse]
             est = option_run[inverse, index]
@@ -277,24 +278,28 @@ def simulate_windows(
             else:
                 whole, frac = run_bins(act, index[:, None], job)
                 run = (whole if estimator == "bins" else frac)[:, 0] * bin_s
-            delay = index * float(bin_s)
-            cols = {
-                "app": app.name,
-                "policy": name,
-                "alpha": alpha,
-                "window": np.arange(n),
-                "delay": delay,
-                "run_time": run,
-                "total_time": delay + run,
-            }
-            if actual is not None:
-                cols["est_run_time"] = est
-            frames.append(pd.DataFrame(cols))
+            parts["app"].append(np.full(n, a, dtype=np.int16))
+            parts["policy"].append(np.full(n, p, dtype=np.int16))
+            parts["alpha"].append(np.full(n, alpha))
+            parts["delay"].append(index * float(bin_s))
+            parts["run_time"].append(run)
+            parts["est_run_time"].append(est)
         prog.advance(1)
     prog.finish()
-    windows = pd.concat(frames, ignore_index=True)
-    windows["app"] = windows["app"].astype("category")
-    windows["policy"] = windows["policy"].astype("category")
+    cols = {k: np.concatenate(v) for k, v in parts.items()}
+    windows = pd.DataFrame(
+        {
+            "app": pd.Categorical.from_codes(cols["app"], [app.name for app in apps]),
+            "policy": pd.Categorical.from_codes(cols["policy"], [name for name, _ in pols]),
+            "alpha": cols["alpha"],
+            "window": np.tile(np.arange(n), len(apps) * len(pols)),
+            "delay": cols["delay"],
+            "run_time": cols["run_time"],
+            "total_time": cols["delay"] + cols["run_time"],
+        }
+    )
+    if actual is not None:
+        windows["est_run_time"] = cols["est_run_time"]
     settings = {"bin_s": float(bin_s), "n_options": int(n_options), "estimator": estimator}
     return ScheduleSimulation(windows, n_windows=n, n_patterns=len(first), settings=settings)
 
