@@ -9,6 +9,12 @@ from iosight.sched.burst_aware._algorithm import (
     parse_pattern,
     policy_alpha,
 )
+from iosight.sched.burst_aware._emulator import (
+    DEFAULT_PATTERNS,
+    EmulationResult,
+    EmulatorConfig,
+    emulate,
+)
 from iosight.sched.burst_aware._simulation import (
     METRICS,
     PAPER_APPS,
@@ -21,6 +27,10 @@ from iosight.sched.burst_aware._simulation import (
 )
 
 __all__ = [
+    "DEFAULT_PATTERNS",
+    "EmulationResult",
+    "EmulatorConfig",
+    "emulate",
     "ESTIMATORS",
     "METRICS",
     "PAPER_APPS",
