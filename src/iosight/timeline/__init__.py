@@ -1,0 +1,29 @@
+"""System-level binned I/O timeline (Saeedizade et al. §IV)."""
+
+from iosight.timeline._binning import SPREADS, bin_intervals, count_active, spread_fractions
+from iosight.timeline._build import (
+    LAYERS,
+    TIMELINE_COLUMNS,
+    VALUE_COLUMNS,
+    build_timeline,
+    job_totals_intervals,
+    timeline_from_job_totals,
+)
+from iosight.timeline._frame import bin_width_of, load_timeline, parse_duration, rebin
+
+__all__ = [
+    "LAYERS",
+    "SPREADS",
+    "TIMELINE_COLUMNS",
+    "VALUE_COLUMNS",
+    "bin_intervals",
+    "bin_width_of",
+    "build_timeline",
+    "count_active",
+    "job_totals_intervals",
+    "load_timeline",
+    "parse_duration",
+    "rebin",
+    "spread_fractions",
+    "timeline_from_job_totals",
+]

@@ -1,0 +1,341 @@
+"""The system-level I/O timeline of a warehouse (Saeedizade et al. §IV, NOTES §1).
+
+Which layer counts (iosight's reading): POSIX + STDIO. MPI-IO calls end in POSIX
+calls that Darshan records too, so MPI-IO bytes are already in POSIX and adding them
+would double count; STDIO (``fwrite``/``fread``) is a separate path that Darshan's
+POSIX module does not see, so it is added. HDF5/PnetCDF sit above MPI-IO/POSIX and are
+likewise not counted.
+
+Placement of a record's bytes, operations and I/O time, most exact first:
+
+1. HEATMAP bins of the job and module, when the job has them (the module's totals of
+   that job are spread in proportion to the heatmap bytes of each heatmap bin);
+2. DXT segments of the record (POSIX only; bytes in proportion to segment length,
+   operations one per segment, I/O time in proportion to segment duration);
+3. the record's counters over ``[job start + F_*_START_TIMESTAMP, job start +
+   F_*_END_TIMESTAMP]``.
+
+Shapes from 1 and 2 only *place* the counters' totals, so the timeline's total bytes
+always equal the records' total bytes, even when DXT was truncated. Shared records
+(rank -1) match the DXT segments of every rank. Jobs with no module records but a
+``job_totals`` row (published job-total tables such as Summit's) are spread over
+``[start_time, end_time]`` (process-level precision).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from iosight._errors import IosightError, check_param
+from iosight._progress import Progress, ensure_progress
+from iosight.timeline._binning import bin_intervals, check_spread, count_active
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
+
+    from iosight.warehouse import Warehouse
+
+LAYERS = ("POSIX", "STDIO")
+VALUE_COLUMNS = ("read_bytes", "write_bytes", "read_ops", "write_ops", "read_time", "write_time")
+TIMELINE_COLUMNS = ("bin_start", "bin_width", *VALUE_COLUMNS, "active_jobs")
+# per direction: (bytes, ops, time, start timestamp, end timestamp) counter suffixes
+_COUNTERS = {
+    "read": (
+        "BYTES_READ",
+        "READS",
+        "F_READ_TIME",
+        "F_READ_START_TIMESTAMP",
+        "F_READ_END_TIMESTAMP",
+    ),
+    "write": (
+        "BYTES_WRITTEN",
+        "WRITES",
+        "F_WRITE_TIME",
+        "F_WRITE_START_TIMESTAMP",
+        "F_WRITE_END_TIMESTAMP",
+    ),
+}
+_BATCH_ROWS = 1_000_000
+
+
+def _dir_cols(direction: str) -> list[int]:
+    """Positions of (bytes, ops, time) of a direction in VALUE_COLUMNS."""
+    return [VALUE_COLUMNS.index(f"{direction}_{q}") for q in ("bytes", "ops", "time")]
+
+
+def job_totals_intervals(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Intervals and values of job-total rows: each job's POSIX+STDIO totals over its run.
+
+    Parameters
+    ----------
+    df : DataFrame
+        ``start_time``, ``end_time`` (epoch s) and ``total_<LAYER>_<COUNTER>`` columns
+        (``darshan-parser --total`` names); missing columns and NaN count as zero.
+
+    Returns
+    -------
+    start, end : ndarray
+        Epoch seconds (``end`` never before ``start``).
+    values : ndarray, shape (n, 6)
+        Columns in ``VALUE_COLUMNS`` order.
+    """
+    for col in ("start_time", "end_time"):
+        if col not in df.columns:
+            raise IosightError(f"job totals need a {col!r} column; columns: {list(df.columns)}")
+    start = df["start_time"].to_numpy(dtype=np.float64)
+    end = df["end_time"].to_numpy(dtype=np.float64)
+    keep = np.isfinite(start)
+    end = np.where(np.isfinite(end), np.maximum(end, start), start)
+    values = np.zeros((len(df), len(VALUE_COLUMNS)))
+    for direction, (b, o, t, _, _) in _COUNTERS.items():
+        for pos, suffix in zip(_dir_cols(direction), (b, o, t), strict=True):
+            for layer in LAYERS:
+                col = f"total_{layer}_{suffix}"
+                if col in df.columns:
+                    v = df[col].to_numpy(dtype=np.float64, na_value=np.nan)
+                    values[:, pos] += np.clip(np.nan_to_num(v, nan=0.0), 0.0, None)
+    return start[keep], end[keep], values[keep]
+
+
+def _assemble(origin: float, width: float, sums: np.ndarray, active: np.ndarray) -> pa.Table:
+    import pyarrow as pa
+
+    n = sums.shape[0]
+    cols = {
+        "bin_start": origin + width * np.arange(n, dtype=np.float64),
+        "bin_width": np.full(n, float(width)),
+    }
+    for i, name in enumerate(VALUE_COLUMNS):
+        cols[name] = sums[:, i]
+    cols["active_jobs"] = active.astype(np.int64)
+    return pa.table(cols)
+
+
+def _range(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[float, float]:
+    lo = min((float(np.min(s)) for s, _ in parts if s.size), default=np.inf)
+    hi = max((float(np.max(e)) for _, e in parts if e.size), default=-np.inf)
+    if not np.isfinite(lo) or not np.isfinite(hi):
+        raise IosightError("no jobs with start times to build a timeline from")
+    return lo, hi
+
+
+def _grid(lo: float, hi: float, width: float) -> tuple[float, int]:
+    origin = np.floor(lo / width) * width
+    return float(origin), int(np.floor((hi - origin) / width)) + 1
+
+
+def _check_width(bin_width: float) -> None:
+    ok = isinstance(bin_width, int | float) and np.isfinite(bin_width) and bin_width > 0
+    check_param("bin_width", bin_width, ok, "a positive number of seconds")
+
+
+def timeline_from_job_totals(
+    df: pd.DataFrame, *, bin_width: float = 300.0, spread: str = "overlap"
+) -> pa.Table:
+    """Timeline of a job-totals table (one row per job, e.g. Summit's published totals).
+
+    Each job's POSIX + STDIO bytes, operations and I/O time are spread over
+    ``[start_time, end_time]`` (process-level precision, §II). Columns as
+    :func:`build_timeline`; ``active_jobs`` counts the jobs running in a bin.
+    """
+    _check_width(bin_width)
+    check_spread(spread)
+    start, end, values = job_totals_intervals(df)
+    lo, hi = _range([(start, end)])
+    origin, n_bins = _grid(lo, hi, bin_width)
+    sums = bin_intervals(
+        start - origin, end - origin, values, width=bin_width, n_bins=n_bins, spread=spread
+    )
+    active = count_active(start - origin, end - origin, width=bin_width, n_bins=n_bins)
+    return _assemble(origin, bin_width, sums, active)
+
+
+# ---------------------------------------------------------------- warehouse SQL
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _heatmap_match(layer: str) -> str:
+    return f"replace(replace(upper(h.module), 'HEATMAP:', ''), '-', '') = '{layer}'"
+
+
+def _layer_queries(wh: Warehouse, layer: str, direction: str) -> list[str]:
+    """SQL queries returning ``t0, t1, b, o, t`` rows (epoch s) for one layer and direction."""
+    table = layer.lower()
+    cols = set(wh.column_names(table))
+    b, o, t, s, e = (f"{layer}_{x}" for x in _COUNTERS[direction])
+    if b not in cols:
+        return []
+
+    def val(c: str) -> str:
+        return f"greatest(coalesce(r.{_q(c)}, 0), 0)" if c in cols else "0"
+
+    start = f"greatest(coalesce(r.{_q(s)}, 0), 0)" if s in cols else "0"
+    end = f"greatest(coalesce(r.{_q(e)}, 0), 0)" if e in cols else "(j.end_time - j.start_time)"
+    rec = (
+        f"select r.job_key, r.rank, r.record_id, j.start_time as js, {start} as s, "
+        f"greatest({end}, {start}) as e, {val(b)} as b, {val(o)} as o, {val(t)} as t "
+        f"from {table} r join jobs j using (job_key) "
+        f"where j.start_time is not null and ({val(b)} > 0 or {val(o)} > 0 or {val(t)} > 0)"
+    )
+    has_hm = wh.has_table("heatmap") and f"{direction}_bytes" in wh.column_names("heatmap")
+    has_dxt = layer == "POSIX" and wh.has_table("dxt_posix")
+    ctes = [f"rec as ({rec})"]
+    not_hm = "true"
+    if has_hm:
+        ctes.append(
+            f"hmj as (select h.job_key, sum(h.{direction}_bytes) as hb from heatmap h "
+            f"where {_heatmap_match(layer)} group by h.job_key having sum(h.{direction}_bytes) > 0)"
+        )
+        not_hm = "rec.job_key not in (select job_key from hmj)"
+    dxt_match = (
+        "d.job_key = rec.job_key and d.record_id = rec.record_id "
+        f"and (rec.rank = -1 or rec.rank = d.rank) and d.op = '{direction}'"
+    )
+    no_dxt = f"not exists (select 1 from dxt_posix d where {dxt_match})" if has_dxt else "true"
+    with_ = "with " + ", ".join(ctes) + " "
+    queries = [
+        with_ + f"select js + s as t0, js + e as t1, b, o, t from rec where {not_hm} and {no_dxt}"
+    ]
+    if has_dxt:
+        dur = 'greatest(d."end" - d.start, 0)'
+        w = "over (partition by rec.job_key, rec.rank, rec.record_id)"
+        queries.append(
+            with_ + f'select rec.js + d.start as t0, rec.js + greatest(d."end", d.start) as t1, '
+            f"rec.b * case when sum(d.length) {w} > 0 then d.length / sum(d.length) {w} "
+            f"else 1.0 / count(*) {w} end as b, rec.o / count(*) {w} as o, "
+            f"rec.t * case when sum({dur}) {w} > 0 then {dur} / sum({dur}) {w} "
+            f"else 1.0 / count(*) {w} end as t "
+            f"from rec join dxt_posix d on {dxt_match} where {not_hm}"
+        )
+    if has_hm:
+        share = f"h.{direction}_bytes / hmj.hb"
+        queries.append(
+            with_ + "select tot.js + h.bin_start as t0, tot.js + h.bin_start + h.bin_width as t1, "
+            f"tot.b * {share} as b, tot.o * {share} as o, tot.t * {share} as t from heatmap h "
+            "join hmj using (job_key) join (select job_key, any_value(js) as js, sum(b) as b, "
+            "sum(o) as o, sum(t) as t from rec group by job_key) tot using (job_key) "
+            f"where {_heatmap_match(layer)} and h.{direction}_bytes > 0"
+        )
+    return queries
+
+
+def _job_totals_frame(wh: Warehouse) -> pd.DataFrame | None:
+    """Job-total rows of jobs, each layer blanked where the job has records of that layer."""
+    if not wh.has_table("job_totals"):
+        return None
+    cols = set(wh.column_names("job_totals"))
+    select = ["j.start_time", "coalesce(j.end_time, j.start_time) as end_time"]
+    for layer in LAYERS:
+        has_records = wh.has_table(layer.lower())
+        for direction in _COUNTERS.values():
+            for suffix in direction[:3]:
+                col = f"total_{layer}_{suffix}"
+                if col not in cols:
+                    continue
+                expr = f"jt.{_q(col)}"
+                if has_records:
+                    expr = (
+                        f"case when jt.job_key in (select job_key from {layer.lower()}) "
+                        f"then null else {expr} end"
+                    )
+                select.append(f"{expr} as {_q(col)}")
+    return wh.sql(
+        f"select {', '.join(select)} from job_totals jt join jobs j using (job_key) "
+        "where j.start_time is not null"
+    )
+
+
+def build_timeline(
+    warehouse: Warehouse,
+    *,
+    bin_width: float = 300.0,
+    spread: str = "overlap",
+    progress: Progress | None = None,
+) -> pa.Table:
+    """Build the system-level timeline and write it as the warehouse table ``timeline``.
+
+    Parameters
+    ----------
+    warehouse : Warehouse
+        Needs ``jobs``; uses ``posix``, ``stdio``, ``dxt_posix``, ``heatmap`` and
+        ``job_totals`` when present (module docstring: which layer counts and how I/O is
+        placed).
+    bin_width : float, default 300
+        Bin width in seconds (5 min, §IV).
+    spread : {"overlap", "equal"}
+        ``"equal"`` reproduces the paper; ``"overlap"`` is exact (NOTES §1).
+    progress : Progress, optional
+        Advanced once per record batch.
+
+    Returns
+    -------
+    pyarrow.Table
+        ``bin_start`` (epoch s, UTC), ``bin_width``, read/write bytes, operations and I/O
+        time (float64) and ``active_jobs`` (int64); every bin from first to last.
+    """
+    _check_width(bin_width)
+    check_spread(spread)
+    warehouse.require("jobs")
+    queries = [
+        (direction, q)
+        for layer in LAYERS
+        if warehouse.has_table(layer.lower())
+        for direction in _COUNTERS
+        for q in _layer_queries(warehouse, layer, direction)
+    ]
+    totals = _job_totals_frame(warehouse)
+    jobs = warehouse.sql(
+        "select start_time, coalesce(end_time, start_time) as end_time from jobs "
+        "where start_time is not null"
+    )
+    parts = [(jobs["start_time"].to_numpy(float), jobs["end_time"].to_numpy(float))]
+    if totals is not None:
+        t_start, t_end, t_values = job_totals_intervals(totals)
+        parts.append((t_start, t_end))
+    for _, q in queries:
+        lo, hi = warehouse.sql(f"select min(least(t0, t1)), max(greatest(t0, t1)) from ({q})").iloc[
+            0
+        ]
+        if lo is not None and np.isfinite(lo):
+            parts.append((np.array([lo]), np.array([hi])))
+    origin, n_bins = _grid(*_range(parts), bin_width)
+    sums = np.zeros((n_bins, len(VALUE_COLUMNS)))
+    prog = ensure_progress(progress)
+    prog.start(len(queries) + 1, "timeline")
+    for direction, q in queries:
+        reader = warehouse.connect().sql(q).to_arrow_reader(_BATCH_ROWS)
+        cols = _dir_cols(direction)
+        for batch in reader:
+            arr = {n: batch.column(n).to_numpy(zero_copy_only=False) for n in batch.schema.names}
+            part = bin_intervals(
+                arr["t0"].astype(float) - origin,
+                arr["t1"].astype(float) - origin,
+                np.column_stack([arr["b"], arr["o"], arr["t"]]).astype(float),
+                width=bin_width,
+                n_bins=n_bins,
+                spread=spread,
+            )
+            sums[:, cols] += part
+        prog.advance(1)
+    if totals is not None and len(t_start):
+        bin_intervals(
+            t_start - origin,
+            t_end - origin,
+            t_values,
+            width=bin_width,
+            n_bins=n_bins,
+            spread=spread,
+            out=sums,
+        )
+    prog.advance(1)
+    prog.finish()
+    active = count_active(
+        parts[0][0] - origin, parts[0][1] - origin, width=bin_width, n_bins=n_bins
+    )
+    table = _assemble(origin, bin_width, sums, active)
+    warehouse.write_table("timeline", table)
+    return table

@@ -1,0 +1,82 @@
+import numpy as np
+import pytest
+
+from iosight._errors import IosightError
+from iosight.timeline import bin_intervals, count_active, spread_fractions
+
+
+def _bins(start, end, vals, spread, n_bins=4, width=10.0):
+    return bin_intervals(
+        np.array(start, float),
+        np.array(end, float),
+        np.array(vals, float),
+        width=width,
+        n_bins=n_bins,
+        spread=spread,
+    )[:, 0]
+
+
+def test_inside_one_bin_both_modes():
+    for spread in ("overlap", "equal"):
+        assert _bins([2], [8], [6], spread).tolist() == [6, 0, 0, 0]
+
+
+def test_across_bins_overlap_is_proportional():
+    # [5, 25] with 10 s bins: 5 s in bin 0, 10 s in bin 1, 5 s in bin 2
+    assert np.allclose(_bins([5], [25], [20], "overlap"), [5, 10, 5, 0])
+
+
+def test_across_bins_equal_splits_evenly():
+    assert np.allclose(_bins([5], [25], [21], "equal"), [7, 7, 7, 0])
+
+
+def test_zero_length_goes_to_one_bin():
+    for spread in ("overlap", "equal"):
+        assert _bins([12], [12], [7], spread).tolist() == [0, 7, 0, 0]
+
+
+def test_ending_on_an_edge_does_not_touch_next_bin():
+    for spread in ("overlap", "equal"):
+        assert _bins([0], [10], [3], spread).tolist() == [3, 0, 0, 0]
+
+
+def test_several_columns_and_rows_conserve_totals():
+    rng = np.random.default_rng(0)
+    s = rng.uniform(0, 900, 5000)
+    e = s + rng.exponential(50, 5000) * (rng.random(5000) > 0.2)
+    v = rng.lognormal(10, 2, (5000, 3))
+    for spread in ("overlap", "equal"):
+        out = bin_intervals(s, np.minimum(e, 1000), v, width=7.0, n_bins=143, spread=spread)
+        assert np.allclose(out.sum(axis=0), v.sum(axis=0), rtol=1e-12)
+
+
+def test_chunking_gives_same_result(monkeypatch):
+    import iosight.timeline._binning as b
+
+    rng = np.random.default_rng(1)
+    s = rng.uniform(0, 500, 300)
+    e = s + rng.uniform(0, 200, 300)
+    v = rng.random(300)
+    full = bin_intervals(s, e, v, width=3.0, n_bins=240)
+    monkeypatch.setattr(b, "_MAX_PAIRS", 7)
+    assert np.allclose(bin_intervals(s, e, v, width=3.0, n_bins=240), full)
+
+
+def test_fractions_sum_to_one():
+    rows, _, frac = spread_fractions(np.array([0.5, 3.0]), np.array([29.5, 3.0]), 1.0)
+    assert np.allclose(np.bincount(rows, frac), [1, 1])
+
+
+def test_out_of_range_is_an_error():
+    with pytest.raises(ValueError):
+        _bins([35], [45], [1], "overlap")
+
+
+def test_bad_spread_is_a_clear_error():
+    with pytest.raises(IosightError, match="spread"):
+        _bins([0], [1], [1], "uniform")
+
+
+def test_count_active():
+    act = count_active(np.array([0.0, 5.0, 31.0]), np.array([10.0, 25.0, 31.0]), width=10, n_bins=4)
+    assert act.tolist() == [2, 1, 1, 1]
