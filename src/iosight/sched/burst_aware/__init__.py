@@ -25,6 +25,14 @@ from iosight.sched.burst_aware._simulation import (
     simulate_series,
     simulate_windows,
 )
+from iosight.sched.burst_aware._sources import (
+    BurstSeries,
+    Recommendation,
+    burst_series,
+    read_burst_series,
+    recommend_start,
+    simulate_source,
+)
 
 __all__ = [
     "DEFAULT_PATTERNS",
@@ -36,14 +44,20 @@ __all__ = [
     "PAPER_APPS",
     "POLICIES",
     "App",
+    "BurstSeries",
+    "Recommendation",
     "BurstWindows",
     "JobBins",
     "ScheduleSimulation",
     "StartChoice",
+    "burst_series",
     "burst_windows",
     "choose_start",
     "parse_pattern",
     "policy_alpha",
+    "read_burst_series",
+    "recommend_start",
     "simulate_series",
+    "simulate_source",
     "simulate_windows",
 ]
