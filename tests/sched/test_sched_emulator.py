@@ -19,11 +19,14 @@ def test_emulator_measures_and_cleans_up(tmp_path):
     result = emulate(["0110000000"], cfg, policies=["MDT", "MRT"])
     assert list(tmp_path.iterdir()) == []  # the temporary directory is gone
     assert 0 < result.min_time <= result.max_time
+    assert result.bin_s == pytest.approx(result.min_time / 1.5)
     runs = result.runs
-    assert runs["policy"].tolist() == ["MDT", "MRT"]
     assert (runs["measured_s"] > 0).all()
-    mrt = runs[runs.policy == "MRT"].iloc[0]
-    assert mrt["est_bins_s"] <= runs[runs.policy == "MDT"].iloc[0]["est_bins_s"]
+    if len(runs) == 2:  # MRT waits for the bursts to pass
+        assert runs["policies"].tolist() == ["MDT", "MRT"]
+        assert runs["est_bins_s"].iloc[1] <= runs["est_bins_s"].iloc[0]
+    else:
+        assert runs["policies"].tolist() == ["MDT,MRT"]
     err = (runs["est_bins_s"] - runs["measured_s"]) / runs["measured_s"]
     assert err.tolist() == pytest.approx(runs["err_bins"].tolist())
     within = result.within()

@@ -17,7 +17,7 @@ def test_report_writes_tables_and_figures(tmp_path):
     runs = pd.DataFrame(
         {
             "pattern": ["0110", "0110"],
-            "policy": ["MDT", "MRT"],
+            "policies": ["MDT", "MRT"],
             "option": [0, 3],
             "delay_s": [0.0, 3.0],
             "est_bins_s": [4.0, 3.0],
@@ -27,7 +27,9 @@ def test_report_writes_tables_and_figures(tmp_path):
     )
     runs["err_bins"] = (runs.est_bins_s - runs.measured_s) / runs.measured_s
     runs["err_fractional"] = (runs.est_fractional_s - runs.measured_s) / runs.measured_s
-    emu = EmulationResult(runs, min_time=2.8, max_time=8.0, work_mb=100, load_average=(1, 1, 1))
+    emu = EmulationResult(
+        runs, min_time=2.8, max_time=8.0, bin_s=1.0, work_mb=100, load_average=(1.0, 1.0, 1.0)
+    )
     index = write_schedule_report(sim, tmp_path / "r", emulation=emu)
     names = {p.name for p in (tmp_path / "r").iterdir()}
     assert {"summary.csv", "fig10_means.png", "fig11_cdf_dlio.png", "fig9_emulation.png"} <= names

@@ -153,10 +153,10 @@ def simulate(
 @group.command("emulate")
 def emulate(
     pattern: list[str] = typer.Option(None, "--pattern", help="Patterns (repeat); default 6."),
-    bin_s: float = typer.Option(1.0, "--bin", help="Scaled bin length in seconds."),
+    bin_s: float = typer.Option(1.0, "--bin", help="Scaled bin length to size the job (s)."),
     job_bins: float = typer.Option(2.8, "--job-bins", help="Job run time alone, in bins."),
     writers: int = typer.Option(1, "--writers", help="Background writer processes (1-4)."),
-    repeats: int = typer.Option(2, "--repeats", help="Runs to measure min and max time."),
+    repeats: int = typer.Option(3, "--repeats", help="Runs to measure min and max time."),
     directory: Path = typer.Option(None, "--dir", help="Parent of the temporary directory."),
     fmt: str = typer.Option("table", "--format", help="table, csv or json."),
 ) -> None:
@@ -174,10 +174,16 @@ def emulate(
         if fmt == "table":
             console.print(
                 f"job writes {result.work_mb} MiB: min_time {result.min_time:.2f} s, "
-                f"max_time {result.max_time:.2f} s, bin {bin_s:g} s; "
+                f"max_time {result.max_time:.2f} s, bin {result.bin_s:.3f} s; "
                 f"load average {result.load_average}"
             )
-        print_frame(result.runs, fmt, title="estimated vs measured run time", max_rows=200)
+            alone = ", ".join(f"{t:.2f}" for t in result.alone_runs)
+            loaded = ", ".join(f"{t:.2f}" for t in result.loaded_runs)
+            console.print(f"calibration runs: alone [{alone}] s, writers on [{loaded}] s")
+        runs = result.runs
+        if fmt == "table":  # narrower for a terminal; csv/json keep every column
+            runs = runs.drop(columns=["delay_s"]).round(3)
+        print_frame(runs, fmt, title="estimated vs measured run time (s)", max_rows=200)
         print_frame(result.within(), fmt, title="share of estimates within 10% / 20%")
 
 

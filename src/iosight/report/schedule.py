@@ -68,7 +68,7 @@ def _fig9(emu: EmulationResult):
     import matplotlib.pyplot as plt
     import numpy as np
 
-    runs = emu.runs.drop_duplicates(["pattern", "option"]).reset_index(drop=True)
+    runs = emu.runs
     x = np.arange(len(runs))
     fig, ax = plt.subplots(figsize=(max(6.0, 0.6 * len(runs)), 3.4), layout="constrained")
     ax.bar(x - 0.2, runs["est_bins_s"], 0.4, label="estimate (Algorithm 1)")
@@ -130,7 +130,10 @@ def write_schedule_report(
         sections += [
             "<h2>Emulated job (Fig. 9)</h2>",
             f"<p>min_time {emulation.min_time:.2f} s, max_time {emulation.max_time:.2f} s, "
-            f"job writes {emulation.work_mb} MiB; load average {emulation.load_average}.</p>",
+            f"bin {emulation.bin_s:.3f} s, "
+            f"job writes {emulation.work_mb} MiB; load average {emulation.load_average}; "
+            f"calibration runs alone {emulation.alone_runs}, "
+            f"with writers {emulation.loaded_runs}.</p>",
             emulation.within().to_html(index=False, float_format=lambda v: f"{v:.2f}"),
             emulation.runs.to_html(index=False, float_format=lambda v: f"{v:.3f}"),
         ]

@@ -81,7 +81,7 @@ class EmulatorConfig:
     writers: int = 1
     job_file_mb: int = 32
     writer_file_mb: int = 64
-    repeats: int = 2
+    repeats: int = 3
     seed: int = 0
     directory: Path | None = None
 
@@ -189,9 +189,14 @@ class _Bench:
         self.tmp.cleanup()
 
     def run_job(
-        self, work_mb: int, bursts: Sequence[bool] | None, *, always: bool = False
+        self,
+        work_mb: int,
+        bursts: Sequence[bool] | None = None,
+        *,
+        bin_s: float = 1.0,
+        always: bool = False,
     ) -> float:
-        """Run the job once; writers follow ``bursts`` bin by bin (bursts past its end).
+        """Run the job once; writers follow ``bursts`` bins of ``bin_s`` (bursts past its end).
 
         ``bursts=None`` runs the job alone, or with the writers on all along if ``always``.
         """
@@ -216,7 +221,7 @@ class _Bench:
         try:
             k = 0
             while True:
-                job.join(timeout=max(0.0, t0 + (k + 1) * self.cfg.bin_s - time.monotonic()))
+                job.join(timeout=max(0.0, t0 + (k + 1) * bin_s - time.monotonic()))
                 if not job.is_alive():
                     break
                 k += 1
@@ -238,36 +243,45 @@ class EmulationResult:
     Attributes
     ----------
     runs : DataFrame
-        One row per (pattern, policy): ``pattern, policy, option, delay_s, est_bins_s,
-        est_fractional_s, measured_s, err_bins, err_fractional`` (relative errors).
+        One row per pattern and distinct chosen start: ``pattern, policies`` (those that
+        chose it), ``option, delay_s, est_bins_s, est_fractional_s, measured_s, err_bins,
+        err_fractional`` (relative errors of the two estimators).
     min_time, max_time : float
         Measured run time alone and with the writers on all along (seconds).
+    bin_s : float
+        The bin length used: ``min_time / job_bins``, so the job spans the same share of
+        a bin as DLIO's 850 s of a 300-s bin.
     work_mb : int
         MiB the job writes.
     load_average : tuple of float
         The machine's 1, 5 and 15 minute load averages at the end (other users' work
         is noise in the measurements).
+    alone_runs, loaded_runs : tuple of float
+        The calibration runs behind ``min_time`` and ``max_time``; their spread is the
+        noise floor of the comparison.
     """
 
     runs: pd.DataFrame
     min_time: float
     max_time: float
+    bin_s: float
     work_mb: int
-    load_average: tuple[float, float, float]
+    load_average: tuple[float, ...]
+    alone_runs: tuple[float, ...] = ()
+    loaded_runs: tuple[float, ...] = ()
     config: dict = field(default_factory=dict)
 
     def within(self) -> pd.DataFrame:
-        """Share of distinct (pattern, start) runs whose estimate is within 10% and 20%."""
+        """Share of runs whose estimate is within 10% and 20% of the measured run time."""
         import pandas as pd
 
-        uniq = self.runs.drop_duplicates(["pattern", "option"])
         rows = []
         for est in ("bins", "fractional"):
-            err = uniq[f"err_{est}"].abs()
+            err = self.runs[f"err_{est}"].abs()
             rows.append(
                 {
                     "estimator": est,
-                    "runs": len(uniq),
+                    "runs": len(err),
                     "within_10pct": float((err <= 0.10).mean()),
                     "within_20pct": float((err <= 0.20).mean()),
                     "mean_abs_err": float(err.mean()),
@@ -285,10 +299,12 @@ def emulate(
 ) -> EmulationResult:
     """Run a real I/O-bound job under emulated bursts and compare with Algorithm 1.
 
-    For each pattern and policy, Algorithm 1 (with the measured ``min_time`` and
-    ``max_time`` and ``L = bin_s``) picks a start option; the job is then run with the
-    writers following the pattern from that option on, and its run time is measured
-    (each distinct start of a pattern once). The start delay itself is not waited out.
+    The job is sized from a probe to run about ``job_bins`` bins of ``bin_s`` alone; its
+    ``min_time`` (alone) and ``max_time`` (writers on all along) are then measured, and
+    the bin used is ``L = min_time / job_bins``. For each pattern and policy Algorithm 1
+    picks a start option; the job is run once per distinct option with the writers
+    following the pattern from that option on, and its run time is measured. The start
+    delay itself is not waited out.
 
     References
     ----------
@@ -304,47 +320,45 @@ def emulate(
     prog = ensure_progress(progress)
     with _Bench(cfg) as bench:
         probe_mb = 64
-        rate = probe_mb / max(bench.run_job(probe_mb, None), 1e-6)  # MiB/s alone
+        rate = probe_mb / max(bench.run_job(probe_mb), 1e-6)  # MiB/s alone
         work_mb = max(1, round(cfg.job_bins * cfg.bin_s * rate))
         prog.start(2 * cfg.repeats + len(pats), "emulating bursts")
         alone, loaded = [], []
         for _ in range(cfg.repeats):
-            alone.append(bench.run_job(work_mb, None))
+            alone.append(bench.run_job(work_mb))
             prog.advance(1)
-            loaded.append(bench.run_job(work_mb, None, always=True))
+            loaded.append(bench.run_job(work_mb, always=True))
             prog.advance(1)
-        min_time, max_time = statistics.median(alone), statistics.median(loaded)
-        max_time = max(max_time, min_time)
-        rows, measured = [], {}
+        min_time = statistics.median(alone)
+        max_time = max(statistics.median(loaded), min_time)
+        bin_s = min_time / cfg.job_bins
+        rows = []
         for pat in pats:
-            text = "".join("1" if b else "0" for b in pat)
+            chosen: dict[int, list[str]] = {}
             for policy in policies:
-                c = choose_start(pat, min_time, max_time, policy=policy, bin_s=cfg.bin_s)
-                frac = choose_start(
-                    pat,
-                    min_time,
-                    max_time,
-                    policy=policy,
-                    bin_s=cfg.bin_s,
-                    estimator="fractional",
-                ).option_run_time[c.index]
-                if c.index not in measured:
-                    measured[c.index] = bench.run_job(work_mb, pat[c.index :])
-                real = measured[c.index]
+                c = choose_start(pat, min_time, max_time, policy=policy, bin_s=bin_s)
+                chosen.setdefault(c.index, []).append(policy)
+            est = {
+                e: choose_start(pat, min_time, max_time, alpha=0.0, bin_s=bin_s, estimator=e)
+                for e in ("bins", "fractional")
+            }
+            for index, names in chosen.items():
+                real = bench.run_job(work_mb, pat[index:], bin_s=bin_s)
+                bins = float(est["bins"].option_run_time[index])
+                frac = float(est["fractional"].option_run_time[index])
                 rows.append(
                     {
-                        "pattern": text,
-                        "policy": policy,
-                        "option": c.index,
-                        "delay_s": c.delay,
-                        "est_bins_s": c.run_time,
-                        "est_fractional_s": float(frac),
+                        "pattern": "".join("1" if b else "0" for b in pat),
+                        "policies": ",".join(names),
+                        "option": index,
+                        "delay_s": index * bin_s,
+                        "est_bins_s": bins,
+                        "est_fractional_s": frac,
                         "measured_s": real,
-                        "err_bins": (c.run_time - real) / real,
-                        "err_fractional": (float(frac) - real) / real,
+                        "err_bins": (bins - real) / real,
+                        "err_fractional": (frac - real) / real,
                     }
                 )
-            measured.clear()
             prog.advance(1)
         prog.finish()
     cfg_dict = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()}
@@ -352,7 +366,10 @@ def emulate(
         runs=pd.DataFrame(rows),
         min_time=float(min_time),
         max_time=float(max_time),
+        bin_s=float(bin_s),
         work_mb=int(work_mb),
         load_average=tuple(round(x, 2) for x in os.getloadavg()),
+        alone_runs=tuple(alone),
+        loaded_runs=tuple(loaded),
         config=cfg_dict,
     )
