@@ -159,3 +159,14 @@ def test_parse_pattern_accepts_sequences():
     assert parse_pattern("0 1,1").tolist() == [False, True, True]
     with pytest.raises(IosightError):
         parse_pattern([0, 2])
+
+
+def test_alpha_at_least_half_never_waits():
+    # run(0) <= d + run(d), so for alpha >= 0.5 starting now always scores lowest
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        pat = rng.random(24) < rng.random()
+        for estimator in ("bins", "fractional"):
+            for alpha in (0.5, 0.6, 0.7, 1.0):
+                c = choose_start(pat, 850, 4250, alpha=alpha, estimator=estimator)
+                assert c.delay == 0.0
