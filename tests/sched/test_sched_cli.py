@@ -130,3 +130,60 @@ def test_emulate_command_runs_real_io_briefly(tmp_path):
     assert res.exit_code == 0, res.output
     assert "estimator,runs,within_10pct,within_20pct,mean_abs_err" in res.output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_start_from_a_model_forecast(tmp_path, monkeypatch):
+    import numpy as np
+    import pandas as pd
+
+    import iosight.bursts
+
+    class Fake:
+        def predict_next(self, warehouse, at=None):
+            lead = np.arange(1, 25)
+            return pd.DataFrame({"lead": lead, "bin_start": at + 300.0 * lead, "burst": lead <= 2})
+
+    monkeypatch.setattr(iosight.bursts, "load_forecaster", lambda wh, n: Fake(), raising=False)
+    (tmp_path / "wh").mkdir()
+    res = runner.invoke(
+        app,
+        [
+            "schedule",
+            "start",
+            "--warehouse",
+            str(tmp_path / "wh"),
+            "--model",
+            "bursts-write",
+            "--at",
+            "2024-03-01T12:00",
+            "--min-time",
+            "850",
+            "--max-time",
+            "4250",
+            "--policy",
+            "MRT",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert "forecast from 2024-03-01 12:05:00 UTC: 110000000000000000000000" in res.output
+    assert "start after 600 s (at 2024-03-01 12:15:00 UTC)" in res.output
+    bad = runner.invoke(
+        app,
+        [
+            "schedule",
+            "start",
+            "--warehouse",
+            str(tmp_path / "wh"),
+            "--model",
+            "m",
+            "--at",
+            "yesterday",
+            "--min-time",
+            "850",
+            "--max-time",
+            "4250",
+            "--policy",
+            "MRT",
+        ],
+    )
+    assert bad.exit_code == 1 and "--at must be" in bad.output

@@ -85,3 +85,34 @@ def test_read_burst_series_from_files(tmp_path):
     for bad in ("bad.csv", "missing.txt"):
         with pytest.raises(IosightError):
             read_burst_series(tmp_path / bad)
+
+
+class _FakeForecaster:
+    """Stands in for a trained lead-mode model: bursts in the first three bins."""
+
+    def predict_next(self, warehouse, at=None):
+        import pandas as pd
+
+        t = T0 if at is None else at
+        return pd.DataFrame(
+            {
+                "lead": np.arange(24, 0, -1),  # unsorted on purpose
+                "bin_start": t + 300.0 * np.arange(24, 0, -1),
+                "burst": np.arange(24, 0, -1) <= 3,
+                "probability": np.zeros(24),
+                "severity": np.zeros(24, dtype=int),
+            }
+        )
+
+
+def test_recommend_start_runs_algorithm_1_on_the_forecast(warehouse, monkeypatch):
+    import iosight.bursts
+
+    monkeypatch.setattr(
+        iosight.bursts, "load_forecaster", lambda wh, name: _FakeForecaster(), raising=False
+    )
+    rec = recommend_start(warehouse, "bursts-write", 850, 4250, policy="MRT", at=T0)
+    assert rec.forecast["lead"].tolist() == list(range(1, 25))
+    assert rec.choice.bin_s == 300.0
+    assert (rec.choice.delay, rec.choice.run_time) == (900.0, 900.0)
+    assert rec.decided_at == T0 + 300.0 and rec.start_at == T0 + 1200.0
