@@ -1,0 +1,271 @@
+"""Trained burst forecasters: training for deployment, saving, loading, predicting.
+
+A forecaster lives in ``<warehouse>/models/<name>/`` as ``metadata.json`` (direction,
+mode, feature set and names, base bin width, leads, thresholds, training window,
+hyper-parameters, test metrics, library versions) and ``model.joblib`` (the fitted
+pipelines). Loading checks the metadata; predicting refuses a timeline of another bin
+width, or a caller expecting another feature set.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from iosight._errors import IosightError, check_param
+from iosight._progress import Progress, ensure_progress
+from iosight.bursts._features import feature_names, make_features
+from iosight.bursts._forecast import (
+    Dataset,
+    FittedModel,
+    _metrics,
+    fit_model,
+    make_dataset,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from iosight.warehouse import Warehouse
+
+MAX_LEAD = 24  # two hours of 5-minute bins (§V-B)
+_FORMAT = 1
+
+
+def model_dir(warehouse: Warehouse, name: str) -> Path:
+    if not name or "/" in name or name.startswith("."):
+        raise IosightError(f"invalid model name {name!r}")
+    return warehouse.path / "models" / name
+
+
+def _versions() -> dict[str, str]:
+    import pandas
+    import sklearn
+    import xgboost
+
+    import iosight
+
+    return {"iosight": iosight.__version__, "scikit-learn": sklearn.__version__,
+            "xgboost": xgboost.__version__, "numpy": np.__version__,
+            "pandas": pandas.__version__, "python": platform.python_version()}  # fmt: skip
+
+
+@dataclass
+class Forecaster:
+    """Binary and severity models for each lead of one direction (or one interval horizon).
+
+    ``metadata`` holds everything needed to check and reproduce the predictions;
+    ``binary[L]`` / ``severity[L]`` are the models of lead L (interval mode: L = 1, the
+    next h-minute bin).
+    """
+
+    metadata: dict
+    binary: dict[int, FittedModel] = field(default_factory=dict)
+    severity: dict[int, FittedModel] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.metadata["name"]
+
+    def check_compatible(self, *, bin_width: float, feature_set: int | None = None) -> None:
+        """Refuse a timeline of another bin width, or another expected feature set."""
+        md = self.metadata
+        if abs(bin_width - md["bin_width"]) > 1e-9:
+            raise IosightError(
+                f"model {md['name']!r} was trained on {md['bin_width']:g} s bins but the "
+                f"timeline has {bin_width:g} s bins; rebuild the timeline with "
+                f"--bin {md['bin_width']:g} or train a new model"
+            )
+        if feature_set is not None and feature_set != md["feature_set"]:
+            raise IosightError(
+                f"model {md['name']!r} uses feature set {md['feature_set']}, not {feature_set}; "
+                "train a model with that feature set"
+            )
+
+    def predict_frame(
+        self, df: pd.DataFrame, at: float | None = None, *, feature_set: int | None = None
+    ) -> pd.DataFrame:
+        """Forecast from a timeline frame using the bins up to ``at`` (default: all)."""
+        import pandas as pd
+
+        from iosight.timeline import bin_width_of, rebin
+
+        md = self.metadata
+        width = bin_width_of(df)
+        self.check_compatible(bin_width=width, feature_set=feature_set)
+        starts = df["bin_start"].to_numpy(np.float64)
+        if at is not None:
+            if at < starts[0] or at >= starts[-1] + width:
+                raise IosightError(
+                    f"time {at:.0f} is outside the timeline "
+                    f"[{starts[0]:.0f}, {starts[-1] + width:.0f})"
+                )
+            df = df.iloc[: int(np.searchsorted(starts, at, side="right"))]
+        series, step_s = df, width
+        if md["mode"] == "interval":
+            step_s = md["horizon_min"] * 60.0
+            series = rebin(df, step_s)
+            last = float(df["bin_start"].iloc[-1])
+            complete = np.isclose(last + width, (np.floor(last / step_s) + 1) * step_s)
+            if not complete and len(series) > 1:
+                series = series.iloc[:-1]  # the h-minute bin holding `at` is not over yet
+        X = make_features(series, md["direction"], md["feature_set"]).to_numpy()[-1:]
+        t = float(series["bin_start"].iloc[-1])
+        rows = []
+        for lead in sorted(self.binary):
+            pred, prob = self.binary[lead].predict(X)
+            sev = int(self.severity[lead].predict(X)[0][0]) if lead in self.severity else 0
+            burst = bool(pred[0] > 0)
+            sev = max(sev, 1) if burst else 0
+            rows.append({"lead": lead, "bin_start": t + lead * step_s, "burst": burst,
+                         "probability": float(prob[0]), "severity": sev})  # fmt: skip
+        out = pd.DataFrame(rows)
+        out["time"] = pd.to_datetime(out["bin_start"], unit="s", utc=True)
+        return out
+
+    def predict_next(
+        self, warehouse: Warehouse, at: float | None = None, *, feature_set: int | None = None
+    ) -> pd.DataFrame:
+        """Burst forecast for the bins after ``at`` (epoch s; None = the timeline's last bin).
+
+        Returns columns ``lead`` (1..24 in lead mode), ``bin_start`` (epoch s of the
+        predicted bin), ``burst`` (bool), ``probability`` (of a burst), ``severity``
+        (0-5, 0 exactly when ``burst`` is false) and ``time`` (UTC timestamp).
+        """
+        from iosight.timeline import load_timeline
+
+        return self.predict_frame(load_timeline(warehouse), at, feature_set=feature_set)
+
+    def save(self, warehouse: Warehouse) -> Path:
+        """Write ``metadata.json`` and ``model.joblib`` under ``models/<name>/``."""
+        import joblib
+
+        path = model_dir(warehouse, self.name)
+        path.mkdir(parents=True, exist_ok=True)
+        joblib.dump({"binary": self.binary, "severity": self.severity}, path / "model.joblib")
+        tmp = path / "metadata.json.tmp"
+        tmp.write_text(json.dumps(self.metadata, indent=2, default=str))
+        tmp.replace(path / "metadata.json")
+        return path
+
+
+def list_forecasters(warehouse: Warehouse) -> list[str]:
+    """Names of the forecasters saved in the warehouse."""
+    return sorted(p.parent.name for p in (warehouse.path / "models").glob("*/metadata.json"))
+
+
+def load_forecaster(warehouse: Warehouse, name: str = "bursts-write") -> Forecaster:
+    """Load a saved forecaster (see :meth:`Forecaster.save`)."""
+    import joblib
+
+    path = model_dir(warehouse, name)
+    if not (path / "metadata.json").exists():
+        known = ", ".join(list_forecasters(warehouse)) or "none"
+        raise IosightError(
+            f"no model {name!r} in {warehouse.path / 'models'} (models: {known}); "
+            "train one with 'iosight bursts train'"
+        )
+    md = json.loads((path / "metadata.json").read_text())
+    if md.get("format") != _FORMAT:
+        raise IosightError(f"model {name!r} has format {md.get('format')}, expected {_FORMAT}")
+    blob = joblib.load(path / "model.joblib")
+    return Forecaster(md, blob["binary"], blob["severity"])
+
+
+def train_forecaster(
+    df: pd.DataFrame,
+    *,
+    direction: str = "write",
+    model: str = "xgboost",
+    feature_set: int = 3,
+    mode: str = "lead",
+    horizon_min: float = 5,
+    max_lead: int = MAX_LEAD,
+    k: float | None = None,
+    target_fraction: float = 0.01,
+    train_fraction: float = 0.8,
+    search_iter: int = 4,
+    cv_splits: int = 3,
+    seed: int = 0,
+    severity: bool = True,
+    name: str | None = None,
+    progress: Progress | None = None,
+) -> Forecaster:
+    """Train a deployable forecaster on a timeline (§V).
+
+    Lead mode fits one binary (and one severity) model per lead 1..``max_lead`` on the
+    base bins; interval mode fits one for the next ``horizon_min`` bin. Hyper-parameters
+    are searched once (lead 1 / the interval task, binary target, time-series folds in the
+    training part) and reused for every lead and for severity, to keep training fast.
+    Each model is fitted on the training part and scored on the test part (stored in the
+    metadata); the stored models are those fitted on the training part.
+    """
+    from iosight.timeline import bin_width_of
+
+    check_param("mode", mode, mode in ("lead", "interval"), "'lead' or 'interval'")
+    check_param("max_lead", max_lead, 1 <= max_lead <= 288, "between 1 and 288")
+    width = bin_width_of(df)
+    leads = range(1, max_lead + 1) if mode == "lead" else [1]
+    prog = ensure_progress(progress)
+    prog.start(len(leads), f"training {model} ({direction}, {mode})")
+    fc = Forecaster({})
+    metrics, params, labels = {}, None, None
+
+    def task(lead: int, target: str) -> Dataset:
+        return make_dataset(
+            df, direction=direction, feature_set=feature_set, mode=mode,
+            horizon_min=lead * width / 60.0 if mode == "lead" else horizon_min,
+            target=target, k=k, target_fraction=target_fraction,
+            train_fraction=train_fraction,
+        )  # fmt: skip
+
+    for lead in leads:
+        ds = task(lead, "binary")
+        tr, te = slice(0, ds.n_train), slice(ds.n_train, None)
+        fitted = fit_model(model, ds.X[tr], ds.y[tr], seed=seed, search_iter=search_iter,
+                           cv_splits=cv_splits, params=params)  # fmt: skip
+        params, labels = fitted.params, ds.labels
+        fc.binary[lead] = fitted
+        metrics[lead] = _metrics(ds.y[te], *fitted.predict(ds.X[te]), "binary")
+        if severity:
+            sv = task(lead, "severity")
+            if np.unique(sv.y[tr]).size >= 2:
+                fc.severity[lead] = fit_model(model, sv.X[tr], sv.y[tr], seed=seed, params=params)
+        prog.advance(1, lead=lead)
+    prog.finish()
+    starts = df["bin_start"].to_numpy(np.float64)
+    fc.metadata = {
+        "format": _FORMAT,
+        "name": name or f"bursts-{direction}",
+        "direction": direction,
+        "model": model,
+        "mode": mode,
+        "feature_set": feature_set,
+        "features": feature_names(direction, feature_set),
+        "bin_width": width,
+        "horizon_min": horizon_min if mode == "interval" else width / 60.0,
+        "leads": list(leads),
+        "thresholds": {
+            "mean": labels.mean,
+            "std": labels.std,
+            "k": labels.k,
+            "threshold": labels.threshold,
+            "severity_edges_sigma": [labels.k + i * (10 - labels.k) / 5 for i in range(6)],
+        },  # fmt: skip
+        "target_fraction": target_fraction,
+        "train_fraction": train_fraction,
+        "training_window": [ds.train_window[0], ds.train_window[1]],
+        "timeline_window": [float(starts[0]), float(starts[-1])],
+        "params": params,
+        "seed": seed,
+        "test_metrics": {str(k_): v for k_, v in metrics.items()},
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "versions": _versions(),
+    }
+    return fc
