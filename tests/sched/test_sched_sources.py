@@ -116,3 +116,55 @@ def test_recommend_start_runs_algorithm_1_on_the_forecast(warehouse, monkeypatch
     assert rec.choice.bin_s == 300.0
     assert (rec.choice.delay, rec.choice.run_time) == (900.0, 900.0)
     assert rec.decided_at == T0 + 300.0 and rec.start_at == T0 + 1200.0
+
+
+class _AlwaysEarlyBursts:
+    """A stand-in classifier pipeline: predicts a burst for every row."""
+
+    def predict_proba(self, X):
+        return np.tile([0.0, 1.0], (len(X), 1))
+
+
+class _NeverBursts:
+    def predict_proba(self, X):
+        return np.tile([1.0, 0.0], (len(X), 1))
+
+
+def test_forecast_study_chooses_on_forecasts_and_charges_actual(warehouse, monkeypatch):
+    import iosight.bursts
+    from iosight.bursts import FittedModel, Forecaster
+    from iosight.sched.burst_aware import forecast_study
+
+    write = write_timeline(warehouse, 400, 300.0, [100, 101, 250])
+    mean, std = float(write.mean()), float(write.std())
+    md = {
+        "name": "fake", "mode": "lead", "direction": "write", "feature_set": 1,
+        "bin_width": 300.0, "training_window": [T0, T0 + 300.0 * 199],
+        "thresholds": {"mean": mean, "std": std, "k": 3.0},
+    }  # fmt: skip
+    classes = np.array([0, 1])
+    binary = {
+        lead: FittedModel(_AlwaysEarlyBursts() if lead <= 3 else _NeverBursts(), classes, {})
+        for lead in range(1, 25)
+    }
+    monkeypatch.setattr(iosight.bursts, "load_forecaster", lambda wh, n: Forecaster(md, binary))
+    study = forecast_study(warehouse, "fake", policies=["MDT", "MRT"])
+    fw, ow = study.forecast.windows, study.oracle.windows
+    # decisions after the training window (bins 200..375), all predicted to burst at once
+    assert study.forecast.n_windows == 176
+    assert fw["decision_bin"].min() == 200 and fw["decision_bin"].max() == 375
+    mrt = fw[(fw.app == "dlio") & (fw.policy == "MRT")]
+    assert (mrt["delay"] == 900.0).all() and (mrt["est_run_time"] == 900.0).all()
+    # decision at bin 240: actual burst at bin 250 = 10 bins ahead, start 3 -> bins 3..5 clean
+    row = mrt[mrt.decision_bin == 240]
+    assert row["run_time"].item() == 900.0
+    # decision at bin 246: bin 250 is option 3, so MRT starts on the burst and pays for it
+    assert mrt[mrt.decision_bin == 246]["run_time"].item() == 1200.0
+    mdt_f = fw[(fw.app == "dlio") & (fw.policy == "MDT")]["run_time"].to_numpy()
+    mdt_o = ow[(ow.app == "dlio") & (ow.policy == "MDT")]["run_time"].to_numpy()
+    assert np.array_equal(mdt_f, mdt_o)  # starting now does not depend on the forecast
+    summary = study.summary()
+    assert {"oracle_run_time", "extra_total_time"} <= set(summary.columns)
+    md["mode"] = "interval"
+    with pytest.raises(IosightError, match="lead-mode"):
+        forecast_study(warehouse, "fake")

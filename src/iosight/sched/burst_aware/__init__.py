@@ -27,8 +27,10 @@ from iosight.sched.burst_aware._simulation import (
 )
 from iosight.sched.burst_aware._sources import (
     BurstSeries,
+    ForecastStudy,
     Recommendation,
     burst_series,
+    forecast_study,
     read_burst_series,
     recommend_start,
     simulate_source,
@@ -45,6 +47,7 @@ __all__ = [
     "POLICIES",
     "App",
     "BurstSeries",
+    "ForecastStudy",
     "Recommendation",
     "BurstWindows",
     "JobBins",
@@ -53,6 +56,7 @@ __all__ = [
     "burst_series",
     "burst_windows",
     "choose_start",
+    "forecast_study",
     "parse_pattern",
     "policy_alpha",
     "read_burst_series",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from iosight.sched.burst_aware._simulation import (
     App,
     ScheduleSimulation,
     simulate_series,
+    simulate_windows,
 )
 
 if TYPE_CHECKING:
@@ -85,18 +87,22 @@ def burst_series(
     labels = label_bursts(
         df[f"{direction}_bytes"].to_numpy(dtype=float), k=k, target_fraction=target_fraction
     )
-    synthetic = False
-    if warehouse.has_table("jobs") and "synthetic" in warehouse.column_names("jobs"):
-        query = "select coalesce(bool_or(synthetic), false) from jobs"
-        synthetic = bool(warehouse.sql(query).iat[0, 0])
     return BurstSeries(
         bin_start=df["bin_start"].to_numpy(dtype=float),
         is_burst=np.asarray(labels.is_burst, dtype=bool),
         bin_s=float(bin_s),
         source=f"timeline:{direction}",
         threshold=float(labels.threshold),
-        synthetic=synthetic,
+        synthetic=_is_synthetic(warehouse),
     )
+
+
+def _is_synthetic(warehouse: Warehouse) -> bool:
+    """Whether any job behind the warehouse is synthetic (``jobs.synthetic``)."""
+    if not (warehouse.has_table("jobs") and "synthetic" in warehouse.column_names("jobs")):
+        return False
+    query = "select coalesce(bool_or(synthetic), false) from jobs"
+    return bool(warehouse.sql(query).iat[0, 0])
 
 
 def read_burst_series(path: str | Path, *, bin_s: float = 300.0) -> BurstSeries:
@@ -205,3 +211,104 @@ def recommend_start(
         estimator=estimator,
     )
     return Recommendation(forecast=forecast, choice=choice, decided_at=float(starts[0]))
+
+
+@dataclass
+class ForecastStudy:
+    """Algorithm 1 choosing on a model's forecasts vs on the actual bursts (beyond §V-B).
+
+    Attributes
+    ----------
+    forecast : ScheduleSimulation
+        Start chosen on the predicted 24 bins, run time charged on the actual bins
+        (``est_run_time``: what the algorithm expected).
+    oracle : ScheduleSimulation
+        Start chosen on the actual 24 bins (the paper's simulation), charged the same way.
+    """
+
+    forecast: ScheduleSimulation
+    oracle: ScheduleSimulation
+
+    def summary(self) -> pd.DataFrame:
+        """Per app and policy: means under the forecast and under perfect foresight."""
+        f = self.forecast.summary()
+        o = self.oracle.summary()[["app", "policy", "mean_run_time", "mean_total_time"]]
+        o = o.rename(
+            columns=lambda c: c.replace("mean_", "oracle_") if c.startswith("mean_") else c
+        )
+        out = f.merge(o, on=["app", "policy"], how="left", sort=False)
+        out["extra_total_time"] = out["mean_total_time"] - out["oracle_total_time"]
+        return out
+
+
+def forecast_study(
+    warehouse: Warehouse,
+    model: str,
+    apps: Sequence[App] = PAPER_APPS,
+    policies: Iterable[str | float] = tuple(POLICIES),
+    *,
+    test_only: bool = True,
+    n_options: int = 24,
+    estimator: str = "bins",
+    progress: Progress | None = None,
+) -> ForecastStudy:
+    """The simulation with a trained lead-mode burst model's forecasts (beyond §V-B).
+
+    At the end of every timeline bin ``t`` the model predicts bins ``t+1 .. t+24`` (one
+    classifier per lead, features up to ``t``); the actual bursts are the timeline's,
+    labelled with the model's own thresholds. Windows are the decision times whose
+    predicted or actual next 24 bins hold a burst, and (``test_only``) that come after
+    the model's training window, so no window was seen in training. Run times are
+    charged on the actual bins, also past the 24 (bursts past the timeline's end).
+    """
+    from iosight.bursts import load_forecaster, make_features
+    from iosight.timeline import bin_width_of, load_timeline
+
+    fc = load_forecaster(warehouse, model)
+    md = fc.metadata
+    if md.get("mode") != "lead":
+        raise IosightError(
+            f"model {model!r} is an interval-mode model; the schedule needs a lead-mode one "
+            "('iosight bursts train --mode lead')"
+        )
+    warehouse.require("timeline", "run 'iosight timeline build' first")
+    df = load_timeline(warehouse)
+    bin_s = bin_width_of(df)
+    fc.check_compatible(bin_width=bin_s)
+    x = df[f"{md['direction']}_bytes"].to_numpy(dtype=float)
+    th = md["thresholds"]
+    is_burst = (x - th["mean"]) / th["std"] > th["k"]
+    leads = sorted(fc.binary)[:n_options]
+    n = len(df)
+    decisions = np.arange(n - n_options)  # the next n_options bins are all known
+    if test_only:
+        decisions = decisions[df["bin_start"].to_numpy()[decisions] > md["training_window"][1]]
+    if len(decisions) == 0:
+        raise IosightError("no decision time after the model's training window to simulate")
+    X = make_features(df, md["direction"], md["feature_set"]).to_numpy(np.float64)[decisions]
+    predicted = np.ones((len(decisions), n_options), dtype=bool)  # leads past the model: bursts
+    for lead in leads:
+        predicted[:, lead - 1] = fc.binary[lead].predict(X)[0] > 0
+    extra = max(math.ceil(a.max_time / bin_s) for a in apps)
+    padded = np.concatenate([is_burst, np.ones(n_options + extra, dtype=bool)])
+    actual = padded[decisions[:, None] + 1 + np.arange(n_options + extra)]
+    keep = predicted.any(axis=1) | actual[:, :n_options].any(axis=1)
+    if not keep.any():
+        raise IosightError("neither the forecasts nor the timeline hold a burst to schedule around")
+    predicted, actual, decisions = predicted[keep], actual[keep], decisions[keep]
+    kw = {"bin_s": bin_s, "n_options": n_options, "estimator": estimator}
+    sims = {
+        "forecast": simulate_windows(
+            predicted, apps, policies, actual=actual, progress=progress, **kw
+        ),
+        "oracle": simulate_windows(actual[:, :n_options], apps, policies, actual=actual, **kw),
+    }
+    synthetic = _is_synthetic(warehouse)
+    for sim in sims.values():
+        sim.windows["decision_bin"] = decisions[sim.windows["window"].to_numpy()]
+        sim.settings.update(
+            source=f"model:{model}", synthetic=synthetic, test_only=test_only,
+            predicted_burst_windows=int(predicted.any(axis=1).sum()),
+            actual_burst_windows=int(actual[:, :n_options].any(axis=1).sum()),
+        )  # fmt: skip
+    return ForecastStudy(**sims)
