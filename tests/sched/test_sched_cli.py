@@ -187,3 +187,11 @@ def test_start_from_a_model_forecast(tmp_path, monkeypatch):
         ],
     )
     assert bad.exit_code == 1 and "--at must be" in bad.output
+
+
+def test_simulate_with_a_missing_model_is_one_error(tmp_path):
+    (tmp_path / "wh").mkdir()
+    res = runner.invoke(
+        app, ["schedule", "simulate", "--warehouse", str(tmp_path / "wh"), "--model", "nope"]
+    )
+    assert res.exit_code == 1 and "no model 'nope'" in res.output

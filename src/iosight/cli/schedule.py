@@ -111,6 +111,9 @@ def simulate(
         None, "--app", help="name:min_time:max_time (repeat); default the paper's three."
     ),
     policy: list[str] = typer.Option(None, "--policy", help="Policies (repeat); default all 6."),
+    model: str = typer.Option(
+        None, "--model", help="Choose on this lead-mode burst model's forecasts instead."
+    ),
     direction: str = typer.Option("write", "--direction", help="read or write bursts."),
     k: float = typer.Option(None, "--k", help="Burst threshold in std (default: 1% of bins)."),
     bin_s: float = typer.Option(300.0, "--bin", help="Bin length L in seconds."),
@@ -123,30 +126,37 @@ def simulate(
 
     with cli_errors():
         apps = [ba.App.parse(a) for a in app] if app else list(ba.PAPER_APPS)
-        if series is not None:
-            source = ba.read_burst_series(series, bin_s=bin_s)
-        else:
-            source = ba.burst_series(
-                open_warehouse(warehouse), direction=direction, bin_s=bin_s, k=k
+        policies = policy or tuple(ba.POLICIES)
+        comparison = None
+        if model is not None:
+            study = ba.forecast_study(
+                open_warehouse(warehouse), model, apps, policies, estimator=estimator
             )
-        sim = ba.simulate_source(
-            source,
-            apps,
-            policy or tuple(ba.POLICIES),
-            estimator=estimator,
-            progress=RichProgress(),
-        )
+            sim, comparison = study.forecast, study.summary()
+        else:
+            if series is not None:
+                source = ba.read_burst_series(series, bin_s=bin_s)
+            else:
+                source = ba.burst_series(
+                    open_warehouse(warehouse), direction=direction, bin_s=bin_s, k=k
+                )
+            sim = ba.simulate_source(
+                source, apps, policies, estimator=estimator, progress=RichProgress()
+            )
         label = " (SYNTHETIC data)" if sim.settings.get("synthetic") else ""
         if fmt == "table":
             console.print(
                 f"{sim.n_windows} windows with a burst, {sim.n_patterns} distinct patterns, "
-                f"from {source.source}{label}"
+                f"from {sim.settings['source']}{label}"
             )
-        print_frame(sim.summary(), fmt, title="mean per app and policy (Fig. 10)")
+        if comparison is None:
+            print_frame(sim.summary(), fmt, title="mean per app and policy (Fig. 10)")
+        else:
+            print_frame(comparison, fmt, title="chosen on forecasts vs on actual bursts")
         if out is not None:
             from iosight.report.schedule import write_schedule_report
 
-            index = write_schedule_report(sim, out)
+            index = write_schedule_report(sim, out, comparison=comparison)
             console.print(f"report: {index}")
 
 
