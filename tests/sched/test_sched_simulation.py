@@ -59,7 +59,7 @@ def test_mrt_never_runs_longer_than_mdt_and_mdt_never_waits():
 def test_each_window_matches_choose_start():
     flags = _bursty_series(800, seed=3)
     win = burst_windows(flags)
-    sim = simulate_series(flags, apps=[App("b", 1260, 3780)], policies=["W4", 0.25])
+    sim = simulate_series(flags, apps=[App("b", 1260, 3780)], policies=["W4", "0.25"])
     rng = np.random.default_rng(1)
     for k in rng.choice(len(win), 25, replace=False):
         for policy, kw in (("W4", {"policy": "W4"}), ("a=0.25", {"alpha": 0.25})):
@@ -107,3 +107,11 @@ def test_app_parse():
             App.parse(bad)
     with pytest.raises(IosightError):
         simulate_series(np.zeros(30, dtype=bool))
+
+
+def test_policies_by_name_or_alpha():
+    sim = simulate_windows(np.ones((2, 24), dtype=bool), policies=["mrt", 0.5, "0.3"])
+    assert list(sim.windows["policy"].cat.categories) == ["MRT", "a=0.5", "a=0.3"]
+    for bad in (["FAST"], [1.5], []):
+        with pytest.raises(IosightError):
+            simulate_windows(np.ones((2, 24), dtype=bool), policies=bad)

@@ -122,12 +122,15 @@ def simulate(
     fmt: str = typer.Option("table", "--format", help="table, csv or json."),
 ) -> None:
     """Run Algorithm 1 over every 24-bin window with a burst (Fig. 10-11)."""
+    from iosight._errors import IosightError
     from iosight.sched import burst_aware as ba
 
     with cli_errors():
         apps = [ba.App.parse(a) for a in app] if app else list(ba.PAPER_APPS)
         policies = policy or tuple(ba.POLICIES)
         comparison = None
+        if model is not None and series is not None:
+            raise IosightError("give at most one of --series and --model")
         if model is not None:
             study = ba.forecast_study(
                 open_warehouse(warehouse), model, apps, policies, estimator=estimator

@@ -199,10 +199,14 @@ class ScheduleSimulation:
 def _resolve_policies(policies: Iterable[str | float]) -> list[tuple[str, float]]:
     out = []
     for p in policies:
-        if isinstance(p, str):
+        if isinstance(p, str) and p.upper() in POLICIES:
             out.append((p.upper(), policy_alpha(p)))
-        else:
-            out.append((f"a={float(p):g}", policy_alpha(alpha=float(p))))
+            continue
+        try:
+            alpha = float(p)
+        except ValueError:
+            policy_alpha(str(p))  # raises the unknown-policy error
+        out.append((f"a={alpha:g}", policy_alpha(alpha=alpha)))
     if not out:
         raise IosightError("give at least one policy")
     return out
