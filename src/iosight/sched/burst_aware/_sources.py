@@ -1,4 +1,5 @@
-"""Where burst series come from: the warehouse ``timeline`` (labelled as §IV does) or a file."""
+"""Where burst patterns come from: the warehouse timeline (labelled as §IV does), a file, or a
+saved burst model's forecasts (one recommendation, or a study over every decision time)."""
 
 from __future__ import annotations
 
