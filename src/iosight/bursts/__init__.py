@@ -36,12 +36,14 @@ from iosight.bursts._forecaster import (
 )
 from iosight.bursts._labels import BurstLabels, choose_k, label_bursts, severity_classes
 from iosight.bursts._models import MODELS, make_pipeline, model_names, search_params
+from iosight.bursts._workflow import EVALUATION_TABLE, TrainResult, load_evaluation, train_bursts
 
 __all__ = [
     "BASELINES",
     "DEFAULT_HORIZONS",
     "DIRECTIONS",
     "EMA_MINUTES",
+    "EVALUATION_TABLE",
     "FEATURE_SETS",
     "MAX_LEAD",
     "MODELS",
@@ -50,18 +52,21 @@ __all__ = [
     "Dataset",
     "FittedModel",
     "Forecaster",
+    "TrainResult",
     "ema",
     "ema_span_bins",
     "evaluate_forecasts",
     "feature_names",
     "fit_model",
     "list_forecasters",
+    "load_evaluation",
     "load_forecaster",
     "make_dataset",
     "make_features",
     "make_pipeline",
     "model_names",
     "search_params",
+    "train_bursts",
     "train_forecaster",
     "BurstAnalysis",
     "BurstLabels",

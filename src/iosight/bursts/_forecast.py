@@ -188,18 +188,22 @@ def fit_model(
 
 
 def _time_of_day(ds: Dataset) -> tuple[np.ndarray, np.ndarray]:
-    """Climatology baseline: burst rate of the target's slot of the day in the training part."""
-    from sklearn.metrics import f1_score
-
+    """Climatology baseline: burst rate of the target's slot of the day in the training part,
+    predicted a burst where the rate reaches the cut that maximises the training F1."""
     n_slots = max(1, int(round(86400.0 / ds.bin_width)))
     slot = ((ds.target_start % 86400.0) // ds.bin_width).astype(np.int64) % n_slots
     tr = slice(0, ds.n_train)
     yb = ds.y[tr] > 0
     counts = np.bincount(slot[tr], minlength=n_slots)
     rate = np.bincount(slot[tr], weights=yb, minlength=n_slots) / np.maximum(counts, 1)
-    cands = np.unique(rate[rate > 0])
-    scores = [f1_score(yb, rate[slot[tr]] >= c, zero_division=0) for c in cands]
-    thr = cands[int(np.argmax(scores))] if cands.size else np.inf
+    # F1 of every cut at once: rows by decreasing rate, cumulative true positives
+    r = rate[slot[tr]]
+    order = np.argsort(-r, kind="mergesort")
+    rs, tp = r[order], np.cumsum(yb[order])
+    ends = np.flatnonzero(np.append(rs[1:] != rs[:-1], True))
+    f1 = 2 * tp[ends] / (ends + 1 + yb.sum())
+    ok = rs[ends] > 0
+    thr = rs[ends][ok][int(np.argmax(f1[ok]))] if ok.any() else np.inf
     # the class predicted for a burst slot: the commonest burst class of the slot
     cls = np.ones(n_slots, np.int64)
     if ds.y.max() > 1:

@@ -9,7 +9,7 @@ from iosight.timeline._build import (
     job_totals_intervals,
     timeline_from_job_totals,
 )
-from iosight.timeline._frame import bin_width_of, load_timeline, parse_duration, rebin
+from iosight.timeline._frame import bin_width_of, load_timeline, parse_duration, parse_time, rebin
 
 __all__ = [
     "LAYERS",
@@ -23,6 +23,7 @@ __all__ = [
     "job_totals_intervals",
     "load_timeline",
     "parse_duration",
+    "parse_time",
     "rebin",
     "spread_fractions",
     "timeline_from_job_totals",

@@ -34,6 +34,24 @@ def parse_duration(text: str | float) -> float:
     return value
 
 
+def parse_time(text: str | float) -> float:
+    """Epoch seconds of ``"2024-03-01 12:00"`` (UTC unless an offset is given) or a number."""
+    import pandas as pd
+
+    if isinstance(text, int | float):
+        return float(text)
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        ts = pd.Timestamp(text)
+    except (ValueError, TypeError):
+        raise IosightError(f"cannot read time {text!r}; write e.g. '2024-03-01 12:00'") from None
+    ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts
+    return ts.timestamp()
+
+
 def load_timeline(warehouse: Warehouse) -> pd.DataFrame:
     """The ``timeline`` table as a DataFrame sorted by ``bin_start``."""
     warehouse.require("timeline")

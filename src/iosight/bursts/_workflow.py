@@ -1,0 +1,103 @@
+"""The ``bursts train`` workflow: evaluate every model beside the baselines, keep the table,
+and save the best deployable forecaster per direction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from iosight._progress import Progress
+from iosight.bursts._forecast import BASELINES, DEFAULT_HORIZONS, _as_list, evaluate_forecasts
+from iosight.bursts._forecaster import train_forecaster
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from iosight.warehouse import Warehouse
+
+EVALUATION_TABLE = "burst_evaluation"
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """The evaluation table and the names of the forecasters saved."""
+
+    evaluation: pd.DataFrame
+    saved: list[str]
+
+
+def _best_model(ev: pd.DataFrame, direction: str, mode: str) -> str | None:
+    rows = ev[(ev["direction"] == direction) & (ev["mode"] == mode) & (ev["target"] == "binary")]
+    rows = rows[~rows["model"].isin(BASELINES)]
+    if rows.empty:
+        return None
+    return str(rows.groupby("model")["f1"].mean().sort_values(kind="mergesort").index[-1])
+
+
+def train_bursts(
+    warehouse: Warehouse,
+    *,
+    directions: str | list[str] = ("read", "write"),
+    models: str | list[str] = "all",
+    feature_sets: int | list[int] = 3,
+    modes: str | list[str] = ("interval", "lead"),
+    horizons: float | list[float] = DEFAULT_HORIZONS,
+    targets: str | list[str] = "binary",
+    k: dict[str, float] | None = None,
+    target_fraction: float = 0.01,
+    search_iter: int = 4,
+    cv_splits: int = 3,
+    seed: int = 0,
+    save: bool = True,
+    progress: Progress | None = None,
+) -> TrainResult:
+    """Evaluate (:func:`evaluate_forecasts`), append the rows to the ``burst_evaluation``
+    table, and save per direction the model with the best mean binary F1: a lead-mode
+    forecaster ``bursts-<direction>`` (leads 1-24) when ``lead`` is among the modes, else an
+    interval forecaster ``bursts-<direction>-interval`` for the shortest horizon.
+    """
+    import pandas as pd
+    import pyarrow as pa
+
+    from iosight.timeline import load_timeline
+
+    df = load_timeline(warehouse)
+    ev = evaluate_forecasts(
+        df, directions=directions, models=models, feature_sets=feature_sets, modes=modes,
+        horizons=horizons, targets=targets, k=k, target_fraction=target_fraction,
+        search_iter=search_iter, cv_splits=cv_splits, seed=seed, progress=progress,
+    )  # fmt: skip
+    ev.insert(0, "trained_at", pd.Timestamp.now(tz="UTC").isoformat())
+    if warehouse.has_table(EVALUATION_TABLE):
+        old = warehouse.table(EVALUATION_TABLE).to_pandas()
+        keys = ["direction", "feature_set", "mode", "horizon_min", "target", "model"]
+        old = old.merge(ev[keys], on=keys, how="left", indicator=True)
+        old = old[old["_merge"] == "left_only"].drop(columns="_merge")
+        ev_all = pd.concat([old, ev], ignore_index=True)
+    else:
+        ev_all = ev
+    warehouse.write_table(EVALUATION_TABLE, pa.Table.from_pandas(ev_all, preserve_index=False))
+    saved = []
+    mode_list = _as_list(modes)
+    fs = _as_list(feature_sets, int)[-1]
+    for d in _as_list(directions):
+        mode = "lead" if "lead" in mode_list else "interval"
+        best = _best_model(ev[ev["feature_set"] == fs], d, mode)
+        if not save or best is None:
+            continue
+        fc = train_forecaster(
+            df, direction=d, model=best, feature_set=fs, mode=mode,
+            horizon_min=min(_as_list(horizons, float)),
+            name=f"bursts-{d}" if mode == "lead" else f"bursts-{d}-interval",
+            k=(k or {}).get(d), target_fraction=target_fraction, search_iter=search_iter,
+            cv_splits=cv_splits, seed=seed, progress=progress,
+        )  # fmt: skip
+        fc.save(warehouse)
+        saved.append(fc.name)
+    return TrainResult(ev, saved)
+
+
+def load_evaluation(warehouse: Warehouse) -> pd.DataFrame:
+    """The stored ``burst_evaluation`` table (an error pointing to ``bursts train``)."""
+    warehouse.require(EVALUATION_TABLE, "train first: 'iosight bursts train --warehouse WH'")
+    return warehouse.table(EVALUATION_TABLE).to_pandas()

@@ -1,0 +1,53 @@
+import pytest
+from typer.testing import CliRunner
+
+from iosight.cli import app
+
+runner = CliRunner()
+
+
+def _ok(*args):
+    r = runner.invoke(app, list(args))
+    assert r.exit_code == 0, r.output
+    return r.output
+
+
+def test_cli_end_to_end(tmp_path):
+    wh = str(tmp_path / "wh")
+    w = ["-w", wh]
+    out = _ok("synth", "facility", *w, "--months", "0.4", "--jobs-per-day", "200", "--seed", "2")
+    assert "synthetic facility" in out
+    assert "bins of 300 s" in _ok("timeline", "build", *w, "--bin", "5min")
+    months = _ok("timeline", "show", *w, "--rebin", "month", "--format", "csv")
+    assert months.count("\n") == 2  # header and January 2024
+    assert "write" in _ok("bursts", "analyze", *w)
+    train = "--models tree --horizons 5,15 --direction write --search-iter 1 --mode interval"
+    out = _ok("bursts", "train", *w, *train.split(), "--format", "csv")
+    assert "persistence" in out and "time_of_day" in out
+    at = ["--at", "2024-01-05 12:00", "--model", "bursts-write-interval"]
+    out = _ok("bursts", "predict", *w, *at, "--format", "csv")
+    assert out.startswith("lead,bin_start,burst,probability,severity")
+    assert out.splitlines()[1].startswith("1,1704456300.0,")  # 12:05, the next 5-min bin
+    _ok("bursts", "report", *w, "--out", str(tmp_path / "rep"))
+    page = (tmp_path / "rep" / "index.html").read_text()
+    assert "SYNTHETIC" in page and "Fig. 7" in page and page.count("<img") >= 4
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["bursts", "analyze"], "no 'timeline' table"),
+        (["bursts", "predict"], "no model 'bursts-write'"),
+        (["timeline", "build", "--bin", "five"], "cannot read duration"),
+        (["timeline", "build", "--spread", "even"], "spread"),
+    ],
+)
+def test_cli_errors_are_one_line(tmp_path, args, message):
+    import pyarrow as pa
+
+    from iosight.warehouse import Warehouse
+
+    wh = Warehouse(tmp_path / "wh")
+    wh.commit({"jobs": [pa.table({"job_key": ["a"], "start_time": [0.0], "end_time": [1.0]})]})
+    r = runner.invoke(app, [*args, "-w", str(wh.path)])
+    assert r.exit_code == 1 and message in r.output and "Traceback" not in r.output
