@@ -1,0 +1,204 @@
+"""``iosight schedule``: burst-aware start times (Algorithm 1, §V-B), simulation, emulation."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import typer
+
+from iosight.cli._common import (
+    WAREHOUSE_OPT,
+    RichProgress,
+    cli_errors,
+    console,
+    open_warehouse,
+    print_frame,
+)
+
+group = typer.Typer(
+    help="Burst-aware start times: Algorithm 1 of Saeedizade et al. §V-B.",
+    no_args_is_help=True,
+)
+
+_POLICY_HELP = "Named policy: MDT (alpha 1), W1..W4 (0.7, 0.6, 0.5, 0.4), MRT (alpha 0)."
+
+
+def _when(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _parse_at(text: str) -> float | None:
+    from iosight._errors import IosightError
+
+    if text == "now":
+        return None
+    try:
+        stamp = datetime.fromisoformat(text)
+    except ValueError:
+        raise IosightError(
+            f"--at must be 'now' or an ISO time such as 2024-03-01T12:00. Got {text!r}."
+        ) from None
+    return (stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)).timestamp()
+
+
+@group.command("start")
+def start(
+    min_time: float = typer.Option(..., "--min-time", help="Run time alone (s)."),
+    max_time: float = typer.Option(..., "--max-time", help="Run time in bursts all along (s)."),
+    pattern: str = typer.Option(None, "--pattern", help="Predicted bursts, e.g. 000110000..."),
+    alpha: float = typer.Option(None, "--alpha", help="Weight of the delay in the score."),
+    policy: str = typer.Option(None, "--policy", help=_POLICY_HELP),
+    warehouse: Path = WAREHOUSE_OPT,
+    model: str = typer.Option(None, "--model", help="Trained burst model (instead of a pattern)."),
+    at: str = typer.Option("now", "--at", help="Decision time for --model: now or ISO time."),
+    bin_s: float = typer.Option(300.0, "--bin", help="Bin length L in seconds (with --pattern)."),
+    options: int = typer.Option(24, "--options", help="Start options N."),
+    estimator: str = typer.Option("bins", "--estimator", help="bins (paper) or fractional."),
+    fmt: str = typer.Option("table", "--format", help="table, csv or json."),
+) -> None:
+    """Recommend a start delay for a job from a burst pattern or a burst model's forecast."""
+    from iosight._errors import IosightError
+    from iosight.sched import burst_aware as ba
+
+    with cli_errors():
+        if (pattern is None) == (model is None):
+            raise IosightError("give either --pattern or --model")
+        if pattern is not None:
+            choice = ba.choose_start(
+                pattern,
+                min_time,
+                max_time,
+                alpha=alpha,
+                policy=policy,
+                bin_s=bin_s,
+                n_options=options,
+                estimator=estimator,
+            )
+            when = ""
+        else:
+            rec = ba.recommend_start(
+                open_warehouse(warehouse),
+                model,
+                min_time,
+                max_time,
+                at=_parse_at(at),
+                alpha=alpha,
+                policy=policy,
+                n_options=options,
+                estimator=estimator,
+            )
+            choice = rec.choice
+            pat = "".join("1" if b else "0" for b in rec.forecast["burst"].astype(bool))
+            console.print(f"forecast from {_when(rec.decided_at)}: {pat}")
+            when = f" (at {_when(rec.start_at)})"
+        if fmt == "table":
+            console.print(
+                f"start after {choice.delay:g} s{when}: option {choice.index}, estimated run time "
+                f"{choice.run_time:g} s, total {choice.total_time:g} s, score {choice.score:g} "
+                f"(alpha {choice.alpha:g})"
+            )
+        print_frame(choice.options_frame(), fmt, title="start options", max_rows=options)
+
+
+@group.command("simulate")
+def simulate(
+    warehouse: Path = WAREHOUSE_OPT,
+    series: Path = typer.Option(
+        None, "--series", help="Burst series file (0/1 text, or CSV/Parquet 'is_burst')."
+    ),
+    app: list[str] = typer.Option(
+        None, "--app", help="name:min_time:max_time (repeat); default the paper's three."
+    ),
+    policy: list[str] = typer.Option(None, "--policy", help="Policies (repeat); default all 6."),
+    model: str = typer.Option(
+        None, "--model", help="Choose on this lead-mode burst model's forecasts instead."
+    ),
+    direction: str = typer.Option("write", "--direction", help="read or write bursts."),
+    k: float = typer.Option(None, "--k", help="Burst threshold in std (default: 1% of bins)."),
+    bin_s: float = typer.Option(300.0, "--bin", help="Bin length L in seconds."),
+    estimator: str = typer.Option("bins", "--estimator", help="bins (paper) or fractional."),
+    out: Path = typer.Option(None, "--out", help="Write the report (HTML, PNG, CSV) here."),
+    fmt: str = typer.Option("table", "--format", help="table, csv or json."),
+) -> None:
+    """Run Algorithm 1 over every 24-bin window with a burst (Fig. 10-11)."""
+    from iosight._errors import IosightError
+    from iosight.sched import burst_aware as ba
+
+    with cli_errors():
+        apps = [ba.App.parse(a) for a in app] if app else list(ba.PAPER_APPS)
+        policies = policy or tuple(ba.POLICIES)
+        comparison = None
+        if model is not None and series is not None:
+            raise IosightError("give at most one of --series and --model")
+        if model is not None:
+            study = ba.forecast_study(
+                open_warehouse(warehouse), model, apps, policies, estimator=estimator
+            )
+            sim, comparison = study.forecast, study.summary()
+        else:
+            if series is not None:
+                source = ba.read_burst_series(series, bin_s=bin_s)
+            else:
+                source = ba.burst_series(
+                    open_warehouse(warehouse), direction=direction, bin_s=bin_s, k=k
+                )
+            sim = ba.simulate_source(
+                source, apps, policies, estimator=estimator, progress=RichProgress()
+            )
+        label = " (SYNTHETIC data)" if sim.settings.get("synthetic") else ""
+        if fmt == "table":
+            console.print(
+                f"{sim.n_windows} windows with a burst, {sim.n_patterns} distinct patterns, "
+                f"from {sim.settings['source']}{label}"
+            )
+        if comparison is None:
+            print_frame(sim.summary(), fmt, title="mean per app and policy (Fig. 10)")
+        else:
+            print_frame(comparison, fmt, title="chosen on forecasts vs on actual bursts")
+        if out is not None:
+            from iosight.report.schedule import write_schedule_report
+
+            index = write_schedule_report(sim, out, comparison=comparison)
+            console.print(f"report: {index}")
+
+
+@group.command("emulate")
+def emulate(
+    pattern: list[str] = typer.Option(None, "--pattern", help="Patterns (repeat); default 6."),
+    bin_s: float = typer.Option(1.0, "--bin", help="Scaled bin length to size the job (s)."),
+    job_bins: float = typer.Option(2.8, "--job-bins", help="Job run time alone, in bins."),
+    writers: int = typer.Option(1, "--writers", help="Background writer processes (1-4)."),
+    repeats: int = typer.Option(3, "--repeats", help="Runs to measure min and max time."),
+    directory: Path = typer.Option(None, "--dir", help="Parent of the temporary directory."),
+    fmt: str = typer.Option("table", "--format", help="table, csv or json."),
+) -> None:
+    """Run a real I/O-bound job under emulated bursts; compare with Algorithm 1 (Fig. 9).
+
+    Writes bounded files (<= 256 MiB) in a temporary directory that is always removed.
+    """
+    from iosight.sched import burst_aware as ba
+
+    with cli_errors():
+        cfg = ba.EmulatorConfig(
+            bin_s=bin_s, job_bins=job_bins, writers=writers, repeats=repeats, directory=directory
+        )
+        result = ba.emulate(pattern or ba.DEFAULT_PATTERNS, cfg, progress=RichProgress())
+        if fmt == "table":
+            console.print(
+                f"job writes {result.work_mb} MiB: min_time {result.min_time:.2f} s, "
+                f"max_time {result.max_time:.2f} s, bin {result.bin_s:.3f} s; "
+                f"load average {result.load_average}"
+            )
+            alone = ", ".join(f"{t:.2f}" for t in result.alone_runs)
+            loaded = ", ".join(f"{t:.2f}" for t in result.loaded_runs)
+            console.print(f"calibration runs: alone [{alone}] s, writers on [{loaded}] s")
+        runs = result.runs
+        if fmt == "table":  # narrower for a terminal; csv/json keep every column
+            runs = runs.drop(columns=["delay_s"]).round(3)
+        print_frame(runs, fmt, title="estimated vs measured run time (s)", max_rows=200)
+        print_frame(result.within(), fmt, title="share of estimates within 10% / 20%")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(group, name="schedule")

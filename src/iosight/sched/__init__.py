@@ -1,0 +1,1 @@
+"""Scheduling: burst-aware start times (burst_aware) and distributed I/O resources."""

@@ -1,0 +1,67 @@
+"""Burst-aware start times: Algorithm 1 of Saeedizade et al. (§V-B) and its simulation."""
+
+from iosight.sched.burst_aware._algorithm import (
+    ESTIMATORS,
+    POLICIES,
+    JobBins,
+    StartChoice,
+    choose_start,
+    parse_pattern,
+    policy_alpha,
+)
+from iosight.sched.burst_aware._emulator import (
+    DEFAULT_PATTERNS,
+    EmulationResult,
+    EmulatorConfig,
+    emulate,
+)
+from iosight.sched.burst_aware._simulation import (
+    METRICS,
+    PAPER_APPS,
+    App,
+    BurstWindows,
+    ScheduleSimulation,
+    burst_windows,
+    simulate_series,
+    simulate_windows,
+)
+from iosight.sched.burst_aware._sources import (
+    BurstSeries,
+    ForecastStudy,
+    Recommendation,
+    burst_series,
+    forecast_study,
+    read_burst_series,
+    recommend_start,
+    simulate_source,
+)
+
+__all__ = [
+    "DEFAULT_PATTERNS",
+    "EmulationResult",
+    "EmulatorConfig",
+    "emulate",
+    "ESTIMATORS",
+    "METRICS",
+    "PAPER_APPS",
+    "POLICIES",
+    "App",
+    "BurstSeries",
+    "ForecastStudy",
+    "Recommendation",
+    "BurstWindows",
+    "JobBins",
+    "ScheduleSimulation",
+    "StartChoice",
+    "burst_series",
+    "burst_windows",
+    "choose_start",
+    "forecast_study",
+    "parse_pattern",
+    "policy_alpha",
+    "read_burst_series",
+    "recommend_start",
+    "simulate_series",
+    "simulate_source",
+    "simulate_windows",
+]

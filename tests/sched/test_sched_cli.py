@@ -1,0 +1,197 @@
+"""``iosight schedule``: start, simulate, emulate."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from iosight.cli import app
+
+runner = CliRunner()
+
+
+def test_start_from_a_pattern():
+    res = runner.invoke(
+        app,
+        [
+            "schedule",
+            "start",
+            "--pattern",
+            "111" + "0" * 21,
+            "--min-time",
+            "850",
+            "--max-time",
+            "4250",
+            "--policy",
+            "MRT",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert "start after 900 s: option 3, estimated run time 900 s" in res.output
+    res = runner.invoke(
+        app,
+        [
+            "schedule",
+            "start",
+            "--pattern",
+            "111" + "0" * 21,
+            "--min-time",
+            "850",
+            "--max-time",
+            "4250",
+            "--alpha",
+            "0.5",
+            "--format",
+            "csv",
+        ],
+    )
+    assert res.exit_code == 0
+    lines = res.output.splitlines()
+    assert lines[0] == "option,delay_s,run_time_s,total_time_s,score,chosen"
+    assert lines[1] == "0,0.0,1800.0,1800.0,900.0,True"
+    assert len(lines) == 25
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--pattern", "01x", "--alpha", "0.5"],
+        ["--pattern", "01", "--policy", "FAST"],
+        ["--pattern", "01", "--model", "m", "--alpha", "0.5"],
+        ["--alpha", "0.5"],
+    ],
+)
+def test_start_errors_are_one_line(extra):
+    res = runner.invoke(
+        app, ["schedule", "start", "--min-time", "850", "--max-time", "4250", *extra]
+    )
+    assert res.exit_code == 1
+    assert "error:" in res.output and "Traceback" not in res.output
+
+
+def test_simulate_a_series_file_with_report(tmp_path):
+    (tmp_path / "s.txt").write_text("0" * 50 + "11" + "0" * 60 + "1" + "0" * 40)
+    res = runner.invoke(
+        app,
+        [
+            "schedule",
+            "simulate",
+            "--series",
+            str(tmp_path / "s.txt"),
+            "--app",
+            "dlio:850:4250",
+            "--policy",
+            "MDT",
+            "--policy",
+            "MRT",
+            "--format",
+            "csv",
+            "--out",
+            str(tmp_path / "r"),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    rows = [line.split(",") for line in res.output.splitlines() if line.startswith("dlio")]
+    assert [r[1] for r in rows] == ["MDT", "MRT"]
+    # windows: starts 27..51 around the pair (25) + 89..112 around the single burst (24)
+    assert rows[0][2] == "49"
+    assert (tmp_path / "r" / "index.html").exists()
+    bad = runner.invoke(app, ["schedule", "simulate", "--series", str(tmp_path / "no.txt")])
+    assert bad.exit_code == 1 and "no burst series file" in bad.output
+
+
+def test_simulate_needs_a_timeline(tmp_path):
+    (tmp_path / "wh").mkdir()
+    res = runner.invoke(app, ["schedule", "simulate", "--warehouse", str(tmp_path / "wh")])
+    assert res.exit_code == 1 and "timeline" in res.output
+
+
+@pytest.mark.slow
+def test_emulate_command_runs_real_io_briefly(tmp_path):
+    res = runner.invoke(
+        app,
+        [
+            "schedule",
+            "emulate",
+            "--pattern",
+            "0110",
+            "--bin",
+            "0.2",
+            "--job-bins",
+            "1",
+            "--repeats",
+            "1",
+            "--dir",
+            str(tmp_path),
+            "--format",
+            "csv",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert "estimator,runs,within_10pct,within_20pct,mean_abs_err" in res.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_start_from_a_model_forecast(tmp_path, monkeypatch):
+    import numpy as np
+    import pandas as pd
+
+    import iosight.bursts
+
+    class Fake:
+        def predict_next(self, warehouse, at=None):
+            lead = np.arange(1, 25)
+            return pd.DataFrame({"lead": lead, "bin_start": at + 300.0 * lead, "burst": lead <= 2})
+
+    monkeypatch.setattr(iosight.bursts, "load_forecaster", lambda wh, n: Fake(), raising=False)
+    (tmp_path / "wh").mkdir()
+    res = runner.invoke(
+        app,
+        [
+            "schedule",
+            "start",
+            "--warehouse",
+            str(tmp_path / "wh"),
+            "--model",
+            "bursts-write",
+            "--at",
+            "2024-03-01T12:00",
+            "--min-time",
+            "850",
+            "--max-time",
+            "4250",
+            "--policy",
+            "MRT",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert "forecast from 2024-03-01 12:05:00 UTC: 110000000000000000000000" in res.output
+    assert "start after 600 s (at 2024-03-01 12:15:00 UTC)" in res.output
+    bad = runner.invoke(
+        app,
+        [
+            "schedule",
+            "start",
+            "--warehouse",
+            str(tmp_path / "wh"),
+            "--model",
+            "m",
+            "--at",
+            "yesterday",
+            "--min-time",
+            "850",
+            "--max-time",
+            "4250",
+            "--policy",
+            "MRT",
+        ],
+    )
+    assert bad.exit_code == 1 and "--at must be" in bad.output
+
+
+def test_simulate_with_a_missing_model_is_one_error(tmp_path):
+    (tmp_path / "wh").mkdir()
+    res = runner.invoke(
+        app, ["schedule", "simulate", "--warehouse", str(tmp_path / "wh"), "--model", "nope"]
+    )
+    assert res.exit_code == 1 and "no model 'nope'" in res.output
