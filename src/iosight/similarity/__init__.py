@@ -33,8 +33,42 @@ from iosight.similarity._codings import (
 from iosight.similarity._profiles import IO_DURATION_COLUMNS, IO_METRIC_COLUMNS, job_profiles
 from iosight.similarity._search import SearchResult, SimilarityIndex, brute_force_top_k
 from iosight.similarity._similarity import CodingSet, bin_similarity, hex_similarity
+from iosight.similarity._store import (
+    DENSITY_CODINGS,
+    PAPER_NAMES,
+    PROFILE_CODINGS,
+    LoadedCodings,
+    build_codings,
+    cluster,
+    cluster_of,
+    evaluate,
+    explore,
+    find_similar,
+    import_codings,
+    import_monitoring,
+    load_codings,
+    resolve_job,
+    run_id,
+    store_series,
+)
 
 __all__ = [
+    "DENSITY_CODINGS",
+    "PAPER_NAMES",
+    "PROFILE_CODINGS",
+    "LoadedCodings",
+    "build_codings",
+    "cluster",
+    "cluster_of",
+    "evaluate",
+    "explore",
+    "find_similar",
+    "import_codings",
+    "import_monitoring",
+    "load_codings",
+    "resolve_job",
+    "run_id",
+    "store_series",
     "PROGRESS_EVERY",
     "Clustering",
     "SearchResult",

@@ -45,70 +45,89 @@ CODINGS: tuple[str, ...] = ("bin", "bin-aggzeros", "hex")
 
 
 # --------------------------------------------------------------------- segmentation
-def segment_samples(samples: pd.DataFrame, segment_s: float = SEGMENT_S) -> pd.DataFrame:
+def segment_samples(
+    samples: pd.DataFrame | str | Path,
+    segment_s: float = SEGMENT_S,
+    interval_s: float = 5.0,
+) -> pd.DataFrame:
     """Mean of each metric per (job, node, fs, segment) from raw samples (§3 "Segmentation").
 
     Parameters
     ----------
-    samples : DataFrame
-        Long format: ``job, node, fs, metric, time, value``; ``time`` in seconds.
-        A job's segments start at its first sample; an optional ``start`` column
-        (job start time) overrides that.
+    samples : DataFrame or path
+        Long format ``job, node, fs, metric, time, value`` (``time`` in seconds), as a
+        DataFrame or a CSV / Parquet file; DuckDB does the grouping, so files larger
+        than memory are fine.
     segment_s : float, default 600
         Segment length in seconds.
+    interval_s : float, default 5
+        Sampling interval of the monitoring.
 
     Returns
     -------
     DataFrame
-        ``job, node, fs, metric, segment, value`` with non-zero means only, and the
-        attribute ``attrs["jobs"]``: a frame ``job, n_segments, n_nodes, n_fs``.
+        ``job, node, fs, metric, segment, value`` with non-zero means only, and
+        ``attrs["jobs"]``: ``job, n_segments, n_nodes, n_fs``.
 
     Notes
     -----
-    iosight's reading (NOTES §3): a last partial segment is the mean of the samples
-    it has, kept as a full segment; a segment is the mean over the samples that
-    fall into it (gaps are not zero-filled inside a segment).
+    iosight's reading (NOTES §3): a job spans from its first to its last sample
+    time; its samples lie on a grid of ``interval_s``; samples absent from the input
+    are zeros (monitoring often stores only non-zero values). A segment's value is
+    the sum of its samples over the number of grid instants it holds, so a last
+    partial segment is the mean of what it has, kept as a full segment.
     """
-    import pandas as pd
+    import duckdb
 
     check_param("segment_s", segment_s, segment_s > 0, "a positive number of seconds")
-    need = {"job", "node", "fs", "metric", "time", "value"}
-    missing = need - set(samples.columns)
-    if missing:
-        raise IosightError(
-            f"monitoring samples lack columns {sorted(missing)}; need {sorted(need)}"
-        )
-    bad = set(samples["metric"].unique()) - set(METRICS)
-    if bad:
-        raise IosightError(f"unknown metrics {sorted(bad)}; known: {', '.join(METRICS)}")
-    df = samples
-    t = df["time"].to_numpy(dtype=float)
-    if "start" in df.columns:
-        start = df["start"].to_numpy(dtype=float)
+    check_param("interval_s", interval_s, 0 < interval_s <= segment_s, "in (0, segment_s]")
+    con = duckdb.connect()
+    if isinstance(samples, str | Path):
+        path = Path(samples)
+        if not path.is_file():
+            raise IosightError(f"no monitoring file at {path}")
+        reader = "read_parquet" if path.suffix in (".parquet", ".pq") else "read_csv_auto"
+        src = f"{reader}('{str(path).replace(chr(39), chr(39) * 2)}')"
     else:
-        start = df.groupby("job", sort=False)["time"].transform("min").to_numpy(dtype=float)
-    seg = np.floor((t - start) / segment_s).astype(np.int64)
-    if (seg < 0).any():
-        raise IosightError("monitoring samples before their job's start time")
-    work = pd.DataFrame(
-        {
-            "job": df["job"].to_numpy(),
-            "node": df["node"].astype(str).to_numpy(),
-            "fs": df["fs"].astype(str).to_numpy(),
-            "metric": df["metric"].to_numpy(),
-            "segment": seg,
-            "value": df["value"].to_numpy(dtype=float),
-        }
+        con.register("samples_df", samples)
+        src = "samples_df"
+    need = {"job", "node", "fs", "metric", "time", "value"}
+    try:
+        have = {r[0] for r in con.execute(f"describe select * from {src}").fetchall()}
+    except duckdb.Error as err:
+        raise IosightError(f"cannot read monitoring samples: {err}") from None
+    if need - have:
+        raise IosightError(
+            f"monitoring samples lack columns {sorted(need - have)}; need {sorted(need)}"
+        )
+    con.execute(
+        f"""create temp table src as select cast(job as varchar) job, cast(node as varchar) node,
+        cast(fs as varchar) fs, cast(metric as varchar) metric, cast(time as double) t,
+        cast(value as double) v from {src}"""
     )
-    out = work.groupby(["job", "node", "fs", "metric", "segment"], sort=True, as_index=False)[
-        "value"
-    ].mean()
-    jobs = work.groupby("job", sort=True).agg(
-        n_segments=("segment", "max"), n_nodes=("node", "nunique"), n_fs=("fs", "nunique")
-    )
-    jobs["n_segments"] += 1
-    out = out[out["value"] > 0].reset_index(drop=True)
-    out.attrs["jobs"] = jobs.reset_index()
+    bad = [r[0] for r in con.execute("select distinct metric from src").fetchall()]
+    bad = sorted(set(bad) - set(METRICS))
+    if bad:
+        raise IosightError(f"unknown metrics {bad}; known: {', '.join(METRICS)}")
+    seg, iv = float(segment_s), float(interval_s)
+    jobs = con.execute(
+        f"""select job, cast(floor((max(t) - min(t)) / {seg}) as bigint) + 1 n_segments,
+        count(distinct node) n_nodes, count(distinct fs) n_fs
+        from src group by job order by job"""
+    ).df()
+    out = con.execute(
+        f"""with span as (select job, min(t) t0, max(t) t1 from src group by job),
+        s as (select src.job, node, fs, metric,
+                     cast(floor((t - t0) / {seg}) as bigint) segment, sum(v) total,
+                     any_value(t0) t0, any_value(t1) t1
+              from src join span using (job) group by all)
+        select job, node, fs, metric, segment,
+               total / (least(floor((t1 - t0) / {iv}) + 1,
+                              ceil((segment + 1) * {seg} / {iv} - 1e-9))
+                        - ceil(segment * {seg} / {iv} - 1e-9)) as value
+        from s where total > 0 order by job, node, fs, metric, segment"""
+    ).df()
+    out.attrs["jobs"] = jobs
     return out
 
 
