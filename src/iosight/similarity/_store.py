@@ -91,13 +91,20 @@ def store_series(
 
 
 def import_monitoring(
-    wh: Warehouse, path: str | Path, *, segment_s: float = 600.0, interval_s: float = 5.0
-) -> int:
-    """Segment a long-format monitoring file (CSV or Parquet) into ``sim_series``."""
+    wh: Warehouse,
+    path: str | Path,
+    *,
+    segment_s: float = 600.0,
+    interval_s: float = 5.0,
+    categories: Categories | None = None,
+) -> dict[str, int]:
+    """Segment a long-format monitoring file (CSV or Parquet) into ``sim_series``, then
+    build every job's codings and profiles (:func:`build_codings`)."""
     from iosight.similarity._codings import segment_samples
 
     series = segment_samples(path, segment_s, interval_s)
-    return store_series(wh, series, series.attrs["jobs"], source="monitoring")
+    store_series(wh, series, series.attrs["jobs"], source="monitoring")
+    return build_codings(wh, categories=categories)
 
 
 def import_codings(wh: Warehouse, path: str | Path, *, prefix: str = "dkrz") -> dict[str, int]:
