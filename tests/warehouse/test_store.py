@@ -50,7 +50,6 @@ def test_roll_forward_of_killed_commit(tmp_path):
                 "tables": ["jobs"],
                 "delete_keys": {},
                 "replace_tables": [],
-                "key_column": "job_key",
             }
         )
     )

@@ -12,8 +12,9 @@ from rich.console import Console
 
 from iosight._errors import IosightError
 
-console = Console()
-err_console = Console(stderr=True)
+# off a terminal Rich assumes 80 columns; tables of counters need more
+console = Console(width=None if sys.stdout.isatty() else 160)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 WAREHOUSE_OPT = typer.Option(
     None,

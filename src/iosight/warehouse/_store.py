@@ -127,13 +127,15 @@ class Warehouse:
         import duckdb
 
         try:
-            return self.connect().execute(query, params or [])
+            rel = self.connect().sql(query, params=params or None)
         except duckdb.CatalogException as err:
-            raise IosightError(
-                f"{err}. Tables here: {', '.join(self.tables()) or 'none'}"
-            ) from None
+            tables = ", ".join(self.tables()) or "none"
+            raise IosightError(f"{err}. Tables here: {tables}") from None
         except (duckdb.ParserException, duckdb.BinderException) as err:
             raise IosightError(str(err)) from None
+        if rel is None:
+            raise IosightError("the statement returns no rows; only queries are supported")
+        return rel
 
     def table(
         self, name: str, columns: list[str] | None = None, where: str | None = None
@@ -168,7 +170,7 @@ class Warehouse:
         self,
         batch: Mapping[str, Iterable[pa.Table]],
         *,
-        delete_keys: Mapping[str, Iterable[str]] | None = None,
+        delete_keys: Mapping[str, Iterable[str] | Mapping[str, Iterable[str]]] | None = None,
         replace_tables: Iterable[str] = (),
         key_column: str = "job_key",
     ) -> str:
@@ -176,8 +178,9 @@ class Warehouse:
 
         ``batch`` maps table names to Arrow tables (concatenated, schemas unified).
         ``delete_keys`` removes rows whose ``key_column`` is in the given set from
-        the named tables first (``--force`` re-ingest); ``replace_tables`` drops
-        all earlier files of those tables.
+        the named tables first (``--force`` re-ingest); a value may instead map
+        another column name to its keys. ``replace_tables`` drops all earlier
+        files of those tables.
         """
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -196,9 +199,13 @@ class Warehouse:
         record = {
             "batch": batch_id,
             "tables": written,
-            "delete_keys": {k: sorted(set(v)) for k, v in (delete_keys or {}).items()},
+            "delete_keys": {
+                name: {c: sorted(set(k)) for c, k in keys.items()}
+                if isinstance(keys, Mapping)
+                else {key_column: sorted(set(keys))}
+                for name, keys in (delete_keys or {}).items()
+            },
             "replace_tables": sorted(set(replace_tables)),
-            "key_column": key_column,
         }
         _atomic_write_text(self.path / _COMMITS / f"{batch_id}.json", json.dumps(record))
         self._apply(record)
@@ -222,8 +229,9 @@ class Warehouse:
             for f in self.table_files(name):
                 if f.name != mine:
                     f.unlink()
-        for name, keys in record["delete_keys"].items():
-            self._delete_rows(name, record["key_column"], set(keys), keep=mine)
+        for name, by_column in record["delete_keys"].items():
+            for column, keys in by_column.items():
+                self._delete_rows(name, column, set(keys), keep=mine)
         staging = self.path / _STAGING / batch_id
         for name in record["tables"]:
             src = staging / f"{name}.parquet"

@@ -1,0 +1,25 @@
+"""Helpers importable by test modules (pytest puts tests/ on sys.path via rootdir conftest)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+SHARED = Path(os.environ.get("IOSIGHT_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+
+
+def crash_or_echo(arg: str) -> str:
+    """A task for worker-pool tests: 'segv' kills the process, 'sleep' hangs, else echo."""
+    if arg == "segv":
+        import ctypes
+
+        ctypes.string_at(0)  # SIGSEGV
+    if arg == "abort":
+        os.abort()
+    if arg == "sleep":
+        import time
+
+        time.sleep(60)
+    if arg == "raise":
+        raise ValueError("bad input\nsecond line")
+    return arg.upper()
