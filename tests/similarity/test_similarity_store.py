@@ -134,3 +134,14 @@ def test_cli_end_to_end(tmp_path, codings_csv):
     assert r.exit_code == 1
     r = runner.invoke(app, ["synth", "monitoring", "--jobs", "20", "-w", str(tmp_path / "s")])
     assert r.exit_code == 0, r.output
+
+
+def test_real_dkrz_codings(shared, warehouse):
+    csv = shared("datasets", "dkrz_mistral_bcoding_100k", "coding_job_abs_mode_False.csv")
+    counts = import_codings(warehouse, csv)
+    assert counts["jobs"] == 100_000
+    assert counts["zero_jobs"] / counts["jobs"] == pytest.approx(0.4435, abs=1e-4)  # paper: ~40%
+    low = cluster(warehouse, "bin-aggzeros", sim=0.3)
+    high = cluster(warehouse, "bin-aggzeros", sim=0.99)
+    assert low["n_clusters"] < high["n_clusters"]
+    assert high["clusters_ge2"] < high["n_clusters"] / 2  # barely any grouping at 0.99

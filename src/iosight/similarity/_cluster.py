@@ -63,8 +63,8 @@ def _first_match(
     Scans in growing chunks, so jobs that join an early (large) cluster cost few
     comparisons; BIN passes rapidfuzz a ``score_cutoff`` so it can stop early.
     """
-    from rapidfuzz import process
     from rapidfuzz.distance import Levenshtein
+    from rapidfuzz.process import cdist
 
     la = int(codings.lengths[i])
     start, chunk = 0, 32
@@ -74,7 +74,7 @@ def _first_match(
             lb = len(parts[0][start])
             longest = max(la, lb)
             max_d = int(np.floor((1.0 - sim) * longest + _EPS))
-            d = process.cdist(
+            d = cdist(
                 [codings.parts[0][i]],
                 parts[0][start:end],
                 scorer=Levenshtein.distance,
@@ -82,9 +82,9 @@ def _first_match(
                 dtype=np.int32,
                 workers=1,
             )[0]
-            hit = np.flatnonzero(d <= max_d)
-            if hit.size:
-                return start + int(hit[0]), 1.0 - float(d[hit[0]]) / longest
+            hit = int(np.argmax(d <= max_d))
+            if d[hit] <= max_d:
+                return start + hit, 1.0 - float(d[hit]) / longest
         else:
             lens = np.full(end - start, len(parts[0][start]), dtype=np.int64)
             s = codings.similarities(

@@ -2,7 +2,7 @@
 
 Tables (all written through :meth:`Warehouse.commit`, idempotent per key):
 
-``sim_jobs``        job_key, jobid, n_segments, n_nodes, n_fs, source, label, synthetic
+``sim_jobs``        job_key, jobid, n_segments, n_nodes, n_fs, metrics, source, label, synthetic
 ``sim_series``      job_key, node, fs, metric, segment, value (non-zero segment means)
 ``sim_categories``  metric, low, high, origin (split points used for the codings)
 ``sim_codings``     job_key, jobid, coding (bin | bin-aggzeros | hex), code, length, zero
@@ -55,6 +55,8 @@ _HINT = "run 'iosight similarity import', 'similarity series' or 'similarity imp
 def _arrow(df: pd.DataFrame) -> pa.Table:
     import pyarrow as pa
 
+    df = df.copy(deep=False)
+    df.attrs = {}  # frame metadata is not table content
     return pa.Table.from_pandas(df, preserve_index=False)
 
 
@@ -77,9 +79,12 @@ def store_series(
     if "label" not in jobs:
         jobs["label"] = None
     jobs["label"] = jobs["label"].astype("string")
+    if "metrics" not in jobs:  # the metrics the source can give
+        jobs["metrics"] = ",".join(METRICS)
     jobs["source"] = source
     jobs["synthetic"] = synthetic
-    cols = ["job_key", "jobid", "n_segments", "n_nodes", "n_fs", "source", "label", "synthetic"]
+    cols = ["job_key", "jobid", "n_segments", "n_nodes", "n_fs", "metrics", "source", "label"]
+    cols.append("synthetic")
     ser = series.rename(columns={"job": "job_key"})
     ser = ser.assign(job_key=ser["job_key"].astype(str))
     keys = jobs["job_key"].tolist()
