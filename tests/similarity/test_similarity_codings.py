@@ -11,7 +11,9 @@ from iosight.similarity import (
     METRICS,
     Categories,
     aggregate_zeros,
+    aggregate_zeros_many,
     bin_from_text,
+    bin_from_texts,
     bin_similarity,
     bin_to_text,
     code_series,
@@ -187,3 +189,16 @@ def test_categories_from_quantiles_and_config(tmp_path):
     cfg.write_text("read_bytes: [0, 1]\n")
     with pytest.raises(IosightError):
         Categories.from_config(cfg)
+
+
+def test_vectorised_forms_equal_the_scalar_ones():
+    rng = np.random.default_rng(0)
+    codes = [rng.choice([0, 0, 0, 16, 128], size=rng.integers(1, 12)) for _ in range(300)]
+    many = aggregate_zeros_many(codes)
+    assert all((a == aggregate_zeros(c)).all() for a, c in zip(many, codes, strict=True))
+    texts = [bin_to_text(c) for c in codes]
+    parsed = bin_from_texts(texts)
+    assert all((a == c).all() for a, c in zip(parsed, codes, strict=True))
+    for bad in (["1:x"], ["600"], [""]):
+        with pytest.raises(IosightError):
+            bin_from_texts(bad)

@@ -96,7 +96,8 @@ def test_real_log_conserves_bytes_and_calls(shared, warehouse):
     series["amount"] = series["value"] * dur[series["segment"]]
     total = series.groupby("metric")["amount"].sum()
     heat = warehouse.sql(
-        "select sum(read_bytes) r, sum(write_bytes) w from heatmap where module in ('POSIX','STDIO')"
+        "select sum(read_bytes) r, sum(write_bytes) w from heatmap "
+        "where module in ('POSIX', 'STDIO')"
     )
     assert total["write_bytes"] == pytest.approx(heat["w"][0], rel=1e-9)
     calls = warehouse.sql("select op, count(*) n from dxt_posix group by op").set_index("op")["n"]

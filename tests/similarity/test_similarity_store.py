@@ -141,7 +141,7 @@ def test_real_dkrz_codings(shared, warehouse):
     counts = import_codings(warehouse, csv)
     assert counts["jobs"] == 100_000
     assert counts["zero_jobs"] / counts["jobs"] == pytest.approx(0.4435, abs=1e-4)  # paper: ~40%
-    low = cluster(warehouse, "bin-aggzeros", sim=0.3)
+    low = cluster(warehouse, "bin-aggzeros", sim=0.95)
     high = cluster(warehouse, "bin-aggzeros", sim=0.99)
     assert low["n_clusters"] < high["n_clusters"]
     assert high["clusters_ge2"] < high["n_clusters"] / 2  # barely any grouping at 0.99

@@ -295,6 +295,20 @@ def aggregate_zeros(codes: Sequence[int] | np.ndarray) -> np.ndarray:
     return c[keep]
 
 
+def aggregate_zeros_many(codings: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """:func:`aggregate_zeros` of many codings at once (vectorised over their concatenation)."""
+    if not codings:
+        return []
+    lens = np.array([len(c) for c in codings])
+    flat = np.concatenate(codings).astype(np.int64)
+    starts = np.zeros(flat.size, dtype=bool)
+    starts[np.cumsum(lens)[:-1]] = True
+    starts[0] = True
+    keep = ~((flat == 0) & np.r_[False, flat[:-1] == 0] & ~starts)
+    kept = np.add.reduceat(keep.astype(np.int64), np.r_[0, np.cumsum(lens)[:-1]])
+    return np.split(flat[keep], np.cumsum(kept)[:-1])
+
+
 def is_zero_job(coding: np.ndarray) -> bool:
     """True when every segment (and every metric) of a coding is zero (§5.1)."""
     return not np.any(coding)
@@ -318,7 +332,7 @@ def decode_bin(code: int) -> list[str]:
 # -------------------------------------------------------------- text form for storage
 def bin_to_text(codes: np.ndarray) -> str:
     """``256:0:6``, the DKRZ data set's colon-separated form."""
-    return ":".join(str(int(c)) for c in codes)
+    return ":".join(map(str, np.asarray(codes).tolist()))
 
 
 def bin_from_text(text: str) -> np.ndarray:
@@ -329,6 +343,23 @@ def bin_from_text(text: str) -> np.ndarray:
     if codes.size == 0 or (codes < 0).any() or (codes > 511).any():
         raise IosightError(f"binary codes must be integers 0..511: {text!r}")
     return codes
+
+
+def bin_from_texts(texts: Sequence[str]) -> list[np.ndarray]:
+    """Parse many colon-separated binary codings at once (vectorised :func:`bin_from_text`)."""
+    texts = [str(t).strip() for t in texts]
+    if not texts:
+        return []
+    try:
+        flat = np.array(":".join(texts).split(":"), dtype=np.int64)
+    except ValueError:
+        bad = next(t for t in texts if not all(x.isdigit() for x in t.split(":")))
+        raise IosightError(f"not a binary coding (colon-separated integers): {bad!r}") from None
+    lens = np.array([t.count(":") + 1 for t in texts])
+    if lens.sum() != flat.size or (flat < 0).any() or (flat > 511).any():
+        bad = next(t for t in texts if not t or any(int(x) > 511 for x in t.split(":")))
+        raise IosightError(f"binary codes must be integers 0..511: {bad!r}")
+    return np.split(flat, np.cumsum(lens)[:-1])
 
 
 def hex_to_text(levels: np.ndarray) -> str:

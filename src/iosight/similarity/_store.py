@@ -29,8 +29,8 @@ from iosight.similarity._cluster import Clustering, clustering_tree, simplified_
 from iosight.similarity._codings import (
     METRICS,
     Categories,
-    aggregate_zeros,
-    bin_from_text,
+    aggregate_zeros_many,
+    bin_from_texts,
     bin_to_text,
     code_series,
     hex_from_text,
@@ -131,7 +131,7 @@ def import_codings(wh: Warehouse, path: str | Path, *, prefix: str = "dkrz") -> 
         raise IosightError(f"{p}: need columns 'coding' and 'jobid'; got {list(df.columns)}")
     if df["jobid"].duplicated().any():
         raise IosightError(f"{p}: duplicate jobid values")
-    codes = [bin_from_text(t) for t in df["coding"]]
+    codes = bin_from_texts(df["coding"].tolist())
     keys = [f"{prefix}:{j}" for j in df["jobid"]]
     jobs = pd.DataFrame(
         {
@@ -154,7 +154,7 @@ def _coding_rows(keys, jobids, bins, hexes) -> pd.DataFrame:
     import pandas as pd
 
     frames = []
-    agg = [aggregate_zeros(c) for c in bins]
+    agg = aggregate_zeros_many(bins)
     for name, seqs, text in (
         ("bin", bins, bin_to_text),
         ("bin-aggzeros", agg, bin_to_text),
@@ -248,7 +248,7 @@ class LoadedCodings:
         sel = np.flatnonzero(~self.zero if mask is None else mask)
         if self.coding == "hex":
             return CodingSet.from_hex([hex_from_text(self.codes[i]) for i in sel])
-        return CodingSet.from_bin([bin_from_text(self.codes[i]) for i in sel])
+        return CodingSet.from_bin(bin_from_texts([self.codes[i] for i in sel]))
 
 
 def load_codings(wh: Warehouse, coding: str) -> LoadedCodings:
