@@ -244,6 +244,7 @@ def report_cmd(
             sims=_floats(sims, "sims"),
             progress=RichProgress(),
         )
+    console.print((path.parent / "summary.txt").read_text(), highlight=False, markup=False)
     console.print(f"report written to {path}")
 
 

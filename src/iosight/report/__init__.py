@@ -1,0 +1,1 @@
+"""Reports: HTML pages and figures, one module per capability."""
