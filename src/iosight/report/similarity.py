@@ -93,7 +93,7 @@ def _series_plot(wh: Warehouse, keys: Sequence[str], sims: Sequence[float]) -> s
 
     cat = wh.sql("select metric, low, high from sim_categories")
     categories = Categories({r.metric: (r.low, r.high) for r in cat.itertuples()})
-    fig, axes = plt.subplots(len(keys), 1, figsize=(9, 1.6 * len(keys)), squeeze=False)
+    fig, axes = plt.subplots(len(keys), 1, figsize=(9, 2.0 * len(keys)), squeeze=False)
     for ax, key, s in zip(axes[:, 0], keys, sims, strict=True):
         ser = wh.sql("select metric, segment, value from sim_series where job_key = ?", [key])
         n = int(wh.sql("select n_segments from sim_jobs where job_key = ?", [key])["n_segments"][0])
@@ -106,6 +106,7 @@ def _series_plot(wh: Warehouse, keys: Sequence[str], sims: Sequence[float]) -> s
         label = "chosen job" if s is None else f"similarity {s:.3f}"
         ax.set_title(f"{key} ({label})", fontsize=8)
     axes[-1, 0].set_xlabel("segment (10 min); colour: category score summed over nodes and fs")
+    fig.tight_layout()
     return _png(fig)
 
 

@@ -16,7 +16,7 @@ from iosight.similarity._codings import HEX_LEVELS, METRICS
 from iosight.similarity._similarity import _POPCOUNT, CodingSet
 
 _HIST_BINS = 64
-_CHUNK = 512
+_CHUNK = 64
 
 
 @dataclass
@@ -91,11 +91,12 @@ class SimilarityIndex:
             order = order[order != i]
         found_idx: list[np.ndarray] = []
         found_sim: list[np.ndarray] = []
-        kth, compared, start = -np.inf, 0, 0
+        kth, compared, start, size = -np.inf, 0, 0, max(_CHUNK, 4 * k)
         while start < len(order):
             if len(found_idx) and ub[order[start]] < kth - 1e-12:
                 break
-            chunk = order[start : start + max(_CHUNK, k)]
+            chunk = order[start : start + size]
+            size *= 2
             s = cs.similarities_to(i, chunk)
             compared += len(chunk)
             found_idx.append(chunk)
