@@ -197,7 +197,9 @@ class Categories:
         q1, q2 = quantiles
         check_param("quantiles", quantiles, 0 < q1 <= q2 < 1, "two levels 0 < q1 <= q2 < 1")
         splits = {}
-        groups = dict(tuple(series.groupby("metric")["value"])) if len(series) else {}
+        groups = (
+            dict(tuple(series.groupby("metric", observed=True)["value"])) if len(series) else {}
+        )
         for m in METRICS:
             v = groups.get(m)
             if v is None or len(v) == 0:

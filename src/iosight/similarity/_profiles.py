@@ -58,8 +58,8 @@ def job_profiles(series: pd.DataFrame, jobs: pd.DataFrame, categories: Categorie
     score = categorize(series, categories) if len(series) else np.zeros(0, dtype=np.int8)
     act = series.assign(score=score)[score > 0]
 
-    node_load = act.groupby(["job", "segment", "node"], sort=False)["score"].max()
-    seg = node_load.groupby(level=["job", "segment"], sort=False).agg(["max", "sum"])
+    node_load = act.groupby(["job", "segment", "node"], sort=False, observed=True)["score"].max()
+    seg = node_load.groupby(level=["job", "segment"], sort=False, observed=True).agg(["max", "sum"])
     seg = seg.reset_index()
     ji = pos.loc[seg["job"]].to_numpy()
     balance = seg["sum"].to_numpy() / nnodes[ji] / seg["max"].to_numpy()
@@ -74,7 +74,11 @@ def job_profiles(series: pd.DataFrame, jobs: pd.DataFrame, categories: Categorie
     out.loc[idx, "io_utilization"] = per_job["util"].to_numpy()
     out.loc[idx, "io_balance"] = per_job["bal"].to_numpy()
 
-    cat = act.groupby(["job", "metric", "segment"], sort=False)["score"].max().reset_index()
+    cat = (
+        act.groupby(["job", "metric", "segment"], sort=False, observed=True)["score"]
+        .max()
+        .reset_index()
+    )
     counts = np.zeros((len(order), len(METRICS), 3))
     cj = pos.loc[cat["job"]].to_numpy()
     cm = cat["metric"].map(METRIC_INDEX).to_numpy()

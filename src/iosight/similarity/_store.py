@@ -196,11 +196,12 @@ def build_codings(
     )
     if jobs.empty:
         raise IosightError(f"no jobs with time series in the warehouse; {_HINT}")
-    series = wh.sql(
+    # categorical strings: tens of millions of rows stay small
+    series = wh.arrow(
         "select job_key as job, node, fs, metric, segment, value from sim_series"
         if wh.has_table("sim_series")
-        else "select 1 where false"
-    )
+        else "select '' job, '' node, '' fs, '' metric, 0 segment, 0.0 value where false"
+    ).to_pandas(strings_to_categorical=True)
     origin = "given"
     if categories is None and wh.has_table("sim_categories"):
         stored = wh.sql("select metric, low, high, origin from sim_categories")
@@ -210,6 +211,7 @@ def build_codings(
         categories = Categories.from_quantiles(series, quantiles)
         origin = f"quantiles {quantiles[0]:g}/{quantiles[1]:g}"
     series = series[series["job"].isin(set(jobs["job"]))]
+    series = series.assign(metric=series["metric"].astype(str).astype("category"))
     codings = code_series(series, jobs, categories)
     keys = jobs["job"].tolist()
     rows = _coding_rows(keys, jobs["jobid"].tolist(), codings.bin, codings.hex)

@@ -271,17 +271,28 @@ def generate_monitoring(
 
 
 def _long(parts: list, tcol: str) -> pd.DataFrame:
+    """Concatenate per-job pieces into a long frame with categorical strings."""
     import pandas as pd
 
     if not parts:
         return pd.DataFrame(columns=["job", "node", "fs", "metric", tcol, "value"])
     sizes = [len(p[1]) for p in parts]
+    nodes = np.concatenate([p[1] for p in parts])
+    keys = [p[0] for p in parts]
+    uniq = list(dict.fromkeys(keys))
+    at = {k: i for i, k in enumerate(uniq)}
     return pd.DataFrame(
         {
-            "job": np.repeat([p[0] for p in parts], sizes),
-            "node": np.char.add("n", np.concatenate([p[1] for p in parts]).astype(str)),
-            "fs": np.repeat([FILE_SYSTEMS[p[2]] for p in parts], sizes),
-            "metric": np.repeat([METRICS[p[3]] for p in parts], sizes),
+            "job": pd.Categorical.from_codes(np.repeat([at[k] for k in keys], sizes), uniq),
+            "node": pd.Categorical.from_codes(
+                nodes, [f"n{i}" for i in range(int(nodes.max()) + 1)] if nodes.size else []
+            ),
+            "fs": pd.Categorical.from_codes(
+                np.repeat([p[2] for p in parts], sizes), list(FILE_SYSTEMS)
+            ),
+            "metric": pd.Categorical.from_codes(
+                np.repeat([p[3] for p in parts], sizes), list(METRICS)
+            ),
             tcol: np.concatenate([p[4] for p in parts]),
             "value": np.concatenate([p[5] for p in parts]),
         }
