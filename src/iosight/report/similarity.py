@@ -67,7 +67,10 @@ def _fig3_fig4(wh: Warehouse, runs: pd.DataFrame, title: str) -> str:
         a4.set(xlabel="SIM", ylabel="count", yscale="log", title=f"Fig. 4: {coding}")
         a4.legend(fontsize=7)
         fig.suptitle(title, fontsize=9)
-        out.append(_png(fig))
+        out.append(
+            f"<h3>Fig. 3 (clusters vs jobs processed) and Fig. 4 (clusters per SIM): "
+            f"{html.escape(str(coding))}</h3>{_png(fig)}"
+        )
     return "\n".join(out)
 
 
