@@ -49,9 +49,12 @@ def _fig3_fig4(wh: Warehouse, runs: pd.DataFrame, title: str) -> str:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from iosight.similarity import PAPER_NAMES
+
     prog = wh.sql("select * from sim_progress order by run_id, jobs")
     out = []
-    for coding, g in runs.groupby("coding", sort=True):
+    for code_name, g in runs.groupby("coding", sort=True):
+        coding = PAPER_NAMES.get(str(code_name), str(code_name))
         fig, (a3, a4) = plt.subplots(1, 2, figsize=(11, 3.8))
         for r in g.sort_values("param").itertuples():
             p = prog[prog["run_id"] == r.run_id]

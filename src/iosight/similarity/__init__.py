@@ -12,7 +12,6 @@ from iosight.similarity._cluster import (
     simplified_density,
 )
 from iosight.similarity._codings import (
-    CODINGS,
     METRICS,
     SEGMENT_S,
     Categories,
@@ -82,7 +81,6 @@ __all__ = [
     "cluster_quality",
     "clustering_tree",
     "simplified_density",
-    "CODINGS",
     "IO_DURATION_COLUMNS",
     "IO_METRIC_COLUMNS",
     "METRICS",

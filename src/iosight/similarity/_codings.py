@@ -37,11 +37,8 @@ METRICS: tuple[str, ...] = (
     "write_calls",
 )
 METRIC_INDEX: dict[str, int] = {m: i for i, m in enumerate(METRICS)}
-#: Category scores: LowIO, HighIO, CriticalIO (§3 "Categorization").
-SCORES: tuple[int, int, int] = (0, 1, 4)
 SEGMENT_S: float = 600.0
 HEX_LEVELS = 16
-CODINGS: tuple[str, ...] = ("bin", "bin-aggzeros", "hex")
 
 
 # --------------------------------------------------------------------- segmentation

@@ -91,11 +91,6 @@ class CodingSet:
         """A hashable identity of coding ``i`` (equal codings, equal keys)."""
         return "\x00\x01".join(p[i] for p in self.parts)
 
-    def subset(self, idx: np.ndarray) -> CodingSet:
-        idx = np.asarray(idx, dtype=np.int64)
-        parts = [[p[i] for i in idx.tolist()] for p in self.parts]
-        return CodingSet(self.kind, parts, self.lengths[idx], self.active[idx])
-
     def similarities(
         self, i: int, choices: list[list[str]], lengths: np.ndarray, active: np.ndarray
     ) -> np.ndarray:

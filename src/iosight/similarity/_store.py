@@ -246,8 +246,9 @@ class LoadedCodings:
     codes: list[str]
     zero: np.ndarray
 
-    def coding_set(self, mask: np.ndarray | None = None) -> CodingSet:
-        sel = np.flatnonzero(~self.zero if mask is None else mask)
+    def coding_set(self) -> CodingSet:
+        """The non-zero jobs' codings, ready for clustering and search."""
+        sel = np.flatnonzero(~self.zero)
         if self.coding == "hex":
             return CodingSet.from_hex([hex_from_text(self.codes[i]) for i in sel])
         return CodingSet.from_bin(bin_from_texts([self.codes[i] for i in sel]))
