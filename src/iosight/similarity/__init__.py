@@ -51,6 +51,7 @@ from iosight.similarity._store import (
     load_codings,
     resolve_job,
     run_id,
+    store_categories,
     store_series,
 )
 
@@ -72,6 +73,7 @@ __all__ = [
     "load_codings",
     "resolve_job",
     "run_id",
+    "store_categories",
     "store_series",
     "PROGRESS_EVERY",
     "Clustering",

@@ -177,6 +177,17 @@ def _coding_rows(keys, jobids, bins, hexes) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+def store_categories(wh: Warehouse, categories: Categories, origin: str) -> None:
+    """Keep the split points in ``sim_categories``; later codings reuse them."""
+    import pandas as pd
+
+    cat = pd.DataFrame(
+        [(m, *categories.splits[m], origin) for m in METRICS],
+        columns=["metric", "low", "high", "origin"],
+    )
+    wh.write_table("sim_categories", _arrow(cat))
+
+
 def build_codings(
     wh: Warehouse,
     *,
@@ -216,17 +227,11 @@ def build_codings(
     keys = jobs["job"].tolist()
     rows = _coding_rows(keys, jobs["jobid"].tolist(), codings.bin, codings.hex)
     prof = job_profiles(series, jobs, categories).rename(columns={"job": "job_key"})
-    import pandas as pd
-
-    cat = pd.DataFrame(
-        [(m, *categories.splits[m], origin) for m in METRICS],
-        columns=["metric", "low", "high", "origin"],
-    )
     wh.commit(
         {"sim_codings": [_arrow(rows)], "sim_profiles": [_arrow(prof)]},
         delete_keys={"sim_codings": keys, "sim_profiles": keys},
     )
-    wh.write_table("sim_categories", _arrow(cat))
+    store_categories(wh, categories, origin)
     by = rows.groupby("coding")["zero"].sum()
     return {
         "jobs": len(keys),

@@ -310,23 +310,12 @@ def synth_monitoring(
     """Generate jobs into the warehouse (``sim_jobs``, ``sim_series``, synthetic) with
     the site's split points in ``sim_categories``, then build their codings and
     profiles; returns counts per class."""
-    import pandas as pd
-
-    from iosight.similarity._store import _arrow, build_codings, store_series
+    from iosight.similarity import build_codings, store_categories, store_series
 
     series, jobs = generate_monitoring(
         n_jobs, seed=seed, samples_path=samples_path, progress=progress
     )
     store_series(wh, series, jobs, source="synthetic", synthetic=True)
-    cat = synth_categories()
-    wh.write_table(
-        "sim_categories",
-        _arrow(
-            pd.DataFrame(
-                [(m, *cat.splits[m], "synthetic site config") for m in METRICS],
-                columns=["metric", "low", "high", "origin"],
-            )
-        ),
-    )
+    store_categories(wh, synth_categories(), "synthetic site config")
     build_codings(wh)
     return jobs["label"].value_counts().sort_index().to_dict()
