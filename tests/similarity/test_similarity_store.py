@@ -90,11 +90,17 @@ def test_monitoring_import_round_trip(tmp_path, warehouse):
     }
 
 
-def test_sparse_samples_count_missing_instants_as_zero():
+def test_sparse_samples_count_missing_instants_as_zero(tmp_path):
     rows = [("j", "n", "f", "read_bytes", 0.0, 8.0), ("j", "n", "f", "md_read", 15.0, 0.0)]
     df = pd.DataFrame(rows, columns=["job", "node", "fs", "metric", "time", "value"])
     seg = segment_samples(df)  # 4 instants (0, 5, 10, 15): mean 8 / 4
     assert seg["value"].tolist() == [2.0]
+    csv = tmp_path / "mon.csv"
+    df.to_csv(csv, index=False)
+    assert segment_samples(csv)["value"].tolist() == [2.0]
+    df.drop(columns="value").to_csv(csv, index=False)
+    with pytest.raises(IosightError, match="lack columns"):
+        segment_samples(csv)
 
 
 def test_synthetic_quality_is_measured(warehouse):
