@@ -79,9 +79,12 @@ def test_density_matches_the_plain_rule_bin(sim):
 @pytest.mark.parametrize("sim", [0.5, 0.9])
 def test_density_matches_the_plain_rule_hex(sim):
     codes = _random_hex(np.random.default_rng(4), 150)
-    got = simplified_density(CodingSet.from_hex(codes), sim)
+    cs = CodingSet.from_hex(codes)
+    got = simplified_density(cs, sim)
     labels, _ = _naive_density(codes, sim, hex_similarity)
     assert (got.labels == labels).all()
+    want = [hex_similarity(codes[7], c) for c in codes]
+    assert np.allclose(cs.similarities_to(7, np.arange(len(codes))), want)
 
 
 def test_density_clusters_rise_with_sim_and_bad_sim_is_refused():

@@ -76,6 +76,10 @@ def test_hex_similarity_authors_example():
     b = np.array([[1, 2, 3, 4, 5], [0, 0, 0, 0, 1]])
     assert hex_similarity(a, b) == pytest.approx(0.7)
     assert hex_similarity(b, a) == pytest.approx(0.7)
+    # the same two metrics inside nine: all-zero metrics do not count
+    a9, b9 = np.zeros((9, 4), dtype=int), np.zeros((9, 5), dtype=int)
+    a9[5], a9[6], b9[5], b9[6] = a[0], a[1], b[0], b[1]
+    assert hex_similarity(a9, b9) == pytest.approx(0.7)
 
 
 def test_hex_similarity_counts_only_metrics_active_in_either_job():

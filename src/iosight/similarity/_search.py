@@ -77,8 +77,10 @@ class SimilarityIndex:
         longest = np.maximum(self.codings.lengths, qlen).astype(float)
         if self.codings.kind == "bin":
             return common[:, 0] / longest
-        missing = (longest[:, None] - common).sum(axis=1)
-        n = _POPCOUNT[self.codings.active | qactive]
+        both = self.codings.active | qactive
+        on = (both[:, None] >> np.arange(len(METRICS))) & 1
+        missing = ((longest[:, None] - common) * on).sum(axis=1)
+        n = _POPCOUNT[both]
         return np.where(n > 0, 1.0 - missing / (np.maximum(n, 1) * longest), 1.0)
 
     def query(self, i: int, k: int = 20, *, exclude_self: bool = True) -> SearchResult:

@@ -38,8 +38,8 @@ def hex_similarity(a: np.ndarray, b: np.ndarray) -> float:
     Notes
     -----
     iosight's reading (NOTES §3): N counts the metrics that are non-zero in
-    either job, so the value is the mean of the per-metric similarities over
-    those metrics; two all-zero codings have similarity 1.
+    either job and the sum runs over those metrics, so the value is the mean of
+    the per-metric similarities over them; two all-zero codings have similarity 1.
     """
     from rapidfuzz.distance import Levenshtein
 
@@ -52,7 +52,11 @@ def hex_similarity(a: np.ndarray, b: np.ndarray) -> float:
     n = int(active.sum())
     if n == 0:
         return 1.0
-    dist = sum(Levenshtein.distance(_text(x), _text(y)) for x, y in zip(a, b, strict=True))
+    dist = sum(
+        Levenshtein.distance(_text(x), _text(y))
+        for x, y, on in zip(a, b, active, strict=True)
+        if on
+    )
     return 1.0 - dist / (n * max(a.shape[1], b.shape[1]))
 
 
@@ -105,14 +109,15 @@ class CodingSet:
         if len(lengths) == 0:
             return np.zeros(0)
         dist = np.zeros(len(lengths), dtype=np.int64)
-        for part, cand in zip(self.parts, choices, strict=True):
-            dist += process.cdist(
-                [part[i]], cand, scorer=Levenshtein.distance, dtype=np.int32, workers=1
-            )[0]
+        both = active | self.active[i]
+        for m, (part, cand) in enumerate(zip(self.parts, choices, strict=True)):
+            d = process.cdist([part[i]], cand, scorer=Levenshtein.distance, dtype=np.int32)[0]
+            # HEX: only metrics non-zero in either job count (NOTES §3)
+            dist += d if self.kind == "bin" else np.where(both >> m & 1, d, 0)
         longest = np.maximum(lengths, self.lengths[i])
         if self.kind == "bin":
             return 1.0 - dist / longest
-        n = _POPCOUNT[active | self.active[i]]
+        n = _POPCOUNT[both]
         return np.where(n > 0, 1.0 - dist / (np.maximum(n, 1) * longest), 1.0)
 
     def similarities_to(self, i: int, idx: np.ndarray) -> np.ndarray:
