@@ -35,7 +35,7 @@ def run(ctx) -> None:
     for coding, kw in (
         ("bin", {"sim": 0.5}),
         ("bin-aggzeros", {"sim": 0.5}),
-        ("hex", {"sim": 0.5}),
+        ("hex", {"sim": 0.7}),
         ("io-duration", {"algorithm": "tree", "eps": 0.3, "sample": n}),
         ("io-metric", {"algorithm": "tree", "eps": 0.1, "sample": n}),
     ):
