@@ -1,1 +1,1 @@
-"""Generators of realistic synthetic data that write warehouse tables."""
+"""Generators of realistic synthetic data, one module per kind, labelled synthetic."""

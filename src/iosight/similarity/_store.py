@@ -1,0 +1,520 @@
+"""The similarity tables of the warehouse, and the analyses that read and write them.
+
+Tables (all written through :meth:`Warehouse.commit`, idempotent per key):
+
+``sim_jobs``        job_key, jobid, n_segments, n_nodes, n_fs, metrics, source, label, synthetic
+``sim_series``      job_key, node, fs, metric, segment, value (non-zero segment means)
+``sim_categories``  metric, low, high, origin (split points used for the codings)
+``sim_codings``     job_key, jobid, coding (bin | bin-aggzeros | hex), code, length, zero
+``sim_profiles``    job_key, io_balance, io_utilization, io_problem_time, 27 IO-duration columns
+``sim_runs``        run_id, coding, algorithm, param, n_jobs, n_zero, n_clusters,
+                    clusters_ge2, clusters_ge10, seconds
+``sim_clusters``    run_id, cluster, centroid_job_key, size
+``sim_membership``  run_id, job_key, cluster, similarity
+``sim_progress``    run_id, jobs, clusters (every 10,000 jobs, Fig. 3)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from iosight._errors import IosightError, check_param
+from iosight._progress import Progress
+from iosight.similarity._cluster import Clustering, clustering_tree, simplified_density
+from iosight.similarity._codings import (
+    METRICS,
+    Categories,
+    aggregate_zeros_many,
+    bin_from_texts,
+    bin_to_text,
+    code_series,
+    hex_from_text,
+    hex_to_text,
+)
+from iosight.similarity._profiles import IO_DURATION_COLUMNS, IO_METRIC_COLUMNS, job_profiles
+from iosight.similarity._search import SimilarityIndex
+from iosight.similarity._similarity import CodingSet
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
+
+    from iosight.warehouse import Warehouse
+
+DENSITY_CODINGS: tuple[str, ...] = ("bin", "bin-aggzeros", "hex")
+PROFILE_CODINGS: tuple[str, ...] = ("io-metric", "io-duration")
+PAPER_NAMES = {"bin": "BIN_ALL", "bin-aggzeros": "BIN_AGGZEROS", "hex": "HEX_LEV"}
+_HINT = "run 'iosight similarity import', 'similarity series' or 'similarity import-codings'"
+
+
+def _arrow(df: pd.DataFrame) -> pa.Table:
+    import pyarrow as pa
+
+    df = df.copy(deep=False)
+    df.attrs = {}  # frame metadata is not table content
+    return pa.Table.from_pandas(df, preserve_index=False)
+
+
+# ----------------------------------------------------------------------- inputs
+def store_series(
+    wh: Warehouse,
+    series: pd.DataFrame,
+    jobs: pd.DataFrame,
+    *,
+    source: str,
+    synthetic: bool = False,
+) -> int:
+    """Write segmented series and their jobs (``job`` becomes ``job_key``); returns jobs."""
+    import pandas as pd
+
+    jobs = jobs.rename(columns={"job": "job_key"}).copy()
+    jobs["job_key"] = jobs["job_key"].astype(str)
+    if "jobid" not in jobs:
+        jobs["jobid"] = pd.array([None] * len(jobs), dtype="Int64")
+    if "label" not in jobs:
+        jobs["label"] = None
+    jobs["label"] = jobs["label"].astype("string")
+    if "metrics" not in jobs:  # the metrics the source can give
+        jobs["metrics"] = ",".join(METRICS)
+    jobs["source"] = source
+    jobs["synthetic"] = synthetic
+    cols = ["job_key", "jobid", "n_segments", "n_nodes", "n_fs", "metrics", "source", "label"]
+    cols.append("synthetic")
+    ser = series.rename(columns={"job": "job_key"})
+    ser = ser.assign(job_key=ser["job_key"].astype(str))
+    keys = jobs["job_key"].tolist()
+    wh.commit(
+        {"sim_jobs": [_arrow(jobs[cols])], "sim_series": [_arrow(ser)]},
+        delete_keys={"sim_jobs": keys, "sim_series": keys, "sim_codings": keys},
+    )
+    return len(jobs)
+
+
+def import_monitoring(
+    wh: Warehouse,
+    path: str | Path,
+    *,
+    segment_s: float = 600.0,
+    interval_s: float = 5.0,
+    categories: Categories | None = None,
+) -> dict[str, int]:
+    """Segment a long-format monitoring file (CSV or Parquet) into ``sim_series``, then
+    build every job's codings and profiles (:func:`build_codings`)."""
+    from iosight.similarity._codings import segment_samples
+
+    series = segment_samples(path, segment_s, interval_s)
+    store_series(wh, series, series.attrs["jobs"], source="monitoring")
+    return build_codings(wh, categories=categories)
+
+
+def import_codings(wh: Warehouse, path: str | Path, *, prefix: str = "dkrz") -> dict[str, int]:
+    """Read binary codings in the DKRZ format (``coding,jobid``; codes ``256:0:6``).
+
+    Writes ``sim_jobs`` and ``sim_codings`` (``bin`` as given, ``bin-aggzeros``
+    derived); the job key is ``<prefix>:<jobid>``. Returns counts.
+    """
+    import pandas as pd
+
+    p = Path(path)
+    if not p.is_file():
+        raise IosightError(f"no codings file at {p}")
+    try:
+        df = pd.read_csv(p, dtype={"coding": str})
+    except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as err:
+        raise IosightError(f"{p}: not a codings CSV ({err})") from None
+    if not {"coding", "jobid"} <= set(df.columns):
+        raise IosightError(f"{p}: need columns 'coding' and 'jobid'; got {list(df.columns)}")
+    if df["jobid"].duplicated().any():
+        raise IosightError(f"{p}: duplicate jobid values")
+    codes = bin_from_texts(df["coding"].tolist())
+    keys = [f"{prefix}:{j}" for j in df["jobid"]]
+    jobs = pd.DataFrame(
+        {
+            "job": keys,
+            "jobid": df["jobid"].astype("Int64"),
+            "n_segments": [len(c) for c in codes],
+            "n_nodes": pd.array([None] * len(df), dtype="Int64"),
+            "n_fs": pd.array([None] * len(df), dtype="Int64"),
+        }
+    )
+    empty = pd.DataFrame(columns=["job", "node", "fs", "metric", "segment", "value"])
+    store_series(wh, empty, jobs, source=f"codings:{p.name}")
+    rows = _coding_rows(keys, df["jobid"].tolist(), codes, None)
+    wh.commit({"sim_codings": [_arrow(rows)]}, delete_keys={"sim_codings": keys})
+    zero = int(rows.loc[rows["coding"] == "bin", "zero"].sum())
+    return {"jobs": len(keys), "zero_jobs": zero}
+
+
+def _coding_rows(keys, jobids, bins, hexes) -> pd.DataFrame:
+    import pandas as pd
+
+    frames = []
+    agg = aggregate_zeros_many(bins)
+    for name, seqs, text in (
+        ("bin", bins, bin_to_text),
+        ("bin-aggzeros", agg, bin_to_text),
+        ("hex", hexes, hex_to_text),
+    ):
+        if seqs is None:
+            continue
+        frames.append(
+            pd.DataFrame(
+                {
+                    "job_key": keys,
+                    "jobid": pd.array(jobids, dtype="Int64"),
+                    "coding": name,
+                    "code": [text(c) for c in seqs],
+                    "length": [int(c.shape[-1]) for c in seqs],
+                    "zero": [not np.any(c) for c in seqs],
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def store_categories(wh: Warehouse, categories: Categories, origin: str) -> None:
+    """Keep the split points in ``sim_categories``; later codings reuse them."""
+    import pandas as pd
+
+    cat = pd.DataFrame(
+        [(m, *categories.splits[m], origin) for m in METRICS],
+        columns=["metric", "low", "high", "origin"],
+    )
+    wh.write_table("sim_categories", _arrow(cat))
+
+
+def build_codings(
+    wh: Warehouse,
+    *,
+    categories: Categories | None = None,
+    quantiles: tuple[float, float] = (0.99, 0.999),
+) -> dict[str, int]:
+    """Codings and profiles of every job that has a series (§3-4).
+
+    Split points: ``categories`` when given, else those stored in
+    ``sim_categories`` (e.g. by the synthetic generator), else quantiles of the
+    warehouse's series. Returns counts.
+    """
+    wh.require("sim_jobs", _HINT)
+    jobs = wh.sql(
+        "select job_key as job, jobid, n_segments, n_nodes, n_fs from sim_jobs "
+        "where n_nodes is not null order by jobid nulls last, job_key"
+    )
+    if jobs.empty:
+        raise IosightError(f"no jobs with time series in the warehouse; {_HINT}")
+    # categorical strings: tens of millions of rows stay small
+    series = wh.arrow(
+        "select job_key as job, node, fs, metric, segment, value from sim_series"
+        if wh.has_table("sim_series")
+        else "select '' job, '' node, '' fs, '' metric, 0 segment, 0.0 value where false"
+    ).to_pandas(strings_to_categorical=True)
+    origin = "given"
+    if categories is None and wh.has_table("sim_categories"):
+        stored = wh.sql("select metric, low, high, origin from sim_categories")
+        categories = Categories({r.metric: (r.low, r.high) for r in stored.itertuples()})
+        origin = str(stored["origin"].iloc[0])
+    if categories is None:
+        categories = Categories.from_quantiles(series, quantiles)
+        origin = f"quantiles {quantiles[0]:g}/{quantiles[1]:g}"
+    series = series[series["job"].isin(set(jobs["job"]))]
+    series = series.assign(metric=series["metric"].astype(str).astype("category"))
+    codings = code_series(series, jobs, categories)
+    keys = jobs["job"].tolist()
+    rows = _coding_rows(keys, jobs["jobid"].tolist(), codings.bin, codings.hex)
+    prof = job_profiles(series, jobs, categories).rename(columns={"job": "job_key"})
+    wh.commit(
+        {"sim_codings": [_arrow(rows)], "sim_profiles": [_arrow(prof)]},
+        delete_keys={"sim_codings": keys, "sim_profiles": keys},
+    )
+    store_categories(wh, categories, origin)
+    by = rows.groupby("coding")["zero"].sum()
+    return {
+        "jobs": len(keys),
+        "zero_bin": int(by.get("bin", 0)),
+        "zero_hex": int(by.get("hex", 0)),
+    }
+
+
+# ----------------------------------------------------------------------- loading
+@dataclass
+class LoadedCodings:
+    """Codings of one kind in clustering order (jobid, then job key)."""
+
+    coding: str
+    job_keys: np.ndarray
+    jobids: np.ndarray
+    codes: list[str]
+    zero: np.ndarray
+
+    def coding_set(self) -> CodingSet:
+        """The non-zero jobs' codings, ready for clustering and search."""
+        sel = np.flatnonzero(~self.zero)
+        if self.coding == "hex":
+            return CodingSet.from_hex([hex_from_text(self.codes[i]) for i in sel])
+        return CodingSet.from_bin(bin_from_texts([self.codes[i] for i in sel]))
+
+
+def load_codings(wh: Warehouse, coding: str) -> LoadedCodings:
+    """Every job's coding of one kind, in clustering order (jobid, then job key)."""
+    if coding not in DENSITY_CODINGS:
+        raise IosightError(
+            f"the 'coding' parameter must be one of {', '.join(DENSITY_CODINGS)}. "
+            f"Got {coding!r} instead."
+        )
+    wh.require("sim_codings", _HINT)
+    df = wh.sql(
+        "select job_key, jobid, code, zero from sim_codings where coding = ? "
+        "order by jobid nulls last, job_key",
+        [coding],
+    )
+    if df.empty:
+        hint = "run 'iosight similarity codings'" if coding == "hex" else _HINT
+        raise IosightError(f"no {coding!r} codings in the warehouse; {hint}")
+    return LoadedCodings(
+        coding,
+        df["job_key"].to_numpy(dtype=object),
+        df["jobid"].to_numpy(dtype=object),
+        df["code"].tolist(),
+        df["zero"].to_numpy(dtype=bool),
+    )
+
+
+def _load_profiles(wh: Warehouse, coding: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    wh.require("sim_profiles", "run 'iosight similarity codings' on jobs with time series")
+    cols = IO_METRIC_COLUMNS if coding == "io-metric" else IO_DURATION_COLUMNS
+    if coding == "io-duration":  # metric_0 = 1 - metric_1 - metric_4: 18 independent columns
+        cols = tuple(c for c in cols if not c.endswith("_0"))
+    sel = ", ".join(f'p."{c}"' for c in cols)
+    df = wh.sql(
+        f"select p.job_key, j.jobid, p.io_problem_time, {sel} from sim_profiles p "
+        "join sim_jobs j using (job_key) order by j.jobid nulls last, p.job_key"
+    )
+    x = df[list(cols)].to_numpy(dtype=float)
+    return df["job_key"].to_numpy(dtype=object), df["io_problem_time"].to_numpy() == 0, x
+
+
+# ----------------------------------------------------------------------- clustering
+def run_id(coding: str, algorithm: str, param: float) -> str:
+    return f"{coding}/{algorithm}/{param:g}"
+
+
+def cluster(
+    wh: Warehouse,
+    coding: str,
+    *,
+    algorithm: str = "density",
+    sim: float = 0.7,
+    eps: float = 0.1,
+    sample: int = 10_000,
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> dict:
+    """Cluster the warehouse's non-zero jobs and store the result (§4, §6).
+
+    ``algorithm="density"`` runs SimplifiedDensity on ``bin``, ``bin-aggzeros`` or
+    ``hex`` codings with threshold ``sim``; ``algorithm="tree"`` runs ClusteringTree
+    with Euclidean distance threshold ``eps`` on the ``io-metric`` or
+    ``io-duration`` profiles. Zero jobs are counted and set aside (§5.1). Returns
+    the ``sim_runs`` row.
+    """
+    if algorithm == "density":
+        loaded = load_codings(wh, coding)
+        keys, zero = loaded.job_keys, loaded.zero
+        result = simplified_density(loaded.coding_set(), sim, progress=progress)
+        param = sim
+    elif algorithm == "tree":
+        if coding not in PROFILE_CODINGS:
+            raise IosightError(
+                f"ClusteringTree works on profiles: coding must be one of "
+                f"{', '.join(PROFILE_CODINGS)}. Got {coding!r} instead."
+            )
+        keys, zero, x = _load_profiles(wh, coding)
+        if (~zero).sum() < 2:
+            raise IosightError("fewer than 2 non-zero jobs to cluster")
+        result = clustering_tree(x[~zero], eps, sample=sample, seed=seed)
+        param = eps
+    else:
+        raise IosightError(
+            f"the 'algorithm' parameter must be density or tree. Got {algorithm!r} instead."
+        )
+    rid = run_id(coding, algorithm, param)
+    members = keys[~zero]
+    sizes = result.sizes()
+    run = {
+        "run_id": rid,
+        "coding": coding,
+        "algorithm": algorithm,
+        "param": float(param),
+        "n_jobs": int(len(keys)),
+        "n_zero": int(zero.sum()),
+        "n_clusters": int(result.n_clusters),
+        "clusters_ge2": int((sizes >= 2).sum()),
+        "clusters_ge10": int((sizes >= 10).sum()),
+        "seconds": float(result.seconds),
+    }
+    _store_run(wh, run, members, result)
+    return run
+
+
+def _store_run(wh: Warehouse, run: dict, members: np.ndarray, result: Clustering) -> None:
+    import pandas as pd
+
+    rid = run["run_id"]
+    cen = result.centroids
+    clusters = pd.DataFrame(
+        {
+            "run_id": rid,
+            "cluster": np.arange(result.n_clusters, dtype=np.int64),
+            "centroid_job_key": [members[c] if c >= 0 else None for c in cen],
+            "size": result.sizes(),
+        }
+    )
+    clusters["centroid_job_key"] = clusters["centroid_job_key"].astype("string")
+    membership = pd.DataFrame(
+        {
+            "run_id": rid,
+            "job_key": members.astype(str),
+            "cluster": result.labels,
+            "similarity": result.similarity,
+        }
+    )
+    prog = pd.DataFrame(result.progress, columns=["jobs", "clusters"]).assign(run_id=rid)
+    tables = ("sim_runs", "sim_clusters", "sim_membership", "sim_progress")
+    wh.commit(
+        {
+            "sim_runs": [_arrow(pd.DataFrame([run]))],
+            "sim_clusters": [_arrow(clusters)],
+            "sim_membership": [_arrow(membership)],
+            "sim_progress": [_arrow(prog[["run_id", "jobs", "clusters"]])],
+        },
+        delete_keys={t: [rid] for t in tables},
+        key_column="run_id",
+    )
+
+
+def explore(
+    wh: Warehouse,
+    coding: str,
+    values: Sequence[float],
+    *,
+    algorithm: str = "density",
+    progress: Progress | None = None,
+    **kwargs,
+) -> pd.DataFrame:
+    """One clustering per SIM (or eps) value: the numbers behind Fig. 4."""
+    import pandas as pd
+
+    if not values:
+        raise IosightError("give at least one SIM value")
+    key = "sim" if algorithm == "density" else "eps"
+    rows = [
+        cluster(wh, coding, algorithm=algorithm, progress=progress, **{key: v}, **kwargs)
+        for v in values
+    ]
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------- questions
+def resolve_job(wh: Warehouse, job: str) -> str:
+    """A job key from a job key, or from a jobid."""
+    wh.require("sim_jobs", _HINT)
+    df = wh.sql(
+        "select job_key from sim_jobs where job_key = ? or cast(jobid as varchar) = ? "
+        "order by job_key",
+        [job, job],
+    )
+    if df.empty:
+        raise IosightError(f"no job {job!r} in sim_jobs (give a job key or a jobid)")
+    if len(df) > 1:
+        raise IosightError(f"jobid {job!r} matches several jobs; give the job key")
+    return str(df["job_key"].iloc[0])
+
+
+def find_similar(wh: Warehouse, job: str, *, coding: str = "bin-aggzeros", top: int = 20):
+    """The ``top`` jobs most similar to ``job`` (exact; §7), best first.
+
+    Returns a DataFrame ``rank, job_key, jobid, similarity, code`` and the number of
+    exact comparisons the index needed (in ``attrs["compared"]``).
+    """
+    import pandas as pd
+
+    check_param("top", top, top >= 1, "a positive number of jobs")
+    key = resolve_job(wh, job)
+    loaded = load_codings(wh, coding)
+    pos = np.flatnonzero(loaded.job_keys == key)
+    if pos.size == 0:
+        raise IosightError(f"job {key!r} has no {coding!r} coding")
+    if loaded.zero[pos[0]]:
+        raise IosightError(
+            f"job {key!r} is a zero job (no segment above LowIO); all "
+            f"{int(loaded.zero.sum())} zero jobs are alike and set aside"
+        )
+    live = np.flatnonzero(~loaded.zero)
+    res = SimilarityIndex(loaded.coding_set()).query(int(np.searchsorted(live, pos[0])), top)
+    picked = live[res.index]
+    out = pd.DataFrame(
+        {
+            "rank": np.arange(1, len(picked) + 1),
+            "job_key": loaded.job_keys[picked],
+            "jobid": loaded.jobids[picked],
+            "similarity": res.similarity,
+            "code": [loaded.codes[i] for i in picked],
+        }
+    )
+    out.attrs.update(
+        compared=res.compared, candidates=len(live) - 1, query_code=loaded.codes[pos[0]]
+    )
+    return out
+
+
+def cluster_of(wh: Warehouse, job: str, runs: Sequence[str] | None = None) -> pd.DataFrame:
+    """Table 2: for each run, the chosen job's cluster size and number of job types.
+
+    A job type is a distinct coding (``Coding with 100% similarity are of the same
+    job phenotype``, §6).
+    """
+    key = resolve_job(wh, job)
+    wh.require("sim_membership", "run 'iosight similarity cluster' first")
+    df = wh.sql(
+        """with mine as (select run_id, cluster from sim_membership where job_key = ?)
+        select r.run_id, r.coding, r.algorithm, r.param, m.cluster,
+               count(*) as cluster_size, count(distinct c.code) as job_types
+        from sim_membership s join mine m on s.run_id = m.run_id and s.cluster = m.cluster
+        join sim_runs r on r.run_id = s.run_id
+        left join sim_codings c on c.job_key = s.job_key
+             and c.coding = case when r.algorithm = 'tree' then 'bin' else r.coding end
+        group by all order by r.coding, r.algorithm, r.param""",
+        [key],
+    )
+    if runs:
+        df = df[df["run_id"].isin(runs)]
+    if df.empty:
+        raise IosightError(f"job {key!r} is in no stored clustering (zero job, or none run)")
+    return df.reset_index(drop=True)
+
+
+def evaluate(wh: Warehouse) -> pd.DataFrame:
+    """Cluster quality of every stored run against the known classes (``sim_jobs.label``)."""
+    import pandas as pd
+
+    from iosight.similarity._cluster import cluster_quality
+
+    wh.require("sim_membership", "run 'iosight similarity cluster' first")
+    df = wh.sql(
+        "select m.run_id, m.cluster, j.label from sim_membership m "
+        "join sim_jobs j using (job_key) where j.label is not null"
+    )
+    if df.empty:
+        raise IosightError("no clustered job has a known class (only synthetic data has them)")
+    runs = wh.sql("select * from sim_runs")
+    rows = []
+    for rid, g in df.groupby("run_id", sort=True):
+        rows.append({"run_id": rid, "jobs": len(g), **cluster_quality(g["label"], g["cluster"])})
+    return runs.merge(pd.DataFrame(rows), on="run_id").sort_values(
+        ["algorithm", "coding", "param"], ignore_index=True
+    )

@@ -1,0 +1,153 @@
+"""Warehouse round trips: imports, codings, clustering runs, search, Table 2, quality, CLI."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from iosight._errors import IosightError
+from iosight.cli import app
+from iosight.similarity import (
+    cluster,
+    cluster_of,
+    evaluate,
+    explore,
+    find_similar,
+    import_codings,
+    import_monitoring,
+    load_codings,
+    segment_samples,
+)
+from iosight.synth.monitoring import CLASSES, generate_monitoring, synth_monitoring
+
+CSV = "coding,jobid\n0,5\n128:128:0,3\n128:128,4\n0:0:16:0:0:32,1\n0:0,2\n128:128:0:0,6\n"
+
+
+@pytest.fixture
+def codings_csv(tmp_path):
+    p = tmp_path / "codes.csv"
+    p.write_text(CSV)
+    return p
+
+
+def test_import_codings_orders_by_jobid_and_aggregates_zeros(warehouse, codings_csv):
+    counts = import_codings(warehouse, codings_csv)
+    assert counts == {"jobs": 6, "zero_jobs": 2}
+    agg = load_codings(warehouse, "bin-aggzeros")
+    assert agg.jobids.tolist() == [1, 2, 3, 4, 5, 6]
+    assert agg.codes[0] == "0:16:0:32" and agg.codes[5] == "128:128:0"
+    assert agg.zero.tolist() == [False, True, False, False, True, False]
+    # idempotent: importing again replaces, never duplicates
+    import_codings(warehouse, codings_csv)
+    assert warehouse.sql("select count(*) n from sim_codings")["n"][0] == 12
+
+
+def test_cluster_run_is_stored_and_repeatable(warehouse, codings_csv):
+    import_codings(warehouse, codings_csv)
+    run = cluster(warehouse, "bin-aggzeros", sim=0.6)
+    assert run["n_zero"] == 2 and run["n_jobs"] == 6
+    # 0:16:0:32 alone; 128:128:0, 128:128, 128:128:0 together (sim 2/3 >= 0.6)
+    assert run["n_clusters"] == 2 and run["clusters_ge2"] == 1
+    cluster(warehouse, "bin-aggzeros", sim=0.6)
+    assert warehouse.sql("select count(*) n from sim_membership")["n"][0] == 4
+    t2 = cluster_of(warehouse, "3")
+    assert t2["cluster_size"].tolist() == [3] and t2["job_types"].tolist() == [2]
+    df = explore(warehouse, "bin", [0.1, 0.99])
+    assert df["n_clusters"].tolist() == [2, 4]
+
+
+def test_find_and_errors(warehouse, codings_csv):
+    import_codings(warehouse, codings_csv)
+    top = find_similar(warehouse, "dkrz:4", coding="bin", top=2)
+    assert top["jobid"].tolist() == [3, 6]
+    assert top["similarity"].tolist() == pytest.approx([2 / 3, 0.5])
+    with pytest.raises(IosightError, match="zero job"):
+        find_similar(warehouse, "5", coding="bin")
+    with pytest.raises(IosightError, match="no job"):
+        find_similar(warehouse, "999")
+    with pytest.raises(IosightError, match="coding"):
+        load_codings(warehouse, "octal")
+
+
+def test_monitoring_import_round_trip(tmp_path, warehouse):
+    raw = tmp_path / "raw.parquet"
+    series, jobs = generate_monitoring(12, seed=3, samples_path=raw)
+    seg = segment_samples(raw)
+    merged = series.merge(seg, on=["job", "node", "fs", "metric", "segment"], how="outer")
+    assert not merged.isna().any().any()
+    assert np.allclose(merged["value_x"], merged["value_y"])
+    got = seg.attrs["jobs"].set_index("job")[["n_segments", "n_nodes", "n_fs"]]
+    want = jobs.set_index("job")[["n_segments", "n_nodes", "n_fs"]].to_numpy()
+    assert (got.to_numpy() == want).all()
+    counts = import_monitoring(warehouse, raw)
+    assert counts["jobs"] == 12
+    assert set(warehouse.sql("select distinct coding from sim_codings")["coding"]) == {
+        "bin",
+        "bin-aggzeros",
+        "hex",
+    }
+
+
+def test_sparse_samples_count_missing_instants_as_zero(tmp_path):
+    rows = [("j", "n", "f", "read_bytes", 0.0, 8.0), ("j", "n", "f", "md_read", 15.0, 0.0)]
+    df = pd.DataFrame(rows, columns=["job", "node", "fs", "metric", "time", "value"])
+    seg = segment_samples(df)  # 4 instants (0, 5, 10, 15): mean 8 / 4
+    assert seg["value"].tolist() == [2.0]
+    csv = tmp_path / "mon.csv"
+    df.to_csv(csv, index=False)
+    assert segment_samples(csv)["value"].tolist() == [2.0]
+    df.drop(columns="value").to_csv(csv, index=False)
+    with pytest.raises(IosightError, match="lack columns"):
+        segment_samples(csv)
+
+
+def test_synthetic_quality_is_measured(warehouse):
+    counts = synth_monitoring(warehouse, 300, seed=2)
+    assert sum(counts.values()) == 300 and set(counts) <= {c.name for c in CLASSES}
+    assert warehouse.sql("select bool_and(synthetic) s from sim_jobs")["s"][0]
+    cluster(warehouse, "bin-aggzeros", sim=0.5)
+    cluster(warehouse, "io-duration", algorithm="tree", eps=0.3, sample=200)
+    q = evaluate(warehouse).set_index("run_id")
+    assert set(q.index) == {"bin-aggzeros/density/0.5", "io-duration/tree/0.3"}
+    assert ((q["ari"] > 0) & (q["purity"] <= 1)).all()
+    with pytest.raises(IosightError):
+        cluster(warehouse, "bin", algorithm="tree")
+
+
+def test_generator_is_seeded():
+    a, ja = generate_monitoring(5, seed=7)
+    b, jb = generate_monitoring(5, seed=7)
+    c, _ = generate_monitoring(5, seed=8)
+    assert a.equals(b) and ja.equals(jb) and not a.equals(c)
+    assert ja["n_nodes"].between(1, 64).all() and (ja["n_segments"] <= 48).all()
+
+
+def test_cli_end_to_end(tmp_path, codings_csv):
+    runner = CliRunner()
+    wh = str(tmp_path / "wh")
+    r = runner.invoke(app, ["similarity", "import-codings", str(codings_csv), "-w", wh])
+    assert r.exit_code == 0, r.output
+    assert "zero jobs: 2" in r.output
+    r = runner.invoke(app, ["similarity", "explore", "-w", wh, "--sim", "0.5,0.9"])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["similarity", "find", "4", "-w", wh, "--format", "csv", "-c", "bin"])
+    assert r.exit_code == 0 and r.output.splitlines()[1].startswith("1,dkrz:3,3,")
+    r = runner.invoke(app, ["similarity", "find", "nope", "-w", wh])
+    assert r.exit_code == 1 and "no job" in r.output and "Traceback" not in r.output
+    r = runner.invoke(app, ["similarity", "explore", "-w", wh, "--sim", "x"])
+    assert r.exit_code == 1
+    r = runner.invoke(app, ["synth", "monitoring", "--jobs", "20", "-w", str(tmp_path / "s")])
+    assert r.exit_code == 0, r.output
+
+
+def test_real_dkrz_codings(shared, warehouse):
+    csv = shared("datasets", "dkrz_mistral_bcoding_100k", "coding_job_abs_mode_False.csv")
+    counts = import_codings(warehouse, csv)
+    assert counts["jobs"] == 100_000
+    assert counts["zero_jobs"] / counts["jobs"] == pytest.approx(0.4435, abs=1e-4)  # paper: ~40%
+    low = cluster(warehouse, "bin-aggzeros", sim=0.95)
+    high = cluster(warehouse, "bin-aggzeros", sim=0.99)
+    assert low["n_clusters"] < high["n_clusters"]
+    assert high["clusters_ge2"] < high["n_clusters"] / 2  # barely any grouping at 0.99
