@@ -260,26 +260,55 @@ def _stage_use(platform: Platform, stage: str, nodes: np.ndarray) -> tuple[int, 
     return int(counts.max()), int(np.count_nonzero(counts))
 
 
+def striped_bytes(
+    n_files: int, size: int, unit: int, width: int, n_targets: int, start: np.ndarray
+) -> np.ndarray:
+    """Bytes on each target when ``n_files`` files of ``size`` bytes are striped round robin.
+
+    Unit ``j`` of a file (``unit`` bytes, the last one partial) lands on target
+    ``(start + j mod width) mod n_targets`` (Fig. 3: Lustre stripes, GPFS blocks).
+    """
+    units = math.ceil(size / unit)
+    used = min(width, units)  # slots a file actually touches
+    slot = np.arange(used)
+    per_slot = (units // width + (slot < units % width)) * float(unit)
+    per_slot[(units - 1) % width] -= units * unit - size  # partial last unit
+    tgt = ((np.asarray(start)[:, None] + slot[None, :]) % n_targets).ravel()
+    return np.bincount(tgt, weights=np.tile(per_slot, n_files), minlength=n_targets)
+
+
+def start_targets(platform: Platform, pattern: WritePattern, seed: int) -> np.ndarray:
+    """First target of every file: Lustre ``sequence``/``random`` policy, GPFS random."""
+    n_files = pattern.nodes * pattern.cores
+    sto = platform.storage
+    policy = (
+        (pattern.start_target or sto.start_target)
+        if platform.filesystem == "lustre"
+        else ("random")
+    )
+    if policy == "sequence":
+        w = pattern.stripes or sto.default_stripe_count
+        return (pattern.first_target + np.arange(n_files) * w) % sto.targets
+    return np.random.default_rng(seed).integers(0, sto.targets, n_files)
+
+
+def target_bytes(platform: Platform, pattern: WritePattern, seed: int = 0) -> np.ndarray:
+    """Bytes each OST / NSD receives from ``pattern`` (length: the platform's targets)."""
+    sto = platform.storage
+    start = start_targets(platform, pattern, seed)
+    if platform.filesystem == "lustre":
+        unit, width = sto.stripe_size, pattern.stripes or sto.default_stripe_count
+    else:
+        unit, width = sto.block_size, sto.targets
+    return striped_bytes(len(start), pattern.size, unit, width, sto.targets, start)
+
+
 def _lustre_targets(
     platform: Platform, pattern: WritePattern, seed: int
 ) -> tuple[float, int, float, int]:
     """(s_oss, n_oss, s_ost, n_ost): bytes on the busiest OSS/OST and how many are used."""
     sto = platform.storage
-    n_files = pattern.nodes * pattern.cores
-    w = pattern.stripes or sto.default_stripe_count
-    stripes = math.ceil(pattern.size / sto.stripe_size)
-    used = min(w, stripes)  # OST slots a file actually touches
-    slot = np.arange(used)
-    per_slot = (stripes // w + (slot < stripes % w)) * float(sto.stripe_size)
-    # the last stripe may be partial; it sits on slot (stripes - 1) mod W
-    per_slot[(stripes - 1) % w] -= stripes * sto.stripe_size - pattern.size
-    policy = pattern.start_target or sto.start_target
-    if policy == "sequence":
-        start = (pattern.first_target + np.arange(n_files) * w) % sto.targets
-    else:
-        start = np.random.default_rng(seed).integers(0, sto.targets, n_files)
-    ost = ((start[:, None] + slot[None, :]) % sto.targets).ravel()
-    ost_bytes = np.bincount(ost, weights=np.tile(per_slot, n_files), minlength=sto.targets)
+    ost_bytes = target_bytes(platform, pattern, seed)
     oss_bytes = np.bincount(
         sto.server_of(np.arange(sto.targets)), weights=ost_bytes, minlength=sto.servers
     )

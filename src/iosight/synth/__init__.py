@@ -1,0 +1,1 @@
+"""Generators of realistic synthetic data, one module per kind (DESIGN.md)."""
