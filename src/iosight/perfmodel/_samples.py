@@ -106,7 +106,7 @@ def group_runs(
     check_param("error", error, error > 0, "positive")
     check_param("max_runs", max_runs, max_runs >= min_runs >= 2, "at least min_runs (>= 2)")
     df = check_runs(runs)
-    extra = [c for c in ("system", "synthetic", "first_node") if c in df.columns]
+    extra = [c for c in ("system", "synthetic", "first_node", "first_target") if c in df.columns]
     keys = [*extra, *PATTERN_COLUMNS]
     order = ["start_time"] if "start_time" in df.columns else []
     df = df.assign(_row=np.arange(len(df)), stripes=df["stripes"].fillna(0))

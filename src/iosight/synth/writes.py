@@ -8,7 +8,8 @@ bottleneck stage plus a share of the others, plus metadata time. Production inte
 takes a random share of every storage component's bandwidth per run, stragglers slow a
 few targets a lot, and a log-normal factor adds the rest of the noise. Runs of a pattern
 repeat until the CLT test converges or 9 runs (Xie et al. §IV-A), like the paper's
-sampling; patterns follow Tables III/IV (scales 1..512, burst sizes 1 MB..2.5 GB).
+sampling; patterns follow Tables III/IV (scales 1..512, burst sizes 1 MB..2.5 GB) and each
+is placed as a block of nodes starting at a random node, as a scheduler would place it.
 
 This is a model of a machine, not a measurement: every row carries ``synthetic = True``.
 """
@@ -78,7 +79,8 @@ class WriteSimConfig:
     seed: int = 0
 
 
-def _draw_patterns(platform: Platform, cfg: WriteSimConfig, rng) -> list[WritePattern]:
+def _draw_patterns(platform: Platform, cfg: WriteSimConfig, rng) -> list[tuple[WritePattern, int]]:
+    """Patterns of Tables III/IV, each with the first node of its (block) allocation."""
     pats = []
     lustre = platform.filesystem == "lustre"
     for n in cfg.scales:
@@ -92,7 +94,8 @@ def _draw_patterns(platform: Platform, cfg: WriteSimConfig, rng) -> list[WritePa
                 a, b = STRIPE_RANGES[rng.integers(len(STRIPE_RANGES))]
                 w = int(min(rng.integers(a, b + 1), platform.storage.targets))
             first = int(rng.integers(0, platform.storage.targets))
-            pats.append(WritePattern(n, m, size, w, first_target=first))
+            node0 = int(rng.integers(0, platform.nodes - n + 1))  # where the scheduler put it
+            pats.append((WritePattern(n, m, size, w, first_target=first), node0))
     return pats
 
 
@@ -129,8 +132,8 @@ def simulate_writes(
     prog = ensure_progress(progress)
     prog.start(len(patterns), f"simulating writes on {platform.name}")
     rows, clock = [], 0.0
-    for pid, pat in enumerate(patterns):
-        nodes = place_nodes(platform, pat.nodes)
+    for pid, (pat, node0) in enumerate(patterns):
+        nodes = place_nodes(platform, pat.nodes, first=node0)
         tb = target_bytes(platform, pat, seed=cfg.seed + pid)
         used = np.flatnonzero(tb)
         sb = np.bincount(server_of, weights=tb, minlength=sto.servers)
