@@ -73,7 +73,10 @@ def test_plan_by_hand():
     # 100 s writes, +30% margin = 130 s; 10% budget -> interval >= 130 * 0.9 / 0.1 = 1170 s
     p = plan_checkpoints(100.0, 3600.0, io_budget=0.1, margin=0.3)
     assert p.planned_write_s == pytest.approx(130.0)
-    assert p.checkpoints == 3 and p.interval_s == pytest.approx(1200.0)
+    assert p.checkpoints == 3 and p.interval_s == pytest.approx(1200.0) and p.feasible
+    assert p.min_interval_s == pytest.approx(1170.0)
+    tight = plan_checkpoints(100.0, 600.0, io_budget=0.1, margin=0.0)
+    assert not tight.feasible and tight.checkpoints == 1
     assert p.write_share == pytest.approx(390 / 3990)
     assert p.write_share <= 0.1
     with pytest.raises(IosightError, match="cannot be planned"):

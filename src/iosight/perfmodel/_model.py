@@ -27,7 +27,7 @@ from iosight.perfmodel._search import SearchOutcome, linear_coefficients, search
 if TYPE_CHECKING:
     import pandas as pd
 
-FAMILIES = ("lasso", "linear", "gradient boosting", "random forest")
+FAMILIES = ("lasso", "linear", "gradient boosting", "random forest", "median")
 SMALL_TEST, MEDIUM_TEST = (200, 256), (400, 512)  # §IV-C test sets
 
 
@@ -233,10 +233,12 @@ class CheckpointPlan:
 
     predicted_write_s: float
     planned_write_s: float  # with the safety margin
-    interval_s: float  # compute seconds between checkpoints
+    min_interval_s: float  # the shortest interval within the budget
+    interval_s: float  # compute seconds between checkpoints in this run
     checkpoints: int
     write_share: float  # planned write time / (compute + write time)
     compute_time_s: float
+    feasible: bool  # False: even one checkpoint exceeds the budget
 
     def as_frame(self) -> pd.DataFrame:
         import pandas as pd
@@ -254,7 +256,9 @@ def plan_checkpoints(
 
     With a write of ``w = predicted * (1 + margin)`` seconds every ``I`` compute seconds the
     write share is ``w / (I + w)``; it stays within ``b`` when ``I >= w (1 - b) / b``. The
-    margin covers the model's error (the paper's 20-30%, §IV-C).
+    margin covers the model's error (the paper's 20-30%, §IV-C). The run is split into
+    ``floor(C / I_min)`` equal intervals; when even one write breaks the budget the plan
+    keeps one final checkpoint and says it is not feasible.
     """
     check_param("io_budget", io_budget, 0 < io_budget < 1, "in (0, 1)")
     check_param("margin", margin, margin >= 0, "non-negative")
@@ -265,11 +269,14 @@ def plan_checkpoints(
             "which cannot be planned with; the pattern is probably far outside the training data"
         )
     w = predicted_write_s * (1 + margin)
-    interval = w * (1 - io_budget) / io_budget
-    k = max(1, math.floor(compute_time_s / interval))
-    interval = compute_time_s / k if k > 1 else max(interval, compute_time_s)
+    needed = w * (1 - io_budget) / io_budget
+    k = math.floor(compute_time_s / needed)
+    feasible = k >= 1
+    k = max(k, 1)  # at least the final checkpoint
     share = k * w / (compute_time_s + k * w)
-    return CheckpointPlan(predicted_write_s, w, interval, k, share, compute_time_s)
+    return CheckpointPlan(
+        predicted_write_s, w, needed, compute_time_s / k, k, share, compute_time_s, feasible
+    )
 
 
 def predict_pattern(model: WriteModel, pattern: WritePattern) -> float:

@@ -200,3 +200,27 @@ def runs_from_warehouse(
     if platform.filesystem != "lustre":
         jobs["stripes"] = np.nan
     return jobs[["job_key", "start_time", "synthetic", *RUN_COLUMNS]].reset_index(drop=True)
+
+
+def collect_samples(
+    platform: Platform,
+    *,
+    warehouse: Warehouse | None = None,
+    runs_csv: str | Path | None = None,
+    cores_per_node: int | None = None,
+    confidence: float | None = None,
+    error: float = 0.1,
+    max_runs: int = 9,
+) -> pd.DataFrame:
+    """Samples from a runs CSV/Parquet file or from the warehouse's Darshan logs (§IV-A).
+
+    ``confidence`` defaults to 0.9 on Lustre and 0.98 on GPFS, as the paper used.
+    """
+    if (warehouse is None) == (runs_csv is None):
+        raise IosightError("give exactly one source of runs: a warehouse or a runs CSV")
+    if runs_csv is not None:
+        runs = read_table(runs_csv)
+    else:
+        runs = runs_from_warehouse(warehouse, platform, cores_per_node=cores_per_node)
+    conf = confidence or DEFAULT_CONFIDENCE[platform.filesystem]
+    return group_runs(runs, confidence=conf, error=error, max_runs=max_runs)

@@ -326,6 +326,12 @@ def search_models(
     for fam in families:
         if fam in ("lasso", "linear"):
             cands[fam] = fit_linear_family(fam, x, y, scale, mse, subsets, alphas)
+        elif fam == "median":  # context: a constant guess, the training median
+            from sklearn.dummy import DummyRegressor
+
+            est = DummyRegressor(strategy="median").fit(x, y)
+            v = float(np.mean((est.predict(x_val) - y_val) ** 2))
+            cands[fam] = Candidate(fam, tuple(sorted(set(scale.tolist()))), {}, v, est)
         elif fam in TREE_GRIDS:
             cands[fam] = fit_tree_family(fam, x, y, scale, x_val, y_val, tree_subsets, seed)
         else:

@@ -286,3 +286,15 @@ def runs_to_warehouse(
         batch["lustre"] = lustre
     wh.commit(batch)
     return len(jobs)
+
+
+def simulate_samples(
+    platform: Platform, cfg: WriteSimConfig = WriteSimConfig(), progress: Progress | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Simulated runs and the samples they group into (CLT test as in §IV-A)."""
+    from iosight.perfmodel._samples import DEFAULT_CONFIDENCE, group_runs
+
+    runs = simulate_writes(platform, cfg, progress)
+    conf = cfg.confidence or DEFAULT_CONFIDENCE[platform.filesystem]
+    samples = group_runs(runs, confidence=conf, error=cfg.error, max_runs=cfg.max_runs)
+    return runs, samples

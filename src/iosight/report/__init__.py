@@ -1,0 +1,1 @@
+"""HTML report sections and figures, one module per subsystem (DESIGN.md)."""
