@@ -277,6 +277,7 @@ def report(
                 acc[acc["test_set"] == "all"]
                 .pivot(index="system", columns="family", values="within_30")
                 .reset_index()
+                .round(3)
             )
             print_frame(
                 wide,

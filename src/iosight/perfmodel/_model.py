@@ -166,21 +166,23 @@ def fit_model(
     platform: Platform,
     *,
     family: str = "lasso",
+    families: tuple[str, ...] = FAMILIES,
     train_max_nodes: int = 128,
     min_time: float = 5.0,
     seed: int = 0,
     n_jobs: int = 1,
     progress: Progress | None = None,
 ) -> WriteModel:
-    """Search all families, keep ``family`` (``best``: lowest validation MSE) as the model."""
+    """Search ``families``, keep ``family`` (``best``: lowest validation MSE) as the model."""
     check_param(
-        "family", family, family in (*FAMILIES, "best"), f"one of {', '.join((*FAMILIES, 'best'))}"
+        "family", family, family in (*families, "best"), f"one of {', '.join((*families, 'best'))}"
     )
     out = evaluate(
         samples,
         platform,
         train_max_nodes=train_max_nodes,
         min_time=min_time,
+        families=families,
         seed=seed,
         n_jobs=n_jobs,
         progress=progress,
@@ -191,7 +193,7 @@ def fit_model(
     coef = (
         linear_coefficients(cand.estimator, out.features) if family in ("lasso", "linear") else None
     )
-    synthetic = bool(samples.get("synthetic", False).any()) if "synthetic" in samples else False
+    synthetic = bool(samples["synthetic"].any()) if "synthetic" in samples else False
     meta = {
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "iosight_version": _version(),
