@@ -148,7 +148,7 @@ def evaluate_tokio(
             f"system {system!r} has {len(s)} write samples; need at least 30 "
             f"(systems here: {', '.join(sorted(samples['system'].unique()))})"
         )
-    cut = int(len(s) * train_share)
+    cut = int(round(len(s) * train_share))
     train, test = s.iloc[:cut], s.iloc[cut:]
     raw = [c for c in _RAW if train[c].notna().any() and train[c].nunique() > 1]
     fill = train[raw].median()
