@@ -42,7 +42,7 @@ def test_roll_forward_of_killed_commit(tmp_path):
     staging.mkdir()
     import pyarrow.parquet as pq
 
-    pq.write_table(_t(["b"], [2]), staging / "jobs.parquet")
+    pq.write_table(_t(["b"], [2]), staging / "jobs.0.parquet")
     (wh.path / "_commits" / "00000000000000000001-deadbeef.json").write_text(
         json.dumps(
             {
@@ -50,14 +50,13 @@ def test_roll_forward_of_killed_commit(tmp_path):
                 "tables": ["jobs"],
                 "delete_keys": {},
                 "replace_tables": [],
-                "key_column": "job_key",
             }
         )
     )
     # and one killed before its commit record: must vanish
     orphan = wh.path / "_staging" / "00000000000000000002-cafebabe"
     orphan.mkdir()
-    pq.write_table(_t(["c"], [3]), orphan / "jobs.parquet")
+    pq.write_table(_t(["c"], [3]), orphan / "jobs.0.parquet")
     again = Warehouse(tmp_path / "wh")
     assert sorted(again.sql("select job_key from jobs")["job_key"]) == ["a", "b"]
     assert not any((wh.path / "_staging").iterdir())

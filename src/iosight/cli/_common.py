@@ -12,8 +12,9 @@ from rich.console import Console
 
 from iosight._errors import IosightError
 
-console = Console()
-err_console = Console(stderr=True)
+# off a terminal Rich assumes 80 columns; tables of counters need more
+console = Console(width=None if sys.stdout.isatty() else 160)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 WAREHOUSE_OPT = typer.Option(
     None,
@@ -66,12 +67,14 @@ class RichProgress:
         )
 
         extra = [TextColumn(f"{f}: {{task.fields[{f}]}}") for f in self._fields]
+        rate = _rate_column()
         self._bar = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             TimeRemainingColumn(),
+            rate,
             *extra,
             console=err_console,
             transient=False,
@@ -87,6 +90,19 @@ class RichProgress:
         if self._bar is not None:
             self._bar.stop()
             self._bar = None
+
+
+def _rate_column():
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class RateColumn(ProgressColumn):
+        """Items per second."""
+
+        def render(self, task) -> Text:
+            return Text(f"{task.speed:.1f}/s" if task.speed else "-/s")
+
+    return RateColumn()
 
 
 def print_frame(df, fmt: str = "table", title: str | None = None, max_rows: int = 50) -> None:

@@ -1,1 +1,1 @@
-"""HTML report sections and figures, one module per subsystem (DESIGN.md)."""
+"""Reports: HTML pages and figures, one module per capability."""

@@ -1,5 +1,17 @@
 """The warehouse: every analysis reads it, ingest writes it (DESIGN.md)."""
 
+from iosight.warehouse._ingest import IngestReport, discover, ingest
 from iosight.warehouse._store import DEFAULT_WAREHOUSE, Warehouse, default_path
+from iosight.warehouse._summary import JobSummary, find_job, job_summary
 
-__all__ = ["DEFAULT_WAREHOUSE", "Warehouse", "default_path"]
+__all__ = [
+    "DEFAULT_WAREHOUSE",
+    "IngestReport",
+    "JobSummary",
+    "Warehouse",
+    "default_path",
+    "discover",
+    "find_job",
+    "ingest",
+    "job_summary",
+]

@@ -16,12 +16,14 @@ and no batch is half visible.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 DEFAULT_WAREHOUSE = "iosight-warehouse"
-_TABLES, _STAGING, _COMMITS = "tables", "_staging", "_commits"
+_TABLES, _STAGING, _COMMITS, _LOCK = "tables", "_staging", "_commits", "_lock"
 
 
 def default_path() -> Path:
@@ -41,7 +43,7 @@ def default_path() -> Path:
     return Path(os.environ.get("IOSIGHT_WAREHOUSE", DEFAULT_WAREHOUSE))
 
 
-def _new_batch_id() -> str:
+def new_batch_id() -> str:
     # sortable by time, unique across processes
     return f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
 
@@ -52,6 +54,30 @@ def _atomic_write_text(path: Path, text: str) -> None:
     with open(tmp, "rb") as fh:
         os.fsync(fh.fileno())
     os.replace(tmp, path)
+
+
+def stage_tables(
+    staging: Path, batch: Mapping[str, Iterable[pa.Table]], *, part: int = 0
+) -> list[str]:
+    """Write a batch's tables as Parquet into ``staging``; return the names written.
+
+    Runs in whichever process produced the rows (ingest workers stage their own
+    batches), so the committing process only renames files. A writer may stage
+    several ``part``s of one batch to bound its memory.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    staging.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, parts in batch.items():
+        parts = [p for p in parts if p is not None and p.num_rows > 0]
+        if not parts:
+            continue
+        table = pa.concat_tables(parts, promote_options="permissive")
+        pq.write_table(table, staging / f"{name}.{part}.parquet", compression="zstd")
+        written.append(name)
+    return written
 
 
 class Warehouse:
@@ -79,6 +105,8 @@ class Warehouse:
         for sub in (_TABLES, _STAGING, _COMMITS):
             (self.path / sub).mkdir(exist_ok=True)
         self._con: duckdb.DuckDBPyConnection | None = None
+        self._lock_fh = None
+        self._lock_depth = 0
         self.recover()
 
     def __repr__(self) -> str:
@@ -127,13 +155,15 @@ class Warehouse:
         import duckdb
 
         try:
-            return self.connect().execute(query, params or [])
+            rel = self.connect().sql(query, params=params or None)
         except duckdb.CatalogException as err:
-            raise IosightError(
-                f"{err}. Tables here: {', '.join(self.tables()) or 'none'}"
-            ) from None
+            tables = ", ".join(self.tables()) or "none"
+            raise IosightError(f"{err}. Tables here: {tables}") from None
         except (duckdb.ParserException, duckdb.BinderException) as err:
             raise IosightError(str(err)) from None
+        if rel is None:
+            raise IosightError("the statement returns no rows; only queries are supported")
+        return rel
 
     def table(
         self, name: str, columns: list[str] | None = None, where: str | None = None
@@ -168,7 +198,7 @@ class Warehouse:
         self,
         batch: Mapping[str, Iterable[pa.Table]],
         *,
-        delete_keys: Mapping[str, Iterable[str]] | None = None,
+        delete_keys: Mapping[str, Iterable[str] | Mapping[str, Iterable[str]]] | None = None,
         replace_tables: Iterable[str] = (),
         key_column: str = "job_key",
     ) -> str:
@@ -176,36 +206,93 @@ class Warehouse:
 
         ``batch`` maps table names to Arrow tables (concatenated, schemas unified).
         ``delete_keys`` removes rows whose ``key_column`` is in the given set from
-        the named tables first (``--force`` re-ingest); ``replace_tables`` drops
-        all earlier files of those tables.
+        the named tables first (``--force`` re-ingest); a value may instead map
+        another column name to its keys. ``replace_tables`` drops all earlier
+        files of those tables.
         """
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        batch_id = _new_batch_id()
-        staging = self.path / _STAGING / batch_id
-        staging.mkdir(parents=True)
-        written = []
-        for name, parts in batch.items():
-            parts = [p for p in parts if p is not None and p.num_rows > 0]
-            if not parts:
-                continue
-            table = pa.concat_tables(parts, promote_options="permissive")
-            pq.write_table(table, staging / f"{name}.parquet", compression="zstd")
-            written.append(name)
-        record = {
-            "batch": batch_id,
-            "tables": written,
-            "delete_keys": {k: sorted(set(v)) for k, v in (delete_keys or {}).items()},
-            "replace_tables": sorted(set(replace_tables)),
-            "key_column": key_column,
-        }
-        _atomic_write_text(self.path / _COMMITS / f"{batch_id}.json", json.dumps(record))
-        self._apply(record)
+        batch_id = new_batch_id()
+        with self.writer_lock():
+            written = stage_tables(self.staging_dir(batch_id), batch)
+            self.commit_staged(
+                batch_id,
+                written,
+                delete_keys=delete_keys,
+                replace_tables=replace_tables,
+                key_column=key_column,
+            )
         return batch_id
 
+    def staging_dir(self, batch_id: str) -> Path:
+        """Where a writer (possibly another process) stages the files of a batch."""
+        return self.path / _STAGING / batch_id
+
+    def commit_staged(
+        self,
+        batch_id: str,
+        tables: Iterable[str],
+        *,
+        delete_keys: Mapping[str, Iterable[str] | Mapping[str, Iterable[str]]] | None = None,
+        replace_tables: Iterable[str] = (),
+        key_column: str = "job_key",
+    ) -> None:
+        """Make a batch staged by :func:`stage_tables` visible, atomically."""
+        record = {
+            "batch": batch_id,
+            "tables": list(tables),
+            "delete_keys": {
+                name: {c: sorted(set(k)) for c, k in keys.items()}
+                if isinstance(keys, Mapping)
+                else {key_column: sorted(set(keys))}
+                for name, keys in (delete_keys or {}).items()
+            },
+            "replace_tables": sorted(set(replace_tables)),
+        }
+        with self.writer_lock():
+            _atomic_write_text(self.path / _COMMITS / f"{batch_id}.json", json.dumps(record))
+            self._apply(record)
+
+    @contextmanager
+    def writer_lock(self) -> Iterator[None]:
+        """Hold the warehouse's write lock (re-entrant in this process).
+
+        One writer at a time: a second ingest into the same warehouse fails with a
+        clear error instead of interleaving commits, and readers only run recovery
+        when no writer holds the lock (its staging is in progress, not abandoned).
+        """
+        if self._lock_depth:
+            self._lock_depth += 1
+        else:
+            fh = open(self.path / _LOCK, "a+")
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                fh.close()
+                raise IosightError(
+                    f"warehouse {self.path} is being written by another process; "
+                    "wait for it to finish"
+                ) from None
+            self._lock_fh, self._lock_depth = fh, 1
+        try:
+            yield
+        finally:
+            self._lock_depth -= 1
+            if not self._lock_depth:
+                fcntl.flock(self._lock_fh, fcntl.LOCK_UN)
+                self._lock_fh.close()
+                self._lock_fh = None
+
     def recover(self) -> None:
-        """Finish commits left by a killed writer; discard uncommitted staging."""
+        """Finish commits left by a killed writer; discard uncommitted staging.
+
+        Skipped while another process holds the write lock (its work is live).
+        """
+        try:
+            with self.writer_lock():
+                self._recover()
+        except IosightError:
+            return
+
+    def _recover(self) -> None:
         commits = self.path / _COMMITS
         for rec_path in sorted(commits.glob("*.json")):
             self._apply(json.loads(rec_path.read_text()))
@@ -217,20 +304,21 @@ class Warehouse:
 
     def _apply(self, record: dict) -> None:
         batch_id = record["batch"]
-        mine = f"part-{batch_id}.parquet"
+        mine = f"part-{batch_id}-"
         for name in record["replace_tables"]:
             for f in self.table_files(name):
-                if f.name != mine:
+                if not f.name.startswith(mine):
                     f.unlink()
-        for name, keys in record["delete_keys"].items():
-            self._delete_rows(name, record["key_column"], set(keys), keep=mine)
-        staging = self.path / _STAGING / batch_id
-        for name in record["tables"]:
-            src = staging / f"{name}.parquet"
-            if src.exists():
+        for name, by_column in record["delete_keys"].items():
+            for column, keys in by_column.items():
+                self._delete_rows(name, column, set(keys), keep=mine)
+        staging = self.staging_dir(batch_id)
+        if staging.exists():
+            for src in sorted(staging.glob("*.parquet")):
+                name, part = src.name.removesuffix(".parquet").rsplit(".", 1)
                 dest = self.path / _TABLES / name
                 dest.mkdir(exist_ok=True)
-                os.replace(src, dest / mine)
+                os.replace(src, dest / f"{mine}{part}.parquet")
         shutil.rmtree(staging, ignore_errors=True)
         (self.path / _COMMITS / f"{batch_id}.json").unlink(missing_ok=True)
         self._invalidate()
@@ -244,7 +332,7 @@ class Warehouse:
             return
         value_set = pa.array(sorted(keys))
         for f in self.table_files(name):
-            if f.name == keep:
+            if f.name.startswith(keep):
                 continue
             table = pq.read_table(f)
             if column not in table.column_names:

@@ -1,0 +1,159 @@
+"""Commands over the warehouse: ingest, jobs, job, sql, errors, compact."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from iosight.cli._common import (
+    WAREHOUSE_OPT,
+    RichProgress,
+    cli_errors,
+    console,
+    err_console,
+    open_warehouse,
+    print_frame,
+)
+
+FORMAT_OPT = typer.Option("table", "--format", "-f", help="table, csv or json")
+
+
+def ingest(
+    paths: list[Path] = typer.Argument(..., help="Log files or directories (recursive)."),
+    warehouse: Path = WAREHOUSE_OPT,
+    workers: int = typer.Option(0, help="Worker processes (0: one per core)."),
+    scheduler: str = typer.Option(None, help="Dask scheduler address to run readers on."),
+    force: bool = typer.Option(False, help="Replace sources already ingested."),
+    timeout: float = typer.Option(300.0, help="Seconds one log may take before it fails."),
+    batch_size: int = typer.Option(256, help="Logs per atomic commit."),
+) -> None:
+    """Read Darshan logs (3.x, 2.x, parser text) and job-total tables into the warehouse."""
+    from iosight.warehouse import ingest as run_ingest
+
+    with cli_errors():
+        wh = open_warehouse(warehouse, create=True)
+        report = run_ingest(
+            paths,
+            wh,
+            workers=workers,
+            force=force,
+            timeout=timeout,
+            scheduler=scheduler,
+            batch_size=batch_size,
+            progress=RichProgress(fields=("failed",)),
+        )
+    console.print(report.summary())
+    for path, reason in report.errors[:20]:
+        err_console.print(f"  failed: {path}: {reason}", highlight=False)
+    if len(report.errors) > 20:
+        err_console.print(f"  ... {len(report.errors) - 20} more (iosight errors)")
+    if not report.ok:
+        raise typer.Exit(code=2)
+
+
+def jobs(
+    warehouse: Path = WAREHOUSE_OPT,
+    where: str = typer.Option(None, help="SQL condition on jobs columns, e.g. 'nprocs >= 1024'."),
+    limit: int = typer.Option(0, help="At most this many rows (0: all)."),
+    fmt: str = FORMAT_OPT,
+) -> None:
+    """List ingested jobs."""
+    with cli_errors():
+        wh = open_warehouse(warehouse)
+        df = wh.jobs(where=where)
+        cols = ["job_key", "jobid", "exe", "nprocs", "start_time", "run_time", "modules"]
+        df = df[cols + (["synthetic"] if fmt != "table" else [])].sort_values("start_time")
+        df["job_key"] = df["job_key"].str[:12] if fmt == "table" else df["job_key"]
+        print_frame(df.head(limit) if limit else df, fmt, title=f"jobs in {wh.path}")
+
+
+def job(
+    ident: str = typer.Argument(..., help="Job id or job_key prefix."),
+    warehouse: Path = WAREHOUSE_OPT,
+    files: int = typer.Option(15, help="Rows of the per-file table."),
+    plot: Path = typer.Option(None, help="Also draw the job's figure to this PNG/SVG file."),
+) -> None:
+    """One job's I/O summary: modules, access sizes, files, OSTs."""
+    from iosight.warehouse import job_summary
+
+    with cli_errors():
+        wh = open_warehouse(warehouse)
+        s = job_summary(wh, ident)
+    render_job_summary(s, files)
+    if plot:
+        from iosight.report.job import plot_job
+
+        console.print(f"figure: {plot_job(wh, s, plot)}")
+
+
+def render_job_summary(s, files: int = 15) -> None:
+    import datetime as dt
+
+    j = s.job
+    start = dt.datetime.fromtimestamp(j["start_time"], dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+    console.print(
+        f"[bold]job {j['jobid']}[/] ({j['job_key'][:12]}) {j['exe'][:80]}\n"
+        f"  {j['nprocs']} processes, start {start} UTC, run time {j['run_time']:.1f} s, "
+        f"Darshan {j['lib_version'] or j['log_version']} ({j['source_format']})\n"
+        f"  modules: {j['modules']}",
+        highlight=False,
+    )
+    for note in s.notes:
+        console.print(f"  [yellow]note:[/] {note}")
+    if not s.modules.empty:
+        print_frame(s.modules, title="per module: bytes, operations, I/O time (s, summed)")
+    if not s.access_sizes.empty:
+        print_frame(s.access_sizes, title="access sizes (operations per size bin)")
+    if not s.files.empty:
+        print_frame(s.files, title="per file", max_rows=files)
+    if not s.osts.empty:
+        print_frame(s.osts, title="Lustre OSTs: files, ranks and I/O time per OST")
+
+
+def sql(
+    query: str = typer.Argument(..., help="DuckDB SQL over the warehouse views."),
+    warehouse: Path = WAREHOUSE_OPT,
+    fmt: str = FORMAT_OPT,
+) -> None:
+    """Run SQL over the warehouse (tables: jobs, posix, mpiio, names, ...)."""
+    with cli_errors():
+        print_frame(open_warehouse(warehouse).sql(query), fmt)
+
+
+def errors(warehouse: Path = WAREHOUSE_OPT, fmt: str = FORMAT_OPT) -> None:
+    """Sources that could not be ingested, and why."""
+    with cli_errors():
+        wh = open_warehouse(warehouse)
+        if not wh.has_table("ingest_errors"):
+            console.print("no ingest errors")
+            return
+        print_frame(wh.sql("select source_path, error from ingest_errors order by 1"), fmt)
+
+
+def tables(warehouse: Path = WAREHOUSE_OPT) -> None:
+    """Tables in the warehouse with row and file counts."""
+    import pandas as pd
+
+    with cli_errors():
+        wh = open_warehouse(warehouse)
+        rows = [
+            {
+                "table": t,
+                "rows": wh.sql(f'select count(*) n from "{t}"')["n"][0],
+                "files": len(wh.table_files(t)),
+            }
+            for t in wh.tables()
+        ]
+        print_frame(pd.DataFrame(rows), title=str(wh.path))
+
+
+def compact(warehouse: Path = WAREHOUSE_OPT) -> None:
+    """Merge each table's batch files into one (faster queries on big warehouses)."""
+    with cli_errors():
+        open_warehouse(warehouse).compact()
+
+
+def register(app: typer.Typer) -> None:
+    for fn in (ingest, jobs, job, sql, errors, tables, compact):
+        app.command()(fn)

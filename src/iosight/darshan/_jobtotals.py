@@ -1,0 +1,116 @@
+"""Read published job-total tables: one row per job, ``darshan-parser --total`` columns.
+
+Facilities publish Darshan data sets in this form (e.g. the OLCF Summit 2021
+archive: ``jobid, start_time, end_time, nprocs, runtime, exe, uid,
+total_POSIX_BYTES_WRITTEN, ...``). Each row becomes one ``jobs`` row and one
+``job_totals`` row; a ``_row`` column ties them so ingest can key each job.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from iosight._errors import CorruptLogError
+from iosight.darshan._tables import LogTables, jobs_schema
+
+# accepted spellings of the job columns, first match wins
+_ALIASES = {
+    "jobid": ("jobid", "job_id", "JOBID"),
+    "uid": ("uid", "user", "UID"),
+    "exe": ("exe", "app", "executable", "EXE"),
+    "nprocs": ("nprocs", "NPROCS", "num_procs"),
+    "start_time": ("start_time", "START_TIME", "start"),
+    "end_time": ("end_time", "END_TIME", "end"),
+    "run_time": ("runtime", "run_time", "RUN_TIME"),
+    "log_version": ("darshan_log_version", "log_version"),
+}
+
+
+def is_job_totals_table(path: Path) -> bool:
+    name = path.name.lower()
+    return name.endswith((".csv", ".csv.gz", ".parquet"))
+
+
+def read_job_totals(path: str | Path) -> LogTables:
+    """Read a CSV or Parquet job-total table into ``jobs`` and ``job_totals`` rows."""
+    import pandas as pd
+
+    path = Path(path)
+    try:
+        if path.name.lower().endswith(".parquet"):
+            df = pd.read_parquet(path)
+        else:
+            df = pd.read_csv(path, low_memory=False)
+    except Exception as err:  # noqa: BLE001 - any parse failure is a bad source
+        raise CorruptLogError(f"{path}: not a readable CSV/Parquet table ({err})") from None
+    totals = [c for c in df.columns if str(c).startswith("total_")]
+    if not totals:
+        raise CorruptLogError(f"{path}: no total_<COUNTER> columns; not a job-total table")
+    col = {k: next((a for a in names if a in df.columns), None) for k, names in _ALIASES.items()}
+    missing = [k for k in ("jobid", "start_time", "end_time") if col[k] is None]
+    if missing:
+        raise CorruptLogError(f"{path}: job-total table lacks column(s) {', '.join(missing)}")
+    n = len(df)
+
+    def get(key: str, default, dtype):
+        return df[col[key]].to_numpy(dtype) if col[key] else np.full(n, default, dtype)
+
+    start = get("start_time", np.nan, np.float64)
+    end = get("end_time", np.nan, np.float64)
+    run = get("run_time", np.nan, np.float64)
+    run = np.where(np.isnan(run), end - start, run)
+    modules = _modules_per_row(df, totals)
+    jobs = pa.table(
+        {
+            "source_path": pa.array([str(path)] * n),
+            "source_format": pa.array(["job-totals"] * n),
+            "log_version": pa.array(get("log_version", "", object).astype(str)),
+            "lib_version": pa.array([""] * n),
+            "jobid": pa.array(_to_int(df[col["jobid"]])),
+            "uid": pa.array(_to_int(df[col["uid"]]) if col["uid"] else np.full(n, -1)),
+            "exe": pa.array(get("exe", "", object).astype(str)),
+            "nprocs": pa.array(_to_int(df[col["nprocs"]]) if col["nprocs"] else np.full(n, -1)),
+            "start_time": pa.array(start),
+            "end_time": pa.array(end),
+            "run_time": pa.array(run),
+            "modules": pa.array(modules),
+            "partial_modules": pa.array([""] * n),
+            "partial": pa.array(np.zeros(n, bool)),
+            "synthetic": pa.array(np.zeros(n, bool)),
+            "metadata": pa.array([""] * n),
+        },
+        schema=jobs_schema(),
+    ).append_column("_row", pa.array(np.arange(n, dtype=np.int64)))
+    job_totals = pa.Table.from_pandas(df[totals], preserve_index=False)
+    job_totals = job_totals.append_column("_row", pa.array(np.arange(n, dtype=np.int64)))
+    return {"jobs": jobs, "job_totals": job_totals}
+
+
+def _to_int(series) -> np.ndarray:
+    """Integer ids; hashed or textual ids (anonymised data sets) become stable int64 hashes."""
+    import pandas as pd
+
+    num = pd.to_numeric(series, errors="coerce")
+    if num.notna().all():
+        return num.to_numpy(np.int64)
+    hashed = pd.util.hash_pandas_object(series.astype(str), index=False).to_numpy()
+    return (hashed >> np.uint64(1)).astype(np.int64)
+
+
+def _modules_per_row(df, totals: list[str]) -> list[str]:
+    """Modules with any non-null counter in the row, named as Darshan does."""
+    mods: dict[str, list[str]] = {}
+    for c in totals:
+        key = c[len("total_") :].split("_")[0]
+        if key == "PNETCDF":
+            key = "_".join(c[len("total_") :].split("_")[:2])
+        mods.setdefault(key, []).append(c)
+    present = {m: df[cols].notna().any(axis=1).to_numpy() for m, cols in mods.items()}
+    names = {"MPIIO": "MPI-IO", "BGQ": "BG/Q"}
+    out = []
+    for i in range(len(df)):
+        out.append(",".join(names.get(m, m) for m, has in present.items() if has[i]))
+    return out

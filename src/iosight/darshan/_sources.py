@@ -1,0 +1,92 @@
+"""Which reader reads a source: sniffed from its first bytes and its name.
+
+Readers register by name in :data:`READERS`; :func:`read_source` picks the
+first whose ``sniff`` accepts the source. Adding a format touches only its module
+and one ``register`` call here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from iosight._errors import CorruptLogError
+from iosight._registry import Registry
+from iosight.darshan._tables import LogTables
+
+# files picked up when a directory is walked (named files are always tried)
+SOURCE_SUFFIXES = (".darshan", ".darshan.gz", ".darshan.txt", ".csv", ".csv.gz", ".parquet")
+
+
+@dataclass(frozen=True)
+class Reader:
+    """A format: ``sniff(head, path)`` says whether ``read(path)`` applies."""
+
+    name: str
+    sniff: Callable[[bytes, Path], bool]
+    read: Callable[[Path], LogTables]
+
+
+READERS: Registry[Reader] = Registry("reader")
+
+
+def _register(name: str, sniff, read) -> None:
+    READERS.register(name)(Reader(name, sniff, read))
+
+
+def _darshan3(head: bytes, path: Path) -> bool:
+    # header starts with the version string, e.g. b"3.41\0"
+    return head[:2] == b"3." and head[2:3].isdigit()
+
+
+def _gzip(head: bytes, path: Path) -> bool:
+    return head[:2] == b"\x1f\x8b" and not path.name.lower().endswith(".csv.gz")
+
+
+def _parser_text(head: bytes, path: Path) -> bool:
+    return head.startswith(b"# darshan log version")
+
+
+def _job_totals(head: bytes, path: Path) -> bool:
+    from iosight.darshan._jobtotals import is_job_totals_table
+
+    return is_job_totals_table(path)
+
+
+def _read_darshan3(path: Path) -> LogTables:
+    from iosight.darshan._pydarshan import read_pydarshan
+
+    return read_pydarshan(path)
+
+
+def _read_job_totals(path: Path) -> LogTables:
+    from iosight.darshan._jobtotals import read_job_totals
+
+    return read_job_totals(path)
+
+
+_register("darshan3", _darshan3, _read_darshan3)
+_register("job-totals", _job_totals, _read_job_totals)
+
+
+def sniff(path: Path) -> Reader:
+    """The reader for ``path``, or :class:`CorruptLogError` saying what it looks like."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(64)
+    except OSError as err:
+        raise CorruptLogError(f"{path}: cannot open ({err.strerror})") from None
+    if not head:
+        raise CorruptLogError(f"{path}: empty file")
+    for _, reader in READERS.items():
+        if reader.sniff(head, path):
+            return reader
+    raise CorruptLogError(f"{path}: not a Darshan log, parser text dump or job-total table")
+
+
+def read_source(path: str | Path) -> tuple[str, LogTables]:
+    """Read one source with the reader that fits; return (format name, tables)."""
+    path = Path(path)
+    reader = sniff(path)
+    return reader.name, reader.read(path)

@@ -1,0 +1,48 @@
+"""Demo step: ingest the Darshan example logs shipped inside PyDarshan, summarise them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+TITLE = "Characterization: PyDarshan's example logs into a warehouse"
+
+
+def example_logs() -> list[Path]:
+    """The real Darshan logs that ship inside the ``darshan`` package."""
+    import darshan
+
+    root = Path(darshan.__file__).parent
+    logs = sorted((root / "examples" / "example_logs").glob("*.darshan"))
+    logs += sorted((root / "tests" / "input").glob("*.darshan"))
+    return logs
+
+
+def run(ctx) -> None:
+    from iosight.warehouse import ingest, job_summary
+
+    logs = example_logs()
+    report = ingest(logs, ctx.warehouse, workers=2)
+    ctx.say(f"ingested PyDarshan's {len(logs)} example logs: {report.summary()}")
+    jobs = ctx.warehouse.sql(
+        "select jobid, exe, nprocs, round(run_time, 1) as run_time_s, modules from jobs "
+        "order by jobid"
+    )
+    jobs["exe"] = jobs["exe"].str.split().str[0].str.split("/").str[-1]
+    ctx.show(jobs, "jobs (real logs)")
+    totals = ctx.warehouse.sql(
+        "select j.jobid, t.total_POSIX_BYTES_READ as posix_read, "
+        "t.total_POSIX_BYTES_WRITTEN as posix_written, t.POSIX_agg_perf_by_slowest as "
+        "posix_MiB_per_s from job_totals t join jobs j using (job_key) "
+        "where t.total_POSIX_BYTES_WRITTEN is not null order by posix_written desc"
+    )
+    ctx.show(totals, "job totals (darshan-parser --total reduction)")
+    biggest = totals["jobid"].iloc[0] if len(totals) else None
+    if biggest is not None:
+        s = job_summary(ctx.warehouse, str(biggest))
+        ctx.show(s.modules, f"job {biggest}: per module")
+        ctx.show(s.files.head(5), f"job {biggest}: busiest files")
+        from iosight.report.job import plot_job
+
+        ctx.artifacts[f"job {biggest} figure"] = plot_job(
+            ctx.warehouse, s, ctx.workdir / f"job-{biggest}.png"
+        )

@@ -1,0 +1,244 @@
+"""Where work runs: a pool of long-lived local worker processes, or a Dask cluster.
+
+The local pool exists because reading real archives crashes and hangs C code.
+Each worker runs one task at a time; a task is a list of items and the worker
+sends a heartbeat after each item, so the parent knows which item was running
+when a worker died (SIGSEGV, abort) or stalled past the per-item timeout. Such a
+worker is killed and replaced and the task comes back as failed *at that item*;
+the caller decides what to retry. Workers are forked from a fork server that has
+imported the work's modules once (an interpreter start costs ~0.3 s), and are
+recycled after ``max_tasks`` tasks to bound leaks.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+Beat = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """Outcome of one task: ``value`` on success, else ``error`` (one line) and
+    ``failed_item``, the index of the item that was running when the task failed
+    (``None`` when the task function raised)."""
+
+    key: Any
+    value: Any = None
+    error: str | None = None
+    failed_item: int | None = None
+
+
+def default_workers() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def one_line(err: BaseException) -> str:
+    """An exception as one line: its message for iosight errors, else type and message."""
+    text = str(err).strip().splitlines()
+    msg = text[0] if text else ""
+    name = type(err).__name__
+    return msg if name in ("CorruptLogError", "IosightError") else f"{name}: {msg}"
+
+
+def _worker_main(conn: Connection, func: Callable[[Any, Beat], Any]) -> None:
+    def beat(i: int) -> None:
+        conn.send(("beat", i))
+
+    while True:
+        try:
+            msg = conn.recv()
+        except EOFError:
+            return
+        if msg is None:
+            return
+        key, arg = msg
+        try:
+            conn.send(("done", TaskResult(key, value=func(arg, beat))))
+        except Exception as err:  # noqa: BLE001 - a failed task is data, reported upstream
+            conn.send(("done", TaskResult(key, error=one_line(err))))
+
+
+@contextmanager
+def _main_hidden() -> Iterator[None]:
+    """Start a worker without it re-running the caller's ``__main__``.
+
+    multiprocessing re-imports the parent's main script (or ``-m`` module) in each
+    child; for ``iosight`` itself that would re-run the command, and for a user's
+    script without a ``__main__`` guard it recurses. The worker needs neither.
+    """
+    main = sys.modules["__main__"]
+    saved = {a: main.__dict__.pop(a) for a in ("__file__", "__spec__") if a in main.__dict__}
+    main.__spec__ = None
+    try:
+        yield
+    finally:
+        del main.__spec__
+        main.__dict__.update(saved)
+
+
+class _Worker:
+    def __init__(self, ctx, func) -> None:
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_worker_main, args=(child, func), daemon=True)
+        with _main_hidden():
+            self.proc.start()
+        child.close()
+        self.task: tuple[Any, Any] | None = None
+        self.item = 0
+        self.since = 0.0
+        self.done = 0
+
+    def give(self, key, arg) -> None:
+        self.task, self.item, self.since = (key, arg), 0, time.monotonic()
+        self.conn.send((key, arg))
+
+    def stop(self, kill: bool = False) -> None:
+        if not kill:
+            try:
+                self.conn.send(None)
+            except OSError:
+                kill = True
+        if kill:
+            self.proc.kill()
+        self.proc.join(5)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join()
+        self.conn.close()
+
+
+class LocalPool:
+    """Run ``func(arg, beat)`` for submitted ``(key, arg)`` tasks in worker processes.
+
+    ``func`` must be importable (module level) and call ``beat(i)`` when it starts
+    item ``i + 1`` of its task (so ``timeout`` applies per item). Tasks may be
+    submitted while results are being consumed from :meth:`results`.
+    """
+
+    def __init__(
+        self,
+        func: Callable[[Any, Beat], Any],
+        *,
+        workers: int = 0,
+        timeout: float | None = None,
+        max_tasks: int = 200,
+        preload: tuple[str, ...] = (),
+    ) -> None:
+        self.func, self.timeout, self.max_tasks = func, timeout, max_tasks
+        self.n = workers or default_workers()
+        self._ctx = mp.get_context("forkserver")
+        self._ctx.set_forkserver_preload([func.__module__, *preload])
+        self._queue: deque[tuple[Any, Any]] = deque()
+        self._pool: list[_Worker] = []
+
+    def submit(self, key: Any, arg: Any) -> None:
+        self._queue.append((key, arg))
+
+    def __enter__(self) -> LocalPool:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for w in self._pool:
+            w.stop(kill=w.task is not None)
+        self._pool = []
+
+    def results(self) -> Iterator[TaskResult]:
+        """Yield results as tasks finish, until nothing is queued or running."""
+        while self._queue or any(w.task for w in self._pool):
+            self._dispatch()
+            busy = [w for w in self._pool if w.task is not None]
+            ready = wait(
+                [w.conn for w in busy] + [w.proc.sentinel for w in busy], timeout=self._wait()
+            )
+            for i, w in enumerate(self._pool):
+                if w.task is not None:
+                    yield from self._check(i, w, ready)
+
+    def _dispatch(self) -> None:
+        while len(self._pool) < self.n and len(self._pool) < len(self._queue):
+            self._pool.append(_Worker(self._ctx, self.func))
+        for i, w in enumerate(self._pool):
+            if w.task is None and self._queue:
+                if w.done >= self.max_tasks:
+                    w.stop()
+                    self._pool[i] = w = _Worker(self._ctx, self.func)
+                w.give(*self._queue.popleft())
+
+    def _wait(self) -> float | None:
+        if not self.timeout:
+            return None
+        busy = [w.since for w in self._pool if w.task is not None]
+        return max(0.0, min(busy) + self.timeout - time.monotonic()) if busy else None
+
+    def _check(self, i: int, w: _Worker, ready: list) -> Iterator[TaskResult]:
+        while w.conn in ready and w.conn.poll():
+            try:
+                kind, payload = w.conn.recv()
+            except (EOFError, OSError):
+                break
+            if kind == "beat":
+                w.item, w.since = payload, time.monotonic()
+                continue
+            w.task, w.done = None, w.done + 1
+            yield payload
+            return
+        if w.proc.sentinel in ready or not w.proc.is_alive():
+            error = _death_reason(w.proc.exitcode)
+        elif self.timeout and time.monotonic() - w.since > self.timeout:
+            error = f"timed out after {self.timeout:g} s"
+        else:
+            return
+        yield TaskResult(w.task[0], error=error, failed_item=w.item)
+        w.stop(kill=True)
+        self._pool[i] = _Worker(self._ctx, self.func)
+
+
+def _death_reason(code: int | None) -> str:
+    if code is not None and code < 0:
+        import signal
+
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"reader crashed the worker process ({name})"
+    return f"worker process exited unexpectedly (exit code {code})"
+
+
+def dask_results(
+    func: Callable[[Any, Beat], Any], tasks: list[tuple[Any, Any]], *, scheduler: str
+) -> Iterator[TaskResult]:
+    """Run tasks on an existing Dask cluster (``scheduler`` address), yield as done.
+
+    A failed task reports ``failed_item=0`` (Dask does not say which item was running),
+    so callers retry its items one by one.
+    """
+    try:
+        from distributed import Client, as_completed
+    except ImportError as err:  # pragma: no cover - depends on the install
+        from iosight._errors import IosightError
+
+        raise IosightError("--scheduler needs Dask: pip install 'iosight[dask]'") from err
+    with Client(scheduler, timeout=30) as client:
+        futures = {client.submit(func, arg, _no_beat, pure=False): key for key, arg in tasks}
+        for fut in as_completed(futures):
+            try:
+                yield TaskResult(futures[fut], value=fut.result())
+            except Exception as err:  # noqa: BLE001 - a lost worker is data
+                yield TaskResult(futures[fut], error=one_line(err), failed_item=0)
+
+
+def _no_beat(i: int) -> None:
+    pass

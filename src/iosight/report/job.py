@@ -1,0 +1,99 @@
+"""A one-page figure of one job's I/O: what a user would rather look at than read.
+
+Panels: operations per access size (read/write, POSIX and MPI-IO), the files
+that took the most I/O time, and a timeline of traced I/O (DXT segments per rank,
+or HEATMAP bins when there is no DXT).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from iosight.warehouse import JobSummary, Warehouse
+
+
+def plot_job(warehouse: Warehouse, summary: JobSummary, out: str | Path) -> Path:
+    """Draw the job figure to ``out`` (PNG or SVG by suffix) and return its path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    key = summary.job["job_key"]
+    fig, axes = plt.subplots(3, 1, figsize=(10, 11), constrained_layout=True)
+    _access_sizes(axes[0], summary)
+    _top_files(axes[1], summary)
+    _timeline(axes[2], warehouse, key)
+    title = f"job {summary.job['jobid']} ({summary.job['nprocs']} processes)"
+    if summary.job.get("synthetic"):
+        title += " - SYNTHETIC"
+    fig.suptitle(title)
+    out = Path(out)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def _access_sizes(ax, s: JobSummary) -> None:
+    df = s.access_sizes
+    if df.empty:
+        ax.text(0.5, 0.5, "no access-size counters", ha="center", transform=ax.transAxes)
+        ax.set_axis_off()
+        return
+    bins = [c for c in df.columns if c not in ("module", "op")]
+    width = 0.8 / len(df)
+    for i, (label, values) in enumerate(
+        zip(df["module"] + " " + df["op"], df[bins].to_numpy(), strict=True)
+    ):
+        ax.bar([x + i * width for x in range(len(bins))], values, width, label=label)
+    ax.set_xticks([x + 0.4 - width / 2 for x in range(len(bins))], bins, rotation=30)
+    ax.set_ylabel("operations")
+    ax.set_title("access sizes (bytes)")
+    ax.legend()
+
+
+def _top_files(ax, s: JobSummary, n: int = 10) -> None:
+    df = s.files.head(n)
+    if df.empty:
+        ax.text(0.5, 0.5, "no POSIX records", ha="center", transform=ax.transAxes)
+        ax.set_axis_off()
+        return
+    labels = [f if len(f) < 50 else "..." + f[-47:] for f in df["file"]]
+    ax.barh(range(len(df))[::-1], df["io_time"], color="tab:purple")
+    ax.set_yticks(range(len(df))[::-1], labels, fontsize=8)
+    ax.set_xlabel("I/O time summed over ranks (s)")
+    ax.set_title(f"files with the most I/O time (top {len(df)})")
+
+
+def _timeline(ax, warehouse: Warehouse, key: str) -> None:
+    tables = set(warehouse.tables())
+    if "dxt_posix" in tables:
+        seg = warehouse.sql(
+            'select rank, op, start, "end" from dxt_posix where job_key = ? '
+            "using sample 20000 rows",
+            [key],
+        )
+        if len(seg):
+            for op, color in (("write", "tab:red"), ("read", "tab:blue")):
+                d = seg[seg["op"] == op]
+                ax.hlines(d["rank"], d["start"], d["end"], colors=color, lw=3, label=op)
+            ax.set_xlabel("seconds since job start")
+            ax.set_ylabel("rank")
+            ax.set_title("traced POSIX operations (DXT)")
+            ax.legend()
+            return
+    if "heatmap" in tables:
+        hm = warehouse.sql(
+            "select bin_start, sum(read_bytes) r, sum(write_bytes) w from heatmap "
+            "where job_key = ? and module = 'POSIX' group by 1 order by 1",
+            [key],
+        )
+        if len(hm):
+            ax.plot(hm["bin_start"], hm["r"], label="read bytes")
+            ax.plot(hm["bin_start"], hm["w"], label="write bytes")
+            ax.set_xlabel("seconds since job start")
+            ax.set_title("POSIX bytes per HEATMAP bin")
+            ax.legend()
+            return
+    ax.text(0.5, 0.5, "no DXT or HEATMAP data in this log", ha="center", transform=ax.transAxes)
+    ax.set_axis_off()

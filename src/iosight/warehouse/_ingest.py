@@ -1,0 +1,321 @@
+"""Ingest: sources on disk -> readers in worker processes -> atomic warehouse batches.
+
+A source is identified by a hash of its content (``source_key``); a Darshan log's
+``job_key`` is that hash, a job-total table's rows get ``<source_key>-<row>``.
+Sources already in ``sources`` or ``ingest_errors`` are skipped unless ``force``,
+so re-running an interrupted ingest finishes the rest and adds nothing twice.
+Each batch of logs is committed atomically (:meth:`Warehouse.commit`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from iosight._errors import IosightError
+from iosight._progress import Progress, ensure_progress
+from iosight.warehouse._store import Warehouse, new_batch_id, stage_tables
+
+_PART_BYTES = 64 << 20  # a worker stages a part once its rows pass this
+# imported once in the fork server, so each (re)started worker starts warm
+_PRELOAD = ("iosight.darshan._sources", "iosight.darshan._pydarshan", "pandas")
+
+
+@dataclass
+class IngestReport:
+    """What an ingest did; ``failed`` sources are also rows of ``ingest_errors``."""
+
+    sources: int = 0
+    ingested: int = 0
+    jobs: int = 0
+    skipped: int = 0
+    failed: int = 0
+    bytes_read: int = 0
+    seconds: float = 0.0
+    errors: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.failed == 0
+
+    def summary(self) -> str:
+        rate = self.ingested / self.seconds if self.seconds else 0.0
+        return (
+            f"{self.sources} sources: {self.ingested} ingested ({self.jobs} jobs), "
+            f"{self.skipped} already in the warehouse, {self.failed} failed; "
+            f"{self.seconds:.1f} s, {rate:.1f} sources/s, "
+            f"{self.bytes_read / 2**20 / max(self.seconds, 1e-9):.1f} MB/s"
+        )
+
+
+def discover(paths: Iterable[str | os.PathLike]) -> list[Path]:
+    """Files named, plus Darshan-looking files under directories named (recursive, sorted)."""
+    from iosight.darshan._sources import SOURCE_SUFFIXES
+
+    found: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found += sorted(
+                f
+                for f in p.rglob("*")
+                if f.is_file()
+                and f.name.lower().endswith(SOURCE_SUFFIXES)
+                and not f.name.startswith(".")
+            )
+        elif p.exists():
+            found.append(p)
+        else:
+            raise IosightError(f"no such file or directory: {p}")
+    return list(dict.fromkeys(found))
+
+
+def content_key(path: Path) -> str:
+    """The content hash that identifies a source (BLAKE2b, 128 bits, hex)."""
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, lambda: hashlib.blake2b(digest_size=16)).hexdigest()
+
+
+def ingest(
+    paths: Iterable[str | os.PathLike],
+    warehouse: Warehouse,
+    *,
+    workers: int = 0,
+    force: bool = False,
+    timeout: float | None = 300.0,
+    scheduler: str | None = None,
+    batch_size: int = 64,
+    progress: Progress | None = None,
+) -> IngestReport:
+    """Read Darshan logs, parser dumps and job-total tables into ``warehouse``.
+
+    Parameters
+    ----------
+    paths : files or directories (walked recursively for Darshan-looking names)
+    workers : worker processes (0: one per core)
+    force : replace sources already ingested instead of skipping them
+    timeout : seconds one source may take before its worker is killed and it fails
+    scheduler : address of a Dask scheduler to run the readers on instead
+    batch_size : sources per atomic commit (each worker stages its own batches)
+
+    Workers read, convert and write Parquet themselves; this process only hashes
+    sources, hands out batches and commits them, so it never holds a log's rows.
+    A batch whose worker crashed or hung at source *i* is committed without it:
+    source *i* becomes an ``ingest_errors`` row and the others are read again.
+    """
+    progress = ensure_progress(progress)
+    report = IngestReport()
+    t0 = time.monotonic()
+    with warehouse.writer_lock():
+        files = discover(paths)
+        report.sources = len(files)
+        known = _known_sources(warehouse)
+        items = _new_items(files, known, force, report)
+        progress.start(len(items), "ingest")
+        committer = _Committer(warehouse, force=force, known=known, report=report)
+        batches = [items[i : i + batch_size] for i in range(0, len(items), batch_size)]
+        if scheduler:
+            _run_dask(batches, warehouse, scheduler, committer, progress)
+        else:
+            _run_local(batches, warehouse, workers, timeout, committer, progress)
+    progress.finish()
+    report.seconds = time.monotonic() - t0
+    return report
+
+
+def _new_items(files: list[Path], known: set[str], force: bool, report: IngestReport):
+    items, seen = [], set()
+    for f in files:
+        try:
+            if not f.is_file():
+                raise OSError(0, "not a regular file")
+            key = content_key(f)
+        except OSError as err:
+            report.failed += 1
+            report.errors.append((str(f), f"cannot read ({err.strerror})"))
+            continue
+        if key in seen or (key in known and not force):
+            report.skipped += 1
+            continue
+        seen.add(key)
+        items.append((key, str(f)))
+    return items
+
+
+def _run_local(batches, warehouse, workers, timeout, committer, progress) -> None:
+    from iosight.parallel import LocalPool
+
+    with LocalPool(ingest_batch, workers=workers, timeout=timeout, preload=_PRELOAD) as pool:
+        pending = {}
+        for batch in batches:
+            bid = new_batch_id()
+            pending[bid] = batch
+            pool.submit(bid, (str(warehouse.staging_dir(bid)), batch))
+        for res in pool.results():
+            batch = pending.pop(res.key)
+            if res.error is None:
+                committer.commit(res.key, res.value)
+                progress.advance(len(batch), failed=committer.report.failed)
+                continue
+            for bid, retry in committer.split_failed(res, batch, progress):
+                pending[bid] = retry
+                pool.submit(bid, (str(warehouse.staging_dir(bid)), retry))
+
+
+def _run_dask(batches, warehouse, scheduler, committer, progress) -> None:
+    from iosight.parallel import dask_results
+
+    while batches:
+        tasks = {new_batch_id(): b for b in batches}
+        args = [(bid, (str(warehouse.staging_dir(bid)), b)) for bid, b in tasks.items()]
+        batches = []
+        for res in dask_results(ingest_batch, args, scheduler=scheduler):
+            batch = tasks[res.key]
+            if res.error is None:
+                committer.commit(res.key, res.value)
+                progress.advance(len(batch), failed=committer.report.failed)
+            else:
+                batches += [b for _, b in committer.split_failed(res, batch, progress)]
+
+
+def _known_sources(warehouse: Warehouse) -> set[str]:
+    keys: set[str] = set()
+    for name in _SOURCE_TABLES:
+        if warehouse.has_table(name):
+            keys.update(warehouse.table(name, columns=["source_key"])["source_key"].to_pylist())
+    return keys
+
+
+class _Committer:
+    """Commits staged batches and turns failed ones into error rows and retries."""
+
+    def __init__(self, warehouse: Warehouse, *, force: bool, known: set[str], report) -> None:
+        self.warehouse, self.force, self.known, self.report = warehouse, force, known, report
+
+    def commit(self, batch_id: str, result: dict) -> None:
+        delete = None
+        if self.force:
+            replaced = [k for k in result["keys"] if k in self.known]
+            delete = self._deletions(replaced) if replaced else None
+        self.warehouse.commit_staged(batch_id, result["tables"], delete_keys=delete)
+        self.report.ingested += result["ingested"]
+        self.report.jobs += result["jobs"]
+        self.report.bytes_read += result["bytes"]
+        self.report.failed += len(result["errors"])
+        self.report.errors += result["errors"]
+
+    def split_failed(self, res, batch: list, progress) -> list[tuple[str, list]]:
+        """Record the item a dead worker was on; return the rest as retries.
+
+        When the failing item is unknown (the task raised) or uncertain (Dask lost
+        a multi-item task), each item is retried alone so the culprit fails alone.
+        """
+        shutil.rmtree(self.warehouse.staging_dir(res.key), ignore_errors=True)
+        if res.failed_item is None or (len(batch) > 1 and res.failed_item == 0):
+            if len(batch) > 1:
+                return [(new_batch_id(), [item]) for item in batch]
+        key, path = batch[res.failed_item or 0]
+        self.error_row(key, path, res.error)
+        progress.advance(1, failed=self.report.failed)
+        i = res.failed_item or 0
+        rest = batch[:i] + batch[i + 1 :]
+        return [(new_batch_id(), rest)] if rest else []
+
+    def error_row(self, key: str, path: str, error: str) -> None:
+        row = {"source_key": key, "source_path": path, "error": error, "ingested_at": time.time()}
+        delete = {"ingest_errors": {"source_key": [key]}} if self.force else None
+        self.warehouse.commit({"ingest_errors": [pa.Table.from_pylist([row])]}, delete_keys=delete)
+        self.report.failed += 1
+        self.report.errors.append((path, error))
+
+    def _deletions(self, source_keys: list[str]) -> dict:
+        wh = self.warehouse
+        job_keys: set[str] = set(source_keys)
+        if wh.has_table("jobs"):
+            found = wh.sql(
+                "select job_key from jobs where split_part(job_key, '-', 1) in "
+                "(select unnest(?::varchar[]))",
+                [source_keys],
+            )
+            job_keys.update(found["job_key"])
+        delete: dict = {name: job_keys for name in wh.tables() if name not in _SOURCE_TABLES}
+        for name in _SOURCE_TABLES:
+            delete[name] = {"source_key": source_keys}
+        return delete
+
+
+# ---------------------------------------------------------------- in the workers
+def ingest_batch(arg: tuple[str, list[tuple[str, str]]], beat) -> dict:
+    """Worker task: read a batch of sources and stage their rows as Parquet.
+
+    Returns what the committer needs: the table names staged, the keys read, job
+    and byte counts, and the (path, reason) of sources that failed to read (also
+    staged as ``ingest_errors`` rows). Memory stays near one source's rows: the
+    accumulated rows are staged as a new part whenever they pass ``_PART_BYTES``.
+    """
+    from iosight.darshan._sources import read_source
+    from iosight.parallel import one_line
+
+    staging, items = Path(arg[0]), arg[1]
+    out = {"tables": set(), "keys": [], "ingested": 0, "jobs": 0, "bytes": 0, "errors": []}
+    acc: dict[str, list[pa.Table]] = {}
+    nbytes, part = 0, 0
+    for i, (key, path) in enumerate(items):
+        beat(i)
+        now = time.time()
+        out["keys"].append(key)
+        out["bytes"] += os.path.getsize(path)
+        try:
+            fmt, tables = read_source(path)
+        except Exception as err:  # noqa: BLE001 - an unreadable source is an error row
+            reason = one_line(err)
+            out["errors"].append((path, reason))
+            row = {"source_key": key, "source_path": path, "error": reason, "ingested_at": now}
+            acc.setdefault("ingest_errors", []).append(pa.Table.from_pylist([row]))
+            continue
+        jobs = tables["jobs"].num_rows
+        for name, t in _keyed(key, tables).items():
+            acc.setdefault(name, []).append(t)
+            nbytes += t.nbytes
+        row = {
+            "source_key": key,
+            "source_path": path,
+            "format": fmt,
+            "jobs": jobs,
+            "ingested_at": now,
+        }
+        acc.setdefault("sources", []).append(pa.Table.from_pylist([row]))
+        out["ingested"] += 1
+        out["jobs"] += jobs
+        if nbytes > _PART_BYTES:
+            out["tables"].update(stage_tables(staging, acc, part=part))
+            acc, nbytes, part = {}, 0, part + 1
+    out["tables"].update(stage_tables(staging, acc, part=part))
+    out["tables"] = sorted(out["tables"])
+    return out
+
+
+def _keyed(key: str, tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
+    """Prepend ``job_key``: the source key, or ``<key>-<row>`` for multi-job sources."""
+    out = {}
+    for name, t in tables.items():
+        if "_row" in t.column_names:
+            rows = t["_row"].to_numpy().tolist()
+            keys = pa.array([f"{key}-{r:08d}" for r in rows], pa.string())
+            t = t.drop_columns(["_row"])
+        else:
+            keys = pa.DictionaryArray.from_arrays(
+                pa.array(np.zeros(t.num_rows, np.int32)), pa.array([key])
+            ).cast(pa.string())
+        out[name] = t.add_column(0, "job_key", keys)
+    return out
+
+
+_SOURCE_TABLES = ("sources", "ingest_errors")

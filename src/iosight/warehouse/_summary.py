@@ -1,0 +1,221 @@
+"""One job's I/O summary, the way the Darshan paper's case studies read a log (§4).
+
+Per module: bytes, operations, I/O time, access-size histograms; per file: size,
+I/O volume, time, operations and seeks (the HMMER table); for Lustre files, ranks
+and I/O time per OST (the HACC-IO OST occupancy view). Everything is SQL over the
+warehouse, so it works the same for a log read yesterday or a million of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from iosight._errors import IosightError
+from iosight.warehouse._store import Warehouse
+
+# module table -> (counter prefix, name of its read/write byte counters)
+_LAYERS = {
+    "posix": "POSIX",
+    "mpiio": "MPIIO",
+    "stdio": "STDIO",
+    "h5d": "H5D",
+    "pnetcdf_var": "PNETCDF_VAR",
+    "dfs": "DFS",
+    "daos": "DAOS",
+}
+_SIZE_BINS = (
+    "0_100",
+    "100_1K",
+    "1K_10K",
+    "10K_100K",
+    "100K_1M",
+    "1M_4M",
+    "4M_10M",
+    "10M_100M",
+    "100M_1G",
+    "1G_PLUS",
+)
+
+
+@dataclass
+class JobSummary:
+    """Tables describing one job (DataFrames, ready to print or plot)."""
+
+    job: pd.Series
+    modules: pd.DataFrame
+    access_sizes: pd.DataFrame
+    files: pd.DataFrame
+    osts: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+
+
+def find_job(warehouse: Warehouse, ident: str) -> str:
+    """The job_key for a job id, a job_key or a job_key prefix (unique match required)."""
+    warehouse.require("jobs")
+    hits = warehouse.sql(
+        "select job_key, jobid, exe, start_time from jobs "
+        "where cast(jobid as varchar) = ? or job_key like ? || '%' order by start_time",
+        [ident, ident],
+    )
+    if hits.empty:
+        raise IosightError(f"no job with id or key {ident!r} in {warehouse.path}")
+    if len(hits) > 1:
+        keys = ", ".join(hits["job_key"].str[:12].head(5))
+        raise IosightError(
+            f"{len(hits)} jobs match {ident!r} ({keys}...); pass a job_key prefix instead"
+        )
+    return hits["job_key"].iloc[0]
+
+
+def job_summary(warehouse: Warehouse, ident: str) -> JobSummary:
+    """Summarise one job (by job id or job_key prefix) from the warehouse tables."""
+    key = find_job(warehouse, ident)
+    job = warehouse.sql("select * from jobs where job_key = ?", [key]).iloc[0]
+    tables = set(warehouse.tables())
+    return JobSummary(
+        job=job,
+        modules=_module_rows(warehouse, key, tables),
+        access_sizes=_access_sizes(warehouse, key, tables),
+        files=_files(warehouse, key, tables),
+        osts=_osts(warehouse, key, tables),
+        notes=_notes(job),
+    )
+
+
+def _cols(warehouse: Warehouse, table: str) -> set[str]:
+    return set(warehouse.column_names(table))
+
+
+def _module_rows(warehouse: Warehouse, key: str, tables: set[str]) -> pd.DataFrame:
+    rows = []
+    for table, p in _LAYERS.items():
+        if table not in tables:
+            continue
+        cols = _cols(warehouse, table)
+        need = [
+            f"{p}_BYTES_READ",
+            f"{p}_BYTES_WRITTEN",
+            f"{p}_F_READ_TIME",
+            f"{p}_F_WRITE_TIME",
+            f"{p}_F_META_TIME",
+        ]
+        if not set(need) <= cols:
+            continue
+        reads = _ops(cols, p, "READ")
+        writes = _ops(cols, p, "WRITE")
+        df = warehouse.sql(
+            f"select count(*) records, count(distinct record_id) files, "
+            f"sum({p}_BYTES_READ) bytes_read, sum({p}_BYTES_WRITTEN) bytes_written, "
+            f"sum({reads}) reads, sum({writes}) writes, "
+            f"sum({p}_F_READ_TIME) read_time, sum({p}_F_WRITE_TIME) write_time, "
+            f'sum({p}_F_META_TIME) meta_time from "{table}" where job_key = ?',
+            [key],
+        )
+        if df["records"].iloc[0] > 0:
+            rows.append(df.assign(module=p))
+    if not rows:
+        return pd.DataFrame()
+    out = pd.concat(rows, ignore_index=True)
+    return out[["module"] + [c for c in out.columns if c != "module"]]
+
+
+def _ops(cols: set[str], p: str, what: str) -> str:
+    names = [
+        c
+        for c in (
+            f"{p}_{what}S",
+            f"{p}_INDEP_{what}S",
+            f"{p}_COLL_{what}S",
+            f"{p}_SPLIT_{what}S",
+            f"{p}_NB_{what}S",
+        )
+        if c in cols
+    ]
+    return " + ".join(names) if names else "0"
+
+
+def _access_sizes(warehouse: Warehouse, key: str, tables: set[str]) -> pd.DataFrame:
+    rows = []
+    for table, p in (("posix", "POSIX"), ("mpiio", "MPIIO")):
+        if table not in tables:
+            continue
+        cols = _cols(warehouse, table)
+        for what in ("READ", "WRITE"):
+            prefix = f"{p}_SIZE_{what}_AGG_" if p == "MPIIO" else f"{p}_SIZE_{what}_"
+            names = [prefix + b for b in _SIZE_BINS if prefix + b in cols]
+            if not names:
+                continue
+            sums = ", ".join(f'sum("{n}") "{n[len(prefix) :]}"' for n in names)
+            df = warehouse.sql(
+                f'select count(*) as _n, {sums} from "{table}" where job_key = ?', [key]
+            )
+            if df["_n"].iloc[0]:
+                rows.append(df.drop(columns="_n").assign(module=p, op=what.lower()))
+    if not rows:
+        return pd.DataFrame()
+    out = pd.concat(rows, ignore_index=True).fillna(0)
+    return out[["module", "op"] + [b for b in _SIZE_BINS if b in out.columns]]
+
+
+def _files(warehouse: Warehouse, key: str, tables: set[str]) -> pd.DataFrame:
+    if "posix" not in tables:
+        return pd.DataFrame()
+    name = (
+        "coalesce(n.name, cast(p.record_id as varchar))"
+        if "names" in tables
+        else "cast(p.record_id as varchar)"
+    )
+    join = (
+        "left join names n on n.job_key = p.job_key and n.record_id = p.record_id"
+        if "names" in tables
+        else ""
+    )
+    return warehouse.sql(
+        f"""select {name} as file, count(*) as ranks,
+               max(POSIX_MAX_BYTE_READ + 1) filter (where POSIX_BYTES_READ > 0) as read_extent,
+               max(POSIX_MAX_BYTE_WRITTEN + 1) as size_estimate,
+               sum(POSIX_BYTES_READ) as bytes_read, sum(POSIX_BYTES_WRITTEN) as bytes_written,
+               sum(POSIX_F_READ_TIME + POSIX_F_WRITE_TIME + POSIX_F_META_TIME) as io_time,
+               sum(POSIX_READS + POSIX_WRITES + POSIX_OPENS + POSIX_SEEKS + POSIX_STATS)
+                   as operations,
+               sum(POSIX_SEEKS) as seeks
+            from posix p {join}
+            where p.job_key = ?
+            group by 1 order by io_time desc""",
+        [key],
+    )
+
+
+def _osts(warehouse: Warehouse, key: str, tables: set[str]) -> pd.DataFrame:
+    if "lustre" not in tables or "posix" not in tables:
+        return pd.DataFrame()
+    if "ost_ids" not in _cols(warehouse, "lustre"):
+        return pd.DataFrame()
+    return warehouse.sql(
+        """with l as (
+               select record_id, unnest(ost_ids) as ost from lustre where job_key = ?
+           ), p as (
+               select record_id, rank,
+                      POSIX_F_READ_TIME + POSIX_F_WRITE_TIME + POSIX_F_META_TIME as t,
+                      POSIX_BYTES_READ + POSIX_BYTES_WRITTEN as b
+               from posix where job_key = ?
+           )
+           select l.ost, count(distinct l.record_id) as files,
+                  count(distinct p.rank) as ranks, sum(p.t) as io_time, sum(p.b) as bytes
+           from l join p using (record_id)
+           group by l.ost order by l.ost""",
+        [key, key],
+    )
+
+
+def _notes(job: pd.Series) -> list[str]:
+    notes = []
+    if bool(job.get("partial")):
+        notes.append(
+            f"modules {job['partial_modules']} ran out of record memory: their data is partial"
+        )
+    if bool(job.get("synthetic")):
+        notes.append("SYNTHETIC job: generated by iosight, not measured")
+    return notes

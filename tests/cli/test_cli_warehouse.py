@@ -1,0 +1,69 @@
+"""The command line: exit codes, formats, and errors without tracebacks."""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from iosight.cli import app
+from iosight.demo.step_10_characterization import example_logs
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def wh(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cli") / "wh"
+    logs = [str(p) for p in example_logs()]
+    result = runner.invoke(app, ["ingest", *logs, "--warehouse", str(path), "--workers", "2"])
+    assert result.exit_code == 0, result.output
+    assert "0 failed" in result.output
+    return path
+
+
+def test_jobs_csv_and_where(wh):
+    result = runner.invoke(app, ["jobs", "-w", str(wh), "--where", "nprocs >= 64", "-f", "csv"])
+    assert result.exit_code == 0
+    df = pd.read_csv(io.StringIO(result.stdout))
+    assert len(df) > 0 and (df["nprocs"] >= 64).all()
+
+
+def test_job_summary_and_sql(wh):
+    result = runner.invoke(app, ["job", "32324925", "-w", str(wh)])
+    assert result.exit_code == 0, result.output
+    assert "bytes_written" in result.output and "seeks" in result.output
+    result = runner.invoke(
+        app,
+        [
+            "sql",
+            "select count(*) as n from posix join jobs using (job_key)",
+            "-w",
+            str(wh),
+            "-f",
+            "csv",
+        ],
+    )
+    assert result.exit_code == 0 and int(result.stdout.splitlines()[1]) > 0
+
+
+def test_user_errors_are_one_line(wh, tmp_path):
+    for args in (
+        ["sql", "select * from nope", "-w", str(wh)],
+        ["sql", "selec 1", "-w", str(wh)],
+        ["job", "999999999", "-w", str(wh)],
+        ["jobs", "-w", str(tmp_path / "missing")],
+        ["jobs", "-w", str(wh), "-f", "xml"],
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 1, (args, result.output)
+        assert "Traceback" not in result.output and "error:" in result.output
+
+
+def test_ingest_exits_nonzero_when_a_source_fails(tmp_path):
+    bad = tmp_path / "bad.darshan"
+    bad.write_bytes(b"\x00" * 100)
+    result = runner.invoke(app, ["ingest", str(bad), "-w", str(tmp_path / "wh")])
+    assert result.exit_code == 2 and "1 failed" in result.output

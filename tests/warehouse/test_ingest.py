@@ -1,0 +1,132 @@
+"""Ingest: bad inputs, idempotence, force, kill-and-resume, job-total tables."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from iosight.demo.step_10_characterization import example_logs
+from iosight.warehouse import Warehouse, ingest
+
+
+def _counts(wh: Warehouse) -> dict[str, int]:
+    return {t: int(wh.sql(f'select count(*) n from "{t}"')["n"][0]) for t in wh.tables()}
+
+
+@pytest.fixture
+def bad_inputs(tmp_path: Path) -> Path:
+    d = tmp_path / "bad"
+    d.mkdir()
+    good = example_logs()[0].read_bytes()
+    (d / "empty.darshan").write_bytes(b"")
+    (d / "truncated.darshan").write_bytes(good[: len(good) // 2])
+    (d / "random.darshan").write_bytes(np.random.default_rng(1).bytes(10_000))
+    (d / "notes.darshan").write_text("this is not a log\n")
+    (d / "hostile'; drop table jobs; --.darshan").write_bytes(good[:100])
+    return d
+
+
+def test_bad_inputs_are_recorded_and_good_logs_ingested(warehouse, bad_inputs):
+    logs = example_logs()
+    report = ingest([*logs, bad_inputs], warehouse, workers=2)
+    unique = len({p.read_bytes() for p in logs})
+    assert report.failed == 5 and not report.ok
+    assert report.ingested == unique
+    errors = warehouse.sql("select source_path, error from ingest_errors")
+    assert len(errors) == 5
+    by_name = {Path(p).name: e for p, e in errors.itertuples(index=False)}
+    assert "empty file" in by_name["empty.darshan"]
+    assert "truncated or corrupt" in by_name["truncated.darshan"]
+    assert "not a Darshan log" in by_name["notes.darshan"]
+    assert all("\n" not in e for e in by_name.values())
+    assert _counts(warehouse)["jobs"] == unique
+
+
+def test_second_run_adds_nothing_and_force_replaces(warehouse, bad_inputs):
+    logs = example_logs()
+    ingest([*logs, bad_inputs], warehouse, workers=2)
+    before = _counts(warehouse)
+    again = ingest([*logs, bad_inputs], warehouse, workers=2)
+    assert again.ingested == 0 and again.failed == 0
+    assert again.skipped == len(logs) + 5
+    assert _counts(warehouse) == before
+    forced = ingest(logs[:3], warehouse, workers=1, force=True)
+    assert forced.ingested == len({p.read_bytes() for p in logs[:3]})
+    after = _counts(warehouse)
+    assert after == before
+
+
+def test_killed_ingest_resumes_to_the_same_rows(tmp_path):
+    logs = [str(p) for p in example_logs()]
+    reference = Warehouse(tmp_path / "ref")
+    ingest(logs, reference, workers=1)
+    target = tmp_path / "killed"
+    code = (
+        "import sys; from iosight.warehouse import Warehouse, ingest\n"
+        "ingest(sys.argv[2:], Warehouse(sys.argv[1]), workers=1, batch_size=1)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen([sys.executable, "-c", code, str(target), *logs], env=env)
+    deadline = time.monotonic() + 60
+    jobs_dir = target / "tables" / "jobs"
+    while time.monotonic() < deadline and proc.poll() is None:
+        if jobs_dir.exists() and len(list(jobs_dir.glob("*.parquet"))) >= 3:
+            break
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    resumed = Warehouse(target)
+    partial_jobs = _counts(resumed).get("jobs", 0)
+    assert 0 < partial_jobs <= _counts(reference)["jobs"]
+    ingest(logs, resumed, workers=1)
+    assert _counts(resumed) == _counts(reference)
+    keys = resumed.sql("select job_key, count(*) n from jobs group by 1 having n > 1")
+    assert keys.empty
+
+
+def test_summit_job_totals_ingest(shared, tmp_path):
+    src = shared("datasets", "summit_darshan_total_2021", "darshan_total")
+    wh = Warehouse(tmp_path / "summit")
+    report = ingest([src], wh, workers=2)
+    assert report.ok and report.jobs == 53546
+    row = wh.sql(
+        "select count(*) n, count(distinct job_key) k, min(end_time - start_time) d "
+        "from jobs join job_totals using (job_key)"
+    ).iloc[0]
+    assert row["n"] == 53546 and row["k"] == 53546 and row["d"] >= 0
+
+
+def test_non_regular_and_missing_paths(warehouse, tmp_path):
+    from iosight._errors import IosightError
+
+    with pytest.raises(IosightError, match="no such file"):
+        ingest([tmp_path / "missing"], warehouse)
+    fifo = tmp_path / "pipe.darshan"
+    os.mkfifo(fifo)
+    report = ingest([fifo], warehouse)
+    assert report.failed == 1 and "not a regular file" in report.errors[0][1]
+
+
+def test_a_batch_whose_worker_died_keeps_its_other_sources(warehouse):
+    from iosight._progress import NullProgress
+    from iosight.parallel import TaskResult
+    from iosight.warehouse._ingest import IngestReport, _Committer
+
+    committer = _Committer(warehouse, force=False, known=set(), report=IngestReport())
+    batch = [("k0", "a.darshan"), ("k1", "b.darshan"), ("k2", "c.darshan")]
+    died = TaskResult("b1", error="reader crashed the worker process (SIGSEGV)", failed_item=1)
+    retries = committer.split_failed(died, batch, NullProgress())
+    assert [items for _, items in retries] == [[batch[0], batch[2]]]
+    errors = warehouse.sql("select source_key, error from ingest_errors")
+    assert errors.values.tolist() == [["k1", "reader crashed the worker process (SIGSEGV)"]]
+    raised = TaskResult("b2", error="OSError: disk full", failed_item=None)
+    assert [items for _, items in committer.split_failed(raised, batch, NullProgress())] == [
+        [b] for b in batch
+    ]
