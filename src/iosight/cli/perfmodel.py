@@ -103,7 +103,7 @@ def samples(
             )
         else:
             if platform is None:
-                raise_missing("--platform")
+                _require("--platform")
             plat = load_platform(platform)
             wh = None if runs is not None else open_warehouse(warehouse)
             table = collect_samples(
@@ -129,7 +129,7 @@ def samples(
         print_frame(summary, format, title="write samples")
 
 
-def raise_missing(option: str) -> None:
+def _require(option: str) -> None:
     from iosight._errors import IosightError
 
     raise IosightError(f"{option} is required here")
@@ -268,7 +268,7 @@ def report(
         from iosight.report.perfmodel import write_report
 
         if model is None and not tokio:
-            raise_missing("--model or --tokio")
+            _require("--model or --tokio")
         real = evaluate_tokio_files(tokio, seed=seed) if tokio else None
         path = write_report(WriteModel.load(model) if model else None, out, tokio=real)
         if real is not None:
