@@ -40,3 +40,16 @@ def test_not_a_tokio_file(tmp_path):
     p.write_text("a,b\n1,2\n")
     with pytest.raises(IosightError, match="not a TOKIO-ABC"):
         tokio_samples(p)
+
+
+def test_real_data_report_section(shared, tmp_path):
+    from iosight.perfmodel import evaluate_tokio_files
+    from iosight.report.perfmodel import write_report
+
+    acc, coefs = evaluate_tokio_files([shared(*MIRA)])
+    assert set(acc.system) == {"mira/mira-fs1"} and "(intercept)" in set(
+        coefs["mira/mira-fs1"].feature
+    )
+    page = write_report(None, tmp_path / "rep", tokio=(acc, coefs)).read_text()
+    assert "92.79%" in page and "99.64%" in page and "not</b> the paper" in page
+    assert (tmp_path / "rep" / "tokio_accuracy.csv").exists()
