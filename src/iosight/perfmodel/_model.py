@@ -1,0 +1,295 @@
+"""Fit a write-time model on samples, save it, predict with it and plan checkpoints.
+
+References
+----------
+.. [1] Xie et al., §II-A (write cost is tunable: choose the write frequency), §IV-A (train on
+   <= 128 nodes, test on 200-512; converged/unconverged samples; writes > 5 s), §IV-B.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import pickle
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from iosight._errors import IosightError, check_param
+from iosight._progress import Progress
+from iosight.perfmodel._features import WritePattern, compute_features, feature_names
+from iosight.perfmodel._platform import Platform, platform_from_dict
+from iosight.perfmodel._search import SearchOutcome, linear_coefficients, search_models
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+FAMILIES = ("lasso", "linear", "gradient boosting", "random forest", "median")
+SMALL_TEST, MEDIUM_TEST = (200, 256), (400, 512)  # §IV-C test sets
+
+
+def split_samples(
+    samples: pd.DataFrame, *, train_max_nodes: int = 128, min_time: float = 5.0
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Training samples (converged, <= ``train_max_nodes``) and test samples with their set.
+
+    Test sets (§IV-C): ``small`` (converged, < 300 nodes), ``medium`` (converged, >= 300
+    nodes) and ``unconverged``. Samples faster than ``min_time`` seconds are dropped (§IV-A
+    studies writes > 5 s).
+    """
+    need = {"nodes", "cores", "size", "mean_time", "converged"}
+    if not need <= set(samples.columns):
+        raise IosightError(f"samples need columns {sorted(need)}; run 'perfmodel samples' first")
+    s = samples[samples["mean_time"] > min_time]
+    train = s[(s["nodes"] <= train_max_nodes) & s["converged"].astype(bool)]
+    test = s[s["nodes"] > train_max_nodes].copy()
+    test["test_set"] = np.where(
+        ~test["converged"].astype(bool),
+        "unconverged",
+        np.where(test["nodes"] < 300, "small", "medium"),
+    )
+    if train.empty or test.empty:
+        raise IosightError(
+            f"need converged samples on <= {train_max_nodes} nodes for training and samples on "
+            f"more nodes for testing, all slower than {min_time} s; got {len(train)} and "
+            f"{len(test)}"
+        )
+    return train, test
+
+
+@dataclass
+class WriteModel:
+    """A fitted write-time model with its platform, search outcome and provenance."""
+
+    platform: Platform
+    family: str
+    estimator: object = field(repr=False)
+    features: list[str]
+    scales: tuple[int, ...]
+    params: dict
+    accuracy: pd.DataFrame = field(repr=False)
+    predictions: pd.DataFrame = field(repr=False)
+    coefficients: pd.DataFrame | None = field(default=None, repr=False)
+    meta: dict = field(default_factory=dict)
+
+    def predict(self, patterns) -> np.ndarray:
+        """Predicted mean write time (s) for rows ``nodes, cores, size[, stripes]``."""
+        x = compute_features(self.platform, patterns).to_numpy(float)
+        return np.asarray(self.estimator.predict(x), dtype=float)
+
+    def save(self, out: str | Path) -> Path:
+        """Write ``model.pkl``, ``metadata.json`` and the accuracy / coefficient tables."""
+        d = Path(out)
+        d.mkdir(parents=True, exist_ok=True)
+        with open(d / "model.pkl", "wb") as fh:
+            pickle.dump(self.estimator, fh)
+        self.accuracy.to_csv(d / "accuracy.csv", index=False)
+        self.predictions.to_csv(d / "predictions.csv", index=False)
+        if self.coefficients is not None:
+            self.coefficients.to_csv(d / "coefficients.csv", index=False)
+        meta = {
+            **self.meta,
+            "family": self.family,
+            "features": self.features,
+            "training_scales": list(self.scales),
+            "params": self.params,
+            "platform": self.platform.to_dict(),
+        }
+        (d / "metadata.json").write_text(json.dumps(meta, indent=2, default=float))
+        return d
+
+    @classmethod
+    def load(cls, path: str | Path) -> WriteModel:
+        """Read a model directory written by :meth:`save`."""
+        import pandas as pd
+
+        d = Path(path)
+        if not (d / "metadata.json").exists() or not (d / "model.pkl").exists():
+            raise IosightError(f"{d} is not a model directory (run 'iosight perfmodel fit')")
+        meta = json.loads((d / "metadata.json").read_text())
+        with open(d / "model.pkl", "rb") as fh:
+            est = pickle.load(fh)  # noqa: S301 - a directory this tool wrote
+        coef = pd.read_csv(d / "coefficients.csv") if (d / "coefficients.csv").exists() else None
+        plat = platform_from_dict(meta["platform"], str(d / "metadata.json"))
+        if meta["features"] != feature_names(plat):
+            raise IosightError(f"{d} was fitted on other features than this iosight computes")
+        return cls(
+            plat,
+            meta["family"],
+            est,
+            meta["features"],
+            tuple(meta["training_scales"]),
+            meta["params"],
+            pd.read_csv(d / "accuracy.csv"),
+            pd.read_csv(d / "predictions.csv"),
+            coef,
+            meta,
+        )
+
+
+def evaluate(
+    samples: pd.DataFrame,
+    platform: Platform,
+    *,
+    train_max_nodes: int = 128,
+    min_time: float = 5.0,
+    families: tuple[str, ...] = FAMILIES,
+    seed: int = 0,
+    n_jobs: int = 1,
+    progress: Progress | None = None,
+) -> SearchOutcome:
+    """The paper's search and comparison on ``samples`` of ``platform`` (§IV-B, §IV-C)."""
+    train, test = split_samples(samples, train_max_nodes=train_max_nodes, min_time=min_time)
+    names = feature_names(platform)
+    x = compute_features(platform, train).to_numpy(float)
+    tx = compute_features(platform, test).to_numpy(float)
+    return search_models(
+        x,
+        train["mean_time"].to_numpy(float),
+        train["nodes"].to_numpy(),
+        tx,
+        test["mean_time"].to_numpy(float),
+        test["test_set"].to_numpy(),
+        names,
+        families=families,
+        seed=seed,
+        n_jobs=n_jobs,
+        progress=progress,
+    )
+
+
+def fit_model(
+    samples: pd.DataFrame,
+    platform: Platform,
+    *,
+    family: str = "lasso",
+    families: tuple[str, ...] = FAMILIES,
+    train_max_nodes: int = 128,
+    min_time: float = 5.0,
+    seed: int = 0,
+    n_jobs: int = 1,
+    progress: Progress | None = None,
+) -> WriteModel:
+    """Search ``families``, keep ``family`` (``best``: lowest validation MSE) as the model."""
+    check_param(
+        "family", family, family in (*families, "best"), f"one of {', '.join((*families, 'best'))}"
+    )
+    out = evaluate(
+        samples,
+        platform,
+        train_max_nodes=train_max_nodes,
+        min_time=min_time,
+        families=families,
+        seed=seed,
+        n_jobs=n_jobs,
+        progress=progress,
+    )
+    if family == "best":
+        family = min(out.candidates, key=lambda f: out.candidates[f].val_mse)
+    cand = out.candidates[family]
+    coef = (
+        linear_coefficients(cand.estimator, out.features) if family in ("lasso", "linear") else None
+    )
+    synthetic = bool(samples["synthetic"].any()) if "synthetic" in samples else False
+    meta = {
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "iosight_version": _version(),
+        "samples": int(len(samples)),
+        "synthetic": synthetic,
+        "train_max_nodes": train_max_nodes,
+        "min_time": min_time,
+        "seed": seed,
+        "training_sets_searched": len(out.subsets),
+        "shrinkage_grid": [float(a) for a in out.alphas],
+        "validation_mse": {f: c.val_mse for f, c in out.candidates.items()},
+        "chosen": {
+            f: {"scales": list(c.scales), "params": c.params} for f, c in out.candidates.items()
+        },
+    }
+    return WriteModel(
+        platform,
+        family,
+        cand.estimator,
+        out.features,
+        cand.scales,
+        cand.params,
+        out.accuracy,
+        out.predictions,
+        coef,
+        meta,
+    )
+
+
+def _version() -> str:
+    from iosight import __version__
+
+    return __version__
+
+
+@dataclass(frozen=True)
+class CheckpointPlan:
+    """How often to checkpoint so writes stay within a share of the run (§II-A)."""
+
+    predicted_write_s: float
+    planned_write_s: float  # with the safety margin
+    min_interval_s: float  # the shortest interval within the budget
+    interval_s: float  # compute seconds between checkpoints in this run
+    checkpoints: int
+    write_share: float  # planned write time / (compute + write time)
+    compute_time_s: float
+    feasible: bool  # False: even one checkpoint exceeds the budget
+
+    def as_frame(self) -> pd.DataFrame:
+        import pandas as pd
+
+        return pd.DataFrame([{"quantity": k, "value": v} for k, v in self.__dict__.items()])
+
+
+def plan_checkpoints(
+    predicted_write_s: float,
+    compute_time_s: float,
+    io_budget: float = 0.1,
+    margin: float = 0.3,
+) -> CheckpointPlan:
+    """The checkpoint interval that keeps write time under ``io_budget`` of the run time.
+
+    With a write of ``w = predicted * (1 + margin)`` seconds every ``I`` compute seconds the
+    write share is ``w / (I + w)``; it stays within ``b`` when ``I >= w (1 - b) / b``. The
+    margin covers the model's error (the paper's 20-30%, §IV-C). The run is split into
+    ``floor(C / I_min)`` equal intervals; when even one write breaks the budget the plan
+    keeps one final checkpoint and says it is not feasible.
+    """
+    check_param("io_budget", io_budget, 0 < io_budget < 1, "in (0, 1)")
+    check_param("margin", margin, margin >= 0, "non-negative")
+    check_param("compute_time", compute_time_s, compute_time_s > 0, "positive seconds")
+    if not math.isfinite(predicted_write_s) or predicted_write_s <= 0:
+        raise IosightError(
+            f"the model predicts a write time of {predicted_write_s:.3g} s for this pattern, "
+            "which cannot be planned with; the pattern is probably far outside the training data"
+        )
+    w = predicted_write_s * (1 + margin)
+    needed = w * (1 - io_budget) / io_budget
+    k = math.floor(compute_time_s / needed)
+    feasible = k >= 1
+    k = max(k, 1)  # at least the final checkpoint
+    share = k * w / (compute_time_s + k * w)
+    return CheckpointPlan(
+        predicted_write_s, w, needed, compute_time_s / k, k, share, compute_time_s, feasible
+    )
+
+
+def predict_pattern(model: WriteModel, pattern: WritePattern) -> float:
+    """Predicted mean write time (s) of one pattern."""
+    import pandas as pd
+
+    pattern.check(model.platform)
+    row = {
+        "nodes": pattern.nodes,
+        "cores": pattern.cores,
+        "size": pattern.size,
+        "stripes": pattern.stripes,
+    }
+    return float(model.predict(pd.DataFrame([row]))[0])

@@ -1,0 +1,168 @@
+"""The ``iosight perfmodel`` commands end to end (small inputs)."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from iosight.cli import app
+
+runner = CliRunner()
+
+
+def test_platform_show_and_features():
+    res = runner.invoke(app, ["perfmodel", "platform", "show", "cetus", "--format", "csv"])
+    assert res.exit_code == 0 and "NSD server,48" in res.output
+    res = runner.invoke(
+        app,
+        [
+            "perfmodel",
+            "features",
+            "titan",
+            "-n",
+            "256",
+            "-m",
+            "8",
+            "--size",
+            "1GiB",
+            "--stripes",
+            "4",
+            "--format",
+            "csv",
+        ],
+    )
+    assert res.exit_code == 0
+    assert len(res.output.strip().splitlines()) == 31  # header + 30 features
+    bad = runner.invoke(
+        app, ["perfmodel", "features", "titan", "-n", "0", "-m", "8", "--size", "1GiB"]
+    )
+    assert bad.exit_code == 1 and "nodes" in bad.output
+
+
+def test_synth_samples_fit_predict_plan_report(tmp_path):
+    samples = tmp_path / "s.parquet"
+    res = runner.invoke(
+        app,
+        [
+            "synth",
+            "writes",
+            "--platform",
+            "titan",
+            "--out",
+            str(samples),
+            "--runs",
+            str(tmp_path / "runs.csv"),
+            "--patterns-per-scale",
+            "8",
+            "--scales",
+            "1,2,4,8,200,256",
+            "--seed",
+            "1",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert "SYNTHETIC" in res.output
+    # runs CSV -> samples again through 'perfmodel samples'
+    res = runner.invoke(
+        app,
+        [
+            "perfmodel",
+            "samples",
+            "--platform",
+            "titan",
+            "--runs",
+            str(tmp_path / "runs.csv"),
+            "--out",
+            str(tmp_path / "s2.csv"),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    model = tmp_path / "model"
+    res = runner.invoke(
+        app,
+        [
+            "perfmodel",
+            "fit",
+            "--samples",
+            str(samples),
+            "--platform",
+            "titan",
+            "--out",
+            str(model),
+            "--min-time",
+            "0.5",
+            "--format",
+            "csv",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert (model / "metadata.json").exists() and (model / "coefficients.csv").exists()
+    res = runner.invoke(
+        app,
+        [
+            "perfmodel",
+            "predict",
+            "--model",
+            str(model),
+            "-n",
+            "256",
+            "-m",
+            "8",
+            "-K",
+            "1GiB",
+            "-W",
+            "4",
+        ],
+    )
+    assert res.exit_code == 0 and "predicted mean write time" in res.output
+    res = runner.invoke(
+        app,
+        [
+            "perfmodel",
+            "plan",
+            "--model",
+            str(model),
+            "-n",
+            "256",
+            "-m",
+            "8",
+            "-K",
+            "1GiB",
+            "-W",
+            "4",
+            "--compute-time",
+            "86400",
+            "--format",
+            "csv",
+        ],
+    )
+    assert res.exit_code == 0 and "interval_s" in res.output
+    res = runner.invoke(
+        app, ["perfmodel", "report", "--model", str(model), "--out", str(tmp_path / "rep")]
+    )
+    assert res.exit_code == 0 and (tmp_path / "rep" / "index.html").exists()
+    assert "synthetic" in (tmp_path / "rep" / "index.html").read_text()
+    res = runner.invoke(
+        app, ["perfmodel", "predict", "--model", str(tmp_path), "-n", "1", "-m", "1", "-K", "1MiB"]
+    )
+    assert res.exit_code == 1 and "model directory" in res.output
+
+
+def test_tokio_samples(shared, tmp_path):
+    mira = shared(
+        "datasets", "tokio_abc_year_in_life", "mira-summaries_2017-02-14_2018-02-15.csv.gz"
+    )
+    res = runner.invoke(
+        app,
+        [
+            "perfmodel",
+            "samples",
+            "--tokio",
+            str(mira),
+            "--out",
+            str(tmp_path / "mira.csv"),
+            "--format",
+            "csv",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert "mira/mira-fs1,ior" in res.output and "mira/mira-fs1,hacc_io_write" in res.output

@@ -1,0 +1,85 @@
+"""Model search (§III-B3, §IV-B), evaluation (§IV-C) and checkpoint planning (§II-A)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from iosight._errors import IosightError
+from iosight.perfmodel._model import FAMILIES, WriteModel, fit_model, plan_checkpoints
+from iosight.perfmodel._platform import load_platform
+from iosight.perfmodel._samples import group_runs
+from iosight.perfmodel._search import (
+    accuracy,
+    all_subsets,
+    lasso_grid_search,
+    naive_grid_search,
+    relative_errors,
+)
+from iosight.synth.writes import WriteSimConfig, simulate_writes
+
+
+def test_subsets_and_errors_by_hand():
+    subs = all_subsets([1, 2, 4, 8, 16, 32, 64, 128])
+    assert len(subs) == 255 and subs[0] == (1,) and subs[-1] == (1, 2, 4, 8, 16, 32, 64, 128)
+    err = relative_errors([12.0, 7.0, 10.0, 20.0], [10.0, 10.0, 10.0, 10.0])
+    assert np.allclose(err, [0.2, -0.3, 0.0, 1.0])
+    acc = accuracy(err)
+    assert acc["within_20"] == 0.5 and acc["within_30"] == 0.75
+    assert acc["overestimated"] == 0.5 and acc["underestimated"] == 0.25
+    assert acc["under_among_inaccurate"] == 0.0  # the only |error| > 30% is an overestimate
+
+
+def test_path_search_matches_naive_refits():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(120, 5))
+    y = 3 * x[:, 0] - 2 * x[:, 1] + rng.normal(scale=0.5, size=120)
+    scale = np.repeat([1, 2, 4], 40)
+    xv = rng.normal(size=(30, 5))
+    yv = 3 * xv[:, 0] - 2 * xv[:, 1]
+    alphas = np.array([0.0, 0.01, 0.1, 1.0])
+    fast = lasso_grid_search(x, y, scale, xv, yv, alphas=alphas)
+    slow = naive_grid_search(x, y, scale, xv, yv, alphas=alphas)
+    assert fast.shape == (7, 4)
+    assert np.allclose(fast, slow, rtol=1e-2)  # same optimum, coordinate descent tol 1e-3
+    # strong shrinkage is worse than little on this clean linear signal
+    assert (fast[:, 3] > fast[:, 1]).all()
+
+
+@pytest.fixture(scope="module")
+def small_model():
+    plat = load_platform("titan")
+    cfg = WriteSimConfig(scales=(1, 2, 4, 8, 200, 256), patterns_per_scale=12, seed=3)
+    samples = group_runs(simulate_writes(plat, cfg))
+    return fit_model(samples, plat, min_time=0.5, seed=0), samples
+
+
+def test_fit_predict_save_load(small_model, tmp_path):
+    model, samples = small_model
+    assert model.family == "lasso" and model.meta["training_sets_searched"] == 15
+    assert set(model.accuracy.family) == set(FAMILIES)
+    assert model.coefficients.feature.iloc[0] == "(intercept)"
+    # the validated estimator reproduces the reported test predictions
+    test = samples[samples.nodes > 128].head(5)
+    pred = model.predict(test)
+    assert np.all(np.isfinite(pred))
+    back = WriteModel.load(model.save(tmp_path / "m"))
+    assert np.allclose(back.predict(test), pred)
+    with pytest.raises(IosightError, match="not a model directory"):
+        WriteModel.load(tmp_path)
+
+
+def test_plan_by_hand():
+    # 100 s writes, +30% margin = 130 s; 10% budget -> interval >= 130 * 0.9 / 0.1 = 1170 s
+    p = plan_checkpoints(100.0, 3600.0, io_budget=0.1, margin=0.3)
+    assert p.planned_write_s == pytest.approx(130.0)
+    assert p.checkpoints == 3 and p.interval_s == pytest.approx(1200.0) and p.feasible
+    assert p.min_interval_s == pytest.approx(1170.0)
+    tight = plan_checkpoints(100.0, 600.0, io_budget=0.1, margin=0.0)
+    assert not tight.feasible and tight.checkpoints == 1
+    assert p.write_share == pytest.approx(390 / 3990)
+    assert p.write_share <= 0.1
+    with pytest.raises(IosightError, match="cannot be planned"):
+        plan_checkpoints(-5.0, 3600.0)
+    with pytest.raises(IosightError, match="io_budget"):
+        plan_checkpoints(10.0, 3600.0, io_budget=1.5)

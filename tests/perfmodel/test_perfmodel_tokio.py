@@ -1,0 +1,55 @@
+"""TOKIO-ABC (real data): file-per-process write samples and the per-system evaluation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from iosight._errors import IosightError
+from iosight.perfmodel import evaluate_tokio, tokio_samples
+
+MIRA = ("datasets", "tokio_abc_year_in_life", "mira-summaries_2017-02-14_2018-02-15.csv.gz")
+
+
+def test_mira_samples(shared):
+    s = tokio_samples(shared(*MIRA))
+    # README: 660 file-per-process write jobs on Mira (IOR 332 + HACC-IO 328), 16384 ranks
+    assert len(s) == 660 and set(s.system) == {"mira/mira-fs1"}
+    assert (s.groupby("app").size().to_dict()) == {"hacc_io_write": 328, "ior": 332}
+    assert (s.nprocs == 16384).all() and (s.write_time > 0).all()
+    assert np.all(np.diff(s.start_time) >= 0) and not s.synthetic.any()
+    # IOR writes 1 TiB in 16384 files of 64 MiB
+    ior = s[s.app == "ior"]
+    assert ior["size"].median() == pytest.approx(64 * 2**20)  # the CSV lost some precision
+    assert ior["m*n*K"].median() == pytest.approx(2**40)
+
+
+def test_mira_evaluation_is_chronological(shared):
+    s = tokio_samples(shared(*MIRA))
+    out = evaluate_tokio(s, "mira/mira-fs1", families=("lasso", "median"))
+    acc = out.accuracy.set_index(["family", "test_set"])
+    # 30% of 660 = 198 test samples, 20% of them (40) validate, 158 are reported
+    assert acc.loc[("lasso", "all"), "samples"] == 158
+    assert 0 <= acc.loc[("lasso", "all"), "within_30"] <= 1
+    with pytest.raises(IosightError, match="systems here"):
+        evaluate_tokio(s, "titan/atlas2")
+
+
+def test_not_a_tokio_file(tmp_path):
+    p = tmp_path / "x.csv"
+    p.write_text("a,b\n1,2\n")
+    with pytest.raises(IosightError, match="not a TOKIO-ABC"):
+        tokio_samples(p)
+
+
+def test_real_data_report_section(shared, tmp_path):
+    from iosight.perfmodel import evaluate_tokio_files
+    from iosight.report.perfmodel import write_report
+
+    acc, coefs = evaluate_tokio_files([shared(*MIRA)])
+    assert set(acc.system) == {"mira/mira-fs1"} and "(intercept)" in set(
+        coefs["mira/mira-fs1"].feature
+    )
+    page = write_report(None, tmp_path / "rep", tokio=(acc, coefs)).read_text()
+    assert "92.79%" in page and "99.64%" in page and "not</b> the paper" in page
+    assert (tmp_path / "rep" / "tokio_accuracy.csv").exists()
