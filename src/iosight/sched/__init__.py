@@ -1,0 +1,1 @@
+"""Scheduling: burst-aware start times and I/O resource allocation."""
