@@ -54,6 +54,21 @@ def resolve_curves(
     raise IosightError(f"unknown dataset {dataset!r}; use io-nodes, ost or a .csv of curves")
 
 
+def parse_loads(spec: str) -> tuple[float, ...]:
+    """Target loads from ``"a:b:step"`` (both ends included) or ``"a,b,c"``."""
+    try:
+        if ":" in spec:
+            a, b, step = (float(x) for x in spec.split(":"))
+            vals = np.arange(a, b + step / 2, step)
+        else:
+            vals = np.array([float(x) for x in spec.split(",")])
+    except ValueError:
+        raise IosightError(f"loads must be a:b:step or a,b,c. Got {spec!r} instead.") from None
+    if vals.size == 0 or np.any(vals <= 0):
+        raise IosightError(f"loads must be positive. Got {spec!r} instead.")
+    return tuple(float(v) for v in np.round(vals, 3))
+
+
 def pairs() -> list[tuple[str, str]]:
     """Every allocator x placement pair, then the MCKP baseline."""
     out = [(a, p) for a in ALLOCATORS.names() for p in PLACEMENTS.names()]

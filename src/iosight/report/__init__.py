@@ -1,0 +1,1 @@
+"""HTML report sections and figures."""
