@@ -59,15 +59,22 @@ def _check(w: Workload, alloc: np.ndarray, place: np.ndarray) -> None:
 
 @SIMULATORS.register("events")
 def simulate_events(w: Workload, alloc: np.ndarray, place: np.ndarray) -> SimResult:
-    """Exact event-driven fair-share simulation (iosight's default)."""
+    """Exact event-driven fair-share simulation (iosight's default).
+
+    Resource r keeps a virtual clock ``clock[r]`` (exclusive-use seconds each of its
+    transfers has received), advanced lazily to real time t as
+    ``clock += (t - seen) / active``; a transfer needing s seconds of exclusive use
+    that starts at virtual time c ends when the clock reaches its tag c + s. The
+    hot loop is inlined (plain lists, no calls) because it runs once per event.
+    """
     alloc = np.asarray(alloc, dtype=np.int64)
     _check(w, alloc, place)
     service, rate, cpu_phase, vol_phase = (a.tolist() for a in _per_phase(w, alloc))
     k, n_res = w.k, w.n_resources
     res_of = [np.flatnonzero(row).tolist() for row in place]
     active = [0] * n_res
-    clock = [0.0] * n_res  # virtual time of each resource
-    seen = [0.0] * n_res  # real time the clock was last advanced
+    clock = [0.0] * n_res
+    seen = [0.0] * n_res
     version = [0] * n_res
     tags: list[list[tuple[float, int]]] = [[] for _ in range(n_res)]
     busy = [0.0] * n_res
@@ -77,44 +84,41 @@ def simulate_events(w: Workload, alloc: np.ndarray, place: np.ndarray) -> SimRes
     io_start = [0.0] * k
     io_time = [0.0] * k
     volume = [0.0] * k
-    events = [(cpu_phase[j], 0, j, 0) for j in range(k)]
+    events = [(cpu_phase[j], -1 - j, 0) for j in range(k)]  # (time, -1-app | resource, version)
     heapq.heapify(events)
     push, pop = heapq.heappush, heapq.heappop
-
-    def advance(r: int, t: float) -> None:
-        if active[r]:
-            clock[r] += (t - seen[r]) / active[r]
-        seen[r] = t
-
-    def reschedule(r: int, t: float) -> None:
-        version[r] += 1
-        push(events, (t + (tags[r][0][0] - clock[r]) * active[r], 1, r, version[r]))
-
-    while True:
-        t, kind, ident, ver = pop(events)
-        if kind == 0:  # compute subphase of app `ident` ends: its I/O starts
-            j = ident
+    first = -1
+    while first < 0:
+        t, r, ver = pop(events)
+        if r < 0:  # compute subphase of app -1-r ends: its I/O starts
+            j = -1 - r
             io_start[j] = t
             pending[j] = len(res_of[j])
             for r in res_of[j]:
-                advance(r, t)
-                push(tags[r], (clock[r] + service[j], j))
-                if not active[r]:
+                a = active[r]
+                if a:
+                    clock[r] += (t - seen[r]) / a
+                else:
                     busy_since[r] = t
-                active[r] += 1
-                reschedule(r, t)
+                seen[r] = t
+                push(tags[r], (clock[r] + service[j], j))
+                active[r] = a = a + 1
+                version[r] += 1
+                push(events, (t + (tags[r][0][0] - clock[r]) * a, r, version[r]))
             continue
-        r = ident
-        if ver != version[r]:
+        if ver != version[r]:  # stale: resource r changed since this was pushed
             continue
-        advance(r, t)
-        done = [pop(tags[r])[1]]
-        eps = 1e-9 * (1.0 + abs(clock[r]))
-        while tags[r] and tags[r][0][0] <= clock[r] + eps:
-            done.append(pop(tags[r])[1])
-        active[r] -= len(done)
-        if active[r]:
-            reschedule(r, t)
+        c = clock[r] = clock[r] + (t - seen[r]) / active[r]
+        seen[r] = t
+        heap = tags[r]
+        done = [pop(heap)[1]]
+        eps = 1e-9 * (1.0 + abs(c))
+        while heap and heap[0][0] <= c + eps:
+            done.append(pop(heap)[1])
+        active[r] = a = active[r] - len(done)
+        if a:
+            version[r] += 1
+            push(events, (t + (heap[0][0] - c) * a, r, version[r]))
         else:
             busy[r] += t - busy_since[r]
         for j in done:
@@ -125,26 +129,26 @@ def simulate_events(w: Workload, alloc: np.ndarray, place: np.ndarray) -> SimRes
             volume[j] += vol_phase[j]
             left[j] -= 1
             if left[j] == 0:
-                return _close_events(t, j, locals())
-            push(events, (t + cpu_phase[j], 0, j, 0))
-
-
-def _close_events(t_end: float, first: int, st: dict) -> SimResult:
-    """Add the partial I/O subphases and busy periods running at t_end."""
-    remaining = np.zeros(len(st["pending"]))
-    busy = np.array(st["busy"])
-    for r, heap in enumerate(st["tags"]):
-        st["advance"](r, t_end)
-        for tag, j in heap:
-            remaining[j] += tag - st["clock"][r]
-        if st["active"][r]:
-            busy[r] += t_end - st["busy_since"][r]
-    pending = np.array(st["pending"]) > 0
-    io_time = np.array(st["io_time"]) + np.where(pending, t_end - np.array(st["io_start"]), 0.0)
-    n = np.array([len(x) for x in st["res_of"]])
-    done = n * np.array(st["service"]) - remaining
-    volume = np.array(st["volume"]) + np.where(pending, done * np.array(st["rate"]), 0.0)
-    return SimResult(t_end, io_time, volume, busy, first)
+                first = j
+                break
+            push(events, (t + cpu_phase[j], -1 - j, 0))
+    # close the window at t: partial I/O subphases and busy periods still running
+    remaining = np.zeros(k)
+    for r, heap in enumerate(tags):
+        if active[r]:
+            c = clock[r] + (t - seen[r]) / active[r]
+            busy[r] += t - busy_since[r]
+            for tag, j in heap:
+                remaining[j] += tag - c
+    in_io = np.array(pending) > 0
+    moved = alloc * np.array(service) - remaining
+    return SimResult(
+        t_end=t,
+        io_time=np.array(io_time) + np.where(in_io, t - np.array(io_start), 0.0),
+        volume=np.array(volume) + np.where(in_io, moved * np.array(rate), 0.0),
+        busy=np.array(busy),
+        first=first,
+    )
 
 
 @SIMULATORS.register("timestep")
