@@ -192,9 +192,17 @@ def _figures(acc, rob, ost, curves, out: Path, min_sets: int):
     return written
 
 
+def _with_case(results: pd.DataFrame) -> pd.DataFrame:
+    return results if "case" in results else results.assign(case=results["dataset"])
+
+
+def _sets_per_case(results: pd.DataFrame) -> dict[str, int]:
+    return {str(c): _n_sets(d) for c, d in results.groupby("case", sort=False)}
+
+
 def _robust_change(acc: pd.DataFrame, rob: pd.DataFrame) -> pd.DataFrame:
     """Relative change (%) of Mean-I/O-SlowDown with profile curves, per set and pair."""
-    key = ["dataset", "theta", "set", "allocator", "placement"]
+    key = ["case", "theta", "set", "allocator", "placement"]
     m = rob.merge(acc[[*key, "mean_slowdown"]], on=key, suffixes=("", "_exact"))
     m["change_pct"] = 100 * (m["mean_slowdown"] / m["mean_slowdown_exact"] - 1)
     m["pair"] = m["allocator"] + "+" + m["placement"]
@@ -208,8 +216,8 @@ def _mean_by(df: pd.DataFrame, metric: str) -> pd.Series:
 def conclusions(results: pd.DataFrame, *, min_sets: int = MIN_SETS) -> pd.DataFrame:
     """The paper's conclusions (issue 7, item 7) checked on our runs, with numbers."""
     rows: list[dict] = []
-    for ds, df in results.groupby("dataset"):
-        rows += _dataset_conclusions(str(ds), df, min_sets)
+    for case, df in _with_case(results).groupby("case", sort=False):
+        rows += _dataset_conclusions(str(case), df, min_sets)
     return pd.DataFrame(rows)
 
 
@@ -235,7 +243,7 @@ def _gain(m: pd.Series, a: str) -> float:
     return m[a] / m["BestBdw"] - 1
 
 
-def _dataset_conclusions(ds: str, df: pd.DataFrame, min_sets: int) -> list[dict]:
+def _dataset_conclusions(case: str, df: pd.DataFrame, min_sets: int) -> list[dict]:
     rows: list[dict] = []
     acc, rob = df[df["study"] == "accurate"], df[df["study"] == "robust"]
     g = _gnc(acc)
@@ -245,7 +253,7 @@ def _dataset_conclusions(ds: str, df: pd.DataFrame, min_sets: int) -> list[dict]
     def add(claim, measured, holds, where):
         rows.append(
             {
-                "dataset": ds,
+                "case": case,
                 "claim": claim,
                 "where": where,
                 "measured": measured,
@@ -352,33 +360,48 @@ def _dataset_conclusions(ds: str, df: pd.DataFrame, min_sets: int) -> list[dict]
     return rows
 
 
+def summary(results: pd.DataFrame, *, width: float = 0.3) -> pd.DataFrame:
+    """Mean of the main metrics per case, study, heuristic pair and I/O-load(π_sys) bin
+    of ``width`` (the numbers behind the figures)."""
+    d = _with_case(results)
+    d = d.assign(load_bin=np.floor(d["io_load_sys"] / width) * width)
+    keys = ["case", "study", "allocator", "placement", "load_bin"]
+    metrics = ["mean_slowdown", "max_slowdown", "mean_rho_io", "mean_rho_con"]
+    metrics += ["io_spread", "idle_time"]
+    out = d.groupby(keys)[metrics].mean()
+    out["sets"] = d.groupby(keys).size()
+    return out.reset_index().round(4)
+
+
 def build_report(
     results: pd.DataFrame, out: Path, *, curves=None, min_sets: int = MIN_SETS
 ) -> Report:
-    """Write figures (PNG), ``conclusions.csv`` and ``index.html`` into ``out``.
+    """Write figures (PNG), ``conclusions.csv``, ``summary.csv`` and ``index.html``.
 
-    ``results`` holds the rows of one or more studies (I/O nodes and/or OSTs, column
-    ``dataset``); ``curves`` (optional) are the I/O-node curves for Fig. 11; load bins
-    with fewer than ``min_sets`` application sets are left out.
+    ``results`` holds the rows of one or more studies (column ``case``, else
+    ``dataset``); Fig. 5-12 show the first case, Fig. 13 the OST rows; ``curves``
+    (optional) are the I/O-node curves for Fig. 11; load bins with fewer than
+    ``min_sets`` application sets are left out.
     """
     need = {"dataset", "study", "allocator", "placement", "io_load_sys", "mean_slowdown"}
     if not need <= set(results.columns):
         raise IosightError(f"results lack columns {sorted(need - set(results.columns))}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    main = results[results["dataset"] != "ost"]
+    results = _with_case(results)
+    main = results[results["case"] == results["case"].iloc[0]]
     ost = results[(results["dataset"] == "ost") & (results["study"] == "accurate")]
-    if main.empty:
-        main = results[results["dataset"] == "ost"]
     acc, rob = main[main["study"] == "accurate"], main[main["study"] == "robust"]
     written = _figures(acc, rob, ost, curves, out, min_sets)
     table = conclusions(results, min_sets=min_sets)
     table.to_csv(out / "conclusions.csv", index=False)
+    summary(results).to_csv(out / "summary.csv", index=False)
     parts = [
         "<html><head><meta charset='utf-8'><title>iosight iosched report</title></head><body>",
         "<h1>Scheduling distributed I/O resources (Bandet, Boito, Pallez)</h1>",
-        f"<p>{results.groupby('dataset')['set'].nunique().to_dict()} application sets per "
-        f"load level; {len(results)} simulated schedules. OST curves are PARAMETRIC.</p>",
+        f"<p>Fig. 5-12: {main['case'].iloc[0]}; application sets per case: "
+        f"{_sets_per_case(results)}"
+        f"; {len(results)} simulated schedules. OST curves are PARAMETRIC.</p>",
         "<h2>The paper's conclusions on our runs</h2>",
         table.to_html(index=False),
     ]

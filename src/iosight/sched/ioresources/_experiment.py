@@ -216,10 +216,15 @@ def run_experiment(
 
 
 def load_results(out: Path):
-    """All task results under ``out`` as one DataFrame."""
+    """All task results under ``out`` as one DataFrame, with the study's K and N and a
+    ``case`` label ("io-nodes, K=40, N=20") taken from its ``config.json``."""
     import pandas as pd
 
     files = sorted(Path(out).glob("theta*_set*.parquet"))
     if not files:
         raise IosightError(f"no results in {out}; run 'iosight iosched experiment' first")
-    return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+    df = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+    meta = json.loads((Path(out) / "config.json").read_text())
+    df["k"], df["n_resources"] = meta["k"], meta["n_resources"]
+    df["case"] = f"{meta['dataset']}, K={meta['k']}, N={meta['n_resources']}"
+    return df
