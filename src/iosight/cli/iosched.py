@@ -111,6 +111,8 @@ def report(
     with cli_errors():
         rep = report_from_folders(results, out, forge_dir=forge_dir, min_sets=min_sets)
         print_frame(rep.conclusions, fmt, title="the paper's conclusions on our runs")
+        if rep.profiles is not None:
+            print_frame(rep.profiles, fmt, title="profile families and their fits")
         console.print(f"{len(rep.figures)} figures; open {rep.html}")
 
 

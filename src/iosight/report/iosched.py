@@ -30,6 +30,7 @@ class Report:
     html: Path
     figures: tuple[Path, ...]
     conclusions: pd.DataFrame
+    profiles: pd.DataFrame | None = None
 
 
 def _binned(df: pd.DataFrame, value: str, by: str, min_sets: int = MIN_SETS) -> pd.DataFrame:
@@ -373,6 +374,25 @@ def summary(results: pd.DataFrame, *, width: float = 0.3) -> pd.DataFrame:
     return out.reset_index().round(4)
 
 
+def profile_table(curves) -> pd.DataFrame:
+    """Per profile family: curves, the fitted n_perf, how many curves keep their own
+    n_perf under the family fit, and the bandwidth kept, b(fitted n_perf) / b(n_perf)."""
+    from iosight.sched.ioresources import profile_estimates
+
+    prof = curves.profiles
+    est = profile_estimates(curves.bw, prof)
+    own, fit = curves.bw.argmax(axis=1), est.argmax(axis=1)
+    kept = curves.bw[np.arange(len(own)), fit] / curves.bw.max(axis=1)
+    d = pd.DataFrame({"profile": prof, "same": own == fit, "kept": kept, "n_fit": fit + 1})
+    out = d.groupby("profile").agg(
+        curves=("same", "size"),
+        fitted_n_perf=("n_fit", "first"),
+        same_n_perf=("same", "mean"),
+        bandwidth_kept=("kept", "mean"),
+    )
+    return out.reset_index().round(3)
+
+
 def build_report(
     results: pd.DataFrame, out: Path, *, curves=None, min_sets: int = MIN_SETS
 ) -> Report:
@@ -396,6 +416,9 @@ def build_report(
     table = conclusions(results, min_sets=min_sets)
     table.to_csv(out / "conclusions.csv", index=False)
     summary(results).to_csv(out / "summary.csv", index=False)
+    profiles = profile_table(curves) if curves is not None else None
+    if profiles is not None:
+        profiles.to_csv(out / "profiles.csv", index=False)
     parts = [
         "<html><head><meta charset='utf-8'><title>iosight iosched report</title></head><body>",
         "<h1>Scheduling distributed I/O resources (Bandet, Boito, Pallez)</h1>",
@@ -405,13 +428,16 @@ def build_report(
         "<h2>The paper's conclusions on our runs</h2>",
         table.to_html(index=False),
     ]
+    if profiles is not None:
+        parts += ["<h2>Profile families (robustness study)</h2>", profiles.to_html(index=False)]
     for path, title in written:
         data = base64.b64encode(path.read_bytes()).decode()
         parts.append(f"<h2>{title}</h2><img src='data:image/png;base64,{data}'/>")
     parts.append("</body></html>")
     html = out / "index.html"
     html.write_text("\n".join(parts))
-    return Report(html=html, figures=tuple(p for p, _ in written), conclusions=table)
+    figures = tuple(p for p, _ in written)
+    return Report(html=html, figures=figures, conclusions=table, profiles=profiles)
 
 
 def report_from_folders(
