@@ -64,7 +64,9 @@ def simulate(
 def experiment(
     out: Path = typer.Option(..., "--out", help="Results folder (resumable)."),
     dataset: str = typer.Option("io-nodes", help="io-nodes, ost (parametric) or a curves CSV."),
-    loads: str = typer.Option("0.1:1.5:0.1", help="Target I/O-loads Theta: a:b:step or a,b,c."),
+    loads: str = typer.Option(
+        "0.1:1.5:0.1", help="Target I/O-loads Theta: START:STOP:STEP or a list x,y,z."
+    ),
     sets: int = typer.Option(100, help="Application sets per load level."),
     seed: int = typer.Option(1, help="Root seed."),
     apps: int = typer.Option(40, "--apps", "-K", help="Applications per set K."),

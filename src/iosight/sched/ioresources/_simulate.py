@@ -71,7 +71,9 @@ def simulate_events(w: Workload, alloc: np.ndarray, place: np.ndarray) -> SimRes
     _check(w, alloc, place)
     service, rate, cpu_phase, vol_phase = (a.tolist() for a in _per_phase(w, alloc))
     k, n_res = w.k, w.n_resources
-    res_of = [np.flatnonzero(row).tolist() for row in place]
+    cols = np.nonzero(place)[1].tolist()  # row-major: app j's resources are contiguous
+    ends = np.cumsum(alloc).tolist()
+    res_of = [cols[e - n : e] for e, n in zip(ends, alloc.tolist(), strict=True)]
     active = [0] * n_res
     clock = [0.0] * n_res
     seen = [0.0] * n_res
@@ -112,7 +114,7 @@ def simulate_events(w: Workload, alloc: np.ndarray, place: np.ndarray) -> SimRes
         seen[r] = t
         heap = tags[r]
         done = [pop(heap)[1]]
-        eps = 1e-9 * (1.0 + abs(c))
+        eps = 1e-9 * (1.0 + c)  # clocks are >= 0
         while heap and heap[0][0] <= c + eps:
             done.append(pop(heap)[1])
         active[r] = a = active[r] - len(done)
