@@ -70,3 +70,13 @@ def test_placements_read_only_table_ii_inputs():
     assert {n: set(c.inputs_needed) for n, c in PLACEMENTS.items()} == {
         n: set(v) for n, v in want.items()
     }
+
+
+def test_known_curves_equal_to_true_ones_change_nothing():
+    from iosight.sched.ioresources import generate_workload, ost_curves
+
+    w, _ = generate_workload(ost_curves(seed=5), theta=0.7, k=12, rng=np.random.default_rng(2))
+    for pair in (("TCPU", "Greedy-NC"), ("BestBdw", "Greedy-C"), ("MCKP", "MCKP")):
+        a = schedule(*pair, w, np.random.default_rng(0))
+        b = schedule(*pair, w, np.random.default_rng(0), known_bw=w.bw.copy())
+        assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])

@@ -25,7 +25,6 @@ class Allocator:
     are platform facts every heuristic knows.
     """
 
-    name: ClassVar[str] = ""
     inputs_needed: ClassVar[tuple[str, ...]] = ()
 
     def allocate(

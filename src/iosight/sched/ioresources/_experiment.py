@@ -113,7 +113,7 @@ def run_task(cfg: ExperimentConfig, curves: CurveSet, theta: float, set_id: int)
     combos = pairs()
     robust = ROBUST_PAIRS if cfg.robustness else ()
     gen, *streams = task_seed(cfg.seed, theta, set_id).spawn(1 + len(combos) + len(robust))
-    w, _ = generate_workload(
+    w, idx = generate_workload(
         curves,
         theta=theta,
         k=cfg.k,
@@ -130,7 +130,7 @@ def run_task(cfg: ExperimentConfig, curves: CurveSet, theta: float, set_id: int)
         "io_load_1": workload_io_load(w, np.ones(w.k, dtype=np.int64)),
     }
     estimate = profile_estimates(curves.bw, curves.profiles)
-    known = estimate[[curves.names.index(n) for n in w.names]] if robust else None
+    known = estimate[idx] if robust else None
     jobs = [(a, p, "accurate", None) for a, p in combos]
     jobs += [(a, p, "robust", known) for a, p in robust]
     rows = []

@@ -19,7 +19,6 @@ from iosight.sched.ioresources._model import Workload
 class Placement:
     """Contract: ``place(alloc, inputs, n_resources, rng) -> K x N bool matrix``."""
 
-    name: ClassVar[str] = ""
     inputs_needed: ClassVar[tuple[str, ...]] = ()
 
     def place(
