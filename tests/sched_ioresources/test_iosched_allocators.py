@@ -89,3 +89,24 @@ def test_each_allocator_gets_only_its_table_ii_inputs():
     for name, cls in ALLOCATORS.items():
         assert set(cls.inputs_needed) == set(table_ii[name])
         assert set(application_inputs(w, cls.inputs_needed)) == set(table_ii[name])
+
+
+def test_measured_only_grid_allocates_only_measured_n():
+    from iosight.sched.ioresources import CurveSet, generate_workload, schedule
+
+    rng = np.random.default_rng(1)
+    bw = rng.uniform(10, 100, (30, 8))
+    bw[:, [2, 4, 5, 6]] = np.nan  # only n = 1, 2, 4, 8 measured
+    curves = CurveSet(names=tuple(map(str, range(30))), bw=bw, source="hand")
+    w, _ = generate_workload(curves, theta=0.9, k=40, rng=rng)
+    assert w.allowed[0].tolist() == [True, True, False, True, False, False, False, True]
+    for name in [*ALLOCATORS.names(), "MCKP"]:
+        alloc, _ = schedule(name, "MCKP" if name == "MCKP" else "Greedy-NC", w, rng)
+        assert set(alloc.tolist()) <= {1, 2, 4, 8}, name
+
+
+def test_static_takes_the_nearest_measured_n():
+    apps = [Application(q=q, phases=2, t_cpu=1, v_io=1, bw=[1, 2, np.nan, 4]) for q in (3, 5)]
+    w = Workload.from_apps([*apps], n_resources=20, q_cpu=20)
+    # targets round(3) = 3 -> 2 (tie with 4: the smaller), round(5) = 5 -> 4
+    assert allocate("Static", w, np.random.default_rng(0)).tolist() == [2, 4]

@@ -72,6 +72,7 @@ def experiment(
     apps: int = typer.Option(40, "--apps", "-K", help="Applications per set K."),
     resources: int = RESOURCES,
     statistic: str = typer.Option("mean", help="FORGE repetitions: mean or best."),
+    grid: str = typer.Option("interpolated", help="FORGE n: interpolated (1..8) or measured."),
     workers: int = typer.Option(2, help="Worker processes."),
     robustness: bool = typer.Option(True, help="Also run the profile-curve study."),
     forge_dir: Path = FORGE,
@@ -92,6 +93,7 @@ def experiment(
             k=apps,
             n_resources=resources,
             statistic=statistic,
+            grid=grid,
             robustness=robustness,
             forge_dir=str(forge_dir) if forge_dir else None,
         )

@@ -383,8 +383,8 @@ def profile_table(curves) -> pd.DataFrame:
 
     prof = curves.profiles
     est = profile_estimates(curves.bw, prof)
-    own, fit = curves.bw.argmax(axis=1), est.argmax(axis=1)
-    kept = curves.bw[np.arange(len(own)), fit] / curves.bw.max(axis=1)
+    own, fit = np.nanargmax(curves.bw, axis=1), np.nanargmax(est, axis=1)
+    kept = curves.bw[np.arange(len(own)), fit] / np.nanmax(curves.bw, axis=1)
     n = np.arange(1, curves.bw.shape[1] + 1)
     superlinear = (curves.bw > n * curves.bw[:, :1] * (1 + 1e-12)).any(axis=1)
     d = pd.DataFrame(

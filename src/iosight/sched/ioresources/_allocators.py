@@ -18,10 +18,10 @@ INPUTS = ("q", "v_io", "t_cpu", "argmax_b", "b")
 
 
 class Allocator:
-    """Contract: ``allocate(inputs, n_resources, q_cpu, n_max, rng) -> allocation``.
+    """Contract: ``allocate(inputs, n_resources, q_cpu, allowed, rng) -> allocation``.
 
-    ``inputs`` holds only the keys of ``inputs_needed``; ``n_max`` (the largest
-    number of resources each application can use) and ``n_resources``, ``q_cpu``
+    ``inputs`` holds only the keys of ``inputs_needed``; ``allowed`` (K x M bool: which
+    numbers of resources each application can use) and ``n_resources``, ``q_cpu``
     are platform facts every heuristic knows.
     """
 
@@ -32,7 +32,7 @@ class Allocator:
         inputs: dict[str, np.ndarray],
         n_resources: int,
         q_cpu: int,
-        n_max: np.ndarray,
+        allowed: np.ndarray,
         rng: np.random.Generator,
     ) -> np.ndarray:
         raise NotImplementedError
@@ -64,32 +64,37 @@ def allocate(
     """Run the allocator ``name`` on a workload, giving it only its Table II inputs."""
     alloc = ALLOCATORS.get(name)()
     inputs = application_inputs(w, alloc.inputs_needed, known_bw)
-    out = alloc.allocate(inputs, w.n_resources, w.q_cpu, w.n_max.copy(), rng)
+    out = alloc.allocate(inputs, w.n_resources, w.q_cpu, w.allowed.copy(), rng)
     out = np.asarray(out, dtype=np.int64)
-    if out.shape != (w.k,) or np.any(out < 1) or np.any(out > w.n_max):
+    ok = out.shape == (w.k,) and bool(np.all((out >= 1) & (out <= w.n_max)))
+    if not ok or not w.allowed[np.arange(w.k), out - 1].all():
         raise AssertionError(f"allocator {name} returned an invalid allocation {out}")
     return out
 
 
 @ALLOCATORS.register("Random")
 class RandomAllocator(Allocator):
-    """Uniform number of resources in 1..n_max per application (the baseline)."""
+    """A number of resources drawn uniformly among the allowed ones (the baseline)."""
 
     inputs_needed = ()
 
-    def allocate(self, inputs, n_resources, q_cpu, n_max, rng):
-        return rng.integers(1, n_max + 1)
+    def allocate(self, inputs, n_resources, q_cpu, allowed, rng):
+        pick = rng.integers(0, allowed.sum(axis=1))  # the pick-th allowed n of each row
+        rank = np.cumsum(allowed, axis=1) - 1
+        return np.argmax(allowed & (rank == pick[:, None]), axis=1) + 1
 
 
 @ALLOCATORS.register("Static")
 class StaticAllocator(Allocator):
-    """round(Q_j N / Q_cpu), at least 1 (and at most n_max)."""
+    """round(Q_j N / Q_cpu), at least 1; the nearest allowed n (ties: the smaller)."""
 
     inputs_needed = ("q",)
 
-    def allocate(self, inputs, n_resources, q_cpu, n_max, rng):
-        n = np.rint(inputs["q"] * n_resources / q_cpu).astype(np.int64)
-        return np.clip(n, 1, n_max)
+    def allocate(self, inputs, n_resources, q_cpu, allowed, rng):
+        target = np.maximum(np.rint(inputs["q"] * n_resources / q_cpu), 1)
+        n = np.arange(1, allowed.shape[1] + 1)
+        dist = np.where(allowed, np.abs(n - target[:, None]), np.inf)
+        return np.argmin(dist, axis=1) + 1
 
 
 @ALLOCATORS.register("BestBdw")
@@ -98,7 +103,7 @@ class BestBdwAllocator(Allocator):
 
     inputs_needed = ("argmax_b",)
 
-    def allocate(self, inputs, n_resources, q_cpu, n_max, rng):
+    def allocate(self, inputs, n_resources, q_cpu, allowed, rng):
         return inputs["argmax_b"]
 
 
@@ -108,7 +113,7 @@ class NsysAllocator(Allocator):
 
     inputs_needed = ("v_io", "t_cpu", "b")
 
-    def allocate(self, inputs, n_resources, q_cpu, n_max, rng):
+    def allocate(self, inputs, n_resources, q_cpu, allowed, rng):
         return n_sys(inputs["t_cpu"], inputs["v_io"], inputs["b"], n_resources)
 
 
@@ -127,7 +132,7 @@ class TCPUAllocator(Allocator):
 
     inputs_needed = ("q", "v_io", "t_cpu", "b")
 
-    def allocate(self, inputs, n_resources, q_cpu, n_max, rng):
+    def allocate(self, inputs, n_resources, q_cpu, allowed, rng):
         q, v, t, b = inputs["q"], inputs["v_io"], inputs["t_cpu"], inputs["b"]
         stress = io_stress(t, v, b)  # K x M, column n-1
         cpu = cpu_load(q, t, v, b)

@@ -17,12 +17,14 @@ from iosight._errors import IosightError, check_param
 
 PROFILES = ("Ascent", "Descent", "Peak", "Neutral")
 FORGE_KEY = ["processes", "clients", "layout", "spatiality", "request", "odirect"]
+GRIDS = ("interpolated", "measured")
 FORGE_FILES = ("marenostrum-4.results.csv", "marenostrum-4-gpfs.results.csv")
 
 
 @dataclass(frozen=True)
 class CurveSet:
-    """Named bandwidth curves on the common grid n = 1..M (``bw[i, n - 1]``, MB/s)."""
+    """Named bandwidth curves on the common grid n = 1..M (``bw[i, n - 1]``, MB/s);
+    NaN where n was not measured on a measured-only grid."""
 
     names: tuple[str, ...]
     bw: np.ndarray
@@ -31,8 +33,9 @@ class CurveSet:
     def __post_init__(self) -> None:
         if self.bw.ndim != 2 or self.bw.shape[0] != len(self.names) or self.bw.shape[0] == 0:
             raise IosightError(f"curve set {self.source!r} holds no curves")
-        if not np.all(np.isfinite(self.bw) & (self.bw > 0)):
-            raise IosightError(f"curve set {self.source!r} has non-positive bandwidths")
+        known = np.isfinite(self.bw)
+        if not known[:, 0].all() or np.any(self.bw[known] <= 0):
+            raise IosightError(f"curve set {self.source!r} lacks b(1) or has b <= 0")
 
     @property
     def profiles(self) -> np.ndarray:
@@ -51,7 +54,7 @@ def interpolate_grid(n: np.ndarray, bw: np.ndarray, n_max: int | None = None) ->
     return np.vstack([np.interp(grid, n, row) for row in np.atleast_2d(bw)])
 
 
-def load_forge(directory: Path, *, statistic: str = "mean") -> CurveSet:
+def load_forge(directory: Path, *, statistic: str = "mean", grid: str = "interpolated") -> CurveSet:
     """The 189 MareNostrum 4 access patterns of Bez et al. as curves on n = 1..8.
 
     Parameters
@@ -62,6 +65,9 @@ def load_forge(directory: Path, *, statistic: str = "mean") -> CurveSet:
         Per scenario and number of I/O nodes, the mean bandwidth over repetitions
         (default, iosight's choice: robust to one lucky run) or the best repetition
         (the authors' ``figure-3-b`` choice).
+    grid : {"interpolated", "measured"}
+        n = 1..8 with n = 3, 5, 6, 7 interpolated (default), or only the measured
+        n = 1, 2, 4, 8 (b is NaN elsewhere: those counts are never allocated).
 
     Notes
     -----
@@ -72,6 +78,7 @@ def load_forge(directory: Path, *, statistic: str = "mean") -> CurveSet:
     import pandas as pd
 
     check_param("statistic", statistic, statistic in ("mean", "best"), "'mean' or 'best'")
+    check_param("grid", grid, grid in GRIDS, "'interpolated' or 'measured'")
     paths = [Path(directory) / f for f in FORGE_FILES]
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
@@ -82,8 +89,12 @@ def load_forge(directory: Path, *, statistic: str = "mean") -> CurveSet:
     wide = df.groupby([*FORGE_KEY, "forwarders"])["bandwidth"].agg(agg).unstack("forwarders")
     wide = wide.dropna()
     names = tuple("-".join(str(v) for v in key) for key in wide.index)
-    bw = interpolate_grid(wide.columns.to_numpy(), wide.to_numpy())
-    return CurveSet(names=names, bw=bw, source=f"forge-mn4 ({statistic} of repetitions)")
+    n = wide.columns.to_numpy()
+    bw = interpolate_grid(n, wide.to_numpy())
+    if grid == "measured":
+        bw[:, ~np.isin(np.arange(1, bw.shape[1] + 1), n)] = np.nan
+    source = f"forge-mn4 ({statistic} of repetitions, {grid} n)"
+    return CurveSet(names=names, bw=bw, source=source)
 
 
 def classify_profiles(bw: np.ndarray, *, neutral_tol: float = 0.2) -> np.ndarray:
@@ -94,17 +105,20 @@ def classify_profiles(bw: np.ndarray, *, neutral_tol: float = 0.2) -> np.ndarray
     in between (Peak).
     """
     bw = np.atleast_2d(bw)
-    top = bw.max(axis=1)
-    arg = bw.argmax(axis=1)
-    out = np.where(arg == bw.shape[1] - 1, "Ascent", np.where(arg == 0, "Descent", "Peak"))
-    return np.where(bw.min(axis=1) >= (1 - neutral_tol) * top, "Neutral", out).astype(object)
+    top = np.nanmax(bw, axis=1)
+    arg = np.nanargmax(bw, axis=1)
+    last = bw.shape[1] - 1 - np.argmax(np.isfinite(bw)[:, ::-1], axis=1)
+    out = np.where(arg == last, "Ascent", np.where(arg == 0, "Descent", "Peak"))
+    low = np.nanmin(bw, axis=1)
+    return np.where(low >= (1 - neutral_tol) * top, "Neutral", out).astype(object)
 
 
 def profile_fits(bw: np.ndarray, profiles: np.ndarray, *, degree: int = 3) -> dict[str, np.ndarray]:
     """One polynomial per profile family, fitted to the curves normalised by their b(1).
 
     Returns the fitted normalised curve on n = 1..M for each family (Fig. 11); it is
-    floored at 1 % of its maximum so that no bandwidth is zero.
+    floored at 1 % of its maximum so that no bandwidth is zero. Unmeasured (NaN)
+    points are left out of the fit.
     """
     n = np.arange(1, bw.shape[1] + 1)
     fits = {}
@@ -112,9 +126,11 @@ def profile_fits(bw: np.ndarray, profiles: np.ndarray, *, degree: int = 3) -> di
         rows = bw[profiles == prof]
         if len(rows) == 0:
             continue
-        norm = rows / rows[:, :1]
-        deg = min(degree, len(n) - 1)
-        coef = np.polyfit(np.tile(n, len(rows)), norm.ravel(), deg)
+        norm = (rows / rows[:, :1]).ravel()
+        x = np.tile(n, len(rows))
+        ok = np.isfinite(norm)
+        deg = min(degree, len(np.unique(x[ok])) - 1)
+        coef = np.polyfit(x[ok], norm[ok], deg)
         fit = np.polyval(coef, n)
         fits[prof] = np.maximum(fit, 0.01 * fit.max())
     return fits
@@ -128,7 +144,7 @@ def profile_estimates(bw: np.ndarray, profiles: np.ndarray, *, degree: int = 3) 
     """
     fits = profile_fits(bw, profiles, degree=degree)
     shape = np.vstack([fits[p] / fits[p][0] for p in profiles])
-    return bw[:, :1] * shape
+    return np.where(np.isfinite(bw), bw[:, :1] * shape, np.nan)
 
 
 def ost_curves(n_curves: int = 301, n_max: int = 8, *, seed: int = 0) -> CurveSet:

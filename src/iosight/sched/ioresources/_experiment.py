@@ -42,11 +42,15 @@ def default_forge_dir() -> Path:
 
 
 def resolve_curves(
-    dataset: str, *, forge_dir: Path | None = None, statistic: str = "mean"
+    dataset: str,
+    *,
+    forge_dir: Path | None = None,
+    statistic: str = "mean",
+    grid: str = "interpolated",
 ) -> CurveSet:
     """Curves by name: ``io-nodes`` (FORGE data), ``ost`` (parametric), or a CSV path."""
     if dataset == "io-nodes":
-        return load_forge(forge_dir or default_forge_dir(), statistic=statistic)
+        return load_forge(forge_dir or default_forge_dir(), statistic=statistic, grid=grid)
     if dataset == "ost":
         return ost_curves()
     if dataset.endswith(".csv"):
@@ -87,6 +91,7 @@ class ExperimentConfig:
     n_resources: int = 20
     q_cpu: int = 480
     statistic: str = "mean"
+    grid: str = "interpolated"
     simulator: str = "events"
     robustness: bool = True
     forge_dir: str | None = field(default=None, compare=False)
@@ -182,6 +187,8 @@ def run_experiment(
     meta = out / "config.json"
     if meta.exists():
         old = json.loads(meta.read_text())
+        # keys added after a folder was written take their default value
+        old = ExperimentConfig().fingerprint() | {"dataset": None} | old
         if old != cfg.fingerprint():
             raise IosightError(f"{out} holds results of another configuration: {old}")
     else:
@@ -190,6 +197,7 @@ def run_experiment(
         cfg.dataset,
         forge_dir=Path(cfg.forge_dir) if cfg.forge_dir else None,
         statistic=cfg.statistic,
+        grid=cfg.grid,
     )
     todo = [
         (theta, s, task_path(out, theta, s))
@@ -226,5 +234,8 @@ def load_results(out: Path):
     df = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
     meta = json.loads((Path(out) / "config.json").read_text())
     df["k"], df["n_resources"] = meta["k"], meta["n_resources"]
-    df["case"] = f"{meta['dataset']}, K={meta['k']}, N={meta['n_resources']}"
+    grid = meta.get("grid", "interpolated")
+    df["case"] = f"{meta['dataset']}, K={meta['k']}, N={meta['n_resources']}" + (
+        f", {grid} n" if grid != "interpolated" else ""
+    )
     return df

@@ -28,7 +28,8 @@ class Application:
     v_io : float
         Accumulated I/O volume V_io (MB), split equally over the phases.
     bw : array of float
-        Bandwidth b(n) in MB/s for n = 1, 2, ..., len(bw) I/O resources.
+        Bandwidth b(n) in MB/s for n = 1, 2, ..., len(bw) I/O resources; NaN marks an
+        n that may not be allocated (not measured); b(1) is required.
     """
 
     q: int
@@ -46,10 +47,9 @@ class Application:
         check_param("phases", self.phases, self.phases >= 1, "a positive integer")
         check_param("t_cpu", self.t_cpu, self.t_cpu >= 0, "non-negative")
         check_param("v_io", self.v_io, self.v_io > 0, "positive")
-        ok = bw.ndim == 1 and bw.size >= 1 and bool(np.all(np.isfinite(bw) & (bw > 0)))
-        check_param(
-            "bw", bw.tolist(), ok, "a non-empty list of positive bandwidths b(1), b(2), ..."
-        )
+        known = np.isfinite(bw)
+        ok = bw.ndim == 1 and bw.size >= 1 and bool(known[0]) and bool(np.all(bw[known] > 0))
+        check_param("bw", bw.tolist(), ok, "positive bandwidths b(1), b(2), ... (NaN: not usable)")
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,8 @@ class Workload:
     """K applications on a platform of N I/O resources and Q_cpu compute resources.
 
     ``bw`` is a K x M matrix, ``bw[j, n - 1] = b_j(n)``; entries past an application's
-    curve are NaN. An application may use at most ``min(N, len(b_j))`` resources.
+    curve, or at unmeasured n of a measured-only grid, are NaN. Application j may use
+    n resources when ``allowed[j, n - 1]`` (b_j(n) known and n <= N).
     """
 
     q: np.ndarray
@@ -69,6 +70,7 @@ class Workload:
     q_cpu: int
     profile: tuple[str, ...] = ()
     names: tuple[str, ...] = ()
+    allowed: np.ndarray = field(init=False)
     n_max: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
@@ -78,8 +80,11 @@ class Workload:
             raise IosightError("workload arrays must all have one entry per application")
         if k == 0:
             raise IosightError("a workload needs at least one application")
-        known = np.isfinite(self.bw)
-        n_max = np.minimum(known.sum(axis=1), self.n_resources)
+        allowed = np.isfinite(self.bw[:, : self.n_resources])
+        if not allowed[:, 0].all():
+            raise IosightError("every application needs b(1)")
+        n_max = allowed.shape[1] - np.argmax(allowed[:, ::-1], axis=1)
+        object.__setattr__(self, "allowed", allowed)
         object.__setattr__(self, "n_max", n_max.astype(np.int64))
         check_param("q_cpu", self.q_cpu, self.q_cpu >= 1, "a positive integer")
 

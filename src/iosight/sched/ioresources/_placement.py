@@ -120,7 +120,7 @@ def mckp(w: Workload, known_bw: np.ndarray | None = None) -> tuple[np.ndarray, n
     best[0, 0] = 0.0
     choice = np.zeros((k, cap + 1), dtype=np.int64)
     for j in range(k):
-        for n in range(1, int(w.n_max[j]) + 1):
+        for n in np.flatnonzero(w.allowed[j]) + 1:
             cand = np.full(cap + 1, neg)
             cand[n:] = best[j, :-n] + bw[j, n - 1]
             better = cand > best[j + 1]

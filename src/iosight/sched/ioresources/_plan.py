@@ -9,7 +9,7 @@ File format::
         phases: 10             # p_j
         t_cpu: 3000            # accumulated compute time, s
         v_io: 200000           # accumulated I/O volume, MB
-        bandwidth: [100, 180, 240, 250]   # b(1), b(2), ... in MB/s
+        bandwidth: [100, 180, 240, 250]   # b(1), b(2), ... in MB/s; null: n not usable
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def load_apps_yaml(path: Path, n_resources: int) -> Workload:
                 phases=int(a["phases"]),
                 t_cpu=float(a["t_cpu"]),
                 v_io=float(a["v_io"]),
-                bw=np.asarray(a["bandwidth"], dtype=float),
+                bw=np.array([np.nan if b is None else b for b in a["bandwidth"]], dtype=float),
                 name=str(a.get("name", f"app{i}")),
             )
         )
