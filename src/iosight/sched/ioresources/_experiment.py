@@ -188,7 +188,7 @@ def run_experiment(
     if meta.exists():
         old = json.loads(meta.read_text())
         # keys added after a folder was written take their default value
-        old = ExperimentConfig().fingerprint() | {"dataset": None} | old
+        old = ExperimentConfig().fingerprint() | old
         if old != cfg.fingerprint():
             raise IosightError(f"{out} holds results of another configuration: {old}")
     else:
