@@ -95,6 +95,6 @@ def test_profile_table_by_hand():
     # two Ascent curves (fit peaks at 4, as both do) and one Peak curve (alone: fit = itself)
     bw = np.array([[1, 2, 3, 4], [2, 4, 6, 8], [1, 3, 2, 1.0]])
     t = profile_table(CurveSet(names=("a", "b", "c"), bw=bw, source="hand"))
-    assert t["profile"].tolist() == ["Ascent", "Peak"]
+    assert t["profile"].tolist() == ["Ascent", "Peak"] and set(t["curve_set"]) == {"hand"}
     assert t["curves"].tolist() == [2, 1] and t["fitted_n_perf"].tolist() == [4, 2]
     assert t["same_n_perf"].tolist() == [1.0, 1.0]

@@ -40,7 +40,9 @@ def run(ctx: DemoContext) -> None:
         index="theta", columns="allocator", values="mean_slowdown", aggfunc="mean"
     ).round(2)
     ctx.show(table.reset_index(), "Mean-I/O-SlowDown by target I/O-load (Greedy-NC placement)")
-    rep = build_report(df, ctx.workdir / "iosched-report", curves=curves, min_sets=1)
+    rep = build_report(
+        df, ctx.workdir / "iosched-report", curves=(curves,) if curves else (), min_sets=1
+    )
     ctx.show(
         pd.DataFrame(rep.conclusions[["claim", "measured", "holds"]]),
         "the paper's conclusions on this tiny run (the real study: docs/iosched.md)",

@@ -67,7 +67,7 @@ def _gnc(df: pd.DataFrame) -> pd.DataFrame:
     return df[df["placement"].isin(["Greedy-NC", "MCKP"])]
 
 
-def _figures(acc, rob, ost, curves, out: Path, min_sets: int):
+def _figures(acc, rob, ost, curves: tuple, out: Path, min_sets: int):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -138,9 +138,10 @@ def _figures(acc, rob, ost, curves, out: Path, min_sets: int):
     _legend(ax)
     figs.append(("fig10_idle_time", "Fig. 10: Machine-IdleTime (Greedy-NC)", fig))
 
-    if curves is not None:
+    if curves:
         from iosight.sched.ioresources import profile_fits
 
+        curves = curves[0]
         prof = curves.profiles
         fits = profile_fits(curves.bw, prof)
         fig, axes = plt.subplots(1, len(fits), figsize=(4 * len(fits), 3.5))
@@ -389,6 +390,7 @@ def profile_table(curves) -> pd.DataFrame:
     superlinear = (curves.bw > n * curves.bw[:, :1] * (1 + 1e-12)).any(axis=1)
     d = pd.DataFrame(
         {
+            "curve_set": curves.source,
             "profile": prof,
             "same": own == fit,
             "kept": kept,
@@ -397,7 +399,7 @@ def profile_table(curves) -> pd.DataFrame:
             "superlinear": superlinear,
         }
     )
-    out = d.groupby("profile").agg(
+    out = d.groupby(["curve_set", "profile"]).agg(
         curves=("same", "size"),
         own_n_perf_mode=("n_own", lambda x: int(x.mode().iloc[0])),
         own_n_perf_at_mode=("n_own", lambda x: float((x == x.mode().iloc[0]).mean())),
@@ -410,14 +412,14 @@ def profile_table(curves) -> pd.DataFrame:
 
 
 def build_report(
-    results: pd.DataFrame, out: Path, *, curves=None, min_sets: int = MIN_SETS
+    results: pd.DataFrame, out: Path, *, curves: tuple = (), min_sets: int = MIN_SETS
 ) -> Report:
     """Write figures (PNG), ``conclusions.csv``, ``summary.csv`` and ``index.html``.
 
     ``results`` holds the rows of one or more studies (column ``case``, else
     ``dataset``); Fig. 5-12 show the first case, Fig. 13 the OST rows; ``curves``
-    (optional) are the I/O-node curves for Fig. 11; load bins with fewer than
-    ``min_sets`` application sets are left out.
+    (CurveSets, optional) go into ``profiles.csv``, the first one into Fig. 11; load
+    bins with fewer than ``min_sets`` application sets are left out.
     """
     need = {"dataset", "study", "allocator", "placement", "io_load_sys", "mean_slowdown"}
     if not need <= set(results.columns):
@@ -432,7 +434,7 @@ def build_report(
     table = conclusions(results, min_sets=min_sets)
     table.to_csv(out / "conclusions.csv", index=False)
     summary(results).to_csv(out / "summary.csv", index=False)
-    profiles = profile_table(curves) if curves is not None else None
+    profiles = pd.concat([profile_table(c) for c in curves]) if curves else None
     if profiles is not None:
         profiles.to_csv(out / "profiles.csv", index=False)
     parts = [
@@ -465,7 +467,10 @@ def report_from_folders(
 
     results = pd.concat([load_results(f) for f in folders], ignore_index=True)
     try:
-        curves = resolve_curves("io-nodes", forge_dir=forge_dir)
+        curves = tuple(
+            resolve_curves("io-nodes", forge_dir=forge_dir, grid=g)
+            for g in ("interpolated", "measured")
+        )
     except IosightError:
-        curves = None
+        curves = ()
     return build_report(results, out, curves=curves, min_sets=min_sets)
