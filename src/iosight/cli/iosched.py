@@ -34,7 +34,7 @@ def allocate(
 
     with cli_errors():
         table, load = allocate_apps(apps, resources, allocator, placement, seed)
-        print_frame(table, fmt, title=f"{allocator} + {placement}: I/O-load {load:.3f}")
+        print_frame(table, fmt, title=f"{table.attrs['schedule']}: I/O-load {load:.3f}")
 
 
 @group.command()
@@ -56,7 +56,7 @@ def simulate(
         table, metrics = simulate_apps(
             apps, resources, allocator, placement, simulator=simulator, seed=seed
         )
-        print_frame(table, fmt, title=f"{allocator} + {placement} ({simulator})")
+        print_frame(table, fmt, title=f"{table.attrs['schedule']} ({simulator})")
         print_frame(pd.DataFrame([metrics]), fmt, title="metrics")
 
 

@@ -76,7 +76,7 @@ def load_apps_yaml(path: Path, n_resources: int) -> Workload:
 def plan(
     w: Workload, allocator: str, placement: str, *, seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray, dict]:
-    """Allocate and place; returns (allocation, placement matrix, per-app table columns)."""
+    """Allocate and place: (allocation, placement matrix, per-app columns, label)."""
     allocator = canonical(ALLOCATORS, allocator)
     placement = "MCKP" if allocator == "MCKP" else canonical(PLACEMENTS, placement)
     alloc, pl = schedule(allocator, placement, w, np.random.default_rng(seed))
@@ -91,17 +91,21 @@ def plan(
         "n_sys": n_sys(w.t_cpu, w.v_io, w.bw, w.n_resources),
         "io_stress": stress[rows, alloc - 1],
     }
-    return alloc, pl, table
+    label = allocator if allocator == "MCKP" else f"{allocator} + {placement}"
+    return alloc, pl, table, label
 
 
 def allocate_apps(path: Path, n_resources: int, allocator: str, placement: str, seed: int = 0):
-    """Schedule the applications of a YAML file: (per-app DataFrame, I/O-load)."""
+    """Schedule the applications of a YAML file: (per-app DataFrame, I/O-load); the
+    frame's ``attrs["schedule"]`` names the heuristics used."""
     import pandas as pd
 
     check_param("resources", n_resources, n_resources >= 1, "a positive integer")
     w = load_apps_yaml(path, n_resources)
-    alloc, _, table = plan(w, allocator, placement, seed=seed)
-    return pd.DataFrame(table), workload_io_load(w, alloc)
+    alloc, _, table, label = plan(w, allocator, placement, seed=seed)
+    df = pd.DataFrame(table)
+    df.attrs["schedule"] = label
+    return df, workload_io_load(w, alloc)
 
 
 def simulate_apps(
@@ -118,9 +122,11 @@ def simulate_apps(
 
     check_param("resources", n_resources, n_resources >= 1, "a positive integer")
     w = load_apps_yaml(path, n_resources)
-    alloc, pl, table = plan(w, allocator, placement, seed=seed)
+    alloc, pl, table, label = plan(w, allocator, placement, seed=seed)
     sim = simulate(w, alloc, pl, simulator=simulator)
     s = slowdowns(w, alloc, sim)
     table |= {"io_time_s": sim.io_time, "rho": s["rho"], "rho_io": s["rho_io"]}
     metrics = {"io_load": workload_io_load(w, alloc)} | evaluate(w, alloc, sim)
-    return pd.DataFrame(table), metrics
+    df = pd.DataFrame(table)
+    df.attrs["schedule"] = label
+    return df, metrics
