@@ -314,6 +314,17 @@ def _dataset_conclusions(case: str, df: pd.DataFrame, min_sets: int) -> list[dic
             im["TCPU"] <= im["BestBdw"] + 1e-12,
             f"Greedy-NC, {_n_sets(mid)} sets",
         )
+    if len(g):
+        ma = _mean_by(g[g["allocator"].isin(heur)], "mean_slowdown")
+        best = ma.drop("Static").min()
+        close = bool(ma["Static"] <= 1.15 * best)
+        ost = df["dataset"].iloc[0] == "ost"  # §VI-C: Static excellent for OSTs only
+        add(
+            f"Static {'' if ost else 'NOT '}within 15 % of the best allocator",
+            f"Static {ma['Static']:.3f} vs best {ma.drop('Static').idxmin()} {best:.3f}",
+            close if ost else not close,
+            "Greedy-NC, all loads",
+        )
     sp = acc[acc["allocator"].isin(heur)].groupby("placement")["io_spread"].mean()
     add(
         "Greedy placements balance better than Random (I/O-spread)",
