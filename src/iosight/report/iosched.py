@@ -119,16 +119,8 @@ def _figures(acc, rob, ost, curves: tuple, out: Path, min_sets: int):
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 4))
     for ax, metric in zip(axes, ("mean_rho_io", "mean_rho_con"), strict=True):
-        for a in ALLOC_ORDER:
-            d = g[g["allocator"] == a]
-            if len(d) < 3:
-                continue
-            x = np.linspace(d["io_load_sys"].min(), d["io_load_sys"].max(), 50)
-            coef = np.polyfit(d["io_load_sys"], d[metric], 2)
-            ax.plot(x, np.polyval(coef, x), label=a)
-        ax.set_title(f"{metric} (quadratic regression)")
-        ax.set_xlabel("I/O-load(π_sys)")
-        ax.grid(alpha=0.3)
+        _lines(ax, g, metric, "allocator", ALLOC_ORDER, min_sets=min_sets)
+        ax.set_title(f"{metric} (mean per 0.1 bin, 10-90th pct.)")
     _legend(axes[0])
     figs.append(("fig09_rho_split", "Fig. 9: ρ_io and ρ_con vs I/O-load(π_sys)", fig))
 
