@@ -1,1 +1,1 @@
-"""Scheduling: burst-aware start times (burst_aware) and distributed I/O resources."""
+"""Scheduling: burst-aware start times (burst_aware) and I/O resource allocation (ioresources)."""

@@ -1,0 +1,79 @@
+"""Scheduling distributed I/O resources (I/O nodes, OSTs) among applications.
+
+Implements Bandet, Boito, Pallez (004): the model, allocation and placement
+heuristics, the MCKP baseline, two simulators, the metrics and the workload study.
+"""
+
+from iosight.sched.ioresources._allocators import ALLOCATORS, Allocator, allocate
+from iosight.sched.ioresources._curves import (
+    PROFILES,
+    CurveSet,
+    classify_profiles,
+    interpolate_grid,
+    load_curves_csv,
+    load_forge,
+    ost_curves,
+    profile_estimates,
+    profile_fits,
+)
+from iosight.sched.ioresources._metrics import evaluate, occupancy, slowdowns
+from iosight.sched.ioresources._model import (
+    Application,
+    Workload,
+    cpu_load,
+    io_load,
+    io_stress,
+    io_time,
+    n_perf,
+    n_sys,
+    workload_io_load,
+)
+from iosight.sched.ioresources._placement import PLACEMENTS, Placement, mckp, place, schedule
+from iosight.sched.ioresources._simulate import (
+    SIMULATORS,
+    SimResult,
+    simulate,
+    simulate_events,
+    simulate_timestep,
+)
+from iosight.sched.ioresources._workload import compute_sizes, generate_workload, x_bound
+
+__all__ = [
+    "ALLOCATORS",
+    "PLACEMENTS",
+    "PROFILES",
+    "SIMULATORS",
+    "Allocator",
+    "Application",
+    "CurveSet",
+    "Placement",
+    "SimResult",
+    "Workload",
+    "allocate",
+    "classify_profiles",
+    "compute_sizes",
+    "cpu_load",
+    "evaluate",
+    "generate_workload",
+    "interpolate_grid",
+    "io_load",
+    "io_stress",
+    "io_time",
+    "load_curves_csv",
+    "load_forge",
+    "mckp",
+    "n_perf",
+    "n_sys",
+    "occupancy",
+    "ost_curves",
+    "place",
+    "profile_estimates",
+    "profile_fits",
+    "schedule",
+    "simulate",
+    "simulate_events",
+    "simulate_timestep",
+    "slowdowns",
+    "workload_io_load",
+    "x_bound",
+]

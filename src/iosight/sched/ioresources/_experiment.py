@@ -1,0 +1,241 @@
+"""The simulation study of 004 §V-C/D and §VI: seeded, parallel, resumable.
+
+One task is one (target load Theta, application set); its results (every
+allocator x placement pair, MCKP, and the robustness runs of §VI-B) go to one
+Parquet file under the output folder, and a task whose file exists is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from iosight._errors import IosightError, check_param
+from iosight._progress import Progress, ensure_progress
+from iosight.sched.ioresources._allocators import ALLOCATORS
+from iosight.sched.ioresources._curves import (
+    CurveSet,
+    load_curves_csv,
+    load_forge,
+    ost_curves,
+    profile_estimates,
+)
+from iosight.sched.ioresources._metrics import evaluate
+from iosight.sched.ioresources._model import n_sys, workload_io_load
+from iosight.sched.ioresources._placement import PLACEMENTS, schedule
+from iosight.sched.ioresources._simulate import simulate
+from iosight.sched.ioresources._workload import generate_workload
+
+FORGE_DIR = "datasets/bez_forge_io_forwarding_bandwidth"
+#: Heuristic pairs of the robustness study (Fig. 12 of 004).
+ROBUST_PAIRS = (("TCPU", "Greedy-NC"), ("BestBdw", "Greedy-NC"), ("BestBdw", "Greedy-C"))
+
+
+def default_forge_dir() -> Path:
+    """``$IOSIGHT_SHARED/datasets/...``, else ``../shared/datasets/...`` from the cwd."""
+    return Path(os.environ.get("IOSIGHT_SHARED", "../shared")) / FORGE_DIR
+
+
+def resolve_curves(
+    dataset: str,
+    *,
+    forge_dir: Path | None = None,
+    statistic: str = "mean",
+    grid: str = "interpolated",
+) -> CurveSet:
+    """Curves by name: ``io-nodes`` (FORGE data), ``ost`` (parametric), or a CSV path."""
+    if dataset == "io-nodes":
+        return load_forge(forge_dir or default_forge_dir(), statistic=statistic, grid=grid)
+    if dataset == "ost":
+        return ost_curves()
+    if dataset.endswith(".csv"):
+        return load_curves_csv(Path(dataset))
+    raise IosightError(f"unknown dataset {dataset!r}; use io-nodes, ost or a .csv of curves")
+
+
+def parse_loads(spec: str) -> tuple[float, ...]:
+    """Target loads from ``"a:b:step"`` (both ends included) or ``"a,b,c"``."""
+    try:
+        if ":" in spec:
+            a, b, step = (float(x) for x in spec.split(":"))
+            vals = np.arange(a, b + step / 2, step)
+        else:
+            vals = np.array([float(x) for x in spec.split(",")])
+    except ValueError:
+        raise IosightError(f"loads must be a:b:step or a,b,c. Got {spec!r} instead.") from None
+    if vals.size == 0 or np.any(vals <= 0):
+        raise IosightError(f"loads must be positive. Got {spec!r} instead.")
+    return tuple(float(v) for v in np.round(vals, 3))
+
+
+def pairs() -> list[tuple[str, str]]:
+    """Every allocator x placement pair, then the MCKP baseline."""
+    out = [(a, p) for a in ALLOCATORS.names() for p in PLACEMENTS.names()]
+    return [*out, ("MCKP", "MCKP")]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExperimentConfig:
+    """Settings of one study; ``asdict`` of it is stored beside the results."""
+
+    dataset: str = "io-nodes"
+    loads: tuple[float, ...] = tuple(np.round(np.arange(0.1, 1.51, 0.1), 3))
+    sets: int = 100
+    seed: int = 1
+    k: int = 40
+    n_resources: int = 20
+    q_cpu: int = 480
+    statistic: str = "mean"
+    grid: str = "interpolated"
+    simulator: str = "events"
+    robustness: bool = True
+    forge_dir: str | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        check_param("sets", self.sets, self.sets >= 1, "a positive integer")
+        check_param("loads", self.loads, len(self.loads) > 0 and min(self.loads) > 0, "positive")
+
+    def fingerprint(self) -> dict:
+        d = asdict(self)
+        for key in ("loads", "sets", "forge_dir"):  # may grow between resumed runs
+            d.pop(key)
+        return d
+
+
+def task_seed(seed: int, theta: float, set_id: int) -> np.random.SeedSequence:
+    """Seed of one task: ``SeedSequence(seed).spawn`` keyed by (1000 Theta, set), so a
+    set does not depend on which other loads or sets are run."""
+    return np.random.SeedSequence(seed, spawn_key=(int(round(theta * 1000)), set_id))
+
+
+def run_task(cfg: ExperimentConfig, curves: CurveSet, theta: float, set_id: int) -> list[dict]:
+    """Generate one application set and evaluate every heuristic pair on it."""
+    combos = pairs()
+    robust = ROBUST_PAIRS if cfg.robustness else ()
+    gen, *streams = task_seed(cfg.seed, theta, set_id).spawn(1 + len(combos) + len(robust))
+    w, idx = generate_workload(
+        curves,
+        theta=theta,
+        k=cfg.k,
+        n_resources=cfg.n_resources,
+        q_cpu=cfg.q_cpu,
+        rng=np.random.default_rng(gen),
+    )
+    load_sys = workload_io_load(w, n_sys(w.t_cpu, w.v_io, w.bw, w.n_resources))
+    base = {
+        "dataset": cfg.dataset,
+        "theta": theta,
+        "set": set_id,
+        "io_load_sys": load_sys,
+        "io_load_1": workload_io_load(w, np.ones(w.k, dtype=np.int64)),
+    }
+    estimate = profile_estimates(curves.bw, curves.profiles)
+    known = estimate[idx] if robust else None
+    jobs = [(a, p, "accurate", None) for a, p in combos]
+    jobs += [(a, p, "robust", known) for a, p in robust]
+    rows = []
+    for (alloc_name, place_name, study, bw_known), ss in zip(jobs, streams, strict=True):
+        alloc, placement = schedule(
+            alloc_name, place_name, w, np.random.default_rng(ss), known_bw=bw_known
+        )
+        sim = simulate(w, alloc, placement, simulator=cfg.simulator)
+        rows.append(
+            base
+            | {"study": study, "allocator": alloc_name, "placement": place_name}
+            | {"io_load_alloc": workload_io_load(w, alloc)}
+            | evaluate(w, alloc, sim)
+        )
+    return rows
+
+
+_WORKER: dict = {}
+
+
+def _init_worker(cfg: ExperimentConfig, curves: CurveSet) -> None:
+    _WORKER["cfg"], _WORKER["curves"] = cfg, curves
+
+
+def _work(theta: float, set_id: int, path: str) -> str:
+    import pandas as pd
+
+    rows = run_task(_WORKER["cfg"], _WORKER["curves"], theta, set_id)
+    tmp = f"{path}.tmp"
+    pd.DataFrame(rows).to_parquet(tmp, index=False)
+    os.replace(tmp, path)
+    return path
+
+
+def task_path(out: Path, theta: float, set_id: int) -> Path:
+    return out / f"theta{theta:.3f}_set{set_id:04d}.parquet"
+
+
+def run_experiment(
+    cfg: ExperimentConfig,
+    out: Path,
+    *,
+    workers: int = 1,
+    progress: Progress | None = None,
+) -> dict[str, int]:
+    """Run (or resume) a study into ``out``; returns counts of tasks run and skipped."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    meta = out / "config.json"
+    if meta.exists():
+        old = json.loads(meta.read_text())
+        # keys added after a folder was written take their default value
+        old = ExperimentConfig().fingerprint() | old
+        if old != cfg.fingerprint():
+            raise IosightError(f"{out} holds results of another configuration: {old}")
+    else:
+        meta.write_text(json.dumps(cfg.fingerprint(), indent=1))
+    curves = resolve_curves(
+        cfg.dataset,
+        forge_dir=Path(cfg.forge_dir) if cfg.forge_dir else None,
+        statistic=cfg.statistic,
+        grid=cfg.grid,
+    )
+    todo = [
+        (theta, s, task_path(out, theta, s))
+        for theta in cfg.loads
+        for s in range(cfg.sets)
+        if not task_path(out, theta, s).exists()
+    ]
+    bar = ensure_progress(progress)
+    bar.start(len(todo), f"iosched {cfg.dataset}")
+    if workers <= 1:
+        _init_worker(cfg, curves)
+        for theta, s, path in todo:
+            _work(theta, s, str(path))
+            bar.advance(1)
+    else:
+        with ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(cfg, curves)) as ex:
+            futures = [ex.submit(_work, theta, s, str(path)) for theta, s, path in todo]
+            for fut in as_completed(futures):
+                fut.result()
+                bar.advance(1)
+    bar.finish()
+    n_all = len(cfg.loads) * cfg.sets
+    return {"run": len(todo), "skipped": n_all - len(todo)}
+
+
+def load_results(out: Path):
+    """All task results under ``out`` as one DataFrame, with the study's K and N and a
+    ``case`` label ("io-nodes, K=40, N=20") taken from its ``config.json``."""
+    import pandas as pd
+
+    files = sorted(Path(out).glob("theta*_set*.parquet"))
+    if not files:
+        raise IosightError(f"no results in {out}; run 'iosight iosched experiment' first")
+    df = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+    meta = json.loads((Path(out) / "config.json").read_text())
+    df["k"], df["n_resources"] = meta["k"], meta["n_resources"]
+    grid = meta.get("grid", "interpolated")
+    df["case"] = f"{meta['dataset']}, K={meta['k']}, N={meta['n_resources']}" + (
+        f", {grid} n" if grid != "interpolated" else ""
+    )
+    return df

@@ -1,0 +1,179 @@
+"""Platform and application model of Bandet, Boito, Pallez (004), §III.
+
+A :class:`Workload` holds K applications as arrays (one row per application) so that
+the characteristic values of every application are computed at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from iosight._errors import IosightError, check_param
+
+
+@dataclass(frozen=True)
+class Application:
+    """One application of Table I of 004.
+
+    Parameters
+    ----------
+    q : int
+        Compute resources Q_j.
+    phases : int
+        Number of phases p_j (compute subphase, then I/O subphase).
+    t_cpu : float
+        Accumulated compute time T_cpu (s), split equally over the phases.
+    v_io : float
+        Accumulated I/O volume V_io (MB), split equally over the phases.
+    bw : array of float
+        Bandwidth b(n) in MB/s for n = 1, 2, ..., len(bw) I/O resources; NaN marks an
+        n that may not be allocated (not measured); b(1) is required.
+    """
+
+    q: int
+    phases: int
+    t_cpu: float
+    v_io: float
+    bw: np.ndarray
+    name: str = ""
+    profile: str = ""
+
+    def __post_init__(self) -> None:
+        bw = np.asarray(self.bw, dtype=float)
+        object.__setattr__(self, "bw", bw)
+        check_param("q", self.q, self.q >= 1, "a positive integer")
+        check_param("phases", self.phases, self.phases >= 1, "a positive integer")
+        check_param("t_cpu", self.t_cpu, self.t_cpu >= 0, "non-negative")
+        check_param("v_io", self.v_io, self.v_io > 0, "positive")
+        known = np.isfinite(bw)
+        ok = bw.ndim == 1 and bw.size >= 1 and bool(known[0]) and bool(np.all(bw[known] > 0))
+        check_param("bw", bw.tolist(), ok, "positive bandwidths b(1), b(2), ... (NaN: not usable)")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """K applications on a platform of N I/O resources and Q_cpu compute resources.
+
+    ``bw`` is a K x M matrix, ``bw[j, n - 1] = b_j(n)``; entries past an application's
+    curve, or at unmeasured n of a measured-only grid, are NaN. Application j may use
+    n resources when ``allowed[j, n - 1]`` (b_j(n) known and n <= N).
+    """
+
+    q: np.ndarray
+    phases: np.ndarray
+    t_cpu: np.ndarray
+    v_io: np.ndarray
+    bw: np.ndarray
+    n_resources: int
+    q_cpu: int
+    profile: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
+    allowed: np.ndarray = field(init=False)
+    n_max: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        check_param("n_resources", self.n_resources, self.n_resources >= 1, "a positive integer")
+        k = len(self.q)
+        if not (len(self.phases) == len(self.t_cpu) == len(self.v_io) == self.bw.shape[0] == k):
+            raise IosightError("workload arrays must all have one entry per application")
+        if k == 0:
+            raise IosightError("a workload needs at least one application")
+        allowed = np.isfinite(self.bw[:, : self.n_resources])
+        if not allowed[:, 0].all():
+            raise IosightError("every application needs b(1)")
+        n_max = allowed.shape[1] - np.argmax(allowed[:, ::-1], axis=1)
+        object.__setattr__(self, "allowed", allowed)
+        object.__setattr__(self, "n_max", n_max.astype(np.int64))
+        check_param("q_cpu", self.q_cpu, self.q_cpu >= 1, "a positive integer")
+
+    @property
+    def k(self) -> int:
+        return len(self.q)
+
+    @classmethod
+    def from_apps(cls, apps: list[Application], n_resources: int, q_cpu: int) -> Workload:
+        """Stack applications into arrays (curves NaN-padded to the longest)."""
+        if not apps:
+            raise IosightError("a workload needs at least one application")
+        m = max(a.bw.size for a in apps)
+        bw = np.full((len(apps), m), np.nan)
+        for j, a in enumerate(apps):
+            bw[j, : a.bw.size] = a.bw
+        return cls(
+            q=np.array([a.q for a in apps], dtype=np.int64),
+            phases=np.array([a.phases for a in apps], dtype=np.int64),
+            t_cpu=np.array([a.t_cpu for a in apps], dtype=float),
+            v_io=np.array([a.v_io for a in apps], dtype=float),
+            bw=bw,
+            n_resources=n_resources,
+            q_cpu=q_cpu,
+            profile=tuple(a.profile for a in apps),
+            names=tuple(a.name or f"app{j}" for j, a in enumerate(apps)),
+        )
+
+    def with_bandwidth(self, bw: np.ndarray) -> Workload:
+        """The same applications with other bandwidth curves (robustness study, §VI-B)."""
+        return Workload(
+            q=self.q,
+            phases=self.phases,
+            t_cpu=self.t_cpu,
+            v_io=self.v_io,
+            bw=bw,
+            n_resources=self.n_resources,
+            q_cpu=self.q_cpu,
+            profile=self.profile,
+            names=self.names,
+        )
+
+
+def _usable(bw: np.ndarray, n_resources: int) -> np.ndarray:
+    """``bw`` cut to at most ``n_resources`` columns, NaN where n is not allowed."""
+    return np.atleast_2d(np.asarray(bw, dtype=float))[:, :n_resources]
+
+
+def io_time(v_io: np.ndarray, bw: np.ndarray) -> np.ndarray:
+    """Congestion-free I/O time T_cf_io(n) = V_io / b(n) for every n (K x M), §III-B."""
+    return np.asarray(v_io, dtype=float)[:, None] / np.atleast_2d(bw)
+
+
+def io_stress(t_cpu: np.ndarray, v_io: np.ndarray, bw: np.ndarray) -> np.ndarray:
+    """I/O-Stress(j, n) = n T_io(n) / (T_cpu + T_io(n)) for n = 1..M (K x M), §III-B."""
+    t_io = io_time(v_io, bw)
+    n = np.arange(1, t_io.shape[1] + 1)
+    return n * t_io / (np.asarray(t_cpu, dtype=float)[:, None] + t_io)
+
+
+def cpu_load(q: np.ndarray, t_cpu: np.ndarray, v_io: np.ndarray, bw: np.ndarray) -> np.ndarray:
+    """CPUload(j, n) = Q_j T_cpu / (T_cpu + T_io(n)) (K x M), §IV-A."""
+    t_io = io_time(v_io, bw)
+    t_cpu = np.asarray(t_cpu, dtype=float)[:, None]
+    return np.asarray(q, dtype=float)[:, None] * t_cpu / (t_cpu + t_io)
+
+
+def n_perf(bw: np.ndarray, n_resources: int) -> np.ndarray:
+    """n_perf = argmax_n b(n), Eq. (1); ties go to the smallest n (iosight's reading)."""
+    b = _usable(bw, n_resources)
+    return np.nanargmax(b, axis=1) + 1
+
+
+def n_sys(t_cpu: np.ndarray, v_io: np.ndarray, bw: np.ndarray, n_resources: int) -> np.ndarray:
+    """n_sys = argmin_n I/O-Stress(j, n), Eq. (2); ties go to the smallest n."""
+    s = io_stress(t_cpu, v_io, _usable(bw, n_resources))
+    return np.nanargmin(s, axis=1) + 1
+
+
+def io_load(
+    t_cpu: np.ndarray, v_io: np.ndarray, bw: np.ndarray, alloc: np.ndarray, n_resources: int
+) -> float:
+    """I/O-load(pi) = (1/N) sum_j I/O-Stress(j, pi_j), Eq. (3)."""
+    alloc = np.asarray(alloc, dtype=np.int64)
+    b = np.atleast_2d(bw)[np.arange(len(alloc)), alloc - 1]
+    t_io = np.asarray(v_io, dtype=float) / b
+    return float(np.sum(alloc * t_io / (np.asarray(t_cpu, dtype=float) + t_io)) / n_resources)
+
+
+def workload_io_load(w: Workload, alloc: np.ndarray) -> float:
+    """:func:`io_load` of an allocation of a :class:`Workload`."""
+    return io_load(w.t_cpu, w.v_io, w.bw, alloc, w.n_resources)

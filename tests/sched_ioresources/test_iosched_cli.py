@@ -1,0 +1,49 @@
+"""The ``iosight iosched`` commands and the report, end to end on small inputs."""
+
+from pathlib import Path
+
+import pandas as pd
+from typer.testing import CliRunner
+
+from iosight.cli import app
+from iosight.report.iosched import build_report, conclusions
+from iosight.sched.ioresources._experiment import load_results
+
+APPS = Path(__file__).resolve().parents[2] / "docs" / "examples" / "iosched_apps.yaml"
+runner = CliRunner()
+
+
+def test_allocate_and_simulate_commands():
+    r = runner.invoke(app, ["iosched", "allocate", str(APPS), "-N", "4", "--format", "csv"])
+    assert r.exit_code == 0, r.output
+    assert "climate" in r.output and "io_stress" in r.output
+    r = runner.invoke(
+        app,
+        ["iosched", "simulate", str(APPS), "-N", "4", "--allocator", "BestBdw", "--format", "csv"],
+    )
+    assert r.exit_code == 0, r.output
+    assert "mean_slowdown" in r.output
+
+
+def test_bad_input_is_one_line_and_exit_1(tmp_path):
+    r = runner.invoke(app, ["iosched", "allocate", str(APPS), "--allocator", "foo"])
+    assert r.exit_code == 1 and "unknown allocator" in r.output
+    bad = tmp_path / "a.yaml"
+    bad.write_text("apps: [{q: 1}]\n")
+    r = runner.invoke(app, ["iosched", "simulate", str(bad)])
+    assert r.exit_code == 1 and "lacks" in r.output
+    r = runner.invoke(app, ["iosched", "experiment", "--out", str(tmp_path), "--loads", "x"])
+    assert r.exit_code == 1 and "loads" in r.output
+
+
+def test_experiment_and_report(tmp_path):
+    out = tmp_path / "res"
+    args = ["iosched", "experiment", "--dataset", "ost", "--loads", "0.3,1.2", "--sets", "3"]
+    r = runner.invoke(app, [*args, "--workers", "1", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    df = load_results(out)
+    rep = build_report(df, tmp_path / "rep", min_sets=1)
+    assert rep.html.exists() and len(rep.figures) >= 8
+    table = conclusions(df, min_sets=1)
+    assert set(table["holds"]) <= {"yes", "NO"} and len(table) >= 8
+    assert pd.read_csv(tmp_path / "rep" / "conclusions.csv").shape[0] == len(table)

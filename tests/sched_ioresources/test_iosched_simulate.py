@@ -1,0 +1,79 @@
+"""Simulators: fair sharing, independence of transfers, and agreement of the two."""
+
+import numpy as np
+import pytest
+
+from iosight.sched.ioresources import (
+    Application,
+    Workload,
+    evaluate,
+    generate_workload,
+    ost_curves,
+    schedule,
+    simulate_events,
+    simulate_timestep,
+)
+
+
+def _one_resource(n_apps):
+    # compute 10 s, then 20 s of I/O alone (200 MB at 10 MB/s), one phase
+    apps = [Application(q=1, phases=1, t_cpu=10, v_io=200, bw=[10])] * n_apps
+    w = Workload.from_apps(apps, n_resources=1, q_cpu=n_apps)
+    return w, np.ones(n_apps, dtype=np.int64), np.ones((n_apps, 1), dtype=bool)
+
+
+def test_alone_runs_congestion_free():
+    w, alloc, pl = _one_resource(1)
+    sim = simulate_events(w, alloc, pl)
+    assert sim.t_end == pytest.approx(30.0)
+    m = evaluate(w, alloc, sim)
+    assert m["mean_slowdown"] == pytest.approx(1.0)
+    assert m["idle_time"] == pytest.approx(20 / 30)
+
+
+def test_two_apps_sharing_take_exactly_twice_as_long():
+    alone = simulate_events(*_one_resource(1)).io_time[0]
+    shared = simulate_events(*_one_resource(2))
+    assert shared.io_time == pytest.approx([2 * alone, 2 * alone], rel=1e-12)
+    # the paper's alternation: one step each, so within one step of 2x
+    stepped = simulate_timestep(*_one_resource(2))
+    assert np.all(np.abs(stepped.io_time - 2 * alone) <= 1.0)
+
+
+def test_transfers_are_independent():
+    # A: 2 resources, 10 s of service on each; B: 5 s on r0 only, both start at t = 0.
+    # B ends at 10 (shared r0); then the window closes: A moved 10 (r1) + 5 (r0) s of
+    # service at 10 MB/s per transfer in 10 s -> rho_A = 10 * 20 / 150.
+    apps = [
+        Application(q=1, phases=1, t_cpu=0, v_io=200, bw=[10, 20]),
+        Application(q=1, phases=1, t_cpu=0, v_io=50, bw=[10]),
+    ]
+    w = Workload.from_apps(apps, n_resources=2, q_cpu=2)
+    alloc = np.array([2, 1])
+    pl = np.array([[True, True], [True, False]])
+    sim = simulate_events(w, alloc, pl)
+    assert sim.t_end == pytest.approx(10.0) and sim.first == 1
+    assert sim.volume == pytest.approx([150.0, 50.0])
+    assert sim.busy == pytest.approx([10.0, 10.0])
+    m = evaluate(w, alloc, sim)
+    assert m["max_slowdown"] == pytest.approx(2.0)  # B: 10 s for 5 s of work
+    assert m["mean_slowdown"] == pytest.approx((200 / 150 + 2.0) / 2)
+
+
+def test_simulators_agree_on_random_workloads():
+    # stated tolerance (docs/iosched.md): each workload within 15 %, the mean over
+    # workloads within 3 % (alternation and fair sharing drift apart phase by phase)
+    curves = ost_curves(n_curves=50, seed=2)
+    rng = np.random.default_rng(4)
+    keys = ("mean_slowdown", "idle_time", "t_end")
+    ev_all, ts_all = [], []
+    for theta in np.linspace(0.2, 1.4, 8):
+        w, _ = generate_workload(curves, theta=theta, k=10, n_resources=5, rng=rng)
+        alloc, pl = schedule("TCPU", "Greedy-NC", w, np.random.default_rng(1))
+        ev = evaluate(w, alloc, simulate_events(w, alloc, pl))
+        ts = evaluate(w, alloc, simulate_timestep(w, alloc, pl))
+        for key in keys:
+            assert ts[key] == pytest.approx(ev[key], rel=0.15), (theta, key)
+        ev_all.append([ev[k] for k in keys])
+        ts_all.append([ts[k] for k in keys])
+    assert np.mean(ts_all, axis=0) == pytest.approx(np.mean(ev_all, axis=0), rel=0.03)
