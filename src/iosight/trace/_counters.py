@@ -1,0 +1,48 @@
+"""Counter bookkeeping shared by the modules: size buckets, common values, timers.
+
+These follow ``darshan-common.h`` (Darshan 3.4): ``DARSHAN_BUCKET_INC`` (ten access-size
+buckets, upper bounds inclusive at 100 B, 1 KiB, 10 KiB, 100 KiB, 1 MiB, 4 MiB, 10 MiB,
+100 MiB, 1 GiB), ``darshan_track_common_val_counters`` plus
+``DARSHAN_UPDATE_COMMON_VAL_COUNTERS`` (the four most frequent non-zero values among the
+first 32 distinct values seen, ordered by count then value, both descending) and
+``DARSHAN_TIMER_INC_NO_OVERLAP`` (cumulative time that never counts an overlap twice).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+
+# bisect_right(BUCKET_EDGES, n) is the bucket of an access of n bytes
+BUCKET_EDGES = (101, 1025, 10241, 102401, 1048577, 4194305, 10485761, 104857601, 1073741825)
+COMMON_VAL_MAX = 32
+
+
+def bucket(n: int) -> int:
+    """Index (0-9) of the access-size bucket of ``n`` bytes."""
+    return bisect_right(BUCKET_EDGES, n)
+
+
+def track_value(table: dict[int, int], value: int) -> None:
+    """Count ``value`` in ``table`` unless 32 other distinct values are already tracked."""
+    if value in table:
+        table[value] += 1
+    elif len(table) < COMMON_VAL_MAX:
+        table[value] = 1
+
+
+def top_four(table: dict[int, int]) -> tuple[list[int], list[int]]:
+    """The four most common non-zero values and their counts (zero-padded)."""
+    best = sorted(((c, v) for v, c in table.items() if v != 0), reverse=True)[:4]
+    best += [(0, 0)] * (4 - len(best))
+    return [v for _, v in best], [c for c, _ in best]
+
+
+def merge_top_four(
+    vals_a: list[int], cnts_a: list[int], vals_b: list[int], cnts_b: list[int]
+) -> tuple[list[int], list[int]]:
+    """Combine two ranks' four common values, as Darshan's shared-record reduction does."""
+    table: dict[int, int] = {}
+    for v, c in zip([*vals_a, *vals_b], [*cnts_a, *cnts_b], strict=True):
+        if v != 0 and c:
+            table[v] = table.get(v, 0) + c
+    return top_four(table)
