@@ -7,6 +7,7 @@ program runs, and writes Darshan 3.41 logs that PyDarshan reads (Snyder et al.,
 """
 
 from iosight.trace import _posix, _stdio  # noqa: F401  (register the modules)
+from iosight.trace._activate import activate_from_env, run_traced
 from iosight.trace._core import TRACE_MODULES, ProcessInfo, TraceConfig, TraceCore, TraceModule
 from iosight.trace._format import LogContent, darshan_hash, read_log, write_log
 from iosight.trace._merge import combine, merge_logs
@@ -14,6 +15,8 @@ from iosight.trace._session import Tracer, TraceResult, merge, recover, trace
 
 __all__ = [
     "TRACE_MODULES",
+    "activate_from_env",
+    "run_traced",
     "LogContent",
     "ProcessInfo",
     "TraceConfig",

@@ -132,6 +132,7 @@ class TraceConfig:
     sync_interval: float = 0.1
     exclude: tuple[str, ...] = ()
     dxt: bool = False
+    exe: str | None = None  # the command line to record (default: this interpreter's)
     extra_metadata: dict[str, str] = field(default_factory=dict)
 
 
@@ -240,7 +241,7 @@ class TraceCore:
         records = {m.darshan_name: m.to_array() for m in self.modules.values()}
         return LogContent(
             job=job,
-            exe=command_line(),
+            exe=self.config.exe or command_line(),
             mounts=mount_table(),
             names=dict(self.names),
             records=records,

@@ -90,6 +90,10 @@ class Tracer:
             log_path = _merge_if_complete(pdir, self.log_dir, proc.jobid, proc.nprocs)
         if self.core.state is not None:
             self.core.state.close(remove=True)
+            try:
+                self.state_path.parent.rmdir()  # only when no other process left files there
+            except OSError:
+                pass
         self._done = TraceResult(
             log=log_path,
             partial=partial,

@@ -58,7 +58,7 @@ class StateFile:
         }
         from iosight.trace._core import command_line, mount_table
 
-        head["exe"], head["mounts"] = command_line(), mount_table()
+        head["exe"], head["mounts"] = core.config.exe or command_line(), mount_table()
         blob = json.dumps(head).encode()
         header_size = -(-(16 + len(blob)) // _PAGE) * _PAGE
         off = header_size + _DYN
