@@ -21,6 +21,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from iosight._errors import IosightError
 from iosight._registry import Registry
 from iosight.trace._format import Job, LogContent, darshan_hash, record_dtype
 
@@ -140,6 +141,15 @@ class TraceCore:
     """Owns the job record, the name table, the module records and the mmap state file."""
 
     def __init__(self, config: TraceConfig, proc: ProcessInfo | None = None) -> None:
+        if not config.sync_interval > 0:
+            raise IosightError(
+                f"the 'sync_interval' parameter must be > 0 seconds. Got {config.sync_interval!r}"
+                " instead."
+            )
+        if config.record_limit < 0:
+            raise IosightError(
+                f"the 'record_limit' parameter must be >= 0. Got {config.record_limit!r} instead."
+            )
         self.config = config
         self.record_limit = config.record_limit
         self.proc = proc or ProcessInfo.from_env()
@@ -183,11 +193,10 @@ class TraceCore:
         for mod in self.modules.values():
             mod.install()
         self.installed = True
-        if self.state is not None and self.config.sync_interval > 0:
-            self._sync_thread = threading.Thread(
-                target=self._sync_loop, name="iosight-trace-sync", daemon=True
-            )
-            self._sync_thread.start()
+        self._sync_thread = threading.Thread(
+            target=self._sync_loop, name="iosight-trace-sync", daemon=True
+        )
+        self._sync_thread.start()
         os.register_at_fork(after_in_child=self._after_fork_in_child)
 
     def _sync_loop(self) -> None:
@@ -195,7 +204,11 @@ class TraceCore:
             self.sync()
 
     def sync(self) -> None:
-        """Copy every module's records into the mmap state file."""
+        """Fold queued operations into the counters and copy changed records to the state file."""
+        for mod in self.modules.values():
+            for rec in list(mod.records):
+                if rec.ev:
+                    rec.drain(self.t0)
         if self.state is not None:
             self.state.sync(self)
 
@@ -219,6 +232,8 @@ class TraceCore:
             self.installed = False
         if self._sync_thread is not None:
             self._sync_thread.join()
+            self._sync_thread = None
+        self.sync()
         return self.content()
 
     def content(self, end_ns: int | None = None) -> LogContent:

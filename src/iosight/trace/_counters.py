@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
+import numpy as np
+
 # bisect_right(BUCKET_EDGES, n) is the bucket of an access of n bytes
 BUCKET_EDGES = (101, 1025, 10241, 102401, 1048577, 4194305, 10485761, 104857601, 1073741825)
 COMMON_VAL_MAX = 32
@@ -46,3 +48,36 @@ def merge_top_four(
         if v != 0 and c:
             table[v] = table.get(v, 0) + c
     return top_four(table)
+
+
+def no_overlap_time(t1: np.ndarray, t2: np.ndarray, last_end: float) -> tuple[float, float]:
+    """``DARSHAN_TIMER_INC_NO_OVERLAP`` over a sequence of operations, in one pass.
+
+    Each operation adds ``t2 - max(t1, end of the operations before it)``; returns the
+    added time and the new last end.
+    """
+    if len(t1) == 0:
+        return 0.0, last_end
+    ends = np.maximum.accumulate(np.concatenate(([last_end], t2)))
+    return float(np.sum(t2 - np.maximum(t1, ends[:-1]))), float(ends[-1])
+
+
+def track_values(table: dict[int, int], values: np.ndarray) -> None:
+    """:func:`track_value` for a sequence of values, in order (the first 32 distinct count)."""
+    if len(values) == 0:
+        return
+    uniq, first, counts = np.unique(values, return_index=True, return_counts=True)
+    for k in np.argsort(first, kind="stable"):
+        v = int(uniq[k])
+        if v in table:
+            table[v] += int(counts[k])
+        elif len(table) < COMMON_VAL_MAX:
+            table[v] = int(counts[k])
+
+
+def first_start(current: float, t1: np.ndarray) -> float:
+    """Darshan's start timestamp: the earliest start, 0 meaning not yet set."""
+    if len(t1) == 0:
+        return current
+    m = float(t1.min())
+    return m if current == 0 or current > m else current

@@ -18,10 +18,18 @@ import mmap
 import os
 import stat as stat_mod
 import time
-from bisect import bisect_right
+
+import numpy as np
 
 from iosight.trace._core import TRACE_MODULES, TraceModule
-from iosight.trace._counters import BUCKET_EDGES, top_four
+from iosight.trace._counters import (
+    BUCKET_EDGES,
+    first_start,
+    no_overlap_time,
+    top_four,
+    track_values,
+)
+from iosight.trace._events import READ, RESET, SYNC, WRITE, EventRecord
 from iosight.trace._format import POSIX_COUNTERS, POSIX_FCOUNTERS
 
 C = {n: i for i, n in enumerate(POSIX_COUNTERS)}
@@ -44,18 +52,22 @@ _OS, _RS, _WS, _CS = (F[f"{k}_START_TIMESTAMP"] for k in ("OPEN", "READ", "WRITE
 _OE, _RE, _WE, _CE = (F[f"{k}_END_TIMESTAMP"] for k in ("OPEN", "READ", "WRITE", "CLOSE"))
 _RT, _WT, _MT = F["READ_TIME"], F["WRITE_TIME"], F["META_TIME"]
 _MRT, _MWT = F["MAX_READ_TIME"], F["MAX_WRITE_TIME"]
-_READ, _WRITE = 1, 2
-_EDGES = BUCKET_EDGES
+_EDGES_A = np.asarray(BUCKET_EDGES)
 
 
-class PosixRecord:
-    """Counters of one file, with the volatile state Darshan keeps beside them."""
+class PosixRecord(EventRecord):
+    """Counters of one file, with the volatile state Darshan keeps beside them.
 
-    __slots__ = ("rec_id", "slot", "c", "f", "offset", "lbr", "lbw", "last_io")
-    __slots__ += ("meta_end", "read_end", "write_end", "sizes", "strides", "dxt")
+    Reads, writes, syncs and offset resets are queued in ``ev`` by the wrappers (five
+    numbers each: kind, offset, bytes, start, end) and folded into the counters in
+    batches by :meth:`apply`, with exactly Darshan's per-operation rules.
+    """
+
+    __slots__ = ("c", "f", "offset", "lbr", "lbw", "last_io")
+    __slots__ += ("meta_end", "read_end", "write_end", "sizes", "strides")
 
     def __init__(self, rec_id: int, slot: int, block_size: int) -> None:
-        self.rec_id, self.slot = rec_id, slot
+        super().__init__(rec_id, slot)
         self.c = [0] * len(POSIX_COUNTERS)
         self.f = [0.0] * len(POSIX_FCOUNTERS)
         self.c[C["MEM_ALIGNMENT"]] = 8
@@ -64,7 +76,6 @@ class PosixRecord:
         self.meta_end = self.read_end = self.write_end = 0.0
         self.sizes: dict[int, int] = {}
         self.strides: dict[int, int] = {}
-        self.dxt: list | None = None
 
     def meta(self, t1: float, t2: float) -> None:
         f = self.f
@@ -73,7 +84,8 @@ class PosixRecord:
             self.meta_end = t2
 
     def opened(self, t1: float, t2: float) -> None:
-        self.offset = self.lbr = self.lbw = 0
+        self.offset = 0
+        self.ev += (RESET, 0, 0, 0.0, 0.0)
         self.c[_OPENS] += 1
         f = self.f
         if f[_OS] == 0 or f[_OS] > t1:
@@ -82,107 +94,87 @@ class PosixRecord:
         self.meta(t1, t2)
 
     def closed(self, t1: float, t2: float) -> None:
-        self.lbr = self.lbw = 0
+        self.ev += (RESET, 0, 0, 0.0, 0.0)
         f = self.f
         if f[_CS] == 0 or f[_CS] > t1:
             f[_CS] = t1
         f[_CE] = t2
         self.meta(t1, t2)
 
-    def read(self, n: int, off: int, t1: float, t2: float) -> None:
-        c, f, last = self.c, self.f, self.lbr
-        if off > last:
-            c[_SR] += 1
-            stride = off - last - 1 if off > 0 and last != 0 else 0
-        else:
-            stride = 0
-        if off == last + 1:
-            c[_CR] += 1
-        end = off + n - 1
-        self.lbr = end
-        self.offset = off + n
-        if c[_MBR] < end:
-            c[_MBR] = end
-        c[_BR] += n
-        c[_READS] += 1
-        c[_HR + bisect_right(_EDGES, n)] += 1
-        sizes = self.sizes
-        if n in sizes:
-            sizes[n] += 1
-        elif len(sizes) < 32:
-            sizes[n] = 1
-        strides = self.strides
-        if stride in strides:
-            strides[stride] += 1
-        elif len(strides) < 32:
-            strides[stride] = 1
-        if c[_FA] > 0 and off % c[_FA]:
-            c[_FNA] += 1
-        if self.last_io == _WRITE:
-            c[_RWS] += 1
-        self.last_io = _READ
-        if f[_RS] == 0 or f[_RS] > t1:
-            f[_RS] = t1
-        f[_RE] = t2
-        el = t2 - t1
-        if f[_MRT] < el:
-            f[_MRT] = el
-            c[_MRTS] = n
-        f[_RT] += t2 - (t1 if t1 > self.read_end else self.read_end)
-        if t2 > self.read_end:
-            self.read_end = t2
-        if self.dxt is not None:
-            self.dxt.append((0, off, n, t1, t2))
-
-    def write(self, n: int, off: int, t1: float, t2: float) -> None:
-        c, f, last = self.c, self.f, self.lbw
-        if off > last:
-            c[_SW] += 1
-            stride = off - last - 1 if off > 0 and last != 0 else 0
-        else:
-            stride = 0
-        if off == last + 1:
-            c[_CW] += 1
-        end = off + n - 1
-        self.lbw = end
-        self.offset = off + n
-        if c[_MBW] < end:
-            c[_MBW] = end
-        c[_BW] += n
-        c[_WRITES] += 1
-        c[_HW + bisect_right(_EDGES, n)] += 1
-        sizes = self.sizes
-        if n in sizes:
-            sizes[n] += 1
-        elif len(sizes) < 32:
-            sizes[n] = 1
-        strides = self.strides
-        if stride in strides:
-            strides[stride] += 1
-        elif len(strides) < 32:
-            strides[stride] = 1
-        if c[_FA] > 0 and off % c[_FA]:
-            c[_FNA] += 1
-        if self.last_io == _READ:
-            c[_RWS] += 1
-        self.last_io = _WRITE
-        if f[_WS] == 0 or f[_WS] > t1:
-            f[_WS] = t1
-        f[_WE] = t2
-        el = t2 - t1
-        if f[_MWT] < el:
-            f[_MWT] = el
-            c[_MWTS] = n
-        f[_WT] += t2 - (t1 if t1 > self.write_end else self.write_end)
-        if t2 > self.write_end:
-            self.write_end = t2
-        if self.dxt is not None:
-            self.dxt.append((1, off, n, t1, t2))
-
-    def synced(self, t1: float, t2: float) -> None:
-        self.f[_WT] += t2 - (t1 if t1 > self.write_end else self.write_end)
-        if t2 > self.write_end:
-            self.write_end = t2
+    def apply(self, ev: np.ndarray, t0: float) -> None:
+        """Fold a batch of queued operations into the counters (``POSIX_RECORD_READ`` /
+        ``POSIX_RECORD_WRITE`` / fsync of ``darshan-posix.c``)."""
+        kind = ev[:, 0].astype(np.int64)
+        off = ev[:, 1].astype(np.int64)
+        n = ev[:, 2].astype(np.int64)
+        t1, t2 = ev[:, 3] - t0, ev[:, 4] - t0
+        c, f = self.c, self.f
+        io = kind <= WRITE
+        strides = np.zeros(len(ev), dtype=np.int64)
+        # sequential/consecutive/stride against the last byte of the previous access of the
+        # same direction; an open or close (RESET) sets both last bytes back to 0
+        seg = np.cumsum(kind == RESET)
+        for k, (lb_attr, seq_i, con_i, mb_i, by_i, ops_i, hist_i) in enumerate(
+            (
+                ("lbr", _SR, _CR, _MBR, _BR, _READS, _HR),
+                ("lbw", _SW, _CW, _MBW, _BW, _WRITES, _HW),
+            )
+        ):
+            sel = np.flatnonzero(kind == k)
+            if len(sel) == 0:
+                if (kind == RESET).any():
+                    setattr(self, lb_attr, 0)
+                continue
+            o, m = off[sel], n[sel]
+            last = o + m - 1
+            prev = np.concatenate(([getattr(self, lb_attr)], last[:-1]))
+            # a RESET between two accesses makes the later one see a last byte of 0
+            s_sel = seg[sel]
+            after_reset = np.concatenate(([s_sel[0] > 0], s_sel[1:] != s_sel[:-1]))
+            prev = np.where(after_reset, 0, prev)
+            seq = o > prev
+            c[seq_i] += int(seq.sum())
+            c[con_i] += int((o == prev + 1).sum())
+            strides[sel] = np.where(seq & (o > 0) & (prev != 0), o - prev - 1, 0)
+            c[mb_i] = max(c[mb_i], int(last.max()))
+            c[by_i] += int(m.sum())
+            c[ops_i] += len(sel)
+            hist = np.bincount(np.searchsorted(_EDGES_A, m, side="right"), minlength=10)
+            for b in np.flatnonzero(hist):
+                c[hist_i + b] += int(hist[b])
+            tail_reset = seg[-1] > s_sel[-1]
+            setattr(self, lb_attr, 0 if tail_reset else int(last[-1]))
+        if io.any():
+            track_values(self.sizes, n[io])
+            track_values(self.strides, strides[io])
+            fa = c[_FA]
+            if fa > 0:
+                c[_FNA] += int((off[io] % fa != 0).sum())
+            k_io = kind[io] + 1  # 1 read, 2 write, as Darshan's last_io_type
+            seq_io = np.concatenate(([self.last_io], k_io))
+            c[_RWS] += int(((seq_io[1:] != seq_io[:-1]) & (seq_io[:-1] != 0)).sum())
+            self.last_io = int(k_io[-1])
+        for k, st, en, mt, ms, tt, end_attr in (
+            (READ, _RS, _RE, _MRT, _MRTS, _RT, "read_end"),
+            (WRITE, _WS, _WE, _MWT, _MWTS, _WT, "write_end"),
+        ):
+            sel = kind == k
+            if k == WRITE:
+                timed = sel | (kind == SYNC)
+            else:
+                timed = sel
+            if sel.any():
+                a, b = t1[sel], t2[sel]
+                f[st] = first_start(f[st], a)
+                f[en] = float(b[-1])
+                el = b - a
+                i = int(np.argmax(el))
+                if f[mt] < el[i]:
+                    f[mt], c[ms] = float(el[i]), int(n[sel][i])
+            if timed.any():
+                add, end = no_overlap_time(t1[timed], t2[timed], getattr(self, end_attr))
+                f[tt] += add
+                setattr(self, end_attr, end)
 
     def to_row(self, row) -> None:
         c = list(self.c)
@@ -267,7 +259,9 @@ class PosixModule(TraceModule):
             t2 = clock()
             rec = fds.get(fd)
             if rec is not None:
-                rec.read(len(data), rec.offset, t1 - t0, t2 - t0)
+                off = rec.offset
+                rec.offset = off + len(data)
+                rec.ev += (READ, off, len(data), t1, t2)
             return data
 
         def _write(fd, data, /):
@@ -276,7 +270,9 @@ class PosixModule(TraceModule):
             t2 = clock()
             rec = fds.get(fd)
             if rec is not None:
-                rec.write(n, rec.offset, t1 - t0, t2 - t0)
+                off = rec.offset
+                rec.offset = off + n
+                rec.ev += (WRITE, off, n, t1, t2)
             return n
 
         def _pread(fd, n, offset, /):
@@ -285,7 +281,8 @@ class PosixModule(TraceModule):
             t2 = clock()
             rec = fds.get(fd)
             if rec is not None:
-                rec.read(len(data), offset, t1 - t0, t2 - t0)
+                rec.offset = offset + len(data)
+                rec.ev += (READ, offset, len(data), t1, t2)
             return data
 
         def _pwrite(fd, data, offset, /):
@@ -294,7 +291,8 @@ class PosixModule(TraceModule):
             t2 = clock()
             rec = fds.get(fd)
             if rec is not None:
-                rec.write(n, offset, t1 - t0, t2 - t0)
+                rec.offset = offset + n
+                rec.ev += (WRITE, offset, n, t1, t2)
             return n
 
         def _readv(fd, buffers, /):
@@ -303,7 +301,9 @@ class PosixModule(TraceModule):
             t2 = clock()
             rec = fds.get(fd)
             if rec is not None:
-                rec.read(n, rec.offset, t1 - t0, t2 - t0)
+                off = rec.offset
+                rec.offset = off + n
+                rec.ev += (READ, off, n, t1, t2)
             return n
 
         def _writev(fd, buffers, /):
@@ -312,7 +312,9 @@ class PosixModule(TraceModule):
             t2 = clock()
             rec = fds.get(fd)
             if rec is not None:
-                rec.write(n, rec.offset, t1 - t0, t2 - t0)
+                off = rec.offset
+                rec.offset = off + n
+                rec.ev += (WRITE, off, n, t1, t2)
             return n
 
         def _lseek(fd, pos, how, /):
@@ -363,7 +365,7 @@ class PosixModule(TraceModule):
                 rec = fds.get(fd if isinstance(fd, int) else fd.fileno())
                 if rec is not None:
                     rec.c[counter] += 1
-                    rec.synced(t1 - t0, t2 - t0)
+                    rec.ev += (SYNC, 0, 0, t1, t2)
                 return res
 
             return wrapper

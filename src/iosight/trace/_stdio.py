@@ -18,7 +18,11 @@ import builtins
 import io
 import time
 
+import numpy as np
+
 from iosight.trace._core import TRACE_MODULES, TraceModule
+from iosight.trace._counters import first_start, no_overlap_time
+from iosight.trace._events import FLUSH, READ, WRITE, EventRecord
 from iosight.trace._format import STDIO_COUNTERS, STDIO_FCOUNTERS
 from iosight.trace._posix import clean_path
 
@@ -32,13 +36,13 @@ _OS, _CS, _WS, _RS = (F[f"{k}_START_TIMESTAMP"] for k in ("OPEN", "CLOSE", "WRIT
 _OE, _CE, _WE, _RE = (F[f"{k}_END_TIMESTAMP"] for k in ("OPEN", "CLOSE", "WRITE", "READ"))
 
 
-class StdioRecord:
+class StdioRecord(EventRecord):
     """STDIO counters of one file, plus the stream offset and last-end times."""
 
-    __slots__ = ("rec_id", "slot", "c", "f", "offset", "meta_end", "read_end", "write_end")
+    __slots__ = ("c", "f", "offset", "meta_end", "read_end", "write_end")
 
     def __init__(self, rec_id: int, slot: int) -> None:
-        self.rec_id, self.slot = rec_id, slot
+        super().__init__(rec_id, slot)
         self.c = [0] * len(STDIO_COUNTERS)
         self.f = [0.0] * len(STDIO_FCOUNTERS)
         self.offset = 0
@@ -49,35 +53,28 @@ class StdioRecord:
         if t2 > self.meta_end:
             self.meta_end = t2
 
-    def read(self, n: int, t1: float, t2: float) -> None:
+    def apply(self, ev: np.ndarray, t0: float) -> None:
+        """Fold queued reads, writes and flushes in (``STDIO_RECORD_READ``/``_WRITE``)."""
+        kind = ev[:, 0].astype(np.int64)
+        off, n = ev[:, 1].astype(np.int64), ev[:, 2].astype(np.int64)
+        t1, t2 = ev[:, 3] - t0, ev[:, 4] - t0
         c, f = self.c, self.f
-        off = self.offset
-        self.offset = off + n
-        if c[_MBR] < off + n - 1:
-            c[_MBR] = off + n - 1
-        c[_BR] += n
-        c[_READS] += 1
-        if f[_RS] == 0 or f[_RS] > t1:
-            f[_RS] = t1
-        f[_RE] = t2
-        f[_RT] += t2 - (t1 if t1 > self.read_end else self.read_end)
-        if t2 > self.read_end:
-            self.read_end = t2
-
-    def write(self, n: int, t1: float, t2: float, counter: int = _WRITES) -> None:
-        c, f = self.c, self.f
-        off = self.offset
-        self.offset = off + n
-        if c[_MBW] < off + n - 1:
-            c[_MBW] = off + n - 1
-        c[_BW] += n
-        c[counter] += 1
-        if f[_WS] == 0 or f[_WS] > t1:
-            f[_WS] = t1
-        f[_WE] = t2
-        f[_WT] += t2 - (t1 if t1 > self.write_end else self.write_end)
-        if t2 > self.write_end:
-            self.write_end = t2
+        for sel, mb, by, st, en, tt, end_attr in (
+            (kind == READ, _MBR, _BR, _RS, _RE, _RT, "read_end"),
+            (kind != READ, _MBW, _BW, _WS, _WE, _WT, "write_end"),
+        ):
+            if not sel.any():
+                continue
+            c[mb] = max(c[mb], int((off[sel] + n[sel] - 1).max()))
+            c[by] += int(n[sel].sum())
+            f[st] = first_start(f[st], t1[sel])
+            f[en] = float(t2[sel][-1])
+            add, end = no_overlap_time(t1[sel], t2[sel], getattr(self, end_attr))
+            f[tt] += add
+            setattr(self, end_attr, end)
+        c[_READS] += int((kind == READ).sum())
+        c[_WRITES] += int((kind == WRITE).sum())
+        c[_FLUSHES] += int((kind == FLUSH).sum())
 
     def to_row(self, row) -> None:
         row["id"] = self.rec_id
@@ -113,7 +110,10 @@ class TracedFile:
         t1 = _clock()
         line = next(self._f)
         t2 = _clock()
-        self._rec.read(len(line), t1 - self._t0, t2 - self._t0)
+        rec = self._rec
+        off = rec.offset
+        rec.offset = off + len(line)
+        rec.ev += (READ, off, len(line), t1, t2)
         return line
 
     def __repr__(self) -> str:
@@ -123,42 +123,63 @@ class TracedFile:
         t1 = _clock()
         data = self._f.read(size)
         t2 = _clock()
-        self._rec.read(len(data), t1 - self._t0, t2 - self._t0)
+        rec = self._rec
+        off = rec.offset
+        rec.offset = off + len(data)
+        rec.ev += (READ, off, len(data), t1, t2)
         return data
 
     def read1(self, size=-1, /):
         t1 = _clock()
         data = self._f.read1(size)
         t2 = _clock()
-        self._rec.read(len(data), t1 - self._t0, t2 - self._t0)
+        rec = self._rec
+        off = rec.offset
+        rec.offset = off + len(data)
+        rec.ev += (READ, off, len(data), t1, t2)
         return data
 
     def readinto(self, buffer, /):
         t1 = _clock()
         n = self._f.readinto(buffer)
         t2 = _clock()
-        self._rec.read(n or 0, t1 - self._t0, t2 - self._t0)
+        n = n or 0
+        rec = self._rec
+        off = rec.offset
+        rec.offset = off + n
+        rec.ev += (READ, off, n, t1, t2)
         return n
 
     def readline(self, size=-1, /):
         t1 = _clock()
         line = self._f.readline(size)
         t2 = _clock()
-        self._rec.read(len(line), t1 - self._t0, t2 - self._t0)
+        rec = self._rec
+        off = rec.offset
+        rec.offset = off + len(line)
+        rec.ev += (READ, off, len(line), t1, t2)
         return line
 
     def readlines(self, hint=-1, /):
         t1 = _clock()
         lines = self._f.readlines(hint)
         t2 = _clock()
-        self._rec.read(sum(map(len, lines)), t1 - self._t0, t2 - self._t0)
+        k = sum(map(len, lines))
+        rec = self._rec
+        off = rec.offset
+        rec.offset = off + k
+        rec.ev += (READ, off, k, t1, t2)
         return lines
 
     def write(self, data, /):
         t1 = _clock()
         n = self._f.write(data)
         t2 = _clock()
-        self._rec.write(n if n is not None else len(data), t1 - self._t0, t2 - self._t0)
+        k = n if n is not None else len(data)
+        rec = self._rec
+        off = rec.offset
+        rec.offset = off + k
+        rec.ev += (WRITE, off, k, t1, t2)
         return n
 
     def writelines(self, lines, /) -> None:
@@ -166,7 +187,11 @@ class TracedFile:
         t1 = _clock()
         self._f.writelines(lines)
         t2 = _clock()
-        self._rec.write(sum(map(len, lines)), t1 - self._t0, t2 - self._t0)
+        k = sum(map(len, lines))
+        rec = self._rec
+        off = rec.offset
+        rec.offset = off + k
+        rec.ev += (WRITE, off, k, t1, t2)
 
     def seek(self, offset, whence=0, /):
         t1 = _clock()
@@ -183,7 +208,7 @@ class TracedFile:
         self._f.flush()
         t2 = _clock()
         # Darshan records fflush as a zero-byte write counted in STDIO_FLUSHES
-        self._rec.write(0, t1 - self._t0, t2 - self._t0, _FLUSHES)
+        self._rec.ev += (FLUSH, self._rec.offset, 0, t1, t2)
 
     def close(self) -> None:
         if self._f.closed:

@@ -1,0 +1,109 @@
+"""Overhead of iosight tracing on I/O-heavy Python workloads, traced vs untraced.
+
+Each workload runs in a fresh interpreter, untraced and then traced (``iosight trace``'s
+sitecustomize activation), alternating, ``--repeats`` times; the workload times its own
+I/O loop and prints a checksum of what it read. The script prints the median times,
+the slowdown and whether the traced program's output was identical.
+
+    python benchmarks/trace_overhead.py            # 256 MiB per large workload
+    python benchmarks/trace_overhead.py --quick    # < 60 s
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+sys.path.insert(0, str(SRC))
+
+WORKLOAD = textwrap.dedent(
+    """
+    import json, os, sys, time, zlib
+    kind, size, total, path = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    block = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    n = total // size
+    crc = 0
+    t = time.perf_counter()
+    if kind == "posix":
+        fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+        for _ in range(n):
+            os.write(fd, block)
+        os.close(fd)
+        fd = os.open(path, os.O_RDONLY)
+        for _ in range(n):
+            crc = zlib.crc32(os.read(fd, size)[:64], crc)
+        os.close(fd)
+    else:
+        with open(path, "wb") as f:
+            for _ in range(n):
+                f.write(block)
+        with open(path, "rb") as f:
+            for _ in range(n):
+                crc = zlib.crc32(f.read(size)[:64], crc)
+    elapsed = time.perf_counter() - t
+    os.unlink(path)
+    print(json.dumps({"elapsed": elapsed, "crc": crc, "ops": 2 * n}))
+    """
+)
+
+
+def _run(script: Path, args: list[str], env: dict[str, str]) -> dict:
+    out = subprocess.run(
+        [sys.executable, str(script), *args], env=env, capture_output=True, text=True, check=True
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, 3 repeats (< 60 s)")
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--dir", default=None, help="where the workload writes (default: tmp)")
+    args = parser.parse_args(argv)
+    from iosight.trace._activate import trace_env
+
+    repeats = 3 if args.quick else args.repeats
+    large_total = (64 if args.quick else 256) << 20
+    small_total = (16 if args.quick else 64) << 20
+    cases = [
+        ("posix", 4 << 20, large_total, "large 4 MiB os.write/os.read"),
+        ("stdio", 4 << 20, large_total, "large 4 MiB file.write/file.read"),
+        ("posix", 4096, small_total, "4 KiB os.write/os.read"),
+        ("stdio", 4096, small_total, "4 KiB file.write/file.read"),
+    ]
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        tmp = Path(tmp)
+        script = tmp / "workload.py"
+        script.write_text(WORKLOAD)
+        base_env = {k: v for k, v in os.environ.items() if not k.startswith("IOSIGHT_TRACE")}
+        traced_env = {**base_env, **trace_env(tmp / "logs", {})}
+        print(
+            f"{'workload':34s} {'ops':>7s} {'untraced s':>11s} {'traced s':>9s} {'slowdown':>9s}  output"
+        )
+        for kind, size, total, label in cases:
+            wargs = [kind, str(size), str(total), str(tmp / "data.bin")]
+            plain, traced = [], []
+            for _ in range(repeats):
+                plain.append(_run(script, wargs, base_env))
+                traced.append(_run(script, wargs, traced_env))
+            tp = statistics.median(r["elapsed"] for r in plain)
+            tt = statistics.median(r["elapsed"] for r in traced)
+            same = {r["crc"] for r in plain} == {r["crc"] for r in traced}
+            print(
+                f"{label:34s} {plain[0]['ops']:7d} {tp:11.4f} {tt:9.4f} {100 * (tt / tp - 1):+8.1f}%"
+                f"  {'unchanged' if same else 'CHANGED'}"
+            )
+        logs = sorted((tmp / "logs").glob("*.darshan"))
+        print(f"traced runs wrote {len(logs)} logs")
+
+
+if __name__ == "__main__":
+    main()
