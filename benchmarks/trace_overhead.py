@@ -85,9 +85,8 @@ def main(argv: list[str] | None = None) -> None:
         script.write_text(WORKLOAD)
         base_env = {k: v for k, v in os.environ.items() if not k.startswith("IOSIGHT_TRACE")}
         traced_env = {**base_env, **trace_env(tmp / "logs", {})}
-        print(
-            f"{'workload':34s} {'ops':>7s} {'untraced s':>11s} {'traced s':>9s} {'slowdown':>9s}  output"
-        )
+        cols = ("ops", "untraced s", "traced s", "slowdown")
+        print(f"{'workload':34s} {cols[0]:>7s} {cols[1]:>11s} {cols[2]:>9s} {cols[3]:>9s}  output")
         for kind, size, total, label in cases:
             wargs = [kind, str(size), str(total), str(tmp / "data.bin")]
             plain, traced = [], []
@@ -97,8 +96,9 @@ def main(argv: list[str] | None = None) -> None:
             tp = statistics.median(r["elapsed"] for r in plain)
             tt = statistics.median(r["elapsed"] for r in traced)
             same = {r["crc"] for r in plain} == {r["crc"] for r in traced}
+            slow = 100 * (tt / tp - 1)
             print(
-                f"{label:34s} {plain[0]['ops']:7d} {tp:11.4f} {tt:9.4f} {100 * (tt / tp - 1):+8.1f}%"
+                f"{label:34s} {plain[0]['ops']:7d} {tp:11.4f} {tt:9.4f} {slow:+8.1f}%"
                 f"  {'unchanged' if same else 'CHANGED'}"
             )
         logs = sorted((tmp / "logs").glob("*.darshan"))
