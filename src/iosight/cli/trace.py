@@ -39,6 +39,7 @@ def _run(
     modules: str = typer.Option("posix,stdio", help="Comma-separated trace modules."),
     sync_interval: float = typer.Option(0.1, help="Seconds between state-file syncs."),
     dxt: bool = typer.Option(False, help="Also keep a DXT trace of every POSIX access."),
+    heatmap: bool = typer.Option(True, help="Keep HEATMAP bins of bytes over time."),
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
@@ -53,6 +54,7 @@ def _run(
             record_limit=record_limit,
             sync_interval=sync_interval,
             dxt=dxt,
+            heatmap=heatmap,
         )
     if result is not None:
         where = result.get("log") or result.get("partial")

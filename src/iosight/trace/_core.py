@@ -85,6 +85,11 @@ class TraceModule:
         self.records: list = []
         self.by_id: dict[int, object] = {}
         self.dropped = 0
+        self.heatmap = None
+        if core.config.heatmap:
+            from iosight.trace._extra import Heatmap
+
+            self.heatmap = Heatmap()
 
     def install(self) -> None:
         raise NotImplementedError
@@ -133,6 +138,7 @@ class TraceConfig:
     sync_interval: float = 0.1
     exclude: tuple[str, ...] = ()
     dxt: bool = False
+    heatmap: bool = True
     exe: str | None = None  # the command line to record (default: this interpreter's)
     extra_metadata: dict[str, str] = field(default_factory=dict)
 
@@ -208,7 +214,7 @@ class TraceCore:
         for mod in self.modules.values():
             for rec in list(mod.records):
                 if rec.ev:
-                    rec.drain(self.t0)
+                    rec.drain(self.t0, mod.heatmap)
         if self.state is not None:
             self.state.sync(self)
 
@@ -254,13 +260,34 @@ class TraceCore:
             metadata=meta,
         )
         records = {m.darshan_name: m.to_array() for m in self.modules.values()}
+        names, blobs = dict(self.names), {}
+        from iosight.trace._extra import dxt_record_bytes
+
+        dxt = [
+            dxt_record_bytes(rec.rec_id, self.proc.rank, np.concatenate(rec.dxt))
+            for m in self.modules.values()
+            for rec in m.records
+            if getattr(rec, "dxt", None)
+        ]
+        if dxt:
+            blobs["DXT_POSIX"] = b"".join(dxt)
+        run_time = (end_ns - self.start_ns) / 1e9
+        heat = []
+        for m in self.modules.values():
+            if m.heatmap is not None and m.records:
+                rid, name, data = m.heatmap.record_bytes(m.darshan_name, self.proc.rank, run_time)
+                names[rid] = name
+                heat.append(data)
+        if heat:
+            blobs["HEATMAP"] = b"".join(heat)
         return LogContent(
             job=job,
             exe=self.config.exe or command_line(),
             mounts=mount_table(),
-            names=dict(self.names),
+            names=names,
             records=records,
             partial={m.darshan_name for m in self.modules.values() if m.dropped},
+            blobs=blobs,
         )
 
 

@@ -26,8 +26,9 @@ class EventRecord:
         self.dxt: list[np.ndarray] | None = None
         self.dxt_dropped = 0
 
-    def drain(self, t0: float) -> None:
-        """Fold every queued operation into the counters (one thread at a time)."""
+    def drain(self, t0: float, heatmap=None) -> None:
+        """Fold every queued operation into the counters (one thread at a time), and into
+        the module's heatmap when given."""
         ev = self.ev
         n = len(ev) - len(ev) % 5
         if n == 0:
@@ -35,6 +36,9 @@ class EventRecord:
         batch = np.array(ev[:n], dtype=np.float64).reshape(-1, 5)
         del ev[:n]  # the wrappers only ever append, so exactly the batch goes
         self.apply(batch, t0)
+        if heatmap is not None:
+            io = batch[(batch[:, 0] <= WRITE) & (batch[:, 2] > 0)]
+            heatmap.add(io[:, 3] - t0, io[:, 4] - t0, io[:, 2], io[:, 0] == WRITE)
         if self.dxt is not None:
             keep = batch[batch[:, 0] <= WRITE]
             room = DXT_MAX_SEGMENTS - sum(len(x) for x in self.dxt)

@@ -143,7 +143,8 @@ class LogContent:
 
     ``records`` maps a module name (``"POSIX"``, ``"STDIO"``) to a structured array of
     :func:`record_dtype` rows; ``partial`` names modules that dropped records for lack
-    of room (the header's partial flags).
+    of room (the header's partial flags); ``blobs`` holds the serialized records of
+    variable-length modules (``"DXT_POSIX"``, ``"HEATMAP"``).
     """
 
     job: Job
@@ -152,6 +153,7 @@ class LogContent:
     names: dict[int, str] = field(default_factory=dict)
     records: dict[str, np.ndarray] = field(default_factory=dict)
     partial: set[str] = field(default_factory=set)
+    blobs: dict[str, bytes] = field(default_factory=dict)  # DXT_POSIX / HEATMAP regions
 
 
 def _job_bytes(log: LogContent) -> bytes:
@@ -185,18 +187,19 @@ def write_log(path: str | Path, log: LogContent) -> Path:
     """
     path = Path(path)
     regions: list[tuple[int, bytes]] = [(-2, _job_bytes(log))]
-    used = {rid for recs in log.records.values() for rid in recs["id"].tolist()}
     names = b"".join(
         struct.pack("<Q", rid) + name.encode(errors="surrogateescape") + b"\0"
         for rid, name in sorted(log.names.items())
-        if rid in used
     )
     if names:
         regions.append((-1, names))
-    for mod, recs in sorted(log.records.items(), key=lambda kv: MODULE_IDS[kv[0]]):
+    data = {m: b"" for m in MODULE_IDS}
+    for mod, recs in log.records.items():
         if len(recs):
             order = np.lexsort((recs["id"], -recs["rank"]))
-            regions.append((MODULE_IDS[mod], np.ascontiguousarray(recs[order]).tobytes()))
+            data[mod] = np.ascontiguousarray(recs[order]).tobytes()
+    data.update({m: b for m, b in log.blobs.items() if b})
+    regions += sorted((MODULE_IDS[m], b) for m, b in data.items() if b)
     name_map = (0, 0)
     mod_map = [0] * (2 * MAX_MODS)
     mod_ver = [0] * MAX_MODS
@@ -209,9 +212,10 @@ def write_log(path: str | Path, log: LogContent) -> Path:
             name_map = (off, len(comp))
         elif rid >= 0:
             mod_map[2 * rid : 2 * rid + 2] = [off, len(comp)]
-    for mod in log.records:
-        if len(log.records[mod]):
-            mod_ver[MODULE_IDS[mod]] = MODULE_VERSIONS[mod]
+    for rid, _ in regions:
+        for mod, mid in MODULE_IDS.items():
+            if mid == rid:
+                mod_ver[mid] = MODULE_VERSIONS[mod]
     partial = sum(1 << MODULE_IDS[m] for m in log.partial)
     header = _HEADER.pack(LOG_VERSION, MAGIC_NR, 0, partial, *name_map, *mod_map, *mod_ver)
     tmp = path.with_name(path.name + ".tmp")
@@ -263,10 +267,12 @@ def read_log(path: str | Path) -> LogContent:
                 errors="surrogateescape"
             )
             pos = end + 1
-    records = {}
+    records, blobs = {}, {}
     for mod, mid in MODULE_IDS.items():
         off, length = mod_map[2 * mid], mod_map[2 * mid + 1]
         if length and mod in COUNTER_NAMES:
             records[mod] = np.frombuffer(region(off, length), dtype=record_dtype(mod)).copy()
+        elif length:
+            blobs[mod] = region(off, length)
     flagged = {m for m, mid in MODULE_IDS.items() if partial >> mid & 1}
-    return LogContent(job, lines[0], list(mounts), names, records, flagged)
+    return LogContent(job, lines[0], list(mounts), names, records, flagged, blobs)

@@ -134,13 +134,18 @@ def combine(logs: Sequence[LogContent]) -> LogContent:
     for mod in sorted({m for log in logs for m in log.records}):
         allrecs = np.concatenate([log.records[mod] for log in logs if mod in log.records])
         shared_ids, keep = _shared_ids(allrecs, nprocs)
+        if mod not in _SPEC:
+            keep[:] = True
         parts = [allrecs[keep]]
-        for rid in shared_ids:
+        for rid in shared_ids if mod in _SPEC else []:
             parts.append(reduce_shared(mod, allrecs[allrecs["id"] == rid]))
         records[mod] = np.concatenate(parts)
     mounts = first.mounts or next((g.mounts for g in logs if g.mounts), [])
     partial = set().union(*(g.partial for g in logs))
-    return LogContent(job, first.exe, mounts, names, records, partial)
+    blobs = {
+        m: b"".join(g.blobs.get(m, b"") for g in logs) for m in {m for g in logs for m in g.blobs}
+    }
+    return LogContent(job, first.exe, mounts, names, records, partial, blobs)
 
 
 def _shared_ids(recs: np.ndarray, nprocs: int) -> tuple[list[int], np.ndarray]:
