@@ -141,3 +141,20 @@ def test_ranks_merge_into_one_job_log(tmp_path):
         assert row.iloc[0]["STDIO_BYTES_WRITTEN"] == (rank + 1) * 100
     assert read_log(log).job.nprocs == 3
     assert not list((logs / "partial").glob("*")) if (logs / "partial").exists() else True
+
+
+def test_demo_step_traces_and_reads_back(tmp_path):
+    from iosight.demo import DemoContext
+    from iosight.demo import step_80_trace as step
+    from iosight.warehouse import Warehouse
+
+    shown = []
+    ctx = DemoContext(
+        tmp_path, Warehouse(tmp_path / "wh"), lambda s: None, lambda df, t: shown.append(df)
+    )
+    step.run(ctx)
+    summary, posix = shown
+    ours = summary.iloc[0]
+    assert (ours["nprocs"], ours["jobid"], ours["shared"]) == (2, 8080, 1)
+    assert ours["posix_write"] == 2 * (1 << 20) + 2048 and ours["posix_read"] == 2 * (1 << 20)
+    assert sorted(posix["rank"]) == [-1, 0, 1]

@@ -12,6 +12,7 @@ from iosight.trace._core import TRACE_MODULES, ProcessInfo, TraceConfig, TraceCo
 from iosight.trace._format import LogContent, darshan_hash, read_log, write_log
 from iosight.trace._merge import combine, merge_logs
 from iosight.trace._session import Tracer, TraceResult, merge, recover, trace
+from iosight.trace._summary import job_summary
 
 __all__ = [
     "TRACE_MODULES",
@@ -26,6 +27,7 @@ __all__ = [
     "Tracer",
     "combine",
     "darshan_hash",
+    "job_summary",
     "merge",
     "merge_logs",
     "read_log",

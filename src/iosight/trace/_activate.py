@@ -87,12 +87,15 @@ def _drop_bootstrap_from_pythonpath() -> None:
         os.environ.pop("PYTHONPATH", None)
 
 
-def run_traced(program: list[str], log_dir: str | Path, **options) -> tuple[int, dict | None]:
+def run_traced(
+    program: list[str], log_dir: str | Path, *, env: dict[str, str] | None = None, **options
+) -> tuple[int, dict | None]:
     """Run ``program`` (a command line starting a Python interpreter) with tracing on.
 
     Returns the program's exit status (128 + signal number when a signal ended it) and
     what its traced interpreter reported writing (None when it wrote nothing, e.g. it
-    was killed; its state file is then left for ``recover``).
+    was killed; its state file is then left for ``recover``). ``env`` adds variables
+    (e.g. a launcher's rank variables); ``options`` are TraceConfig fields.
     """
     import subprocess
     import tempfile
@@ -103,9 +106,9 @@ def run_traced(program: list[str], log_dir: str | Path, **options) -> tuple[int,
     log_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="iosight-trace-") as tmp:
         report = Path(tmp) / "report.json"
-        env = {**os.environ, **trace_env(log_dir, options, report)}
+        full_env = {**os.environ, **(env or {}), **trace_env(log_dir, options, report)}
         try:
-            code = subprocess.run(program, env=env, check=False).returncode
+            code = subprocess.run(program, env=full_env, check=False).returncode
         except FileNotFoundError:
             raise IosightError(f"cannot run {program[0]!r}: no such program") from None
         result = json.loads(report.read_text()) if report.exists() else None
