@@ -158,3 +158,24 @@ def test_excluded_paths_are_not_recorded(tmp_path):
         open("/proc/self/status").read()
         os.stat("/etc/hostname") if os.path.exists("/etc/hostname") else None
     assert t.finish().records == {"POSIX": 0, "STDIO": 0}
+
+
+def test_forked_child_records_nothing_and_writes_no_log(tmp_path):
+    logs = tmp_path / "logs"
+    with trace(logs, proc=ProcessInfo(0, 1, 16)) as t:
+        fh = open(tmp_path / "f.txt", "w")
+        fh.write("parent\n")
+        pid = os.fork()
+        if pid == 0:  # child: keeps using the inherited file object, then exits
+            try:
+                fh.write("child\n")
+                fh.flush()
+                res = t.finish()
+                os._exit(0 if res.log is None and not res.records else 1)
+            finally:
+                os._exit(2)
+        _, status = os.waitpid(pid, 0)
+        fh.close()
+    assert os.waitstatus_to_exitcode(status) == 0
+    res = t.finish()
+    assert len(list(logs.glob("*.darshan"))) == 1 and res.records["STDIO"] == 1

@@ -224,8 +224,12 @@ class TraceCore:
         self.record_limit = 0
         self.state = None
         self._stop.set()
+        from iosight.trace._events import Discard
+
         for mod in self.modules.values():
             mod.reset_after_fork()
+            for rec in mod.records:
+                rec.ev = Discard()  # file objects still held by the child keep working
             mod.records, mod.by_id = [], {}
         self.installed = False
 

@@ -15,6 +15,13 @@ READ, WRITE, SYNC, RESET, FLUSH = 0, 1, 2, 3, 4
 DXT_MAX_SEGMENTS = 1 << 20  # per record; later segments are counted, not kept
 
 
+class Discard(list):
+    """A queue that keeps nothing: records inherited by a forked child point here."""
+
+    def __iadd__(self, other):
+        return self
+
+
 class EventRecord:
     """A record whose operations are queued in ``ev`` and folded in by ``apply``."""
 

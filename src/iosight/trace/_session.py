@@ -68,6 +68,7 @@ class Tracer:
             f".pid{os.getpid()}{STATE_SUFFIX}"
         )
         self._done: TraceResult | None = None
+        self._pid = os.getpid()
 
     def start(self, *, at_exit: bool = False) -> Tracer:
         self.core.start(self.state_path)
@@ -79,6 +80,8 @@ class Tracer:
         """Stop tracing, write this process's log (and the merged job log if it is last)."""
         if self._done is not None:
             return self._done
+        if os.getpid() != self._pid:  # a forked child inherited the exit hook: not its log
+            return TraceResult(log=None, partial=None, records={}, dropped={})
         content = self.core.stop()
         proc = self.core.proc
         log_path = partial = None
