@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+# the POSIX wrappers queue READ and WRITE as the literals 0 and 1 (no global lookup)
 READ, WRITE, SYNC, RESET, FLUSH = 0, 1, 2, 3, 4
 DXT_MAX_SEGMENTS = 1 << 20  # per record; later segments are counted, not kept
 

@@ -238,6 +238,9 @@ class PosixModule(TraceModule):
         saved["mmap"] = mmap.mmap
         r = dict(saved)
         record_for = self.record_for
+        fds_get = fds.get
+        real_read, real_write = r["read"], r["write"]
+        real_pread, real_pwrite = r["pread"], r["pwrite"]
 
         def _open(path, flags, mode=0o777, *, dir_fd=None):
             t1 = clock()
@@ -255,73 +258,75 @@ class PosixModule(TraceModule):
 
         def _read(fd, n, /):
             t1 = clock()
-            data = r["read"](fd, n)
+            data = real_read(fd, n)
             t2 = clock()
-            rec = fds.get(fd)
+            rec = fds_get(fd)
             if rec is not None:
+                k = len(data)
                 off = rec.offset
-                rec.offset = off + len(data)
-                rec.ev += (READ, off, len(data), t1, t2)
+                rec.offset = off + k
+                rec.ev += (0, off, k, t1, t2)  # 0: READ
             return data
 
         def _write(fd, data, /):
             t1 = clock()
-            n = r["write"](fd, data)
+            n = real_write(fd, data)
             t2 = clock()
-            rec = fds.get(fd)
+            rec = fds_get(fd)
             if rec is not None:
                 off = rec.offset
                 rec.offset = off + n
-                rec.ev += (WRITE, off, n, t1, t2)
+                rec.ev += (1, off, n, t1, t2)  # 1: WRITE
             return n
 
         def _pread(fd, n, offset, /):
             t1 = clock()
-            data = r["pread"](fd, n, offset)
+            data = real_pread(fd, n, offset)
             t2 = clock()
-            rec = fds.get(fd)
+            rec = fds_get(fd)
             if rec is not None:
-                rec.offset = offset + len(data)
-                rec.ev += (READ, offset, len(data), t1, t2)
+                k = len(data)
+                rec.offset = offset + k
+                rec.ev += (0, offset, k, t1, t2)  # 0: READ
             return data
 
         def _pwrite(fd, data, offset, /):
             t1 = clock()
-            n = r["pwrite"](fd, data, offset)
+            n = real_pwrite(fd, data, offset)
             t2 = clock()
-            rec = fds.get(fd)
+            rec = fds_get(fd)
             if rec is not None:
                 rec.offset = offset + n
-                rec.ev += (WRITE, offset, n, t1, t2)
+                rec.ev += (1, offset, n, t1, t2)  # 1: WRITE
             return n
 
         def _readv(fd, buffers, /):
             t1 = clock()
             n = r["readv"](fd, buffers)
             t2 = clock()
-            rec = fds.get(fd)
+            rec = fds_get(fd)
             if rec is not None:
                 off = rec.offset
                 rec.offset = off + n
-                rec.ev += (READ, off, n, t1, t2)
+                rec.ev += (0, off, n, t1, t2)  # 0: READ
             return n
 
         def _writev(fd, buffers, /):
             t1 = clock()
             n = r["writev"](fd, buffers)
             t2 = clock()
-            rec = fds.get(fd)
+            rec = fds_get(fd)
             if rec is not None:
                 off = rec.offset
                 rec.offset = off + n
-                rec.ev += (WRITE, off, n, t1, t2)
+                rec.ev += (1, off, n, t1, t2)  # 1: WRITE
             return n
 
         def _lseek(fd, pos, how, /):
             t1 = clock()
             res = r["lseek"](fd, pos, how)
             t2 = clock()
-            rec = fds.get(fd)
+            rec = fds_get(fd)
             if rec is not None:
                 rec.offset = res
                 rec.c[_SEEKS] += 1
@@ -351,7 +356,7 @@ class PosixModule(TraceModule):
             t1 = clock()
             st = r["fstat"](fd)
             t2 = clock()
-            rec = fds.get(fd)
+            rec = fds_get(fd)
             if rec is not None and stat_mod.S_ISREG(st.st_mode):
                 rec.c[_STATS] += 1
                 rec.meta(t1 - t0, t2 - t0)
@@ -374,7 +379,7 @@ class PosixModule(TraceModule):
             t1 = clock()
             new = r["dup"](fd)
             t2 = clock()
-            rec = fds.get(fd)
+            rec = fds_get(fd)
             if rec is not None:
                 rec.c[_DUPS] += 1
                 rec.c[_OPENS] += 1
@@ -386,7 +391,7 @@ class PosixModule(TraceModule):
             t1 = clock()
             new = r["dup2"](fd, fd2, inheritable)
             t2 = clock()
-            rec = fds.get(fd)
+            rec = fds_get(fd)
             if rec is not None:
                 rec.c[_DUPS] += 1
                 rec.c[_OPENS] += 1
