@@ -158,3 +158,32 @@ def test_demo_step_traces_and_reads_back(tmp_path):
     assert (ours["nprocs"], ours["jobid"], ours["shared"]) == (2, 8080, 1)
     assert ours["posix_write"] == 2 * (1 << 20) + 2048 and ours["posix_read"] == 2 * (1 << 20)
     assert sorted(posix["rank"]) == [-1, 0, 1]
+
+
+def test_recover_merges_killed_and_finished_ranks(tmp_path):
+    prog, logs = tmp_path / "shared.py", tmp_path / "logs"
+    prog.write_text(SHARED + "\nif rank == 1:\n    print('ready', flush=True)\n    import time\n"
+                    "    time.sleep(60)\n")  # fmt: skip
+    shared, own = tmp_path / "shared.dat", str(tmp_path / "own%d.dat")
+    procs = []
+    for rank in range(2):
+        env = {**os.environ, **trace_env(logs, {"sync_interval": 0.05})}
+        env.update(SLURM_JOB_ID="77", SLURM_PROCID=str(rank), SLURM_NTASKS="2")
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, str(prog), str(shared), own], env=env, stdout=subprocess.PIPE
+            )
+        )
+    assert procs[0].wait() == 0
+    assert procs[1].stdout.readline().strip() == b"ready"
+    time.sleep(0.3)
+    procs[1].kill()
+    procs[1].wait()
+    assert not list(logs.glob("*.darshan"))  # rank 1 never finished: no job log yet
+    (log,) = recover(logs / "partial", tmp_path / "out")
+    meta, c = _records(log, "POSIX")
+    assert meta["job"]["nprocs"] == 2
+    s = c[c["id"] == darshan_hash(str(shared))]
+    assert list(s["rank"]) == [-1] and s.iloc[0]["POSIX_BYTES_WRITTEN"] == 2000
+    _, st = _records(log, "STDIO")
+    assert sorted(st["rank"]) == [0, 1]
