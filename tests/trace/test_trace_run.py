@@ -187,3 +187,11 @@ def test_recover_merges_killed_and_finished_ranks(tmp_path):
     assert list(s["rank"]) == [-1] and s.iloc[0]["POSIX_BYTES_WRITTEN"] == 2000
     _, st = _records(log, "STDIO")
     assert sorted(st["rank"]) == [0, 1]
+
+
+def test_bad_options_are_refused_before_running(tmp_path):
+    runner = CliRunner()
+    res = runner.invoke(app, ["trace", "--modules", "posix,hdf9", "--", sys.executable, "-c", ""])
+    assert res.exit_code == 1 and "unknown trace module 'hdf9'" in res.output
+    res = runner.invoke(app, ["trace", "--sync-interval", "0", "--", sys.executable, "-c", ""])
+    assert res.exit_code == 1 and "'sync_interval' parameter must be > 0" in res.output

@@ -26,7 +26,7 @@ group = typer.Typer(
     cls=_ProgramGroup,
     invoke_without_command=True,
     help="Trace a Python program's I/O into Darshan logs: iosight trace --log-dir logs -- "
-    "python prog.py [args]",
+    "python prog.py ARGS...",
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
 )
 

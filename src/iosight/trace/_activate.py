@@ -102,6 +102,9 @@ def run_traced(
 
     if not program:
         raise IosightError("no program to trace; usage: iosight trace -- python prog.py [args]")
+    from iosight.trace._core import validate
+
+    validate(TraceConfig(log_dir=Path(log_dir), **options))
     log_dir = Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="iosight-trace-") as tmp:

@@ -143,19 +143,26 @@ class TraceConfig:
     extra_metadata: dict[str, str] = field(default_factory=dict)
 
 
+def validate(config: TraceConfig) -> None:
+    """Refuse a configuration that cannot trace (one-shape parameter errors)."""
+    if not config.sync_interval > 0:
+        raise IosightError(
+            f"the 'sync_interval' parameter must be > 0 seconds. Got {config.sync_interval!r}"
+            " instead."
+        )
+    if config.record_limit < 0:
+        raise IosightError(
+            f"the 'record_limit' parameter must be >= 0. Got {config.record_limit!r} instead."
+        )
+    for name in config.modules:
+        TRACE_MODULES.get(name)  # UnknownNameError lists the registered modules
+
+
 class TraceCore:
     """Owns the job record, the name table, the module records and the mmap state file."""
 
     def __init__(self, config: TraceConfig, proc: ProcessInfo | None = None) -> None:
-        if not config.sync_interval > 0:
-            raise IosightError(
-                f"the 'sync_interval' parameter must be > 0 seconds. Got {config.sync_interval!r}"
-                " instead."
-            )
-        if config.record_limit < 0:
-            raise IosightError(
-                f"the 'record_limit' parameter must be >= 0. Got {config.record_limit!r} instead."
-            )
+        validate(config)
         self.config = config
         self.record_limit = config.record_limit
         self.proc = proc or ProcessInfo.from_env()
