@@ -96,3 +96,18 @@ def test_combine_keeps_partly_shared_files_per_rank(tmp_path):
 def test_merge_refuses_empty_input(tmp_path):
     with pytest.raises(IosightError, match="no .darshan logs"):
         merge([tmp_path])
+
+
+def test_cli_merge(tmp_path):
+    from typer.testing import CliRunner
+
+    from iosight.cli import app
+
+    for k in range(2):
+        write_log(tmp_path / "partial" / f"r{k}.darshan", _log(k, 2, ["/a/all"], 100 + k))
+    res = CliRunner().invoke(
+        app, ["trace", "merge", str(tmp_path / "partial"), "--out", str(tmp_path)]
+    )
+    assert res.exit_code == 0, res.output
+    out = read_log(res.output.strip())
+    assert out.records["POSIX"]["rank"].tolist() == [-1] and out.job.nprocs == 2

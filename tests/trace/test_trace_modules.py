@@ -179,3 +179,14 @@ def test_forked_child_records_nothing_and_writes_no_log(tmp_path):
     assert os.waitstatus_to_exitcode(status) == 0
     res = t.finish()
     assert len(list(logs.glob("*.darshan"))) == 1 and res.records["STDIO"] == 1
+
+
+def test_fdopen_counts_on_the_posix_files_stdio_record(tmp_path):
+    p = tmp_path / "fd.txt"
+    with trace(tmp_path / "logs", proc=ProcessInfo(0, 1, 17)) as t:
+        fd = os.open(p, os.O_CREAT | os.O_WRONLY, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write("via fdopen\n")
+            fh.custom_attribute = 1  # attributes set on the proxy land on the file object
+    c, _ = _read_back(t.finish().log, "STDIO", p)
+    assert (c["STDIO_FDOPENS"], c["STDIO_OPENS"], c["STDIO_BYTES_WRITTEN"]) == (1, 0, 11)

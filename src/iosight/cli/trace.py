@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from typer.core import TyperGroup
 
-from iosight.cli._common import cli_errors, console
+from iosight.cli._common import cli_errors
 
 
 class _ProgramGroup(TyperGroup):
@@ -75,7 +75,7 @@ def _merge(
 
     with cli_errors():
         path = merge(paths, out)
-    console.print(str(path), highlight=False)
+    typer.echo(str(path))
 
 
 @group.command("recover")
@@ -89,7 +89,7 @@ def _recover(
     with cli_errors():
         paths = recover(partial_dir, out)
     for p in paths:
-        console.print(str(p), highlight=False)
+        typer.echo(str(p))
 
 
 def register(app: typer.Typer) -> None:

@@ -218,6 +218,7 @@ def write_log(path: str | Path, log: LogContent) -> Path:
                 mod_ver[mid] = MODULE_VERSIONS[mod]
     partial = sum(1 << MODULE_IDS[m] for m in log.partial)
     header = _HEADER.pack(LOG_VERSION, MAGIC_NR, 0, partial, *name_map, *mod_map, *mod_ver)
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_bytes(header + bytes(body))
     tmp.replace(path)

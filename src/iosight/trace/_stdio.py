@@ -97,6 +97,12 @@ class TracedFile:
     def __getattr__(self, name):
         return getattr(self._f, name)
 
+    def __setattr__(self, name, value) -> None:
+        if name in TracedFile.__slots__:
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._f, name, value)
+
     def __enter__(self):
         return self
 
