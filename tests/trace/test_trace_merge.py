@@ -111,3 +111,34 @@ def test_cli_merge(tmp_path):
     assert res.exit_code == 0, res.output
     out = read_log(res.output.strip())
     assert out.records["POSIX"]["rank"].tolist() == [-1] and out.job.nprocs == 2
+
+
+def test_merge_puts_ranks_on_the_job_clock(tmp_path):
+    darshan = pytest.importorskip("darshan")
+    from iosight.trace._extra import Heatmap
+
+    logs = []
+    for rank, (start, run) in enumerate([(100, 3.0), (101, 30.0)]):  # rank 1 starts 1 s later
+        log = _log(rank, 2, [f"/a/r{rank}"], start)
+        log.records["POSIX"]["fcounters"][0, PF["POSIX_F_OPEN_START_TIMESTAMP"]] = 0.5
+        h = Heatmap()
+        h.add(np.array([0.2]), np.array([0.2]), np.array([1000.0]), np.array([True]))
+        h.add(np.array([run - 0.5]), np.array([run - 0.5]), np.array([10.0]), np.array([False]))
+        rid, name, blob = h.record_bytes("POSIX", rank, run)
+        log.names[rid] = name
+        log.blobs["HEATMAP"] = blob
+        log.job.end_time_sec = start + int(run)
+        logs.append(log)
+    out = write_log(tmp_path / "job.darshan", combine(logs))
+    with darshan.DarshanReport(str(out), read_all=True) as r:
+        c = r.records["POSIX"].to_df()["fcounters"]
+        starts = dict(zip(c["rank"], c["POSIX_F_OPEN_START_TIMESTAMP"], strict=True))
+        assert starts == {0: 0.5, 1: 1.5}  # rank 1's clock started 1 s after the job's
+        hm = r.heatmaps["POSIX"]
+        w, rd = hm.to_df(ops=["write"]), hm.to_df(ops=["read"])
+    assert w.sum(axis=1).tolist() == [1000, 1000] and rd.sum(axis=1).tolist() == [10, 10]
+    assert w.shape[1] <= 200
+    # rank 1's first write (0.2 s on its clock) lands 1 s later than rank 0's on the job clock
+    first = [int(np.flatnonzero(w.loc[k].to_numpy())[0]) for k in (0, 1)]
+    width = w.columns[0].length
+    assert (first[1] - first[0]) * width == pytest.approx(1.0, abs=width)

@@ -102,3 +102,68 @@ def dxt_record_bytes(rec_id: int, rank: int, segments: np.ndarray) -> bytes:
         out.append(arr.tobytes())
     n_w, n_r = int((kinds == 1).sum()), int((kinds == 0).sum())
     return _DXT_HEAD.pack(rec_id, rank, 0, host, n_w, n_r) + out[0] + out[1]
+
+
+def parse_heatmaps(blob: bytes) -> list[tuple[int, int, float, np.ndarray, np.ndarray]]:
+    """(id, rank, bin width, write bins, read bins) of each HEATMAP record in a region."""
+    out, pos = [], 0
+    while pos + _HEAT_HEAD.size <= len(blob):
+        rid, rank, width, n = _HEAT_HEAD.unpack_from(blob, pos)
+        pos += _HEAT_HEAD.size
+        bins = np.frombuffer(blob, dtype="<i8", count=2 * n, offset=pos)
+        out.append((rid, rank, width, bins[:n].astype(float), bins[n:].astype(float)))
+        pos += 16 * n
+    return out
+
+
+def align_heatmaps(blobs: list[bytes], shifts: list[float], run_time: float) -> bytes:
+    """One HEATMAP region for a merged job: every record re-binned to a common bin width
+    and bin count on the job's clock (``shifts``: each blob's process start minus the job
+    start, in seconds), as PyDarshan requires of the records of one module."""
+    recs = [(r, s) for blob, s in zip(blobs, shifts, strict=True) for r in parse_heatmaps(blob)]
+    if not recs:
+        return b""
+    width = max(r[2] for r, _ in recs)
+    n = int(run_time // width) + 1
+    placed = []
+    for (rid, rank, w, wb, rb), shift in recs:
+        factor = max(int(round(width / w)), 1)
+        pad = (-len(wb)) % factor
+        wb = np.concatenate((wb, np.zeros(pad))).reshape(-1, factor).sum(axis=1)
+        rb = np.concatenate((rb, np.zeros(pad))).reshape(-1, factor).sum(axis=1)
+        s = int(round(shift / width))
+        n = max(n, s + len(wb))
+        placed.append((rid, rank, s, wb, rb))
+    while n > HEATMAP_MAX_BINS:
+        width *= 2
+        n = -(-n // 2)
+        placed = [
+            (rid, rank, s // 2, *(_pairs(np.concatenate((np.zeros(s % 2), b))) for b in (wb, rb)))
+            for rid, rank, s, wb, rb in placed
+        ]
+    out = []
+    for rid, rank, s, wb, rb in placed:
+        w, r = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        w[s : s + len(wb)] = np.round(wb[: n - s]).astype(np.int64)
+        r[s : s + len(rb)] = np.round(rb[: n - s]).astype(np.int64)
+        out.append(_HEAT_HEAD.pack(rid, rank, width, n) + w.tobytes() + r.tobytes())
+    return b"".join(out)
+
+
+def _pairs(a: np.ndarray) -> np.ndarray:
+    a = np.concatenate((a, np.zeros(len(a) % 2)))
+    return a[0::2] + a[1::2]
+
+
+def shift_dxt(blob: bytes, shift: float) -> bytes:
+    """A DXT region with every segment's start and end moved by ``shift`` seconds."""
+    buf, pos = bytearray(blob), 0
+    while pos + _DXT_HEAD.size <= len(buf):
+        *_, n_w, n_r = _DXT_HEAD.unpack_from(buf, pos)
+        pos += _DXT_HEAD.size
+        seg = np.frombuffer(buf, dtype=_SEG, count=n_w + n_r, offset=pos).copy()
+        seg["start"] += shift
+        seg["end"] += shift
+        buf[pos : pos + seg.nbytes] = seg.tobytes()
+        pos += seg.nbytes
+    return bytes(buf)

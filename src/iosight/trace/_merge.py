@@ -18,6 +18,7 @@ import numpy as np
 
 from iosight._errors import IosightError
 from iosight.trace._counters import merge_top_four
+from iosight.trace._extra import align_heatmaps, shift_dxt
 from iosight.trace._format import COUNTER_NAMES, Job, LogContent, read_log, write_log
 
 
@@ -130,9 +131,14 @@ def combine(logs: Sequence[LogContent]) -> LogContent:
         metadata=meta,
     )
     names = {k: v for log in logs for k, v in log.names.items()}
+    job_start = _ns(first.job, "start")
+    shifts = [(_ns(log.job, "start") - job_start) / 1e9 for log in logs]
     records = {}
     for mod in sorted({m for log in logs for m in log.records}):
-        allrecs = np.concatenate([log.records[mod] for log in logs if mod in log.records])
+        allrecs = np.concatenate(
+            [_shifted(mod, log.records[mod], s) for log, s in zip(logs, shifts, strict=True)
+             if mod in log.records]
+        )  # fmt: skip
         shared_ids, keep = _shared_ids(allrecs, nprocs)
         if mod not in _SPEC:
             keep[:] = True
@@ -142,10 +148,31 @@ def combine(logs: Sequence[LogContent]) -> LogContent:
         records[mod] = np.concatenate(parts)
     mounts = first.mounts or next((g.mounts for g in logs if g.mounts), [])
     partial = set().union(*(g.partial for g in logs))
-    blobs = {
-        m: b"".join(g.blobs.get(m, b"") for g in logs) for m in {m for g in logs for m in g.blobs}
-    }
+    blobs = {}
+    pairs = list(zip(logs, shifts, strict=True))
+    dxt = b"".join(shift_dxt(g.blobs.get("DXT_POSIX", b""), s) for g, s in pairs)
+    if dxt:
+        blobs["DXT_POSIX"] = dxt
+    run_time = (_ns(last.job, "end") - job_start) / 1e9
+    heat = align_heatmaps([g.blobs.get("HEATMAP", b"") for g in logs], shifts, run_time)
+    if heat:
+        blobs["HEATMAP"] = heat
     return LogContent(job, first.exe, mounts, names, records, partial, blobs)
+
+
+def _ns(job: Job, which: str) -> int:
+    return getattr(job, f"{which}_time_sec") * 10**9 + getattr(job, f"{which}_time_nsec")
+
+
+def _shifted(module: str, recs: np.ndarray, shift: float) -> np.ndarray:
+    """Records with their set timestamps moved from their process's clock to the job's."""
+    if shift == 0 or module not in COUNTER_NAMES:
+        return recs
+    recs = recs.copy()
+    cols = [i for i, n in enumerate(COUNTER_NAMES[module][1]) if n.endswith("_TIMESTAMP")]
+    ts = recs["fcounters"][:, cols]
+    recs["fcounters"][:, cols] = np.where(ts != 0, ts + shift, 0.0)
+    return recs
 
 
 def _shared_ids(recs: np.ndarray, nprocs: int) -> tuple[list[int], np.ndarray]:
