@@ -190,3 +190,16 @@ def test_fdopen_counts_on_the_posix_files_stdio_record(tmp_path):
             fh.custom_attribute = 1  # attributes set on the proxy land on the file object
     c, _ = _read_back(t.finish().log, "STDIO", p)
     assert (c["STDIO_FDOPENS"], c["STDIO_OPENS"], c["STDIO_BYTES_WRITTEN"]) == (1, 0, 11)
+
+
+def test_pydarshan_derived_metrics_work_on_traced_logs(tmp_path):
+    from darshan.backend.cffi_backend import accumulate_records
+
+    with trace(tmp_path / "logs", proc=ProcessInfo(0, 1, 18)) as t:
+        fd = os.open(tmp_path / "m.bin", os.O_CREAT | os.O_WRONLY, 0o600)
+        os.write(fd, b"q" * 3000)
+        os.close(fd)
+    with darshan.DarshanReport(str(t.finish().log), read_all=True) as r:
+        acc = accumulate_records(r.records["POSIX"].to_df(), "POSIX", 1)
+    assert acc.derived_metrics.total_bytes == 3000
+    assert acc.summary_record["counters"]["POSIX_WRITES"][0] == 1
