@@ -203,3 +203,24 @@ def test_pydarshan_derived_metrics_work_on_traced_logs(tmp_path):
         acc = accumulate_records(r.records["POSIX"].to_df(), "POSIX", 1)
     assert acc.derived_metrics.total_bytes == 3000
     assert acc.summary_record["counters"]["POSIX_WRITES"][0] == 1
+
+
+def test_rename_and_dup(tmp_path):
+    a, b = tmp_path / "a.tmp", tmp_path / "b.dat"
+    with trace(tmp_path / "logs", proc=ProcessInfo(0, 1, 19)) as t:
+        fd = os.open(a, os.O_CREAT | os.O_WRONLY, 0o600)
+        fd2 = os.dup(fd)
+        os.write(fd2, b"12345")
+        os.close(fd2)
+        os.close(fd)
+        os.rename(a, b)
+    log = t.finish().log
+    ca, _ = _read_back(log, "POSIX", a)
+    assert (ca["POSIX_OPENS"], ca["POSIX_DUPS"], ca["POSIX_WRITES"]) == (2, 1, 1)
+    assert ca["POSIX_RENAME_SOURCES"] == 1
+    cb, _ = _read_back(log, "POSIX", b)
+    assert cb["POSIX_RENAME_TARGETS"] == 1
+    with darshan.DarshanReport(str(log), read_all=True) as r:
+        df = r.records["POSIX"].to_df()["counters"]
+    renamed_from = int(df.loc[df["id"] == darshan_hash(str(b)), "POSIX_RENAMED_FROM"].iloc[0])
+    assert renamed_from % (1 << 64) == darshan_hash(str(a))  # an id kept in an int64 counter

@@ -118,11 +118,10 @@ class TraceModule:
         self.core.add_name(rec_id, path)
         return rec
 
-    def to_array(self, recs: list | None = None) -> np.ndarray:
+    def to_array(self) -> np.ndarray:
         """This module's records as a structured array in the Darshan record layout."""
-        recs = self.records if recs is None else recs
-        out = np.zeros(len(recs), dtype=record_dtype(self.darshan_name))
-        for row, rec in zip(out, recs, strict=True):
+        out = np.zeros(len(self.records), dtype=record_dtype(self.darshan_name))
+        for row, rec in zip(out, self.records, strict=True):
             rec.to_row(row)
         out["rank"] = self.core.proc.rank
         return out

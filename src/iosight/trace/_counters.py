@@ -10,26 +10,11 @@ first 32 distinct values seen, ordered by count then value, both descending) and
 
 from __future__ import annotations
 
-from bisect import bisect_right
-
 import numpy as np
 
-# bisect_right(BUCKET_EDGES, n) is the bucket of an access of n bytes
+# searchsorted(BUCKET_EDGES, n, side="right") is the bucket (0-9) of an access of n bytes
 BUCKET_EDGES = (101, 1025, 10241, 102401, 1048577, 4194305, 10485761, 104857601, 1073741825)
 COMMON_VAL_MAX = 32
-
-
-def bucket(n: int) -> int:
-    """Index (0-9) of the access-size bucket of ``n`` bytes."""
-    return bisect_right(BUCKET_EDGES, n)
-
-
-def track_value(table: dict[int, int], value: int) -> None:
-    """Count ``value`` in ``table`` unless 32 other distinct values are already tracked."""
-    if value in table:
-        table[value] += 1
-    elif len(table) < COMMON_VAL_MAX:
-        table[value] = 1
 
 
 def top_four(table: dict[int, int]) -> tuple[list[int], list[int]]:
@@ -63,7 +48,8 @@ def no_overlap_time(t1: np.ndarray, t2: np.ndarray, last_end: float) -> tuple[fl
 
 
 def track_values(table: dict[int, int], values: np.ndarray) -> None:
-    """:func:`track_value` for a sequence of values, in order (the first 32 distinct count)."""
+    """Count values in order; a value not yet in ``table`` is only added while fewer than
+    32 distinct values are tracked (``darshan_track_common_val_counters``)."""
     if len(values) == 0:
         return
     uniq, first, counts = np.unique(values, return_index=True, return_counts=True)

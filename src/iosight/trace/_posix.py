@@ -30,7 +30,7 @@ from iosight.trace._counters import (
     track_values,
 )
 from iosight.trace._events import READ, RESET, SYNC, WRITE, EventRecord
-from iosight.trace._format import POSIX_COUNTERS, POSIX_FCOUNTERS
+from iosight.trace._format import POSIX_COUNTERS, POSIX_FCOUNTERS, darshan_hash
 
 C = {n: i for i, n in enumerate(POSIX_COUNTERS)}
 F = {n: i for i, n in enumerate(POSIX_FCOUNTERS)}
@@ -225,7 +225,8 @@ class PosixModule(TraceModule):
     def reset_after_fork(self) -> None:
         self.fds.clear()
 
-    def install(self) -> None:  # noqa: C901 - one closure per wrapped call keeps them fast
+    def install(self) -> None:
+        # one closure per wrapped call, with its real function bound locally, keeps them fast
         core, fds, t0 = self.core, self.fds, self.core.t0
         clock = time.perf_counter
         dxt = core.config.dxt
@@ -405,7 +406,7 @@ class PosixModule(TraceModule):
                 res = real(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
                 t2 = clock()
                 ps, pd = clean_path(src), clean_path(dst)
-                old = self.by_id.get(_rid(ps)) if ps else None
+                old = self.by_id.get(darshan_hash(ps)) if ps else None
                 if old is not None and src_dir_fd is None and dst_dir_fd is None:
                     old.c[C["RENAME_SOURCES"]] += 1
                     old.meta(t1 - t0, t2 - t0)
@@ -448,12 +449,6 @@ class PosixModule(TraceModule):
         for name, fn in self._saved.items():
             setattr(mmap if name == "mmap" else os, name, fn)
         self._saved.clear()
-
-
-def _rid(path: str) -> int:
-    from iosight.trace._format import darshan_hash
-
-    return darshan_hash(path)
 
 
 def _signed(u: int) -> int:
