@@ -62,6 +62,13 @@ def _run(
         for mod, n in result["dropped"].items():
             if n:
                 typer.echo(f"iosight trace: {mod} dropped {n} files over --record-limit", err=True)
+    elif code >= 128:
+        typer.echo(
+            f"iosight trace: the program was killed (signal {code - 128}); its state is in "
+            f"{log_dir / 'partial'}: run 'iosight trace recover {log_dir / 'partial'} "
+            f"--out {log_dir}'",
+            err=True,
+        )
     raise typer.Exit(code)
 
 

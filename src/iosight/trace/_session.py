@@ -169,6 +169,10 @@ def recover(partial_dir: str | Path, out_dir: str | Path) -> list[Path]:
             s.unlink()
         for p in finished:
             p.unlink()
+    try:
+        partial_dir.rmdir()  # only when nothing else is left there
+    except OSError:
+        pass
     return written
 
 
