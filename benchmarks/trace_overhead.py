@@ -5,7 +5,8 @@ sitecustomize activation), alternating which goes first, ``--repeats`` times; th
 workload times its own I/O loop (wall clock and process CPU time, which includes the
 tracer's background thread) and prints a checksum of what it read. The script prints
 the medians, the slowdowns and whether the traced program's output was identical.
-On a shared, noisy machine the CPU-time slowdown is the steadier of the two.
+On a shared, noisy machine the CPU-time slowdown is the steadier of the two; the
+``noise`` column is the untraced wall times' (max - min) / median.
 
     python benchmarks/trace_overhead.py            # 256 MiB per large workload
     python benchmarks/trace_overhead.py --quick    # < 60 s
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
         traced_env = {**base_env, **trace_env(tmp / "logs", {})}
         print(
             f"{'workload':34s} {'ops':>6s} {'wall s':>7s} {'traced':>7s} {'slowdown':>8s}"
-            f" {'cpu s':>7s} {'traced':>7s} {'slowdown':>8s}  output"
+            f" {'cpu s':>7s} {'traced':>7s} {'slowdown':>8s} {'noise':>6s}  output"
         )
         for kind, size, total, label in cases:
             wargs = [kind, str(size), str(total), str(tmp / "data.bin")]
@@ -105,7 +106,9 @@ def main(argv: list[str] | None = None) -> None:
                 tp = statistics.median(r[key] for r in plain)
                 tt = statistics.median(r[key] for r in traced)
                 line += f" {tp:7.3f} {tt:7.3f} {100 * (tt / tp - 1):+7.1f}%"
-            print(f"{line}  {'unchanged' if same else 'CHANGED'}")
+            walls = [r["elapsed"] for r in plain]  # run-to-run spread of the untraced side
+            noise = (max(walls) - min(walls)) / statistics.median(walls)
+            print(f"{line} {100 * noise:5.0f}%  {'unchanged' if same else 'CHANGED'}")
         logs = sorted((tmp / "logs").glob("*.darshan"))
         print(f"traced runs wrote {len(logs)} logs")
 
