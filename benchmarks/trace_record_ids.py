@@ -1,8 +1,9 @@
 """Do iosight's record ids match real Darshan logs? darshan_hash(name) vs the logged id.
 
 Reads every name record of every ``*.darshan`` log in a directory (default
-``$IOSIGHT_SHARED/darshan-logs``, else ``../shared/darshan-logs``) with PyDarshan and prints, per Darshan runtime version, how
-many ids ``iosight.trace.darshan_hash`` reproduces from the record's name. Logs whose
+``$IOSIGHT_SHARED/darshan-logs``, else ``../shared/darshan-logs``) with PyDarshan and
+prints, per Darshan runtime version, how many ids ``iosight.trace.darshan_hash``
+reproduces from the record's name. Logs whose
 names were replaced (``darshan-convert --obfuscate``: the ``<STDIN>`` record is renamed)
 are counted apart, and so are logs with DFS/DAOS modules, whose records are named by
 object or container-relative names that are not what Darshan hashed.
