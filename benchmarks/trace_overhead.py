@@ -70,7 +70,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes, 3 repeats (< 60 s)")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument(
-        "--dir", default=None, help="where the workload writes (default: tmp; try /dev/shm)"
+        "--dir",
+        default=None,
+        help="where the workload writes (default: tmp). Darshan's excluded prefixes (/dev/, "
+        "/var/, ...) are not traced: for tmpfs use a symlink elsewhere to /dev/shm",
     )
     args = parser.parse_args(argv)
     from iosight.trace._activate import trace_env
@@ -89,12 +92,13 @@ def main(argv: list[str] | None = None) -> None:
         script = tmp / "workload.py"
         script.write_text(WORKLOAD)
         base_env = {k: v for k, v in os.environ.items() if not k.startswith("IOSIGHT_TRACE")}
-        traced_env = {**base_env, **trace_env(tmp / "logs", {})}
         print(
             f"{'workload':34s} {'ops':>6s} {'wall s':>7s} {'traced':>7s} {'slowdown':>8s}"
-            f" {'cpu s':>7s} {'traced':>7s} {'slowdown':>8s} {'noise':>6s}  output"
+            f" {'cpu s':>7s} {'traced':>7s} {'slowdown':>8s} {'noise':>6s}  output  recorded"
         )
-        for kind, size, total, label in cases:
+        for case, (kind, size, total, label) in enumerate(cases):
+            logs = tmp / f"logs{case}"
+            traced_env = {**base_env, **trace_env(logs, {})}
             wargs = [kind, str(size), str(total), str(tmp / "data.bin")]
             plain, traced = [], []
             for i in range(repeats):  # alternate which side runs first
@@ -108,9 +112,28 @@ def main(argv: list[str] | None = None) -> None:
                 line += f" {tp:7.3f} {tt:7.3f} {100 * (tt / tp - 1):+7.1f}%"
             walls = [r["elapsed"] for r in plain]  # run-to-run spread of the untraced side
             noise = (max(walls) - min(walls)) / statistics.median(walls)
-            print(f"{line} {100 * noise:5.0f}%  {'unchanged' if same else 'CHANGED'}")
-        logs = sorted((tmp / "logs").glob("*.darshan"))
-        print(f"traced runs wrote {len(logs)} logs")
+            recorded = _recorded_ops(logs, kind.upper(), tmp / "data.bin")
+            rec = f"{min(recorded)}/{plain[0]['ops']}" if recorded else "none"
+            print(f"{line} {100 * noise:5.0f}%  {'unchanged' if same else 'CHANGED':9s} {rec}")
+        print("recorded: fewest reads+writes one traced run's log holds for the data file")
+
+
+def _recorded_ops(log_dir: Path, module: str, data: Path) -> list[int]:
+    """Reads + writes of ``data`` in each traced run's log (proof the tracer was recording:
+    a directory under Darshan's excluded prefixes such as /dev/shm would record nothing)."""
+    from iosight.trace import darshan_hash, read_log
+
+    rid = darshan_hash(str(data))
+    out = []
+    for path in sorted(log_dir.glob("*.darshan")):
+        recs = read_log(path).records.get(module)
+        n = 0
+        if recs is not None:
+            for rec in recs[recs["id"] == rid]:
+                n += int(rec["counters"][3 if module == "POSIX" else 2])  # READS
+                n += int(rec["counters"][4 if module == "POSIX" else 3])  # WRITES
+        out.append(n)
+    return out
 
 
 if __name__ == "__main__":

@@ -52,7 +52,10 @@ def track_values(table: dict[int, int], values: np.ndarray) -> None:
     32 distinct values are tracked (``darshan_track_common_val_counters``)."""
     if len(values) == 0:
         return
-    uniq, first, counts = np.unique(values, return_index=True, return_counts=True)
+    if (values == values[0]).all():  # the common case: one access size, one stride
+        uniq, first, counts = values[:1], np.zeros(1, dtype=np.int64), [len(values)]
+    else:
+        uniq, first, counts = np.unique(values, return_index=True, return_counts=True)
     for k in np.argsort(first, kind="stable"):
         v = int(uniq[k])
         if v in table:

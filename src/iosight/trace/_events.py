@@ -9,6 +9,8 @@ per-operation rules in order. The batch is also the record's DXT trace when aske
 
 from __future__ import annotations
 
+from itertools import islice
+
 import numpy as np
 
 # the POSIX wrappers queue READ and WRITE as the literals 0 and 1 (no global lookup)
@@ -41,7 +43,7 @@ class EventRecord:
         n = len(ev) - len(ev) % 5
         if n == 0:
             return
-        batch = np.array(ev[:n], dtype=np.float64).reshape(-1, 5)
+        batch = np.fromiter(islice(ev, n), dtype=np.float64, count=n).reshape(-1, 5)
         del ev[:n]  # the wrappers only ever append, so exactly the batch goes
         self.apply(batch, t0)
         if heatmap is not None:

@@ -62,9 +62,16 @@ class Heatmap:
             pad = need - len(self.read)
             self.read = np.concatenate((self.read, np.zeros(pad)))
             self.write = np.concatenate((self.write, np.zeros(pad)))
+        n_bins = len(self.read)
+        b0 = np.minimum((t1 // self.width).astype(np.int64), n_bins - 1)
+        one = b0 == np.minimum((t2 // self.width).astype(np.int64), n_bins - 1)
         for sel, arr in ((~is_write, self.read), (is_write, self.write)):
-            if sel.any():
-                arr += spread(t1[sel], t2[sel], nbytes[sel], self.width, len(arr))
+            inside = sel & one  # most operations start and end in the same bin
+            if inside.any():
+                arr += np.bincount(b0[inside], weights=nbytes[inside], minlength=n_bins)
+            across = sel & ~one
+            if across.any():
+                arr += spread(t1[across], t2[across], nbytes[across], self.width, n_bins)
 
     def _coarsen(self) -> None:
         for name in ("read", "write"):
