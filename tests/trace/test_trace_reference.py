@@ -149,3 +149,46 @@ def test_batches_match_per_operation_reference(seed):
     rec.to_row(row[0])
     assert row["counters"][0].tolist() == ref.counters()
     np.testing.assert_allclose(row["fcounters"][0], ref.f, rtol=1e-12, atol=1e-12)
+
+
+def _runs(rng, n_runs):
+    """Blocks of same-size back-to-back accesses in one direction (the closed-form path)."""
+    t, blocks = 1.0, []
+    for _ in range(n_runs):
+        kind = int(rng.choice([READ, WRITE]))
+        size = int(rng.choice([0, 1, 512, 4096, 1 << 20]))
+        off = int(rng.choice([0, 1, 4096, int(rng.integers(0, 1 << 30))]))
+        block = []
+        for _ in range(int(rng.integers(1, 40))):
+            t1 = t + float(rng.random()) * 1e-4
+            t2 = t1 + float(rng.random()) * 1e-4
+            t = t2
+            block.append((kind, off, size, t1, t2))
+            off += size
+        if rng.random() < 0.2:
+            block.append((RESET, 0, 0, 0.0, 0.0))
+        blocks.append(block)
+    return blocks
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_runs_match_per_operation_reference(seed):
+    rng = np.random.default_rng(100 + seed)
+    blocks = _runs(rng, 30)
+    ref = Reference(4096)
+    rec = PosixRecord(1, 0, 4096)
+    for block in blocks:
+        for op in block:
+            ref.op(*op)
+        regular = [op for op in block if op[0] != RESET]
+        rec.ev += tuple(x for op in regular for x in op)
+        rec.drain(0.0)  # one regular batch
+        if len(regular) != len(block):
+            rec.ev += (RESET, 0, 0, 0.0, 0.0)
+            rec.drain(0.0)
+    row = np.zeros(
+        1, dtype=[("id", "<u8"), ("counters", "<i8", (69,)), ("fcounters", "<f8", (17,))]
+    )
+    rec.to_row(row[0])
+    assert row["counters"][0].tolist() == ref.counters()
+    np.testing.assert_allclose(row["fcounters"][0], ref.f, rtol=1e-12, atol=1e-12)

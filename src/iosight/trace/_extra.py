@@ -54,24 +54,26 @@ class Heatmap:
     def add(self, t1: np.ndarray, t2: np.ndarray, nbytes: np.ndarray, is_write: np.ndarray):
         if len(t1) == 0:
             return
-        need = int(t2.max() // self.width) + 1
+        need = int(t2.max() * (1.0 / self.width)) + 1
         while need > HEATMAP_MAX_BINS:
             self._coarsen()
-            need = int(t2.max() // self.width) + 1
+            need = int(t2.max() * (1.0 / self.width)) + 1
         if need > len(self.read):
             pad = need - len(self.read)
             self.read = np.concatenate((self.read, np.zeros(pad)))
             self.write = np.concatenate((self.write, np.zeros(pad)))
         n_bins = len(self.read)
-        b0 = np.minimum((t1 // self.width).astype(np.int64), n_bins - 1)
-        one = b0 == np.minimum((t2 // self.width).astype(np.int64), n_bins - 1)
+        inv = 1.0 / self.width  # times are >= 0: truncation is floor, and cheaper than //
+        b0 = (t1 * inv).astype(np.int64)
+        one = b0 == (t2 * inv).astype(np.int64)
+        if one.all():  # most operations start and end in the same bin
+            both = np.bincount(b0 + n_bins * is_write, weights=nbytes, minlength=2 * n_bins)
+            self.read += both[:n_bins]
+            self.write += both[n_bins:]
+            return
         for sel, arr in ((~is_write, self.read), (is_write, self.write)):
-            inside = sel & one  # most operations start and end in the same bin
-            if inside.any():
-                arr += np.bincount(b0[inside], weights=nbytes[inside], minlength=n_bins)
-            across = sel & ~one
-            if across.any():
-                arr += spread(t1[across], t2[across], nbytes[across], self.width, n_bins)
+            if sel.any():
+                arr += spread(t1[sel], t2[sel], nbytes[sel], self.width, n_bins)
 
     def _coarsen(self) -> None:
         for name in ("read", "write"):
