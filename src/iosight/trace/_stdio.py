@@ -149,11 +149,11 @@ class TracedFile:
         t1 = _clock()
         n = self._f.readinto(buffer)
         t2 = _clock()
-        n = n or 0
+        k = n or 0  # None: a non-blocking stream had nothing; hand None back unchanged
         rec = self._rec
         off = rec.offset
-        rec.offset = off + n
-        rec.ev += (READ, off, n, t1, t2)
+        rec.offset = off + k
+        rec.ev += (READ, off, k, t1, t2)
         return n
 
     def readline(self, size=-1, /):
