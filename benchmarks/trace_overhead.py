@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -116,6 +117,18 @@ def main(argv: list[str] | None = None) -> None:
             rec = f"{min(recorded)}/{plain[0]['ops']}" if recorded else "none"
             print(f"{line} {100 * noise:5.0f}%  {'unchanged' if same else 'CHANGED':9s} {rec}")
         print("recorded: fewest reads+writes one traced run's log holds for the data file")
+        starts = {}
+        for name, env in (("untraced", base_env), ("traced", {**base_env, **trace_env(tmp, {})})):
+            times = []
+            for _ in range(repeats):
+                t = time.perf_counter()
+                subprocess.run([sys.executable, "-c", "pass"], env=env, check=True)
+                times.append(time.perf_counter() - t)
+            starts[name] = statistics.median(times)
+        print(
+            f"interpreter start-up and exit (python -c pass): {starts['untraced']:.3f} s untraced,"
+            f" {starts['traced']:.3f} s traced"
+        )
 
 
 def _recorded_ops(log_dir: Path, module: str, data: Path) -> list[int]:
