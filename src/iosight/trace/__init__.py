@@ -1,0 +1,37 @@
+"""Darshan-style modular I/O characterization of Python programs.
+
+Instrumentation modules (``posix``, ``stdio``) register with a core that owns the
+records, ids and bounded memory, mirrors state into an mmap-backed file while the
+program runs, and writes Darshan 3.41 logs that PyDarshan reads (Snyder et al.,
+*Modular HPC I/O Characterization with Darshan*).
+"""
+
+from iosight.trace import _posix, _stdio  # noqa: F401  (register the modules)
+from iosight.trace._activate import activate_from_env, run_traced
+from iosight.trace._core import TRACE_MODULES, ProcessInfo, TraceConfig, TraceCore, TraceModule
+from iosight.trace._format import LogContent, darshan_hash, read_log, write_log
+from iosight.trace._merge import combine, merge_logs
+from iosight.trace._session import Tracer, TraceResult, merge, recover, trace
+from iosight.trace._summary import job_summary
+
+__all__ = [
+    "TRACE_MODULES",
+    "activate_from_env",
+    "run_traced",
+    "LogContent",
+    "ProcessInfo",
+    "TraceConfig",
+    "TraceCore",
+    "TraceModule",
+    "TraceResult",
+    "Tracer",
+    "combine",
+    "darshan_hash",
+    "job_summary",
+    "merge",
+    "merge_logs",
+    "read_log",
+    "recover",
+    "trace",
+    "write_log",
+]

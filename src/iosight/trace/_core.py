@@ -1,0 +1,322 @@
+"""The tracing core: modules register with it, it owns records, ids, memory bounds and the log.
+
+iosight's reading of Darshan's core (Snyder et al., §III-A): each instrumentation
+module asks the core for a record the first time it sees a file; the core names the
+record by hashing the path (:func:`~iosight.trace._format.darshan_hash`), keeps at most
+``record_limit`` records per module (further files are counted as dropped and the
+module's partial flag is set, never unbounded growth), mirrors the records into an
+mmap-backed state file while the program runs (§III-C), and writes the log at exit.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+
+from iosight._errors import IosightError
+from iosight._registry import Registry
+from iosight.trace._format import Job, LogContent, darshan_hash, record_dtype
+
+TRACE_MODULES: Registry[type[TraceModule]] = Registry("trace module")
+
+# Darshan's default exclusions (darshan-core.c) plus the running Python's own install
+EXCLUDED_PREFIXES = ("/etc/", "/dev/", "/usr/", "/bin/", "/boot/", "/lib/", "/opt/", "/sbin/")
+EXCLUDED_PREFIXES += ("/sys/", "/proc/", "/var/")
+
+_RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID")
+_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "SLURM_NPROCS")
+_JOBID_VARS = ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "COBALT_JOBID", "DARSHAN_JOBID")
+
+
+@dataclass(frozen=True)
+class ProcessInfo:
+    """Where this process sits in its job, from the launcher's and batch system's environment."""
+
+    rank: int
+    nprocs: int
+    jobid: int
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> ProcessInfo:
+        """Rank from ``PMI_RANK``/``OMPI_COMM_WORLD_RANK``/``PMIX_RANK``/``SLURM_PROCID``,
+        size from the matching ``*_SIZE``/``SLURM_NTASKS``, job id from ``SLURM_JOB_ID``,
+        ``PBS_JOBID``, ``LSB_JOBID`` or ``COBALT_JOBID`` (digits only), else the pid as
+        Darshan does."""
+        env = os.environ if env is None else env
+
+        def first_int(names: tuple[str, ...]) -> int | None:
+            for n in names:
+                digits = "".join(ch for ch in env.get(n, "").split(".")[0] if ch.isdigit())
+                if digits:
+                    return int(digits)
+            return None
+
+        rank = first_int(_RANK_VARS)
+        nprocs = first_int(_SIZE_VARS)
+        jobid = first_int(_JOBID_VARS)
+        return cls(
+            rank=rank or 0,
+            nprocs=max(nprocs or 1, (rank or 0) + 1),
+            jobid=jobid if jobid is not None else os.getpid(),
+        )
+
+
+class TraceModule:
+    """One instrumentation module (a layer of the I/O stack), a plug-in of :class:`TraceCore`.
+
+    Subclasses set ``darshan_name`` (``"POSIX"``, ``"STDIO"``), keep their records in
+    ``self.records`` (a list of objects with ``rec_id`` and a ``to_row(row)`` method
+    filling one structured-array row), patch their functions in :meth:`install` and put
+    them back in :meth:`uninstall`.
+    """
+
+    darshan_name: ClassVar[str] = ""
+
+    def __init__(self, core: TraceCore) -> None:
+        self.core = core
+        self.records: list = []
+        self.by_id: dict[int, object] = {}
+        self.dropped = 0
+        self.heatmap = None
+        if core.config.heatmap:
+            from iosight.trace._extra import Heatmap
+
+            self.heatmap = Heatmap()
+
+    def install(self) -> None:
+        raise NotImplementedError
+
+    def uninstall(self) -> None:
+        raise NotImplementedError
+
+    def reset_after_fork(self) -> None:
+        """Forget open handles inherited from the parent process."""
+
+    def new_record(self, path: str, factory: Callable[[int, int], object]) -> object | None:
+        """The record of ``path`` (created through ``factory(rec_id, slot)``), or None when
+        the path is excluded or the module is full (then counted in ``dropped``)."""
+        rec_id = darshan_hash(path)
+        rec = self.by_id.get(rec_id)
+        if rec is not None:
+            return rec
+        if self.core.excluded(path):
+            return None
+        if len(self.records) >= self.core.record_limit:
+            self.dropped += 1
+            return None
+        rec = factory(rec_id, len(self.records))
+        self.records.append(rec)
+        self.by_id[rec_id] = rec
+        self.core.add_name(rec_id, path)
+        return rec
+
+    def to_array(self) -> np.ndarray:
+        """This module's records as a structured array in the Darshan record layout."""
+        out = np.zeros(len(self.records), dtype=record_dtype(self.darshan_name))
+        for row, rec in zip(out, self.records, strict=True):
+            rec.to_row(row)
+        out["rank"] = self.core.proc.rank
+        return out
+
+
+@dataclass
+class TraceConfig:
+    """How to trace: which modules, how many records, where state and logs go."""
+
+    log_dir: Path
+    modules: tuple[str, ...] = ("posix", "stdio")
+    record_limit: int = 1024
+    sync_interval: float = 0.1
+    exclude: tuple[str, ...] = ()
+    dxt: bool = False
+    heatmap: bool = True
+    exe: str | None = None  # the command line to record (default: this interpreter's)
+    extra_metadata: dict[str, str] = field(default_factory=dict)
+
+
+def validate(config: TraceConfig) -> None:
+    """Refuse a configuration that cannot trace (one-shape parameter errors)."""
+    if not config.sync_interval > 0:
+        raise IosightError(
+            f"the 'sync_interval' parameter must be > 0 seconds. Got {config.sync_interval!r}"
+            " instead."
+        )
+    if config.record_limit < 0:
+        raise IosightError(
+            f"the 'record_limit' parameter must be >= 0. Got {config.record_limit!r} instead."
+        )
+    for name in config.modules:
+        TRACE_MODULES.get(name)  # UnknownNameError lists the registered modules
+
+
+class TraceCore:
+    """Owns the job record, the name table, the module records and the mmap state file."""
+
+    def __init__(self, config: TraceConfig, proc: ProcessInfo | None = None) -> None:
+        validate(config)
+        self.config = config
+        self.record_limit = config.record_limit
+        self.proc = proc or ProcessInfo.from_env()
+        self.start_ns = time.time_ns()
+        self.t0 = time.perf_counter()
+        self.names: dict[int, str] = {}
+        self.modules: dict[str, TraceModule] = {
+            name: TRACE_MODULES.get(name)(self) for name in config.modules
+        }
+        log_dir = str(Path(config.log_dir).resolve())
+        self._excluded = (*EXCLUDED_PREFIXES, *config.exclude, log_dir + os.sep)
+        self._excluded += tuple(
+            {p.rstrip(os.sep) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+        )
+        self.state = None
+        self._sync_thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self.installed = False
+
+    # -- used by modules -------------------------------------------------------------
+    def wtime(self) -> float:
+        """Seconds since the job started (Darshan's record timestamps)."""
+        return time.perf_counter() - self.t0
+
+    def excluded(self, path: str) -> bool:
+        return path.startswith(self._excluded)
+
+    def add_name(self, rec_id: int, path: str) -> None:
+        if rec_id not in self.names:
+            self.names[rec_id] = path
+            if self.state is not None:
+                self.state.add_name(rec_id, path)
+
+    # -- lifecycle -------------------------------------------------------------------
+    def start(self, state_path: Path | None = None) -> None:
+        """Open the state file (if given), patch every module, start the sync thread."""
+        if state_path is not None:
+            from iosight.trace._state import StateFile
+
+            self.state = StateFile.create(state_path, self)
+        for mod in self.modules.values():
+            mod.install()
+        self.installed = True
+        self._sync_thread = threading.Thread(
+            target=self._sync_loop, name="iosight-trace-sync", daemon=True
+        )
+        self._sync_thread.start()
+        os.register_at_fork(after_in_child=self._after_fork_in_child)
+
+    def _sync_loop(self) -> None:
+        while not self._stop.wait(self.config.sync_interval):
+            self.sync()
+
+    def sync(self) -> None:
+        """Fold queued operations into the counters and copy changed records to the state file."""
+        for mod in self.modules.values():
+            for rec in list(mod.records):
+                if rec.ev:
+                    rec.drain(self.t0, mod.heatmap)
+        if self.state is not None:
+            self.state.sync(self)
+
+    def _after_fork_in_child(self) -> None:
+        # iosight's reading: a forked child is not a rank of the job; it keeps running
+        # with the wrappers in place but records nothing and writes no log.
+        self.record_limit = 0
+        self.state = None
+        self._stop.set()
+        from iosight.trace._events import Discard
+
+        for mod in self.modules.values():
+            mod.reset_after_fork()
+            for rec in mod.records:
+                rec.ev = Discard()  # file objects still held by the child keep working
+            mod.records, mod.by_id = [], {}
+        self.installed = False
+
+    def stop(self) -> LogContent:
+        """Unpatch every module and return the log content of this process."""
+        self._stop.set()
+        if self.installed:
+            for mod in self.modules.values():
+                mod.uninstall()
+            self.installed = False
+        if self._sync_thread is not None:
+            self._sync_thread.join()
+            self._sync_thread = None
+        self.sync()
+        return self.content()
+
+    def content(self, end_ns: int | None = None) -> LogContent:
+        """The log of this process so far (end time now unless given)."""
+        end_ns = time.time_ns() if end_ns is None else end_ns
+        meta = {"lib_ver": "iosight-trace", **self.config.extra_metadata}
+        for mod in self.modules.values():
+            if mod.dropped:
+                meta[f"iosight_dropped_{mod.darshan_name}"] = str(mod.dropped)
+        job = Job(
+            uid=os.getuid(),
+            start_time_sec=self.start_ns // 10**9,
+            start_time_nsec=self.start_ns % 10**9,
+            end_time_sec=end_ns // 10**9,
+            end_time_nsec=end_ns % 10**9,
+            nprocs=self.proc.nprocs,
+            jobid=self.proc.jobid,
+            metadata=meta,
+        )
+        records = {m.darshan_name: m.to_array() for m in self.modules.values()}
+        names, blobs = dict(self.names), {}
+        from iosight.trace._extra import dxt_record_bytes
+
+        dxt = [
+            dxt_record_bytes(rec.rec_id, self.proc.rank, np.concatenate(rec.dxt))
+            for m in self.modules.values()
+            for rec in m.records
+            if getattr(rec, "dxt", None)
+        ]
+        if dxt:
+            blobs["DXT_POSIX"] = b"".join(dxt)
+        run_time = (end_ns - self.start_ns) / 1e9
+        heat = []
+        for m in self.modules.values():
+            if m.heatmap is not None and m.records:
+                rid, name, data = m.heatmap.record_bytes(m.darshan_name, self.proc.rank, run_time)
+                names[rid] = name
+                heat.append(data)
+        if heat:
+            blobs["HEATMAP"] = b"".join(heat)
+        return LogContent(
+            job=job,
+            exe=self.config.exe or command_line(),
+            mounts=mount_table(),
+            names=names,
+            records=records,
+            partial={m.darshan_name for m in self.modules.values() if m.dropped},
+            blobs=blobs,
+        )
+
+
+def command_line() -> str:
+    """The traced program's command line, as Darshan's exe string."""
+    argv = getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv]
+    return " ".join(argv)
+
+
+def mount_table() -> list[tuple[str, str]]:
+    """``(mount point, file-system type)`` pairs from ``/proc/self/mounts`` (empty elsewhere)."""
+    try:
+        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        parts = line.split()
+        if len(parts) >= 3 and parts[1].startswith("/"):
+            out.append((parts[1].replace("\\040", " "), parts[2]))
+    return out

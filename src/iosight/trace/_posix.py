@@ -1,0 +1,512 @@
+"""The ``posix`` module: file-descriptor I/O through the ``os`` module and ``mmap``.
+
+Wraps ``os.open``, ``read``, ``write``, ``pread``, ``pwrite``, ``readv``, ``writev``,
+``lseek``, ``stat``/``lstat``/``fstat``, ``fsync``, ``fdatasync``, ``dup``/``dup2``,
+``rename``/``replace``, ``close`` and ``mmap.mmap``, and keeps Darshan's POSIX counters
+(``darshan-posix.c`` of Darshan 3.4) per file: one record per path per process.
+
+iosight's reading: a Python program cannot see the address of the buffer the
+interpreter reads into, and the interpreter's buffers are 8-byte aligned, so
+``POSIX_MEM_ALIGNMENT`` is 8 and ``POSIX_MEM_NOT_ALIGNED`` stays 0;
+``POSIX_FILE_ALIGNMENT`` is the file system's block size (``statvfs``), as Darshan
+takes it from the mount. The file offset is kept per record, as Darshan keeps it.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import stat as stat_mod
+import time
+
+import numpy as np
+
+from iosight.trace._core import TRACE_MODULES, TraceModule
+from iosight.trace._counters import (
+    BUCKET_EDGES,
+    first_start,
+    no_overlap_time,
+    top_four,
+    track_values,
+)
+from iosight.trace._events import READ, RESET, SYNC, WRITE, EventRecord
+from iosight.trace._format import POSIX_COUNTERS, POSIX_FCOUNTERS, darshan_hash
+
+C = {n: i for i, n in enumerate(POSIX_COUNTERS)}
+F = {n: i for i, n in enumerate(POSIX_FCOUNTERS)}
+_OPENS, _DUPS, _READS, _WRITES = (C[k] for k in "OPENS DUPS READS WRITES".split())
+_SEEKS, _STATS, _MMAPS, _FSYNCS, _FDSYNCS = (
+    C[k] for k in "SEEKS STATS MMAPS FSYNCS FDSYNCS".split()
+)
+_BR, _BW, _MBR, _MBW = (
+    C["BYTES_READ"],
+    C["BYTES_WRITTEN"],
+    C["MAX_BYTE_READ"],
+    C["MAX_BYTE_WRITTEN"],
+)
+_CR, _CW, _SR, _SW = C["CONSEC_READS"], C["CONSEC_WRITES"], C["SEQ_READS"], C["SEQ_WRITES"]
+_RWS, _FNA, _FA = C["RW_SWITCHES"], C["FILE_NOT_ALIGNED"], C["FILE_ALIGNMENT"]
+_MRTS, _MWTS = C["MAX_READ_TIME_SIZE"], C["MAX_WRITE_TIME_SIZE"]
+_HR, _HW = C["SIZE_READ_0_100"], C["SIZE_WRITE_0_100"]
+_OS, _RS, _WS, _CS = (F[f"{k}_START_TIMESTAMP"] for k in ("OPEN", "READ", "WRITE", "CLOSE"))
+_OE, _RE, _WE, _CE = (F[f"{k}_END_TIMESTAMP"] for k in ("OPEN", "READ", "WRITE", "CLOSE"))
+_RT, _WT, _MT = F["READ_TIME"], F["WRITE_TIME"], F["META_TIME"]
+_MRT, _MWT = F["MAX_READ_TIME"], F["MAX_WRITE_TIME"]
+_EDGES_A = np.asarray(BUCKET_EDGES)
+
+
+class PosixRecord(EventRecord):
+    """Counters of one file, with the volatile state Darshan keeps beside them.
+
+    Reads, writes, syncs and offset resets are queued in ``ev`` by the wrappers (five
+    numbers each: kind, offset, bytes, start, end) and folded into the counters in
+    batches by :meth:`apply`, with exactly Darshan's per-operation rules.
+    """
+
+    __slots__ = ("c", "f", "offset", "lbr", "lbw", "last_io")
+    __slots__ += ("meta_end", "read_end", "write_end", "sizes", "strides")
+
+    def __init__(self, rec_id: int, slot: int, block_size: int) -> None:
+        super().__init__(rec_id, slot)
+        self.c = [0] * len(POSIX_COUNTERS)
+        self.f = [0.0] * len(POSIX_FCOUNTERS)
+        self.c[C["MEM_ALIGNMENT"]] = 8
+        self.c[_FA] = block_size
+        self.offset = self.lbr = self.lbw = self.last_io = 0
+        self.meta_end = self.read_end = self.write_end = 0.0
+        self.sizes: dict[int, int] = {}
+        self.strides: dict[int, int] = {}
+
+    def meta(self, t1: float, t2: float) -> None:
+        f = self.f
+        f[_MT] += t2 - (t1 if t1 > self.meta_end else self.meta_end)
+        if t2 > self.meta_end:
+            self.meta_end = t2
+
+    def opened(self, t1: float, t2: float) -> None:
+        self.offset = 0
+        self.ev += (RESET, 0, 0, 0.0, 0.0)
+        self.c[_OPENS] += 1
+        f = self.f
+        if f[_OS] == 0 or f[_OS] > t1:
+            f[_OS] = t1
+        f[_OE] = t2
+        self.meta(t1, t2)
+
+    def closed(self, t1: float, t2: float) -> None:
+        self.ev += (RESET, 0, 0, 0.0, 0.0)
+        f = self.f
+        if f[_CS] == 0 or f[_CS] > t1:
+            f[_CS] = t1
+        f[_CE] = t2
+        self.meta(t1, t2)
+
+    def apply(self, ev: np.ndarray, t0: float) -> None:
+        """Fold a batch of queued operations into the counters (``POSIX_RECORD_READ`` /
+        ``POSIX_RECORD_WRITE`` / fsync of ``darshan-posix.c``)."""
+        kind = ev[:, 0].astype(np.int64)
+        off = ev[:, 1].astype(np.int64)
+        n = ev[:, 2].astype(np.int64)
+        t1, t2 = ev[:, 3] - t0, ev[:, 4] - t0
+        k0, m0 = int(kind[0]), int(n[0])
+        if (
+            k0 <= WRITE
+            and (kind == k0).all()
+            and (n == m0).all()
+            and (off[1:] == off[:-1] + m0).all()
+        ):
+            self._apply_run(k0, off, m0, n, t1, t2)
+            return
+        c, f = self.c, self.f
+        io = kind <= WRITE
+        strides = np.zeros(len(ev), dtype=np.int64)
+        # sequential/consecutive/stride against the last byte of the previous access of the
+        # same direction; an open or close (RESET) sets both last bytes back to 0
+        seg = np.cumsum(kind == RESET)
+        for k, (lb_attr, seq_i, con_i, mb_i, by_i, ops_i, hist_i) in enumerate(
+            (
+                ("lbr", _SR, _CR, _MBR, _BR, _READS, _HR),
+                ("lbw", _SW, _CW, _MBW, _BW, _WRITES, _HW),
+            )
+        ):
+            sel = np.flatnonzero(kind == k)
+            if len(sel) == 0:
+                if (kind == RESET).any():
+                    setattr(self, lb_attr, 0)
+                continue
+            o, m = off[sel], n[sel]
+            last = o + m - 1
+            prev = np.concatenate(([getattr(self, lb_attr)], last[:-1]))
+            # a RESET between two accesses makes the later one see a last byte of 0
+            s_sel = seg[sel]
+            after_reset = np.concatenate(([s_sel[0] > 0], s_sel[1:] != s_sel[:-1]))
+            prev = np.where(after_reset, 0, prev)
+            seq = o > prev
+            c[seq_i] += int(seq.sum())
+            c[con_i] += int((o == prev + 1).sum())
+            strides[sel] = np.where(seq & (o > 0) & (prev != 0), o - prev - 1, 0)
+            c[mb_i] = max(c[mb_i], int(last.max()))
+            c[by_i] += int(m.sum())
+            c[ops_i] += len(sel)
+            hist = np.bincount(np.searchsorted(_EDGES_A, m, side="right"), minlength=10)
+            for b in np.flatnonzero(hist):
+                c[hist_i + b] += int(hist[b])
+            tail_reset = seg[-1] > s_sel[-1]
+            setattr(self, lb_attr, 0 if tail_reset else int(last[-1]))
+        if io.any():
+            track_values(self.sizes, n[io])
+            track_values(self.strides, strides[io])
+            fa = c[_FA]
+            if fa > 0:
+                c[_FNA] += int((off[io] % fa != 0).sum())
+            k_io = kind[io] + 1  # 1 read, 2 write, as Darshan's last_io_type
+            seq_io = np.concatenate(([self.last_io], k_io))
+            c[_RWS] += int(((seq_io[1:] != seq_io[:-1]) & (seq_io[:-1] != 0)).sum())
+            self.last_io = int(k_io[-1])
+        for k, st, en, mt, ms, tt, end_attr in (
+            (READ, _RS, _RE, _MRT, _MRTS, _RT, "read_end"),
+            (WRITE, _WS, _WE, _MWT, _MWTS, _WT, "write_end"),
+        ):
+            sel = kind == k
+            if k == WRITE:
+                timed = sel | (kind == SYNC)
+            else:
+                timed = sel
+            if sel.any():
+                a, b = t1[sel], t2[sel]
+                f[st] = first_start(f[st], a)
+                f[en] = float(b[-1])
+                el = b - a
+                i = int(np.argmax(el))
+                if f[mt] < el[i]:
+                    f[mt], c[ms] = float(el[i]), int(n[sel][i])
+            if timed.any():
+                add, end = no_overlap_time(t1[timed], t2[timed], getattr(self, end_attr))
+                f[tt] += add
+                setattr(self, end_attr, end)
+
+    def _apply_run(self, k, off, m, n, t1, t2) -> None:
+        """:meth:`apply` for the common batch, a run of same-size, back-to-back accesses
+        in one direction, in closed form: after the first access every access is
+        sequential and consecutive with stride 0."""
+        c, f = self.c, self.f
+        count = len(off)
+        lb_attr, seq_i, con_i, mb_i, by_i, ops_i, hist_i = (
+            ("lbr", _SR, _CR, _MBR, _BR, _READS, _HR)
+            if k == READ
+            else ("lbw", _SW, _CW, _MBW, _BW, _WRITES, _HW)
+        )
+        last, o0 = getattr(self, lb_attr), int(off[0])
+        seq0 = o0 > last
+        c[seq_i] += count - 1 + seq0
+        c[con_i] += count - 1 + (o0 == last + 1)
+        end = int(off[-1]) + m - 1
+        setattr(self, lb_attr, end)
+        c[mb_i] = max(c[mb_i], end)
+        c[by_i] += count * m
+        c[ops_i] += count
+        c[hist_i + int(np.searchsorted(_EDGES_A, m, side="right"))] += count
+        track_values(self.sizes, n)
+        stride0 = o0 - last - 1 if seq0 and o0 > 0 and last != 0 else 0
+        if stride0:
+            track_values(self.strides, np.array([stride0]))
+        track_values(self.strides, np.zeros(count - (1 if stride0 else 0), dtype=np.int64))
+        fa = c[_FA]
+        if fa > 0:
+            c[_FNA] += (count if o0 % fa else 0) if m % fa == 0 else int((off % fa != 0).sum())
+        if self.last_io and self.last_io != k + 1:
+            c[_RWS] += 1
+        self.last_io = k + 1
+        st, en, mt, ms, tt, end_attr = (
+            (_RS, _RE, _MRT, _MRTS, _RT, "read_end")
+            if k == READ
+            else (_WS, _WE, _MWT, _MWTS, _WT, "write_end")
+        )
+        f[st] = first_start(f[st], t1)
+        f[en] = float(t2[-1])
+        el = t2 - t1
+        i = int(np.argmax(el))
+        if f[mt] < el[i]:
+            f[mt], c[ms] = float(el[i]), m
+        add, last_end = no_overlap_time(t1, t2, getattr(self, end_attr))
+        f[tt] += add
+        setattr(self, end_attr, last_end)
+
+    def to_row(self, row) -> None:
+        c = list(self.c)
+        a = C["ACCESS1_ACCESS"]
+        c[a : a + 4], c[a + 4 : a + 8] = top_four(self.sizes)
+        s = C["STRIDE1_STRIDE"]
+        c[s : s + 4], c[s + 4 : s + 8] = top_four(self.strides)
+        row["id"] = self.rec_id
+        row["counters"] = c
+        row["fcounters"] = self.f
+
+
+def _block_size(path: str) -> int:
+    try:
+        return os.statvfs(os.path.dirname(path) or ".").f_bsize
+    except OSError:
+        return 0
+
+
+def clean_path(path) -> str | None:
+    """The absolute, normalised path Darshan would name a record by (None for non-paths)."""
+    try:
+        p = os.fspath(path)
+    except TypeError:
+        return None
+    if isinstance(p, bytes):
+        p = os.fsdecode(p)
+    return os.path.abspath(p)
+
+
+@TRACE_MODULES.register("posix")
+class PosixModule(TraceModule):
+    """Darshan's POSIX module for Python's ``os``-level file-descriptor calls."""
+
+    darshan_name = "POSIX"
+
+    def __init__(self, core) -> None:
+        super().__init__(core)
+        self.fds: dict[int, PosixRecord] = {}
+        self._saved: dict[str, object] = {}
+
+    def record_for(self, path) -> PosixRecord | None:
+        p = clean_path(path)
+        if p is None:
+            return None
+        return self.new_record(p, lambda rid, slot: PosixRecord(rid, slot, _block_size(p)))
+
+    def reset_after_fork(self) -> None:
+        self.fds.clear()
+
+    def install(self) -> None:
+        # one closure per wrapped call, with its real function bound locally, keeps them fast
+        core, fds, t0 = self.core, self.fds, self.core.t0
+        clock = time.perf_counter
+        dxt = core.config.dxt
+        saved = self._saved
+        for name in (
+            "open read write pread pwrite readv writev lseek stat lstat fstat fsync "
+            "fdatasync dup dup2 rename replace close"
+        ).split():
+            saved[name] = getattr(os, name)
+        saved["mmap"] = mmap.mmap
+        r = dict(saved)
+        record_for = self.record_for
+        fds_get = fds.get
+        real_read, real_write = r["read"], r["write"]
+        real_pread, real_pwrite = r["pread"], r["pwrite"]
+
+        def _open(path, flags, mode=0o777, *, dir_fd=None):
+            t1 = clock()
+            fd = r["open"](path, flags, mode, dir_fd=dir_fd)
+            t2 = clock()
+            rec = record_for(path) if dir_fd is None else None
+            if rec is not None:
+                if dxt and rec.dxt is None:
+                    rec.dxt = []
+                if flags & os.O_CREAT:
+                    rec.c[C["MODE"]] = mode
+                rec.opened(t1 - t0, t2 - t0)
+                fds[fd] = rec
+            return fd
+
+        def _read(fd, n, /):
+            t1 = clock()
+            data = real_read(fd, n)
+            t2 = clock()
+            rec = fds_get(fd)
+            if rec is not None:
+                k = len(data)
+                off = rec.offset
+                rec.offset = off + k
+                rec.ev += (0, off, k, t1, t2)  # 0: READ
+            return data
+
+        def _write(fd, data, /):
+            t1 = clock()
+            n = real_write(fd, data)
+            t2 = clock()
+            rec = fds_get(fd)
+            if rec is not None:
+                off = rec.offset
+                rec.offset = off + n
+                rec.ev += (1, off, n, t1, t2)  # 1: WRITE
+            return n
+
+        def _pread(fd, n, offset, /):
+            t1 = clock()
+            data = real_pread(fd, n, offset)
+            t2 = clock()
+            rec = fds_get(fd)
+            if rec is not None:
+                k = len(data)
+                rec.offset = offset + k
+                rec.ev += (0, offset, k, t1, t2)  # 0: READ
+            return data
+
+        def _pwrite(fd, data, offset, /):
+            t1 = clock()
+            n = real_pwrite(fd, data, offset)
+            t2 = clock()
+            rec = fds_get(fd)
+            if rec is not None:
+                rec.offset = offset + n
+                rec.ev += (1, offset, n, t1, t2)  # 1: WRITE
+            return n
+
+        def _readv(fd, buffers, /):
+            t1 = clock()
+            n = r["readv"](fd, buffers)
+            t2 = clock()
+            rec = fds_get(fd)
+            if rec is not None:
+                off = rec.offset
+                rec.offset = off + n
+                rec.ev += (0, off, n, t1, t2)  # 0: READ
+            return n
+
+        def _writev(fd, buffers, /):
+            t1 = clock()
+            n = r["writev"](fd, buffers)
+            t2 = clock()
+            rec = fds_get(fd)
+            if rec is not None:
+                off = rec.offset
+                rec.offset = off + n
+                rec.ev += (1, off, n, t1, t2)  # 1: WRITE
+            return n
+
+        def _lseek(fd, pos, how, /):
+            t1 = clock()
+            res = r["lseek"](fd, pos, how)
+            t2 = clock()
+            rec = fds_get(fd)
+            if rec is not None:
+                rec.offset = res
+                rec.c[_SEEKS] += 1
+                rec.meta(t1 - t0, t2 - t0)
+            return res
+
+        def _stat_path(real):
+            def wrapper(path, *args, **kwargs):
+                t1 = clock()
+                st = real(path, *args, **kwargs)
+                t2 = clock()
+                if stat_mod.S_ISREG(st.st_mode):
+                    if isinstance(path, int):
+                        rec = fds.get(path)
+                    elif kwargs.get("dir_fd") is None:
+                        rec = record_for(path)
+                    else:
+                        rec = None
+                    if rec is not None:
+                        rec.c[_STATS] += 1
+                        rec.meta(t1 - t0, t2 - t0)
+                return st
+
+            return wrapper
+
+        def _fstat(fd, /):
+            t1 = clock()
+            st = r["fstat"](fd)
+            t2 = clock()
+            rec = fds_get(fd)
+            if rec is not None and stat_mod.S_ISREG(st.st_mode):
+                rec.c[_STATS] += 1
+                rec.meta(t1 - t0, t2 - t0)
+            return st
+
+        def _sync(real, counter):
+            def wrapper(fd, /):
+                t1 = clock()
+                res = real(fd)
+                t2 = clock()
+                rec = fds.get(fd if isinstance(fd, int) else fd.fileno())
+                if rec is not None:
+                    rec.c[counter] += 1
+                    rec.ev += (SYNC, 0, 0, t1, t2)
+                return res
+
+            return wrapper
+
+        def _dup(fd, /):
+            t1 = clock()
+            new = r["dup"](fd)
+            t2 = clock()
+            rec = fds_get(fd)
+            if rec is not None:
+                rec.c[_DUPS] += 1
+                rec.c[_OPENS] += 1
+                rec.meta(t1 - t0, t2 - t0)
+                fds[new] = rec
+            return new
+
+        def _dup2(fd, fd2, inheritable=True):
+            t1 = clock()
+            new = r["dup2"](fd, fd2, inheritable)
+            t2 = clock()
+            rec = fds_get(fd)
+            if rec is not None:
+                rec.c[_DUPS] += 1
+                rec.c[_OPENS] += 1
+                rec.meta(t1 - t0, t2 - t0)
+                fds[new] = rec
+            return new
+
+        def _rename(real):
+            def wrapper(src, dst, *, src_dir_fd=None, dst_dir_fd=None):
+                t1 = clock()
+                res = real(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
+                t2 = clock()
+                ps, pd = clean_path(src), clean_path(dst)
+                old = self.by_id.get(darshan_hash(ps)) if ps else None
+                if old is not None and src_dir_fd is None and dst_dir_fd is None:
+                    old.c[C["RENAME_SOURCES"]] += 1
+                    old.meta(t1 - t0, t2 - t0)
+                    new = record_for(pd)
+                    if new is not None:
+                        new.c[C["RENAME_TARGETS"]] += 1
+                        if new.c[C["RENAMED_FROM"]] == 0:
+                            new.c[C["RENAMED_FROM"]] = _signed(old.rec_id)
+                return res
+
+            return wrapper
+
+        def _close(fd, /):
+            t1 = clock()
+            res = r["close"](fd)
+            t2 = clock()
+            rec = fds.pop(fd, None)
+            if rec is not None:
+                rec.closed(t1 - t0, t2 - t0)
+            return res
+
+        class _TracedMmap(r["mmap"]):
+            def __new__(cls, fileno, *args, **kwargs):
+                obj = super().__new__(cls, fileno, *args, **kwargs)
+                rec = fds.get(fileno)
+                if rec is not None:
+                    rec.c[_MMAPS] += 1
+                return obj
+
+        os.open, os.read, os.write = _open, _read, _write
+        os.pread, os.pwrite, os.readv, os.writev = _pread, _pwrite, _readv, _writev
+        os.lseek, os.fstat, os.close = _lseek, _fstat, _close
+        os.stat, os.lstat = _stat_path(r["stat"]), _stat_path(r["lstat"])
+        os.fsync, os.fdatasync = _sync(r["fsync"], _FSYNCS), _sync(r["fdatasync"], _FDSYNCS)
+        os.dup, os.dup2 = _dup, _dup2
+        os.rename, os.replace = _rename(r["rename"]), _rename(r["replace"])
+        mmap.mmap = _TracedMmap
+
+    def uninstall(self) -> None:
+        for name, fn in self._saved.items():
+            setattr(mmap if name == "mmap" else os, name, fn)
+        self._saved.clear()
+
+
+def _signed(u: int) -> int:
+    """A 64-bit record id stored in an int64 counter, as C stores it."""
+    return u - (1 << 64) if u >= 1 << 63 else u

@@ -1,0 +1,308 @@
+"""The ``stdio`` module: Python file objects from ``open()`` / ``io.open`` / ``Path.open``.
+
+Darshan's STDIO module instruments the C buffered-stream calls (``fopen``, ``fread``,
+``fwrite``, ``fseek``, ``fflush``, ``fclose``; ``darshan-stdio.c`` of Darshan 3.4).
+Python's file objects are that layer for Python programs, so iosight counts each
+``read``/``readinto``/``readline``/line of iteration as one read, each
+``write``/``writelines`` as one write, ``seek`` as a seek, ``flush`` as a flush, with
+Darshan's STDIO counters and timers.
+
+iosight's reading: in text mode the byte counters count characters (the same for
+ASCII text), because encoding each string again to count its bytes would cost more
+than the call itself; the offset follows the bytes counted and is reset by ``seek``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import io
+import time
+
+import numpy as np
+
+from iosight.trace._core import TRACE_MODULES, TraceModule
+from iosight.trace._counters import first_start, no_overlap_time
+from iosight.trace._events import FLUSH, READ, WRITE, EventRecord
+from iosight.trace._format import STDIO_COUNTERS, STDIO_FCOUNTERS
+from iosight.trace._posix import clean_path
+
+C = {n: i for i, n in enumerate(STDIO_COUNTERS)}
+F = {n: i for i, n in enumerate(STDIO_FCOUNTERS)}
+_OPENS, _FDOPENS, _READS, _WRITES = C["OPENS"], C["FDOPENS"], C["READS"], C["WRITES"]
+_SEEKS, _FLUSHES, _BW, _BR = C["SEEKS"], C["FLUSHES"], C["BYTES_WRITTEN"], C["BYTES_READ"]
+_MBR, _MBW = C["MAX_BYTE_READ"], C["MAX_BYTE_WRITTEN"]
+_MT, _WT, _RT = F["META_TIME"], F["WRITE_TIME"], F["READ_TIME"]
+_OS, _CS, _WS, _RS = (F[f"{k}_START_TIMESTAMP"] for k in ("OPEN", "CLOSE", "WRITE", "READ"))
+_OE, _CE, _WE, _RE = (F[f"{k}_END_TIMESTAMP"] for k in ("OPEN", "CLOSE", "WRITE", "READ"))
+
+
+class StdioRecord(EventRecord):
+    """STDIO counters of one file, plus the stream offset and last-end times."""
+
+    __slots__ = ("c", "f", "offset", "meta_end", "read_end", "write_end")
+
+    def __init__(self, rec_id: int, slot: int) -> None:
+        super().__init__(rec_id, slot)
+        self.c = [0] * len(STDIO_COUNTERS)
+        self.f = [0.0] * len(STDIO_FCOUNTERS)
+        self.offset = 0
+        self.meta_end = self.read_end = self.write_end = 0.0
+
+    def meta(self, t1: float, t2: float) -> None:
+        self.f[_MT] += t2 - (t1 if t1 > self.meta_end else self.meta_end)
+        if t2 > self.meta_end:
+            self.meta_end = t2
+
+    def apply(self, ev: np.ndarray, t0: float) -> None:
+        """Fold queued reads, writes and flushes in (``STDIO_RECORD_READ``/``_WRITE``)."""
+        kind = ev[:, 0].astype(np.int64)
+        off, n = ev[:, 1].astype(np.int64), ev[:, 2].astype(np.int64)
+        t1, t2 = ev[:, 3] - t0, ev[:, 4] - t0
+        c, f = self.c, self.f
+        for sel, mb, by, st, en, tt, end_attr in (
+            (kind == READ, _MBR, _BR, _RS, _RE, _RT, "read_end"),
+            (kind != READ, _MBW, _BW, _WS, _WE, _WT, "write_end"),
+        ):
+            if not sel.any():
+                continue
+            c[mb] = max(c[mb], int((off[sel] + n[sel] - 1).max()))
+            c[by] += int(n[sel].sum())
+            f[st] = first_start(f[st], t1[sel])
+            f[en] = float(t2[sel][-1])
+            add, end = no_overlap_time(t1[sel], t2[sel], getattr(self, end_attr))
+            f[tt] += add
+            setattr(self, end_attr, end)
+        c[_READS] += int((kind == READ).sum())
+        c[_WRITES] += int((kind == WRITE).sum())
+        c[_FLUSHES] += int((kind == FLUSH).sum())
+
+    def to_row(self, row) -> None:
+        row["id"] = self.rec_id
+        row["counters"] = self.c
+        row["fcounters"] = self.f
+
+
+_clock = time.perf_counter
+
+
+class TracedFile:
+    """A file object that counts its calls into a :class:`StdioRecord`; everything else
+    is the wrapped object's (attributes, ``name``, ``mode``, ``fileno``...)."""
+
+    __slots__ = ("_f", "_rec", "_t0", "__weakref__")
+
+    def __init__(self, f, rec: StdioRecord, t0: float) -> None:
+        self._f, self._rec, self._t0 = f, rec, t0
+
+    def __getattr__(self, name):
+        return getattr(self._f, name)
+
+    def __setattr__(self, name, value) -> None:
+        if name in TracedFile.__slots__:
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._f, name, value)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        t1 = _clock()
+        line = next(self._f)
+        t2 = _clock()
+        rec = self._rec
+        off = rec.offset
+        rec.offset = off + len(line)
+        rec.ev += (READ, off, len(line), t1, t2)
+        return line
+
+    def __repr__(self) -> str:
+        return repr(self._f)
+
+    def read(self, size=-1, /):
+        t1 = _clock()
+        data = self._f.read(size)
+        t2 = _clock()
+        rec = self._rec
+        off = rec.offset
+        rec.offset = off + len(data)
+        rec.ev += (READ, off, len(data), t1, t2)
+        return data
+
+    def read1(self, size=-1, /):
+        t1 = _clock()
+        data = self._f.read1(size)
+        t2 = _clock()
+        rec = self._rec
+        off = rec.offset
+        rec.offset = off + len(data)
+        rec.ev += (READ, off, len(data), t1, t2)
+        return data
+
+    def readinto(self, buffer, /):
+        t1 = _clock()
+        n = self._f.readinto(buffer)
+        t2 = _clock()
+        k = n or 0  # None: a non-blocking stream had nothing; hand None back unchanged
+        rec = self._rec
+        off = rec.offset
+        rec.offset = off + k
+        rec.ev += (READ, off, k, t1, t2)
+        return n
+
+    def readline(self, size=-1, /):
+        t1 = _clock()
+        line = self._f.readline(size)
+        t2 = _clock()
+        rec = self._rec
+        off = rec.offset
+        rec.offset = off + len(line)
+        rec.ev += (READ, off, len(line), t1, t2)
+        return line
+
+    def readlines(self, hint=-1, /):
+        t1 = _clock()
+        lines = self._f.readlines(hint)
+        t2 = _clock()
+        k = sum(map(len, lines))
+        rec = self._rec
+        off = rec.offset
+        rec.offset = off + k
+        rec.ev += (READ, off, k, t1, t2)
+        return lines
+
+    def write(self, data, /):
+        t1 = _clock()
+        n = self._f.write(data)
+        t2 = _clock()
+        k = n if n is not None else len(data)
+        rec = self._rec
+        off = rec.offset
+        rec.offset = off + k
+        rec.ev += (WRITE, off, k, t1, t2)
+        return n
+
+    def writelines(self, lines, /) -> None:
+        lines = list(lines)
+        t1 = _clock()
+        self._f.writelines(lines)
+        t2 = _clock()
+        k = sum(map(len, lines))
+        rec = self._rec
+        off = rec.offset
+        rec.offset = off + k
+        rec.ev += (WRITE, off, k, t1, t2)
+
+    def seek(self, offset, whence=0, /):
+        t1 = _clock()
+        pos = self._f.seek(offset, whence)
+        t2 = _clock()
+        rec = self._rec
+        rec.offset = pos
+        rec.c[_SEEKS] += 1
+        rec.meta(t1 - self._t0, t2 - self._t0)
+        return pos
+
+    def flush(self) -> None:
+        t1 = _clock()
+        self._f.flush()
+        t2 = _clock()
+        # Darshan records fflush as a zero-byte write counted in STDIO_FLUSHES
+        self._rec.ev += (FLUSH, self._rec.offset, 0, t1, t2)
+
+    def close(self) -> None:
+        if self._f.closed:
+            return
+        t1 = _clock()
+        self._f.close()
+        t2 = _clock()
+        rec, a, b = self._rec, t1 - self._t0, t2 - self._t0
+        if rec.f[_CS] == 0 or rec.f[_CS] > a:
+            rec.f[_CS] = a
+        rec.f[_CE] = b
+        rec.meta(a, b)
+
+
+class TracedText(TracedFile):
+    __slots__ = ()
+
+
+class TracedBuffered(TracedFile):
+    __slots__ = ()
+
+
+class TracedRaw(TracedFile):
+    __slots__ = ()
+
+
+io.IOBase.register(TracedFile)
+io.TextIOBase.register(TracedText)
+io.BufferedIOBase.register(TracedBuffered)
+io.RawIOBase.register(TracedRaw)
+
+
+def _proxy_class(f) -> type[TracedFile]:
+    if isinstance(f, io.TextIOBase):
+        return TracedText
+    if isinstance(f, io.BufferedIOBase):
+        return TracedBuffered
+    return TracedRaw
+
+
+@TRACE_MODULES.register("stdio")
+class StdioModule(TraceModule):
+    """Darshan's STDIO module for Python file objects."""
+
+    darshan_name = "STDIO"
+
+    def __init__(self, core) -> None:
+        super().__init__(core)
+        self._saved: dict[str, object] = {}
+
+    def install(self) -> None:
+        self._saved = {"builtins": builtins.open, "io": io.open}
+        real_open = self._saved["io"]
+        t0 = self.core.t0
+        posix = self.core.modules.get("posix")
+
+        def traced_open(file, mode="r", *args, **kwargs):
+            t1 = _clock()
+            f = real_open(file, mode, *args, **kwargs)
+            t2 = _clock()
+            if isinstance(file, int):
+                prec = posix.fds.get(file) if posix is not None else None
+                rec = self.by_id.get(prec.rec_id) if prec is not None else None
+                if rec is None and prec is not None:
+                    name = self.core.names[prec.rec_id]
+                    rec = self.new_record(name, StdioRecord)
+                counter = _FDOPENS
+            else:
+                path = clean_path(file)
+                rec = self.new_record(path, StdioRecord) if path is not None else None
+                counter = _OPENS
+            if rec is None:
+                return f
+            rec.c[counter] += 1
+            rec.offset = f.tell() if "a" in mode else 0
+            a, b = t1 - t0, t2 - t0
+            if rec.f[_OS] == 0 or rec.f[_OS] > a:
+                rec.f[_OS] = a
+            rec.f[_OE] = b
+            rec.meta(a, b)
+            return _proxy_class(f)(f, rec, t0)
+
+        traced_open.__doc__ = real_open.__doc__
+        builtins.open = traced_open
+        io.open = traced_open
+
+    def uninstall(self) -> None:
+        if self._saved:
+            builtins.open = self._saved["builtins"]
+            io.open = self._saved["io"]
+            self._saved = {}

@@ -1,0 +1,144 @@
+"""Shared-record reduction and merging, on hand-built per-rank records (hand-worked)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from iosight._errors import IosightError
+from iosight.trace import combine, darshan_hash, merge, read_log, write_log
+from iosight.trace._format import COUNTER_NAMES, Job, LogContent, record_dtype
+from iosight.trace._merge import reduce_shared
+
+PC, PF = ({n: i for i, n in enumerate(x)} for x in COUNTER_NAMES["POSIX"])
+
+
+def _posix(rank, rid, **vals):
+    rec = np.zeros(1, dtype=record_dtype("POSIX"))
+    rec["id"], rec["rank"] = rid, rank
+    for k, v in vals.items():
+        if k.startswith("POSIX_F_"):
+            rec["fcounters"][0, PF[k]] = v
+        else:
+            rec["counters"][0, PC[k]] = v
+    return rec
+
+
+def test_reduce_shared_hand_worked():
+    rid = darshan_hash("/s/shared")
+    rows = np.concatenate(
+        [
+            _posix(0, rid, POSIX_OPENS=1, POSIX_WRITES=2, POSIX_BYTES_WRITTEN=200,
+                   POSIX_MAX_BYTE_WRITTEN=199, POSIX_ACCESS1_ACCESS=100, POSIX_ACCESS1_COUNT=2,
+                   POSIX_F_OPEN_START_TIMESTAMP=0.5, POSIX_F_WRITE_END_TIMESTAMP=2.0,
+                   POSIX_F_WRITE_TIME=1.0, POSIX_F_MAX_WRITE_TIME=0.6,
+                   POSIX_MAX_WRITE_TIME_SIZE=100),
+            _posix(1, rid, POSIX_OPENS=1, POSIX_WRITES=1, POSIX_BYTES_WRITTEN=300,
+                   POSIX_MAX_BYTE_WRITTEN=499, POSIX_ACCESS1_ACCESS=300, POSIX_ACCESS1_COUNT=1,
+                   POSIX_ACCESS2_ACCESS=100, POSIX_ACCESS2_COUNT=1,
+                   POSIX_F_OPEN_START_TIMESTAMP=0.25, POSIX_F_WRITE_END_TIMESTAMP=3.0,
+                   POSIX_F_WRITE_TIME=3.0, POSIX_F_MAX_WRITE_TIME=0.9,
+                   POSIX_MAX_WRITE_TIME_SIZE=300),
+            _posix(2, rid, POSIX_OPENS=1, POSIX_F_OPEN_START_TIMESTAMP=0.0),  # opened, no I/O
+        ]
+    )  # fmt: skip
+    out = reduce_shared("POSIX", rows)[0]
+    c, f = out["counters"], out["fcounters"]
+    assert out["rank"] == -1 and out["id"] == rid
+    assert (c[PC["POSIX_OPENS"]], c[PC["POSIX_WRITES"]], c[PC["POSIX_BYTES_WRITTEN"]]) == (
+        3,
+        3,
+        500,
+    )
+    assert c[PC["POSIX_MAX_BYTE_WRITTEN"]] == 499
+    # access 100 happened 2 + 1 times, 300 once
+    assert c[PC["POSIX_ACCESS1_ACCESS"]] == 100 and c[PC["POSIX_ACCESS1_COUNT"]] == 3
+    assert c[PC["POSIX_ACCESS2_ACCESS"]] == 300 and c[PC["POSIX_ACCESS2_COUNT"]] == 1
+    assert f[PF["POSIX_F_OPEN_START_TIMESTAMP"]] == 0.25  # earliest non-zero
+    assert f[PF["POSIX_F_WRITE_END_TIMESTAMP"]] == 3.0
+    assert f[PF["POSIX_F_WRITE_TIME"]] == 4.0
+    assert (f[PF["POSIX_F_MAX_WRITE_TIME"]], c[PC["POSIX_MAX_WRITE_TIME_SIZE"]]) == (0.9, 300)
+    # times per rank 1, 3, 0 -> fastest rank 2 (0 s, 0 B), slowest rank 1 (3 s, 300 B)
+    assert (c[PC["POSIX_FASTEST_RANK"]], c[PC["POSIX_FASTEST_RANK_BYTES"]]) == (2, 0)
+    assert (c[PC["POSIX_SLOWEST_RANK"]], c[PC["POSIX_SLOWEST_RANK_BYTES"]]) == (1, 300)
+    assert f[PF["POSIX_F_SLOWEST_RANK_TIME"]] == 3.0
+    assert f[PF["POSIX_F_VARIANCE_RANK_TIME"]] == pytest.approx(np.var([1.0, 3.0, 0.0]))
+    assert f[PF["POSIX_F_VARIANCE_RANK_BYTES"]] == pytest.approx(np.var([200, 300, 0]))
+
+
+def _log(rank, nprocs, paths, start):
+    recs = np.concatenate([_posix(rank, darshan_hash(p), POSIX_OPENS=1) for p in paths])
+    job = Job(start_time_sec=start, end_time_sec=start + 10, nprocs=nprocs, jobid=9)
+    names = {darshan_hash(p): p for p in paths}
+    return LogContent(job, f"python rank{rank}.py", [("/", "ext4")], names, {"POSIX": recs})
+
+
+def test_combine_keeps_partly_shared_files_per_rank(tmp_path):
+    logs = [
+        _log(0, 3, ["/a/all", "/a/two", "/a/r0"], 100),
+        _log(1, 3, ["/a/all", "/a/two"], 99),
+        _log(2, 3, ["/a/all"], 101),
+    ]
+    merged = combine(logs)
+    recs = merged.records["POSIX"]
+    got = sorted(
+        (merged.names[int(i)], int(r)) for i, r in zip(recs["id"], recs["rank"], strict=True)
+    )
+    assert got == [("/a/all", -1), ("/a/r0", 0), ("/a/two", 0), ("/a/two", 1)]
+    assert (merged.job.start_time_sec, merged.job.end_time_sec, merged.job.nprocs) == (99, 111, 3)
+    assert merged.exe == "python rank1.py"  # the earliest-starting process
+    paths = [write_log(tmp_path / f"r{k}.darshan", log) for k, log in enumerate(logs)]
+    out = merge(paths, tmp_path / "job.darshan")
+    again = read_log(write_log(tmp_path / "again.darshan", merged))
+    assert read_log(out).records["POSIX"].tobytes() == again.records["POSIX"].tobytes()
+
+
+def test_merge_refuses_empty_input(tmp_path):
+    with pytest.raises(IosightError, match="no .darshan logs"):
+        merge([tmp_path])
+
+
+def test_cli_merge(tmp_path):
+    from typer.testing import CliRunner
+
+    from iosight.cli import app
+
+    for k in range(2):
+        write_log(tmp_path / "partial" / f"r{k}.darshan", _log(k, 2, ["/a/all"], 100 + k))
+    res = CliRunner().invoke(
+        app, ["trace", "merge", str(tmp_path / "partial"), "--out", str(tmp_path)]
+    )
+    assert res.exit_code == 0, res.output
+    out = read_log(res.output.strip())
+    assert out.records["POSIX"]["rank"].tolist() == [-1] and out.job.nprocs == 2
+
+
+def test_merge_puts_ranks_on_the_job_clock(tmp_path):
+    darshan = pytest.importorskip("darshan")
+    from iosight.trace._extra import Heatmap
+
+    logs = []
+    for rank, (start, run) in enumerate([(100, 3.0), (101, 30.0)]):  # rank 1 starts 1 s later
+        log = _log(rank, 2, [f"/a/r{rank}"], start)
+        log.records["POSIX"]["fcounters"][0, PF["POSIX_F_OPEN_START_TIMESTAMP"]] = 0.5
+        h = Heatmap()
+        h.add(np.array([0.2]), np.array([0.2]), np.array([1000.0]), np.array([True]))
+        h.add(np.array([run - 0.5]), np.array([run - 0.5]), np.array([10.0]), np.array([False]))
+        rid, name, blob = h.record_bytes("POSIX", rank, run)
+        log.names[rid] = name
+        log.blobs["HEATMAP"] = blob
+        log.job.end_time_sec = start + int(run)
+        logs.append(log)
+    out = write_log(tmp_path / "job.darshan", combine(logs))
+    with darshan.DarshanReport(str(out), read_all=True) as r:
+        c = r.records["POSIX"].to_df()["fcounters"]
+        starts = dict(zip(c["rank"], c["POSIX_F_OPEN_START_TIMESTAMP"], strict=True))
+        assert starts == {0: 0.5, 1: 1.5}  # rank 1's clock started 1 s after the job's
+        hm = r.heatmaps["POSIX"]
+        w, rd = hm.to_df(ops=["write"]), hm.to_df(ops=["read"])
+    assert w.sum(axis=1).tolist() == [1000, 1000] and rd.sum(axis=1).tolist() == [10, 10]
+    assert w.shape[1] <= 200
+    # rank 1's first write (0.2 s on its clock) lands 1 s later than rank 0's on the job clock
+    first = [int(np.flatnonzero(w.loc[k].to_numpy())[0]) for k in (0, 1)]
+    width = w.columns[0].length
+    assert (first[1] - first[0]) * width == pytest.approx(1.0, abs=width)
