@@ -97,7 +97,10 @@ def _read_open_log(be, log, path: Path) -> LogTables:
             tables[table_for_module(mod)] = _dxt_table(be, log, info["idx"])
         elif mod == "HEATMAP":
             tables["heatmap"] = _heatmap_table(be, log, info["idx"], names)
-    tables = {k: _named_only(t, names) for k, t in tables.items()}
+    # a module table with no named record is left out, as the text and 2.x readers do
+    tables = {
+        k: t for k, t in ((k, _named_only(t, names)) for k, t in tables.items()) if t.num_rows
+    }
     present = [m for m, i in modules.items() if i["len"] > 0]
     partial = [m for m, i in modules.items() if i["partial_flag"]]
     job.update(modules=",".join(present), partial_modules=",".join(partial), partial=bool(partial))

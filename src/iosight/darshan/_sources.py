@@ -16,7 +16,16 @@ from iosight._registry import Registry
 from iosight.darshan._tables import LogTables
 
 # files picked up when a directory is walked (named files are always tried)
-SOURCE_SUFFIXES = (".darshan", ".darshan.gz", ".darshan.txt", ".csv", ".csv.gz", ".parquet")
+SOURCE_SUFFIXES = (
+    ".darshan",
+    ".darshan.gz",
+    ".darshan.bz2",
+    ".darshan.txt",
+    ".darshan.txt.gz",
+    ".csv",
+    ".csv.gz",
+    ".parquet",
+)
 
 
 @dataclass(frozen=True)
@@ -40,12 +49,29 @@ def _darshan3(head: bytes, path: Path) -> bool:
     return head[:2] == b"3." and head[2:3].isdigit()
 
 
-def _gzip(head: bytes, path: Path) -> bool:
-    return head[:2] == b"\x1f\x8b" and not path.name.lower().endswith(".csv.gz")
+def _inner_head(head: bytes, path: Path) -> bytes:
+    """The first bytes of the file's content, decompressed when it is gzip or bzip2."""
+    if head[:2] == b"\x1f\x8b":
+        import gzip as opener
+    elif head[:3] == b"BZh":
+        import bz2 as opener
+    else:
+        return head
+    try:
+        with opener.open(path, "rb") as fh:
+            return fh.read(64)
+    except (OSError, EOFError):
+        return b""
+
+
+def _darshan2(head: bytes, path: Path) -> bool:
+    # Darshan 1.x/2.x logs are a whole-file gzip/bzip2 stream starting "2.06\0" etc.
+    inner = _inner_head(head, path) if head[:2] == b"\x1f\x8b" or head[:3] == b"BZh" else b""
+    return inner[:1] in (b"1", b"2") and inner[1:2] == b"." and inner[2:3].isdigit()
 
 
 def _parser_text(head: bytes, path: Path) -> bool:
-    return head.startswith(b"# darshan log version")
+    return _inner_head(head, path).lstrip().startswith(b"# darshan log version")
 
 
 def _job_totals(head: bytes, path: Path) -> bool:
@@ -60,6 +86,18 @@ def _read_darshan3(path: Path) -> LogTables:
     return read_pydarshan(path)
 
 
+def _read_darshan2(path: Path) -> LogTables:
+    from iosight.darshan._darshan2 import read_darshan2
+
+    return read_darshan2(path)
+
+
+def _read_parser_text(path: Path) -> LogTables:
+    from iosight.darshan._parser_text import read_parser_text
+
+    return read_parser_text(path)
+
+
 def _read_job_totals(path: Path) -> LogTables:
     from iosight.darshan._jobtotals import read_job_totals
 
@@ -67,6 +105,8 @@ def _read_job_totals(path: Path) -> LogTables:
 
 
 _register("darshan3", _darshan3, _read_darshan3)
+_register("darshan2", _darshan2, _read_darshan2)
+_register("parser-text", _parser_text, _read_parser_text)
 _register("job-totals", _job_totals, _read_job_totals)
 
 
