@@ -45,7 +45,8 @@ def ingest(
         )
     console.print(report.summary())
     for path, reason in report.errors[:20]:
-        err_console.print(f"  failed: {path}: {reason}", highlight=False)
+        # readers name the file in their messages; print it once
+        err_console.print(f"  failed: {path}: {reason.removeprefix(f'{path}: ')}", highlight=False)
     if len(report.errors) > 20:
         err_console.print(f"  ... {len(report.errors) - 20} more (iosight errors)")
     if not report.ok:

@@ -9,7 +9,7 @@ from iosight.cli import app
 from iosight.report.iosched import build_report, conclusions
 from iosight.sched.ioresources._experiment import load_results
 
-APPS = Path(__file__).resolve().parents[2] / "docs" / "examples" / "iosched_apps.yaml"
+APPS = Path(__file__).resolve().parents[3] / "docs" / "examples" / "iosched_apps.yaml"
 runner = CliRunner()
 
 
