@@ -68,3 +68,10 @@ def run(ctx: DemoContext) -> None:
     cols = ["file", "rank", "POSIX_OPENS", "POSIX_WRITES", "POSIX_READS", "POSIX_BYTES_WRITTEN"]
     cols += ["POSIX_BYTES_READ", "POSIX_ACCESS1_ACCESS", "POSIX_ACCESS1_COUNT"]
     ctx.show(c[cols], "POSIX records as PyDarshan reads them (rank -1: shared by all ranks)")
+
+    from iosight.warehouse import ingest
+    from iosight.warehouse import job_summary as warehouse_job
+
+    report = ingest([log], ctx.warehouse, workers=1)
+    ctx.say(f"iosight ingest of the traced log: {report.summary()}")
+    ctx.show(warehouse_job(ctx.warehouse, "8080").modules, "job 8080 in the warehouse: per module")
