@@ -1,5 +1,13 @@
-"""Reading one Darshan source into Arrow tables of the warehouse contract."""
+"""Reading one Darshan source into Arrow tables of the warehouse contract.
 
+:func:`read_source` sniffs the format; the readers behind it can be called directly.
+"""
+
+from iosight.darshan._darshan2 import read_darshan2
+from iosight.darshan._jobtotals import read_job_totals
+from iosight.darshan._parser_text import read_parser_text, write_parser_text
+from iosight.darshan._pydarshan import read_pydarshan
+from iosight.darshan._sources import READERS, read_source
 from iosight.darshan._tables import (
     JOB_COLUMNS,
     MODULE_TABLES,
@@ -8,4 +16,17 @@ from iosight.darshan._tables import (
     table_for_module,
 )
 
-__all__ = ["JOB_COLUMNS", "MODULE_TABLES", "LogTables", "jobs_schema", "table_for_module"]
+__all__ = [
+    "JOB_COLUMNS",
+    "MODULE_TABLES",
+    "READERS",
+    "LogTables",
+    "jobs_schema",
+    "read_darshan2",
+    "read_job_totals",
+    "read_parser_text",
+    "read_pydarshan",
+    "read_source",
+    "table_for_module",
+    "write_parser_text",
+]
