@@ -6,6 +6,12 @@ bug and keeps its traceback.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+
 
 class IosightError(Exception):
     """A problem the user can cause; shown without traceback."""
@@ -13,6 +19,18 @@ class IosightError(Exception):
 
 class CorruptLogError(IosightError, ValueError):
     """A source that cannot be read as the format it claims to be."""
+
+
+def read_naming_file(path: Path, read: Callable[[Path], T]) -> T:
+    """``read(path)`` with every :class:`CorruptLogError` naming the file once."""
+    if not path.is_file():
+        raise CorruptLogError(f"{path}: not a file")
+    try:
+        return read(path)
+    except CorruptLogError as err:
+        if str(err).startswith(f"{path}: "):
+            raise
+        raise CorruptLogError(f"{path}: {err}") from None
 
 
 class MissingTableError(IosightError, LookupError):

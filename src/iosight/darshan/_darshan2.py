@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from iosight._errors import CorruptLogError
+from iosight._errors import CorruptLogError, read_naming_file
 from iosight.darshan._darshan2_counters import (
     CP_COUNTERS,
     CP_F_COUNTERS,
@@ -317,13 +317,7 @@ def read_darshan2(path: Path) -> dict[str, pa.Table]:
         Not gzip/bzip2, truncated stream or record, bad magic number, garbage
         header, unsupported format version.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise CorruptLogError(f"{path}: not a file")
-    try:
-        return _read(path)
-    except CorruptLogError as err:
-        raise CorruptLogError(f"{path}: {err}") from None
+    return read_naming_file(Path(path), _read)
 
 
 def _read(path: Path) -> dict[str, pa.Table]:

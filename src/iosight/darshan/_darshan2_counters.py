@@ -22,18 +22,8 @@ dropped or moved to modules 2.x did not have keep their 2.x name: stdio-level
 
 from __future__ import annotations
 
-_BUCKETS = (
-    "0_100",
-    "100_1K",
-    "1K_10K",
-    "10K_100K",
-    "100K_1M",
-    "1M_4M",
-    "4M_10M",
-    "10M_100M",
-    "100M_1G",
-    "1G_PLUS",
-)
+from iosight.darshan._tables import ACCESS_SIZE_BINS
+
 _COMBINERS = (
     "NAMED",
     "DUP",
@@ -77,12 +67,12 @@ CP_COUNTERS: tuple[str, ...] = (
             "MAX_WRITE_TIME_SIZE"
         ).split()
     ),
-    *(f"CP_SIZE_READ_{b}" for b in _BUCKETS),
-    *(f"CP_SIZE_WRITE_{b}" for b in _BUCKETS),
-    *(f"CP_SIZE_READ_AGG_{b}" for b in _BUCKETS),
-    *(f"CP_SIZE_WRITE_AGG_{b}" for b in _BUCKETS),
-    *(f"CP_EXTENT_READ_{b}" for b in _BUCKETS),
-    *(f"CP_EXTENT_WRITE_{b}" for b in _BUCKETS),
+    *(f"CP_SIZE_READ_{b}" for b in ACCESS_SIZE_BINS),
+    *(f"CP_SIZE_WRITE_{b}" for b in ACCESS_SIZE_BINS),
+    *(f"CP_SIZE_READ_AGG_{b}" for b in ACCESS_SIZE_BINS),
+    *(f"CP_SIZE_WRITE_AGG_{b}" for b in ACCESS_SIZE_BINS),
+    *(f"CP_EXTENT_READ_{b}" for b in ACCESS_SIZE_BINS),
+    *(f"CP_EXTENT_WRITE_{b}" for b in ACCESS_SIZE_BINS),
     *(f"CP_STRIDE{i}_STRIDE" for i in range(1, 5)),
     *(f"CP_STRIDE{i}_COUNT" for i in range(1, 5)),
     *(f"CP_ACCESS{i}_ACCESS" for i in range(1, 5)),
@@ -157,7 +147,7 @@ def _build_mapping() -> tuple[dict[str, str], dict[str, str]]:
     ).split()
     for c in plain:
         posix[f"CP_{c}"] = f"POSIX_{c}"
-    for b in _BUCKETS:
+    for b in ACCESS_SIZE_BINS:
         posix[f"CP_SIZE_READ_{b}"] = f"POSIX_SIZE_READ_{b}"
         posix[f"CP_SIZE_WRITE_{b}"] = f"POSIX_SIZE_WRITE_{b}"
         mpiio[f"CP_SIZE_READ_AGG_{b}"] = f"MPIIO_SIZE_READ_AGG_{b}"

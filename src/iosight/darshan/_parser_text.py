@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import numpy as np
 
-from iosight._errors import CorruptLogError
+from iosight._errors import CorruptLogError, read_naming_file
 from iosight.darshan._darshan2 import job_totals
 from iosight.darshan._darshan2_counters import (
     CP_COUNTERS,
@@ -498,13 +498,7 @@ def read_parser_text(path: Path) -> dict[str, pa.Table]:
         Not parser output (no ``# darshan log version:`` line), missing job
         header lines, malformed counter rows or non-numeric values.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise CorruptLogError(f"{path}: not a file")
-    try:
-        return _read(path)
-    except CorruptLogError as err:
-        raise CorruptLogError(f"{path}: {err}") from None
+    return read_naming_file(Path(path), _read)
 
 
 def _read(path: Path) -> dict[str, pa.Table]:

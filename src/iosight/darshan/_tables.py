@@ -111,4 +111,18 @@ def jobs_schema() -> pa.Schema:
     )
 
 
+# Darshan's access-size histogram buckets (``POSIX_SIZE_READ_0_100`` ... ``_1G_PLUS``)
+ACCESS_SIZE_BINS = (
+    "0_100",
+    "100_1K",
+    "1K_10K",
+    "10K_100K",
+    "100K_1M",
+    "1M_4M",
+    "4M_10M",
+    "10M_100M",
+    "100M_1G",
+    "1G_PLUS",
+)
+
 LogTables = dict  # dict[str, pa.Table]: warehouse table name -> rows of one source

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from iosight._errors import IosightError
+from iosight.darshan._tables import ACCESS_SIZE_BINS
 from iosight.warehouse._store import Warehouse
 
 # module table -> (counter prefix, name of its read/write byte counters)
@@ -25,18 +26,6 @@ _LAYERS = {
     "dfs": "DFS",
     "daos": "DAOS",
 }
-_SIZE_BINS = (
-    "0_100",
-    "100_1K",
-    "1K_10K",
-    "10K_100K",
-    "100K_1M",
-    "1M_4M",
-    "4M_10M",
-    "10M_100M",
-    "100M_1G",
-    "1G_PLUS",
-)
 
 
 @dataclass
@@ -144,7 +133,7 @@ def _access_sizes(warehouse: Warehouse, key: str, tables: set[str]) -> pd.DataFr
         cols = _cols(warehouse, table)
         for what in ("READ", "WRITE"):
             prefix = f"{p}_SIZE_{what}_AGG_" if p == "MPIIO" else f"{p}_SIZE_{what}_"
-            names = [prefix + b for b in _SIZE_BINS if prefix + b in cols]
+            names = [prefix + b for b in ACCESS_SIZE_BINS if prefix + b in cols]
             if not names:
                 continue
             sums = ", ".join(f'sum("{n}") "{n[len(prefix) :]}"' for n in names)
@@ -156,7 +145,7 @@ def _access_sizes(warehouse: Warehouse, key: str, tables: set[str]) -> pd.DataFr
     if not rows:
         return pd.DataFrame()
     out = pd.concat(rows, ignore_index=True).fillna(0)
-    return out[["module", "op"] + [b for b in _SIZE_BINS if b in out.columns]]
+    return out[["module", "op"] + [b for b in ACCESS_SIZE_BINS if b in out.columns]]
 
 
 def _files(warehouse: Warehouse, key: str, tables: set[str]) -> pd.DataFrame:
