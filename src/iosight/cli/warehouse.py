@@ -60,12 +60,18 @@ def jobs(
     fmt: str = FORMAT_OPT,
 ) -> None:
     """List ingested jobs."""
+    import pandas as pd
+
     with cli_errors():
         wh = open_warehouse(warehouse)
         df = wh.jobs(where=where)
         cols = ["job_key", "jobid", "exe", "nprocs", "start_time", "run_time", "modules"]
         df = df[cols + (["synthetic"] if fmt != "table" else [])].sort_values("start_time")
-        df["job_key"] = df["job_key"].str[:12] if fmt == "table" else df["job_key"]
+        if fmt == "table":  # short keys and readable UTC times on screen; raw values in files
+            df["job_key"] = df["job_key"].str[:12]
+            df["start_time"] = pd.to_datetime(df["start_time"], unit="s", utc=True).dt.strftime(
+                "%Y-%m-%d %H:%M:%S"
+            )
         print_frame(df.head(limit) if limit else df, fmt, title=f"jobs in {wh.path}")
 
 
