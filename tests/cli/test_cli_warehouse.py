@@ -67,3 +67,14 @@ def test_ingest_exits_nonzero_when_a_source_fails(tmp_path):
     bad.write_bytes(b"\x00" * 100)
     result = runner.invoke(app, ["ingest", str(bad), "-w", str(tmp_path / "wh")])
     assert result.exit_code == 2 and "1 failed" in result.output
+
+
+def test_version_and_table_view_of_jobs(wh):
+    from iosight import __version__
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.stdout.strip() == __version__
+    result = runner.invoke(app, ["jobs", "-w", str(wh)])
+    assert result.exit_code == 0
+    # start times are shown as UTC dates on screen (job 4478544 ran in 2017)
+    assert "2017-" in result.stdout

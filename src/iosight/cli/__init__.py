@@ -27,15 +27,21 @@ def _register_all() -> None:
             importlib.import_module(f"{__name__}.{mod.name}").register(app)
 
 
-@app.callback()
-def _root(
-    version: bool = typer.Option(False, "--version", help="Show the version and exit."),
-) -> None:
-    if version:
+def _show_version(value: bool) -> None:
+    if value:
         from iosight import __version__
 
         typer.echo(__version__)
         raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", help="Show the version and exit.", is_eager=True, callback=_show_version
+    ),
+) -> None:
+    """HPC I/O telemetry (Darshan logs first of all) into answers."""
 
 
 _register_all()
