@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from iosight.trace._events import READ, RESET, SYNC, WRITE
+from iosight.trace._events import READ, RESET, SYNC, WRITE, pack_event
 from iosight.trace._format import POSIX_COUNTERS, POSIX_FCOUNTERS
 from iosight.trace._posix import PosixRecord
 
@@ -128,19 +128,20 @@ def _ops(rng, n_ops):
     return ops
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_batches_match_per_operation_reference(seed):
+@pytest.mark.parametrize("n_cuts", [0, 7, 60])  # one batch (~20 resets), some, many small
+@pytest.mark.parametrize("seed", range(4))
+def test_batches_match_per_operation_reference(seed, n_cuts):
     rng = np.random.default_rng(seed)
     ops = _ops(rng, 400)
     ref = Reference(4096)
     for op in ops:
         ref.op(*op)
     rec = PosixRecord(1, 0, 4096)
-    cuts = sorted(rng.choice(len(ops), size=7, replace=False).tolist()) + [len(ops)]
+    cuts = sorted(rng.choice(len(ops), size=n_cuts, replace=False).tolist()) + [len(ops)]
     start = 0
     for cut in cuts:  # several batches of arbitrary sizes
         for op in ops[start:cut]:
-            rec.ev += op
+            rec.ev += pack_event(*op)
         rec.drain(0.0)
         start = cut
     row = np.zeros(
@@ -181,10 +182,10 @@ def test_runs_match_per_operation_reference(seed):
         for op in block:
             ref.op(*op)
         regular = [op for op in block if op[0] != RESET]
-        rec.ev += tuple(x for op in regular for x in op)
+        rec.ev += b"".join(pack_event(*op) for op in regular)
         rec.drain(0.0)  # one regular batch
         if len(regular) != len(block):
-            rec.ev += (RESET, 0, 0, 0.0, 0.0)
+            rec.ev += pack_event(RESET, 0, 0, 0.0, 0.0)
             rec.drain(0.0)
     row = np.zeros(
         1, dtype=[("id", "<u8"), ("counters", "<i8", (69,)), ("fcounters", "<f8", (17,))]

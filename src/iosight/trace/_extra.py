@@ -99,15 +99,15 @@ class Heatmap:
 
 
 def dxt_record_bytes(rec_id: int, rank: int, segments: np.ndarray) -> bytes:
-    """One DXT_POSIX record from (kind, offset, length, start, end) rows, kind 0 read 1 write."""
+    """One DXT_POSIX record from queued operations (``kind`` 0 read, 1 write; ``off``,
+    ``n``, ``t1``, ``t2`` fields, times since the job started)."""
     host = socket.gethostname().encode()[:63]
-    kinds = segments[:, 0].astype(np.int64)
+    kinds = segments["kind"]
     out = []
     for k in (1, 0):
         s = segments[kinds == k]
         arr = np.zeros(len(s), dtype=_SEG)
-        arr["offset"], arr["length"] = s[:, 1].astype(np.int64), s[:, 2].astype(np.int64)
-        arr["start"], arr["end"] = s[:, 3], s[:, 4]
+        arr["offset"], arr["length"], arr["start"], arr["end"] = s["off"], s["n"], s["t1"], s["t2"]
         out.append(arr.tobytes())
     n_w, n_r = int((kinds == 1).sum()), int((kinds == 0).sum())
     return _DXT_HEAD.pack(rec_id, rank, 0, host, n_w, n_r) + out[0] + out[1]

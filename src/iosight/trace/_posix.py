@@ -29,7 +29,7 @@ from iosight.trace._counters import (
     top_four,
     track_values,
 )
-from iosight.trace._events import READ, RESET, SYNC, WRITE, EventRecord
+from iosight.trace._events import READ, RESET, SYNC, WRITE, EventRecord, pack_event
 from iosight.trace._format import POSIX_COUNTERS, POSIX_FCOUNTERS, darshan_hash
 
 C = {n: i for i, n in enumerate(POSIX_COUNTERS)}
@@ -53,13 +53,15 @@ _OE, _RE, _WE, _CE = (F[f"{k}_END_TIMESTAMP"] for k in ("OPEN", "READ", "WRITE",
 _RT, _WT, _MT = F["READ_TIME"], F["WRITE_TIME"], F["META_TIME"]
 _MRT, _MWT = F["MAX_READ_TIME"], F["MAX_WRITE_TIME"]
 _EDGES_A = np.asarray(BUCKET_EDGES)
+_RESET_EVENT = pack_event(RESET, 0, 0, 0.0, 0.0)
+_MAX_CUTS = 8  # offset resets up to which a batch is folded stretch by stretch
 
 
 class PosixRecord(EventRecord):
     """Counters of one file, with the volatile state Darshan keeps beside them.
 
     Reads, writes, syncs and offset resets are queued in ``ev`` by the wrappers (five
-    numbers each: kind, offset, bytes, start, end) and folded into the counters in
+    packed numbers each: kind, offset, bytes, start, end) and folded into the counters in
     batches by :meth:`apply`, with exactly Darshan's per-operation rules.
     """
 
@@ -85,7 +87,7 @@ class PosixRecord(EventRecord):
 
     def opened(self, t1: float, t2: float) -> None:
         self.offset = 0
-        self.ev += (RESET, 0, 0, 0.0, 0.0)
+        self.ev += _RESET_EVENT
         self.c[_OPENS] += 1
         f = self.f
         if f[_OS] == 0 or f[_OS] > t1:
@@ -94,7 +96,7 @@ class PosixRecord(EventRecord):
         self.meta(t1, t2)
 
     def closed(self, t1: float, t2: float) -> None:
-        self.ev += (RESET, 0, 0, 0.0, 0.0)
+        self.ev += _RESET_EVENT
         f = self.f
         if f[_CS] == 0 or f[_CS] > t1:
             f[_CS] = t1
@@ -103,11 +105,27 @@ class PosixRecord(EventRecord):
 
     def apply(self, ev: np.ndarray, t0: float) -> None:
         """Fold a batch of queued operations into the counters (``POSIX_RECORD_READ`` /
-        ``POSIX_RECORD_WRITE`` / fsync of ``darshan-posix.c``)."""
-        kind = ev[:, 0].astype(np.int64)
-        off = ev[:, 1].astype(np.int64)
-        n = ev[:, 2].astype(np.int64)
-        t1, t2 = ev[:, 3] - t0, ev[:, 4] - t0
+        ``POSIX_RECORD_WRITE`` / fsync of ``darshan-posix.c``).
+
+        A few opens and closes (offset resets) cut the batch into stretches folded one
+        after the other, as each is usually one run of back-to-back accesses (the closed
+        form); a batch with many is folded in one vectorised pass."""
+        resets = np.flatnonzero(ev["kind"] == RESET)
+        if not 0 < len(resets) <= _MAX_CUTS:
+            self._apply_part(ev, t0)
+            return
+        start = 0
+        for r in resets.tolist():
+            if r > start:
+                self._apply_part(ev[start:r], t0)
+            self.lbr = self.lbw = 0
+            start = r + 1
+        if start < len(ev):
+            self._apply_part(ev[start:], t0)
+
+    def _apply_part(self, ev: np.ndarray, t0: float) -> None:
+        kind, off, n = (np.ascontiguousarray(ev[k]) for k in ("kind", "off", "n"))
+        t1, t2 = ev["t1"] - t0, ev["t2"] - t0
         k0, m0 = int(kind[0]), int(n[0])
         if (
             k0 <= WRITE
@@ -298,6 +316,7 @@ class PosixModule(TraceModule):
         fds_get = fds.get
         real_read, real_write = r["read"], r["write"]
         real_pread, real_pwrite = r["pread"], r["pwrite"]
+        pack = pack_event
 
         def _open(path, flags, mode=0o777, *, dir_fd=None):
             t1 = clock()
@@ -322,7 +341,7 @@ class PosixModule(TraceModule):
                 k = len(data)
                 off = rec.offset
                 rec.offset = off + k
-                rec.ev += (0, off, k, t1, t2)  # 0: READ
+                rec.ev += pack(0, off, k, t1, t2)  # 0: READ
             return data
 
         def _write(fd, data, /):
@@ -333,7 +352,7 @@ class PosixModule(TraceModule):
             if rec is not None:
                 off = rec.offset
                 rec.offset = off + n
-                rec.ev += (1, off, n, t1, t2)  # 1: WRITE
+                rec.ev += pack(1, off, n, t1, t2)  # 1: WRITE
             return n
 
         def _pread(fd, n, offset, /):
@@ -344,7 +363,7 @@ class PosixModule(TraceModule):
             if rec is not None:
                 k = len(data)
                 rec.offset = offset + k
-                rec.ev += (0, offset, k, t1, t2)  # 0: READ
+                rec.ev += pack(0, offset, k, t1, t2)  # 0: READ
             return data
 
         def _pwrite(fd, data, offset, /):
@@ -354,7 +373,7 @@ class PosixModule(TraceModule):
             rec = fds_get(fd)
             if rec is not None:
                 rec.offset = offset + n
-                rec.ev += (1, offset, n, t1, t2)  # 1: WRITE
+                rec.ev += pack(1, offset, n, t1, t2)  # 1: WRITE
             return n
 
         def _readv(fd, buffers, /):
@@ -365,7 +384,7 @@ class PosixModule(TraceModule):
             if rec is not None:
                 off = rec.offset
                 rec.offset = off + n
-                rec.ev += (0, off, n, t1, t2)  # 0: READ
+                rec.ev += pack(0, off, n, t1, t2)  # 0: READ
             return n
 
         def _writev(fd, buffers, /):
@@ -376,7 +395,7 @@ class PosixModule(TraceModule):
             if rec is not None:
                 off = rec.offset
                 rec.offset = off + n
-                rec.ev += (1, off, n, t1, t2)  # 1: WRITE
+                rec.ev += pack(1, off, n, t1, t2)  # 1: WRITE
             return n
 
         def _lseek(fd, pos, how, /):
@@ -427,7 +446,7 @@ class PosixModule(TraceModule):
                 rec = fds.get(fd if isinstance(fd, int) else fd.fileno())
                 if rec is not None:
                     rec.c[counter] += 1
-                    rec.ev += (SYNC, 0, 0, t1, t2)
+                    rec.ev += pack(SYNC, 0, 0, t1, t2)
                 return res
 
             return wrapper

@@ -22,7 +22,7 @@ import numpy as np
 
 from iosight.trace._core import TRACE_MODULES, TraceModule
 from iosight.trace._counters import first_start, no_overlap_time
-from iosight.trace._events import FLUSH, READ, WRITE, EventRecord
+from iosight.trace._events import FLUSH, READ, WRITE, EventRecord, pack_event
 from iosight.trace._format import STDIO_COUNTERS, STDIO_FCOUNTERS
 from iosight.trace._posix import clean_path
 
@@ -55,9 +55,8 @@ class StdioRecord(EventRecord):
 
     def apply(self, ev: np.ndarray, t0: float) -> None:
         """Fold queued reads, writes and flushes in (``STDIO_RECORD_READ``/``_WRITE``)."""
-        kind = ev[:, 0].astype(np.int64)
-        off, n = ev[:, 1].astype(np.int64), ev[:, 2].astype(np.int64)
-        t1, t2 = ev[:, 3] - t0, ev[:, 4] - t0
+        kind, off, n = ev["kind"], ev["off"], ev["n"]
+        t1, t2 = ev["t1"] - t0, ev["t2"] - t0
         c, f = self.c, self.f
         for sel, mb, by, st, en, tt, end_attr in (
             (kind == READ, _MBR, _BR, _RS, _RE, _RT, "read_end"),
@@ -83,6 +82,7 @@ class StdioRecord(EventRecord):
 
 
 _clock = time.perf_counter
+_pack = pack_event
 
 
 class TracedFile:
@@ -119,7 +119,7 @@ class TracedFile:
         rec = self._rec
         off = rec.offset
         rec.offset = off + len(line)
-        rec.ev += (READ, off, len(line), t1, t2)
+        rec.ev += _pack(READ, off, len(line), t1, t2)
         return line
 
     def __repr__(self) -> str:
@@ -132,7 +132,7 @@ class TracedFile:
         rec = self._rec
         off = rec.offset
         rec.offset = off + len(data)
-        rec.ev += (READ, off, len(data), t1, t2)
+        rec.ev += _pack(READ, off, len(data), t1, t2)
         return data
 
     def read1(self, size=-1, /):
@@ -142,7 +142,7 @@ class TracedFile:
         rec = self._rec
         off = rec.offset
         rec.offset = off + len(data)
-        rec.ev += (READ, off, len(data), t1, t2)
+        rec.ev += _pack(READ, off, len(data), t1, t2)
         return data
 
     def readinto(self, buffer, /):
@@ -153,7 +153,7 @@ class TracedFile:
         rec = self._rec
         off = rec.offset
         rec.offset = off + k
-        rec.ev += (READ, off, k, t1, t2)
+        rec.ev += _pack(READ, off, k, t1, t2)
         return n
 
     def readline(self, size=-1, /):
@@ -163,7 +163,7 @@ class TracedFile:
         rec = self._rec
         off = rec.offset
         rec.offset = off + len(line)
-        rec.ev += (READ, off, len(line), t1, t2)
+        rec.ev += _pack(READ, off, len(line), t1, t2)
         return line
 
     def readlines(self, hint=-1, /):
@@ -174,7 +174,7 @@ class TracedFile:
         rec = self._rec
         off = rec.offset
         rec.offset = off + k
-        rec.ev += (READ, off, k, t1, t2)
+        rec.ev += _pack(READ, off, k, t1, t2)
         return lines
 
     def write(self, data, /):
@@ -185,7 +185,7 @@ class TracedFile:
         rec = self._rec
         off = rec.offset
         rec.offset = off + k
-        rec.ev += (WRITE, off, k, t1, t2)
+        rec.ev += _pack(WRITE, off, k, t1, t2)
         return n
 
     def writelines(self, lines, /) -> None:
@@ -197,7 +197,7 @@ class TracedFile:
         rec = self._rec
         off = rec.offset
         rec.offset = off + k
-        rec.ev += (WRITE, off, k, t1, t2)
+        rec.ev += _pack(WRITE, off, k, t1, t2)
 
     def seek(self, offset, whence=0, /):
         t1 = _clock()
@@ -214,7 +214,7 @@ class TracedFile:
         self._f.flush()
         t2 = _clock()
         # Darshan records fflush as a zero-byte write counted in STDIO_FLUSHES
-        self._rec.ev += (FLUSH, self._rec.offset, 0, t1, t2)
+        self._rec.ev += _pack(FLUSH, self._rec.offset, 0, t1, t2)
 
     def close(self) -> None:
         if self._f.closed:
