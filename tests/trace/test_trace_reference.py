@@ -193,3 +193,19 @@ def test_runs_match_per_operation_reference(seed):
     rec.to_row(row[0])
     assert row["counters"][0].tolist() == ref.counters()
     np.testing.assert_allclose(row["fcounters"][0], ref.f, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("t1", "t2", "last_end", "added", "end"),
+    [
+        ([0.0, 1.0, 2.5], [2.0, 3.0, 3.0], 0.0, 3.0, 3.0),  # threads overlap: 2 + 1 + 0
+        ([1.0, 2.0], [1.5, 4.0], 0.0, 2.5, 4.0),  # one after the other: 0.5 + 2
+        ([1.0, 2.0], [1.5, 4.0], 1.2, 2.3, 4.0),  # the first overlaps the previous batch
+    ],
+)
+def test_no_overlap_time_by_hand(t1, t2, last_end, added, end):
+    """DARSHAN_TIMER_INC_NO_OVERLAP worked by hand, on the fast (sequential) path and not."""
+    from iosight.trace._counters import no_overlap_time
+
+    got = no_overlap_time(np.array(t1), np.array(t2), last_end)
+    assert got == pytest.approx((added, end), rel=1e-12)

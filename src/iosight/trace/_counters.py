@@ -43,6 +43,8 @@ def no_overlap_time(t1: np.ndarray, t2: np.ndarray, last_end: float) -> tuple[fl
     """
     if len(t1) == 0:
         return 0.0, last_end
+    if t1[0] >= last_end and (t1[1:] >= t2[:-1]).all():  # one thread: nothing overlaps
+        return float(np.sum(t2 - t1)), float(t2[-1])
     ends = np.maximum.accumulate(np.concatenate(([last_end], t2)))
     return float(np.sum(t2 - np.maximum(t1, ends[:-1]))), float(ends[-1])
 

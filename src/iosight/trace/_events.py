@@ -54,7 +54,8 @@ class EventRecord:
         del ev[:n]  # the wrappers only ever append, so exactly the batch goes
         self.apply(batch, t0)
         if heatmap is not None:
-            io = batch[(batch["kind"] <= WRITE) & (batch["n"] > 0)]
+            moved = (batch["kind"] <= WRITE) & (batch["n"] > 0)
+            io = batch if moved.all() else batch[moved]  # usually all: no copy
             heatmap.add(io["t1"] - t0, io["t2"] - t0, io["n"], io["kind"] == WRITE)
         if self.dxt is not None:
             keep = batch[batch["kind"] <= WRITE]
