@@ -7,17 +7,25 @@ import io
 import mmap
 import os
 
+import numpy as np
 import pytest
 
 from iosight.trace import TRACE_MODULES, ProcessInfo, TraceConfig, TraceCore
 from iosight.trace._format import record_dtype
 
 
+def _patchable():
+    return (os.open, os.read, os.write, os.close, os.stat, os.dup, mmap.mmap, builtins.open)
+
+
 @pytest.mark.parametrize("name", TRACE_MODULES.names())
 def test_module_contract(name, tmp_path):
-    before = (os.open, os.read, os.write, os.close, os.stat, mmap.mmap, builtins.open, io.open)
-    core = TraceCore(TraceConfig(log_dir=tmp_path / "logs", modules=(name,)), ProcessInfo(0, 1, 1))
+    before = (*_patchable(), io.open, np.fromfile)
+    modules = (*TRACE_MODULES.get(name).requires, name)
+    core = TraceCore(TraceConfig(log_dir=tmp_path / "logs", modules=modules), ProcessInfo(0, 1, 1))
     mod = core.modules[name]
+    # a module owns one Darshan record type, or records into the modules it requires
+    mod = mod if mod.darshan_name else core.modules[mod.requires[0]]
     assert mod.darshan_name in ("POSIX", "STDIO")
     core.start()
     try:
@@ -29,9 +37,16 @@ def test_module_contract(name, tmp_path):
         os.close(fd)
     finally:
         content = core.stop()
-    after = (os.open, os.read, os.write, os.close, os.stat, mmap.mmap, builtins.open, io.open)
+    after = (*_patchable(), io.open, np.fromfile)
     assert before == after  # uninstall puts every patched function back
     recs = content.records[mod.darshan_name]
     assert recs.dtype == record_dtype(mod.darshan_name) and len(recs) == 1
     assert content.names[int(recs["id"][0])] == str(path)
     assert (recs["rank"] == 0).all()
+
+
+def test_a_module_needs_the_modules_it_records_into(tmp_path):
+    from iosight._errors import IosightError
+
+    with pytest.raises(IosightError, match="'numpy' trace module records into 'stdio'"):
+        TraceCore(TraceConfig(log_dir=tmp_path, modules=("posix", "numpy")), ProcessInfo(0, 1, 1))

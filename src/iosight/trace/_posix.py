@@ -323,7 +323,9 @@ class PosixModule(TraceModule):
             fd = r["open"](path, flags, mode, dir_fd=dir_fd)
             t2 = clock()
             rec = record_for(path) if dir_fd is None else None
-            if rec is not None:
+            if rec is None:
+                fds.pop(fd, None)  # the number may be a copy C code closed behind our back
+            else:
                 if dxt and rec.dxt is None:
                     rec.dxt = []
                 if flags & os.O_CREAT:
@@ -451,29 +453,26 @@ class PosixModule(TraceModule):
 
             return wrapper
 
-        def _dup(fd, /):
-            t1 = clock()
-            new = r["dup"](fd)
-            t2 = clock()
+        def _duped(fd, new, t1, t2):
             rec = fds_get(fd)
-            if rec is not None:
+            if rec is None:
+                fds.pop(new, None)
+            else:
                 rec.c[_DUPS] += 1
                 rec.c[_OPENS] += 1
                 rec.meta(t1 - t0, t2 - t0)
                 fds[new] = rec
             return new
 
+        def _dup(fd, /):
+            t1 = clock()
+            new = r["dup"](fd)
+            return _duped(fd, new, t1, clock())
+
         def _dup2(fd, fd2, inheritable=True):
             t1 = clock()
             new = r["dup2"](fd, fd2, inheritable)
-            t2 = clock()
-            rec = fds_get(fd)
-            if rec is not None:
-                rec.c[_DUPS] += 1
-                rec.c[_OPENS] += 1
-                rec.meta(t1 - t0, t2 - t0)
-                fds[new] = rec
-            return new
+            return _duped(fd, new, t1, clock())
 
         def _rename(real):
             def wrapper(src, dst, *, src_dir_fd=None, dst_dir_fd=None):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import builtins
 import io
 import time
+import weakref
 
 import numpy as np
 
@@ -89,10 +90,11 @@ class TracedFile:
     """A file object that counts its calls into a :class:`StdioRecord`; everything else
     is the wrapped object's (attributes, ``name``, ``mode``, ``fileno``...)."""
 
-    __slots__ = ("_f", "_rec", "_t0", "__weakref__")
+    # _cio: (offset, start time) while C code writes through a duplicate of the descriptor
+    __slots__ = ("_f", "_rec", "_t0", "_cio", "__weakref__")
 
     def __init__(self, f, rec: StdioRecord, t0: float) -> None:
-        self._f, self._rec, self._t0 = f, rec, t0
+        self._f, self._rec, self._t0, self._cio = f, rec, t0, None
 
     def __getattr__(self, name):
         return getattr(self._f, name)
@@ -204,6 +206,13 @@ class TracedFile:
         pos = self._f.seek(offset, whence)
         t2 = _clock()
         rec = self._rec
+        if self._cio is not None:  # numpy's tofile wrote through C stdio, now done
+            start, t_dup = self._cio
+            self._cio = None
+            if pos > start:  # its seek to where its stream ended is not the program's
+                rec.ev += _pack(WRITE, start, pos - start, t_dup, t1)
+                rec.offset = pos
+                return pos
         rec.offset = pos
         rec.c[_SEEKS] += 1
         rec.meta(t1 - self._t0, t2 - self._t0)
@@ -217,6 +226,7 @@ class TracedFile:
         self._rec.ev += _pack(FLUSH, self._rec.offset, 0, t1, t2)
 
     def close(self) -> None:
+        self._cio = None
         if self._f.closed:
             return
         t1 = _clock()
@@ -264,6 +274,8 @@ class StdioModule(TraceModule):
     def __init__(self, core) -> None:
         super().__init__(core)
         self._saved: dict[str, object] = {}
+        # descriptor -> open traced file, kept only for modules that ask (numpy's tofile)
+        self.files: weakref.WeakValueDictionary[int, TracedFile] | None = None
 
     def install(self) -> None:
         self._saved = {"builtins": builtins.open, "io": io.open}
@@ -295,7 +307,10 @@ class StdioModule(TraceModule):
                 rec.f[_OS] = a
             rec.f[_OE] = b
             rec.meta(a, b)
-            return _proxy_class(f)(f, rec, t0)
+            proxy = _proxy_class(f)(f, rec, t0)
+            if self.files is not None:
+                self.files[f.fileno()] = proxy
+            return proxy
 
         traced_open.__doc__ = real_open.__doc__
         builtins.open = traced_open
