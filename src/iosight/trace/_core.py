@@ -81,6 +81,9 @@ class TraceModule:
 
     darshan_name: ClassVar[str] = ""
     requires: ClassVar[tuple[str, ...]] = ()
+    # further record-owning modules created with this one (keyed by darshan_name, lower
+    # case), for a library whose calls fill two Darshan record types (h5py: H5F and H5D)
+    companions: ClassVar[tuple[type[TraceModule], ...]] = ()
 
     def __init__(self, core: TraceCore) -> None:
         self.core = core
@@ -134,7 +137,7 @@ class TraceConfig:
     """How to trace: which modules, how many records, where state and logs go."""
 
     log_dir: Path
-    modules: tuple[str, ...] = ("posix", "stdio", "numpy")
+    modules: tuple[str, ...] = ("posix", "stdio", "numpy", "h5py")
     record_limit: int = 1024
     sync_interval: float = 0.1
     exclude: tuple[str, ...] = ()
@@ -176,9 +179,12 @@ class TraceCore:
         self.start_ns = time.time_ns()
         self.t0 = time.perf_counter()
         self.names: dict[int, str] = {}
-        self.modules: dict[str, TraceModule] = {
-            name: TRACE_MODULES.get(name)(self) for name in config.modules
-        }
+        self.modules: dict[str, TraceModule] = {}
+        for name in config.modules:
+            cls = TRACE_MODULES.get(name)
+            self.modules[name] = cls(self)
+            for extra in cls.companions:
+                self.modules[extra.darshan_name.lower()] = extra(self)
         log_dir = str(Path(config.log_dir).resolve())
         self._excluded = (*EXCLUDED_PREFIXES, *config.exclude, log_dir + os.sep)
         self._excluded += tuple(
