@@ -18,7 +18,7 @@ from iosight.trace._format import record_dtype
 def _patchable():
     out = (os.open, os.read, os.write, os.close, os.stat, os.dup, mmap.mmap, builtins.open)
     out += (io.open, np.fromfile, *sys.meta_path)
-    if "h5py" in sys.modules:
+    if sys.modules.get("h5py") is not None:
         import h5py
 
         out += (h5py.File.__init__, h5py.File.close, h5py.Dataset.__getitem__)

@@ -208,7 +208,7 @@ class H5FModule(TraceModule):
         self._busy = threading.local()  # h5py calls itself (fields, __array__): count once
 
     def install(self) -> None:
-        if "h5py" in sys.modules:
+        if sys.modules.get("h5py") is not None:
             self._patch()
         else:
             self._finder = _AfterImport("h5py", self._patch)
