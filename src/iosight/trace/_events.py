@@ -13,6 +13,7 @@ also the record's DXT trace when asked.
 from __future__ import annotations
 
 import struct
+from typing import NamedTuple
 
 import numpy as np
 
@@ -22,6 +23,26 @@ DXT_MAX_SEGMENTS = 1 << 20  # per record; later segments are counted, not kept
 
 EVENT = np.dtype([("kind", "<i8"), ("off", "<i8"), ("n", "<i8"), ("t1", "<f8"), ("t2", "<f8")])
 pack_event = struct.Struct("<qqqdd").pack  # (kind, offset, bytes, start, end) -> 40 bytes
+
+
+class Ops(NamedTuple):
+    """A batch of queued operations as columns: kind, offset and bytes (int64), start
+    and end (seconds since the job started)."""
+
+    kind: np.ndarray
+    off: np.ndarray
+    n: np.ndarray
+    t1: np.ndarray
+    t2: np.ndarray
+
+    @classmethod
+    def of(cls, batch: np.ndarray, t0: float) -> Ops:
+        """Columns of an :data:`EVENT` array whose times are clock readings."""
+        return cls(*(np.ascontiguousarray(batch[k]) for k in ("kind", "off", "n")),
+                   batch["t1"] - t0, batch["t2"] - t0)  # fmt: skip
+
+    def part(self, a: int, b: int) -> Ops:
+        return Ops(*(x[a:b] for x in self))
 
 
 class Discard(bytearray):
@@ -52,11 +73,12 @@ class EventRecord:
         # copy, never view: a bytearray exporting its buffer could not be extended
         batch = np.frombuffer(ev[:n], dtype=EVENT)
         del ev[:n]  # the wrappers only ever append, so exactly the batch goes
-        self.apply(batch, t0)
+        ops = Ops.of(batch, t0)
+        self.apply(ops)
         if heatmap is not None:
-            moved = (batch["kind"] <= WRITE) & (batch["n"] > 0)
-            io = batch if moved.all() else batch[moved]  # usually all: no copy
-            heatmap.add(io["t1"] - t0, io["t2"] - t0, io["n"], io["kind"] == WRITE)
+            moved = ops.n > 0  # reads and writes that moved bytes (others queue 0 bytes)
+            io = ops if moved.all() else Ops(*(x[moved] for x in ops))  # usually all
+            heatmap.add(io.t1, io.t2, io.n, io.kind == WRITE)
         if self.dxt is not None:
             keep = batch[batch["kind"] <= WRITE]
             room = DXT_MAX_SEGMENTS - sum(len(x) for x in self.dxt)
@@ -66,6 +88,6 @@ class EventRecord:
             self.dxt.append(seg)
             self.dxt_dropped += max(len(keep) - max(room, 0), 0)
 
-    def apply(self, batch: np.ndarray, t0: float) -> None:
-        """Fold ``batch`` (an :data:`EVENT` array; times not yet moved by ``t0``) in."""
+    def apply(self, ops: Ops) -> None:
+        """Fold a batch of operations, in the order they were queued, into the counters."""
         raise NotImplementedError

@@ -65,15 +65,21 @@ class Heatmap:
         n_bins = len(self.read)
         inv = 1.0 / self.width  # times are >= 0: truncation is floor, and cheaper than //
         b0 = (t1 * inv).astype(np.int64)
-        one = b0 == (t2 * inv).astype(np.int64)
-        if one.all():  # most operations start and end in the same bin
-            both = np.bincount(b0 + n_bins * is_write, weights=nbytes, minlength=2 * n_bins)
-            self.read += both[:n_bins]
-            self.write += both[n_bins:]
-            return
-        for sel, arr in ((~is_write, self.read), (is_write, self.write)):
-            if sel.any():
-                arr += spread(t1[sel], t2[sel], nbytes[sel], self.width, n_bins)
+        # operations last microseconds and bins a tenth of a second or more: almost all
+        # start and end in one bin and are counted there at once; the few that cross a
+        # boundary are spread over the bins they cover
+        cross = np.flatnonzero(b0 != (t2 * inv).astype(np.int64))
+        weights = nbytes.astype(np.float64)
+        weights[cross] = 0.0
+        both = np.bincount(b0 + n_bins * is_write, weights=weights, minlength=2 * n_bins)
+        if len(cross):
+            w = is_write[cross]
+            for sel, part in ((~w, both[:n_bins]), (w, both[n_bins:])):
+                if sel.any():
+                    k = cross[sel]
+                    part += spread(t1[k], t2[k], nbytes[k], self.width, n_bins)
+        self.read += both[:n_bins]
+        self.write += both[n_bins:]
 
     def _coarsen(self) -> None:
         for name in ("read", "write"):

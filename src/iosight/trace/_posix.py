@@ -29,7 +29,7 @@ from iosight.trace._counters import (
     top_four,
     track_values,
 )
-from iosight.trace._events import READ, RESET, SYNC, WRITE, EventRecord, pack_event
+from iosight.trace._events import READ, RESET, SYNC, WRITE, EventRecord, Ops, pack_event
 from iosight.trace._format import POSIX_COUNTERS, POSIX_FCOUNTERS, darshan_hash
 
 C = {n: i for i, n in enumerate(POSIX_COUNTERS)}
@@ -103,29 +103,28 @@ class PosixRecord(EventRecord):
         f[_CE] = t2
         self.meta(t1, t2)
 
-    def apply(self, ev: np.ndarray, t0: float) -> None:
+    def apply(self, ops: Ops) -> None:
         """Fold a batch of queued operations into the counters (``POSIX_RECORD_READ`` /
         ``POSIX_RECORD_WRITE`` / fsync of ``darshan-posix.c``).
 
         A few opens and closes (offset resets) cut the batch into stretches folded one
         after the other, as each is usually one run of back-to-back accesses (the closed
         form); a batch with many is folded in one vectorised pass."""
-        resets = np.flatnonzero(ev["kind"] == RESET)
+        resets = np.flatnonzero(ops.kind == RESET)
         if not 0 < len(resets) <= _MAX_CUTS:
-            self._apply_part(ev, t0)
+            self._apply_part(ops)
             return
         start = 0
         for r in resets.tolist():
             if r > start:
-                self._apply_part(ev[start:r], t0)
+                self._apply_part(ops.part(start, r))
             self.lbr = self.lbw = 0
             start = r + 1
-        if start < len(ev):
-            self._apply_part(ev[start:], t0)
+        if start < len(ops.kind):
+            self._apply_part(ops.part(start, len(ops.kind)))
 
-    def _apply_part(self, ev: np.ndarray, t0: float) -> None:
-        kind, off, n = (np.ascontiguousarray(ev[k]) for k in ("kind", "off", "n"))
-        t1, t2 = ev["t1"] - t0, ev["t2"] - t0
+    def _apply_part(self, ops: Ops) -> None:
+        kind, off, n, t1, t2 = ops
         k0, m0 = int(kind[0]), int(n[0])
         if (
             k0 <= WRITE
@@ -137,7 +136,7 @@ class PosixRecord(EventRecord):
             return
         c, f = self.c, self.f
         io = kind <= WRITE
-        strides = np.zeros(len(ev), dtype=np.int64)
+        strides = np.zeros(len(kind), dtype=np.int64)
         # sequential/consecutive/stride against the last byte of the previous access of the
         # same direction; an open or close (RESET) sets both last bytes back to 0
         seg = np.cumsum(kind == RESET)

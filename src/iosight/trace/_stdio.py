@@ -19,11 +19,9 @@ import io
 import time
 import weakref
 
-import numpy as np
-
 from iosight.trace._core import TRACE_MODULES, TraceModule
 from iosight.trace._counters import first_start, no_overlap_time
-from iosight.trace._events import FLUSH, READ, WRITE, EventRecord, pack_event
+from iosight.trace._events import FLUSH, READ, WRITE, EventRecord, Ops, pack_event
 from iosight.trace._format import STDIO_COUNTERS, STDIO_FCOUNTERS
 from iosight.trace._posix import clean_path
 
@@ -54,10 +52,9 @@ class StdioRecord(EventRecord):
         if t2 > self.meta_end:
             self.meta_end = t2
 
-    def apply(self, ev: np.ndarray, t0: float) -> None:
+    def apply(self, ops: Ops) -> None:
         """Fold queued reads, writes and flushes in (``STDIO_RECORD_READ``/``_WRITE``)."""
-        kind, off, n = ev["kind"], ev["off"], ev["n"]
-        t1, t2 = ev["t1"] - t0, ev["t2"] - t0
+        kind, off, n, t1, t2 = ops
         c, f = self.c, self.f
         for sel, mb, by, st, en, tt, end_attr in (
             (kind == READ, _MBR, _BR, _RS, _RE, _RT, "read_end"),
