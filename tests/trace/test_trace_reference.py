@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from iosight.trace._events import READ, RESET, SYNC, WRITE, pack_event
+from iosight.trace._events import READ, RESET, SEEK, SYNC, WRITE, pack_at, pack_event
 from iosight.trace._format import POSIX_COUNTERS, POSIX_FCOUNTERS
 from iosight.trace._posix import PosixRecord
 
@@ -110,6 +110,27 @@ class Reference:
         return c
 
 
+def _queue(rec, ops) -> None:
+    """Queue ``(kind, offset, bytes, start, end)`` operations as the wrappers do: at the
+    record's offset when they are there, after a SEEK when they are elsewhere."""
+    for kind, off, n, t1, t2 in ops:
+        if kind not in (READ, WRITE):
+            rec.ev += pack_event(kind, 0, t1, t2)
+        elif off == rec.queued:
+            rec.ev += pack_event(kind, n, t1, t2)
+        else:
+            rec.ev += pack_at(SEEK, off, 0.0, 0.0, kind, n, t1, t2)
+        rec.queued = off + n if kind in (READ, WRITE) else rec.queued
+
+
+class _Record(PosixRecord):
+    __slots__ = ("queued",)  # the offset the queued operations leave (what a wrapper knows)
+
+    def __init__(self, fa):
+        super().__init__(1, 0, fa)
+        self.queued = 0
+
+
 def _ops(rng, n_ops):
     t, off, ops = 1.0, 0, []
     sizes = [1, 100, 512, 4096, 4096, 65536, 1 << 20, 5 << 20]
@@ -136,12 +157,11 @@ def test_batches_match_per_operation_reference(seed, n_cuts):
     ref = Reference(4096)
     for op in ops:
         ref.op(*op)
-    rec = PosixRecord(1, 0, 4096)
+    rec = _Record(4096)
     cuts = sorted(rng.choice(len(ops), size=n_cuts, replace=False).tolist()) + [len(ops)]
     start = 0
     for cut in cuts:  # several batches of arbitrary sizes
-        for op in ops[start:cut]:
-            rec.ev += pack_event(*op)
+        _queue(rec, ops[start:cut])
         rec.drain(0.0)
         start = cut
     row = np.zeros(
@@ -177,15 +197,15 @@ def test_runs_match_per_operation_reference(seed):
     rng = np.random.default_rng(100 + seed)
     blocks = _runs(rng, 30)
     ref = Reference(4096)
-    rec = PosixRecord(1, 0, 4096)
+    rec = _Record(4096)
     for block in blocks:
         for op in block:
             ref.op(*op)
         regular = [op for op in block if op[0] != RESET]
-        rec.ev += b"".join(pack_event(*op) for op in regular)
+        _queue(rec, regular)
         rec.drain(0.0)  # one regular batch
         if len(regular) != len(block):
-            rec.ev += pack_event(RESET, 0, 0, 0.0, 0.0)
+            _queue(rec, [(RESET, 0, 0, 0.0, 0.0)])
             rec.drain(0.0)
     row = np.zeros(
         1, dtype=[("id", "<u8"), ("counters", "<i8", (69,)), ("fcounters", "<f8", (17,))]

@@ -39,7 +39,7 @@ import os
 import time
 
 from iosight.trace._core import TRACE_MODULES, TraceModule
-from iosight.trace._events import READ, pack_event
+from iosight.trace._events import READ, SEEK, pack_at
 from iosight.trace._stdio import TracedFile
 
 
@@ -78,8 +78,7 @@ class NumpyModule(TraceModule):
                 t2 = clock()
                 end = raw.tell()
                 n = arr.nbytes if sep == "" else end - pos0
-                rec.ev += pack_event(READ, end - n, n, t1, t2)
-                rec.offset = end
+                rec.ev += pack_at(SEEK, end - n, 0.0, 0.0, READ, n, t1, t2)
                 return arr
             finally:
                 if own:

@@ -29,7 +29,17 @@ from iosight.trace._counters import (
     top_four,
     track_values,
 )
-from iosight.trace._events import READ, RESET, SYNC, WRITE, EventRecord, Ops, pack_event
+from iosight.trace._events import (
+    READ,
+    RESET,
+    SEEK,
+    SYNC,
+    WRITE,
+    EventRecord,
+    Ops,
+    pack_at,
+    pack_event,
+)
 from iosight.trace._format import POSIX_COUNTERS, POSIX_FCOUNTERS, darshan_hash
 
 C = {n: i for i, n in enumerate(POSIX_COUNTERS)}
@@ -53,19 +63,20 @@ _OE, _RE, _WE, _CE = (F[f"{k}_END_TIMESTAMP"] for k in ("OPEN", "READ", "WRITE",
 _RT, _WT, _MT = F["READ_TIME"], F["WRITE_TIME"], F["META_TIME"]
 _MRT, _MWT = F["MAX_READ_TIME"], F["MAX_WRITE_TIME"]
 _EDGES_A = np.asarray(BUCKET_EDGES)
-_RESET_EVENT = pack_event(RESET, 0, 0, 0.0, 0.0)
+_RESET_EVENT = pack_event(RESET, 0, 0.0, 0.0)  # a close: last bytes back to 0
+_OPEN_EVENTS = _RESET_EVENT + pack_event(SEEK, 0, 0.0, 0.0)  # an open: and offset 0
 _MAX_CUTS = 8  # offset resets up to which a batch is folded stretch by stretch
 
 
 class PosixRecord(EventRecord):
     """Counters of one file, with the volatile state Darshan keeps beside them.
 
-    Reads, writes, syncs and offset resets are queued in ``ev`` by the wrappers (five
-    packed numbers each: kind, offset, bytes, start, end) and folded into the counters in
+    Reads, writes, syncs, seeks and offset resets are queued in ``ev`` by the wrappers
+    (four packed numbers each: kind, bytes, start, end) and folded into the counters in
     batches by :meth:`apply`, with exactly Darshan's per-operation rules.
     """
 
-    __slots__ = ("c", "f", "offset", "lbr", "lbw", "last_io")
+    __slots__ = ("c", "f", "lbr", "lbw", "last_io")
     __slots__ += ("meta_end", "read_end", "write_end", "sizes", "strides")
 
     def __init__(self, rec_id: int, slot: int, block_size: int) -> None:
@@ -74,7 +85,7 @@ class PosixRecord(EventRecord):
         self.f = [0.0] * len(POSIX_FCOUNTERS)
         self.c[C["MEM_ALIGNMENT"]] = 8
         self.c[_FA] = block_size
-        self.offset = self.lbr = self.lbw = self.last_io = 0
+        self.lbr = self.lbw = self.last_io = 0
         self.meta_end = self.read_end = self.write_end = 0.0
         self.sizes: dict[int, int] = {}
         self.strides: dict[int, int] = {}
@@ -86,8 +97,7 @@ class PosixRecord(EventRecord):
             self.meta_end = t2
 
     def opened(self, t1: float, t2: float) -> None:
-        self.offset = 0
-        self.ev += _RESET_EVENT
+        self.ev += _OPEN_EVENTS
         self.c[_OPENS] += 1
         f = self.f
         if f[_OS] == 0 or f[_OS] > t1:
@@ -339,10 +349,7 @@ class PosixModule(TraceModule):
             t2 = clock()
             rec = fds_get(fd)
             if rec is not None:
-                k = len(data)
-                off = rec.offset
-                rec.offset = off + k
-                rec.ev += pack(0, off, k, t1, t2)  # 0: READ
+                rec.ev += pack(0, len(data), t1, t2)  # 0: READ, at the record's offset
             return data
 
         def _write(fd, data, /):
@@ -351,9 +358,7 @@ class PosixModule(TraceModule):
             t2 = clock()
             rec = fds_get(fd)
             if rec is not None:
-                off = rec.offset
-                rec.offset = off + n
-                rec.ev += pack(1, off, n, t1, t2)  # 1: WRITE
+                rec.ev += pack(1, n, t1, t2)  # 1: WRITE
             return n
 
         def _pread(fd, n, offset, /):
@@ -361,10 +366,8 @@ class PosixModule(TraceModule):
             data = real_pread(fd, n, offset)
             t2 = clock()
             rec = fds_get(fd)
-            if rec is not None:
-                k = len(data)
-                rec.offset = offset + k
-                rec.ev += pack(0, offset, k, t1, t2)  # 0: READ
+            if rec is not None:  # Darshan's pread moves the record's offset too
+                rec.ev += pack_at(SEEK, offset, 0.0, 0.0, 0, len(data), t1, t2)
             return data
 
         def _pwrite(fd, data, offset, /):
@@ -373,31 +376,20 @@ class PosixModule(TraceModule):
             t2 = clock()
             rec = fds_get(fd)
             if rec is not None:
-                rec.offset = offset + n
-                rec.ev += pack(1, offset, n, t1, t2)  # 1: WRITE
+                rec.ev += pack_at(SEEK, offset, 0.0, 0.0, 1, n, t1, t2)
             return n
 
-        def _readv(fd, buffers, /):
-            t1 = clock()
-            n = r["readv"](fd, buffers)
-            t2 = clock()
-            rec = fds_get(fd)
-            if rec is not None:
-                off = rec.offset
-                rec.offset = off + n
-                rec.ev += pack(0, off, n, t1, t2)  # 0: READ
-            return n
+        def _vector(real, kind):
+            def wrapper(fd, buffers, /):
+                t1 = clock()
+                n = real(fd, buffers)
+                t2 = clock()
+                rec = fds_get(fd)
+                if rec is not None:
+                    rec.ev += pack(kind, n, t1, t2)
+                return n
 
-        def _writev(fd, buffers, /):
-            t1 = clock()
-            n = r["writev"](fd, buffers)
-            t2 = clock()
-            rec = fds_get(fd)
-            if rec is not None:
-                off = rec.offset
-                rec.offset = off + n
-                rec.ev += pack(1, off, n, t1, t2)  # 1: WRITE
-            return n
+            return wrapper
 
         def _lseek(fd, pos, how, /):
             t1 = clock()
@@ -405,7 +397,7 @@ class PosixModule(TraceModule):
             t2 = clock()
             rec = fds_get(fd)
             if rec is not None:
-                rec.offset = res
+                rec.ev += pack(SEEK, res, 0.0, 0.0)
                 rec.c[_SEEKS] += 1
                 rec.meta(t1 - t0, t2 - t0)
             return res
@@ -447,7 +439,7 @@ class PosixModule(TraceModule):
                 rec = fds.get(fd if isinstance(fd, int) else fd.fileno())
                 if rec is not None:
                     rec.c[counter] += 1
-                    rec.ev += pack(SYNC, 0, 0, t1, t2)
+                    rec.ev += pack(SYNC, 0, t1, t2)
                 return res
 
             return wrapper
@@ -510,7 +502,8 @@ class PosixModule(TraceModule):
                 return obj
 
         os.open, os.read, os.write = _open, _read, _write
-        os.pread, os.pwrite, os.readv, os.writev = _pread, _pwrite, _readv, _writev
+        os.pread, os.pwrite = _pread, _pwrite
+        os.readv, os.writev = _vector(r["readv"], READ), _vector(r["writev"], WRITE)
         os.lseek, os.fstat, os.close = _lseek, _fstat, _close
         os.stat, os.lstat = _stat_path(r["stat"]), _stat_path(r["lstat"])
         os.fsync, os.fdatasync = _sync(r["fsync"], _FSYNCS), _sync(r["fdatasync"], _FDSYNCS)

@@ -9,7 +9,7 @@ Darshan's STDIO counters and timers.
 
 iosight's reading: in text mode the byte counters count characters (the same for
 ASCII text), because encoding each string again to count its bytes would cost more
-than the call itself; the offset follows the bytes counted and is reset by ``seek``.
+than the call itself; the offset follows the bytes counted and is set by ``seek``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import weakref
 
 from iosight.trace._core import TRACE_MODULES, TraceModule
 from iosight.trace._counters import first_start, no_overlap_time
-from iosight.trace._events import FLUSH, READ, WRITE, EventRecord, Ops, pack_event
+from iosight.trace._events import FLUSH, READ, SEEK, WRITE, EventRecord, Ops, pack_at, pack_event
 from iosight.trace._format import STDIO_COUNTERS, STDIO_FCOUNTERS
 from iosight.trace._posix import clean_path
 
@@ -36,15 +36,14 @@ _OE, _CE, _WE, _RE = (F[f"{k}_END_TIMESTAMP"] for k in ("OPEN", "CLOSE", "WRITE"
 
 
 class StdioRecord(EventRecord):
-    """STDIO counters of one file, plus the stream offset and last-end times."""
+    """STDIO counters of one file, plus the last-end times (the fold keeps the offset)."""
 
-    __slots__ = ("c", "f", "offset", "meta_end", "read_end", "write_end")
+    __slots__ = ("c", "f", "meta_end", "read_end", "write_end")
 
     def __init__(self, rec_id: int, slot: int) -> None:
         super().__init__(rec_id, slot)
         self.c = [0] * len(STDIO_COUNTERS)
         self.f = [0.0] * len(STDIO_FCOUNTERS)
-        self.offset = 0
         self.meta_end = self.read_end = self.write_end = 0.0
 
     def meta(self, t1: float, t2: float) -> None:
@@ -80,7 +79,7 @@ class StdioRecord(EventRecord):
 
 
 _clock = time.perf_counter
-_pack = pack_event
+_pack, _pack_at = pack_event, pack_at
 
 
 class TracedFile:
@@ -115,10 +114,7 @@ class TracedFile:
         t1 = _clock()
         line = next(self._f)
         t2 = _clock()
-        rec = self._rec
-        off = rec.offset
-        rec.offset = off + len(line)
-        rec.ev += _pack(READ, off, len(line), t1, t2)
+        self._rec.ev += _pack(READ, len(line), t1, t2)
         return line
 
     def __repr__(self) -> str:
@@ -128,20 +124,14 @@ class TracedFile:
         t1 = _clock()
         data = self._f.read(size)
         t2 = _clock()
-        rec = self._rec
-        off = rec.offset
-        rec.offset = off + len(data)
-        rec.ev += _pack(READ, off, len(data), t1, t2)
+        self._rec.ev += _pack(READ, len(data), t1, t2)
         return data
 
     def read1(self, size=-1, /):
         t1 = _clock()
         data = self._f.read1(size)
         t2 = _clock()
-        rec = self._rec
-        off = rec.offset
-        rec.offset = off + len(data)
-        rec.ev += _pack(READ, off, len(data), t1, t2)
+        self._rec.ev += _pack(READ, len(data), t1, t2)
         return data
 
     def readinto(self, buffer, /):
@@ -149,20 +139,14 @@ class TracedFile:
         n = self._f.readinto(buffer)
         t2 = _clock()
         k = n or 0  # None: a non-blocking stream had nothing; hand None back unchanged
-        rec = self._rec
-        off = rec.offset
-        rec.offset = off + k
-        rec.ev += _pack(READ, off, k, t1, t2)
+        self._rec.ev += _pack(READ, k, t1, t2)
         return n
 
     def readline(self, size=-1, /):
         t1 = _clock()
         line = self._f.readline(size)
         t2 = _clock()
-        rec = self._rec
-        off = rec.offset
-        rec.offset = off + len(line)
-        rec.ev += _pack(READ, off, len(line), t1, t2)
+        self._rec.ev += _pack(READ, len(line), t1, t2)
         return line
 
     def readlines(self, hint=-1, /):
@@ -170,10 +154,7 @@ class TracedFile:
         lines = self._f.readlines(hint)
         t2 = _clock()
         k = sum(map(len, lines))
-        rec = self._rec
-        off = rec.offset
-        rec.offset = off + k
-        rec.ev += _pack(READ, off, k, t1, t2)
+        self._rec.ev += _pack(READ, k, t1, t2)
         return lines
 
     def write(self, data, /):
@@ -181,10 +162,7 @@ class TracedFile:
         n = self._f.write(data)
         t2 = _clock()
         k = n if n is not None else len(data)
-        rec = self._rec
-        off = rec.offset
-        rec.offset = off + k
-        rec.ev += _pack(WRITE, off, k, t1, t2)
+        self._rec.ev += _pack(WRITE, k, t1, t2)
         return n
 
     def writelines(self, lines, /) -> None:
@@ -193,10 +171,7 @@ class TracedFile:
         self._f.writelines(lines)
         t2 = _clock()
         k = sum(map(len, lines))
-        rec = self._rec
-        off = rec.offset
-        rec.offset = off + k
-        rec.ev += _pack(WRITE, off, k, t1, t2)
+        self._rec.ev += _pack(WRITE, k, t1, t2)
 
     def seek(self, offset, whence=0, /):
         t1 = _clock()
@@ -207,10 +182,9 @@ class TracedFile:
             start, t_dup = self._cio
             self._cio = None
             if pos > start:  # its seek to where its stream ended is not the program's
-                rec.ev += _pack(WRITE, start, pos - start, t_dup, t1)
-                rec.offset = pos
+                rec.ev += _pack_at(SEEK, start, 0.0, 0.0, WRITE, pos - start, t_dup, t1)
                 return pos
-        rec.offset = pos
+        rec.ev += _pack(SEEK, pos, 0.0, 0.0)
         rec.c[_SEEKS] += 1
         rec.meta(t1 - self._t0, t2 - self._t0)
         return pos
@@ -220,7 +194,7 @@ class TracedFile:
         self._f.flush()
         t2 = _clock()
         # Darshan records fflush as a zero-byte write counted in STDIO_FLUSHES
-        self._rec.ev += _pack(FLUSH, self._rec.offset, 0, t1, t2)
+        self._rec.ev += _pack(FLUSH, 0, t1, t2)
 
     def close(self) -> None:
         self._cio = None
@@ -298,7 +272,7 @@ class StdioModule(TraceModule):
             if rec is None:
                 return f
             rec.c[counter] += 1
-            rec.offset = f.tell() if "a" in mode else 0
+            rec.ev += _pack(SEEK, f.tell() if "a" in mode else 0, 0.0, 0.0)
             a, b = t1 - t0, t2 - t0
             if rec.f[_OS] == 0 or rec.f[_OS] > a:
                 rec.f[_OS] = a
