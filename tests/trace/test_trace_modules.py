@@ -187,7 +187,8 @@ def test_fdopen_counts_on_the_posix_files_stdio_record(tmp_path):
         fd = os.open(p, os.O_CREAT | os.O_WRONLY, 0o600)
         with os.fdopen(fd, "w") as fh:
             fh.write("via fdopen\n")
-            fh.custom_attribute = 1  # attributes set on the proxy land on the file object
+            fh.custom_attribute = 1  # an attribute the program adds stays readable
+            assert fh.custom_attribute == 1 and fh.mode == "w" and fh.fileno() == fd
     c, _ = _read_back(t.finish().log, "STDIO", p)
     assert (c["STDIO_FDOPENS"], c["STDIO_OPENS"], c["STDIO_BYTES_WRITTEN"]) == (1, 0, 11)
 
