@@ -297,6 +297,7 @@ class PosixModule(TraceModule):
     def __init__(self, core) -> None:
         super().__init__(core)
         self.fds: dict[int, PosixRecord] = {}
+        self.queues: dict[int, bytearray] = {}  # fd -> its record's queue: one lookup a call
         self._saved: dict[str, object] = {}
 
     def record_for(self, path) -> PosixRecord | None:
@@ -307,6 +308,7 @@ class PosixModule(TraceModule):
 
     def reset_after_fork(self) -> None:
         self.fds.clear()
+        self.queues.clear()
 
     def install(self) -> None:
         # one closure per wrapped call, with its real function bound locally, keeps them fast
@@ -322,7 +324,16 @@ class PosixModule(TraceModule):
         saved["mmap"] = mmap.mmap
         r = dict(saved)
         record_for = self.record_for
-        fds_get = fds.get
+        fds_get, queues = fds.get, self.queues
+        queue_get = queues.get
+
+        def bind(fd: int, rec: PosixRecord | None) -> None:
+            if rec is None:  # the number may be a copy C code closed behind our back
+                fds.pop(fd, None)
+                queues.pop(fd, None)
+            else:
+                fds[fd], queues[fd] = rec, rec.ev
+
         real_read, real_write = r["read"], r["write"]
         real_pread, real_pwrite = r["pread"], r["pwrite"]
         pack = pack_event
@@ -332,51 +343,49 @@ class PosixModule(TraceModule):
             fd = r["open"](path, flags, mode, dir_fd=dir_fd)
             t2 = clock()
             rec = record_for(path) if dir_fd is None else None
-            if rec is None:
-                fds.pop(fd, None)  # the number may be a copy C code closed behind our back
-            else:
+            bind(fd, rec)
+            if rec is not None:
                 if dxt and rec.dxt is None:
                     rec.dxt = []
                 if flags & os.O_CREAT:
                     rec.c[C["MODE"]] = mode
                 rec.opened(t1 - t0, t2 - t0)
-                fds[fd] = rec
             return fd
 
         def _read(fd, n, /):
             t1 = clock()
             data = real_read(fd, n)
             t2 = clock()
-            rec = fds_get(fd)
-            if rec is not None:
-                rec.ev += pack(0, len(data), t1, t2)  # 0: READ, at the record's offset
+            q = queue_get(fd)
+            if q is not None:
+                q += pack(0, len(data), t1, t2)  # 0: READ, at the record's offset
             return data
 
         def _write(fd, data, /):
             t1 = clock()
             n = real_write(fd, data)
             t2 = clock()
-            rec = fds_get(fd)
-            if rec is not None:
-                rec.ev += pack(1, n, t1, t2)  # 1: WRITE
+            q = queue_get(fd)
+            if q is not None:
+                q += pack(1, n, t1, t2)  # 1: WRITE
             return n
 
         def _pread(fd, n, offset, /):
             t1 = clock()
             data = real_pread(fd, n, offset)
             t2 = clock()
-            rec = fds_get(fd)
-            if rec is not None:  # Darshan's pread moves the record's offset too
-                rec.ev += pack_at(SEEK, offset, 0.0, 0.0, 0, len(data), t1, t2)
+            q = queue_get(fd)
+            if q is not None:  # Darshan's pread moves the record's offset too
+                q += pack_at(SEEK, offset, 0.0, 0.0, 0, len(data), t1, t2)
             return data
 
         def _pwrite(fd, data, offset, /):
             t1 = clock()
             n = real_pwrite(fd, data, offset)
             t2 = clock()
-            rec = fds_get(fd)
-            if rec is not None:
-                rec.ev += pack_at(SEEK, offset, 0.0, 0.0, 1, n, t1, t2)
+            q = queue_get(fd)
+            if q is not None:
+                q += pack_at(SEEK, offset, 0.0, 0.0, 1, n, t1, t2)
             return n
 
         def _vector(real, kind):
@@ -384,9 +393,9 @@ class PosixModule(TraceModule):
                 t1 = clock()
                 n = real(fd, buffers)
                 t2 = clock()
-                rec = fds_get(fd)
-                if rec is not None:
-                    rec.ev += pack(kind, n, t1, t2)
+                q = queue_get(fd)
+                if q is not None:
+                    q += pack(kind, n, t1, t2)
                 return n
 
             return wrapper
@@ -446,13 +455,11 @@ class PosixModule(TraceModule):
 
         def _duped(fd, new, t1, t2):
             rec = fds_get(fd)
-            if rec is None:
-                fds.pop(new, None)
-            else:
+            bind(new, rec)
+            if rec is not None:
                 rec.c[_DUPS] += 1
                 rec.c[_OPENS] += 1
                 rec.meta(t1 - t0, t2 - t0)
-                fds[new] = rec
             return new
 
         def _dup(fd, /):
@@ -489,6 +496,7 @@ class PosixModule(TraceModule):
             res = r["close"](fd)
             t2 = clock()
             rec = fds.pop(fd, None)
+            queues.pop(fd, None)
             if rec is not None:
                 rec.closed(t1 - t0, t2 - t0)
             return res
