@@ -8,6 +8,12 @@ the medians, the slowdowns and whether the traced program's output was identical
 On a shared, noisy machine the CPU-time slowdown is the steadier of the two; the
 ``noise`` column is the untraced wall times' (max - min) / median.
 
+Each workload waits ``--settle`` seconds after start-up before its timed loop, so that
+one-off start-up work is not charged to the I/O calls: the tracer imports numpy, and
+numpy's OpenBLAS starts a worker thread that spins for about 50 ms of CPU after the
+import even when no BLAS call is ever made (``python -c "import numpy"`` followed by
+0.3 s of sleep uses 0.05 s of CPU on the dev VM). Start-up costs are the last line.
+
     python benchmarks/trace_overhead.py            # 256 MiB per large workload
     python benchmarks/trace_overhead.py --quick    # < 60 s
 """
@@ -32,6 +38,7 @@ WORKLOAD = textwrap.dedent(
     """
     import json, os, sys, time, zlib
     kind, size, total, path = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    time.sleep(float(sys.argv[5]))  # let start-up work (imports, BLAS threads) settle
     block = bytes(range(256)) * (size // 256) + bytes(size % 256)
     n = total // size
     crc = 0
@@ -71,6 +78,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes, 3 repeats (< 60 s)")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument(
+        "--settle",
+        type=float,
+        default=0.5,
+        help="seconds each workload waits after start-up before its timed loop (default 0.5)",
+    )
+    parser.add_argument(
         "--dir",
         default=None,
         help="where the workload writes (default: tmp). Darshan's excluded prefixes (/dev/, "
@@ -100,7 +113,7 @@ def main(argv: list[str] | None = None) -> None:
         for case, (kind, size, total, label) in enumerate(cases):
             logs = tmp / f"logs{case}"
             traced_env = {**base_env, **trace_env(logs, {})}
-            wargs = [kind, str(size), str(total), str(tmp / "data.bin")]
+            wargs = [kind, str(size), str(total), str(tmp / "data.bin"), str(args.settle)]
             plain, traced = [], []
             for i in range(repeats):  # alternate which side runs first
                 for side in ((plain, base_env), (traced, traced_env))[:: 1 if i % 2 else -1]:
@@ -119,16 +132,26 @@ def main(argv: list[str] | None = None) -> None:
         print("recorded: fewest reads+writes one traced run's log holds for the data file")
         starts = {}
         for name, env in (("untraced", base_env), ("traced", {**base_env, **trace_env(tmp, {})})):
-            times = []
+            times, cpus = [], []
             for _ in range(repeats):
-                t = time.perf_counter()
+                t, c = time.perf_counter(), _children_cpu()
                 subprocess.run([sys.executable, "-c", "pass"], env=env, check=True)
                 times.append(time.perf_counter() - t)
-            starts[name] = statistics.median(times)
+                cpus.append(_children_cpu() - c)
+            starts[name] = statistics.median(times), statistics.median(cpus)
+        (wu, cu), (wt, ct) = starts["untraced"], starts["traced"]
         print(
-            f"interpreter start-up and exit (python -c pass): {starts['untraced']:.3f} s untraced,"
-            f" {starts['traced']:.3f} s traced"
+            f"interpreter start-up and exit (python -c pass): {wu:.3f} s untraced,"
+            f" {wt:.3f} s traced (cpu {cu:.3f} s, {ct:.3f} s)"
         )
+
+
+def _children_cpu() -> float:
+    """User + system CPU seconds of the finished child processes so far."""
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def _recorded_ops(log_dir: Path, module: str, data: Path) -> list[int]:

@@ -51,3 +51,20 @@ def test_heatmap_bins_double_when_the_run_is_long():
     _, name, data = h.record_bytes("POSIX", 0, 29.9)  # 29.9 / 0.2 = 149.5: 150 bins
     assert name == "heatmap:POSIX" and len(data) == 48 + 2 * 8 * 150
     assert h.read.sum() == 10 and h.write.sum() == 4
+
+
+def test_heatmap_batch_equals_spreading_each_operation():
+    """A batch mixing operations inside one bin and across bin boundaries, both directions,
+    bins as :func:`spread` gives them one operation at a time."""
+    rng = np.random.default_rng(7)
+    t1 = np.sort(rng.uniform(0, 1.0, 300))
+    t2 = t1 + np.where(rng.random(300) < 0.1, rng.uniform(0, 0.3, 300), 1e-6)
+    nbytes = rng.integers(0, 5000, 300)
+    is_write = rng.random(300) < 0.5
+    h = Heatmap()
+    h.add(t1, t2, nbytes, is_write)
+    n = len(h.read)
+    for sel, got in ((~is_write, h.read), (is_write, h.write)):
+        ops = zip(t1[sel], t2[sel], nbytes[sel], strict=True)
+        want = sum(spread([a], [b], [k], 0.1, n) for a, b, k in ops)
+        np.testing.assert_allclose(got, want, rtol=1e-12)

@@ -157,7 +157,7 @@ def test_excluded_paths_are_not_recorded(tmp_path):
     with trace(tmp_path / "logs", proc=ProcessInfo(0, 1, 15)) as t:
         open("/proc/self/status").read()
         os.stat("/etc/hostname") if os.path.exists("/etc/hostname") else None
-    assert t.finish().records == {"POSIX": 0, "STDIO": 0}
+    assert t.finish().records == {"POSIX": 0, "STDIO": 0, "H5F": 0, "H5D": 0}
 
 
 def test_forked_child_records_nothing_and_writes_no_log(tmp_path):
@@ -187,7 +187,8 @@ def test_fdopen_counts_on_the_posix_files_stdio_record(tmp_path):
         fd = os.open(p, os.O_CREAT | os.O_WRONLY, 0o600)
         with os.fdopen(fd, "w") as fh:
             fh.write("via fdopen\n")
-            fh.custom_attribute = 1  # attributes set on the proxy land on the file object
+            fh.custom_attribute = 1  # an attribute the program adds stays readable
+            assert fh.custom_attribute == 1 and fh.mode == "w" and fh.fileno() == fd
     c, _ = _read_back(t.finish().log, "STDIO", p)
     assert (c["STDIO_FDOPENS"], c["STDIO_OPENS"], c["STDIO_BYTES_WRITTEN"]) == (1, 0, 11)
 

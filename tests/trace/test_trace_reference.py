@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from iosight.trace._events import READ, RESET, SYNC, WRITE
+from iosight.trace._events import READ, RESET, SEEK, SYNC, WRITE, pack_at, pack_event
 from iosight.trace._format import POSIX_COUNTERS, POSIX_FCOUNTERS
 from iosight.trace._posix import PosixRecord
 
@@ -110,6 +110,27 @@ class Reference:
         return c
 
 
+def _queue(rec, ops) -> None:
+    """Queue ``(kind, offset, bytes, start, end)`` operations as the wrappers do: at the
+    record's offset when they are there, after a SEEK when they are elsewhere."""
+    for kind, off, n, t1, t2 in ops:
+        if kind not in (READ, WRITE):
+            rec.ev += pack_event(kind, 0, t1, t2)
+        elif off == rec.queued:
+            rec.ev += pack_event(kind, n, t1, t2)
+        else:
+            rec.ev += pack_at(SEEK, off, 0.0, 0.0, kind, n, t1, t2)
+        rec.queued = off + n if kind in (READ, WRITE) else rec.queued
+
+
+class _Record(PosixRecord):
+    __slots__ = ("queued",)  # the offset the queued operations leave (what a wrapper knows)
+
+    def __init__(self, fa):
+        super().__init__(1, 0, fa)
+        self.queued = 0
+
+
 def _ops(rng, n_ops):
     t, off, ops = 1.0, 0, []
     sizes = [1, 100, 512, 4096, 4096, 65536, 1 << 20, 5 << 20]
@@ -128,19 +149,19 @@ def _ops(rng, n_ops):
     return ops
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_batches_match_per_operation_reference(seed):
+@pytest.mark.parametrize("n_cuts", [0, 7, 60])  # one batch (~20 resets), some, many small
+@pytest.mark.parametrize("seed", range(4))
+def test_batches_match_per_operation_reference(seed, n_cuts):
     rng = np.random.default_rng(seed)
     ops = _ops(rng, 400)
     ref = Reference(4096)
     for op in ops:
         ref.op(*op)
-    rec = PosixRecord(1, 0, 4096)
-    cuts = sorted(rng.choice(len(ops), size=7, replace=False).tolist()) + [len(ops)]
+    rec = _Record(4096)
+    cuts = sorted(rng.choice(len(ops), size=n_cuts, replace=False).tolist()) + [len(ops)]
     start = 0
     for cut in cuts:  # several batches of arbitrary sizes
-        for op in ops[start:cut]:
-            rec.ev += op
+        _queue(rec, ops[start:cut])
         rec.drain(0.0)
         start = cut
     row = np.zeros(
@@ -176,15 +197,15 @@ def test_runs_match_per_operation_reference(seed):
     rng = np.random.default_rng(100 + seed)
     blocks = _runs(rng, 30)
     ref = Reference(4096)
-    rec = PosixRecord(1, 0, 4096)
+    rec = _Record(4096)
     for block in blocks:
         for op in block:
             ref.op(*op)
         regular = [op for op in block if op[0] != RESET]
-        rec.ev += tuple(x for op in regular for x in op)
+        _queue(rec, regular)
         rec.drain(0.0)  # one regular batch
         if len(regular) != len(block):
-            rec.ev += (RESET, 0, 0, 0.0, 0.0)
+            _queue(rec, [(RESET, 0, 0, 0.0, 0.0)])
             rec.drain(0.0)
     row = np.zeros(
         1, dtype=[("id", "<u8"), ("counters", "<i8", (69,)), ("fcounters", "<f8", (17,))]
@@ -192,3 +213,19 @@ def test_runs_match_per_operation_reference(seed):
     rec.to_row(row[0])
     assert row["counters"][0].tolist() == ref.counters()
     np.testing.assert_allclose(row["fcounters"][0], ref.f, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("t1", "t2", "last_end", "added", "end"),
+    [
+        ([0.0, 1.0, 2.5], [2.0, 3.0, 3.0], 0.0, 3.0, 3.0),  # threads overlap: 2 + 1 + 0
+        ([1.0, 2.0], [1.5, 4.0], 0.0, 2.5, 4.0),  # one after the other: 0.5 + 2
+        ([1.0, 2.0], [1.5, 4.0], 1.2, 2.3, 4.0),  # the first overlaps the previous batch
+    ],
+)
+def test_no_overlap_time_by_hand(t1, t2, last_end, added, end):
+    """DARSHAN_TIMER_INC_NO_OVERLAP worked by hand, on the fast (sequential) path and not."""
+    from iosight.trace._counters import no_overlap_time
+
+    got = no_overlap_time(np.array(t1), np.array(t2), last_end)
+    assert got == pytest.approx((added, end), rel=1e-12)

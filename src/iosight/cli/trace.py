@@ -36,7 +36,7 @@ def _run(
     ctx: typer.Context,
     log_dir: Path = typer.Option(Path("."), "--log-dir", "-o", help="Where logs are written."),
     record_limit: int = typer.Option(1024, help="Most records (files) per module and process."),
-    modules: str = typer.Option("posix,stdio", help="Comma-separated trace modules."),
+    modules: str = typer.Option("posix,stdio,numpy,h5py", help="Comma-separated trace modules."),
     sync_interval: float = typer.Option(0.1, help="Seconds between state-file syncs."),
     dxt: bool = typer.Option(False, help="Also keep a DXT trace of every POSIX access."),
     heatmap: bool = typer.Option(True, help="Keep HEATMAP bins of bytes over time."),

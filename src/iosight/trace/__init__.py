@@ -6,7 +6,7 @@ program runs, and writes Darshan 3.41 logs that PyDarshan reads (Snyder et al.,
 *Modular HPC I/O Characterization with Darshan*).
 """
 
-from iosight.trace import _posix, _stdio  # noqa: F401  (register the modules)
+from iosight.trace import _h5py, _numpy, _posix, _stdio  # noqa: F401  (register the modules)
 from iosight.trace._activate import activate_from_env, run_traced
 from iosight.trace._core import TRACE_MODULES, ProcessInfo, TraceConfig, TraceCore, TraceModule
 from iosight.trace._format import LogContent, darshan_hash, read_log, write_log

@@ -75,10 +75,15 @@ class TraceModule:
     Subclasses set ``darshan_name`` (``"POSIX"``, ``"STDIO"``), keep their records in
     ``self.records`` (a list of objects with ``rec_id`` and a ``to_row(row)`` method
     filling one structured-array row), patch their functions in :meth:`install` and put
-    them back in :meth:`uninstall`.
+    them back in :meth:`uninstall`. A module with no ``darshan_name`` of its own records
+    into the modules it ``requires`` (the log format has no record type for its layer).
     """
 
     darshan_name: ClassVar[str] = ""
+    requires: ClassVar[tuple[str, ...]] = ()
+    # further record-owning modules created with this one (keyed by darshan_name, lower
+    # case), for a library whose calls fill two Darshan record types (h5py: H5F and H5D)
+    companions: ClassVar[tuple[type[TraceModule], ...]] = ()
 
     def __init__(self, core: TraceCore) -> None:
         self.core = core
@@ -132,7 +137,7 @@ class TraceConfig:
     """How to trace: which modules, how many records, where state and logs go."""
 
     log_dir: Path
-    modules: tuple[str, ...] = ("posix", "stdio")
+    modules: tuple[str, ...] = ("posix", "stdio", "numpy", "h5py")
     record_limit: int = 1024
     sync_interval: float = 0.1
     exclude: tuple[str, ...] = ()
@@ -154,7 +159,13 @@ def validate(config: TraceConfig) -> None:
             f"the 'record_limit' parameter must be >= 0. Got {config.record_limit!r} instead."
         )
     for name in config.modules:
-        TRACE_MODULES.get(name)  # UnknownNameError lists the registered modules
+        cls = TRACE_MODULES.get(name)  # UnknownNameError lists the registered modules
+        missing = [r for r in cls.requires if r not in config.modules]
+        if missing:
+            raise IosightError(
+                f"the {name!r} trace module records into {', '.join(map(repr, missing))};"
+                f" add it to the modules (e.g. --modules {','.join([*config.modules, *missing])})"
+            )
 
 
 class TraceCore:
@@ -168,9 +179,12 @@ class TraceCore:
         self.start_ns = time.time_ns()
         self.t0 = time.perf_counter()
         self.names: dict[int, str] = {}
-        self.modules: dict[str, TraceModule] = {
-            name: TRACE_MODULES.get(name)(self) for name in config.modules
-        }
+        self.modules: dict[str, TraceModule] = {}
+        for name in config.modules:
+            cls = TRACE_MODULES.get(name)
+            self.modules[name] = cls(self)
+            for extra in cls.companions:
+                self.modules[extra.darshan_name.lower()] = extra(self)
         log_dir = str(Path(config.log_dir).resolve())
         self._excluded = (*EXCLUDED_PREFIXES, *config.exclude, log_dir + os.sep)
         self._excluded += tuple(
@@ -180,6 +194,10 @@ class TraceCore:
         self._sync_thread: threading.Thread | None = None
         self._stop = threading.Event()
         self.installed = False
+
+    def record_modules(self) -> list[TraceModule]:
+        """The modules that own Darshan records (one log region each), in order."""
+        return [m for m in self.modules.values() if m.darshan_name]
 
     # -- used by modules -------------------------------------------------------------
     def wtime(self) -> float:
@@ -243,7 +261,7 @@ class TraceCore:
         """Unpatch every module and return the log content of this process."""
         self._stop.set()
         if self.installed:
-            for mod in self.modules.values():
+            for mod in reversed(self.modules.values()):  # a later module may wrap an earlier
                 mod.uninstall()
             self.installed = False
         if self._sync_thread is not None:
@@ -256,7 +274,8 @@ class TraceCore:
         """The log of this process so far (end time now unless given)."""
         end_ns = time.time_ns() if end_ns is None else end_ns
         meta = {"lib_ver": "iosight-trace", **self.config.extra_metadata}
-        for mod in self.modules.values():
+        mods = self.record_modules()
+        for mod in mods:
             if mod.dropped:
                 meta[f"iosight_dropped_{mod.darshan_name}"] = str(mod.dropped)
         job = Job(
@@ -269,13 +288,13 @@ class TraceCore:
             jobid=self.proc.jobid,
             metadata=meta,
         )
-        records = {m.darshan_name: m.to_array() for m in self.modules.values()}
+        records = {m.darshan_name: m.to_array() for m in mods}
         names, blobs = dict(self.names), {}
         from iosight.trace._extra import dxt_record_bytes
 
         dxt = [
             dxt_record_bytes(rec.rec_id, self.proc.rank, np.concatenate(rec.dxt))
-            for m in self.modules.values()
+            for m in mods
             for rec in m.records
             if getattr(rec, "dxt", None)
         ]
@@ -283,7 +302,7 @@ class TraceCore:
             blobs["DXT_POSIX"] = b"".join(dxt)
         run_time = (end_ns - self.start_ns) / 1e9
         heat = []
-        for m in self.modules.values():
+        for m in mods:
             if m.heatmap is not None and m.records:
                 rid, name, data = m.heatmap.record_bytes(m.darshan_name, self.proc.rank, run_time)
                 names[rid] = name
@@ -296,7 +315,7 @@ class TraceCore:
             mounts=mount_table(),
             names=names,
             records=records,
-            partial={m.darshan_name for m in self.modules.values() if m.dropped},
+            partial={m.darshan_name for m in mods if m.dropped},
             blobs=blobs,
         )
 

@@ -43,6 +43,8 @@ def no_overlap_time(t1: np.ndarray, t2: np.ndarray, last_end: float) -> tuple[fl
     """
     if len(t1) == 0:
         return 0.0, last_end
+    if t1[0] >= last_end and (t1[1:] >= t2[:-1]).all():  # one thread: nothing overlaps
+        return float(np.sum(t2 - t1)), float(t2[-1])
     ends = np.maximum.accumulate(np.concatenate(([last_end], t2)))
     return float(np.sum(t2 - np.maximum(t1, ends[:-1]))), float(ends[-1])
 
@@ -70,3 +72,30 @@ def first_start(current: float, t1: np.ndarray) -> float:
         return current
     m = float(t1.min())
     return m if current == 0 or current > m else current
+
+
+def update_common_vectors(
+    vals: list[tuple[int, ...]], cnts: list[int], val: tuple[int, ...], count: int
+) -> None:
+    """``DARSHAN_UPDATE_COMMON_VAL_COUNTERS`` for value vectors (H5D's access size, lengths
+    and strides), operation by operation: entries stay ordered by count, then by their
+    first value, both descending; a vector whose first value is 0 is not kept."""
+    if val[0] == 0:
+        return
+    keep_v, keep_c, i = [], [], 0
+    while i < 4 and (cnts[i] > count or (cnts[i] == count and vals[i][0] > val[0])):
+        keep_v.append(vals[i])
+        keep_c.append(cnts[i])
+        i += 1
+    if len(keep_v) == 4:
+        return
+    keep_v.append(val)
+    keep_c.append(count)
+    while len(keep_v) < 4 and i < 4:
+        if vals[i] != val:
+            keep_v.append(vals[i])
+            keep_c.append(cnts[i])
+        i += 1
+    pad = 4 - len(keep_v)
+    vals[:] = keep_v + [(0,) * len(val)] * pad
+    cnts[:] = keep_c + [0] * pad

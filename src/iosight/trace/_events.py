@@ -1,24 +1,78 @@
 """Operation queues: how wrappers stay cheap while counters stay exact.
 
-A wrapper appends five numbers per operation (kind, offset, bytes, start, end) to its
-record's queue, an in-place list extend that the interpreter does atomically; the
-core's background thread (and the final stop) takes whole batches off the front of
-the queue and folds them into the counters with numpy, applying Darshan's
-per-operation rules in order. The batch is also the record's DXT trace when asked.
+A wrapper packs four numbers per operation (kind, bytes, start, end) into 32 bytes
+(:data:`pack_event`) and appends them to its record's queue, a ``bytearray`` extended
+in place, which the interpreter does atomically. Reads and writes happen at the
+record's current offset, so the wrapper does not track it: an operation that sets the
+offset (an open, ``lseek``, ``seek``, a positional ``pread``/``pwrite``) queues a SEEK
+to the new offset first (:data:`pack_at` packs both in one call), and the fold works
+every operation's offset out from the queue. No Python number outlives the call, so
+nothing is left to convert or free later: the core's background thread (and the final
+stop) copies whole operations off the front of the queue, reads them as one
+structured array (:data:`EVENT`) without conversion, and folds them into the counters
+with numpy, applying Darshan's per-operation rules in order. The batch is also the
+record's DXT trace when asked.
 """
 
 from __future__ import annotations
 
-from itertools import islice
+import struct
+from typing import NamedTuple
 
 import numpy as np
 
 # the POSIX wrappers queue READ and WRITE as the literals 0 and 1 (no global lookup)
-READ, WRITE, SYNC, RESET, FLUSH = 0, 1, 2, 3, 4
+READ, WRITE, SYNC, RESET, FLUSH, SEEK = 0, 1, 2, 3, 4, 5
 DXT_MAX_SEGMENTS = 1 << 20  # per record; later segments are counted, not kept
 
+EVENT = np.dtype([("kind", "<i8"), ("n", "<i8"), ("t1", "<f8"), ("t2", "<f8")])
+pack_event = struct.Struct("<qqdd").pack  # (kind, bytes, start, end) -> 32 bytes
+# (SEEK, offset, 0.0, 0.0, kind, bytes, start, end): an operation at a given offset
+pack_at = struct.Struct("<qqddqqdd").pack
+SEGMENT = np.dtype(
+    [("kind", "<i8"), ("off", "<i8"), ("n", "<i8"), ("t1", "<f8"), ("t2", "<f8")]
+)  # a read or write with its offset, as DXT keeps it
 
-class Discard(list):
+
+class Ops(NamedTuple):
+    """A batch of queued operations as columns: kind, offset and bytes (int64), start
+    and end (seconds since the job started)."""
+
+    kind: np.ndarray
+    off: np.ndarray
+    n: np.ndarray
+    t1: np.ndarray
+    t2: np.ndarray
+
+    @classmethod
+    def of(cls, batch: np.ndarray, t0: float, pos: int) -> tuple[Ops, int]:
+        """The operations of an :data:`EVENT` batch (SEEKs left out) with their offsets,
+        worked out from ``pos``, the offset before the batch; and the offset after it.
+
+        A read or write starts where the last SEEK before it put the offset (``pos``
+        when none did) plus the bytes of the operations in between."""
+        kind, n = np.ascontiguousarray(batch["kind"]), np.ascontiguousarray(batch["n"])
+        t1, t2 = batch["t1"] - t0, batch["t2"] - t0
+        seek = kind == SEEK
+        if not seek.any():
+            done = np.cumsum(n)  # bytes moved up to and including each operation
+            return cls(kind, pos + done - n, n, t1, t2), pos + int(done[-1])
+        step = np.where(seek, 0, n)
+        done = np.cumsum(step)
+        last = np.maximum.accumulate(np.where(seek, np.arange(len(kind)), -1))
+        at = np.maximum(last, 0)
+        base = np.where(last >= 0, n[at], pos)  # where the latest SEEK put the offset
+        since = np.where(last >= 0, done[at], 0)  # bytes moved before that SEEK
+        off = base + done - step - since
+        keep = ~seek
+        after = int(base[-1] + done[-1] - since[-1])
+        return cls(kind[keep], off[keep], n[keep], t1[keep], t2[keep]), after
+
+    def part(self, a: int, b: int) -> Ops:
+        return Ops(*(x[a:b] for x in self))
+
+
+class Discard(bytearray):
     """A queue that keeps nothing: records inherited by a forked child point here."""
 
     def __iadd__(self, other):
@@ -28,11 +82,12 @@ class Discard(list):
 class EventRecord:
     """A record whose operations are queued in ``ev`` and folded in by ``apply``."""
 
-    __slots__ = ("rec_id", "slot", "ev", "dxt", "dxt_dropped")
+    __slots__ = ("rec_id", "slot", "ev", "pos", "dxt", "dxt_dropped")
 
     def __init__(self, rec_id: int, slot: int) -> None:
         self.rec_id, self.slot = rec_id, slot
-        self.ev: list[float] = []
+        self.ev = bytearray()
+        self.pos = 0  # the record's offset after the operations folded so far
         self.dxt: list[np.ndarray] | None = None
         self.dxt_dropped = 0
 
@@ -40,21 +95,29 @@ class EventRecord:
         """Fold every queued operation into the counters (one thread at a time), and into
         the module's heatmap when given."""
         ev = self.ev
-        n = len(ev) - len(ev) % 5
+        n = len(ev)  # whole operations: each wrapper appends one in a single extend
         if n == 0:
             return
-        batch = np.fromiter(islice(ev, n), dtype=np.float64, count=n).reshape(-1, 5)
+        # copy, never view: a bytearray exporting its buffer could not be extended
+        batch = np.frombuffer(ev[:n], dtype=EVENT)
         del ev[:n]  # the wrappers only ever append, so exactly the batch goes
-        self.apply(batch, t0)
+        ops, self.pos = Ops.of(batch, t0, self.pos)
+        if len(ops.kind) == 0:
+            return
+        self.apply(ops)
         if heatmap is not None:
-            io = batch[(batch[:, 0] <= WRITE) & (batch[:, 2] > 0)]
-            heatmap.add(io[:, 3] - t0, io[:, 4] - t0, io[:, 2], io[:, 0] == WRITE)
+            moved = ops.n > 0  # reads and writes that moved bytes (others queue 0 bytes)
+            io = ops if moved.all() else Ops(*(x[moved] for x in ops))  # usually all
+            heatmap.add(io.t1, io.t2, io.n, io.kind == WRITE)
         if self.dxt is not None:
-            keep = batch[batch[:, 0] <= WRITE]
-            room = DXT_MAX_SEGMENTS - sum(len(x) for x in self.dxt)
-            self.dxt.append(keep[: max(room, 0)].copy())
-            self.dxt[-1][:, 3:] -= t0
-            self.dxt_dropped += max(len(keep) - max(room, 0), 0)
+            keep = np.flatnonzero(ops.kind <= WRITE)
+            room = max(DXT_MAX_SEGMENTS - sum(len(x) for x in self.dxt), 0)
+            seg = np.empty(min(len(keep), room), dtype=SEGMENT)
+            for name, col in zip(SEGMENT.names, ops, strict=True):
+                seg[name] = col[keep[:room]]
+            self.dxt.append(seg)
+            self.dxt_dropped += max(len(keep) - room, 0)
 
-    def apply(self, batch: np.ndarray, t0: float) -> None:
+    def apply(self, ops: Ops) -> None:
+        """Fold a batch of operations, in the order they were queued, into the counters."""
         raise NotImplementedError

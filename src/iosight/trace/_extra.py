@@ -65,15 +65,21 @@ class Heatmap:
         n_bins = len(self.read)
         inv = 1.0 / self.width  # times are >= 0: truncation is floor, and cheaper than //
         b0 = (t1 * inv).astype(np.int64)
-        one = b0 == (t2 * inv).astype(np.int64)
-        if one.all():  # most operations start and end in the same bin
-            both = np.bincount(b0 + n_bins * is_write, weights=nbytes, minlength=2 * n_bins)
-            self.read += both[:n_bins]
-            self.write += both[n_bins:]
-            return
-        for sel, arr in ((~is_write, self.read), (is_write, self.write)):
-            if sel.any():
-                arr += spread(t1[sel], t2[sel], nbytes[sel], self.width, n_bins)
+        # operations last microseconds and bins a tenth of a second or more: almost all
+        # start and end in one bin and are counted there at once; the few that cross a
+        # boundary are spread over the bins they cover
+        cross = np.flatnonzero(b0 != (t2 * inv).astype(np.int64))
+        weights = nbytes.astype(np.float64)
+        weights[cross] = 0.0
+        both = np.bincount(b0 + n_bins * is_write, weights=weights, minlength=2 * n_bins)
+        if len(cross):
+            w = is_write[cross]
+            for sel, part in ((~w, both[:n_bins]), (w, both[n_bins:])):
+                if sel.any():
+                    k = cross[sel]
+                    part += spread(t1[k], t2[k], nbytes[k], self.width, n_bins)
+        self.read += both[:n_bins]
+        self.write += both[n_bins:]
 
     def _coarsen(self) -> None:
         for name in ("read", "write"):
@@ -99,15 +105,15 @@ class Heatmap:
 
 
 def dxt_record_bytes(rec_id: int, rank: int, segments: np.ndarray) -> bytes:
-    """One DXT_POSIX record from (kind, offset, length, start, end) rows, kind 0 read 1 write."""
+    """One DXT_POSIX record from queued operations (``kind`` 0 read, 1 write; ``off``,
+    ``n``, ``t1``, ``t2`` fields, times since the job started)."""
     host = socket.gethostname().encode()[:63]
-    kinds = segments[:, 0].astype(np.int64)
+    kinds = segments["kind"]
     out = []
     for k in (1, 0):
         s = segments[kinds == k]
         arr = np.zeros(len(s), dtype=_SEG)
-        arr["offset"], arr["length"] = s[:, 1].astype(np.int64), s[:, 2].astype(np.int64)
-        arr["start"], arr["end"] = s[:, 3], s[:, 4]
+        arr["offset"], arr["length"], arr["start"], arr["end"] = s["off"], s["n"], s["t1"], s["t2"]
         out.append(arr.tobytes())
     n_w, n_r = int((kinds == 1).sum()), int((kinds == 0).sum())
     return _DXT_HEAD.pack(rec_id, rank, 0, host, n_w, n_r) + out[0] + out[1]

@@ -31,8 +31,8 @@ _HEADER = struct.Struct(f"<8sqB7xQ2Q{2 * MAX_MODS}Q{MAX_MODS}I")
 HEADER_SIZE = _HEADER.size  # 1328
 
 # module ids of the Darshan 3.4 X-macro list, with the record versions PyDarshan 3.5 reads
-MODULE_IDS = {"POSIX": 1, "STDIO": 9, "DXT_POSIX": 10, "HEATMAP": 15}
-MODULE_VERSIONS = {"POSIX": 4, "STDIO": 2, "DXT_POSIX": 1, "HEATMAP": 1}
+MODULE_IDS = {"POSIX": 1, "H5F": 3, "H5D": 4, "STDIO": 9, "DXT_POSIX": 10, "HEATMAP": 15}
+MODULE_VERSIONS = {"POSIX": 4, "H5F": 3, "H5D": 2, "STDIO": 2, "DXT_POSIX": 1, "HEATMAP": 1}
 
 POSIX_COUNTERS = (
     "OPENS FILENOS DUPS READS WRITES SEEKS STATS MMAPS FSYNCS FDSYNCS RENAME_SOURCES "
@@ -65,6 +65,41 @@ STDIO_FCOUNTERS = (
     "VARIANCE_RANK_TIME VARIANCE_RANK_BYTES"
 ).split()
 
+# darshan-hdf5-log-format.h (H5F version 3, H5D version 2: with file_rec_id); 5 dims kept
+H5F_COUNTERS = "OPENS FLUSHES USE_MPIIO".split()
+H5F_FCOUNTERS = (
+    "OPEN_START_TIMESTAMP CLOSE_START_TIMESTAMP OPEN_END_TIMESTAMP CLOSE_END_TIMESTAMP META_TIME"
+).split()
+H5D_MAX_NDIMS = 5
+_SIZES = "0_100 100_1K 1K_10K 10K_100K 100K_1M 1M_4M 4M_10M 10M_100M 100M_1G 1G_PLUS".split()
+H5D_COUNTERS = (
+    "OPENS READS WRITES FLUSHES BYTES_READ BYTES_WRITTEN RW_SWITCHES REGULAR_HYPERSLAB_SELECTS "
+    "IRREGULAR_HYPERSLAB_SELECTS POINT_SELECTS MAX_READ_TIME_SIZE MAX_WRITE_TIME_SIZE"
+).split()
+H5D_COUNTERS += [f"SIZE_{d}_AGG_{s}" for d in ("READ", "WRITE") for s in _SIZES]
+H5D_COUNTERS += [
+    f"ACCESS{k}_{part}"
+    for k in range(1, 5)
+    for part in (
+        "ACCESS",
+        *(f"LENGTH_D{i}" for i in range(1, H5D_MAX_NDIMS + 1)),
+        *(f"STRIDE_D{i}" for i in range(1, H5D_MAX_NDIMS + 1)),
+    )
+]
+H5D_COUNTERS += [f"ACCESS{k}_COUNT" for k in range(1, 5)]
+H5D_COUNTERS += "DATASPACE_NDIMS DATASPACE_NPOINTS DATATYPE_SIZE".split()
+H5D_COUNTERS += [f"CHUNK_SIZE_D{i}" for i in range(1, H5D_MAX_NDIMS + 1)]
+H5D_COUNTERS += (
+    "USE_MPIIO_COLLECTIVE USE_DEPRECATED FASTEST_RANK FASTEST_RANK_BYTES SLOWEST_RANK "
+    "SLOWEST_RANK_BYTES"
+).split()
+H5D_FCOUNTERS = (
+    "OPEN_START_TIMESTAMP READ_START_TIMESTAMP WRITE_START_TIMESTAMP CLOSE_START_TIMESTAMP "
+    "OPEN_END_TIMESTAMP READ_END_TIMESTAMP WRITE_END_TIMESTAMP CLOSE_END_TIMESTAMP READ_TIME "
+    "WRITE_TIME META_TIME MAX_READ_TIME MAX_WRITE_TIME FASTEST_RANK_TIME SLOWEST_RANK_TIME "
+    "VARIANCE_RANK_TIME VARIANCE_RANK_BYTES"
+).split()
+
 COUNTER_NAMES = {
     "POSIX": (
         [f"POSIX_{n}" for n in POSIX_COUNTERS],
@@ -74,15 +109,19 @@ COUNTER_NAMES = {
         [f"STDIO_{n}" for n in STDIO_COUNTERS],
         [f"STDIO_F_{n}" for n in STDIO_FCOUNTERS],
     ),
+    "H5F": ([f"H5F_{n}" for n in H5F_COUNTERS], [f"H5F_F_{n}" for n in H5F_FCOUNTERS]),
+    "H5D": ([f"H5D_{n}" for n in H5D_COUNTERS], [f"H5D_F_{n}" for n in H5D_FCOUNTERS]),
 }
 
 
 def record_dtype(module: str) -> np.dtype:
-    """The packed C layout of one ``darshan_<module>_file`` record (base record first)."""
+    """The packed C layout of one ``darshan_<module>_file`` record (base record first;
+    ``darshan_hdf5_dataset`` has its file's record id after it)."""
     n_c, n_f = (len(x) for x in COUNTER_NAMES[module])
-    return np.dtype(
-        [("id", "<u8"), ("rank", "<i8"), ("counters", "<i8", (n_c,)), ("fcounters", "<f8", (n_f,))]
-    )
+    head = [("id", "<u8"), ("rank", "<i8")]
+    if module == "H5D":
+        head.append(("file_rec_id", "<u8"))
+    return np.dtype([*head, ("counters", "<i8", (n_c,)), ("fcounters", "<f8", (n_f,))])
 
 
 _M = 0xFFFFFFFFFFFFFFFF

@@ -29,7 +29,17 @@ from iosight.trace._counters import (
     top_four,
     track_values,
 )
-from iosight.trace._events import READ, RESET, SYNC, WRITE, EventRecord
+from iosight.trace._events import (
+    READ,
+    RESET,
+    SEEK,
+    SYNC,
+    WRITE,
+    EventRecord,
+    Ops,
+    pack_at,
+    pack_event,
+)
 from iosight.trace._format import POSIX_COUNTERS, POSIX_FCOUNTERS, darshan_hash
 
 C = {n: i for i, n in enumerate(POSIX_COUNTERS)}
@@ -53,17 +63,20 @@ _OE, _RE, _WE, _CE = (F[f"{k}_END_TIMESTAMP"] for k in ("OPEN", "READ", "WRITE",
 _RT, _WT, _MT = F["READ_TIME"], F["WRITE_TIME"], F["META_TIME"]
 _MRT, _MWT = F["MAX_READ_TIME"], F["MAX_WRITE_TIME"]
 _EDGES_A = np.asarray(BUCKET_EDGES)
+_RESET_EVENT = pack_event(RESET, 0, 0.0, 0.0)  # a close: last bytes back to 0
+_OPEN_EVENTS = _RESET_EVENT + pack_event(SEEK, 0, 0.0, 0.0)  # an open: and offset 0
+_MAX_CUTS = 8  # offset resets up to which a batch is folded stretch by stretch
 
 
 class PosixRecord(EventRecord):
     """Counters of one file, with the volatile state Darshan keeps beside them.
 
-    Reads, writes, syncs and offset resets are queued in ``ev`` by the wrappers (five
-    numbers each: kind, offset, bytes, start, end) and folded into the counters in
+    Reads, writes, syncs, seeks and offset resets are queued in ``ev`` by the wrappers
+    (four packed numbers each: kind, bytes, start, end) and folded into the counters in
     batches by :meth:`apply`, with exactly Darshan's per-operation rules.
     """
 
-    __slots__ = ("c", "f", "offset", "lbr", "lbw", "last_io")
+    __slots__ = ("c", "f", "lbr", "lbw", "last_io")
     __slots__ += ("meta_end", "read_end", "write_end", "sizes", "strides")
 
     def __init__(self, rec_id: int, slot: int, block_size: int) -> None:
@@ -72,7 +85,7 @@ class PosixRecord(EventRecord):
         self.f = [0.0] * len(POSIX_FCOUNTERS)
         self.c[C["MEM_ALIGNMENT"]] = 8
         self.c[_FA] = block_size
-        self.offset = self.lbr = self.lbw = self.last_io = 0
+        self.lbr = self.lbw = self.last_io = 0
         self.meta_end = self.read_end = self.write_end = 0.0
         self.sizes: dict[int, int] = {}
         self.strides: dict[int, int] = {}
@@ -84,8 +97,7 @@ class PosixRecord(EventRecord):
             self.meta_end = t2
 
     def opened(self, t1: float, t2: float) -> None:
-        self.offset = 0
-        self.ev += (RESET, 0, 0, 0.0, 0.0)
+        self.ev += _OPEN_EVENTS
         self.c[_OPENS] += 1
         f = self.f
         if f[_OS] == 0 or f[_OS] > t1:
@@ -94,20 +106,35 @@ class PosixRecord(EventRecord):
         self.meta(t1, t2)
 
     def closed(self, t1: float, t2: float) -> None:
-        self.ev += (RESET, 0, 0, 0.0, 0.0)
+        self.ev += _RESET_EVENT
         f = self.f
         if f[_CS] == 0 or f[_CS] > t1:
             f[_CS] = t1
         f[_CE] = t2
         self.meta(t1, t2)
 
-    def apply(self, ev: np.ndarray, t0: float) -> None:
+    def apply(self, ops: Ops) -> None:
         """Fold a batch of queued operations into the counters (``POSIX_RECORD_READ`` /
-        ``POSIX_RECORD_WRITE`` / fsync of ``darshan-posix.c``)."""
-        kind = ev[:, 0].astype(np.int64)
-        off = ev[:, 1].astype(np.int64)
-        n = ev[:, 2].astype(np.int64)
-        t1, t2 = ev[:, 3] - t0, ev[:, 4] - t0
+        ``POSIX_RECORD_WRITE`` / fsync of ``darshan-posix.c``).
+
+        A few opens and closes (offset resets) cut the batch into stretches folded one
+        after the other, as each is usually one run of back-to-back accesses (the closed
+        form); a batch with many is folded in one vectorised pass."""
+        resets = np.flatnonzero(ops.kind == RESET)
+        if not 0 < len(resets) <= _MAX_CUTS:
+            self._apply_part(ops)
+            return
+        start = 0
+        for r in resets.tolist():
+            if r > start:
+                self._apply_part(ops.part(start, r))
+            self.lbr = self.lbw = 0
+            start = r + 1
+        if start < len(ops.kind):
+            self._apply_part(ops.part(start, len(ops.kind)))
+
+    def _apply_part(self, ops: Ops) -> None:
+        kind, off, n, t1, t2 = ops
         k0, m0 = int(kind[0]), int(n[0])
         if (
             k0 <= WRITE
@@ -119,7 +146,7 @@ class PosixRecord(EventRecord):
             return
         c, f = self.c, self.f
         io = kind <= WRITE
-        strides = np.zeros(len(ev), dtype=np.int64)
+        strides = np.zeros(len(kind), dtype=np.int64)
         # sequential/consecutive/stride against the last byte of the previous access of the
         # same direction; an open or close (RESET) sets both last bytes back to 0
         seg = np.cumsum(kind == RESET)
@@ -270,6 +297,7 @@ class PosixModule(TraceModule):
     def __init__(self, core) -> None:
         super().__init__(core)
         self.fds: dict[int, PosixRecord] = {}
+        self.queues: dict[int, bytearray] = {}  # fd -> its record's queue: one lookup a call
         self._saved: dict[str, object] = {}
 
     def record_for(self, path) -> PosixRecord | None:
@@ -280,6 +308,7 @@ class PosixModule(TraceModule):
 
     def reset_after_fork(self) -> None:
         self.fds.clear()
+        self.queues.clear()
 
     def install(self) -> None:
         # one closure per wrapped call, with its real function bound locally, keeps them fast
@@ -295,89 +324,81 @@ class PosixModule(TraceModule):
         saved["mmap"] = mmap.mmap
         r = dict(saved)
         record_for = self.record_for
-        fds_get = fds.get
+        fds_get, queues = fds.get, self.queues
+        queue_get = queues.get
+
+        def bind(fd: int, rec: PosixRecord | None) -> None:
+            if rec is None:  # the number may be a copy C code closed behind our back
+                fds.pop(fd, None)
+                queues.pop(fd, None)
+            else:
+                fds[fd], queues[fd] = rec, rec.ev
+
         real_read, real_write = r["read"], r["write"]
         real_pread, real_pwrite = r["pread"], r["pwrite"]
+        pack = pack_event
 
         def _open(path, flags, mode=0o777, *, dir_fd=None):
             t1 = clock()
             fd = r["open"](path, flags, mode, dir_fd=dir_fd)
             t2 = clock()
             rec = record_for(path) if dir_fd is None else None
+            bind(fd, rec)
             if rec is not None:
                 if dxt and rec.dxt is None:
                     rec.dxt = []
                 if flags & os.O_CREAT:
                     rec.c[C["MODE"]] = mode
                 rec.opened(t1 - t0, t2 - t0)
-                fds[fd] = rec
             return fd
 
         def _read(fd, n, /):
             t1 = clock()
             data = real_read(fd, n)
             t2 = clock()
-            rec = fds_get(fd)
-            if rec is not None:
-                k = len(data)
-                off = rec.offset
-                rec.offset = off + k
-                rec.ev += (0, off, k, t1, t2)  # 0: READ
+            q = queue_get(fd)
+            if q is not None:
+                q += pack(0, len(data), t1, t2)  # 0: READ, at the record's offset
             return data
 
         def _write(fd, data, /):
             t1 = clock()
             n = real_write(fd, data)
             t2 = clock()
-            rec = fds_get(fd)
-            if rec is not None:
-                off = rec.offset
-                rec.offset = off + n
-                rec.ev += (1, off, n, t1, t2)  # 1: WRITE
+            q = queue_get(fd)
+            if q is not None:
+                q += pack(1, n, t1, t2)  # 1: WRITE
             return n
 
         def _pread(fd, n, offset, /):
             t1 = clock()
             data = real_pread(fd, n, offset)
             t2 = clock()
-            rec = fds_get(fd)
-            if rec is not None:
-                k = len(data)
-                rec.offset = offset + k
-                rec.ev += (0, offset, k, t1, t2)  # 0: READ
+            q = queue_get(fd)
+            if q is not None:  # Darshan's pread moves the record's offset too
+                q += pack_at(SEEK, offset, 0.0, 0.0, 0, len(data), t1, t2)
             return data
 
         def _pwrite(fd, data, offset, /):
             t1 = clock()
             n = real_pwrite(fd, data, offset)
             t2 = clock()
-            rec = fds_get(fd)
-            if rec is not None:
-                rec.offset = offset + n
-                rec.ev += (1, offset, n, t1, t2)  # 1: WRITE
+            q = queue_get(fd)
+            if q is not None:
+                q += pack_at(SEEK, offset, 0.0, 0.0, 1, n, t1, t2)
             return n
 
-        def _readv(fd, buffers, /):
-            t1 = clock()
-            n = r["readv"](fd, buffers)
-            t2 = clock()
-            rec = fds_get(fd)
-            if rec is not None:
-                off = rec.offset
-                rec.offset = off + n
-                rec.ev += (0, off, n, t1, t2)  # 0: READ
-            return n
+        def _vector(real, kind):
+            def wrapper(fd, buffers, /):
+                t1 = clock()
+                n = real(fd, buffers)
+                t2 = clock()
+                q = queue_get(fd)
+                if q is not None:
+                    q += pack(kind, n, t1, t2)
+                return n
 
-        def _writev(fd, buffers, /):
-            t1 = clock()
-            n = r["writev"](fd, buffers)
-            t2 = clock()
-            rec = fds_get(fd)
-            if rec is not None:
-                off = rec.offset
-                rec.offset = off + n
-                rec.ev += (1, off, n, t1, t2)  # 1: WRITE
-            return n
+            return wrapper
 
         def _lseek(fd, pos, how, /):
             t1 = clock()
@@ -385,7 +406,7 @@ class PosixModule(TraceModule):
             t2 = clock()
             rec = fds_get(fd)
             if rec is not None:
-                rec.offset = res
+                rec.ev += pack(SEEK, res, 0.0, 0.0)
                 rec.c[_SEEKS] += 1
                 rec.meta(t1 - t0, t2 - t0)
             return res
@@ -427,34 +448,29 @@ class PosixModule(TraceModule):
                 rec = fds.get(fd if isinstance(fd, int) else fd.fileno())
                 if rec is not None:
                     rec.c[counter] += 1
-                    rec.ev += (SYNC, 0, 0, t1, t2)
+                    rec.ev += pack(SYNC, 0, t1, t2)
                 return res
 
             return wrapper
 
-        def _dup(fd, /):
-            t1 = clock()
-            new = r["dup"](fd)
-            t2 = clock()
+        def _duped(fd, new, t1, t2):
             rec = fds_get(fd)
+            bind(new, rec)
             if rec is not None:
                 rec.c[_DUPS] += 1
                 rec.c[_OPENS] += 1
                 rec.meta(t1 - t0, t2 - t0)
-                fds[new] = rec
             return new
+
+        def _dup(fd, /):
+            t1 = clock()
+            new = r["dup"](fd)
+            return _duped(fd, new, t1, clock())
 
         def _dup2(fd, fd2, inheritable=True):
             t1 = clock()
             new = r["dup2"](fd, fd2, inheritable)
-            t2 = clock()
-            rec = fds_get(fd)
-            if rec is not None:
-                rec.c[_DUPS] += 1
-                rec.c[_OPENS] += 1
-                rec.meta(t1 - t0, t2 - t0)
-                fds[new] = rec
-            return new
+            return _duped(fd, new, t1, clock())
 
         def _rename(real):
             def wrapper(src, dst, *, src_dir_fd=None, dst_dir_fd=None):
@@ -480,6 +496,7 @@ class PosixModule(TraceModule):
             res = r["close"](fd)
             t2 = clock()
             rec = fds.pop(fd, None)
+            queues.pop(fd, None)
             if rec is not None:
                 rec.closed(t1 - t0, t2 - t0)
             return res
@@ -493,7 +510,8 @@ class PosixModule(TraceModule):
                 return obj
 
         os.open, os.read, os.write = _open, _read, _write
-        os.pread, os.pwrite, os.readv, os.writev = _pread, _pwrite, _readv, _writev
+        os.pread, os.pwrite = _pread, _pwrite
+        os.readv, os.writev = _vector(r["readv"], READ), _vector(r["writev"], WRITE)
         os.lseek, os.fstat, os.close = _lseek, _fstat, _close
         os.stat, os.lstat = _stat_path(r["stat"]), _stat_path(r["lstat"])
         os.fsync, os.fdatasync = _sync(r["fsync"], _FSYNCS), _sync(r["fdatasync"], _FDSYNCS)

@@ -101,7 +101,7 @@ class Tracer:
             log=log_path,
             partial=partial,
             records={k: len(v) for k, v in content.records.items()},
-            dropped={m.darshan_name: m.dropped for m in self.core.modules.values()},
+            dropped={m.darshan_name: m.dropped for m in self.core.record_modules()},
         )
         return self._done
 

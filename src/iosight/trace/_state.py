@@ -62,7 +62,7 @@ class StateFile:
         blob = json.dumps(head).encode()
         header_size = -(-(16 + len(blob)) // _PAGE) * _PAGE
         off = header_size + _DYN
-        for mod in core.modules.values():
+        for mod in core.record_modules():
             size = record_dtype(mod.darshan_name).itemsize * core.record_limit
             modules.append({"name": mod.darshan_name, "offset": off, "capacity": core.record_limit})
             off += size
@@ -91,7 +91,7 @@ class StateFile:
     def sync(self, core) -> None:
         """Copy every record that changed since the last sync into its slot."""
         dyn = self.layout["header_size"]
-        pairs = zip(core.modules.values(), self.layout["modules"], strict=True)
+        pairs = zip(core.record_modules(), self.layout["modules"], strict=True)
         for k, (mod, spec) in enumerate(pairs):
             dtype = record_dtype(mod.darshan_name)
             row = np.zeros(1, dtype=dtype)

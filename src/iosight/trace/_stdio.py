@@ -9,7 +9,7 @@ Darshan's STDIO counters and timers.
 
 iosight's reading: in text mode the byte counters count characters (the same for
 ASCII text), because encoding each string again to count its bytes would cost more
-than the call itself; the offset follows the bytes counted and is reset by ``seek``.
+than the call itself; the offset follows the bytes counted and is set by ``seek``.
 """
 
 from __future__ import annotations
@@ -17,12 +17,11 @@ from __future__ import annotations
 import builtins
 import io
 import time
-
-import numpy as np
+import weakref
 
 from iosight.trace._core import TRACE_MODULES, TraceModule
 from iosight.trace._counters import first_start, no_overlap_time
-from iosight.trace._events import FLUSH, READ, WRITE, EventRecord
+from iosight.trace._events import FLUSH, READ, SEEK, WRITE, EventRecord, Ops, pack_at, pack_event
 from iosight.trace._format import STDIO_COUNTERS, STDIO_FCOUNTERS
 from iosight.trace._posix import clean_path
 
@@ -37,15 +36,14 @@ _OE, _CE, _WE, _RE = (F[f"{k}_END_TIMESTAMP"] for k in ("OPEN", "CLOSE", "WRITE"
 
 
 class StdioRecord(EventRecord):
-    """STDIO counters of one file, plus the stream offset and last-end times."""
+    """STDIO counters of one file, plus the last-end times (the fold keeps the offset)."""
 
-    __slots__ = ("c", "f", "offset", "meta_end", "read_end", "write_end")
+    __slots__ = ("c", "f", "meta_end", "read_end", "write_end")
 
     def __init__(self, rec_id: int, slot: int) -> None:
         super().__init__(rec_id, slot)
         self.c = [0] * len(STDIO_COUNTERS)
         self.f = [0.0] * len(STDIO_FCOUNTERS)
-        self.offset = 0
         self.meta_end = self.read_end = self.write_end = 0.0
 
     def meta(self, t1: float, t2: float) -> None:
@@ -53,11 +51,9 @@ class StdioRecord(EventRecord):
         if t2 > self.meta_end:
             self.meta_end = t2
 
-    def apply(self, ev: np.ndarray, t0: float) -> None:
+    def apply(self, ops: Ops) -> None:
         """Fold queued reads, writes and flushes in (``STDIO_RECORD_READ``/``_WRITE``)."""
-        kind = ev[:, 0].astype(np.int64)
-        off, n = ev[:, 1].astype(np.int64), ev[:, 2].astype(np.int64)
-        t1, t2 = ev[:, 3] - t0, ev[:, 4] - t0
+        kind, off, n, t1, t2 = ops
         c, f = self.c, self.f
         for sel, mb, by, st, en, tt, end_attr in (
             (kind == READ, _MBR, _BR, _RS, _RE, _RT, "read_end"),
@@ -83,25 +79,41 @@ class StdioRecord(EventRecord):
 
 
 _clock = time.perf_counter
+_pack, _pack_at = pack_event, pack_at
+
+
+class _Forward:
+    """An attribute of the wrapped file object, read, set and deleted there."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        return self if obj is None else getattr(obj._f, self.name)
+
+    def __set__(self, obj, value) -> None:
+        setattr(obj._f, self.name, value)
+
+    def __delete__(self, obj) -> None:
+        delattr(obj._f, self.name)
 
 
 class TracedFile:
-    """A file object that counts its calls into a :class:`StdioRecord`; everything else
-    is the wrapped object's (attributes, ``name``, ``mode``, ``fileno``...)."""
+    """A file object that counts its calls into a :class:`StdioRecord`; every other
+    attribute of Python's file classes (``name``, ``mode``, ``fileno``, ``buffer``...)
+    is the wrapped object's, and attributes the program adds live on the proxy.
 
-    __slots__ = ("_f", "_rec", "_t0", "__weakref__")
+    The proxy defines no ``__getattr__``: a class with one makes every attribute lookup
+    on its instances go through a slow hook, the method lookup of each ``f.write`` too.
+    """
+
+    # _cio: (offset, start time) while C code writes through a duplicate of the descriptor
+    __slots__ = ("_f", "_rec", "_t0", "_cio", "__weakref__", "__dict__")
 
     def __init__(self, f, rec: StdioRecord, t0: float) -> None:
-        self._f, self._rec, self._t0 = f, rec, t0
-
-    def __getattr__(self, name):
-        return getattr(self._f, name)
-
-    def __setattr__(self, name, value) -> None:
-        if name in TracedFile.__slots__:
-            object.__setattr__(self, name, value)
-        else:
-            setattr(self._f, name, value)
+        self._f, self._rec, self._t0, self._cio = f, rec, t0, None
 
     def __enter__(self):
         return self
@@ -116,10 +128,7 @@ class TracedFile:
         t1 = _clock()
         line = next(self._f)
         t2 = _clock()
-        rec = self._rec
-        off = rec.offset
-        rec.offset = off + len(line)
-        rec.ev += (READ, off, len(line), t1, t2)
+        self._rec.ev += _pack(READ, len(line), t1, t2)
         return line
 
     def __repr__(self) -> str:
@@ -129,20 +138,14 @@ class TracedFile:
         t1 = _clock()
         data = self._f.read(size)
         t2 = _clock()
-        rec = self._rec
-        off = rec.offset
-        rec.offset = off + len(data)
-        rec.ev += (READ, off, len(data), t1, t2)
+        self._rec.ev += _pack(READ, len(data), t1, t2)
         return data
 
     def read1(self, size=-1, /):
         t1 = _clock()
         data = self._f.read1(size)
         t2 = _clock()
-        rec = self._rec
-        off = rec.offset
-        rec.offset = off + len(data)
-        rec.ev += (READ, off, len(data), t1, t2)
+        self._rec.ev += _pack(READ, len(data), t1, t2)
         return data
 
     def readinto(self, buffer, /):
@@ -150,20 +153,14 @@ class TracedFile:
         n = self._f.readinto(buffer)
         t2 = _clock()
         k = n or 0  # None: a non-blocking stream had nothing; hand None back unchanged
-        rec = self._rec
-        off = rec.offset
-        rec.offset = off + k
-        rec.ev += (READ, off, k, t1, t2)
+        self._rec.ev += _pack(READ, k, t1, t2)
         return n
 
     def readline(self, size=-1, /):
         t1 = _clock()
         line = self._f.readline(size)
         t2 = _clock()
-        rec = self._rec
-        off = rec.offset
-        rec.offset = off + len(line)
-        rec.ev += (READ, off, len(line), t1, t2)
+        self._rec.ev += _pack(READ, len(line), t1, t2)
         return line
 
     def readlines(self, hint=-1, /):
@@ -171,10 +168,7 @@ class TracedFile:
         lines = self._f.readlines(hint)
         t2 = _clock()
         k = sum(map(len, lines))
-        rec = self._rec
-        off = rec.offset
-        rec.offset = off + k
-        rec.ev += (READ, off, k, t1, t2)
+        self._rec.ev += _pack(READ, k, t1, t2)
         return lines
 
     def write(self, data, /):
@@ -182,10 +176,7 @@ class TracedFile:
         n = self._f.write(data)
         t2 = _clock()
         k = n if n is not None else len(data)
-        rec = self._rec
-        off = rec.offset
-        rec.offset = off + k
-        rec.ev += (WRITE, off, k, t1, t2)
+        self._rec.ev += _pack(WRITE, k, t1, t2)
         return n
 
     def writelines(self, lines, /) -> None:
@@ -194,17 +185,20 @@ class TracedFile:
         self._f.writelines(lines)
         t2 = _clock()
         k = sum(map(len, lines))
-        rec = self._rec
-        off = rec.offset
-        rec.offset = off + k
-        rec.ev += (WRITE, off, k, t1, t2)
+        self._rec.ev += _pack(WRITE, k, t1, t2)
 
     def seek(self, offset, whence=0, /):
         t1 = _clock()
         pos = self._f.seek(offset, whence)
         t2 = _clock()
         rec = self._rec
-        rec.offset = pos
+        if self._cio is not None:  # numpy's tofile wrote through C stdio, now done
+            start, t_dup = self._cio
+            self._cio = None
+            if pos > start:  # its seek to where its stream ended is not the program's
+                rec.ev += _pack_at(SEEK, start, 0.0, 0.0, WRITE, pos - start, t_dup, t1)
+                return pos
+        rec.ev += _pack(SEEK, pos, 0.0, 0.0)
         rec.c[_SEEKS] += 1
         rec.meta(t1 - self._t0, t2 - self._t0)
         return pos
@@ -214,9 +208,10 @@ class TracedFile:
         self._f.flush()
         t2 = _clock()
         # Darshan records fflush as a zero-byte write counted in STDIO_FLUSHES
-        self._rec.ev += (FLUSH, self._rec.offset, 0, t1, t2)
+        self._rec.ev += _pack(FLUSH, 0, t1, t2)
 
     def close(self) -> None:
+        self._cio = None
         if self._f.closed:
             return
         t1 = _clock()
@@ -227,6 +222,14 @@ class TracedFile:
             rec.f[_CS] = a
         rec.f[_CE] = b
         rec.meta(a, b)
+
+
+for _name in sorted(
+    {n for c in (io.TextIOWrapper, io.BufferedRandom, io.FileIO) for n in dir(c)}
+    - set(dir(TracedFile))
+):
+    if not _name.startswith("__"):
+        setattr(TracedFile, _name, _Forward(_name))
 
 
 class TracedText(TracedFile):
@@ -264,6 +267,8 @@ class StdioModule(TraceModule):
     def __init__(self, core) -> None:
         super().__init__(core)
         self._saved: dict[str, object] = {}
+        # descriptor -> open traced file, kept only for modules that ask (numpy's tofile)
+        self.files: weakref.WeakValueDictionary[int, TracedFile] | None = None
 
     def install(self) -> None:
         self._saved = {"builtins": builtins.open, "io": io.open}
@@ -289,13 +294,16 @@ class StdioModule(TraceModule):
             if rec is None:
                 return f
             rec.c[counter] += 1
-            rec.offset = f.tell() if "a" in mode else 0
+            rec.ev += _pack(SEEK, f.tell() if "a" in mode else 0, 0.0, 0.0)
             a, b = t1 - t0, t2 - t0
             if rec.f[_OS] == 0 or rec.f[_OS] > a:
                 rec.f[_OS] = a
             rec.f[_OE] = b
             rec.meta(a, b)
-            return _proxy_class(f)(f, rec, t0)
+            proxy = _proxy_class(f)(f, rec, t0)
+            if self.files is not None:
+                self.files[f.fileno()] = proxy
+            return proxy
 
         traced_open.__doc__ = real_open.__doc__
         builtins.open = traced_open
