@@ -119,6 +119,21 @@ def test_equal_spread(warehouse):
     assert np.allclose(t["read_bytes"], [300 + 750 + 100, 300 + 200, 200 + 250 + 300, 200])
 
 
+def test_job_window(warehouse):
+    _hand_warehouse(warehouse)
+    # only C starts at or after 1200: its job-total bytes alone, over its own bins
+    t = build_timeline(warehouse, bin_width=300.0, since=1200.0).to_pandas()
+    assert t["bin_start"].tolist() == [1200, 1500, 1800]
+    assert np.allclose(t["read_bytes"], [200, 300, 100])
+    assert t["active_jobs"].tolist() == [1, 1, 1]
+    # A, B and D start before 1200; their I/O is kept whole, past the window's end
+    t = build_timeline(warehouse, bin_width=300.0, until=1200.0).to_pandas()
+    assert t["read_bytes"].sum() == pytest.approx(2600 - 600)
+    assert t["bin_start"].tolist() == [900, 1200, 1500, 1800]
+    with pytest.raises(IosightError, match="no jobs"):
+        build_timeline(warehouse, since=5000.0)
+
+
 def test_missing_tables_are_clear(warehouse):
     with pytest.raises(MissingTableError, match="jobs"):
         build_timeline(warehouse)

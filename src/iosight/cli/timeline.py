@@ -25,14 +25,21 @@ def build(
     spread: str = typer.Option(
         "overlap", help="overlap (exact) or equal (the paper's split among touched bins)."
     ),
+    since: str = typer.Option(None, help="Only jobs starting at or after this time (UTC)."),
+    until: str = typer.Option(None, help="Only jobs starting before this time (UTC)."),
 ) -> None:
     """Spread every record's bytes, operations and I/O time over time bins."""
     with cli_errors():
-        from iosight.timeline import build_timeline, parse_duration
+        from iosight.timeline import build_timeline, parse_duration, parse_time
 
         wh = open_warehouse(warehouse)
         t = build_timeline(
-            wh, bin_width=parse_duration(bin), spread=spread, progress=RichProgress()
+            wh,
+            bin_width=parse_duration(bin),
+            spread=spread,
+            since=None if since is None else parse_time(since),
+            until=None if until is None else parse_time(until),
+            progress=RichProgress(),
         )
         df = t.to_pandas()
         console.print(

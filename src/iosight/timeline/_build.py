@@ -162,7 +162,17 @@ def _heatmap_match(layer: str) -> str:
     return f"replace(replace(upper(h.module), 'HEATMAP:', ''), '-', '') = '{layer}'"
 
 
-def _layer_queries(wh: Warehouse, layer: str, direction: str) -> list[str]:
+def _job_condition(since: float | None, until: float | None) -> str:
+    """SQL condition on ``jobs j``: a start time, inside ``[since, until)`` when given."""
+    cond = "j.start_time is not null"
+    if since is not None:
+        cond += f" and j.start_time >= {float(since)!r}"
+    if until is not None:
+        cond += f" and j.start_time < {float(until)!r}"
+    return cond
+
+
+def _layer_queries(wh: Warehouse, layer: str, direction: str, jobs_where: str) -> list[str]:
     """SQL queries returning ``t0, t1, b, o, t`` rows (epoch s) for one layer and direction."""
     table = layer.lower()
     cols = set(wh.column_names(table))
@@ -179,7 +189,7 @@ def _layer_queries(wh: Warehouse, layer: str, direction: str) -> list[str]:
         f"select r.job_key, r.rank, r.record_id, j.start_time as js, {start} as s, "
         f"greatest({end}, {start}) as e, {val(b)} as b, {val(o)} as o, {val(t)} as t "
         f"from {table} r join jobs j using (job_key) "
-        f"where j.start_time is not null and ({val(b)} > 0 or {val(o)} > 0 or {val(t)} > 0)"
+        f"where {jobs_where} and ({val(b)} > 0 or {val(o)} > 0 or {val(t)} > 0)"
     )
     has_hm = wh.has_table("heatmap") and f"{direction}_bytes" in wh.column_names("heatmap")
     has_dxt = layer == "POSIX" and wh.has_table("dxt_posix")
@@ -223,7 +233,7 @@ def _layer_queries(wh: Warehouse, layer: str, direction: str) -> list[str]:
     return queries
 
 
-def _job_totals_frame(wh: Warehouse) -> pd.DataFrame | None:
+def _job_totals_frame(wh: Warehouse, jobs_where: str) -> pd.DataFrame | None:
     """Job-total rows of jobs, each layer blanked where the job has records of that layer."""
     if not wh.has_table("job_totals"):
         return None
@@ -245,7 +255,7 @@ def _job_totals_frame(wh: Warehouse) -> pd.DataFrame | None:
                 select.append(f"{expr} as {_q(col)}")
     return wh.sql(
         f"select {', '.join(select)} from job_totals jt join jobs j using (job_key) "
-        "where j.start_time is not null"
+        f"where {jobs_where}"
     )
 
 
@@ -254,6 +264,8 @@ def build_timeline(
     *,
     bin_width: float = 300.0,
     spread: str = "overlap",
+    since: float | None = None,
+    until: float | None = None,
     progress: Progress | None = None,
 ) -> pa.Table:
     """Build the system-level timeline and write it as the warehouse table ``timeline``.
@@ -268,6 +280,9 @@ def build_timeline(
         Bin width in seconds (5 min, §IV).
     spread : {"overlap", "equal"}
         ``"equal"`` reproduces the paper; ``"overlap"`` is exact (NOTES §1).
+    since, until : float, optional
+        Only jobs that start in ``[since, until)`` (epoch s) count, e.g. one month of a
+        years-long archive; their I/O is binned whole, even past ``until``.
     progress : Progress, optional
         Advanced once per record batch.
 
@@ -280,17 +295,18 @@ def build_timeline(
     _check_width(bin_width)
     check_spread(spread)
     warehouse.require("jobs")
+    jobs_where = _job_condition(since, until)
     queries = [
         (direction, q)
         for layer in LAYERS
         if warehouse.has_table(layer.lower())
         for direction in _COUNTERS
-        for q in _layer_queries(warehouse, layer, direction)
+        for q in _layer_queries(warehouse, layer, direction, jobs_where)
     ]
-    totals = _job_totals_frame(warehouse)
+    totals = _job_totals_frame(warehouse, jobs_where)
     jobs = warehouse.sql(
-        "select start_time, coalesce(end_time, start_time) as end_time from jobs "
-        "where start_time is not null"
+        "select start_time, coalesce(end_time, start_time) as end_time from jobs j "
+        f"where {jobs_where}"
     )
     parts = [(jobs["start_time"].to_numpy(float), jobs["end_time"].to_numpy(float))]
     if totals is not None:
