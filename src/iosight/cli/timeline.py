@@ -30,6 +30,8 @@ def build(
 ) -> None:
     """Spread every record's bytes, operations and I/O time over time bins."""
     with cli_errors():
+        import pandas as pd
+
         from iosight.timeline import build_timeline, parse_duration, parse_time
 
         wh = open_warehouse(warehouse)
@@ -46,6 +48,12 @@ def build(
             f"timeline: {len(df)} bins of {df['bin_width'].iloc[0]:g} s, "
             f"{df['read_bytes'].sum():.4g} bytes read, {df['write_bytes'].sum():.4g} written"
         )
+        if len(df) > 1_000_000:  # years of 5-min bins: often a few jobs with odd start times
+            first, last = (pd.to_datetime(df["bin_start"].iloc[i], unit="s") for i in (0, -1))
+            console.print(
+                f"note: the jobs span {first:%Y-%m-%d} to {last:%Y-%m-%d}; "
+                "--since/--until restrict the timeline to a window"
+            )
 
 
 @group.command("show")
