@@ -27,7 +27,9 @@ iosight's readings:
   H5D close timestamps stay 0. Files given to h5py as Python file objects are not
   HDF5 files on a path and are left to the STDIO module; the HDF5 library's own POSIX
   calls happen in C and are not seen.
-- Shared H5F/H5D records of a multi-process job stay one per rank when merged.
+- Records of a file or dataset every rank of a job has are reduced to one rank -1
+  record when the ranks' logs are merged, with ``darshan-hdf5.c``'s reduction rules
+  (:mod:`iosight.trace._merge`).
 """
 
 from __future__ import annotations

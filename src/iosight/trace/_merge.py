@@ -1,7 +1,8 @@
 """Merging per-process logs into one job log, reducing shared-file records (§III-A, §III-C).
 
 Darshan reduces, at shutdown, the records of files that every rank opened into one
-record of rank -1 (``posix_record_reduction_op`` / ``stdio_record_reduction_op``):
+record of rank -1 (``posix_record_reduction_op`` / ``stdio_record_reduction_op``, and
+``hdf5_file_record_reduction_op`` / ``hdf5_dataset_record_reduction_op`` for H5F/H5D):
 counts and bytes and times are summed, maxima kept, first timestamps are the earliest
 non-zero ones, last timestamps the latest, the four common access sizes and strides
 are recombined, and the fastest/slowest rank (by read+write+meta time) and the
