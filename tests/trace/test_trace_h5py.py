@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
 
-from iosight.trace import ProcessInfo, darshan_hash, run_traced, trace
+from iosight.trace import ProcessInfo, darshan_hash, recover, run_traced, trace
+from iosight.trace._activate import trace_env
 
 h5py = pytest.importorskip("h5py")
 darshan = pytest.importorskip("darshan")
@@ -167,3 +172,35 @@ def test_h5py_imported_after_tracing_starts(tmp_path):
     c, _, _ = _records(result["log"], "H5D")
     x = c.loc[f"{data}:/x"]
     assert (x["H5D_OPENS"], x["H5D_WRITES"], x["H5D_BYTES_WRITTEN"]) == (1, 1, 80)
+
+
+def test_killed_h5py_program_is_recovered(tmp_path):
+    prog, data, logs = tmp_path / "prog.py", tmp_path / "k.h5", tmp_path / "logs"
+    prog.write_text(
+        textwrap.dedent(
+            f"""
+            import time, h5py, numpy as np
+            f = h5py.File({str(data)!r}, "w")
+            d = f.create_dataset("d", shape=(4, 100), dtype="i2")
+            for i in range(4):
+                d[i] = np.full(100, i, dtype="i2")  # 4 writes of 200 bytes
+            print("wrote", flush=True)
+            time.sleep(60)
+            """
+        )
+    )
+    env = {**os.environ, **trace_env(logs, {"sync_interval": 0.05})}
+    child = subprocess.Popen(
+        [sys.executable, str(prog)], env=env, stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout.readline().strip() == "wrote"
+    time.sleep(0.3)  # a few sync intervals
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    (log,) = recover(logs / "partial", logs)
+    c, _, file_ids = _records(log, "H5D")
+    d = c.loc[f"{data}:/d"]
+    assert (d["H5D_OPENS"], d["H5D_WRITES"], d["H5D_BYTES_WRITTEN"]) == (1, 4, 800)
+    assert file_ids == [darshan_hash(str(data))]
+    c, _, _ = _records(log, "H5F")
+    assert c.loc[str(data), "H5F_OPENS"] == 1

@@ -142,3 +142,98 @@ def test_merge_puts_ranks_on_the_job_clock(tmp_path):
     first = [int(np.flatnonzero(w.loc[k].to_numpy())[0]) for k in (0, 1)]
     width = w.columns[0].length
     assert (first[1] - first[0]) * width == pytest.approx(1.0, abs=width)
+
+
+def _record(module, rank, rid, **vals):
+    """One hand-built record of ``module``; counter names without the module prefix."""
+    names, fnames = COUNTER_NAMES[module]
+    rec = np.zeros(1, dtype=record_dtype(module))
+    rec["id"], rec["rank"] = rid, rank
+    for k, v in vals.items():
+        if k == "file_rec_id":
+            rec["file_rec_id"] = v
+        elif f"{module}_{k}" in names:
+            rec["counters"][0, names.index(f"{module}_{k}")] = v
+        else:
+            rec["fcounters"][0, fnames.index(f"{module}_{k}")] = v
+    return rec
+
+
+def test_hdf5_records_reduce_as_darshan_hdf5_does(tmp_path):
+    fid, did = darshan_hash("/s/run.h5"), darshan_hash("/s/run.h5:/temp")
+    acc_a = dict(
+        ACCESS1_ACCESS=4000,
+        ACCESS1_LENGTH_D4=50,
+        ACCESS1_LENGTH_D5=10,
+        ACCESS1_STRIDE_D4=1,
+        ACCESS1_STRIDE_D5=1,
+        ACCESS1_COUNT=3,
+    )
+    h5d = np.concatenate(
+        [
+            _record("H5D", 0, did, file_rec_id=fid, OPENS=1, WRITES=3, BYTES_WRITTEN=12000,
+                    REGULAR_HYPERSLAB_SELECTS=3, SIZE_WRITE_AGG_1K_10K=3, **acc_a,
+                    DATASPACE_NDIMS=2, DATASPACE_NPOINTS=5000, DATATYPE_SIZE=8,
+                    CHUNK_SIZE_D1=50, CHUNK_SIZE_D2=10, F_WRITE_TIME=0.3, F_META_TIME=0.1,
+                    F_MAX_WRITE_TIME=0.2, MAX_WRITE_TIME_SIZE=4000,
+                    F_OPEN_START_TIMESTAMP=0.5, F_WRITE_END_TIMESTAMP=1.5),
+            _record("H5D", 1, did, file_rec_id=fid, OPENS=1, WRITES=1, READS=1,
+                    BYTES_WRITTEN=4000, BYTES_READ=40000, RW_SWITCHES=1,
+                    REGULAR_HYPERSLAB_SELECTS=1, SIZE_WRITE_AGG_1K_10K=1,
+                    SIZE_READ_AGG_10K_100K=1, **{**acc_a, "ACCESS1_COUNT": 1},
+                    ACCESS2_ACCESS=40000, ACCESS2_COUNT=1,
+                    DATASPACE_NDIMS=2, DATASPACE_NPOINTS=5000, DATATYPE_SIZE=8,
+                    CHUNK_SIZE_D1=50, CHUNK_SIZE_D2=10, F_WRITE_TIME=0.05, F_READ_TIME=0.2,
+                    F_META_TIME=0.1, F_MAX_WRITE_TIME=0.05, MAX_WRITE_TIME_SIZE=4000,
+                    F_OPEN_START_TIMESTAMP=0.25, F_WRITE_END_TIMESTAMP=1.0),
+        ]
+    )  # fmt: skip
+    h5f = np.concatenate(
+        [
+            _record("H5F", r, fid, OPENS=2, FLUSHES=r, F_OPEN_START_TIMESTAMP=0.1 + r,
+                    F_CLOSE_END_TIMESTAMP=2.0 + r, F_META_TIME=0.25)
+            for r in (0, 1)
+        ]
+    )  # fmt: skip
+    logs = [
+        LogContent(
+            Job(nprocs=2, jobid=9, start_time_sec=100, end_time_sec=110),
+            "python run.py",
+            names={fid: "/s/run.h5", did: "/s/run.h5:/temp"},
+            records={"H5F": h5f[h5f["rank"] == r], "H5D": h5d[h5d["rank"] == r]},
+        )
+        for r in (0, 1)
+    ]
+    log = write_log(tmp_path / "merged.darshan", combine(logs))
+    darshan = pytest.importorskip("darshan")
+    with darshan.DarshanReport(str(log), read_all=True) as r:
+        (f,) = r.records["H5F"].to_df()["counters"].to_dict("records")
+        (ff,) = r.records["H5F"].to_df()["fcounters"].to_dict("records")
+        (d,) = r.records["H5D"].to_df()["counters"].to_dict("records")
+        (df,) = r.records["H5D"].to_df()["fcounters"].to_dict("records")
+        assert r.records["H5D"][0]["file_rec_id"] == fid
+    assert (f["rank"], f["H5F_OPENS"], f["H5F_FLUSHES"]) == (-1, 4, 1)
+    assert (ff["H5F_F_OPEN_START_TIMESTAMP"], ff["H5F_F_CLOSE_END_TIMESTAMP"]) == (0.1, 3.0)
+    assert ff["H5F_F_META_TIME"] == 0.5
+    assert (d["rank"], d["H5D_OPENS"], d["H5D_WRITES"], d["H5D_READS"]) == (-1, 2, 4, 1)
+    assert (d["H5D_BYTES_WRITTEN"], d["H5D_BYTES_READ"], d["H5D_RW_SWITCHES"]) == (16000, 40000, 1)
+    assert (d["H5D_SIZE_WRITE_AGG_1K_10K"], d["H5D_REGULAR_HYPERSLAB_SELECTS"]) == (4, 4)
+    # the 4000-byte 10 x 50 access happened 3 + 1 times; the 40000-byte read once
+    assert (d["H5D_ACCESS1_ACCESS"], d["H5D_ACCESS1_COUNT"], d["H5D_ACCESS1_LENGTH_D4"]) == (
+        4000,
+        4,
+        50,
+    )
+    assert (d["H5D_ACCESS2_ACCESS"], d["H5D_ACCESS2_COUNT"]) == (40000, 1)
+    assert d["H5D_ACCESS3_COUNT"] == 0
+    assert (d["H5D_DATASPACE_NPOINTS"], d["H5D_DATATYPE_SIZE"], d["H5D_CHUNK_SIZE_D1"]) == (
+        5000,
+        8,
+        50,
+    )
+    assert (df["H5D_F_MAX_WRITE_TIME"], d["H5D_MAX_WRITE_TIME_SIZE"]) == (0.2, 4000)
+    assert df["H5D_F_OPEN_START_TIMESTAMP"] == 0.25 and df["H5D_F_WRITE_END_TIMESTAMP"] == 1.5
+    # rank 1 spent 0.35 s and moved 44000 bytes, rank 0 0.4 s and 12000 bytes
+    assert (d["H5D_FASTEST_RANK"], d["H5D_FASTEST_RANK_BYTES"]) == (1, 44000)
+    assert (d["H5D_SLOWEST_RANK"], d["H5D_SLOWEST_RANK_BYTES"]) == (0, 12000)
+    assert df["H5D_F_VARIANCE_RANK_BYTES"] == pytest.approx(np.var([12000.0, 44000.0]))

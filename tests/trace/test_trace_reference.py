@@ -110,25 +110,24 @@ class Reference:
         return c
 
 
-def _queue(rec, ops) -> None:
-    """Queue ``(kind, offset, bytes, start, end)`` operations as the wrappers do: at the
-    record's offset when they are there, after a SEEK when they are elsewhere."""
+def _events(ops, pos: int = 0) -> list[bytes]:
+    """``(kind, offset, bytes, start, end)`` operations queued as the wrappers queue them:
+    at the record's offset when they are there, else after a SEEK (an ``lseek`` of its
+    own every other time, so batches may end between the two)."""
+    out = []
     for kind, off, n, t1, t2 in ops:
         if kind not in (READ, WRITE):
-            rec.ev += pack_event(kind, 0, t1, t2)
-        elif off == rec.queued:
-            rec.ev += pack_event(kind, n, t1, t2)
-        else:
-            rec.ev += pack_at(SEEK, off, 0.0, 0.0, kind, n, t1, t2)
-        rec.queued = off + n if kind in (READ, WRITE) else rec.queued
-
-
-class _Record(PosixRecord):
-    __slots__ = ("queued",)  # the offset the queued operations leave (what a wrapper knows)
-
-    def __init__(self, fa):
-        super().__init__(1, 0, fa)
-        self.queued = 0
+            out.append(pack_event(kind, 0, t1, t2))
+            continue
+        if off != pos and len(out) % 2:
+            out.append(pack_event(SEEK, off, 0.0, 0.0))
+        elif off != pos:
+            out.append(pack_at(SEEK, off, 0.0, 0.0, kind, n, t1, t2))
+            pos = off + n
+            continue
+        out.append(pack_event(kind, n, t1, t2))
+        pos = off + n
+    return out
 
 
 def _ops(rng, n_ops):
@@ -157,11 +156,12 @@ def test_batches_match_per_operation_reference(seed, n_cuts):
     ref = Reference(4096)
     for op in ops:
         ref.op(*op)
-    rec = _Record(4096)
-    cuts = sorted(rng.choice(len(ops), size=n_cuts, replace=False).tolist()) + [len(ops)]
+    rec = PosixRecord(1, 0, 4096)
+    events = _events(ops)
+    cuts = sorted(rng.choice(len(events), size=n_cuts, replace=False).tolist()) + [len(events)]
     start = 0
     for cut in cuts:  # several batches of arbitrary sizes
-        _queue(rec, ops[start:cut])
+        rec.ev += b"".join(events[start:cut])
         rec.drain(0.0)
         start = cut
     row = np.zeros(
@@ -197,15 +197,15 @@ def test_runs_match_per_operation_reference(seed):
     rng = np.random.default_rng(100 + seed)
     blocks = _runs(rng, 30)
     ref = Reference(4096)
-    rec = _Record(4096)
+    rec = PosixRecord(1, 0, 4096)
     for block in blocks:
         for op in block:
             ref.op(*op)
         regular = [op for op in block if op[0] != RESET]
-        _queue(rec, regular)
+        rec.ev += b"".join(_events(regular, rec.pos))
         rec.drain(0.0)  # one regular batch
         if len(regular) != len(block):
-            _queue(rec, [(RESET, 0, 0, 0.0, 0.0)])
+            rec.ev += pack_event(RESET, 0, 0.0, 0.0)
             rec.drain(0.0)
     row = np.zeros(
         1, dtype=[("id", "<u8"), ("counters", "<i8", (69,)), ("fcounters", "<f8", (17,))]

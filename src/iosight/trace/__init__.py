@@ -1,9 +1,10 @@
 """Darshan-style modular I/O characterization of Python programs.
 
-Instrumentation modules (``posix``, ``stdio``) register with a core that owns the
-records, ids and bounded memory, mirrors state into an mmap-backed file while the
-program runs, and writes Darshan 3.41 logs that PyDarshan reads (Snyder et al.,
-*Modular HPC I/O Characterization with Darshan*).
+Instrumentation modules (``posix``, ``stdio``, ``numpy`` recording into STDIO, and
+``h5py`` writing H5F/H5D records) register with a core that owns the records, ids
+and bounded memory, mirrors state into an mmap-backed file while the program runs,
+and writes Darshan 3.41 logs that PyDarshan reads (Snyder et al., *Modular HPC I/O
+Characterization with Darshan*).
 """
 
 from iosight.trace import _h5py, _numpy, _posix, _stdio  # noqa: F401  (register the modules)

@@ -24,6 +24,7 @@ import numpy as np
 # the POSIX wrappers queue READ and WRITE as the literals 0 and 1 (no global lookup)
 READ, WRITE, SYNC, RESET, FLUSH, SEEK = 0, 1, 2, 3, 4, 5
 DXT_MAX_SEGMENTS = 1 << 20  # per record; later segments are counted, not kept
+_FEW_SEEKS = 8  # SEEKs in a batch up to which offsets are shifted one SEEK at a time
 
 EVENT = np.dtype([("kind", "<i8"), ("n", "<i8"), ("t1", "<f8"), ("t2", "<f8")])
 pack_event = struct.Struct("<qqdd").pack  # (kind, bytes, start, end) -> 32 bytes
@@ -46,27 +47,29 @@ class Ops(NamedTuple):
 
     @classmethod
     def of(cls, batch: np.ndarray, t0: float, pos: int) -> tuple[Ops, int]:
-        """The operations of an :data:`EVENT` batch (SEEKs left out) with their offsets,
-        worked out from ``pos``, the offset before the batch; and the offset after it.
+        """The operations of an :data:`EVENT` batch with their offsets, worked out from
+        ``pos``, the offset before the batch; and the offset after it.
 
         A read or write starts where the last SEEK before it put the offset (``pos``
-        when none did) plus the bytes of the operations in between."""
-        kind, n = np.ascontiguousarray(batch["kind"]), np.ascontiguousarray(batch["n"])
+        when none did) plus the bytes of the operations in between. SEEK rows stay in
+        the batch with 0 bytes, so nothing is copied to leave them out."""
+        kind, n = np.ascontiguousarray(batch["kind"]), batch["n"].copy()
         t1, t2 = batch["t1"] - t0, batch["t2"] - t0
-        seek = kind == SEEK
-        if not seek.any():
-            done = np.cumsum(n)  # bytes moved up to and including each operation
-            return cls(kind, pos + done - n, n, t1, t2), pos + int(done[-1])
-        step = np.where(seek, 0, n)
-        done = np.cumsum(step)
-        last = np.maximum.accumulate(np.where(seek, np.arange(len(kind)), -1))
-        at = np.maximum(last, 0)
-        base = np.where(last >= 0, n[at], pos)  # where the latest SEEK put the offset
-        since = np.where(last >= 0, done[at], 0)  # bytes moved before that SEEK
-        off = base + done - step - since
-        keep = ~seek
-        after = int(base[-1] + done[-1] - since[-1])
-        return cls(kind[keep], off[keep], n[keep], t1[keep], t2[keep]), after
+        seeks = np.flatnonzero(kind == SEEK)
+        targets = n[seeks]
+        n[seeks] = 0
+        done = np.cumsum(n)  # bytes moved up to and including each operation
+        off = pos + done - n
+        if len(seeks) <= _FEW_SEEKS:  # usually: each SEEK shifts what follows it
+            for j, target in zip(seeks.tolist(), targets.tolist(), strict=True):
+                off[j:] += target - off[j]
+        else:  # the latest SEEK's target plus the bytes moved since it
+            target = np.zeros(len(kind), dtype=np.int64)
+            target[seeks] = targets
+            last = np.maximum.accumulate(np.where(kind == SEEK, np.arange(len(kind)), -1))
+            at = np.maximum(last, 0)
+            off = np.where(last >= 0, target[at] + done - n - done[at], off)
+        return cls(kind, off, n, t1, t2), int(off[-1] + n[-1])
 
     def part(self, a: int, b: int) -> Ops:
         return Ops(*(x[a:b] for x in self))
@@ -102,11 +105,9 @@ class EventRecord:
         batch = np.frombuffer(ev[:n], dtype=EVENT)
         del ev[:n]  # the wrappers only ever append, so exactly the batch goes
         ops, self.pos = Ops.of(batch, t0, self.pos)
-        if len(ops.kind) == 0:
-            return
         self.apply(ops)
         if heatmap is not None:
-            moved = ops.n > 0  # reads and writes that moved bytes (others queue 0 bytes)
+            moved = ops.n > 0  # reads and writes that moved bytes (others have 0 bytes)
             io = ops if moved.all() else Ops(*(x[moved] for x in ops))  # usually all
             heatmap.add(io.t1, io.t2, io.n, io.kind == WRITE)
         if self.dxt is not None:

@@ -27,7 +27,9 @@ iosight's readings:
   H5D close timestamps stay 0. Files given to h5py as Python file objects are not
   HDF5 files on a path and are left to the STDIO module; the HDF5 library's own POSIX
   calls happen in C and are not seen.
-- Shared H5F/H5D records of a multi-process job stay one per rank when merged.
+- Records of a file or dataset every rank of a job has are reduced to one rank -1
+  record when the ranks' logs are merged, with ``darshan-hdf5.c``'s reduction rules
+  (:mod:`iosight.trace._merge`).
 """
 
 from __future__ import annotations
@@ -290,23 +292,30 @@ class H5FModule(TraceModule):
 
             return flush
 
+        def outermost(real, self, args, kwargs):
+            """(result, start, end) of ``real``; start is None inside another wrapped call
+            (h5py calling itself: a field read, ``__array__``), which counts it already."""
+            if getattr(busy, "on", False):
+                return real(self, *args, **kwargs), None, None
+            busy.on = True
+            try:
+                t1 = clock()
+                out = real(self, *args, **kwargs)
+                return out, t1 - t0, clock() - t0
+            finally:
+                busy.on = False
+
         def opener(real, writes_data):
             def wrapper(self, *args, **kwargs):
-                if getattr(busy, "on", False):
-                    return real(self, *args, **kwargs)
-                busy.on = True
-                try:
-                    t1 = clock()
-                    obj = real(self, *args, **kwargs)
-                    t2 = clock()
-                finally:
-                    busy.on = False
-                rec = self_mod._dataset_record(obj) if isinstance(obj, Dataset) else None
+                obj, t1, t2 = outermost(real, self, args, kwargs)
+                if t1 is None or not isinstance(obj, Dataset):
+                    return obj
+                rec = self_mod._dataset_record(obj)
                 if rec is not None:
-                    rec.opened(t1 - t0, t2 - t0)
+                    rec.opened(t1, t2)
                     data = kwargs.get("data", args[3] if len(args) > 3 else None)
                     if writes_data and data is not None:
-                        rec.io(_WRITE, selection(obj, None), t1 - t0, t2 - t0)
+                        rec.io(_WRITE, selection(obj, None), t1, t2)
                 return obj
 
             return wrapper
@@ -315,23 +324,15 @@ class H5FModule(TraceModule):
             """A Dataset read or write; ``where(args, kwargs)`` gives the file selection."""
 
             def wrapper(self, *args, **kwargs):
-                if getattr(busy, "on", False):
-                    return real(self, *args, **kwargs)
-                busy.on = True
-                try:
-                    t1 = clock()
-                    out = real(self, *args, **kwargs)
-                    t2 = clock()
-                finally:
-                    busy.on = False
-                rec = self_mod._dataset_record(self)
+                out, t1, t2 = outermost(real, self, args, kwargs)
+                rec = self_mod._dataset_record(self) if t1 is not None else None
                 if rec is not None:
                     try:
                         sel = selection(self, where(args, kwargs))
                     except Exception:  # an argument form h5py resolves itself (region refs)
                         size = getattr(out, "size", 0) if kind == _READ else 0
                         sel = (int(size), _ALL, [0] * H5D_MAX_NDIMS, [0] * H5D_MAX_NDIMS)
-                    rec.io(kind, sel, t1 - t0, t2 - t0)
+                    rec.io(kind, sel, t1, t2)
                 return out
 
             return wrapper

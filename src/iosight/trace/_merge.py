@@ -1,7 +1,8 @@
 """Merging per-process logs into one job log, reducing shared-file records (§III-A, §III-C).
 
 Darshan reduces, at shutdown, the records of files that every rank opened into one
-record of rank -1 (``posix_record_reduction_op`` / ``stdio_record_reduction_op``):
+record of rank -1 (``posix_record_reduction_op`` / ``stdio_record_reduction_op``, and
+``hdf5_file_record_reduction_op`` / ``hdf5_dataset_record_reduction_op`` for H5F/H5D):
 counts and bytes and times are summed, maxima kept, first timestamps are the earliest
 non-zero ones, last timestamps the latest, the four common access sizes and strides
 are recombined, and the fastest/slowest rank (by read+write+meta time) and the
@@ -19,7 +20,14 @@ import numpy as np
 from iosight._errors import IosightError
 from iosight.trace._counters import merge_top_four
 from iosight.trace._extra import align_heatmaps, shift_dxt
-from iosight.trace._format import COUNTER_NAMES, Job, LogContent, read_log, write_log
+from iosight.trace._format import (
+    COUNTER_NAMES,
+    H5D_MAX_NDIMS,
+    Job,
+    LogContent,
+    read_log,
+    write_log,
+)
 
 
 def _idx(module: str, names: str, f: bool = False) -> list[int]:
@@ -53,6 +61,35 @@ _SPEC = {
             _idx("POSIX", "ACCESS1_ACCESS")[0],
         ],
         "bytes": _idx("POSIX", "BYTES_READ BYTES_WRITTEN"),
+    },
+    # hdf5_file_record_reduction_op / hdf5_dataset_record_reduction_op of darshan-hdf5.c;
+    # the 0/1 flags (USE_MPIIO, USE_MPIIO_COLLECTIVE, USE_DEPRECATED) are set if any rank set
+    # them, i.e. their maximum; dataspace, datatype and chunk sizes are the first rank's
+    "H5F": {
+        "sum": _span("H5F", "OPENS", "FLUSHES"),
+        "max": _idx("H5F", "USE_MPIIO"),
+        "fsum": _idx("H5F", "META_TIME", True),
+        "fmin": _span("H5F", "OPEN_START_TIMESTAMP", "CLOSE_START_TIMESTAMP", True),
+        "fmax": _span("H5F", "OPEN_END_TIMESTAMP", "CLOSE_END_TIMESTAMP", True),
+        "maxtime": [],
+        "common": [],
+        "bytes": [],
+    },
+    "H5D": {
+        "sum": _span("H5D", "OPENS", "POINT_SELECTS")
+        + _span("H5D", "SIZE_READ_AGG_0_100", "SIZE_WRITE_AGG_1G_PLUS"),
+        "max": _idx("H5D", "USE_MPIIO_COLLECTIVE USE_DEPRECATED"),
+        "fsum": _span("H5D", "READ_TIME", "META_TIME", True),
+        "fmin": _span("H5D", "OPEN_START_TIMESTAMP", "CLOSE_START_TIMESTAMP", True),
+        "fmax": _span("H5D", "OPEN_END_TIMESTAMP", "CLOSE_END_TIMESTAMP", True),
+        "maxtime": [
+            (*_idx("H5D", "MAX_READ_TIME", True), *_idx("H5D", "MAX_READ_TIME_SIZE")),
+            (*_idx("H5D", "MAX_WRITE_TIME", True), *_idx("H5D", "MAX_WRITE_TIME_SIZE")),
+        ],
+        "common": [],
+        # (first value, first count, values per entry): access size, 5 lengths, 5 strides
+        "vectors": [(*_idx("H5D", "ACCESS1_ACCESS ACCESS1_COUNT"), 1 + 2 * H5D_MAX_NDIMS)],
+        "bytes": _idx("H5D", "BYTES_READ BYTES_WRITTEN"),
     },
     "STDIO": {
         "sum": _span("STDIO", "OPENS", "BYTES_READ"),
@@ -93,8 +130,16 @@ def reduce_shared(module: str, rows: np.ndarray) -> np.ndarray:
                 vals, cnts, c[r, base : base + 4].tolist(), c[r, base + 4 : base + 8].tolist()
             )
         oc[base : base + 4], oc[base + 4 : base + 8] = vals, cnts
-    # fastest / slowest rank by total I/O time; variance of time and bytes across ranks
+    for base, cbase, k in spec.get("vectors", []):
+        vecs = c[:, base : base + 4 * k].reshape(len(rows), 4, k)
+        best = top_vectors(vecs.tolist(), c[:, cbase : cbase + 4].tolist())
+        for e, (vec, cnt) in enumerate(best):
+            oc[base + e * k : base + (e + 1) * k], oc[cbase + e] = vec, cnt
     names, fnames = COUNTER_NAMES[module]
+    if f"{module}_FASTEST_RANK" not in names:  # H5F keeps no per-rank extremes
+        out["rank"] = -1
+        return out
+    # fastest / slowest rank by total I/O time; variance of time and bytes across ranks
     t = f[:, spec["fsum"]].sum(axis=1)
     b = c[:, spec["bytes"]].sum(axis=1)
     fast, slow = int(np.argmin(t)), int(np.argmax(t))
@@ -106,6 +151,20 @@ def reduce_shared(module: str, rows: np.ndarray) -> np.ndarray:
     of[fnames.index(f"{module}_F_VARIANCE_RANK_BYTES")] = float(np.var(b.astype(float)))
     out["rank"] = -1
     return out
+
+
+def top_vectors(vecs: list[list[list[int]]], cnts: list[list[int]]) -> list[tuple[list[int], int]]:
+    """The four most common value vectors of several ranks (H5D's access size, lengths
+    and strides): counts of identical vectors added up, then ordered by count and first
+    value, both descending; zero-padded to four."""
+    table: dict[tuple[int, ...], int] = {}
+    for rank_vecs, rank_cnts in zip(vecs, cnts, strict=True):
+        for vec, cnt in zip(rank_vecs, rank_cnts, strict=True):
+            if vec[0] != 0 and cnt:
+                table[tuple(vec)] = table.get(tuple(vec), 0) + cnt
+    best = sorted(table.items(), key=lambda kv: (kv[1], kv[0][0]), reverse=True)[:4]
+    k = len(vecs[0][0])
+    return [(list(v), n) for v, n in best] + [([0] * k, 0)] * (4 - len(best))
 
 
 def combine(logs: Sequence[LogContent]) -> LogContent:

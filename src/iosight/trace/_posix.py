@@ -65,7 +65,7 @@ _MRT, _MWT = F["MAX_READ_TIME"], F["MAX_WRITE_TIME"]
 _EDGES_A = np.asarray(BUCKET_EDGES)
 _RESET_EVENT = pack_event(RESET, 0, 0.0, 0.0)  # a close: last bytes back to 0
 _OPEN_EVENTS = _RESET_EVENT + pack_event(SEEK, 0, 0.0, 0.0)  # an open: and offset 0
-_MAX_CUTS = 8  # offset resets up to which a batch is folded stretch by stretch
+_MAX_CUTS = 8  # resets and seeks up to which a batch is folded stretch by stretch
 
 
 class PosixRecord(EventRecord):
@@ -117,18 +117,20 @@ class PosixRecord(EventRecord):
         """Fold a batch of queued operations into the counters (``POSIX_RECORD_READ`` /
         ``POSIX_RECORD_WRITE`` / fsync of ``darshan-posix.c``).
 
-        A few opens and closes (offset resets) cut the batch into stretches folded one
-        after the other, as each is usually one run of back-to-back accesses (the closed
-        form); a batch with many is folded in one vectorised pass."""
-        resets = np.flatnonzero(ops.kind == RESET)
-        if not 0 < len(resets) <= _MAX_CUTS:
+        A few opens, closes and seeks (offset resets and SEEK rows) cut the batch into
+        stretches folded one after the other, as each is usually one run of back-to-back
+        accesses (the closed form); a batch with many is folded in one vectorised pass
+        (which ignores SEEK rows)."""
+        cuts = np.flatnonzero(ops.kind >= RESET)  # RESET, FLUSH (never queued here), SEEK
+        if not 0 < len(cuts) <= _MAX_CUTS:
             self._apply_part(ops)
             return
         start = 0
-        for r in resets.tolist():
+        for r in cuts.tolist():
             if r > start:
                 self._apply_part(ops.part(start, r))
-            self.lbr = self.lbw = 0
+            if ops.kind[r] == RESET:
+                self.lbr = self.lbw = 0
             start = r + 1
         if start < len(ops.kind):
             self._apply_part(ops.part(start, len(ops.kind)))

@@ -57,7 +57,7 @@ class StdioRecord(EventRecord):
         c, f = self.c, self.f
         for sel, mb, by, st, en, tt, end_attr in (
             (kind == READ, _MBR, _BR, _RS, _RE, _RT, "read_end"),
-            (kind != READ, _MBW, _BW, _WS, _WE, _WT, "write_end"),
+            ((kind == WRITE) | (kind == FLUSH), _MBW, _BW, _WS, _WE, _WT, "write_end"),
         ):
             if not sel.any():
                 continue
