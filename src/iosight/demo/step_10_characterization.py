@@ -41,8 +41,15 @@ def run(ctx) -> None:
         s = job_summary(ctx.warehouse, str(biggest))
         ctx.show(s.modules, f"job {biggest}: per module")
         ctx.show(s.files.head(5), f"job {biggest}: busiest files")
+    # the figure of the job with the most traced ranks: its DXT timeline says the most
+    traced = ctx.warehouse.sql(
+        "select j.jobid from jobs j join (select job_key, count(distinct rank) as ranks "
+        "from dxt_posix group by 1) d using (job_key) order by d.ranks desc, j.jobid limit 1"
+    )
+    if len(traced):
         from iosight.report.job import plot_job
 
-        ctx.artifacts[f"job {biggest} figure"] = plot_job(
-            ctx.warehouse, s, ctx.workdir / f"job-{biggest}.png"
+        jobid = traced["jobid"].iloc[0]
+        ctx.artifacts[f"job {jobid} figure"] = plot_job(
+            ctx.warehouse, job_summary(ctx.warehouse, str(jobid)), ctx.workdir / f"job-{jobid}.png"
         )

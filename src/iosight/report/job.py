@@ -59,8 +59,11 @@ def _top_files(ax, s: JobSummary, n: int = 10) -> None:
         ax.set_axis_off()
         return
     labels = [f if len(f) < 50 else "..." + f[-47:] for f in df["file"]]
-    ax.barh(range(len(df))[::-1], df["io_time"], color="tab:purple")
-    ax.set_yticks(range(len(df))[::-1], labels, fontsize=8)
+    rows = max(len(df), 5)  # a lone file gets a bar at the top, not the whole panel
+    ys = [rows - 1 - i for i in range(len(df))]
+    ax.barh(ys, df["io_time"], color="tab:purple")
+    ax.set_yticks(ys, labels, fontsize=8)
+    ax.set_ylim(-0.5, rows - 0.5)
     ax.set_xlabel("I/O time summed over ranks (s)")
     ax.set_title(f"files with the most I/O time (top {len(df)})")
 
@@ -76,7 +79,12 @@ def _timeline(ax, warehouse: Warehouse, key: str) -> None:
         if len(seg):
             for op, color in (("write", "tab:red"), ("read", "tab:blue")):
                 d = seg[seg["op"] == op]
-                ax.hlines(d["rank"], d["start"], d["end"], colors=color, lw=3, label=op)
+                ax.hlines(d["rank"], d["start"], d["end"], colors=color, lw=6, label=op)
+                # a tick at each start keeps operations far shorter than the job visible
+                ax.plot(d["start"], d["rank"], "|", color=color, ms=12, alpha=0.5)
+            lo, hi = int(seg["rank"].min()), int(seg["rank"].max())
+            ax.set_yticks(range(lo, hi + 1, max(1, -(-(hi - lo + 1) // 8))))  # <= 8 rank ticks
+            ax.set_ylim(lo - 0.5, hi + 0.5)
             ax.set_xlabel("seconds since job start")
             ax.set_ylabel("rank")
             ax.set_title("traced POSIX operations (DXT)")
