@@ -130,3 +130,22 @@ def test_a_batch_whose_worker_died_keeps_its_other_sources(warehouse):
     assert [items for _, items in committer.split_failed(raised, batch, NullProgress())] == [
         [b] for b in batch
     ]
+
+
+def test_a_warehouse_inside_the_sources_is_not_read_back(tmp_path):
+    """`iosight ingest .` with the default ./iosight-warehouse: its Parquet parts are no
+    job-total tables, and a second run adds and fails nothing."""
+    from iosight._errors import IosightError
+
+    logs = example_logs()[:3]
+    for log in logs:
+        (tmp_path / log.name).write_bytes(log.read_bytes())
+    (tmp_path / ".hidden.darshan").write_bytes(logs[0].read_bytes())
+    wh = Warehouse(tmp_path / "iosight-warehouse")
+    first = ingest([tmp_path], wh, workers=1)
+    assert (first.ingested, first.failed) == (3, 0)
+    again = ingest([tmp_path], wh, workers=1)
+    assert (again.ingested, again.skipped, again.failed) == (0, 3, 0)
+    assert len(wh.jobs()) == 3
+    with pytest.raises(IosightError, match="is an iosight warehouse"):
+        ingest([wh.path], wh, workers=1)

@@ -13,7 +13,7 @@ import hashlib
 import os
 import shutil
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from iosight._errors import IosightError
 from iosight._progress import Progress, ensure_progress
-from iosight.warehouse._store import Warehouse, new_batch_id, stage_tables
+from iosight.warehouse._store import Warehouse, is_warehouse_dir, new_batch_id, stage_tables
 
 _PART_BYTES = 64 << 20  # a worker stages a part once its rows pass this
 # imported once in the fork server, so each (re)started worker starts warm
@@ -57,24 +57,33 @@ class IngestReport:
 
 
 def discover(paths: Iterable[str | os.PathLike]) -> list[Path]:
-    """Files named, plus Darshan-looking files under directories named (recursive, sorted)."""
-    from iosight.darshan._sources import SOURCE_SUFFIXES
+    """Files named, plus Darshan-looking files under directories named (recursive, sorted).
 
+    The walk skips hidden files and directories and iosight warehouses (ingesting ``.``
+    must not read the warehouse's own Parquet parts as job-total tables).
+    """
     found: list[Path] = []
     for p in map(Path, paths):
+        if p.is_dir() and is_warehouse_dir(p):
+            raise IosightError(f"{p} is an iosight warehouse, not a directory of sources")
         if p.is_dir():
-            found += sorted(
-                f
-                for f in p.rglob("*")
-                if f.is_file()
-                and f.name.lower().endswith(SOURCE_SUFFIXES)
-                and not f.name.startswith(".")
-            )
+            found += sorted(_walk(p))
         elif p.exists():
             found.append(p)
         else:
             raise IosightError(f"no such file or directory: {p}")
     return list(dict.fromkeys(found))
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    from iosight.darshan._sources import SOURCE_SUFFIXES
+
+    for d, dirs, files in os.walk(root):
+        here = Path(d)
+        dirs[:] = [n for n in dirs if not n.startswith(".") and not is_warehouse_dir(here / n)]
+        for name in files:
+            if not name.startswith(".") and name.lower().endswith(SOURCE_SUFFIXES):
+                yield here / name
 
 
 def content_key(path: Path) -> str:

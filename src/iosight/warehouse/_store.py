@@ -43,6 +43,11 @@ def default_path() -> Path:
     return Path(os.environ.get("IOSIGHT_WAREHOUSE", DEFAULT_WAREHOUSE))
 
 
+def is_warehouse_dir(path: Path) -> bool:
+    """Whether ``path`` is an iosight warehouse (its Parquet parts are no sources to ingest)."""
+    return (path / _TABLES).is_dir() and (path / _COMMITS).is_dir()
+
+
 def new_batch_id() -> str:
     # sortable by time, unique across processes
     return f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
