@@ -225,3 +225,17 @@ def test_rename_and_dup(tmp_path):
         df = r.records["POSIX"].to_df()["counters"]
     renamed_from = int(df.loc[df["id"] == darshan_hash(str(b)), "POSIX_RENAMED_FROM"].iloc[0])
     assert renamed_from % (1 << 64) == darshan_hash(str(a))  # an id kept in an int64 counter
+
+
+def test_readinto1_and_readall_are_counted(tmp_path):
+    data = tmp_path / "blob.bin"
+    data.write_bytes(b"\1" * 6000)
+    with trace(tmp_path / "logs", proc=ProcessInfo(0, 1, 17)) as t:
+        with open(data, "rb") as fh:
+            buf = bytearray(1000)
+            assert fh.readinto1(buf) == 1000
+        with open(data, "rb", buffering=0) as fh:  # raw FileIO
+            assert len(fh.readall()) == 6000
+    c, _ = _read_back(t.finish().log, "STDIO", data)
+    assert (c["STDIO_OPENS"], c["STDIO_READS"], c["STDIO_BYTES_READ"]) == (2, 2, 7000)
+

@@ -156,6 +156,20 @@ class TracedFile:
         self._rec.ev += _pack(READ, k, t1, t2)
         return n
 
+    def readinto1(self, buffer, /):
+        t1 = _clock()
+        n = self._f.readinto1(buffer)
+        t2 = _clock()
+        self._rec.ev += _pack(READ, n or 0, t1, t2)
+        return n
+
+    def readall(self):
+        t1 = _clock()
+        data = self._f.readall()
+        t2 = _clock()
+        self._rec.ev += _pack(READ, len(data or b""), t1, t2)
+        return data
+
     def readline(self, size=-1, /):
         t1 = _clock()
         line = self._f.readline(size)
