@@ -238,4 +238,3 @@ def test_readinto1_and_readall_are_counted(tmp_path):
             assert len(fh.readall()) == 6000
     c, _ = _read_back(t.finish().log, "STDIO", data)
     assert (c["STDIO_OPENS"], c["STDIO_READS"], c["STDIO_BYTES_READ"]) == (2, 2, 7000)
-
