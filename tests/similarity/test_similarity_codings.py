@@ -193,6 +193,20 @@ def test_categories_from_quantiles_and_config(tmp_path):
     cfg.write_text("read_bytes: [0, 1]\n")
     with pytest.raises(IosightError):
         Categories.from_config(cfg)
+    # the mapping form reads the same; malformed files are clear errors, not tracebacks
+    cfg.write_text("".join(f"{m}: {{low: {a}, high: {b}}}\n" for m, (a, b) in cat.splits.items()))
+    assert Categories.from_config(cfg).splits == pytest.approx(cat.splits)
+    for bad, message in (
+        ("md_read: {low: 1, hi: 10}\n", "low: .., high"),
+        ("md_read: [1, 10\n", "not valid YAML"),
+    ):
+        cfg.write_text(bad)
+        with pytest.raises(IosightError, match=message):
+            Categories.from_config(cfg)
+    bad_json = tmp_path / "cat.json"
+    bad_json.write_text("{")
+    with pytest.raises(IosightError, match="not valid JSON"):
+        Categories.from_config(bad_json)
 
 
 def test_vectorised_forms_equal_the_scalar_ones():

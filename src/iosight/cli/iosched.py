@@ -17,7 +17,11 @@ RESOURCES = typer.Option(20, "--resources", "-N", help="Number of I/O resources 
 ALLOCATOR = typer.Option("TCPU", "--allocator", help="Random, Static, BestBdw, Nsys, TCPU, MCKP.")
 PLACEMENT = typer.Option("greedy-nc", "--placement", help="random, greedy-nc, greedy-c.")
 FORMAT = typer.Option("table", "--format", help="table, csv or json.")
-FORGE = typer.Option(None, "--forge-dir", help="FORGE data folder (default: $IOSIGHT_SHARED).")
+FORGE = typer.Option(
+    None,
+    "--forge-dir",
+    help="FORGE data folder (default: under $IOSIGHT_SHARED, else ./shared or ../shared).",
+)
 
 
 @group.command()

@@ -160,23 +160,32 @@ class Categories:
 
     @classmethod
     def from_config(cls, path: str | Path) -> Categories:
-        """Read ``{metric: [low, high]}`` from a YAML or JSON file."""
+        """Read ``{metric: [low, high]}`` (or ``{metric: {low: .., high: ..}}``) from a
+        YAML or JSON file."""
         p = Path(path)
         if not p.is_file():
             raise IosightError(f"no category config at {p}")
         text = p.read_text()
-        if p.suffix == ".json":
-            data = json.loads(text)
-        else:
-            import yaml
+        import yaml
 
-            data = yaml.safe_load(text)
+        try:
+            data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
+        except (ValueError, yaml.YAMLError) as err:  # json.JSONDecodeError is a ValueError
+            kind = "JSON" if p.suffix == ".json" else "YAML"
+            raise IosightError(f"{p}: not valid {kind} ({str(err).splitlines()[0]})") from None
         if not isinstance(data, dict):
             raise IosightError(f"{p}: expected a mapping metric -> [low, high]")
         try:
-            splits = {str(k): (float(v[0]), float(v[1])) for k, v in data.items()}
-        except (TypeError, ValueError, IndexError):
-            raise IosightError(f"{p}: every metric needs [low, high] numbers") from None
+            splits = {
+                str(k): (float(v["low"]), float(v["high"]))
+                if isinstance(v, dict)
+                else (float(v[0]), float(v[1]))
+                for k, v in data.items()
+            }
+        except (TypeError, ValueError, IndexError, KeyError):
+            raise IosightError(
+                f"{p}: every metric needs [low, high] or {{low: .., high: ..}} numbers"
+            ) from None
         return cls(splits)
 
     @classmethod

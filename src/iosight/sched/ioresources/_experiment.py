@@ -37,8 +37,15 @@ ROBUST_PAIRS = (("TCPU", "Greedy-NC"), ("BestBdw", "Greedy-NC"), ("BestBdw", "Gr
 
 
 def default_forge_dir() -> Path:
-    """``$IOSIGHT_SHARED/datasets/...``, else ``../shared/datasets/...`` from the cwd."""
-    return Path(os.environ.get("IOSIGHT_SHARED", "../shared")) / FORGE_DIR
+    """Where the FORGE data is looked for when no folder is given: under
+    ``$IOSIGHT_SHARED`` when set, else the first of ``./shared``, ``../shared`` and the
+    ``shared`` folder beside an iosight source checkout that holds it."""
+    if "IOSIGHT_SHARED" in os.environ:
+        return Path(os.environ["IOSIGHT_SHARED"]) / FORGE_DIR
+    checkout = Path(__file__).resolve().parents[5]  # src/iosight/sched/ioresources/x.py
+    candidates = [Path("shared"), Path("../shared"), checkout / "shared"]
+    found = [c / FORGE_DIR for c in candidates if (c / FORGE_DIR).is_dir()]
+    return found[0] if found else Path("../shared") / FORGE_DIR
 
 
 def resolve_curves(
