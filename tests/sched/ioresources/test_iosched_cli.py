@@ -47,3 +47,15 @@ def test_experiment_and_report(tmp_path):
     table = conclusions(df, min_sets=1)
     assert set(table["holds"]) <= {"yes", "NO"} and len(table) >= 8
     assert pd.read_csv(tmp_path / "rep" / "conclusions.csv").shape[0] == len(table)
+
+
+def test_report_on_a_study_too_small_for_some_load_ranges(tmp_path):
+    """One mid load only: no run at low or high load, too few sets per bin for robustness."""
+    out = tmp_path / "res"
+    args = ["iosched", "experiment", "--dataset", "ost", "--loads", "0.6", "--sets", "1"]
+    assert runner.invoke(app, [*args, "--workers", "1", "--out", str(out)]).exit_code == 0
+    r = runner.invoke(app, ["iosched", "report", str(out), "--out", str(tmp_path / "rep")])
+    assert r.exit_code == 0, r.output
+    table = pd.read_csv(tmp_path / "rep" / "conclusions.csv", keep_default_na=False)
+    robust = table[table["claim"].str.startswith("Robustness")]
+    assert (robust["holds"] == "n/a").all() and robust["measured"].str.contains("n/a").all()
