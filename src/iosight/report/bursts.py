@@ -3,13 +3,12 @@ data at hand, one section per warehouse, each saying which data it is."""
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from iosight._errors import IosightError
+from iosight.report._html import fig_img, page
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -17,15 +16,6 @@ if TYPE_CHECKING:
     from iosight.warehouse import Warehouse
 
 _TB = 1e12
-
-
-def _png(fig) -> str:
-    import matplotlib.pyplot as plt
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    plt.close(fig)
-    return f'<img src="data:image/png;base64,{base64.b64encode(buf.getvalue()).decode()}">'
 
 
 def _table(df: pd.DataFrame, digits: int = 3) -> str:
@@ -64,7 +54,7 @@ def _fig3(totals: dict[str, pd.DataFrame]) -> str:
         ax.set_title(f"{name} totals (TB)")
         ax.tick_params(axis="x", labelrotation=30)
     axes[0].legend()
-    return _png(fig)
+    return fig_img(fig)
 
 
 def _fig4(hists: dict[str, pd.DataFrame], summary: pd.DataFrame) -> str:
@@ -79,7 +69,7 @@ def _fig4(hists: dict[str, pd.DataFrame], summary: pd.DataFrame) -> str:
         ax.set_xlabel("(value - mean) / stdev, classes of 0.2 (last class: >= 10)")
         ax.set_title(f"{d}: bins per class")
         ax.legend()
-    return _png(fig)
+    return fig_img(fig)
 
 
 def _fig5(runs: dict[str, pd.DataFrame]) -> str:
@@ -93,7 +83,7 @@ def _fig5(runs: dict[str, pd.DataFrame]) -> str:
         ax.set_xlabel("consecutive burst bins")
         ax.set_title(f"{d}: runs of bursts")
         ax.legend()
-    return _png(fig)
+    return fig_img(fig)
 
 
 def _f1_figure(ev: pd.DataFrame, series: str, title: str) -> str:
@@ -111,7 +101,7 @@ def _f1_figure(ev: pd.DataFrame, series: str, title: str) -> str:
         ax.set_ylim(0, 1)
     axes[0].set_ylabel("F1 of the burst class (test part)")
     axes[-1].legend(fontsize=8)
-    return _png(fig)
+    return fig_img(fig)
 
 
 def _section(wh: Warehouse) -> str:
@@ -169,18 +159,15 @@ def write_report(warehouses: list[Warehouse], out: str | Path) -> Path:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     body = "\n<hr>\n".join(_section(wh) for wh in warehouses)
-    page = (
-        "<!doctype html><html><head><meta charset='utf-8'><title>iosight bursts</title>"
-        "<style>body{font-family:sans-serif;margin:2em} table{border-collapse:collapse;"
-        "font-size:12px} td,th{padding:2px 6px;border-bottom:1px solid #ddd}</style></head>"
-        "<body><h1>System-level I/O bursts (Saeedizade et al. §IV-V, iosight)</h1>"
+    body = (
+        "<h1>System-level I/O bursts (Saeedizade et al. §IV-V, iosight)</h1>"
         "<p>Burst: a bin above mean + k stdev; k chosen so about 1% of bins are bursts unless "
         "given. Scores are on the last 20% of the timeline (chronological split), models "
         "beside persistence and time-of-day baselines.</p>"
-        f"{body}</body></html>"
+        f"{body}"
     )
     path = out / "index.html"
-    path.write_text(page)
+    path.write_text(page("iosight bursts", body))
     return path
 
 

@@ -7,7 +7,6 @@ embeds them with the table that checks the paper's conclusions on our runs.
 
 from __future__ import annotations
 
-import base64
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from iosight._errors import IosightError
+from iosight.report._html import img_tag, page
 
 ALLOC_ORDER = ["BestBdw", "Nsys", "TCPU", "Static", "Random", "MCKP"]
 PLACE_ORDER = ["Greedy-C", "Greedy-NC", "Random"]
@@ -449,7 +449,6 @@ def build_report(
     if profiles is not None:
         profiles.to_csv(out / "profiles.csv", index=False)
     parts = [
-        "<html><head><meta charset='utf-8'><title>iosight iosched report</title></head><body>",
         "<h1>Scheduling distributed I/O resources (Bandet, Boito, Pallez)</h1>",
         f"<p>Fig. 5-12: {main['case'].iloc[0]}; application sets per case: "
         f"{_sets_per_case(results)}"
@@ -460,11 +459,9 @@ def build_report(
     if profiles is not None:
         parts += ["<h2>Profile families (robustness study)</h2>", profiles.to_html(index=False)]
     for path, title in written:
-        data = base64.b64encode(path.read_bytes()).decode()
-        parts.append(f"<h2>{title}</h2><img src='data:image/png;base64,{data}'/>")
-    parts.append("</body></html>")
+        parts.append(f"<h2>{title}</h2>{img_tag(path.read_bytes(), path.name)}")
     html = out / "index.html"
-    html.write_text("\n".join(parts))
+    html.write_text(page("iosight iosched report", "\n".join(parts)))
     figures = tuple(p for p, _ in written)
     return Report(html=html, figures=figures, conclusions=table, profiles=profiles)
 

@@ -8,23 +8,18 @@ selected features, and Fig. 4/5-style relative errors sorted by measured time.
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from iosight.report._html import fig_img, page
+
 if TYPE_CHECKING:
     import pandas as pd
 
     from iosight.perfmodel import WriteModel
-
-_CSS = """body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}
-table{border-collapse:collapse;margin:1em 0;font-size:13px}td,th{border:1px solid #ccc;
-padding:3px 8px;text-align:right}th{background:#eee}.note{background:#fff8e0;padding:.6em;
-border-left:4px solid #e0a000}"""
 
 
 def _table(df: pd.DataFrame, pct: tuple[str, ...] = ()) -> str:
@@ -35,12 +30,6 @@ def _table(df: pd.DataFrame, pct: tuple[str, ...] = ()) -> str:
         elif d[c].dtype.kind == "f":
             d[c] = [f"{v:.4g}" for v in d[c]]
     return d.to_html(index=False, escape=True, border=0)
-
-
-def _png(fig) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    return f'<img src="data:image/png;base64,{base64.b64encode(buf.getvalue()).decode()}">'
 
 
 _PCT = (
@@ -105,7 +94,6 @@ def _error_figure(pred: pd.DataFrame):
 
 def model_section(model: WriteModel) -> str:
     """Section 2: the fitted model, its accuracy beside Table VI, its features (Table V)."""
-    import matplotlib.pyplot as plt
     import pandas as pd
 
     from iosight.perfmodel import PAPER_TABLE_VI
@@ -121,9 +109,7 @@ def model_section(model: WriteModel) -> str:
             {"test_set": "unconverged", "within_20": p[4], "within_30": p[5]},
         ]
     )
-    fig = _error_figure(model.predictions)
-    img = _png(fig)
-    plt.close(fig)
+    img = fig_img(_error_figure(model.predictions))
     chosen = pd.DataFrame(
         [
             {
@@ -184,10 +170,6 @@ def write_report(
     if model is not None:
         body.append(model_section(model))
         model.accuracy.to_csv(d / "model_accuracy.csv", index=False)
-    page = (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>iosight perfmodel"
-        f"</title><style>{_CSS}</style></head><body>{''.join(body)}</body></html>"
-    )
     path = d / "index.html"
-    path.write_text(page)
+    path.write_text(page("iosight perfmodel", "".join(body)))
     return path

@@ -7,13 +7,12 @@ and policy), ``fig10_means.png``, ``fig11_cdf_<app>.png``, optionally ``emulatio
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from iosight._errors import IosightError
+from iosight.report._html import fig_png, img_tag, page
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -21,12 +20,6 @@ if TYPE_CHECKING:
     from iosight.sched.burst_aware import EmulationResult, ScheduleSimulation
 
 _METRIC_LABELS = {"delay": "delay (s)", "run_time": "run time (s)", "total_time": "total time (s)"}
-
-
-def _png(fig) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    return buf.getvalue()
 
 
 def _fig10(sim: ScheduleSimulation, note: str):
@@ -100,7 +93,6 @@ def write_schedule_report(
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
@@ -111,13 +103,11 @@ def write_schedule_report(
     summary = sim.summary()
     summary.to_csv(out / "summary.csv", index=False)
     figures: list[tuple[str, str, bytes]] = []
-    fig = _fig10(sim, note)
-    figures.append(("fig10_means.png", "Fig. 10: means per policy", _png(fig)))
-    plt.close(fig)
+    means = fig_png(_fig10(sim, note), 110)
+    figures.append(("fig10_means.png", "Fig. 10: means per policy", means))
     for app in dict.fromkeys(summary["app"].astype(str)):
-        fig = _fig11(sim, app, note)
-        figures.append((f"fig11_cdf_{app}.png", f"Fig. 11: CDFs, app {app}", _png(fig)))
-        plt.close(fig)
+        cdf = fig_png(_fig11(sim, app, note), 110)
+        figures.append((f"fig11_cdf_{app}.png", f"Fig. 11: CDFs, app {app}", cdf))
     sections = [
         f"<h1>{html.escape(title)}</h1>",
         f"<p><b>{'SYNTHETIC DATA. ' if synthetic else ''}</b>"
@@ -138,9 +128,8 @@ def write_schedule_report(
         ]
     if emulation is not None:
         emulation.runs.to_csv(out / "emulation.csv", index=False)
-        fig = _fig9(emulation)
-        figures.append(("fig9_emulation.png", "Fig. 9: emulated job", _png(fig)))
-        plt.close(fig)
+        emulated = fig_png(_fig9(emulation), 110)
+        figures.append(("fig9_emulation.png", "Fig. 9: emulated job", emulated))
         sections += [
             "<h2>Emulated job (Fig. 9)</h2>",
             f"<p>min_time {emulation.min_time:.2f} s, max_time {emulation.max_time:.2f} s, "
@@ -153,13 +142,7 @@ def write_schedule_report(
         ]
     for name, caption, png in figures:
         (out / name).write_bytes(png)
-        data = base64.b64encode(png).decode()
-        sections.append(
-            f"<h2>{html.escape(caption)}</h2><img alt='{name}' src='data:image/png;base64,{data}'>"
-        )
+        sections.append(f"<h2>{html.escape(caption)}</h2>{img_tag(png, name)}")
     index = out / "index.html"
-    index.write_text(
-        "<!doctype html><html><head><meta charset='utf-8'>"
-        f"<title>{html.escape(title)}</title></head><body>" + "\n".join(sections) + "</body></html>"
-    )
+    index.write_text(page(title, "\n".join(sections)))
     return index

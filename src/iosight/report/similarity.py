@@ -8,9 +8,7 @@ plain-text ``summary.txt`` of every number on it.
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,6 +17,7 @@ import numpy as np
 
 from iosight._errors import IosightError
 from iosight._progress import Progress
+from iosight.report._html import fig_img, page
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -27,15 +26,6 @@ if TYPE_CHECKING:
 
 PAPER_SIMS = (0.1, 0.3, 0.5, 0.7, 0.9, 0.95, 0.99)
 PAPER_EPS = (0.03, 0.06, 0.09, 0.1, 0.2, 0.3)
-
-
-def _png(fig) -> str:
-    import matplotlib.pyplot as plt
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    plt.close(fig)
-    return f'<img src="data:image/png;base64,{base64.b64encode(buf.getvalue()).decode()}">'
 
 
 def _table(df: pd.DataFrame) -> str:
@@ -72,7 +62,7 @@ def _fig3_fig4(wh: Warehouse, runs: pd.DataFrame, title: str) -> str:
         fig.suptitle(title, fontsize=9)
         out.append(
             f"<h3>Fig. 3 (clusters vs jobs processed) and Fig. 4 (clusters per SIM): "
-            f"{html.escape(str(coding))}</h3>{_png(fig)}"
+            f"{html.escape(str(coding))}</h3>{fig_img(fig)}"
         )
     return "\n".join(out)
 
@@ -113,7 +103,7 @@ def _series_plot(wh: Warehouse, keys: Sequence[str], sims: Sequence[float]) -> s
         ax.set_title(f"{key} ({label})", fontsize=8)
     axes[-1, 0].set_xlabel("segment (10 min); colour: category score summed over nodes and fs")
     fig.tight_layout()
-    return _png(fig)
+    return fig_img(fig)
 
 
 def _real_section(
@@ -303,17 +293,12 @@ def build_report(
             "nothing to report: pass --codings (a DKRZ codings CSV) or use a warehouse with "
             "synthetic jobs ('iosight synth monitoring')"
         )
-    page = (
-        "<html><head><meta charset='utf-8'><title>iosight: job I/O similarity</title>"
-        "<style>body{font-family:sans-serif;max-width:1100px} td,th{padding:2px 6px}"
-        "table{border-collapse:collapse;font-size:12px} tr:nth-child(even){background:#f4f4f4}"
-        "</style></head><body><h1>Temporal job I/O similarity</h1>"
+    body = (
+        "<h1>Temporal job I/O similarity</h1>"
         "<p>Betke &amp; Kunkel, <i>The Importance of Temporal Behavior When Classifying Job "
-        "IO Patterns</i>, as read in methods/NOTES.md §3.</p>"
-        + "".join(sections)
-        + "</body></html>"
+        "IO Patterns</i>, as read in methods/NOTES.md §3.</p>" + "".join(sections)
     )
     path = out / "similarity.html"
-    path.write_text(page)
+    path.write_text(page("iosight: job I/O similarity", body))
     (out / "summary.txt").write_text("\n".join(lines) + "\n")
     return path
