@@ -23,6 +23,7 @@ WAREHOUSE_OPT = typer.Option(
     envvar="IOSIGHT_WAREHOUSE",
     help="Warehouse directory (default ./iosight-warehouse).",
 )
+FORMAT_OPT = typer.Option("table", "--format", "-f", help="table, csv or json.")
 
 
 @contextmanager

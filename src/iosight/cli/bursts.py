@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from iosight.cli._common import (
+    FORMAT_OPT,
     WAREHOUSE_OPT,
     RichProgress,
     cli_errors,
@@ -16,7 +17,6 @@ from iosight.cli._common import (
 )
 
 group = typer.Typer(help="I/O burst analysis and forecasting.", no_args_is_help=True)
-FORMAT_OPT = typer.Option("table", "--format", help="table, csv or json.")
 
 
 def _k(k_read: float | None, k_write: float | None) -> dict[str, float]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from iosight.cli._common import RichProgress, cli_errors, console, print_frame
+from iosight.cli._common import FORMAT_OPT, RichProgress, cli_errors, console, print_frame
 
 group = typer.Typer(
     help="Schedule distributed I/O resources (I/O nodes, OSTs) among applications.",
@@ -16,7 +16,6 @@ group = typer.Typer(
 RESOURCES = typer.Option(20, "--resources", "-N", help="Number of I/O resources N.")
 ALLOCATOR = typer.Option("TCPU", "--allocator", help="Random, Static, BestBdw, Nsys, TCPU, MCKP.")
 PLACEMENT = typer.Option("greedy-nc", "--placement", help="random, greedy-nc, greedy-c.")
-FORMAT = typer.Option("table", "--format", help="table, csv or json.")
 FORGE = typer.Option(
     None,
     "--forge-dir",
@@ -31,7 +30,7 @@ def allocate(
     allocator: str = ALLOCATOR,
     placement: str = PLACEMENT,
     seed: int = typer.Option(0, help="Seed of the random heuristics."),
-    fmt: str = FORMAT,
+    fmt: str = FORMAT_OPT,
 ) -> None:
     """How many and which I/O resources each application gets."""
     from iosight.sched.ioresources._plan import allocate_apps
@@ -49,7 +48,7 @@ def simulate(
     placement: str = PLACEMENT,
     simulator: str = typer.Option("events", help="events (exact) or timestep (paper's)."),
     seed: int = typer.Option(0, help="Seed of the random heuristics."),
-    fmt: str = FORMAT,
+    fmt: str = FORMAT_OPT,
 ) -> None:
     """Schedule, then simulate until the first application finishes."""
     import pandas as pd
@@ -111,7 +110,7 @@ def report(
     out: Path = typer.Option(Path("iosched-report"), "--out", help="Report folder."),
     forge_dir: Path = FORGE,
     min_sets: int = typer.Option(10, help="Leave out load bins with fewer sets."),
-    fmt: str = FORMAT,
+    fmt: str = FORMAT_OPT,
 ) -> None:
     """Figures like Fig. 5-13 of the paper and the table checking its conclusions."""
     from iosight.report.iosched import report_from_folders

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from iosight.cli._common import (
+    FORMAT_OPT,
     WAREHOUSE_OPT,
     RichProgress,
     cli_errors,
@@ -23,8 +24,6 @@ platform_group = typer.Typer(
     help="Platform descriptions (stages, counts, mappings).", no_args_is_help=True
 )
 group.add_typer(platform_group, name="platform")
-
-FORMAT_OPT = typer.Option("table", "--format", help="table, csv or json.")
 
 
 @platform_group.command("show")

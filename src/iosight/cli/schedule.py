@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from iosight.cli._common import (
+    FORMAT_OPT,
     WAREHOUSE_OPT,
     RichProgress,
     cli_errors,
@@ -55,7 +56,7 @@ def start(
     bin_s: float = typer.Option(300.0, "--bin", help="Bin length L in seconds (with --pattern)."),
     options: int = typer.Option(24, "--options", help="Start options N."),
     estimator: str = typer.Option("bins", "--estimator", help="bins (paper) or fractional."),
-    fmt: str = typer.Option("table", "--format", help="table, csv or json."),
+    fmt: str = FORMAT_OPT,
 ) -> None:
     """Recommend a start delay for a job from a burst pattern or a burst model's forecast."""
     from iosight._errors import IosightError
@@ -119,7 +120,7 @@ def simulate(
     bin_s: float = typer.Option(300.0, "--bin", help="Bin length L in seconds."),
     estimator: str = typer.Option("bins", "--estimator", help="bins (paper) or fractional."),
     out: Path = typer.Option(None, "--out", help="Write the report (HTML, PNG, CSV) here."),
-    fmt: str = typer.Option("table", "--format", help="table, csv or json."),
+    fmt: str = FORMAT_OPT,
 ) -> None:
     """Run Algorithm 1 over every 24-bin window with a burst (Fig. 10-11)."""
     from iosight._errors import IosightError
@@ -171,7 +172,7 @@ def emulate(
     writers: int = typer.Option(1, "--writers", help="Background writer processes (1-4)."),
     repeats: int = typer.Option(3, "--repeats", help="Runs to measure min and max time."),
     directory: Path = typer.Option(None, "--dir", help="Parent of the temporary directory."),
-    fmt: str = typer.Option("table", "--format", help="table, csv or json."),
+    fmt: str = FORMAT_OPT,
 ) -> None:
     """Run a real I/O-bound job under emulated bursts; compare with Algorithm 1 (Fig. 9).
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from iosight.cli._common import (
+    FORMAT_OPT,
     WAREHOUSE_OPT,
     RichProgress,
     cli_errors,
@@ -26,7 +27,6 @@ CODING_OPT = typer.Option(
     "-c",
     help="bin, bin-aggzeros or hex (density); io-metric or io-duration (tree).",
 )
-FORMAT_OPT = typer.Option("table", "--format", help="table, csv or json.")
 
 
 def _floats(text: str, name: str) -> list[float]:

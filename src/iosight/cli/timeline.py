@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from iosight.cli._common import (
+    FORMAT_OPT,
     WAREHOUSE_OPT,
     RichProgress,
     cli_errors,
@@ -60,7 +61,7 @@ def build(
 def show(
     warehouse: Path = WAREHOUSE_OPT,
     rebin: str = typer.Option("", help="Re-bin to a coarser width (1h, 1d, month)."),
-    fmt: str = typer.Option("table", "--format", help="table, csv or json."),
+    fmt: str = FORMAT_OPT,
     rows: int = typer.Option(50, help="Rows shown in table format."),
 ) -> None:
     """Print the timeline, optionally re-binned to hourly, daily or monthly totals."""

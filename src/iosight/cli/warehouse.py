@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from iosight.cli._common import (
+    FORMAT_OPT,
     WAREHOUSE_OPT,
     RichProgress,
     cli_errors,
@@ -15,8 +16,6 @@ from iosight.cli._common import (
     open_warehouse,
     print_frame,
 )
-
-FORMAT_OPT = typer.Option("table", "--format", "-f", help="table, csv or json")
 
 
 def ingest(
