@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import KiB, MiB, SHARED_BLOCKS
 
+from insights_workloads import SHARED_BLOCKS, KiB, MiB
 from iosight.insights import RULES, Thresholds, compute_insights, job_insights, load_thresholds
 
 
