@@ -24,6 +24,7 @@ from iosight.insights._compute import (
     evaluate,
     job_insights,
 )
+from iosight.insights._facility import FacilityView, facility_view
 from iosight.insights._rules import LEVELS, NEEDS, RULES, Rule
 from iosight.insights._thresholds import Thresholds, load_thresholds
 
@@ -33,12 +34,14 @@ __all__ = [
     "LEVELS",
     "NEEDS",
     "RULES",
+    "FacilityView",
     "InsightsRun",
     "JobInsights",
     "Rule",
     "Thresholds",
     "compute_insights",
     "evaluate",
+    "facility_view",
     "job_insights",
     "load_thresholds",
 ]
