@@ -59,3 +59,21 @@ def test_bad_input_is_one_line(traced, args, message):
     result = runner.invoke(app, ["insights", "-w", str(wh.path), *args])
     assert result.exit_code == 1
     assert message in result.output and "Traceback" not in result.output
+
+
+def test_job_shows_insights_under_the_summary(traced, tmp_path):
+    wh, _ = traced
+    result = runner.invoke(
+        app, ["job", "1301", "-w", str(wh.path), "--plot", str(tmp_path / "j.png")]
+    )
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert out.index("per module") < out.index("I/O insights") < out.index("P06")
+    assert (tmp_path / "j.png").stat().st_size > 0
+    as_json = runner.invoke(app, ["job", "1301", "-w", str(wh.path), "-f", "json"])
+    rows = pd.read_json(io.StringIO(as_json.stdout), lines=True)
+    assert rows["level"].iloc[0] == "high" and "P06" in set(rows["code"])
+    assert list(rows["level"]) == sorted(rows["level"], key=["high", "warn", "info", "ok"].index)
+    as_csv = runner.invoke(app, ["job", "1306", "-w", str(wh.path), "-f", "csv"])
+    clean = pd.read_csv(io.StringIO(as_csv.stdout))
+    assert not clean["level"].isin(["high", "warn"]).any()

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from iosight._progress import Progress, ensure_progress
 from iosight.insights import _frame
-from iosight.insights._rules import FINDING_COLUMNS, LEVELS, NEEDS, RULES
+from iosight.insights._rules import FINDING_COLUMNS, LEVELS, NEEDS, RULES, human_bytes
 from iosight.insights._thresholds import Thresholds
 from iosight.warehouse import Warehouse, find_job
 
@@ -153,10 +153,13 @@ class JobInsights:
     not_evaluated: pd.DataFrame  # code, title, needs
 
     def table(self) -> pd.DataFrame:
-        """Findings for printing: code, level, message, at stake, files, recommendation."""
-        return self.findings[
-            ["code", "level", "message", "stake_s", "stake_bytes", "files", "recommendation"]
-        ]
+        """Findings for reading: level, code, message, at stake, files, recommendation."""
+        f = self.findings
+        secs = f["stake_s"].map(lambda v: f"{v:.4g} rank-s" if pd.notna(v) and v > 0 else "")
+        size = f["stake_bytes"].map(lambda v: human_bytes(v) if pd.notna(v) and v > 0 else "")
+        stake = (secs + ", " + size).str.strip(", ")
+        out = f[["level", "code", "message"]].assign(at_stake=stake)
+        return out.assign(files=f["files"], recommendation=f["recommendation"])
 
 
 def job_insights(
