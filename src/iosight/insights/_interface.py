@@ -17,7 +17,7 @@ def _f(df: pd.DataFrame, col: str) -> np.ndarray:
     return df[col].fillna(0).to_numpy(dtype=float)
 
 
-@rule("S01", "interface", "STDIO moves a large share of the data", applies="jobs with STDIO")
+@rule("S01", "interface", "STDIO moves a large share of the data")
 def stdio_share(d: JobData, t: Thresholds) -> pd.DataFrame:
     j = d.jobs
     stdio = _f(j, "stdio_bytes_read") + _f(j, "stdio_bytes_written")
@@ -50,7 +50,6 @@ def stdio_share(d: JobData, t: Thresholds) -> pd.DataFrame:
     "M01",
     "interface",
     "parallel job without MPI-IO",
-    applies="jobs with at least mpiio_min_nprocs processes that do not use MPI-IO",
 )
 def no_mpiio(d: JobData, t: Thresholds) -> pd.DataFrame:
     j = d.jobs

@@ -119,7 +119,6 @@ def blocking_writes(d: JobData, t: Thresholds) -> pd.DataFrame:
     "mpiio",
     "MPI-IO aggregators per compute node (Drishti's M08-M10)",
     needs="nodes",
-    applies="jobs that use MPI-IO",
 )
 def aggregators(d: JobData, t: Thresholds) -> pd.DataFrame:
     """Never evaluated: the node count is not in Darshan logs (see ``NEEDS['nodes']``)."""

@@ -50,20 +50,19 @@ class Rule:
     family: str
     title: str
     needs: str
-    applies: str  # SQL-free description of the jobs it applies to, for the docs
     evaluate: Callable[[pd.DataFrame, Thresholds], pd.DataFrame]
 
 
 RULES: Registry[Rule] = Registry("insight rule")
 
 
-def rule(code: str, family: str, title: str, *, needs: str = "totals", applies: str = ""):
+def rule(code: str, family: str, title: str, *, needs: str = "totals"):
     """Register ``fn(frame, thresholds) -> findings`` as rule ``code``."""
     if needs not in NEEDS:
         raise ValueError(f"needs must be one of {sorted(NEEDS)}")
 
     def add(fn: Callable[[pd.DataFrame, Thresholds], pd.DataFrame]):
-        RULES.register(code)(Rule(code, family, title, needs, applies or title, fn))
+        RULES.register(code)(Rule(code, family, title, needs, fn))
         return fn
 
     return add
