@@ -75,7 +75,7 @@ def clean_writer(d, rank):  # 32 MiB in 4 MiB sequential writes
 
 
 WORKLOADS = {
-    # name: (function, ranks, job id)
+    # name: (function, ranks, job id); small_writes is traced with DXT on
     "small_writes": (small_writes, 1, 1301),
     "reread": (reread, 1, 1302),
     "random_reads": (random_reads, 1, 1303),
@@ -94,7 +94,8 @@ def trace_and_ingest(root):
         data = root / "data" / name
         data.mkdir(parents=True)
         for rank in range(nprocs):
-            with trace(logs, proc=ProcessInfo(rank=rank, nprocs=nprocs, jobid=jobid)):
+            proc = ProcessInfo(rank=rank, nprocs=nprocs, jobid=jobid)
+            with trace(logs, proc=proc, dxt=name == "small_writes"):
                 fn(data, rank)
     wh = Warehouse(root / "wh")
     report = ingest(sorted(logs.glob("*.darshan")), wh, workers=1)

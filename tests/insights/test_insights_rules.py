@@ -34,6 +34,7 @@ def test_small_writes_trigger_p06_with_counts_and_file(found):
     assert ev["small_writes"] == ev["writes"] == 2000
     assert "small.bin" in rows.loc["P06", "files"]
     assert rows.loc["P06", "stake_s"] > 0
+    assert ev["dxt_ranks"] == "rank 0 (2000)"  # the traced segments name the rank
 
 
 def test_reading_twice_triggers_p09_with_the_bytes_read_again(found):
