@@ -7,8 +7,9 @@ from iosight.darshan._darshan2 import read_darshan2
 from iosight.darshan._jobtotals import read_job_totals
 from iosight.darshan._parser_text import read_parser_text, write_parser_text
 from iosight.darshan._pydarshan import read_pydarshan
-from iosight.darshan._sources import READERS, read_source
+from iosight.darshan._sources import READERS, SOURCE_SUFFIXES, read_source
 from iosight.darshan._tables import (
+    ACCESS_SIZE_BINS,
     JOB_COLUMNS,
     MODULE_TABLES,
     LogTables,
@@ -17,9 +18,11 @@ from iosight.darshan._tables import (
 )
 
 __all__ = [
+    "ACCESS_SIZE_BINS",
     "JOB_COLUMNS",
     "MODULE_TABLES",
     "READERS",
+    "SOURCE_SUFFIXES",
     "LogTables",
     "jobs_schema",
     "read_darshan2",

@@ -12,6 +12,7 @@ from iosight.similarity._cluster import (
     simplified_density,
 )
 from iosight.similarity._codings import (
+    METRIC_INDEX,
     METRICS,
     SEGMENT_S,
     Categories,
@@ -85,6 +86,7 @@ __all__ = [
     "simplified_density",
     "IO_DURATION_COLUMNS",
     "IO_METRIC_COLUMNS",
+    "METRIC_INDEX",
     "METRICS",
     "SEGMENT_S",
     "Categories",

@@ -76,7 +76,7 @@ def discover(paths: Iterable[str | os.PathLike]) -> list[Path]:
 
 
 def _walk(root: Path) -> Iterator[Path]:
-    from iosight.darshan._sources import SOURCE_SUFFIXES
+    from iosight.darshan import SOURCE_SUFFIXES
 
     for d, dirs, files in os.walk(root):
         here = Path(d)
@@ -269,7 +269,7 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str]]], beat) -> dict:
     staged as ``ingest_errors`` rows). Memory stays near one source's rows: the
     accumulated rows are staged as a new part whenever they pass ``_PART_BYTES``.
     """
-    from iosight.darshan._sources import read_source
+    from iosight.darshan import read_source
     from iosight.parallel import one_line
 
     staging, items = Path(arg[0]), arg[1]
