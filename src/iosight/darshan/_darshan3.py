@@ -15,9 +15,15 @@ libdarshan-util 3.5 does (``darshan-<module>-logutils.c``): a record is a row of
 same fill values (-1, or 0 for ids). A module of a version newer than this reader
 knows is skipped with a warning (``jobs.metadata`` gains a line), never the job.
 
-Bounds: a region inflates to at most :data:`MAX_REGION_BYTES`, a log to at most
-:data:`MAX_LOG_BYTES` in all; counts that would need more (records, bins,
-segments, stripes) make the log a :class:`CorruptLogError`, before allocation.
+Hostile input is a :class:`CorruptLogError` with a one-line reason, never another
+exception: regions outside the file or overlapping, bad compressed streams, unknown
+versions or compression, nprocs outside 1..10^8, times outside 1990-2100, negative
+record counts, ranks outside the job. Allocation is bounded by what the file holds,
+never by a count it claims: a region inflates to at most :data:`MAX_REGION_BYTES`
+(1 GiB) and all regions of a log to :data:`MAX_LOG_BYTES` (2 GiB); a record whose
+count (segments, bins, components, stripes) needs more bytes than the region holds
+ends the region, as libdarshan-util's short read does; the arrays built from a
+region are a small multiple (<= 4x) of its inflated size.
 """
 
 from __future__ import annotations
@@ -261,12 +267,18 @@ def read_darshan3(path: str | Path) -> LogTables:
         blob = path.read_bytes()
     except OSError as err:
         raise CorruptLogError(f"{path}: cannot open ({err.strerror})") from None
+    return read_darshan3_bytes(blob, path)
+
+
+def read_darshan3_bytes(blob: bytes, path: str | Path = "<bytes>") -> LogTables:
+    """:func:`read_darshan3` of a log already in memory (``path`` names it in errors)."""
+    path = Path(path)
     if not blob:
         raise CorruptLogError(f"{path}: empty file")
     try:
         return _read(blob, path)
     except CorruptLogError as err:
-        if str(path) in str(err):
+        if str(err).startswith(f"{path}: "):
             raise
         raise CorruptLogError(f"{path}: {err}") from None
     except (ValueError, IndexError, struct.error, OverflowError, MemoryError) as err:
@@ -367,6 +379,8 @@ def _job(data: bytes, hdr: _Header) -> tuple[dict, list[tuple[str, str]]]:
     vals = struct.unpack_from(fmt, data, 0)
     if hdr.version >= "3.41":
         uid, s, sn, e, en, nprocs, jobid = vals
+        if not (0 <= sn < 10**9 and 0 <= en < 10**9):
+            raise CorruptLogError(f"implausible nanoseconds ({sn}, {en})")
         start, end = s + sn * 1e-9, e + en * 1e-9
         run_time = (e + en / 1e9) - (s + sn / 1e9)
     else:
@@ -375,8 +389,9 @@ def _job(data: bytes, hdr: _Header) -> tuple[dict, list[tuple[str, str]]]:
         run_time = float(e - s + 1)
     if not 0 < nprocs <= _MAX_NPROCS:
         raise CorruptLogError(f"garbage header (nprocs={nprocs})")
-    if not (_TIME_RANGE[0] <= s <= _TIME_RANGE[1] or s == 0):
-        raise CorruptLogError(f"implausible start time {s}")
+    for what, t in (("start", s), ("end", e)):
+        if not (_TIME_RANGE[0] <= t <= _TIME_RANGE[1] or t == 0):
+            raise CorruptLogError(f"implausible {what} time {t} (outside 1990-2100)")
     meta = data[size : size + 1024].split(b"\0", 1)[0].decode("utf-8", "replace")
     kv = dict(line.split("=", 1) for line in meta.splitlines() if "=" in line)
     tail = data[size + 1024 :].split(b"\0", 1)[0]
@@ -683,6 +698,12 @@ _ACCUMULATED = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETC
 def _job_totals(raw: dict[str, np.ndarray], nprocs: int, tables: LogTables) -> pa.Table | None:
     """``darshan-parser --total``: libdarshan-util's accumulator over the records read
     here when PyDarshan is installed, else iosight's rule-based reduction."""
+    raw = {m: r for m, r in raw.items() if m in _ACCUMULATED}
+    for mod, recs in raw.items():
+        ranks = recs[:, 1].view(np.int64)
+        if len(ranks) and (ranks.min() < -1 or ranks.max() >= nprocs):
+            # a rank outside the job (the C accumulator would assert, i.e. abort)
+            raise CorruptLogError(f"module {mod} has records of ranks outside [-1, {nprocs})")
     try:
         from darshan.backend import cffi_backend as be
     except ImportError:
@@ -693,6 +714,5 @@ def _job_totals(raw: dict[str, np.ndarray], nprocs: int, tables: LogTables) -> p
 
     totals: dict[str, float] = {}
     for mod, recs in raw.items():
-        if mod in _ACCUMULATED:
-            totals.update(_accumulate(be, mod, recs.tobytes(), len(recs), nprocs))
+        totals.update(_accumulate(be, mod, recs.tobytes(), len(recs), nprocs))
     return pa.Table.from_pylist([totals]) if totals else None
