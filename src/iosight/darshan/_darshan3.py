@@ -286,8 +286,13 @@ def read_darshan3_bytes(blob: bytes, path: str | Path = "<bytes>") -> LogTables:
 
 
 def _region(blob: bytes, hdr: _Header, what: str, off: int, length: int, budget) -> bytes:
-    if off < hdr.header_size or off + length > len(blob):
-        raise CorruptLogError(f"{what} region [{off}, +{length}) lies outside the file")
+    if off < hdr.header_size:
+        raise CorruptLogError(f"corrupt region map: {what} region at {off} is inside the header")
+    if off + length > len(blob):
+        raise CorruptLogError(
+            f"truncated or corrupt: {what} region [{off}, +{length}) ends past the end "
+            f"of the file ({len(blob)} bytes)"
+        )
     return _inflate(blob[off : off + length], hdr.comp, what, budget)
 
 
