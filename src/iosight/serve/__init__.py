@@ -5,7 +5,7 @@ DuckDB, job summaries and figures, the system timeline with burst thresholds, th
 saved burst forecaster and Algorithm 1's recommended start. See ``docs/serve.md``.
 """
 
-from iosight.serve._app import create_app, is_loopback, plotly_js, run
+from iosight.serve._app import BackgroundServer, create_app, is_loopback, plotly_js, run
 from iosight.serve._pages import (
     SORTS,
     JobFilter,
@@ -19,6 +19,7 @@ from iosight.serve._pages import (
 from iosight.serve._readonly import ServedWarehouse, check_where, deadline
 
 __all__ = [
+    "BackgroundServer",
     "SORTS",
     "JobFilter",
     "JobsPage",

@@ -320,3 +320,47 @@ def run(app: Starlette, *, host: str = "127.0.0.1", port: int = 8050) -> None:
     import uvicorn
 
     uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+class BackgroundServer:
+    """A server running on a thread of this process (notebooks, tests, benchmarks).
+
+    ``url`` is its address; :meth:`stop` (or leaving the ``with`` block) shuts it down.
+    """
+
+    def __init__(self, app: Starlette, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        import socket
+        import threading
+        import time
+
+        import uvicorn
+
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._sock = socket.socket(family, socket.SOCK_STREAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind((host, port))
+        bound = self._sock.getsockname()[1]
+        self.url = f"http://{'[' + host + ']' if ':' in host else host}:{bound}"
+        config = uvicorn.Config(app, log_level="warning", lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 30
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise IosightError(f"the server on {self.url} did not start")
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        """Shut the server down and wait for its thread."""
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+        self._sock.close()
+
+    def __enter__(self) -> BackgroundServer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
