@@ -52,6 +52,11 @@ def traced_markup_log(tmp: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def exe_markup() -> str:
+    return EXE_MARKUP
+
+
+@pytest.fixture(scope="session")
 def served_path(tmp_path_factory) -> Path:
     import darshan
 
@@ -62,7 +67,7 @@ def served_path(tmp_path_factory) -> Path:
 
     root = tmp_path_factory.mktemp("serve")
     wh = Warehouse(root / "wh")
-    generate_facility(wh, FacilityConfig(months=4 / 30, seed=1, jobs_per_day=100))
+    generate_facility(wh, FacilityConfig(months=8 / 30, seed=1, jobs_per_day=60))
     build_timeline(wh, bin_width=300.0)
     train_bursts(wh, directions="write", models="tree", modes="lead", horizons=[5],
                  search_iter=0, cv_splits=2, seed=0)  # fmt: skip
