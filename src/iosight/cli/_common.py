@@ -23,7 +23,12 @@ WAREHOUSE_OPT = typer.Option(
     envvar="IOSIGHT_WAREHOUSE",
     help="Warehouse directory (default ./iosight-warehouse).",
 )
-FORMAT_OPT = typer.Option("table", "--format", "-f", help="table, csv or json.")
+FORMAT_OPT = typer.Option(
+    "table",
+    "--format",
+    "-f",
+    help="table (human units), csv, json (one array of objects) or jsonl (JSON Lines).",
+)
 
 
 @contextmanager
@@ -107,28 +112,64 @@ def _rate_column():
 
 
 def print_frame(df, fmt: str = "table", title: str | None = None, max_rows: int = 50) -> None:
-    """Render a DataFrame as a Rich table, CSV or JSON lines on stdout."""
+    """Render a DataFrame as a Rich table, CSV, one JSON array or JSON Lines on stdout.
+
+    Tables show human units (bytes, rates, durations) and elide long paths in the middle;
+    CSV and JSON keep raw values, integers as integers.
+    """
     if fmt == "csv":
         sys.stdout.write(df.to_csv(index=False))
         return
-    if fmt == "json":
-        sys.stdout.write(df.to_json(orient="records", lines=True, date_format="iso"))
+    if fmt in ("json", "jsonl"):
+        sys.stdout.write(frame_json(df, lines=fmt == "jsonl"))
         return
     if fmt != "table":
-        raise IosightError(f"the 'format' option must be table, csv or json. Got {fmt!r} instead.")
+        raise IosightError(
+            f"the 'format' option must be table, csv, json or jsonl. Got {fmt!r} instead."
+        )
     from rich.table import Table
 
+    from iosight.cli._units import cell
+
     table = Table(title=title, show_lines=False)
-    for col in df.columns:
-        table.add_column(str(col), overflow="fold")
+    columns = [str(c) for c in df.columns]
+    for col, dtype in zip(columns, df.dtypes, strict=True):
+        numeric = dtype.kind in "iufb"  # numbers never wrap mid-token
+        table.add_column(col, no_wrap=numeric, overflow="ellipsis" if numeric else "fold")
     for row in df.head(max_rows).itertuples(index=False):
-        table.add_row(*(_fmt(v) for v in row))
+        table.add_row(*(cell(col, v) for col, v in zip(columns, row, strict=True)))
     console.print(table)
     if len(df) > max_rows:
         console.print(f"... {len(df) - max_rows} more rows (use --format csv for all)")
 
 
-def _fmt(v) -> str:
-    if isinstance(v, float):
-        return f"{v:.6g}"
+def frame_json(df, *, lines: bool = False) -> str:
+    """``df`` as one JSON array of objects, or JSON Lines; ints stay ints, NaN is null."""
+    import json
+
+    records = [{str(k): _json_value(v) for k, v in r.items()} for r in df.to_dict("records")]
+    if lines:
+        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    return json.dumps(records, ensure_ascii=False, indent=1) + "\n"
+
+
+def _json_value(v):
+    import datetime as dt
+    import math
+
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(v, np.ndarray | list | tuple):
+        return [_json_value(x) for x in v]
+    if isinstance(v, np.generic):
+        v = v.item()
+    if v is None or v is pd.NaT or v is pd.NA:
+        return None
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, bool | int | float | str):
+        return v
+    if isinstance(v, dt.datetime | dt.date):
+        return v.isoformat()
     return str(v)

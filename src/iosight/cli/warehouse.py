@@ -134,7 +134,12 @@ def errors(warehouse: Path = WAREHOUSE_OPT, fmt: str = FORMAT_OPT) -> None:
         if not wh.has_table("ingest_errors"):
             console.print("no ingest errors")
             return
-        print_frame(wh.sql("select source_path, error from ingest_errors order by 1"), fmt)
+        df = wh.sql("select source_path, error from ingest_errors order by 1")
+        # readers name the file in their messages; show it once
+        df["error"] = [
+            e.removeprefix(f"{p}: ") for p, e in zip(df["source_path"], df["error"], strict=True)
+        ]
+        print_frame(df, fmt)
 
 
 def tables(warehouse: Path = WAREHOUSE_OPT) -> None:
