@@ -39,7 +39,7 @@ def test_piped_progress_prints_at_most_every_ten_seconds(monkeypatch):
 def test_eta_is_smoothed_over_the_whole_run():
     clock = FakeClock()
     eta = Eta(100, clock)
-    for i in range(50):  # 50 fast items, then one that takes 60 s
+    for _ in range(50):  # 50 fast items, then one that takes 60 s
         clock.t += 0.1
         eta.advance()
     before = eta.seconds_left()
