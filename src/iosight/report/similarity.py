@@ -17,7 +17,7 @@ import numpy as np
 
 from iosight._errors import IosightError
 from iosight._progress import Progress
-from iosight.report._html import fig_img, page
+from iosight.report._html import fig_img, write_page
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -298,7 +298,6 @@ def build_report(
         "<p>Betke &amp; Kunkel, <i>The Importance of Temporal Behavior When Classifying Job "
         "IO Patterns</i>, as read in methods/NOTES.md §3.</p>" + "".join(sections)
     )
-    path = out / "similarity.html"
-    path.write_text(page("iosight: job I/O similarity", body))
+    path = write_page(out, "similarity", "iosight: job I/O similarity", body)
     (out / "summary.txt").write_text("\n".join(lines) + "\n")
     return path
