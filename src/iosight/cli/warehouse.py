@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from pathlib import Path
 
 import typer
 
+from iosight._errors import IosightError
 from iosight.cli._common import (
     FORMAT_OPT,
     WAREHOUSE_OPT,
@@ -75,22 +77,29 @@ def jobs(
 
 
 def job(
-    ident: str = typer.Argument(..., help="Job id or job_key prefix."),
+    ident: str = typer.Argument(..., help="Job id, job_key prefix, or a log file to read."),
     warehouse: Path = WAREHOUSE_OPT,
     files: int = typer.Option(15, help="Rows of the per-file table."),
     plot: Path = typer.Option(None, help="Also draw the job's figure to this PNG/SVG file."),
 ) -> None:
-    """One job's I/O summary: modules, access sizes, files, OSTs."""
-    from iosight.warehouse import job_summary
+    """One job's I/O summary: modules, access sizes, files, OSTs (of a warehouse or a log)."""
+    from iosight.warehouse import job_summary, log_warehouse
 
-    with cli_errors():
-        wh = open_warehouse(warehouse)
+    with cli_errors(), ExitStack() as stack:
+        if Path(ident).is_file():  # one log, no warehouse (like `darshan summary LOG`)
+            wh = stack.enter_context(log_warehouse(ident))
+            keys = wh.sql("select job_key from jobs")["job_key"]
+            if len(keys) != 1:
+                raise IosightError(f"{ident} holds {len(keys)} jobs: ingest it and name one job id")
+            ident = keys[0]
+        else:
+            wh = open_warehouse(warehouse)
         s = job_summary(wh, ident)
-    render_job_summary(s, files)
-    if plot:
-        from iosight.report.job import plot_job
+        render_job_summary(s, files)
+        if plot:
+            from iosight.report.job import plot_job
 
-        console.print(f"figure: {plot_job(wh, s, plot)}")
+            console.print(f"figure: {plot_job(wh, s, plot)}")
 
 
 def render_job_summary(s, files: int = 15) -> None:
