@@ -39,7 +39,7 @@ def cli_errors() -> Iterator[None]:
     try:
         yield
     except IosightError as err:
-        err_console.print(f"[bold red]error:[/] {err}", highlight=False)
+        err_console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
         raise typer.Exit(code=1) from None
     except KeyboardInterrupt:
         err_console.print("interrupted; everything committed so far is kept")

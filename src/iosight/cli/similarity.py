@@ -78,6 +78,9 @@ def import_codings_cmd(
     from iosight.similarity import import_codings
 
     with cli_errors():
+        from iosight.data import locate
+
+        path = locate(path)  # a bare data-set file name is looked up in the data directory
         counts = import_codings(open_warehouse(warehouse, create=True), path, prefix=prefix)
     share = counts["zero_jobs"] / counts["jobs"]
     console.print(f"{counts['jobs']} jobs imported; zero jobs: {counts['zero_jobs']} ({share:.2%})")
@@ -233,13 +236,14 @@ def report_cmd(
     sims: str = typer.Option("0.1,0.3,0.5,0.7,0.9,0.95,0.99", help="SIM values."),
 ) -> None:
     """An HTML report: Fig. 3, Fig. 4, Table 2, quality, series plots."""
+    from iosight.data import locate
     from iosight.report.similarity import build_report
 
     with cli_errors():
         path = build_report(
             open_warehouse(warehouse, create=True),
             out,
-            codings_csv=codings,
+            codings_csv=locate(codings) if codings else None,
             job=job,
             sims=_floats(sims, "sims"),
             progress=RichProgress(),
