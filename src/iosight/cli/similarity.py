@@ -103,8 +103,17 @@ def series_cmd(
             segment_s=segment,
             categories=_categories(categories),
         )
-    console.print(f"{counts['jobs']} jobs; metrics available per job:")
+    n, timed = counts["jobs"], counts["time_resolved"]
+    console.print(f"{n} jobs; {timed} with time-resolved I/O (DXT or HEATMAP); metrics per job:")
     print_frame(counts["metrics"])
+    if timed < n:
+        console.print(
+            f"[yellow]note:[/] {n - timed} of {n} jobs have no DXT or HEATMAP records: their "
+            "series are POSIX counters spread over open-close intervals, with little temporal "
+            "shape to compare. Log with DXT (DXT_ENABLE_IO_TRACE=1) or Darshan >= 3.3's "
+            "HEATMAP for temporal similarity.",
+            highlight=False,
+        )
 
 
 @group.command("codings")
@@ -200,6 +209,13 @@ def find_cmd(
                 f"query {job}: {df.attrs['query_code']}  ({df.attrs['compared']} of "
                 f"{df.attrs['candidates']} jobs compared exactly)"
             )
+            if df.empty:
+                console.print(
+                    f"no job shares an I/O phase with {job}: all {df.attrs['unrelated']} "
+                    "compared have similarity 0 (see 'iosight similarity series' for which "
+                    "jobs have time-resolved I/O)"
+                )
+                return
         print_frame(df, fmt)
 
 
