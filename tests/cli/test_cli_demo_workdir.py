@@ -1,6 +1,8 @@
-"""The demo keeps what it writes in ./iosight-demo (or --workdir), and never deletes others' files."""
+"""The demo keeps its outputs in ./iosight-demo (or --workdir) and never deletes others' files."""
 
 from __future__ import annotations
+
+import re
 
 from typer.testing import CliRunner
 
@@ -16,7 +18,7 @@ def test_demo_outputs_stay_and_rerun_replaces_them(tmp_path, monkeypatch):
     root = tmp_path / "iosight-demo"
     figures = list(root.glob("job-*.png"))
     assert figures and "iosight-demo/" in result.output
-    printed = [ln.split(": ", 1)[1] for ln in result.output.splitlines() if ": iosight-demo/" in ln]
+    printed = re.findall(r"^  [^:]+: (iosight-demo/\S+)$", result.output, re.MULTILINE)
     assert printed and all((tmp_path / p.strip()).exists() for p in printed)
     (root / "stale.txt").write_text("from an earlier run")
     again = runner.invoke(app, ["demo", "--only", "characterization"])
