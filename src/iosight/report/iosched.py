@@ -14,8 +14,12 @@ import numpy as np
 import pandas as pd
 
 from iosight._errors import IosightError
+<<<<<<< HEAD
 from iosight.report._html import img_tag, page
 from iosight.sched.ioresources import Finding, conclusions, findings_frame
+=======
+from iosight.report._html import img_tag, write_page
+>>>>>>> issue-20
 
 ALLOC_ORDER = ["BestBdw", "Nsys", "TCPU", "Static", "Random", "MCKP"]
 PLACE_ORDER = ["Greedy-C", "Greedy-NC", "Random"]
@@ -264,7 +268,7 @@ def profile_table(curves) -> pd.DataFrame:
 def build_report(
     results: pd.DataFrame, out: Path, *, curves: tuple = (), min_sets: int = MIN_SETS
 ) -> Report:
-    """Write figures (PNG), ``conclusions.csv``, ``summary.csv`` and ``index.html``.
+    """Write figures (PNG), ``conclusions.csv``, ``summary.csv`` and ``iosched.html``.
 
     ``results`` holds the rows of one or more studies (column ``case``, else
     ``dataset``); Fig. 5-12 show the first case, Fig. 13 the OST rows; ``curves``
@@ -302,8 +306,7 @@ def build_report(
         parts += ["<h2>Profile families (robustness study)</h2>", profiles.to_html(index=False)]
     for path, title in written:
         parts.append(f"<h2>{title}</h2>{img_tag(path.read_bytes(), path.name)}")
-    html = out / "index.html"
-    html.write_text(page("iosight iosched report", "\n".join(parts)))
+    html = write_page(out, "iosched", "iosight iosched report", "\n".join(parts))
     figures = tuple(p for p, _ in written)
     return Report(
         html=html,

@@ -173,7 +173,10 @@ def _new_items(files: list[Path], known: set[str], force: bool, report: IngestRe
 def _run_local(batches, warehouse, workers, timeout, committer, progress, reader) -> None:
     from iosight.parallel import LocalPool
 
-    with LocalPool(ingest_batch, workers=workers, timeout=timeout, preload=_PRELOAD) as pool:
+    logs = _PerLog(progress, committer.report)
+    with LocalPool(
+        ingest_batch, workers=workers, timeout=timeout, preload=_PRELOAD, on_beat=logs.to
+    ) as pool:
         pending = {}
         for batch in batches:
             bid = new_batch_id()
@@ -183,11 +186,41 @@ def _run_local(batches, warehouse, workers, timeout, committer, progress, reader
             batch = pending.pop(res.key)
             if res.error is None:
                 committer.commit(res.key, res.value)
-                progress.advance(len(batch), failed=committer.report.failed)
+                logs.to(res.key, len(batch))
+                logs.forget(res.key)
                 continue
-            for bid, retry in committer.split_failed(res, batch, progress):
+            retries = committer.split_failed(res, batch, progress)
+            logs.carry(res.key, retries)
+            for bid, retry in retries:
                 pending[bid] = retry
                 pool.submit(bid, (str(warehouse.staging_dir(bid)), retry, reader))
+
+
+class _PerLog:
+    """Ingest progress per log from the workers' heartbeats, not per committed batch.
+
+    A heartbeat for item ``i`` of a batch means its first ``i`` logs are read. Logs
+    counted in a batch that then failed carry over to the retries that hold them
+    (their first logs, in order), so no log is counted twice.
+    """
+
+    def __init__(self, progress, report) -> None:
+        self.progress, self.report, self.counted = progress, report, {}
+
+    def to(self, key: str, done: int) -> None:
+        n = done - self.counted.get(key, 0)
+        if n > 0:
+            self.counted[key] = done
+            self.progress.advance(n, failed=self.report.failed)
+
+    def forget(self, key: str) -> None:
+        self.counted.pop(key, None)
+
+    def carry(self, key: str, retries: list[tuple[str, list]]) -> None:
+        credit = self.counted.pop(key, 0)
+        for bid, items in retries:
+            self.counted[bid] = min(credit, len(items))
+            credit -= self.counted[bid]
 
 
 def _run_dask(batches, warehouse, scheduler, committer, progress, reader) -> None:
