@@ -14,12 +14,8 @@ import numpy as np
 import pandas as pd
 
 from iosight._errors import IosightError
-<<<<<<< HEAD
-from iosight.report._html import img_tag, page
-from iosight.sched.ioresources import Finding, conclusions, findings_frame
-=======
 from iosight.report._html import img_tag, write_page
->>>>>>> issue-20
+from iosight.sched.ioresources import Finding, conclusions, findings_frame
 
 ALLOC_ORDER = ["BestBdw", "Nsys", "TCPU", "Static", "Random", "MCKP"]
 PLACE_ORDER = ["Greedy-C", "Greedy-NC", "Random"]
