@@ -2,7 +2,7 @@
 
 Writes into a directory: ``summary.csv`` (mean delay, run time and total time per app
 and policy), ``fig10_means.png``, ``fig11_cdf_<app>.png``, optionally ``emulation.csv`` and
-``fig9_emulation.png``, and ``index.html`` embedding them. Synthetic data is labelled.
+``fig9_emulation.png``, and ``schedule.html`` embedding them. Synthetic data is labelled.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from iosight._errors import IosightError
-from iosight.report._html import fig_png, img_tag, page, subplots
+from iosight.report._html import fig_png, img_tag, subplots, write_page
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -84,7 +84,7 @@ def write_schedule_report(
 
     ``comparison`` is :meth:`ForecastStudy.summary` when ``sim`` chose its starts on a
     model's forecasts; it is written as ``forecast_vs_oracle.csv`` and a table.
-    Returns the path of ``index.html``.
+    Returns the path of ``schedule.html``.
     """
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
@@ -135,6 +135,4 @@ def write_schedule_report(
     for name, caption, png in figures:
         (out / name).write_bytes(png)
         sections.append(f"<h2>{html.escape(caption)}</h2>{img_tag(png, name)}")
-    index = out / "index.html"
-    index.write_text(page(title, "\n".join(sections)))
-    return index
+    return write_page(out, "schedule", title, "\n".join(sections))
