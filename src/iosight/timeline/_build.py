@@ -62,7 +62,7 @@ _COUNTERS = {
         "F_WRITE_END_TIMESTAMP",
     ),
 }
-_BATCH_ROWS = 1_000_000
+_BATCH_ROWS = 262_144  # rows per streamed batch: memory is a few times this x 100 B
 
 
 def _dir_cols(direction: str) -> list[int]:
