@@ -2,7 +2,8 @@
 
 :func:`bin_intervals` is O(rows + bins): an interval's first and last bins take their
 shares with ``np.bincount`` and the bins in between take equal shares through a
-difference array, so nothing is expanded per (row, bin) pair.
+difference array, so nothing is expanded per (row, bin) pair; intervals inside one bin
+(most of them) take one ``bincount`` and nothing else.
 :func:`spread_fractions` gives the same split as explicit (row, bin, fraction) triples.
 """
 
@@ -97,33 +98,34 @@ def bin_intervals(
     b0, b1 = touched_bins(rel_start, rel_end, width)
     if b0.min() < 0 or b1.max() >= n_bins:
         raise ValueError("intervals fall outside the timeline range")
-    first, last, middle = _shares(rel_start, rel_end, b0, b1, width, spread)
+    # most intervals touch one bin and need one bincount; only the others get shares
+    multi = np.flatnonzero(b1 > b0)
+    b0m, b1m = b0[multi], b1[multi]
+    first, last, middle = _shares(rel_start[multi], rel_end[multi], b0m, b1m, width, spread)
+    mid = np.flatnonzero(b1m - b0m > 1)
+    lo, hi, middle = b0m[mid] + 1, b1m[mid], middle[mid]
     for c in range(values.shape[1]):
         v = values[:, c]
-        diff = np.bincount(b0 + 1, v * middle, n_bins + 1) - np.bincount(b1, v * middle, n_bins + 1)
+        vm = v[multi]
+        head = v.copy()
+        head[multi] = vm * first
+        between = vm[mid] * middle
+        diff = np.bincount(lo, between, n_bins + 1) - np.bincount(hi, between, n_bins + 1)
         out[:, c] += (
-            np.bincount(b0, v * first, n_bins)
-            + np.bincount(b1, v * last, n_bins)
+            np.bincount(b0, head, n_bins)
+            + np.bincount(b1m, vm * last, n_bins)
             + np.cumsum(diff[:n_bins])
         )
     return out
 
 
 def _shares(s, e, b0, b1, width, spread):
-    """Each interval's share of its first bin, its last bin, and of each bin in between.
-
-    A one-bin interval has everything in its first bin (last and middle shares 0).
-    """
-    n = b1 - b0 + 1
-    one = n == 1
+    """Shares of intervals touching several bins: first bin, last bin, each bin between."""
     if spread == "equal":
-        each = 1.0 / n
-        return np.where(one, 1.0, each), np.where(one, 0.0, each), np.where(n > 2, each, 0.0)
-    dur = e - s
-    inv = np.divide(1.0, dur, out=np.zeros_like(dur), where=dur > 0)
-    first = np.where(one, 1.0, ((b0 + 1) * width - s) * inv)
-    last = np.where(one, 0.0, (e - b1 * width) * inv)
-    return first, last, np.where(n > 2, width * inv, 0.0)
+        each = 1.0 / (b1 - b0 + 1)
+        return each, each, each
+    inv = 1.0 / (e - s)  # > 0: the interval touches several bins
+    return ((b0 + 1) * width - s) * inv, (e - b1 * width) * inv, width * inv
 
 
 def count_active(
