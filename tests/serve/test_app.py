@@ -117,3 +117,17 @@ def test_cli_refuses_a_missing_warehouse(tmp_path):
 def test_markup_constant_is_what_the_log_holds(served_path, exe_markup):
     exe = ServedWarehouse(served_path).sql("select exe from jobs where exe like '%__xss%'")
     assert exe["exe"].iloc[0].endswith(exe_markup)
+
+
+def test_cli_binds_localhost_and_warns_for_another_host(served_path, monkeypatch):
+    import iosight.serve
+
+    calls = []
+    monkeypatch.setattr(iosight.serve, "run", lambda app, host, port: calls.append((host, port)))
+    res = CliRunner().invoke(app, ["serve", "-w", str(served_path)])
+    assert res.exit_code == 0 and calls[-1] == ("127.0.0.1", 8050)
+    assert "warning" not in res.output and "http://127.0.0.1:8050/" in res.output
+    res = CliRunner().invoke(app, ["serve", "-w", str(served_path), "--host", "0.0.0.0",
+                                   "--port", "9001"])  # fmt: skip
+    assert res.exit_code == 0 and calls[-1] == ("0.0.0.0", 9001)
+    assert "warning" in res.output and "anyone who can reach" in res.output

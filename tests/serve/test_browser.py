@@ -50,7 +50,7 @@ def test_jobs_filter_sort_open_job_facility_zoom(server, browser):
     filtered = int(d.find_element(By.ID, "count").text.split()[0])
     assert 0 < filtered < total
     nprocs = [
-        int(td.text) for td in d.find_elements(By.CSS_SELECTOR, "#jobs tbody td:nth-child(5)")
+        int(td.text) for td in d.find_elements(By.CSS_SELECTOR, "#jobs tbody td:nth-child(4)")
     ]
     assert nprocs and min(nprocs) >= 9
 
@@ -59,7 +59,7 @@ def test_jobs_filter_sort_open_job_facility_zoom(server, browser):
     _wait(d, lambda d: "sort=nprocs" in d.current_url, "sorted page")
     d.find_element(By.ID, "sort-nprocs").click()
     _wait(d, lambda d: "dir=asc" in d.current_url, "ascending")
-    shown = [int(td.text) for td in d.find_elements(By.CSS_SELECTOR, "#jobs tbody td:nth-child(5)")]
+    shown = [int(td.text) for td in d.find_elements(By.CSS_SELECTOR, "#jobs tbody td:nth-child(4)")]
     assert (
         shown == sorted(shown) and int(d.find_element(By.ID, "count").text.split()[0]) == filtered
     )

@@ -36,6 +36,8 @@ def demo(
         )
         for name, path in ctx.artifacts.items():
             console.print(f"  {name}: {path}")
+        if workdir:
+            console.print(f"browse it: iosight serve --warehouse {ctx.warehouse.path}")
 
 
 def register(app: typer.Typer) -> None:
