@@ -79,18 +79,36 @@ def job(
     warehouse: Path = WAREHOUSE_OPT,
     files: int = typer.Option(15, help="Rows of the per-file table."),
     plot: Path = typer.Option(None, help="Also draw the job's figure to this PNG/SVG file."),
+    fmt: str = typer.Option(
+        "table", "--format", "-f", help="table (summary and insights), or the insights as csv/json."
+    ),
 ) -> None:
-    """One job's I/O summary: modules, access sizes, files, OSTs."""
+    """One job's I/O summary (modules, access sizes, files, OSTs) and its I/O insights."""
+    from iosight.insights import job_insights
     from iosight.warehouse import job_summary
 
     with cli_errors():
         wh = open_warehouse(warehouse)
         s = job_summary(wh, ident)
+        found = job_insights(wh, s.job["job_key"])
+        if fmt != "table":
+            print_frame(found.findings, fmt)
+            return
     render_job_summary(s, files)
+    render_job_insights(found)
     if plot:
         from iosight.report.job import plot_job
 
-        console.print(f"figure: {plot_job(wh, s, plot)}")
+        console.print(f"figure: {plot_job(wh, s, plot, insights=found)}")
+
+
+def render_job_insights(found) -> None:
+    """The findings ordered by level, then the rules the job's data could not evaluate."""
+    if not found.findings.empty:
+        print_frame(found.table(), title="I/O insights (Drishti-style rules; iosight insights)")
+    if not found.not_evaluated.empty:
+        codes = ", ".join(found.not_evaluated["code"])
+        console.print(f"  [yellow]not evaluated:[/] {codes} (the job's data lacks what they need)")
 
 
 def render_job_summary(s, files: int = 15) -> None:

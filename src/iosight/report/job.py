@@ -9,21 +9,42 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from iosight.insights import JobInsights
 from iosight.warehouse import JobSummary, Warehouse
 
+_LEVEL_COLORS = {"high": "tab:red", "warn": "tab:orange"}
 
-def plot_job(warehouse: Warehouse, summary: JobSummary, out: str | Path) -> Path:
-    """Draw the job figure to ``out`` (PNG or SVG by suffix) and return its path."""
+
+def plot_job(
+    warehouse: Warehouse,
+    summary: JobSummary,
+    out: str | Path,
+    *,
+    insights: JobInsights | None = None,
+) -> Path:
+    """Draw the job figure to ``out`` (PNG or SVG by suffix) and return its path.
+
+    With ``insights`` a last panel lists the job's high and warn findings.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     key = summary.job["job_key"]
-    fig, axes = plt.subplots(3, 1, figsize=(10, 11), constrained_layout=True)
+    panels = 3 if insights is None else 4
+    fig, axes = plt.subplots(
+        panels,
+        1,
+        figsize=(10, 11 + 3 * (panels - 3)),
+        constrained_layout=True,
+        height_ratios=[1, 1, 1, 0.8][:panels],
+    )
     _access_sizes(axes[0], summary)
     _top_files(axes[1], summary)
     _timeline(axes[2], warehouse, key)
+    if insights is not None:
+        _insights(axes[3], insights)
     title = f"job {summary.job['jobid']} ({summary.job['nprocs']} processes)"
     if summary.job.get("synthetic"):
         title += " - SYNTHETIC"
@@ -105,3 +126,24 @@ def _timeline(ax, warehouse: Warehouse, key: str) -> None:
             return
     ax.text(0.5, 0.5, "no DXT or HEATMAP data in this log", ha="center", transform=ax.transAxes)
     ax.set_axis_off()
+
+
+def _insights(ax, found: JobInsights, n: int = 8) -> None:
+    """The job's high and warn findings, one line each, coloured by level."""
+    ax.set_axis_off()
+    bad = found.findings[found.findings["level"].isin(list(_LEVEL_COLORS))].head(n)
+    ax.set_title("I/O insights (high and warn)")
+    if bad.empty:
+        ax.text(0.5, 0.5, "no high or warn finding", ha="center", transform=ax.transAxes)
+        return
+    for i, row in enumerate(bad.itertuples()):
+        text = f"[{row.level.upper()}] {row.code}: {row.message}"
+        ax.text(
+            0.0,
+            1 - (i + 0.5) / n,
+            text[:130],
+            color=_LEVEL_COLORS[row.level],
+            transform=ax.transAxes,
+            fontsize=9,
+            va="center",
+        )
