@@ -131,3 +131,23 @@ def test_cli_binds_localhost_and_warns_for_another_host(served_path, monkeypatch
                                    "--port", "9001"])  # fmt: skip
     assert res.exit_code == 0 and calls[-1] == ("0.0.0.0", 9001)
     assert "warning" in res.output and "anyone who can reach" in res.output
+
+
+def test_job_page_shows_insights_where_the_subsystem_exists(server, served_path, monkeypatch):
+    import sys
+
+    from iosight.serve import job_insights_table
+
+    wh = ServedWarehouse(served_path)
+    key = wh.sql("select job_key from jobs where source_path like '%dxt.darshan'")["job_key"][0]
+    status, _, body = get(server, f"/job/{key}")
+    assert status == 200
+    found, why = job_insights_table(wh, key)
+    if found is None:  # an iosight without insights says so on the page
+        assert 'id="no-insights"' in body and why
+    else:
+        assert ('id="insights"' in body) == (not found.empty)
+        for code in found["code"]:
+            assert f"<td>{code}</td>" in body
+    monkeypatch.setitem(sys.modules, "iosight.insights", None)  # as if not installed
+    assert job_insights_table(wh, key) == (None, "this iosight has no insights subsystem")
