@@ -65,7 +65,9 @@ def test_job_page_of_a_dxt_log_has_its_timeline(server, served_path):
     assert status == 200
     assert 'id="fig-timeline"' in body and "DXT" in body
     assert 'id="files"' in body
-    assert 'id="no-similar"' in body  # no similarity codings built: says so
+    assert 'data-part="/job/' in body  # insights and similar jobs come as fragments
+    status, _, part = get(server, f"/job/{key}/similar")
+    assert status == 200 and 'id="no-similar"' in part and "similarity codings" in part
 
 
 def test_unknown_job_is_a_400_with_the_reason(server):
@@ -140,7 +142,7 @@ def test_job_page_shows_insights_where_the_subsystem_exists(server, served_path,
 
     wh = ServedWarehouse(served_path)
     key = wh.sql("select job_key from jobs where source_path like '%dxt.darshan'")["job_key"][0]
-    status, _, body = get(server, f"/job/{key}")
+    status, _, body = get(server, f"/job/{key}/insights")
     assert status == 200
     found, why = job_insights_table(wh, key)
     if found is None:  # an iosight without insights says so on the page

@@ -70,8 +70,14 @@ def test_jobs_filter_sort_open_job_facility_zoom(server, browser):
         d.get(server.url + "/jobs?where=" + urllib.parse.quote("source_path like '%dxt.darshan'"))
     d.find_element(By.CSS_SELECTOR, "a.job-link").click()
     _wait(d, lambda d: "/job/" in d.current_url, "job page")
-    for fig in ("fig-access", "fig-files", "fig-timeline"):
-        _figure_ready(d, fig)
+    for fig in ("fig-access", "fig-files", "fig-timeline", "part-insights", "part-similar"):
+        _wait(
+            d,
+            lambda d, f=fig: d.execute_script(
+                "return document.getElementById(arguments[0]).dataset.ready === '1'", f
+            ),
+            fig,
+        )
     rows = d.find_elements(By.CSS_SELECTOR, "#files tbody tr")
     assert rows and rows[0].find_element(By.CSS_SELECTOR, "td").text
 
@@ -114,6 +120,13 @@ def test_markup_from_a_traced_log_never_runs(server, browser, served_path, exe_m
         d.get(server.url + path)
         if path.startswith("/job/"):
             _figure_ready(d, "fig-files")
+            _wait(
+                d,
+                lambda d: d.execute_script(
+                    "return document.getElementById('part-insights').dataset.ready === '1'"
+                ),
+                "parts",
+            )
         found = d.execute_script(probe)
         assert found == {"xss": None, "imgs": 0, "scripts": 0}, (path, found)
         exe = d.find_element(By.CSS_SELECTOR, ".exe")  # shown as text (long ones in the title)
