@@ -202,9 +202,10 @@ def main() -> None:
         for name, paths in questions.items():
             ms = np.array([_get(base + p) for p in paths])
             p50, p95 = np.percentile(ms, [50, 95])
-            worst = max(worst, p95)
+            if "(part)" not in name:  # fragments load after their page
+                worst = max(worst, p95)
             print(f"{name:<24}{p50:>9.1f}{p95:>9.1f}{ms.max():>9.1f}")
-        print(f"worst p95: {worst:.1f} ms ({'within' if worst < TARGET_MS else 'OVER'} the "
+        print(f"worst page p95: {worst:.1f} ms ({'within' if worst < TARGET_MS else 'OVER'} the "
               f"{TARGET_MS:.0f} ms target); load average after: {os.getloadavg()}")  # fmt: skip
         base_ms, ours_ms = [], []
         served = ServedWarehouse(args.warehouse)
