@@ -153,3 +153,28 @@ def test_job_page_shows_insights_where_the_subsystem_exists(server, served_path,
             assert f"<td>{code}</td>" in body
     monkeypatch.setitem(sys.modules, "iosight.insights", None)  # as if not installed
     assert job_insights_table(wh, key) == (None, "this iosight has no insights subsystem")
+
+
+def test_jobs_like_this_one_where_codings_were_built(served_path, tmp_path):
+    import shutil
+
+    from iosight.serve import BackgroundServer, create_app, similar_jobs
+    from iosight.similarity import find_similar, series_from_darshan
+    from iosight.warehouse import Warehouse
+
+    path = tmp_path / "wh"
+    shutil.copytree(served_path, path)
+    series_from_darshan(Warehouse(path))
+    wh = ServedWarehouse(path)
+    key = wh.sql(
+        "select job_key from sim_codings where coding = 'bin-aggzeros' and not zero "
+        "order by job_key limit 1"
+    )["job_key"][0]
+    found, why = similar_jobs(wh, key)
+    want = find_similar(Warehouse(path), key, top=10)
+    assert why == "" and found["job_key"].tolist() == want["job_key"].tolist()
+    with BackgroundServer(create_app(path)) as srv:
+        status, _, body = get(srv, f"/job/{key}/similar")
+    assert status == 200 and 'id="similar"' in body
+    for other in want["job_key"]:
+        assert f'href="/job/{urllib.parse.quote(other)}"' in body
