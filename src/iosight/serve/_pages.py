@@ -99,7 +99,7 @@ def jobs_page(wh: ServedWarehouse, f: JobFilter) -> JobsPage:
     if need_bytes and bytes_sql is None:
         raise IosightError("this warehouse has no job_totals table: no bytes per job to use")
     source = f"(select * from jobs where {check_where(f.where)})" if f.where else "jobs"
-    frm = f"from {source} j"
+    frm = plain = f"from {source} j"
     if need_bytes:
         frm += (
             f" left join (select job_key, {bytes_sql} as bytes from job_totals) t using (job_key)"
@@ -114,15 +114,21 @@ def jobs_page(wh: ServedWarehouse, f: JobFilter) -> JobsPage:
     try:
         with deadline(cursor):
             where = (" where " + " and ".join(conds)) if conds else ""
-            total = int(wh.sql(f"select count(*) n {frm}{where}", params)["n"].iloc[0])
+            # a left join adds no rows: count without it unless a bytes filter needs it
+            counted = frm if f.bytes_min is not None or f.bytes_max is not None else plain
+            total = int(wh.sql(f"select count(*) n {counted}{where}", params)["n"].iloc[0])
             # The page's last sort value, found without the job_key tie-break (cheap); then
             # only rows up to it are sorted with the tie-break (top-N over strings is what
-            # costs on a million jobs). Pages stay disjoint: ties are all kept.
-            edge = cursor.execute(
-                f"select {key} v {frm} where {' and '.join([*conds, f'{key} is not null'])} "
-                f"order by v {way} limit 1 offset ?",
-                [*params, offset + f.page_size - 1],
-            ).fetchall()
+            # costs on a million jobs). Pages stay disjoint: ties are all kept. Not worth
+            # it when the bytes join dominates.
+            edge = (
+                not need_bytes
+                and cursor.execute(
+                    f"select {key} v {frm} where {' and '.join([*conds, f'{key} is not null'])} "
+                    f"order by v {way} limit 1 offset ?",
+                    [*params, offset + f.page_size - 1],
+                ).fetchall()
+            )
             if edge:
                 conds = [*conds, f"{key} {'>=' if f.descending else '<='} ?"]
                 params = [*params, edge[0][0]]
