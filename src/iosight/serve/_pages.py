@@ -80,11 +80,14 @@ class JobsPage:
 
 
 def _bytes_expr(wh: ServedWarehouse) -> str | None:
-    if not wh.has_table("job_totals"):
-        return None
-    cols = set(wh.column_names("job_totals"))
-    have = [c for c in _BYTES_COUNTERS if c in cols]
-    return " + ".join(f'coalesce("{c}", 0)' for c in have) if have else None
+    def compute() -> str | None:
+        if not wh.has_table("job_totals"):
+            return None
+        cols = set(wh.column_names("job_totals"))
+        have = [c for c in _BYTES_COUNTERS if c in cols]
+        return " + ".join(f'coalesce("{c}", 0)' for c in have) if have else None
+
+    return wh.memo("bytes_expr", compute)
 
 
 def jobs_page(wh: ServedWarehouse, f: JobFilter) -> JobsPage:
