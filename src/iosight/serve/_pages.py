@@ -101,7 +101,8 @@ def jobs_page(wh: ServedWarehouse, f: JobFilter) -> JobsPage:
     need_bytes = f.sort == "bytes" or f.bytes_min is not None or f.bytes_max is not None
     if need_bytes and bytes_sql is None:
         raise IosightError("this warehouse has no job_totals table: no bytes per job to use")
-    source = f"(select * from jobs where {check_where(f.where)})" if f.where else "jobs"
+    cursor = wh.connect()
+    source = f"(select * from jobs where {check_where(f.where, con=cursor)})" if f.where else "jobs"
     frm = plain = f"from {source} j"
     if need_bytes:
         frm += (
@@ -111,7 +112,6 @@ def jobs_page(wh: ServedWarehouse, f: JobFilter) -> JobsPage:
     key, way = SORTS[f.sort], "desc" if f.descending else "asc"
     offset = (f.page - 1) * f.page_size
     cols = ", ".join(f"j.{c}" for c in JOB_COLUMNS) + (", t.bytes" if need_bytes else "")
-    cursor = wh.connect()
     import duckdb
 
     try:

@@ -86,7 +86,9 @@ class ServedWarehouse(Warehouse):
         raise IosightError(f"the served warehouse {self.path} is read-only")
 
 
-def check_where(clause: str, table: str = "jobs") -> str:
+def check_where(
+    clause: str, table: str = "jobs", con: duckdb.DuckDBPyConnection | None = None
+) -> str:
     """The user's SQL condition, parenthesised, once it parses as one ``WHERE`` of one query.
 
     DuckDB parses ``SELECT * FROM <table> WHERE (<clause>)``; anything but a single
@@ -107,11 +109,12 @@ def check_where(clause: str, table: str = "jobs") -> str:
         raise IosightError(f"cannot read the 'where' condition: {_first_line(err)}") from None
     if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
         raise IosightError("the 'where' condition must be one condition, not statements")
-    con = duckdb.connect()
+    parser = con if con is not None else duckdb.connect()
     try:
-        tree = json.loads(con.execute("select json_serialize_sql(?)", [query]).fetchone()[0])
+        tree = json.loads(parser.execute("select json_serialize_sql(?)", [query]).fetchall()[0][0])
     finally:
-        con.close()
+        if con is None:
+            parser.close()
     if tree.get("error"):
         raise IosightError(f"cannot read the 'where' condition: {tree.get('error_message')}")
     node = tree["statements"][0]["node"]
