@@ -178,3 +178,17 @@ def test_jobs_like_this_one_where_codings_were_built(served_path, tmp_path):
     assert status == 200 and 'id="similar"' in body
     for other in want["job_key"]:
         assert f'href="/job/{urllib.parse.quote(other)}"' in body
+
+
+def test_demo_prints_the_command_that_browses_its_warehouse(tmp_path):
+    import re
+
+    from iosight.serve import BackgroundServer, create_app
+
+    res = CliRunner().invoke(app, ["demo", "--only", "characterization", "--workdir",
+                                   str(tmp_path / "demo")])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    (path,) = re.findall(r"^browse it: iosight serve --warehouse (\S+)$", res.output, re.M)
+    with BackgroundServer(create_app(path)) as srv:
+        status, _, body = get(srv, "/jobs")
+    assert status == 200 and body.count('class="job-link"') > 5
