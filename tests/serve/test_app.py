@@ -166,18 +166,30 @@ def test_jobs_like_this_one_where_codings_were_built(served_path, tmp_path):
     shutil.copytree(served_path, path)
     series_from_darshan(Warehouse(path))
     wh = ServedWarehouse(path)
-    key = wh.sql(
-        # a synthetic job: the facility's jobs resemble each other, the two real logs
-        # resemble nothing else here (and `find` lists no all-zero or zero-similarity match)
-        "select job_key from sim_codings join jobs using (job_key) "
-        "where coding = 'bin-aggzeros' and not zero and synthetic order by job_key limit 1"
+    key = wh.sql(  # a job whose coding others share: it has neighbours
+        "with c as (select * from sim_codings where coding = 'bin-aggzeros' and not zero) "
+        "select job_key from c where code in (select code from c group by code "
+        "having count(*) > 1) order by job_key limit 1"
     )["job_key"][0]
     found, why = similar_jobs(wh, key)
     want = find_similar(Warehouse(path), key, top=10)
-    assert why == "" and found["job_key"].tolist() == want["job_key"].tolist()
-    assert len(want) > 0
+    assert len(want) and why == "" and found["job_key"].tolist() == want["job_key"].tolist()
     with BackgroundServer(create_app(path)) as srv:
         status, _, body = get(srv, f"/job/{key}/similar")
     assert status == 200 and 'id="similar"' in body
     for other in want["job_key"]:
         assert f'href="/job/{urllib.parse.quote(other)}"' in body
+
+
+def test_demo_prints_the_command_that_browses_its_warehouse(tmp_path):
+    import re
+
+    from iosight.serve import BackgroundServer, create_app
+
+    res = CliRunner().invoke(app, ["demo", "--only", "characterization", "--workdir",
+                                   str(tmp_path / "demo")])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    (path,) = re.findall(r"^browse it: iosight serve --warehouse (\S+)$", res.output, re.M)
+    with BackgroundServer(create_app(path)) as srv:
+        status, _, body = get(srv, "/jobs")
+    assert status == 200 and body.count('class="job-link"') > 5

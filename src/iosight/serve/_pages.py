@@ -80,11 +80,14 @@ class JobsPage:
 
 
 def _bytes_expr(wh: ServedWarehouse) -> str | None:
-    if not wh.has_table("job_totals"):
-        return None
-    cols = set(wh.column_names("job_totals"))
-    have = [c for c in _BYTES_COUNTERS if c in cols]
-    return " + ".join(f'coalesce("{c}", 0)' for c in have) if have else None
+    def compute() -> str | None:
+        if not wh.has_table("job_totals"):
+            return None
+        cols = set(wh.column_names("job_totals"))
+        have = [c for c in _BYTES_COUNTERS if c in cols]
+        return " + ".join(f'coalesce("{c}", 0)' for c in have) if have else None
+
+    return wh.memo("bytes_expr", compute)
 
 
 def jobs_page(wh: ServedWarehouse, f: JobFilter) -> JobsPage:
@@ -98,7 +101,8 @@ def jobs_page(wh: ServedWarehouse, f: JobFilter) -> JobsPage:
     need_bytes = f.sort == "bytes" or f.bytes_min is not None or f.bytes_max is not None
     if need_bytes and bytes_sql is None:
         raise IosightError("this warehouse has no job_totals table: no bytes per job to use")
-    source = f"(select * from jobs where {check_where(f.where)})" if f.where else "jobs"
+    cursor = wh.connect()
+    source = f"(select * from jobs where {check_where(f.where, con=cursor)})" if f.where else "jobs"
     frm = plain = f"from {source} j"
     if need_bytes:
         frm += (
@@ -108,7 +112,6 @@ def jobs_page(wh: ServedWarehouse, f: JobFilter) -> JobsPage:
     key, way = SORTS[f.sort], "desc" if f.descending else "asc"
     offset = (f.page - 1) * f.page_size
     cols = ", ".join(f"j.{c}" for c in JOB_COLUMNS) + (", t.bytes" if need_bytes else "")
-    cursor = wh.connect()
     import duckdb
 
     try:

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from iosight._errors import IosightError
 from iosight.warehouse import Warehouse
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     import duckdb
 
 WHERE_TIMEOUT_S = 10.0
+T = TypeVar("T")
 
 
 class ServedWarehouse(Warehouse):
@@ -46,6 +47,7 @@ class ServedWarehouse(Warehouse):
         self._local = threading.local()
         self._generation = 0
         self._known: list[str] = []
+        self._memo: dict[str, object] = {}
 
     def refresh(self) -> None:
         """Rebuild the views when the set of tables on disk changed (cheap otherwise)."""
@@ -54,7 +56,14 @@ class ServedWarehouse(Warehouse):
                 if self._con is not None:
                     self._con.close()
                 self._con = None
+                self._memo = {}
                 self._generation += 1
+
+    def memo(self, name: str, compute: Callable[[], T]) -> T:
+        """``compute()`` once per set of tables (schemas of wide tables cost tens of ms)."""
+        if name not in self._memo:
+            self._memo[name] = compute()
+        return self._memo[name]  # type: ignore[return-value]
 
     def connect(self) -> duckdb.DuckDBPyConnection:
         """This thread's cursor on the shared, locked-down database."""
@@ -66,6 +75,7 @@ class ServedWarehouse(Warehouse):
                     con = super().connect()  # the views, over read_parquet of tables/
                     tables = (str((self.path / "tables").resolve()) + "/").replace("'", "''")
                     con.execute(f"set allowed_directories = ['{tables}']")
+                    con.execute("set parquet_metadata_cache = true")  # footers of wide tables
                     con.execute("set enable_external_access = false")
                     con.execute("set lock_configuration = true")
                 local.cursor = self._con.cursor()
@@ -76,7 +86,9 @@ class ServedWarehouse(Warehouse):
         raise IosightError(f"the served warehouse {self.path} is read-only")
 
 
-def check_where(clause: str, table: str = "jobs") -> str:
+def check_where(
+    clause: str, table: str = "jobs", con: duckdb.DuckDBPyConnection | None = None
+) -> str:
     """The user's SQL condition, parenthesised, once it parses as one ``WHERE`` of one query.
 
     DuckDB parses ``SELECT * FROM <table> WHERE (<clause>)``; anything but a single
@@ -97,11 +109,12 @@ def check_where(clause: str, table: str = "jobs") -> str:
         raise IosightError(f"cannot read the 'where' condition: {_first_line(err)}") from None
     if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
         raise IosightError("the 'where' condition must be one condition, not statements")
-    con = duckdb.connect()
+    parser = con if con is not None else duckdb.connect()
     try:
-        tree = json.loads(con.execute("select json_serialize_sql(?)", [query]).fetchone()[0])
+        tree = json.loads(parser.execute("select json_serialize_sql(?)", [query]).fetchall()[0][0])
     finally:
-        con.close()
+        if con is None:
+            parser.close()
     if tree.get("error"):
         raise IosightError(f"cannot read the 'where' condition: {tree.get('error_message')}")
     node = tree["statements"][0]["node"]
