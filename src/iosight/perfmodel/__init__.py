@@ -9,6 +9,7 @@ from iosight.perfmodel._features import (
     feature_specs,
     features_from_loads,
     place_nodes,
+    target_bytes,
     write_path_loads,
 )
 from iosight.perfmodel._model import (
@@ -117,5 +118,6 @@ __all__ = [
     "parse_size",
     "place_nodes",
     "platform_from_dict",
+    "target_bytes",
     "write_path_loads",
 ]

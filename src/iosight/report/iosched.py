@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from iosight._errors import IosightError
-from iosight.report._html import img_tag, write_page
+from iosight.report._html import img_tag, subplots, write_page
 from iosight.sched.ioresources import Finding, conclusions, findings_frame
 
 ALLOC_ORDER = ["BestBdw", "Nsys", "TCPU", "Static", "Random", "MCKP"]
@@ -70,14 +70,9 @@ def _gnc(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _figures(acc, rob, ost, curves: tuple, out: Path, min_sets: int):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     figs: list[tuple[str, str, object]] = []
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4), sharey=True)
+    fig, axes = subplots(1, 3, figsize=(15, 4), sharey=True)
     for ax, pl in zip(axes, PLACE_ORDER, strict=True):
         d = acc[(acc["placement"] == pl) | (acc["allocator"] == "MCKP")]
         _lines(ax, d, "mean_slowdown", "allocator", ALLOC_ORDER, min_sets=min_sets)
@@ -86,7 +81,7 @@ def _figures(acc, rob, ost, curves: tuple, out: Path, min_sets: int):
     _legend(axes[0])
     figs.append(("fig05_mean_slowdown", "Fig. 5: Mean-I/O-SlowDown (mean, 10-90th pct.)", fig))
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4), sharey=True)
+    fig, axes = subplots(1, 3, figsize=(15, 4), sharey=True)
     mid = _in(acc, 0.45, 0.55)
     for ax, al in zip(axes, ["BestBdw", "Nsys", "Random"], strict=True):
         d = mid[mid["allocator"] == al]
@@ -96,7 +91,7 @@ def _figures(acc, rob, ost, curves: tuple, out: Path, min_sets: int):
     axes[0].set_ylabel("I/O-spread")
     figs.append(("fig06_io_spread_0.5", "Fig. 6: I/O-spread at I/O-load(π_sys) = 0.5 ± 0.05", fig))
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4), sharey=True)
+    fig, axes = subplots(1, 3, figsize=(15, 4), sharey=True)
     best = acc[acc["allocator"] == "BestBdw"]
     for ax, c in zip(axes, (0.2, 0.5, 0.8), strict=True):
         d = _in(best, c - 0.05, c + 0.05).groupby("placement")["io_spread"]
@@ -107,7 +102,7 @@ def _figures(acc, rob, ost, curves: tuple, out: Path, min_sets: int):
     axes[0].set_ylabel("I/O-spread (mean, 95% CI)")
     figs.append(("fig07_io_spread_bestbdw", "Fig. 7: I/O-spread with BestBdw", fig))
 
-    fig, axes = plt.subplots(2, 2, figsize=(12, 8))
+    fig, axes = subplots(2, 2, figsize=(12, 8))
     g = _gnc(acc)
     for col, (lo, hi) in enumerate((LOW, HIGH)):
         d = _in(g, lo, hi)
@@ -122,14 +117,14 @@ def _figures(acc, rob, ost, curves: tuple, out: Path, min_sets: int):
             ax.set_yscale("log")
     figs.append(("fig08_slowdown_ranges", "Fig. 8: Mean/Max-I/O-SlowDown, low and high load", fig))
 
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    fig, axes = subplots(1, 2, figsize=(12, 4))
     for ax, metric in zip(axes, ("mean_rho_io", "mean_rho_con"), strict=True):
         _lines(ax, g, metric, "allocator", ALLOC_ORDER, min_sets=min_sets)
         ax.set_title(f"{metric} (mean per 0.1 bin, 10-90th pct.)")
     _legend(axes[0])
     figs.append(("fig09_rho_split", "Fig. 9: ρ_io and ρ_con vs I/O-load(π_sys)", fig))
 
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = subplots(figsize=(7, 4))
     _lines(ax, g, "idle_time", "allocator", ALLOC_ORDER, band=False, min_sets=min_sets)
     ax.set_ylabel("Machine-IdleTime")
     _legend(ax)
@@ -141,7 +136,7 @@ def _figures(acc, rob, ost, curves: tuple, out: Path, min_sets: int):
         curves = curves[0]
         prof = curves.profiles
         fits = profile_fits(curves.bw, prof)
-        fig, axes = plt.subplots(1, len(fits), figsize=(4 * len(fits), 3.5))
+        fig, axes = subplots(1, len(fits), figsize=(4 * len(fits), 3.5))
         n = np.arange(1, curves.bw.shape[1] + 1)
         for ax, (p, fit) in zip(np.atleast_1d(axes), fits.items(), strict=True):
             rows = curves.bw[prof == p]
@@ -153,7 +148,7 @@ def _figures(acc, rob, ost, curves: tuple, out: Path, min_sets: int):
         figs.append(("fig11_profile_fits", f"Fig. 11: profile fits, {curves.source}", fig))
 
     if len(rob):
-        fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+        fig, axes = subplots(1, 2, figsize=(12, 4))
         ch = _robust_change(acc, rob)
         for pair, d in ch.groupby("pair"):
             b = _binned(d.assign(k=pair), "change_pct", "k", min_sets)
@@ -171,7 +166,7 @@ def _figures(acc, rob, ost, curves: tuple, out: Path, min_sets: int):
         figs.append(("fig12_robustness", "Fig. 12: robustness to profile-level curves", fig))
 
     if len(ost):
-        fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+        fig, axes = subplots(1, 2, figsize=(12, 4))
         og = _gnc(ost)
         _lines(axes[0], og, "mean_slowdown", "allocator", ALLOC_ORDER, min_sets=min_sets)
         axes[0].set_ylabel("Mean-I/O-SlowDown")
@@ -186,7 +181,6 @@ def _figures(acc, rob, ost, curves: tuple, out: Path, min_sets: int):
         fig.tight_layout()
         path = out / f"{name}.png"
         fig.savefig(path, dpi=90)
-        plt.close(fig)
         written.append((path, title))
     return written
 

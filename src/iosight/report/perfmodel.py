@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from iosight.report._html import fig_img, write_page
+from iosight.report._html import fig_img, subplots, write_page
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -94,13 +94,8 @@ def tokio_section(
 
 
 def _error_figure(pred: pd.DataFrame):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     sets = list(dict.fromkeys(pred["test_set"]))
-    fig, axes = plt.subplots(1, len(sets), figsize=(4.2 * len(sets), 3.4), squeeze=False)
+    fig, axes = subplots(1, len(sets), figsize=(4.2 * len(sets), 3.4), squeeze=False)
     for ax, name in zip(axes[0], sets, strict=True):
         for fam, g in pred[pred["test_set"] == name].groupby("family", sort=False):
             g = g.sort_values("measured")

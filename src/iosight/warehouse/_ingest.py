@@ -17,7 +17,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 
 from iosight._errors import IosightError, UnknownNameError
@@ -81,7 +80,7 @@ def discover(paths: Iterable[str | os.PathLike]) -> list[Path]:
 
 
 def _walk(root: Path) -> Iterator[Path]:
-    from iosight.darshan._sources import SOURCE_SUFFIXES
+    from iosight.darshan import SOURCE_SUFFIXES
 
     for d, dirs, files in os.walk(root):
         here = Path(d)
@@ -314,7 +313,7 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str]], str], beat) -> dict:
     staged as ``ingest_errors`` rows). Memory stays near one source's rows: the
     accumulated rows are staged as a new part whenever they pass ``_PART_BYTES``.
     """
-    from iosight.darshan._sources import read_source
+    from iosight.darshan import read_source
     from iosight.parallel import one_line
 
     staging, items, reader = Path(arg[0]), arg[1], arg[2]
@@ -345,15 +344,21 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str]], str], beat) -> dict:
             "jobs": jobs,
             "ingested_at": now,
         }
-        acc.setdefault("sources", []).append(pa.Table.from_pylist([row]))
+        acc.setdefault("sources", []).append(row)  # one table per part, built at staging
         out["ingested"] += 1
         out["jobs"] += jobs
         if nbytes > _PART_BYTES:
-            out["tables"].update(stage_tables(staging, acc, part=part))
+            out["tables"].update(stage_tables(staging, _with_sources(acc), part=part))
             acc, nbytes, part = {}, 0, part + 1
-    out["tables"].update(stage_tables(staging, acc, part=part))
+    out["tables"].update(stage_tables(staging, _with_sources(acc), part=part))
     out["tables"] = sorted(out["tables"])
     return out
+
+
+def _with_sources(acc: dict[str, list]) -> dict[str, list[pa.Table]]:
+    """The part's tables, its ``sources`` rows made one table (not one per source)."""
+    rows = acc.pop("sources", [])
+    return {**acc, "sources": [pa.Table.from_pylist(rows)]} if rows else acc
 
 
 def _keyed(key: str, tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
@@ -365,9 +370,7 @@ def _keyed(key: str, tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
             keys = pa.array([f"{key}-{r:08d}" for r in rows], pa.string())
             t = t.drop_columns(["_row"])
         else:
-            keys = pa.DictionaryArray.from_arrays(
-                pa.array(np.zeros(t.num_rows, np.int32)), pa.array([key])
-            ).cast(pa.string())
+            keys = pa.repeat(pa.scalar(key, pa.string()), t.num_rows)
         out[name] = t.add_column(0, "job_key", keys)
     return out
 
