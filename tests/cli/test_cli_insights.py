@@ -71,7 +71,7 @@ def test_job_shows_insights_under_the_summary(traced, tmp_path):
     assert out.index("per module") < out.index("I/O insights") < out.index("P06")
     assert (tmp_path / "j.png").stat().st_size > 0
     as_json = runner.invoke(app, ["job", "1301", "-w", str(wh.path), "-f", "json"])
-    rows = pd.read_json(io.StringIO(as_json.stdout), lines=True)
+    rows = pd.read_json(io.StringIO(as_json.stdout))  # one JSON array
     assert rows["level"].iloc[0] == "high" and "P06" in set(rows["code"])
     assert list(rows["level"]) == sorted(rows["level"], key=["high", "warn", "info", "ok"].index)
     as_csv = runner.invoke(app, ["job", "1306", "-w", str(wh.path), "-f", "csv"])

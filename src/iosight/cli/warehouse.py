@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from pathlib import Path
 
 import typer
 
+from iosight._errors import IosightError
 from iosight.cli._common import (
     FORMAT_OPT,
     WAREHOUSE_OPT,
@@ -79,7 +81,7 @@ def jobs(
 
 
 def job(
-    ident: str = typer.Argument(..., help="Job id or job_key prefix."),
+    ident: str = typer.Argument(..., help="Job id, job_key prefix, or a log file to read."),
     warehouse: Path = WAREHOUSE_OPT,
     files: int = typer.Option(15, help="Rows of the per-file table."),
     plot: Path = typer.Option(None, help="Also draw the job's figure to this PNG/SVG file."),
@@ -87,23 +89,34 @@ def job(
         "table", "--format", "-f", help="table (summary and insights), or the insights as csv/json."
     ),
 ) -> None:
-    """One job's I/O summary (modules, access sizes, files, OSTs) and its I/O insights."""
-    from iosight.insights import job_insights
-    from iosight.warehouse import job_summary
+    """One job's I/O summary (modules, access sizes, files, OSTs) and its I/O insights.
 
-    with cli_errors():
-        wh = open_warehouse(warehouse)
+    IDENT may be a log file: it is read on its own, with no warehouse (like ``darshan
+    summary LOG``).
+    """
+    from iosight.insights import job_insights
+    from iosight.warehouse import job_summary, log_warehouse
+
+    with cli_errors(), ExitStack() as stack:
+        if Path(ident).is_file():  # one log, no warehouse (like `darshan summary LOG`)
+            wh = stack.enter_context(log_warehouse(ident))
+            keys = wh.sql("select job_key from jobs")["job_key"]
+            if len(keys) != 1:
+                raise IosightError(f"{ident} holds {len(keys)} jobs: ingest it and name one job id")
+            ident = keys[0]
+        else:
+            wh = open_warehouse(warehouse)
         s = job_summary(wh, ident)
         found = job_insights(wh, s.job["job_key"])
         if fmt != "table":
             print_frame(found.findings, fmt)
             return
-    render_job_summary(s, files)
-    render_job_insights(found)
-    if plot:
-        from iosight.report.job import plot_job
+        render_job_summary(s, files)
+        render_job_insights(found)
+        if plot:  # inside: a log's temporary warehouse lives until the figure is drawn
+            from iosight.report.job import plot_job
 
-        console.print(f"figure: {plot_job(wh, s, plot, insights=found)}")
+            console.print(f"figure: {plot_job(wh, s, plot, insights=found)}")
 
 
 def render_job_insights(found) -> None:
@@ -156,7 +169,12 @@ def errors(warehouse: Path = WAREHOUSE_OPT, fmt: str = FORMAT_OPT) -> None:
         if not wh.has_table("ingest_errors"):
             console.print("no ingest errors")
             return
-        print_frame(wh.sql("select source_path, error from ingest_errors order by 1"), fmt)
+        df = wh.sql("select source_path, error from ingest_errors order by 1")
+        # readers name the file in their messages; show it once
+        df["error"] = [
+            e.removeprefix(f"{p}: ") for p, e in zip(df["source_path"], df["error"], strict=True)
+        ]
+        print_frame(df, fmt)
 
 
 def tables(warehouse: Path = WAREHOUSE_OPT) -> None:

@@ -80,7 +80,7 @@ def discover(paths: Iterable[str | os.PathLike]) -> list[Path]:
 
 
 def _walk(root: Path) -> Iterator[Path]:
-    from iosight.darshan._sources import SOURCE_SUFFIXES
+    from iosight.darshan import SOURCE_SUFFIXES
 
     for d, dirs, files in os.walk(root):
         here = Path(d)
@@ -172,7 +172,10 @@ def _new_items(files: list[Path], known: set[str], force: bool, report: IngestRe
 def _run_local(batches, warehouse, workers, timeout, committer, progress, reader) -> None:
     from iosight.parallel import LocalPool
 
-    with LocalPool(ingest_batch, workers=workers, timeout=timeout, preload=_PRELOAD) as pool:
+    logs = _PerLog(progress, committer.report)
+    with LocalPool(
+        ingest_batch, workers=workers, timeout=timeout, preload=_PRELOAD, on_beat=logs.to
+    ) as pool:
         pending = {}
         for batch in batches:
             bid = new_batch_id()
@@ -182,11 +185,41 @@ def _run_local(batches, warehouse, workers, timeout, committer, progress, reader
             batch = pending.pop(res.key)
             if res.error is None:
                 committer.commit(res.key, res.value)
-                progress.advance(len(batch), failed=committer.report.failed)
+                logs.to(res.key, len(batch))
+                logs.forget(res.key)
                 continue
-            for bid, retry in committer.split_failed(res, batch, progress):
+            retries = committer.split_failed(res, batch, progress)
+            logs.carry(res.key, retries)
+            for bid, retry in retries:
                 pending[bid] = retry
                 pool.submit(bid, (str(warehouse.staging_dir(bid)), retry, reader))
+
+
+class _PerLog:
+    """Ingest progress per log from the workers' heartbeats, not per committed batch.
+
+    A heartbeat for item ``i`` of a batch means its first ``i`` logs are read. Logs
+    counted in a batch that then failed carry over to the retries that hold them
+    (their first logs, in order), so no log is counted twice.
+    """
+
+    def __init__(self, progress, report) -> None:
+        self.progress, self.report, self.counted = progress, report, {}
+
+    def to(self, key: str, done: int) -> None:
+        n = done - self.counted.get(key, 0)
+        if n > 0:
+            self.counted[key] = done
+            self.progress.advance(n, failed=self.report.failed)
+
+    def forget(self, key: str) -> None:
+        self.counted.pop(key, None)
+
+    def carry(self, key: str, retries: list[tuple[str, list]]) -> None:
+        credit = self.counted.pop(key, 0)
+        for bid, items in retries:
+            self.counted[bid] = min(credit, len(items))
+            credit -= self.counted[bid]
 
 
 def _run_dask(batches, warehouse, scheduler, committer, progress, reader) -> None:
@@ -280,7 +313,7 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str]], str], beat) -> dict:
     staged as ``ingest_errors`` rows). Memory stays near one source's rows: the
     accumulated rows are staged as a new part whenever they pass ``_PART_BYTES``.
     """
-    from iosight.darshan._sources import read_source
+    from iosight.darshan import read_source
     from iosight.parallel import one_line
 
     staging, items, reader = Path(arg[0]), arg[1], arg[2]
