@@ -14,9 +14,11 @@ copy of each content; libdarshan-util ignores bytes after the last region).
 * plain:      the same calls in a one-process loop (for reference)
 
 Each side runs in its own fresh process; peak memory is the maximum resident set
-of that process and of its largest child (worker). The ratio that matters is native
-vs pool (same cores). The load average is printed before and after: on a shared
-machine the numbers are only comparable within one run.
+of that process and of its largest child (worker); CPU time is that of the side's
+process and all its descendants (logs per CPU-second is what a loaded machine
+distorts least). The ratio that matters is native vs pool (same cores). The load
+average is printed before and after: on a shared machine the numbers are only
+comparable within one run.
 
     python benchmarks/ingest.py --files 5000 --workers 2
     python benchmarks/ingest.py --quick      # 200 files, about a minute
@@ -89,8 +91,9 @@ def iosight_side(files: list[str], workers: int, wh: str, reader: str) -> dict:
     return {"ok": rep.ingested, "failed": rep.failed}
 
 
-def _sample_children(peak: dict, stop: threading.Event) -> None:
-    """Largest resident set of any descendant process (forkserver workers included)."""
+def _sample_children(peak: dict, cpu: dict, stop: threading.Event) -> None:
+    """Largest resident set of any descendant process (forkserver workers included), and
+    the last CPU time (user + system) seen for each, sampled every 0.1 s."""
     import psutil
 
     me = psutil.Process()
@@ -98,14 +101,16 @@ def _sample_children(peak: dict, stop: threading.Event) -> None:
         for child in me.children(recursive=True):
             try:
                 peak["child"] = max(peak["child"], child.memory_info().rss)
+                t = child.cpu_times()
+                cpu[child.pid] = t.user + t.system
             except psutil.Error:
                 pass
 
 
 def _child(args) -> None:
     files = Path(args.list).read_text().split("\n")
-    peak, stop = {"child": 0}, threading.Event()
-    sampler = threading.Thread(target=_sample_children, args=(peak, stop), daemon=True)
+    peak, cpu, stop = {"child": 0}, {}, threading.Event()
+    sampler = threading.Thread(target=_sample_children, args=(peak, cpu, stop), daemon=True)
     sampler.start()
     t0 = time.perf_counter()
     if args.side == "plain":
@@ -115,8 +120,10 @@ def _child(args) -> None:
     else:
         out = iosight_side(files, args.workers, args.wh, args.side)
     out["seconds"] = time.perf_counter() - t0
-    out["peak_self_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    out["peak_self_mb"] = me.ru_maxrss / 1024
     stop.set()
+    out["cpu_s"] = me.ru_utime + me.ru_stime + sum(cpu.values())
     out["peak_child_mb"] = peak["child"] / 2**20
     print(json.dumps(out))
 
@@ -170,20 +177,30 @@ def main() -> None:
             f"cores: {os.cpu_count()}; load average before {_load(load_before)}, "
             f"after {_load(load_after)}"
         )
-        print(f"{'side':<40}{'logs/s':>9}{'MB/s':>9}{'peak RSS MB (parent / worker)':>32}")
+        print(
+            f"{'side':<40}{'logs/s':>9}{'MB/s':>9}{'logs/CPU-s':>12}"
+            f"{'peak RSS MB (parent / worker)':>32}"
+        )
         for side, label in SIDES.items():
             r = results[side]
             label = label.format(w=args.workers)
             mem = f"{r['peak_self_mb']:.0f} / {r['peak_child_mb']:.0f}"
             print(
-                f"{label:<40}{r['ok'] / r['seconds']:>9.1f}{size_mb / r['seconds']:>9.2f}{mem:>32}"
+                f"{label:<40}{r['ok'] / r['seconds']:>9.1f}{size_mb / r['seconds']:>9.2f}"
+                f"{r['ok'] / r['cpu_s']:>12.1f}{mem:>32}"
             )
         speed = {k: r["ok"] / r["seconds"] for k, r in results.items()}
+        per_cpu = {k: r["ok"] / r["cpu_s"] for k, r in results.items()}
         print(f"ratio native / pool (fair, same cores): {speed['native'] / speed['pool']:.2f}x")
         print(
             f"ratio native / libdarshan reader:       {speed['native'] / speed['libdarshan']:.2f}x"
         )
         print(f"ratio native / plain one-process loop:  {speed['native'] / speed['plain']:.2f}x")
+        print(
+            "per CPU-second (robust to machine load): native / pool "
+            f"{per_cpu['native'] / per_cpu['pool']:.2f}x, native / libdarshan "
+            f"{per_cpu['native'] / per_cpu['libdarshan']:.2f}x"
+        )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
