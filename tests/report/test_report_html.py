@@ -26,3 +26,23 @@ def test_figures_are_inline_pngs_and_closed():
 def test_page_escapes_the_title_and_keeps_the_body():
     html = page("x < y", "<h1>body</h1>")
     assert "<title>x &lt; y</title>" in html and "<h1>body</h1></body></html>" in html
+
+
+def test_reports_sharing_a_folder_do_not_overwrite_each_other(tmp_path):
+    from iosight.report._html import write_page
+
+    out = tmp_path / "report"
+    first = write_page(out, "bursts", "iosight bursts", "<p>bursts body</p>")
+    assert first == out / "bursts.html"
+    # alone in the folder, the report is also the index
+    assert "bursts body" in (out / "index.html").read_text()
+    write_page(out, "schedule", "Burst-aware start times", "<p>schedule body</p>")
+    write_page(out, "bursts", "iosight bursts", "<p>bursts again</p>")  # rewriting is fine
+    index = (out / "index.html").read_text()
+    assert "href='bursts.html'" in index and "href='schedule.html'" in index
+    assert "Burst-aware start times" in index and "schedule body" not in index
+    assert "bursts again" in first.read_text()
+    assert "schedule body" in (out / "schedule.html").read_text()
+    (out / "notes.html").write_text("<html>not a report</html>")  # other pages are left out
+    write_page(out, "schedule", "Burst-aware start times", "<p>schedule body</p>")
+    assert "notes.html" not in (out / "index.html").read_text()

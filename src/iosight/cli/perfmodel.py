@@ -90,7 +90,9 @@ def samples(
         from iosight.perfmodel import collect_samples, load_platform, tokio_samples, write_table
 
         if tokio is not None:
-            table = tokio_samples(tokio)
+            from iosight.data import locate
+
+            table = tokio_samples(locate(tokio))
             summary = (
                 table.groupby(["system", "app"])
                 .agg(
@@ -268,7 +270,9 @@ def report(
 
         if model is None and not tokio:
             _require("--model or --tokio")
-        real = evaluate_tokio_files(tokio, seed=seed) if tokio else None
+        from iosight.data import locate
+
+        real = evaluate_tokio_files([locate(t) for t in tokio], seed=seed) if tokio else None
         path = write_report(WriteModel.load(model) if model else None, out, tokio=real)
         if real is not None:
             acc = real[0]

@@ -14,6 +14,10 @@ the reduction behind ``darshan-parser --total`` and PyDarshan's
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +54,9 @@ def _backend():
 def read_pydarshan(path: str | Path) -> LogTables:
     """Read every module of one Darshan 3.x log into warehouse tables.
 
+    libdarshan-util's own messages (it prints to the C ``stderr``) are kept off the
+    terminal: the first one becomes part of the error's reason.
+
     Raises
     ------
     CorruptLogError
@@ -61,17 +68,44 @@ def read_pydarshan(path: str | Path) -> LogTables:
         raise CorruptLogError(f"{path}: not a file")
     if path.stat().st_size == 0:
         raise CorruptLogError(f"{path}: empty file")
+    with _c_stderr() as said:
+        try:
+            return _read_with(be, path)
+        except CorruptLogError as err:
+            msg = str(err) if str(err).startswith(f"{path}: ") else f"{path}: {err}"
+            first = next((line for line in said() if line.strip()), "")
+            raise CorruptLogError(f"{msg} [{first.strip()}]" if first else msg) from None
+
+
+def _read_with(be, path: Path) -> LogTables:
     log = be.log_open(str(path))
     if log["handle"] == be.ffi.NULL:
-        raise CorruptLogError(f"{path}: libdarshan-util cannot open it (not a Darshan 3.x log?)")
+        raise CorruptLogError("libdarshan-util cannot open it (not a Darshan 3.x log?)")
     try:
         return _read_open_log(be, log, path)
-    except CorruptLogError as err:
-        if str(path) in str(err):
-            raise
-        raise CorruptLogError(f"{path}: {err}") from None
     finally:
         be.log_close(log)
+
+
+@contextlib.contextmanager
+def _c_stderr():
+    """Send file descriptor 2 (where C code writes) to a temporary file for the block;
+    yields a function returning what was written, as lines."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+
+        def said() -> list[str]:
+            tmp.flush()
+            tmp.seek(0)
+            return tmp.read(4096).decode("utf-8", "replace").splitlines()
+
+        try:
+            yield said
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def _read_open_log(be, log, path: Path) -> LogTables:

@@ -51,7 +51,12 @@ from iosight.perfmodel._search import (
     relative_errors,
     search_models,
 )
-from iosight.perfmodel._tokio import evaluate_tokio, evaluate_tokio_files, tokio_samples
+from iosight.perfmodel._tokio import (
+    evaluate_tokio,
+    evaluate_tokio_files,
+    tokio_samples,
+    tokio_split,
+)
 
 __all__ = [
     "DEFAULT_CONFIDENCE",
@@ -81,6 +86,7 @@ __all__ = [
     "search_models",
     "split_samples",
     "tokio_samples",
+    "tokio_split",
     "write_table",
     "FeatureSpec",
     "Platform",

@@ -128,6 +128,23 @@ def tokio_feature_frame(samples: pd.DataFrame, columns: list[str]) -> pd.DataFra
     return pd.DataFrame(parts, index=samples.index)
 
 
+def tokio_split(
+    samples: pd.DataFrame, system: str, *, train_share: float = 0.7
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One system's samples split in time: the first ``train_share`` trains, the rest
+    tests; jobs starting at the same second stay on one side, so every test sample
+    starts after every training sample."""
+    s = samples[samples["system"] == system].sort_values("start_time", kind="mergesort")
+    if len(s) < 30:
+        raise IosightError(
+            f"system {system!r} has {len(s)} write samples; need at least 30 "
+            f"(systems here: {', '.join(sorted(samples['system'].unique()))})"
+        )
+    t = s["start_time"].to_numpy()
+    cut = int(np.searchsorted(t, t[int(round(len(s) * train_share))], side="left"))
+    return s.iloc[:cut], s.iloc[cut:]
+
+
 def evaluate_tokio(
     samples: pd.DataFrame,
     system: str,
@@ -142,14 +159,7 @@ def evaluate_tokio(
     """
     from iosight.perfmodel._search import search_models
 
-    s = samples[samples["system"] == system].sort_values("start_time", kind="mergesort")
-    if len(s) < 30:
-        raise IosightError(
-            f"system {system!r} has {len(s)} write samples; need at least 30 "
-            f"(systems here: {', '.join(sorted(samples['system'].unique()))})"
-        )
-    cut = int(round(len(s) * train_share))
-    train, test = s.iloc[:cut], s.iloc[cut:]
+    train, test = tokio_split(samples, system, train_share=train_share)
     raw = [c for c in _RAW if train[c].notna().any() and train[c].nunique() > 1]
     fill = train[raw].median()
     x = tokio_feature_frame(train[raw].fillna(fill), raw)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from iosight._errors import IosightError
-from iosight.report._html import fig_img, page
+from iosight.report._html import fig_img, write_page
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -145,7 +145,7 @@ def _section(wh: Warehouse) -> str:
 
 
 def write_report(warehouses: list[Warehouse], out: str | Path) -> Path:
-    """Write ``index.html`` (figures embedded) with one section per warehouse, in order.
+    """Write ``bursts.html`` (figures embedded) with one section per warehouse, in order.
 
     Each section says which data it shows (real or synthetic, from the ``jobs`` table),
     then thresholds and Fig. 3-5 from the timeline, then Fig. 6, Fig. 7 and Table I from
@@ -166,9 +166,7 @@ def write_report(warehouses: list[Warehouse], out: str | Path) -> Path:
         "beside persistence and time-of-day baselines.</p>"
         f"{body}"
     )
-    path = out / "index.html"
-    path.write_text(page("iosight bursts", body))
-    return path
+    return write_page(out, "bursts", "iosight bursts", body)
 
 
 __all__ = ["describe_data", "write_report"]

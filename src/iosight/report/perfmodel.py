@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from iosight.report._html import fig_img, page
+from iosight.report._html import fig_img, write_page
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -160,7 +160,7 @@ def write_report(
     *,
     tokio: tuple[pd.DataFrame, dict[str, pd.DataFrame]] | None = None,
 ) -> Path:
-    """Write ``index.html`` (and the tables as CSV) into ``out``; return the HTML path."""
+    """Write ``perfmodel.html`` (and the tables as CSV) into ``out``; return the HTML path."""
     d = Path(out)
     d.mkdir(parents=True, exist_ok=True)
     body = ["<h1>iosight perfmodel report</h1>"]
@@ -170,6 +170,4 @@ def write_report(
     if model is not None:
         body.append(model_section(model))
         model.accuracy.to_csv(d / "model_accuracy.csv", index=False)
-    path = d / "index.html"
-    path.write_text(page("iosight perfmodel", "".join(body)))
-    return path
+    return write_page(d, "perfmodel", "iosight perfmodel", "".join(body))

@@ -2,7 +2,7 @@
 
 Writes into a directory: ``summary.csv`` (mean delay, run time and total time per app
 and policy), ``fig10_means.png``, ``fig11_cdf_<app>.png``, optionally ``emulation.csv`` and
-``fig9_emulation.png``, and ``index.html`` embedding them. Synthetic data is labelled.
+``fig9_emulation.png``, and ``schedule.html`` embedding them. Synthetic data is labelled.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from iosight._errors import IosightError
-from iosight.report._html import fig_png, img_tag, page
+from iosight.report._html import fig_png, img_tag, write_page
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -88,7 +88,7 @@ def write_schedule_report(
 
     ``comparison`` is :meth:`ForecastStudy.summary` when ``sim`` chose its starts on a
     model's forecasts; it is written as ``forecast_vs_oracle.csv`` and a table.
-    Returns the path of ``index.html``.
+    Returns the path of ``schedule.html``.
     """
     import matplotlib
 
@@ -143,6 +143,4 @@ def write_schedule_report(
     for name, caption, png in figures:
         (out / name).write_bytes(png)
         sections.append(f"<h2>{html.escape(caption)}</h2>{img_tag(png, name)}")
-    index = out / "index.html"
-    index.write_text(page(title, "\n".join(sections)))
-    return index
+    return write_page(out, "schedule", title, "\n".join(sections))

@@ -5,6 +5,12 @@ heuristics, the MCKP baseline, two simulators, the metrics and the workload stud
 """
 
 from iosight.sched.ioresources._allocators import ALLOCATORS, Allocator, allocate
+from iosight.sched.ioresources._conclusions import (
+    BinDifference,
+    Finding,
+    conclusions,
+    findings_frame,
+)
 from iosight.sched.ioresources._curves import (
     PROFILES,
     CurveSet,
@@ -15,6 +21,14 @@ from iosight.sched.ioresources._curves import (
     ost_curves,
     profile_estimates,
     profile_fits,
+)
+from iosight.sched.ioresources._experiment import (
+    ROBUST_PAIRS,
+    ExperimentConfig,
+    load_results,
+    parse_loads,
+    resolve_curves,
+    run_experiment,
 )
 from iosight.sched.ioresources._metrics import evaluate, occupancy, slowdowns
 from iosight.sched.ioresources._model import (
@@ -29,6 +43,7 @@ from iosight.sched.ioresources._model import (
     workload_io_load,
 )
 from iosight.sched.ioresources._placement import PLACEMENTS, Placement, mckp, place, schedule
+from iosight.sched.ioresources._plan import allocate_apps, simulate_apps
 from iosight.sched.ioresources._simulate import (
     SIMULATORS,
     SimResult,
@@ -40,6 +55,18 @@ from iosight.sched.ioresources._workload import compute_sizes, generate_workload
 
 __all__ = [
     "ALLOCATORS",
+    "ROBUST_PAIRS",
+    "BinDifference",
+    "ExperimentConfig",
+    "Finding",
+    "allocate_apps",
+    "conclusions",
+    "findings_frame",
+    "load_results",
+    "parse_loads",
+    "resolve_curves",
+    "run_experiment",
+    "simulate_apps",
     "PLACEMENTS",
     "PROFILES",
     "SIMULATORS",

@@ -82,7 +82,11 @@ def load_forge(directory: Path, *, statistic: str = "mean", grid: str = "interpo
     paths = [Path(directory) / f for f in FORGE_FILES]
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
-        raise IosightError(f"FORGE data not found: {', '.join(missing)}")
+        from iosight.data import fetch_hint
+
+        raise IosightError(
+            f"FORGE data not found: {', '.join(missing)}; {fetch_hint('forge-bandwidth')}"
+        )
     df = pd.concat([pd.read_csv(p, sep=";") for p in paths], ignore_index=True)
     df = df[df["forwarders"] > 0]
     agg = "mean" if statistic == "mean" else "max"

@@ -38,10 +38,16 @@ ROBUST_PAIRS = (("TCPU", "Greedy-NC"), ("BestBdw", "Greedy-NC"), ("BestBdw", "Gr
 
 def default_forge_dir() -> Path:
     """Where the FORGE data is looked for when no folder is given: under
-    ``$IOSIGHT_SHARED`` when set, else the first of ``./shared``, ``../shared`` and the
+    ``$IOSIGHT_SHARED`` when set, else the data directory (``iosight data fetch
+    forge-bandwidth``), else the first of ``./shared``, ``../shared`` and the
     ``shared`` folder beside an iosight source checkout that holds it."""
     if "IOSIGHT_SHARED" in os.environ:
         return Path(os.environ["IOSIGHT_SHARED"]) / FORGE_DIR
+    from iosight.data import data_dir, dataset
+
+    fetched = data_dir() / dataset("forge-bandwidth").folder  # `iosight data fetch`
+    if fetched.is_dir():
+        return fetched
     checkout = Path(__file__).resolve().parents[5]  # src/iosight/sched/ioresources/x.py
     candidates = [Path("shared"), Path("../shared"), checkout / "shared"]
     found = [c / FORGE_DIR for c in candidates if (c / FORGE_DIR).is_dir()]
