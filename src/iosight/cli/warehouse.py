@@ -28,6 +28,9 @@ def ingest(
     force: bool = typer.Option(False, help="Replace sources already ingested."),
     timeout: float = typer.Option(300.0, help="Seconds one log may take before it fails."),
     batch_size: int = typer.Option(256, help="Logs per atomic commit."),
+    reader: str = typer.Option(
+        "native", help="How 3.x logs are read: native, or libdarshan (PyDarshan's C library)."
+    ),
 ) -> None:
     """Read Darshan logs (3.x, 2.x, parser text) and job-total tables into the warehouse."""
     from iosight.warehouse import ingest as run_ingest
@@ -43,6 +46,7 @@ def ingest(
             scheduler=scheduler,
             batch_size=batch_size,
             progress=RichProgress(fields=("failed",)),
+            reader=reader,
         )
     console.print(report.summary())
     for path, reason in report.errors[:20]:

@@ -19,13 +19,23 @@ CSS = (
 )
 
 
-def fig_png(fig, dpi: int = 90) -> bytes:
-    """A matplotlib figure as PNG bytes; the figure is closed."""
-    import matplotlib.pyplot as plt
+def subplots(nrows: int = 1, ncols: int = 1, *, figsize=None, layout=None, **kwargs):
+    """``(figure, axes)`` like ``pyplot.subplots``, without pyplot.
 
+    The figure belongs to no backend and no pyplot state, so drawing a report never switches
+    the backend of a notebook that calls it, and the figure is freed with its last reference.
+    ``kwargs`` go to :meth:`matplotlib.figure.Figure.subplots` (sharey, squeeze, height_ratios).
+    """
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize, layout=layout)
+    return fig, fig.subplots(nrows, ncols, **kwargs)
+
+
+def fig_png(fig, dpi: int = 90) -> bytes:
+    """A matplotlib figure as PNG bytes."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
-    plt.close(fig)
     return buf.getvalue()
 
 
@@ -36,7 +46,7 @@ def img_tag(png: bytes, alt: str = "") -> str:
 
 
 def fig_img(fig, dpi: int = 90) -> str:
-    """A matplotlib figure as an inline ``<img>`` element; the figure is closed."""
+    """A matplotlib figure as an inline ``<img>`` element."""
     return img_tag(fig_png(fig, dpi))
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from iosight.insights import JobInsights
+from iosight.report._html import subplots
 from iosight.warehouse import JobSummary, Warehouse
 
 if TYPE_CHECKING:
@@ -30,18 +31,13 @@ def plot_job(
 
     With ``insights`` a last panel lists the job's high and warn findings.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     key = summary.job["job_key"]
     panels = 3 if insights is None else 4
-    fig, axes = plt.subplots(
+    fig, axes = subplots(
         panels,
         1,
         figsize=(10, 11 + 3 * (panels - 3)),
-        constrained_layout=True,
+        layout="constrained",
         height_ratios=[1, 1, 1, 0.8][:panels],
     )
     _access_sizes(axes[0], summary)
@@ -55,7 +51,6 @@ def plot_job(
     fig.suptitle(title)
     out = Path(out)
     fig.savefig(out, dpi=110)
-    plt.close(fig)
     return out
 
 

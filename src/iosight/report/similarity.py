@@ -17,7 +17,7 @@ import numpy as np
 
 from iosight._errors import IosightError
 from iosight._progress import Progress
-from iosight.report._html import fig_img, write_page
+from iosight.report._html import fig_img, subplots, write_page
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -34,18 +34,13 @@ def _table(df: pd.DataFrame) -> str:
 
 def _fig3_fig4(wh: Warehouse, runs: pd.DataFrame, title: str) -> str:
     """Fig. 3 (clusters vs jobs processed, one line per SIM) and Fig. 4 (per SIM)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from iosight.similarity import PAPER_NAMES
 
     prog = wh.sql("select * from sim_progress order by run_id, jobs")
     out = []
     for code_name, g in runs.groupby("coding", sort=True):
         coding = PAPER_NAMES.get(str(code_name), str(code_name))
-        fig, (a3, a4) = plt.subplots(1, 2, figsize=(11, 3.8))
+        fig, (a3, a4) = subplots(1, 2, figsize=(11, 3.8))
         for r in g.sort_values("param").itertuples():
             p = prog[prog["run_id"] == r.run_id]
             a3.plot(p["jobs"], p["clusters"], marker=".", label=f"SIM {r.param:g}")
@@ -80,16 +75,11 @@ def _chosen_job(wh: Warehouse, coding: str = "bin") -> str:
 
 def _series_plot(wh: Warehouse, keys: Sequence[str], sims: Sequence[float]) -> str:
     """Each job's summed category scores per metric and segment (Fig. 5 style)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from iosight.similarity import METRICS, Categories, categorize
 
     cat = wh.sql("select metric, low, high from sim_categories")
     categories = Categories({r.metric: (r.low, r.high) for r in cat.itertuples()})
-    fig, axes = plt.subplots(len(keys), 1, figsize=(9, 2.0 * len(keys)), squeeze=False)
+    fig, axes = subplots(len(keys), 1, figsize=(9, 2.0 * len(keys)), squeeze=False)
     for ax, key, s in zip(axes[:, 0], keys, sims, strict=True):
         ser = wh.sql("select metric, segment, value from sim_series where job_key = ?", [key])
         n = int(wh.sql("select n_segments from sim_jobs where job_key = ?", [key])["n_segments"][0])
@@ -261,7 +251,7 @@ def _warehouse_section(wh: Warehouse) -> tuple[str, list[str]]:
     Shown when there is neither a codings CSV nor labelled jobs, so that ``series`` on
     ingested logs always ends in a page, with the limits of its data said on it.
     """
-    from iosight.similarity._darshan import time_resolved
+    from iosight.similarity import time_resolved
 
     jobs = wh.sql(
         "select j.jobid, j.n_segments, j.metrics, b.code as bin, a.code as bin_aggzeros, "
