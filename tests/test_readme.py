@@ -16,9 +16,11 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,6 +31,7 @@ from data_server import serve
 README = Path(__file__).resolve().parents[1] / "README.md"
 SKIP_MARK = "<!-- readme-test: skip"
 SETUP = ("pip ", "python -m pytest", "ruff ")  # the environment, not a workflow
+SERVER = "iosight serve"  # started, asked for its first page, stopped
 
 Resolve = Callable[[Path], str]
 
@@ -110,6 +113,42 @@ def shims(folder: Path) -> Path:
     return folder
 
 
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def run_server(command: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
+    """``iosight serve``: start it on a free port, fetch its first page, stop it."""
+    port = free_port()
+    proc = subprocess.Popen(
+        ["bash", "-c", f"exec {command} --port {port}"],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for _ in range(240):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as r:
+                    code = 0 if r.status == 200 else r.status
+                    break
+            except OSError:
+                if proc.poll() is not None:
+                    code = proc.returncode or 1
+                    break
+                time.sleep(0.5)
+        else:
+            code = 124
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    return subprocess.CompletedProcess(command, code, "", err)
+
+
 def test_bash_blocks_are_found_and_skips_are_marked():
     blocks = bash_blocks(README.read_text())
     commands = [c for b in blocks for c in b]
@@ -145,15 +184,18 @@ def test_readme_commands_run_in_order(shared, tmp_path):
                     continue
                 command = prepared(line, cwd)
                 t0 = time.monotonic()
-                done = subprocess.run(
-                    ["bash", "-o", "pipefail", "-c", command],
-                    cwd=cwd,
-                    env=env,
-                    capture_output=True,
-                    text=True,
-                    timeout=600,
-                    check=False,
-                )
+                if command.startswith(SERVER):
+                    done = run_server(command.split("#")[0].strip(), cwd, env)
+                else:
+                    done = subprocess.run(
+                        ["bash", "-o", "pipefail", "-c", command],
+                        cwd=cwd,
+                        env=env,
+                        capture_output=True,
+                        text=True,
+                        timeout=600,
+                        check=False,
+                    )
                 print(f"{time.monotonic() - t0:6.1f} s rc={done.returncode} {command}")
                 assert "Traceback" not in done.stderr, f"{line}\n{done.stderr[-3000:]}"
                 # ingest exits 2 when some sources could not be read: that is its report
