@@ -130,6 +130,14 @@ def test_a_batch_whose_worker_died_keeps_its_other_sources(warehouse):
     assert [items for _, items in committer.split_failed(raised, batch, NullProgress())] == [
         [b] for b in batch
     ]
+    # 0 is the first item, not "unknown": it fails at once, the rest are read together
+    first = TaskResult("b3", error="timed out after 300 s", failed_item=0)
+    assert [items for _, items in committer.split_failed(first, batch, NullProgress())] == [
+        batch[1:]
+    ]
+    assert warehouse.sql("select source_key from ingest_errors order by 1")[
+        "source_key"
+    ].tolist() == ["k0", "k1"]
 
 
 def test_a_warehouse_inside_the_sources_is_not_read_back(tmp_path):

@@ -143,7 +143,7 @@ def ingest(
         committer = _Committer(warehouse, force=force, known=known, report=report)
         batches = [items[i : i + batch_size] for i in range(0, len(items), batch_size)]
         if scheduler:
-            _run_dask(batches, warehouse, scheduler, committer, progress, reader)
+            _run_dask(batches, warehouse, scheduler, timeout, committer, progress, reader)
         else:
             _run_local(batches, warehouse, workers, timeout, committer, progress, reader)
     progress.finish()
@@ -223,20 +223,27 @@ class _PerLog:
             credit -= self.counted[bid]
 
 
-def _run_dask(batches, warehouse, scheduler, committer, progress, reader) -> None:
+def _run_dask(batches, warehouse, scheduler, timeout, committer, progress, reader) -> None:
     from iosight.parallel import dask_results
 
-    while batches:
-        tasks = {new_batch_id(): b for b in batches}
+    logs = _PerLog(progress, committer.report)
+    tasks = {new_batch_id(): b for b in batches}
+    while tasks:
         args = [(bid, (str(warehouse.staging_dir(bid)), b, reader)) for bid, b in tasks.items()]
-        batches = []
-        for res in dask_results(ingest_batch, args, scheduler=scheduler):
+        retries: dict[str, list] = {}
+        for res in dask_results(
+            ingest_batch, args, scheduler=scheduler, timeout=timeout, on_beat=logs.to
+        ):
             batch = tasks[res.key]
             if res.error is None:
                 committer.commit(res.key, res.value)
-                progress.advance(len(batch), failed=committer.report.failed)
-            else:
-                batches += [b for _, b in committer.split_failed(res, batch, progress)]
+                logs.to(res.key, len(batch))
+                logs.forget(res.key)
+                continue
+            split = committer.split_failed(res, batch, progress)
+            logs.carry(res.key, split)
+            retries.update(split)
+        tasks = retries
 
 
 def _known_sources(warehouse: Warehouse) -> set[str]:
@@ -268,17 +275,19 @@ class _Committer:
     def split_failed(self, res, batch: list, progress) -> list[tuple[str, list]]:
         """Record the item a dead worker was on; return the rest as retries.
 
-        When the failing item is unknown (the task raised) or uncertain (Dask lost
-        a multi-item task), each item is retried alone so the culprit fails alone.
+        When the failing item is unknown (``failed_item`` is ``None``: the task raised,
+        or died before its first item), each item is retried alone so the culprit fails
+        alone; a known item fails at once and the others are read again.
         """
         shutil.rmtree(self.warehouse.staging_dir(res.key), ignore_errors=True)
-        if res.failed_item is None or (len(batch) > 1 and res.failed_item == 0):
+        i = res.failed_item
+        if i is None:
             if len(batch) > 1:
                 return [(new_batch_id(), [item]) for item in batch]
-        key, path = batch[res.failed_item or 0]
+            i = 0
+        key, path = batch[i]
         self.error_row(key, path, res.error)
         progress.advance(1, failed=self.report.failed)
-        i = res.failed_item or 0
         rest = batch[:i] + batch[i + 1 :]
         return [(new_batch_id(), rest)] if rest else []
 
