@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from iosight.demo.step_10_characterization import example_logs
@@ -157,3 +158,24 @@ def test_a_warehouse_inside_the_sources_is_not_read_back(tmp_path):
     assert len(wh.jobs()) == 3
     with pytest.raises(IosightError, match="is an iosight warehouse"):
         ingest([wh.path], wh, workers=1)
+
+
+def test_a_log_with_no_records_gets_a_job_totals_row(warehouse, tmp_path):
+    """README: every log gets a job_totals row; one that recorded no I/O gets one too,
+    its counters null (nothing was recorded), not missing."""
+    from iosight.darshan import read_source, write_parser_text
+
+    log = example_logs()[0]
+    _, tables = read_source(log)
+    bare = tmp_path / "no-records.txt"
+    write_parser_text({"jobs": tables["jobs"]}, bare)
+    report = ingest([log, bare], warehouse, workers=1)
+    assert (report.ingested, report.failed) == (2, 0)
+    rows = warehouse.sql(
+        "select s.source_path, t.total_POSIX_BYTES_WRITTEN w from sources s "
+        "join job_totals t on t.job_key = s.source_key order by 1"
+    )
+    written = int(tables["job_totals"]["total_POSIX_BYTES_WRITTEN"][0].as_py())
+    assert rows["source_path"].tolist() == sorted([str(log), str(bare)])
+    by_path = dict(zip(rows["source_path"], rows["w"], strict=True))
+    assert by_path[str(log)] == written and pd.isna(by_path[str(bare)])

@@ -22,9 +22,12 @@ import pyarrow as pa
 
 from iosight._errors import IosightError, UnknownNameError
 from iosight._progress import Progress, ensure_progress
+from iosight.parallel import default_workers
 from iosight.warehouse._store import Warehouse, is_warehouse_dir, new_batch_id, stage_tables
 
 _PART_BYTES = 64 << 20  # a worker stages a part once its rows pass this
+# sources per atomic commit: fewer, larger batches mean fewer Parquet files per table
+DEFAULT_BATCH_SIZE = 256
 # imported once in the fork server, so each (re)started worker starts warm
 _PRELOAD = (
     "iosight.darshan._sources",
@@ -105,7 +108,7 @@ def ingest(
     force: bool = False,
     timeout: float | None = 300.0,
     scheduler: str | None = None,
-    batch_size: int = 64,
+    batch_size: int | None = None,
     progress: Progress | None = None,
     reader: str = "native",
 ) -> IngestReport:
@@ -118,7 +121,9 @@ def ingest(
     force : replace sources already ingested instead of skipping them
     timeout : seconds one source may take before its worker is killed and it fails
     scheduler : address of a Dask scheduler to run the readers on instead
-    batch_size : sources per atomic commit (each worker stages its own batches)
+    batch_size : at most this many sources per atomic commit (each worker stages its own
+        batches; default :data:`DEFAULT_BATCH_SIZE`); fewer when that gives every local
+        worker a batch
     reader : how Darshan 3.x logs are read: ``"native"`` (the file format itself) or
         ``"libdarshan"`` (libdarshan-util through PyDarshan, today's oracle)
 
@@ -141,6 +146,10 @@ def ingest(
         items = _new_items(files, known, force, report)
         progress.start(len(items), "ingest")
         committer = _Committer(warehouse, force=force, known=known, report=report)
+        batch_size = batch_size or DEFAULT_BATCH_SIZE
+        if not scheduler:  # a small ingest still keeps every worker busy
+            spread = -(-len(items) // (workers or default_workers()))
+            batch_size = max(1, min(batch_size, spread))
         batches = [items[i : i + batch_size] for i in range(0, len(items), batch_size)]
         if scheduler:
             _run_dask(batches, warehouse, scheduler, timeout, committer, progress, reader)
@@ -347,6 +356,9 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str]], str], beat) -> dict:
         for name, t in _keyed(key, tables).items():
             acc.setdefault(name, []).append(t)
             nbytes += t.nbytes
+        if fmt != "job-totals" and "job_totals" not in tables:
+            # a log with no records still gets its row (no counter recorded: all null)
+            acc.setdefault("job_totals", []).append(pa.table({"job_key": [key]}))
         row = {
             "source_key": key,
             "source_path": path,
