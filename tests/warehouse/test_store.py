@@ -5,6 +5,7 @@ import pytest
 
 from iosight._errors import IosightError, MissingTableError
 from iosight.warehouse import Warehouse
+from tests_support import hold_warehouse_lock
 
 
 def _t(keys, vals):
@@ -73,38 +74,11 @@ def test_missing_table_and_warehouse_errors(tmp_path, warehouse):
         warehouse.sql("select * from not_a_table")
 
 
-_HOLD_LOCK = """
-import sys
-from iosight.warehouse import Warehouse
-
-with Warehouse(sys.argv[1]).writer_lock():
-    print("locked", flush=True)
-    sys.stdin.readline()  # hold the lock until the test says so
-"""
-
-
-def _lock_holder(path):
-    import os
-    import subprocess
-    import sys
-
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _HOLD_LOCK, str(path)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert proc.stdout.readline() == "locked\n"
-    return proc
-
-
 def test_a_writer_waits_for_the_lock_and_names_its_holder(tmp_path):
     import socket
 
     Warehouse(tmp_path / "wh")
-    holder = _lock_holder(tmp_path / "wh")
+    holder = hold_warehouse_lock(tmp_path / "wh")
     told = []
 
     def waiting(message):  # the second writer waits: now let the first one finish
@@ -124,7 +98,7 @@ def test_a_writer_waits_for_the_lock_and_names_its_holder(tmp_path):
 
 def test_a_writer_gives_up_after_its_lock_timeout(tmp_path):
     Warehouse(tmp_path / "wh")
-    holder = _lock_holder(tmp_path / "wh")
+    holder = hold_warehouse_lock(tmp_path / "wh")
     try:
         wh = Warehouse(tmp_path / "wh", lock_timeout=0.3)
         with pytest.raises(IosightError, match=f"process {holder.pid} .* after 0.3 s"):

@@ -46,7 +46,9 @@ def ingest(
             warehouse,
             create=True,
             lock_timeout=lock_timeout,
-            on_lock_wait=lambda msg: err_console.print(msg, highlight=False, markup=False),
+            on_lock_wait=lambda msg: err_console.print(
+                msg, highlight=False, markup=False, soft_wrap=True
+            ),
         )
         report = run_ingest(
             paths,

@@ -272,8 +272,11 @@ class Warehouse:
             "replace_tables": sorted(set(replace_tables)),
         }
         with self.writer_lock():
+            _crash_point("staged")  # the batch's files are written, its commit is not
             _atomic_write_text(self.path / _COMMITS / f"{batch_id}.json", json.dumps(record))
+            _crash_point("published")  # committed, its files not yet moved into tables/
             self._apply(record)
+            _crash_point("applied")  # between this commit and the next
 
     @contextmanager
     def writer_lock(self, timeout: float | None = None) -> Iterator[None]:
@@ -413,6 +416,24 @@ class Warehouse:
                 continue
             merged = self.arrow(f'select * from "{tname}"')
             self.commit({tname: [merged]}, replace_tables=[tname])
+
+
+_CRASH_ENV = "IOSIGHT_TEST_CRASH_AT"
+_crash_counts: dict[str, int] = {}
+
+
+def _crash_point(point: str) -> None:
+    """Test hook: SIGKILL this process the N-th time it reaches ``point`` when
+    ``IOSIGHT_TEST_CRASH_AT=point:N``, so the kill-and-resume tests kill at an exact
+    step of the commit protocol instead of racing a timer. No effect otherwise."""
+    spec = os.environ.get(_CRASH_ENV)
+    if not spec or spec.partition(":")[0] != point:
+        return
+    _crash_counts[point] = _crash_counts.get(point, 0) + 1
+    if _crash_counts[point] == int(spec.partition(":")[2] or 1):
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 class _LockTimeout(IosightError):
