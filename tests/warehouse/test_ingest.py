@@ -1,12 +1,8 @@
-"""Ingest: bad inputs, idempotence, force, kill-and-resume, job-total tables."""
+"""Ingest: bad inputs, idempotence, force, job-total tables (kill-and-resume: test_ingest_crash)."""
 
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -62,34 +58,6 @@ def test_second_run_adds_nothing_and_force_replaces(warehouse, bad_inputs):
     assert forced.ingested == len({p.read_bytes() for p in logs[:3]})
     after = _counts(warehouse)
     assert after == before
-
-
-def test_killed_ingest_resumes_to_the_same_rows(tmp_path):
-    logs = [str(p) for p in example_logs()]
-    reference = Warehouse(tmp_path / "ref")
-    ingest(logs, reference, workers=1)
-    target = tmp_path / "killed"
-    code = (
-        "import sys; from iosight.warehouse import Warehouse, ingest\n"
-        "ingest(sys.argv[2:], Warehouse(sys.argv[1]), workers=1, batch_size=1)\n"
-    )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    proc = subprocess.Popen([sys.executable, "-c", code, str(target), *logs], env=env)
-    deadline = time.monotonic() + 60
-    jobs_dir = target / "tables" / "jobs"
-    while time.monotonic() < deadline and proc.poll() is None:
-        if jobs_dir.exists() and len(list(jobs_dir.glob("*.parquet"))) >= 3:
-            break
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    resumed = Warehouse(target)
-    partial_jobs = _counts(resumed).get("jobs", 0)
-    assert 0 < partial_jobs <= _counts(reference)["jobs"]
-    ingest(logs, resumed, workers=1)
-    assert _counts(resumed) == _counts(reference)
-    keys = resumed.sql("select job_key, count(*) n from jobs group by 1 having n > 1")
-    assert keys.empty
 
 
 def test_summit_job_totals_ingest(shared, tmp_path):

@@ -40,6 +40,7 @@ def reference(tmp_path_factory) -> Warehouse:
     """One clean ingest of every example log."""
     wh = Warehouse(tmp_path_factory.mktemp("clean") / "wh")
     assert ingest(_logs(), wh, workers=1).ok
+    assert len(wh.jobs()) == len(wh.table("sources")) == _unique_logs()
     return wh
 
 
