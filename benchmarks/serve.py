@@ -100,6 +100,7 @@ def _questions(wh, rng, repeat: int) -> dict[str, list[str]]:
     q = urllib.parse.quote
     n = int(wh.sql("select count(*) n from jobs")["n"].iloc[0])
     pick = lambda a: a[rng.integers(0, len(a))]  # noqa: E731
+    keys = [pick(jobs["job_key"].to_numpy()) for _ in range(repeat)]
     out = {
         "jobs (first page)": ["/jobs"] * repeat,
         "jobs sorted by bytes": ["/jobs?sort=bytes&dir=desc"] * repeat,
@@ -113,7 +114,8 @@ def _questions(wh, rng, repeat: int) -> dict[str, list[str]]:
             "/jobs?where=" + q(f"nprocs >= {2 ** int(rng.integers(0, 8))} and run_time > 600")
             for _ in range(repeat)
         ],
-        "job": [f"/job/{pick(jobs['job_key'].to_numpy())}" for _ in range(repeat)],
+        "job": [f"/job/{k}" for k in keys],
+        "job insights (part)": [f"/job/{k}/insights" for k in keys],
         "errors": ["/errors"] * repeat,
     }
     if wh.has_table("timeline"):
@@ -200,9 +202,10 @@ def main() -> None:
         for name, paths in questions.items():
             ms = np.array([_get(base + p) for p in paths])
             p50, p95 = np.percentile(ms, [50, 95])
-            worst = max(worst, p95)
+            if "(part)" not in name:  # fragments load after their page
+                worst = max(worst, p95)
             print(f"{name:<24}{p50:>9.1f}{p95:>9.1f}{ms.max():>9.1f}")
-        print(f"worst p95: {worst:.1f} ms ({'within' if worst < TARGET_MS else 'OVER'} the "
+        print(f"worst page p95: {worst:.1f} ms ({'within' if worst < TARGET_MS else 'OVER'} the "
               f"{TARGET_MS:.0f} ms target); load average after: {os.getloadavg()}")  # fmt: skip
         base_ms, ours_ms = [], []
         served = ServedWarehouse(args.warehouse)

@@ -24,6 +24,15 @@ def test_cli_end_to_end(tmp_path):
     train = "--models tree --horizons 5,15 --direction write --search-iter 1 --mode interval"
     out = _ok("bursts", "train", *w, *train.split(), "--format", "csv")
     assert "persistence" in out and "time_of_day" in out
+    header = next(line for line in out.splitlines() if line.startswith("direction,"))
+    assert ",f1,f1_gain,skill," in header and "f1_weighted" in header
+    assert "saved bursts-write-interval, per lead (5-minute bins) chosen on validation: 1: " in out
+    # defaults: lead mode, feature set 4 (the synthetic jobs' state)
+    out = _ok("bursts", "train", *w, "--models", "tree", "--horizons", "5,30",
+              "--direction", "write", "--format", "csv")  # fmt: skip
+    assert out.count(",chosen,") == 2 and "saved bursts-write, per lead" in out
+    lead = _ok("bursts", "predict", *w, "--at", "2024-01-05 12:00", "--features", "4")
+    assert "bursts-write" in lead
     at = ["--at", "2024-01-05 12:00", "--model", "bursts-write-interval"]
     out = _ok("bursts", "predict", *w, *at, "--format", "csv")
     assert out.startswith("lead,bin_start,burst,probability,severity")

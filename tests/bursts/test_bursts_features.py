@@ -41,7 +41,7 @@ def test_feature_sets():
     assert np.allclose(f3["macd_short"], f3["ema60"] - f3["ema130"])
     assert np.allclose(f3["ema60"], ema(df["write_bytes"].to_numpy(), 12))
     with pytest.raises(IosightError, match="feature_set"):
-        make_features(df, "write", 4)
+        make_features(df, "write", 5)
     with pytest.raises(IosightError, match="direction"):
         make_features(df, "both", 1)
 

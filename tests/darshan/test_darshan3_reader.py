@@ -105,3 +105,26 @@ def test_every_kind_of_log_is_covered() -> None:
             pass
     assert {"dxt_posix", "dxt_mpiio", "heatmap", "lustre", "h5d", "pnetcdf_file"} <= tables
     assert {"dfs", "daos", "job_totals"} <= tables  # BG/Q records carry no name record
+
+
+def test_without_pydarshan_only_job_totals_change(monkeypatch) -> None:
+    """No C library at all: every table but ``job_totals`` is the same; totals come from
+    iosight's rule-based reduction (the one 2.x logs and text dumps use)."""
+    import sys
+
+    from iosight.darshan._darshan2 import job_totals
+
+    path = example_logs()[0]
+    with_c = read_darshan3(path)
+    monkeypatch.setitem(sys.modules, "darshan.backend", None)  # import now fails
+    monkeypatch.setitem(sys.modules, "darshan.backend.cffi_backend", None)
+    without = read_darshan3(path)
+    assert sorted(without) == sorted(with_c)
+    for name in with_c:
+        if name != "job_totals":
+            assert without[name].equals(with_c[name]), name
+    assert without["job_totals"].equals(job_totals(without))
+    same = [c for c in without["job_totals"].column_names if c in with_c["job_totals"].column_names]
+    bytes_col = "total_POSIX_BYTES_WRITTEN"
+    assert bytes_col in same
+    assert without["job_totals"][bytes_col].equals(with_c["job_totals"][bytes_col])

@@ -66,10 +66,10 @@ def test_real_data_report_section(shared, tmp_path):
     from iosight.perfmodel import evaluate_tokio_files
     from iosight.report.perfmodel import write_report
 
-    acc, coefs = evaluate_tokio_files([shared(*MIRA)])
+    acc, coefs, cmp = evaluate_tokio_files([shared(*MIRA)])
     assert set(acc.system) == {"mira/mira-fs1"} and "(intercept)" in set(
         coefs["mira/mira-fs1"].feature
     )
-    page = write_report(None, tmp_path / "rep", tokio=(acc, coefs)).read_text()
+    page = write_report(None, tmp_path / "rep", tokio=(acc, coefs, cmp)).read_text()
     assert "mira/mira-fs1" in page
     assert (tmp_path / "rep" / "tokio_accuracy.csv").exists()

@@ -65,7 +65,9 @@ def test_job_page_of_a_dxt_log_has_its_timeline(server, served_path):
     assert status == 200
     assert 'id="fig-timeline"' in body and "DXT" in body
     assert 'id="files"' in body
-    assert 'id="no-similar"' in body  # no similarity codings built: says so
+    assert 'data-part="/job/' in body  # insights and similar jobs come as fragments
+    status, _, part = get(server, f"/job/{key}/similar")
+    assert status == 200 and 'id="no-similar"' in part and "similarity codings" in part
 
 
 def test_unknown_job_is_a_400_with_the_reason(server):
@@ -117,3 +119,65 @@ def test_cli_refuses_a_missing_warehouse(tmp_path):
 def test_markup_constant_is_what_the_log_holds(served_path, exe_markup):
     exe = ServedWarehouse(served_path).sql("select exe from jobs where exe like '%__xss%'")
     assert exe["exe"].iloc[0].endswith(exe_markup)
+
+
+def test_cli_binds_localhost_and_warns_for_another_host(served_path, monkeypatch):
+    import iosight.serve
+
+    calls = []
+    monkeypatch.setattr(iosight.serve, "run", lambda app, host, port: calls.append((host, port)))
+    res = CliRunner().invoke(app, ["serve", "-w", str(served_path)])
+    assert res.exit_code == 0 and calls[-1] == ("127.0.0.1", 8050)
+    assert "warning" not in res.output and "http://127.0.0.1:8050/" in res.output
+    res = CliRunner().invoke(app, ["serve", "-w", str(served_path), "--host", "0.0.0.0",
+                                   "--port", "9001"])  # fmt: skip
+    assert res.exit_code == 0 and calls[-1] == ("0.0.0.0", 9001)
+    assert "warning" in res.output and "anyone who can reach" in res.output
+
+
+def test_job_page_shows_insights_where_the_subsystem_exists(server, served_path, monkeypatch):
+    import sys
+
+    from iosight.serve import job_insights_table
+
+    wh = ServedWarehouse(served_path)
+    key = wh.sql("select job_key from jobs where source_path like '%dxt.darshan'")["job_key"][0]
+    status, _, body = get(server, f"/job/{key}/insights")
+    assert status == 200
+    found, why = job_insights_table(wh, key)
+    if found is None:  # an iosight without insights says so on the page
+        assert 'id="no-insights"' in body and why
+    else:
+        assert ('id="insights"' in body) == (not found.empty)
+        for code in found["code"]:
+            assert f"<td>{code}</td>" in body
+    monkeypatch.setitem(sys.modules, "iosight.insights", None)  # as if not installed
+    assert job_insights_table(wh, key) == (None, "this iosight has no insights subsystem")
+
+
+def test_jobs_like_this_one_where_codings_were_built(served_path, tmp_path):
+    import shutil
+
+    from iosight.serve import BackgroundServer, create_app, similar_jobs
+    from iosight.similarity import find_similar, series_from_darshan
+    from iosight.warehouse import Warehouse
+
+    path = tmp_path / "wh"
+    shutil.copytree(served_path, path)
+    series_from_darshan(Warehouse(path))
+    wh = ServedWarehouse(path)
+    key = wh.sql(
+        # a synthetic job: the facility's jobs resemble each other, the two real logs
+        # resemble nothing else here (and `find` lists no all-zero or zero-similarity match)
+        "select job_key from sim_codings join jobs using (job_key) "
+        "where coding = 'bin-aggzeros' and not zero and synthetic order by job_key limit 1"
+    )["job_key"][0]
+    found, why = similar_jobs(wh, key)
+    want = find_similar(Warehouse(path), key, top=10)
+    assert why == "" and found["job_key"].tolist() == want["job_key"].tolist()
+    assert len(want) > 0
+    with BackgroundServer(create_app(path)) as srv:
+        status, _, body = get(srv, f"/job/{key}/similar")
+    assert status == 200 and 'id="similar"' in body
+    for other in want["job_key"]:
+        assert f'href="/job/{urllib.parse.quote(other)}"' in body

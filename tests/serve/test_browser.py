@@ -50,7 +50,7 @@ def test_jobs_filter_sort_open_job_facility_zoom(server, browser):
     filtered = int(d.find_element(By.ID, "count").text.split()[0])
     assert 0 < filtered < total
     nprocs = [
-        int(td.text) for td in d.find_elements(By.CSS_SELECTOR, "#jobs tbody td:nth-child(5)")
+        int(td.text) for td in d.find_elements(By.CSS_SELECTOR, "#jobs tbody td:nth-child(4)")
     ]
     assert nprocs and min(nprocs) >= 9
 
@@ -59,7 +59,7 @@ def test_jobs_filter_sort_open_job_facility_zoom(server, browser):
     _wait(d, lambda d: "sort=nprocs" in d.current_url, "sorted page")
     d.find_element(By.ID, "sort-nprocs").click()
     _wait(d, lambda d: "dir=asc" in d.current_url, "ascending")
-    shown = [int(td.text) for td in d.find_elements(By.CSS_SELECTOR, "#jobs tbody td:nth-child(5)")]
+    shown = [int(td.text) for td in d.find_elements(By.CSS_SELECTOR, "#jobs tbody td:nth-child(4)")]
     assert (
         shown == sorted(shown) and int(d.find_element(By.ID, "count").text.split()[0]) == filtered
     )
@@ -70,8 +70,14 @@ def test_jobs_filter_sort_open_job_facility_zoom(server, browser):
         d.get(server.url + "/jobs?where=" + urllib.parse.quote("source_path like '%dxt.darshan'"))
     d.find_element(By.CSS_SELECTOR, "a.job-link").click()
     _wait(d, lambda d: "/job/" in d.current_url, "job page")
-    for fig in ("fig-access", "fig-files", "fig-timeline"):
-        _figure_ready(d, fig)
+    for fig in ("fig-access", "fig-files", "fig-timeline", "part-insights", "part-similar"):
+        _wait(
+            d,
+            lambda d, f=fig: d.execute_script(
+                "return document.getElementById(arguments[0]).dataset.ready === '1'", f
+            ),
+            fig,
+        )
     rows = d.find_elements(By.CSS_SELECTOR, "#files tbody tr")
     assert rows and rows[0].find_element(By.CSS_SELECTOR, "td").text
 
@@ -114,6 +120,13 @@ def test_markup_from_a_traced_log_never_runs(server, browser, served_path, exe_m
         d.get(server.url + path)
         if path.startswith("/job/"):
             _figure_ready(d, "fig-files")
+            _wait(
+                d,
+                lambda d: d.execute_script(
+                    "return document.getElementById('part-insights').dataset.ready === '1'"
+                ),
+                "parts",
+            )
         found = d.execute_script(probe)
         assert found == {"xss": None, "imgs": 0, "scripts": 0}, (path, found)
         exe = d.find_element(By.CSS_SELECTOR, ".exe")  # shown as text (long ones in the title)

@@ -99,3 +99,21 @@ def test_timeline_window_rebins_and_keeps_every_burst(wh):
     zoom = timeline_window(wh, thr, t0, t0 + 7200)
     assert zoom.attrs["bin_width"] == 300 and len(zoom) == 24
     assert np.allclose(zoom["read_mean"] * 300, tl["read_bytes"].iloc[100:124])
+
+
+@pytest.mark.parametrize(
+    ("sort", "descending"), [("nprocs", True), ("bytes", False), ("exe", True)]
+)
+def test_pages_are_disjoint_and_complete_despite_ties(wh, everything, sort, descending):
+    """Every job exactly once across the pages, in (sort column, job_key) order, nulls last."""
+    df = everything.sort_values([sort, "job_key"], ascending=[not descending, True],
+                                na_position="last", kind="mergesort")  # fmt: skip
+    keys = []
+    page = 1
+    while True:
+        p = jobs_page(wh, JobFilter(sort=sort, descending=descending, page=page, page_size=97))
+        keys += p.rows["job_key"].tolist()
+        if page >= p.pages:
+            break
+        page += 1
+    assert keys == df["job_key"].tolist()

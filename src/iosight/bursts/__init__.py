@@ -15,15 +15,22 @@ from iosight.bursts._features import (
     ema_span_bins,
     feature_names,
     make_features,
+    run_length,
 )
 from iosight.bursts._forecast import (
     BASELINES,
     DEFAULT_HORIZONS,
     MODES,
     TARGETS,
+    VAL_FRACTION,
+    Candidate,
     Dataset,
     FittedModel,
+    Persistence,
+    best_cut,
+    choose,
     evaluate_forecasts,
+    fit_candidates,
     fit_model,
     make_dataset,
 )
@@ -34,11 +41,31 @@ from iosight.bursts._forecaster import (
     load_forecaster,
     train_forecaster,
 )
+from iosight.bursts._jobstate import MIN_RUNS, N_AHEAD, JobState, job_state, load_jobs
 from iosight.bursts._labels import BurstLabels, choose_k, label_bursts, severity_classes
 from iosight.bursts._models import MODELS, make_pipeline, model_names, search_params
-from iosight.bursts._workflow import EVALUATION_TABLE, TrainResult, load_evaluation, train_bursts
+from iosight.bursts._workflow import (
+    EVALUATION_TABLE,
+    TrainResult,
+    describe_choice,
+    load_evaluation,
+    train_bursts,
+)
 
 __all__ = [
+    "MIN_RUNS",
+    "N_AHEAD",
+    "VAL_FRACTION",
+    "Candidate",
+    "JobState",
+    "Persistence",
+    "best_cut",
+    "choose",
+    "describe_choice",
+    "fit_candidates",
+    "job_state",
+    "load_jobs",
+    "run_length",
     "BASELINES",
     "DEFAULT_HORIZONS",
     "DIRECTIONS",

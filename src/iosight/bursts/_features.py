@@ -4,7 +4,13 @@ Set 1: bytes of the current bin. Set 2: bytes, operations and I/O time. Set 3: s
 EMAs of bytes over 60, 130, 500 and 1000 minutes, ``MACD_short = EMA60 - EMA130`` and
 ``MACD_long = EMA500 - EMA1000`` (iosight's reading of the garbled Eq. 3: the standard
 MACD the paper cites). ``E_t = a x_t + (1 - a) E_{t-1}`` with ``a = 2 / (n + 1)`` and n the
-window in bins. Features at bin t use only bins up to and including t.
+window in bins. Set 4 (beyond the paper): set 3, the current state relative to the burst
+threshold (is bin t a burst, the signed length of the current burst (+) or calm (-) run,
+bytes / threshold) and the state of running jobs (:mod:`iosight.bursts._jobstate`):
+running jobs, their elapsed time against their application's run lengths, and the
+expected I/O of running jobs in each of the next 24 bins, alone and as a share of the
+current bytes (``carry_L = bytes_t * expected_L / expected_0``). Features at bin t use
+only bins up to and including t and jobs started before its end.
 """
 
 from __future__ import annotations
@@ -13,18 +19,19 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from iosight._errors import check_param
+from iosight._errors import IosightError, check_param
 from iosight.bursts._analysis import check_direction
+from iosight.bursts._jobstate import N_AHEAD, job_state
 
 if TYPE_CHECKING:
     import pandas as pd
 
-FEATURE_SETS = (1, 2, 3)
+FEATURE_SETS = (1, 2, 3, 4)
 EMA_MINUTES = (60, 130, 500, 1000)
 
 
 def check_feature_set(feature_set: int) -> None:
-    check_param("feature_set", feature_set, feature_set in FEATURE_SETS, "1, 2 or 3")
+    check_param("feature_set", feature_set, feature_set in FEATURE_SETS, "1, 2, 3 or 4")
 
 
 def ema_span_bins(minutes: float, bin_width: float) -> int:
@@ -46,12 +53,34 @@ def feature_names(direction: str, feature_set: int) -> list[str]:
     names = [f"{direction}_bytes"]
     if feature_set >= 2:
         names += [f"{direction}_ops", f"{direction}_time"]
-    if feature_set == 3:
+    if feature_set >= 3:
         names += [f"ema{m}" for m in EMA_MINUTES] + ["macd_short", "macd_long"]
+    if feature_set == 4:
+        names += ["burst_now", "run_length", "over_threshold", "running_jobs", "elapsed_ratio"]
+        names += [f"expected_{lead}" for lead in range(N_AHEAD + 1)]
+        names += [f"carry_{lead}" for lead in range(1, N_AHEAD + 1)]
     return names
 
 
-def make_features(df: pd.DataFrame, direction: str, feature_set: int) -> pd.DataFrame:
+def run_length(flags: np.ndarray) -> np.ndarray:
+    """Signed length of the run holding each bin so far: +n in the n-th bin of a run of
+    True, -n in the n-th bin of a run of False (causal)."""
+    f = np.asarray(flags, dtype=bool)
+    if f.size == 0:
+        return np.zeros(0)
+    new = np.flatnonzero(np.r_[True, f[1:] != f[:-1]])
+    lengths = np.arange(f.size) - np.repeat(new, np.diff(np.r_[new, f.size])) + 1
+    return np.where(f, lengths, -lengths).astype(np.float64)
+
+
+def make_features(
+    df: pd.DataFrame,
+    direction: str,
+    feature_set: int,
+    *,
+    jobs: pd.DataFrame | None = None,
+    threshold: float | None = None,
+) -> pd.DataFrame:
     """The feature matrix of a timeline (one row per bin, same index as ``df``).
 
     Parameters
@@ -60,7 +89,12 @@ def make_features(df: pd.DataFrame, direction: str, feature_set: int) -> pd.Data
         A timeline with one bin width (:func:`iosight.timeline.load_timeline` or ``rebin``).
     direction : {"read", "write"}
         Read and write models are separate (§V).
-    feature_set : {1, 2, 3}
+    feature_set : {1, 2, 3, 4}
+    jobs : DataFrame, optional
+        Set 4 only: :func:`iosight.bursts.load_jobs` of the warehouse.
+    threshold : float, optional
+        Set 4 only: the burst threshold (bytes per bin) the current state is measured
+        against.
     """
     import pandas as pd
 
@@ -70,11 +104,27 @@ def make_features(df: pd.DataFrame, direction: str, feature_set: int) -> pd.Data
     out = pd.DataFrame(index=df.index)
     for col in names[: 3 if feature_set >= 2 else 1]:
         out[col] = df[col].to_numpy(np.float64)
-    if feature_set == 3:
-        width = bin_width_of(df)
-        x = df[f"{direction}_bytes"].to_numpy(np.float64)
+    width = bin_width_of(df)
+    x = df[f"{direction}_bytes"].to_numpy(np.float64)
+    if feature_set >= 3:
         for m in EMA_MINUTES:
             out[f"ema{m}"] = ema(x, ema_span_bins(m, width)).to_numpy()
         out["macd_short"] = out["ema60"] - out["ema130"]
         out["macd_long"] = out["ema500"] - out["ema1000"]
+    if feature_set == 4:
+        if jobs is None or threshold is None:
+            raise IosightError("feature set 4 needs the jobs (load_jobs) and a burst threshold")
+        burst = x > threshold
+        st = job_state(jobs, df["bin_start"].to_numpy(np.float64), width, direction)
+        cols = {"burst_now": burst.astype(np.float64), "run_length": run_length(burst),
+                "over_threshold": x / threshold if threshold > 0 else x,
+                "running_jobs": st.running, "elapsed_ratio": st.elapsed_ratio}  # fmt: skip
+        now = st.expected[:, 0]
+        share = np.divide(st.expected, now[:, None], out=np.zeros_like(st.expected),
+                          where=now[:, None] > 0)  # fmt: skip
+        for lead in range(N_AHEAD + 1):
+            cols[f"expected_{lead}"] = st.expected[:, lead]
+        for lead in range(1, N_AHEAD + 1):
+            cols[f"carry_{lead}"] = x * share[:, lead]
+        out = pd.concat([out, pd.DataFrame(cols, index=df.index)], axis=1)
     return out[names]

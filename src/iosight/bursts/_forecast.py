@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -27,7 +27,7 @@ from iosight._errors import IosightError, check_param
 from iosight._progress import Progress, ensure_progress
 from iosight.bursts._analysis import check_direction
 from iosight.bursts._features import check_feature_set, make_features
-from iosight.bursts._labels import BurstLabels, label_bursts
+from iosight.bursts._labels import BurstLabels, label_bursts, severity_classes
 from iosight.bursts._models import make_pipeline, model_names, search_params
 
 if TYPE_CHECKING:
@@ -37,6 +37,7 @@ MODES = ("interval", "lead")
 TARGETS = ("binary", "severity")
 BASELINES = ("persistence", "time_of_day")
 DEFAULT_HORIZONS = (5, 15, 30, 60, 120)  # minutes
+VAL_FRACTION = 0.2  # of the training part, at its end: decision thresholds and model choice
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class Dataset:
     current: np.ndarray  # the same label at t (persistence baseline)
     target_start: np.ndarray  # bin_start of the target bin
     n_train: int
+    n_fit: int  # rows [n_fit, n_train) are the validation slice (end of the training part)
     labels: BurstLabels
     bin_width: float  # of the series the task runs on
     step: int  # bins between the features' bin and the target bin
@@ -70,55 +72,87 @@ def make_dataset(
     target_fraction: float = 0.01,
     train_fraction: float = 0.8,
     threshold_from: str = "train",
+    val_fraction: float = VAL_FRACTION,
+    jobs: pd.DataFrame | None = None,
 ) -> Dataset:
     """Build one forecasting task from a timeline (parameters as :func:`evaluate_forecasts`)."""
-    from iosight.timeline import bin_width_of, rebin
+    return _Builder(df, jobs).dataset(
+        direction=direction, feature_set=feature_set, mode=mode, horizon_min=horizon_min,
+        target=target, k=k, target_fraction=target_fraction, train_fraction=train_fraction,
+        threshold_from=threshold_from, val_fraction=val_fraction,
+    )  # fmt: skip
 
-    check_direction(direction)
-    check_feature_set(feature_set)
-    _check_choice("mode", mode, MODES)
-    _check_choice("target", target, TARGETS)
-    _check_choice("threshold_from", threshold_from, ("train", "all"))
-    check_param("train_fraction", train_fraction, 0 < train_fraction < 1, "in (0, 1)")
-    width = bin_width_of(df)
-    ratio = horizon_min * 60.0 / width
-    if ratio < 1 or abs(ratio - round(ratio)) > 1e-9:
-        raise IosightError(
-            f"a horizon of {horizon_min:g} min is not a whole number of {width:g} s bins"
+
+class _Builder:
+    """Datasets of one timeline, sharing series, labels and feature matrices between tasks
+    (lead-mode tasks differ only in how far the target is shifted)."""
+
+    def __init__(self, df: pd.DataFrame, jobs: pd.DataFrame | None) -> None:
+        self.df, self.jobs, self._cache = df, jobs, {}
+
+    def _cached(self, key, make):
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
+
+    def dataset(self, *, direction: str, feature_set: int, mode: str, horizon_min: float,
+                target: str, k: float | None, target_fraction: float, train_fraction: float,
+                threshold_from: str, val_fraction: float) -> Dataset:  # fmt: skip
+        from iosight.timeline import bin_width_of, rebin
+
+        df = self.df
+        check_direction(direction)
+        check_feature_set(feature_set)
+        _check_choice("mode", mode, MODES)
+        _check_choice("target", target, TARGETS)
+        _check_choice("threshold_from", threshold_from, ("train", "all"))
+        check_param("train_fraction", train_fraction, 0 < train_fraction < 1, "in (0, 1)")
+        width = bin_width_of(df)
+        ratio = horizon_min * 60.0 / width
+        if ratio < 1 or abs(ratio - round(ratio)) > 1e-9:
+            raise IosightError(
+                f"a horizon of {horizon_min:g} min is not a whole number of {width:g} s bins"
+            )
+        check_param("val_fraction", val_fraction, 0 < val_fraction < 1, "in (0, 1)")
+        if mode == "interval" and round(ratio) != 1:
+            series = self._cached(("series", ratio), lambda: rebin(df, horizon_min * 60.0))
+            step = 1
+        else:
+            series, step = df, 1 if mode == "interval" else int(round(ratio))
+        series = series.reset_index(drop=True)
+        n = len(series)
+        split = int(train_fraction * n)
+        n_fit = int((1 - val_fraction) * (split - step))
+        if n_fit < 10 or split - step - n_fit < 1 or n - split < 1:
+            raise IosightError(
+                f"too few {series['bin_width'].iloc[0]:g} s bins ({n}) for horizon "
+                f"{horizon_min:g} min"
+            )
+        x = series[f"{direction}_bytes"].to_numpy(np.float64)
+        key = (len(series), direction, k, target_fraction, split, threshold_from)
+        labels = self._cached(("labels", *key), lambda: label_bursts(
+            x, k=k, target_fraction=target_fraction,
+            reference=x[:split] if threshold_from == "train" else None,
+        ))  # fmt: skip
+        lab = labels.is_burst.astype(np.int64) if target == "binary" else labels.severity
+        if feature_set == 4 and self.jobs is None:
+            raise IosightError("feature set 4 needs the warehouse's jobs (load_jobs)")
+        feats = self._cached(("features", *key, feature_set), lambda: make_features(
+            series, direction, feature_set, jobs=self.jobs, threshold=labels.threshold,
+        ).to_numpy(np.float64))  # fmt: skip
+        starts = series["bin_start"].to_numpy(np.float64)
+        return Dataset(
+            X=feats[: n - step],
+            y=lab[step:],
+            current=lab[: n - step],
+            target_start=starts[step:],
+            n_train=split - step,
+            n_fit=n_fit,
+            labels=labels,
+            bin_width=float(series["bin_width"].iloc[0]),
+            step=step,
+            train_window=(float(starts[0]), float(starts[split - 1])),
         )
-    if mode == "interval":
-        series = df if round(ratio) == 1 else rebin(df, horizon_min * 60.0)
-        step = 1
-    else:
-        series, step = df, int(round(ratio))
-    series = series.reset_index(drop=True)
-    n = len(series)
-    split = int(train_fraction * n)
-    if split - step < 10 or n - split < 1:
-        raise IosightError(
-            f"too few {series['bin_width'].iloc[0]:g} s bins ({n}) for horizon {horizon_min:g} min"
-        )
-    x = series[f"{direction}_bytes"].to_numpy(np.float64)
-    labels = label_bursts(
-        x,
-        k=k,
-        target_fraction=target_fraction,
-        reference=x[:split] if threshold_from == "train" else None,
-    )
-    lab = labels.is_burst.astype(np.int64) if target == "binary" else labels.severity
-    feats = make_features(series, direction, feature_set).to_numpy(np.float64)
-    starts = series["bin_start"].to_numpy(np.float64)
-    return Dataset(
-        X=feats[: n - step],
-        y=lab[step:],
-        current=lab[: n - step],
-        target_start=starts[step:],
-        n_train=split - step,
-        labels=labels,
-        bin_width=float(series["bin_width"].iloc[0]),
-        step=step,
-        train_window=(float(starts[0]), float(starts[split - 1])),
-    )
 
 
 def _metrics(y: np.ndarray, pred: np.ndarray, prob: np.ndarray, target: str) -> dict:
@@ -132,29 +166,70 @@ def _metrics(y: np.ndarray, pred: np.ndarray, prob: np.ndarray, target: str) -> 
             "precision": precision_score(yb, pb, zero_division=0),
             "recall": recall_score(yb, pb, zero_division=0),
             "pr_auc": average_precision_score(yb, prob) if yb.any() else float("nan"),
-            "f1_macro": float("nan"),
-            "f1_weighted": float("nan"),
+            # every class, weighted by its support: the paper's framing (§V; NOTES §1)
+            "f1_weighted": f1_score(y, pred, average="weighted", zero_division=0),
+            "f1_macro": f1_score(y, pred, average="macro", zero_division=0),
         }
-        if target == "severity":
-            out["f1_macro"] = f1_score(y, pred, average="macro", zero_division=0)
-            out["f1_weighted"] = f1_score(y, pred, average="weighted", zero_division=0)
     return {k: float(v) for k, v in out.items()}
 
 
 @dataclass
 class FittedModel:
-    """A fitted pipeline and the classes its dense codes stand for."""
+    """A fitted pipeline, the classes its dense codes stand for, and (binary) the cut on
+    the burst probability tuned for F1 on the validation slice."""
 
     pipeline: object
     classes: np.ndarray
     params: dict
+    cut: float | None = None
 
     def predict(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Predicted classes and the probability of a burst (any class above 0)."""
         proba = self.pipeline.predict_proba(X)
-        pred = self.classes[np.argmax(proba, axis=1)]
         p_burst = proba[:, self.classes > 0].sum(axis=1)
-        return pred, p_burst
+        if self.cut is not None and self.classes.size == 2:
+            return np.where(p_burst >= self.cut, self.classes[1], self.classes[0]), p_burst
+        return self.classes[np.argmax(proba, axis=1)], p_burst
+
+
+@dataclass
+class Persistence:
+    """Persistence ("what is happening now") as a model: bin t + L is what bin t is.
+
+    ``X[:, 0]`` is the current bin's bytes in every feature set; a burst when it exceeds
+    ``mean + k * std`` (severity: the current bin's class, §V-A).
+    """
+
+    mean: float
+    std: float
+    k: float
+    severity: bool = False
+    params: dict = field(default_factory=dict)
+
+    def predict(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        sigma = (np.asarray(X, np.float64)[:, 0] - self.mean) / self.std
+        burst = sigma > self.k
+        pred = severity_classes(sigma, self.k) if self.severity else burst.astype(np.int64)
+        return pred, burst.astype(np.float64)
+
+    @classmethod
+    def of(cls, labels: BurstLabels, severity: bool = False) -> Persistence:
+        return cls(labels.mean, labels.std, labels.k, severity)
+
+
+def best_cut(yb: np.ndarray, score: np.ndarray) -> tuple[float, float]:
+    """The cut c for which ``score >= c`` has the best F1 against ``yb``, and that F1
+    (``inf`` and 0 when no positive score or no positive label)."""
+    yb = np.asarray(yb, bool)
+    order = np.argsort(-score, kind="mergesort")
+    srt, tp = score[order], np.cumsum(yb[order])
+    ends = np.flatnonzero(np.append(srt[1:] != srt[:-1], True))
+    f1 = 2 * tp[ends] / (ends + 1 + yb.sum())
+    ok = srt[ends] > 0
+    if not ok.any() or not yb.any():
+        return float("inf"), 0.0
+    i = int(np.argmax(np.where(ok, f1, -1.0)))
+    return float(srt[ends][i]), float(f1[i])
 
 
 def fit_model(
@@ -163,11 +238,12 @@ def fit_model(
     y: np.ndarray,
     *,
     seed: int = 0,
-    search_iter: int = 4,
+    search_iter: int = 0,
     cv_splits: int = 3,
     params: dict | None = None,
 ) -> FittedModel:
-    """Search hyper-parameters (unless ``params`` given) and fit on all of (X, y)."""
+    """Search hyper-parameters (``search_iter`` > 0, unless ``params`` given) and fit on
+    all of (X, y)."""
     classes = np.unique(y)
     if classes.size < 2:
         raise IosightError(
@@ -187,6 +263,59 @@ def fit_model(
     return FittedModel(pipe, classes, dict(params))
 
 
+@dataclass
+class Candidate:
+    """One candidate forecast of a task: the model and its burst-class F1 on validation."""
+
+    model: FittedModel | Persistence
+    val_f1: float
+
+
+def fit_candidates(
+    ds: Dataset,
+    names: list[str],
+    *,
+    seed: int = 0,
+    search_iter: int = 0,
+    cv_splits: int = 3,
+    params: dict[str, dict] | None = None,
+) -> dict[str, Candidate]:
+    """Persistence and every model, fitted on the rows before the validation slice; the
+    binary models' cuts tuned for F1 on the slice, every candidate scored there.
+
+    The slice is the end of the training part, the period nearest the test part, so the
+    cut and the choice are made on data like what follows (labels and burst shares drift
+    over a year).
+    """
+    fit, val = slice(0, ds.n_fit), slice(ds.n_fit, ds.n_train)
+    yv = ds.y[val] > 0
+    binary = ds.y.max(initial=0) <= 1
+    out = {"persistence": Candidate(Persistence.of(ds.labels, not binary),
+                                    _f1(yv, ds.current[val] > 0))}  # fmt: skip
+    for name in names:
+        m = fit_model(name, ds.X[fit], ds.y[fit], seed=seed, search_iter=search_iter,
+                      cv_splits=cv_splits, params=(params or {}).get(name))  # fmt: skip
+        pred, prob = m.predict(ds.X[val])
+        if binary and m.classes.size == 2:
+            m.cut = best_cut(yv, prob)[0]
+            if not np.isfinite(m.cut):
+                m.cut = 0.5
+            pred = m.predict(ds.X[val])[0]
+        out[name] = Candidate(m, _f1(yv, pred > 0))
+    return out
+
+
+def choose(candidates: dict[str, Candidate]) -> str:
+    """The candidate with the best validation F1; persistence wins ties (it comes first)."""
+    names = list(candidates)
+    return names[int(np.argmax([candidates[n].val_f1 for n in names]))]
+
+
+def _f1(yb: np.ndarray, pb: np.ndarray) -> float:
+    tp = float(np.sum(yb & pb))
+    return 2 * tp / (yb.sum() + pb.sum()) if tp else 0.0
+
+
 def _time_of_day(ds: Dataset) -> tuple[np.ndarray, np.ndarray]:
     """Climatology baseline: burst rate of the target's slot of the day in the training part,
     predicted a burst where the rate reaches the cut that maximises the training F1."""
@@ -196,14 +325,7 @@ def _time_of_day(ds: Dataset) -> tuple[np.ndarray, np.ndarray]:
     yb = ds.y[tr] > 0
     counts = np.bincount(slot[tr], minlength=n_slots)
     rate = np.bincount(slot[tr], weights=yb, minlength=n_slots) / np.maximum(counts, 1)
-    # F1 of every cut at once: rows by decreasing rate, cumulative true positives
-    r = rate[slot[tr]]
-    order = np.argsort(-r, kind="mergesort")
-    rs, tp = r[order], np.cumsum(yb[order])
-    ends = np.flatnonzero(np.append(rs[1:] != rs[:-1], True))
-    f1 = 2 * tp[ends] / (ends + 1 + yb.sum())
-    ok = rs[ends] > 0
-    thr = rs[ends][ok][int(np.argmax(f1[ok]))] if ok.any() else np.inf
+    thr = best_cut(yb, rate[slot[tr]])[0]
     # the class predicted for a burst slot: the commonest burst class of the slot
     cls = np.ones(n_slots, np.int64)
     if ds.y.max() > 1:
@@ -214,22 +336,75 @@ def _time_of_day(ds: Dataset) -> tuple[np.ndarray, np.ndarray]:
     return np.where(prob >= thr, cls[slot], 0), prob
 
 
-def _baselines(ds: Dataset) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    te = slice(ds.n_train, None)
-    tod_pred, tod_prob = _time_of_day(ds)
-    cur = ds.current[te]
-    return {
-        "persistence": (cur, (cur > 0).astype(float)),
-        "time_of_day": (tod_pred[te], tod_prob[te]),
-    }
-
-
 def _as_list(value, cast=str) -> list:
     if isinstance(value, str):
         return [cast(v.strip()) for v in value.split(",") if v.strip()]
     if np.isscalar(value):
         return [cast(value)]
     return [cast(v) for v in value]
+
+
+def parallel_map(func, items: list, n_jobs: int, progress: Progress, weight=lambda item: 1):
+    """``[func(item) for item in items]`` on ``n_jobs`` threads (-1: every core), the
+    progress advanced as each item finishes. Threads share the feature matrices without
+    copies; scikit-learn's and XGBoost's fitting releases the GIL."""
+    import os
+
+    from joblib import Parallel, delayed
+
+    n = os.cpu_count() or 1 if n_jobs < 0 else max(1, n_jobs)
+    out = [None] * len(items)
+    run = Parallel(n_jobs=min(n, max(1, len(items))), prefer="threads",
+                   return_as="generator_unordered")  # fmt: skip
+
+    def job(i):
+        return i, func(items[i])
+
+    for i, result in run(delayed(job)(i) for i in range(len(items))):
+        out[i] = result
+        progress.advance(weight(items[i]), **_fields(items[i]))
+    return out
+
+
+def _fields(item) -> dict:
+    spec = item[0] if isinstance(item, tuple) else item
+    return (
+        {k: v for k, v in spec.items() if k in ("direction", "horizon_min", "lead")}
+        if isinstance(spec, dict)
+        else {}
+    )
+
+
+def score_task(ds: Dataset, names: list[str], target: str, *, seed: int = 0,
+               search_iter: int = 0, cv_splits: int = 3) -> list[dict]:  # fmt: skip
+    """Rows of one task: baselines, every model and the candidate chosen on validation,
+    each with its test scores, F1 gain and skill over persistence (§V, NOTES §1)."""
+    te = slice(ds.n_train, None)
+    y = ds.y[te]
+    cands = fit_candidates(ds, names, seed=seed, search_iter=search_iter, cv_splits=cv_splits)
+    chosen = choose(cands)
+    tod_pred, tod_prob = _time_of_day(ds)
+    results = {"persistence": (ds.current[te], (ds.current[te] > 0).astype(float)),
+               "time_of_day": (tod_pred[te], tod_prob[te])}  # fmt: skip
+    for name in names:
+        results[name] = cands[name].model.predict(ds.X[te])
+    results["chosen"] = results[chosen]
+    scores = {name: _metrics(y, pred, prob, target) for name, (pred, prob) in results.items()}
+    ref = scores["persistence"]["f1"]
+    rows = []
+    for name, sc in scores.items():
+        cand = cands.get(chosen if name == "chosen" else name)
+        model = cand.model if cand else None
+        rows.append({
+            "model": name, "f1": sc["f1"], "f1_gain": sc["f1"] - ref,
+            "skill": (sc["f1"] - ref) / (1 - ref) if ref < 1 else 0.0,
+            **{m: v for m, v in sc.items() if m != "f1"},
+            "val_f1": cand.val_f1 if cand else float("nan"),
+            "cut": model.cut if isinstance(model, FittedModel) else None,
+            "chosen": chosen if name == "chosen" else "",
+            "params": json.dumps(getattr(model, "params", None) or {}, default=str),
+        })  # fmt: skip
+    return rows
 
 
 def evaluate_forecasts(
@@ -245,9 +420,12 @@ def evaluate_forecasts(
     target_fraction: float = 0.01,
     train_fraction: float = 0.8,
     threshold_from: str = "train",
-    search_iter: int = 4,
+    val_fraction: float = VAL_FRACTION,
+    search_iter: int = 0,
     cv_splits: int = 3,
     seed: int = 0,
+    jobs: pd.DataFrame | None = None,
+    n_jobs: int = -1,
     progress: Progress | None = None,
 ) -> pd.DataFrame:
     """Train and test every model on every task, beside the two baselines (§V, Fig. 6-7,
@@ -263,54 +441,62 @@ def evaluate_forecasts(
         width); modes ``interval`` and/or ``lead``; targets ``binary`` and/or ``severity``.
     k : dict, optional
         Fixed thresholds per direction (stdevs); else chosen for ``target_fraction``.
+    val_fraction : float
+        Share of the training part, at its end, where binary decision cuts are tuned and
+        the ``chosen`` candidate (persistence included) is picked.
     search_iter, cv_splits : int
-        Randomized-search candidates and time-series folds inside the training part.
+        Randomized-search candidates (0: the registered defaults) and time-series folds.
     seed : int
         Seed of every model and search.
+    jobs : DataFrame, optional
+        :func:`iosight.bursts.load_jobs`, needed by feature set 4.
+    n_jobs : int
+        Tasks fitted at once (threads; -1: every core).
 
     Returns
     -------
     DataFrame
         One row per (direction, feature_set, mode, horizon_min, target, model) with
-        f1, precision, recall, pr_auc (burst class), f1_macro and f1_weighted (severity),
-        n_train, n_test, test_bursts, k and the chosen params (JSON).
+        f1, f1_gain and skill (over persistence: ``(F1 - F1_p) / (1 - F1_p)``),
+        precision, recall, pr_auc (burst class), f1_weighted (support-weighted over every
+        class: the paper's framing) and f1_macro, val_f1, the tuned cut, n_train, n_test,
+        test_bursts, k and the params (JSON). Model ``chosen`` repeats the candidate picked
+        on validation (its name in ``chosen``).
     """
     import pandas as pd
 
     dirs = _as_list(directions)
     names = model_names(models)
-    tasks = [
-        (d, fs, m, h, t)
+    builder = _Builder(df, jobs)
+    specs = [
+        {"direction": d, "feature_set": fs, "mode": m, "horizon_min": h, "target": t}
         for d in dirs
         for fs in _as_list(feature_sets, int)
         for m in _as_list(modes)
         for h in _as_list(horizons, float)
         for t in _as_list(targets)
     ]
-    prog = ensure_progress(progress)
-    prog.start(len(tasks) * len(names), "burst models")
-    rows = []
-    for d, fs, m, h, t in tasks:
-        ds = make_dataset(
-            df, direction=d, feature_set=fs, mode=m, horizon_min=h, target=t,
-            k=(k or {}).get(d), target_fraction=target_fraction,
+    items = [
+        (spec, builder.dataset(
+            **spec, k=(k or {}).get(spec["direction"]), target_fraction=target_fraction,
             train_fraction=train_fraction, threshold_from=threshold_from,
-        )  # fmt: skip
-        tr, te = slice(0, ds.n_train), slice(ds.n_train, None)
-        base = {"direction": d, "feature_set": fs, "mode": m, "horizon_min": h, "target": t,
-                "n_train": ds.n_train, "n_test": int(ds.y[te].size),
-                "test_bursts": int((ds.y[te] > 0).sum()), "k": ds.labels.k}  # fmt: skip
-        results = dict(_baselines(ds))
-        params = {}
-        for name in names:
-            fitted = fit_model(
-                name, ds.X[tr], ds.y[tr], seed=seed, search_iter=search_iter, cv_splits=cv_splits
-            )
-            results[name] = fitted.predict(ds.X[te])
-            params[name] = fitted.params
-            prog.advance(1, model=name)
-        for name, (pred, prob) in results.items():
-            rows.append({**base, "model": name, **_metrics(ds.y[te], pred, prob, t),
-                         "params": json.dumps(params.get(name, {}), default=str)})  # fmt: skip
+            val_fraction=val_fraction))
+        for spec in specs
+    ]  # fmt: skip
+    prog = ensure_progress(progress)
+    prog.start(len(items) * len(names), "burst models")
+
+    def run(item):
+        spec, ds = item
+        return score_task(ds, names, spec["target"], seed=seed, search_iter=search_iter,
+                          cv_splits=cv_splits)  # fmt: skip
+
+    results = parallel_map(run, items, n_jobs, prog, weight=lambda _: len(names))
     prog.finish()
+    rows = []
+    for (spec, ds), task_rows in zip(items, results, strict=True):
+        te = slice(ds.n_train, None)
+        base = {**spec, "n_train": ds.n_train, "n_test": int(ds.y[te].size),
+                "test_bursts": int((ds.y[te] > 0).sum()), "k": ds.labels.k}  # fmt: skip
+        rows += [{**base, **r} for r in task_rows]
     return pd.DataFrame(rows)

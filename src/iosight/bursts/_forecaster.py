@@ -22,12 +22,18 @@ from iosight._errors import IosightError, check_param
 from iosight._progress import Progress, ensure_progress
 from iosight.bursts._features import feature_names, make_features
 from iosight.bursts._forecast import (
+    VAL_FRACTION,
     Dataset,
     FittedModel,
+    Persistence,
+    _Builder,
     _metrics,
+    choose,
+    fit_candidates,
     fit_model,
-    make_dataset,
+    parallel_map,
 )
+from iosight.bursts._models import model_names
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,7 +41,7 @@ if TYPE_CHECKING:
     from iosight.warehouse import Warehouse
 
 MAX_LEAD = 24  # two hours of 5-minute bins (§V-B)
-_FORMAT = 1
+_FORMAT = 2  # 2: per-lead chosen candidate (persistence possible), cuts, set 4
 
 
 def model_dir(warehouse: Warehouse, name: str) -> Path:
@@ -66,8 +72,8 @@ class Forecaster:
     """
 
     metadata: dict
-    binary: dict[int, FittedModel] = field(default_factory=dict)
-    severity: dict[int, FittedModel] = field(default_factory=dict)
+    binary: dict[int, FittedModel | Persistence] = field(default_factory=dict)
+    severity: dict[int, FittedModel | Persistence] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -88,10 +94,24 @@ class Forecaster:
                 "train a model with that feature set"
             )
 
+    def features(self, df: pd.DataFrame, jobs: pd.DataFrame | None = None) -> np.ndarray:
+        """The model's feature matrix of a timeline (one row per bin); set 4 needs the
+        warehouse's jobs (:func:`iosight.bursts.load_jobs`)."""
+        md = self.metadata
+        thr = md["thresholds"].get("threshold")  # set 4 only
+        feats = make_features(df, md["direction"], md["feature_set"], jobs=jobs, threshold=thr)
+        return feats.to_numpy(np.float64)
+
     def predict_frame(
-        self, df: pd.DataFrame, at: float | None = None, *, feature_set: int | None = None
+        self,
+        df: pd.DataFrame,
+        at: float | None = None,
+        *,
+        feature_set: int | None = None,
+        jobs: pd.DataFrame | None = None,
     ) -> pd.DataFrame:
-        """Forecast from a timeline frame using the bins up to ``at`` (default: all)."""
+        """Forecast from a timeline frame using the bins up to ``at`` (default: all) and,
+        for feature set 4, the jobs started before the end of the last bin used."""
         import pandas as pd
 
         from iosight.timeline import bin_width_of, rebin
@@ -115,7 +135,7 @@ class Forecaster:
             complete = np.isclose(last + width, (np.floor(last / step_s) + 1) * step_s)
             if not complete and len(series) > 1:
                 series = series.iloc[:-1]  # the h-minute bin holding `at` is not over yet
-        X = make_features(series, md["direction"], md["feature_set"]).to_numpy()[-1:]
+        X = self.features(series, jobs)[-1:]
         t = float(series["bin_start"].iloc[-1])
         rows = []
         for lead in sorted(self.binary):
@@ -138,9 +158,11 @@ class Forecaster:
         predicted bin), ``burst`` (bool), ``probability`` (of a burst), ``severity``
         (0-5, 0 exactly when ``burst`` is false) and ``time`` (UTC timestamp).
         """
+        from iosight.bursts._jobstate import load_jobs
         from iosight.timeline import load_timeline
 
-        return self.predict_frame(load_timeline(warehouse), at, feature_set=feature_set)
+        jobs = load_jobs(warehouse) if self.metadata["feature_set"] == 4 else None
+        return self.predict_frame(load_timeline(warehouse), at, feature_set=feature_set, jobs=jobs)
 
     def save(self, warehouse: Warehouse) -> Path:
         """Write ``metadata.json`` and ``model.joblib`` under ``models/<name>/``."""
@@ -182,7 +204,7 @@ def train_forecaster(
     df: pd.DataFrame,
     *,
     direction: str = "write",
-    model: str = "xgboost",
+    model: str | list[str] = "xgboost",
     feature_set: int = 3,
     mode: str = "lead",
     horizon_min: float = 5,
@@ -190,67 +212,99 @@ def train_forecaster(
     k: float | None = None,
     target_fraction: float = 0.01,
     train_fraction: float = 0.8,
-    search_iter: int = 4,
+    val_fraction: float = VAL_FRACTION,
+    search_iter: int = 0,
     cv_splits: int = 3,
     seed: int = 0,
     severity: bool = True,
     name: str | None = None,
+    jobs: pd.DataFrame | None = None,
+    n_jobs: int = -1,
     progress: Progress | None = None,
 ) -> Forecaster:
     """Train a deployable forecaster on a timeline (§V).
 
-    Lead mode fits one binary (and one severity) model per lead 1..``max_lead`` on the
-    base bins; interval mode fits one for the next ``horizon_min`` bin. Hyper-parameters
-    are searched once (lead 1 / the interval task, binary target, time-series folds in the
-    training part) and reused for every lead and for severity, to keep training fast.
-    Each model is fitted on the training part and scored on the test part (stored in the
-    metadata); the stored models are those fitted on the training part.
+    Lead mode fits, for each lead 1..``max_lead`` on the base bins, every model in
+    ``model`` (a name or a list) on the training part before its validation slice, tunes
+    each binary model's cut on that slice and keeps, per lead, the candidate with the
+    best validation F1 *including persistence*, so the forecaster is never knowingly
+    worse than "what is happening now" (``metadata["chosen"]`` names it per lead).
+    Interval mode does the same for the next ``horizon_min`` bin. ``severity=False``
+    skips the severity models (the severity of a predicted burst is then the current
+    bin's class, at least 1). Hyper-parameters are the
+    registered defaults unless ``search_iter`` > 0 (then searched per lead). Test scores of
+    the chosen candidate and of persistence are stored in the metadata.
     """
     from iosight.timeline import bin_width_of
 
     check_param("mode", mode, mode in ("lead", "interval"), "'lead' or 'interval'")
     check_param("max_lead", max_lead, 1 <= max_lead <= 288, "between 1 and 288")
+    names = model_names(model)
     width = bin_width_of(df)
-    leads = range(1, max_lead + 1) if mode == "lead" else [1]
-    prog = ensure_progress(progress)
-    prog.start(len(leads), f"training {model} ({direction}, {mode})")
-    fc = Forecaster({})
-    metrics, params, labels = {}, None, None
+    leads = list(range(1, max_lead + 1)) if mode == "lead" else [1]
+    builder = _Builder(df, jobs)
 
     def task(lead: int, target: str) -> Dataset:
-        return make_dataset(
-            df, direction=direction, feature_set=feature_set, mode=mode,
+        return builder.dataset(
+            direction=direction, feature_set=feature_set, mode=mode,
             horizon_min=lead * width / 60.0 if mode == "lead" else horizon_min,
             target=target, k=k, target_fraction=target_fraction,
-            train_fraction=train_fraction,
+            train_fraction=train_fraction, threshold_from="train", val_fraction=val_fraction,
         )  # fmt: skip
 
-    for lead in leads:
-        ds = task(lead, "binary")
-        tr, te = slice(0, ds.n_train), slice(ds.n_train, None)
-        fitted = fit_model(model, ds.X[tr], ds.y[tr], seed=seed, search_iter=search_iter,
-                           cv_splits=cv_splits, params=params)  # fmt: skip
-        params, labels = fitted.params, ds.labels
-        fc.binary[lead] = fitted
-        metrics[lead] = _metrics(ds.y[te], *fitted.predict(ds.X[te]), "binary")
-        if severity:
-            sv = task(lead, "severity")
-            if np.unique(sv.y[tr]).size >= 2:
-                fc.severity[lead] = fit_model(model, sv.X[tr], sv.y[tr], seed=seed, params=params)
-        prog.advance(1, lead=lead)
+    items = [{"lead": lead, "binary": task(lead, "binary"),
+              "severity": task(lead, "severity") if severity else None}
+             for lead in leads]  # fmt: skip
+
+    def fit(item: dict) -> tuple:
+        ds = item["binary"]
+        cands = fit_candidates(ds, names, seed=seed, search_iter=search_iter,
+                               cv_splits=cv_splits)  # fmt: skip
+        best = choose(cands)
+        te = slice(ds.n_train, None)
+        scores = {n: _metrics(ds.y[te], *cands[n].model.predict(ds.X[te]), "binary")
+                  for n in {best, "persistence"}}  # fmt: skip
+        sev = Persistence.of(ds.labels, severity=True)
+        sv = item["severity"]
+        if sv is not None:
+            fit_rows = slice(0, sv.n_fit)
+            if best != "persistence" and np.unique(sv.y[fit_rows]).size >= 2:
+                sev = fit_model(best, sv.X[fit_rows], sv.y[fit_rows], seed=seed,
+                                params=cands[best].model.params)  # fmt: skip
+        return best, cands, scores, sev
+
+    prog = ensure_progress(progress)
+    prog.start(len(leads), f"training {','.join(names)} ({direction}, {mode})")
+    results = parallel_map(fit, items, n_jobs, prog)
     prog.finish()
+    fc = Forecaster({})
+    chosen, metrics, val = {}, {}, {}
+    for item, (best, cands, scores, sev) in zip(items, results, strict=True):
+        lead = item["lead"]
+        fc.binary[lead] = cands[best].model
+        if sev is not None:
+            fc.severity[lead] = sev
+        chosen[str(lead)] = best
+        val[str(lead)] = {n: c.val_f1 for n, c in cands.items()}
+        metrics[str(lead)] = {
+            **{m: (None if np.isnan(v) else v) for m, v in scores[best].items()},
+            "persistence_f1": scores["persistence"]["f1"],
+        }
+    ds = items[-1]["binary"]
+    labels = ds.labels
     starts = df["bin_start"].to_numpy(np.float64)
     fc.metadata = {
         "format": _FORMAT,
         "name": name or f"bursts-{direction}",
         "direction": direction,
-        "model": model,
+        "model": ",".join(names),
+        "chosen": chosen,
         "mode": mode,
         "feature_set": feature_set,
         "features": feature_names(direction, feature_set),
         "bin_width": width,
         "horizon_min": horizon_min if mode == "interval" else width / 60.0,
-        "leads": list(leads),
+        "leads": leads,
         "thresholds": {
             "mean": labels.mean,
             "std": labels.std,
@@ -260,14 +314,13 @@ def train_forecaster(
         },  # fmt: skip
         "target_fraction": target_fraction,
         "train_fraction": train_fraction,
+        "val_fraction": val_fraction,
         "training_window": [ds.train_window[0], ds.train_window[1]],
         "timeline_window": [float(starts[0]), float(starts[-1])],
-        "params": params,
+        "params": {n: c.model.params for n, c in results[0][1].items()},
         "seed": seed,
-        "test_metrics": {
-            str(lead): {m: (None if np.isnan(v) else v) for m, v in scores.items()}
-            for lead, scores in metrics.items()
-        },
+        "val_f1": val,
+        "test_metrics": metrics,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "versions": _versions(),
     }

@@ -3,7 +3,7 @@ and save the best deployable forecaster per direction."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from iosight._progress import Progress
@@ -20,18 +20,33 @@ EVALUATION_TABLE = "burst_evaluation"
 
 @dataclass(frozen=True)
 class TrainResult:
-    """The evaluation table and the names of the forecasters saved."""
+    """The evaluation table, the names of the forecasters saved and, per saved
+    forecaster, the candidate chosen on validation for each lead."""
 
     evaluation: pd.DataFrame
     saved: list[str]
+    chosen: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def _best_model(ev: pd.DataFrame, direction: str, mode: str) -> str | None:
+    """The model with the best mean *validation* F1 over the tasks (test rows never pick)."""
     rows = ev[(ev["direction"] == direction) & (ev["mode"] == mode) & (ev["target"] == "binary")]
-    rows = rows[~rows["model"].isin(BASELINES)]
+    rows = rows[~rows["model"].isin((*BASELINES, "chosen"))]
     if rows.empty:
         return None
-    return str(rows.groupby("model")["f1"].mean().sort_values(kind="mergesort").index[-1])
+    return str(rows.groupby("model")["val_f1"].mean().sort_values(kind="mergesort").index[-1])
+
+
+def describe_choice(chosen: dict[str, str]) -> str:
+    """``"lead 1-6: xgboost; 7-24: persistence"`` from ``{lead: candidate}``."""
+    parts, run = [], None
+    for lead, name in sorted(((int(k), v) for k, v in chosen.items())):
+        if run and run[2] == name and run[1] == lead - 1:
+            run[1] = lead
+        else:
+            run = [lead, lead, name]
+            parts.append(run)
+    return "; ".join(f"{a}-{b}: {n}" if a != b else f"{a}: {n}" for a, b, n in parts)
 
 
 def train_bursts(
@@ -39,33 +54,40 @@ def train_bursts(
     *,
     directions: str | list[str] = ("read", "write"),
     models: str | list[str] = "all",
-    feature_sets: int | list[int] = 3,
-    modes: str | list[str] = ("interval", "lead"),
+    feature_sets: int | list[int] = 4,
+    modes: str | list[str] = "lead",
     horizons: float | list[float] = DEFAULT_HORIZONS,
     targets: str | list[str] = "binary",
     k: dict[str, float] | None = None,
     target_fraction: float = 0.01,
-    search_iter: int = 4,
+    threshold_from: str = "train",
+    search_iter: int = 0,
     cv_splits: int = 3,
     seed: int = 0,
     save: bool = True,
+    n_jobs: int = -1,
     progress: Progress | None = None,
 ) -> TrainResult:
     """Evaluate (:func:`evaluate_forecasts`), append the rows to the ``burst_evaluation``
-    table, and save per direction the model with the best mean binary F1: a lead-mode
-    forecaster ``bursts-<direction>`` (leads 1-24) when ``lead`` is among the modes, else an
-    interval forecaster ``bursts-<direction>-interval`` for the shortest horizon.
+    table, and save per direction a forecaster whose candidates are the model with the
+    best mean validation F1 and persistence, chosen per lead on validation
+    (:func:`train_forecaster`): ``bursts-<direction>`` (leads 1-24) when ``lead`` is among
+    the modes, else ``bursts-<direction>-interval`` for the shortest horizon.
     """
     import pandas as pd
     import pyarrow as pa
 
+    from iosight.bursts._jobstate import load_jobs
     from iosight.timeline import load_timeline
 
     df = load_timeline(warehouse)
+    fs_list = _as_list(feature_sets, int)
+    jobs = load_jobs(warehouse) if 4 in fs_list else None
     ev = evaluate_forecasts(
-        df, directions=directions, models=models, feature_sets=feature_sets, modes=modes,
+        df, directions=directions, models=models, feature_sets=fs_list, modes=modes,
         horizons=horizons, targets=targets, k=k, target_fraction=target_fraction,
-        search_iter=search_iter, cv_splits=cv_splits, seed=seed, progress=progress,
+        threshold_from=threshold_from, search_iter=search_iter, cv_splits=cv_splits,
+        seed=seed, jobs=jobs, n_jobs=n_jobs, progress=progress,
     )  # fmt: skip
     ev.insert(0, "trained_at", pd.Timestamp.now(tz="UTC").isoformat())
     if warehouse.has_table(EVALUATION_TABLE):
@@ -77,9 +99,9 @@ def train_bursts(
     else:
         ev_all = ev
     warehouse.write_table(EVALUATION_TABLE, pa.Table.from_pandas(ev_all, preserve_index=False))
-    saved = []
+    saved, chosen = [], {}
     mode_list = _as_list(modes)
-    fs = _as_list(feature_sets, int)[-1]
+    fs = fs_list[-1]
     for d in _as_list(directions):
         mode = "lead" if "lead" in mode_list else "interval"
         best = _best_model(ev[ev["feature_set"] == fs], d, mode)
@@ -90,11 +112,13 @@ def train_bursts(
             horizon_min=min(_as_list(horizons, float)),
             name=f"bursts-{d}" if mode == "lead" else f"bursts-{d}-interval",
             k=(k or {}).get(d), target_fraction=target_fraction, search_iter=search_iter,
-            cv_splits=cv_splits, seed=seed, progress=progress,
+            cv_splits=cv_splits, seed=seed, jobs=jobs, n_jobs=n_jobs, progress=progress,
+            severity="severity" in _as_list(targets),
         )  # fmt: skip
         fc.save(warehouse)
         saved.append(fc.name)
-    return TrainResult(ev, saved)
+        chosen[fc.name] = fc.metadata["chosen"]
+    return TrainResult(ev, saved, chosen)
 
 
 def load_evaluation(warehouse: Warehouse) -> pd.DataFrame:

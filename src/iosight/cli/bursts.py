@@ -12,6 +12,7 @@ from iosight.cli._common import (
     RichProgress,
     cli_errors,
     console,
+    err_console,
     open_warehouse,
     print_frame,
 )
@@ -54,34 +55,44 @@ def train(
     models: str = typer.Option(
         "all", help="all, or some of logreg,naive_bayes,tree,forest,xgboost."
     ),
-    features: str = typer.Option("3", help="Feature set(s) 1, 2, 3 (comma-separated)."),
-    mode: str = typer.Option("interval,lead", help="interval and/or lead."),
+    features: str = typer.Option(
+        "4", help="Feature set(s) 1, 2, 3 (the paper's) and 4 (3 + current and job state)."
+    ),
+    mode: str = typer.Option("lead", help="interval and/or lead."),
     horizons: str = typer.Option("5,15,30,60,120", help="Horizons in minutes."),
     target: str = typer.Option("binary", help="binary and/or severity."),
     direction: str = typer.Option("read,write", help="read and/or write."),
     k_read: float = typer.Option(None, help="Read threshold in stdevs."),
     k_write: float = typer.Option(None, help="Write threshold in stdevs."),
     target_fraction: float = typer.Option(0.01, help="Share of bins that are bursts."),
-    search_iter: int = typer.Option(4, help="Hyper-parameter candidates per model (0: defaults)."),
-    cv_splits: int = typer.Option(3, help="Time-series folds inside the training part."),
+    threshold_from: str = typer.Option(
+        "train", help="Burst thresholds from the training part, or 'all' bins (the paper)."
+    ),
+    search_iter: int = typer.Option(0, help="Hyper-parameter candidates per model (0: defaults)."),
+    cv_splits: int = typer.Option(3, help="Time-series folds of the search."),
     seed: int = typer.Option(0, help="Seed of models and searches."),
+    jobs: int = typer.Option(-1, "--jobs", help="Tasks fitted at once (-1: every core)."),
     save: bool = typer.Option(True, help="Save the best forecaster per direction."),
     fmt: str = FORMAT_OPT,
 ) -> None:
-    """Evaluate models beside persistence and time-of-day baselines; save the best."""
+    """Evaluate models beside persistence and time-of-day baselines; save per direction
+    and lead the best candidate on validation, persistence included."""
     with cli_errors():
-        from iosight.bursts import train_bursts
+        from iosight.bursts import describe_choice, train_bursts
 
         r = train_bursts(
             open_warehouse(warehouse), directions=direction, models=models,
             feature_sets=features, modes=mode, horizons=horizons, targets=target,
-            k=_k(k_read, k_write), target_fraction=target_fraction, search_iter=search_iter,
-            cv_splits=cv_splits, seed=seed, save=save, progress=RichProgress(fields=("model",)),
+            k=_k(k_read, k_write), target_fraction=target_fraction,
+            threshold_from=threshold_from, search_iter=search_iter, cv_splits=cv_splits,
+            seed=seed, save=save, n_jobs=jobs,
+            progress=RichProgress(fields=("direction", "horizon_min", "lead")),
         )  # fmt: skip
         shown = r.evaluation.drop(columns=["trained_at", "params", "n_train", "n_test", "k"])
         print_frame(shown, fmt, title="test-part scores", max_rows=500)
-        if r.saved and fmt == "table":
-            console.print(f"saved: {', '.join(r.saved)}")
+        for name, chosen in r.chosen.items():
+            msg = f"saved {name}, per lead (5-minute bins) chosen on validation: "
+            err_console.print(msg + describe_choice(chosen))
 
 
 @group.command("predict")

@@ -36,6 +36,8 @@ def demo(
         )
         for name, path in ctx.artifacts.items():
             console.print(f"  {name}: {path}")
+        if workdir:
+            console.print(f"browse it: iosight serve --warehouse {ctx.warehouse.path}")
 
 
 MARK = ".iosight-demo"  # marks a folder the demo made, so a re-run may replace it

@@ -78,6 +78,9 @@ def experiment(
     grid: str = typer.Option("interpolated", help="FORGE n: interpolated (1..8) or measured."),
     workers: int = typer.Option(2, help="Worker processes."),
     robustness: bool = typer.Option(True, help="Also run the profile-curve study."),
+    family_curves: str = typer.Option(
+        "median", help="Profile-curve study: median (per n) or cubic (the paper's Fig. 11 fit)."
+    ),
     forge_dir: Path = FORGE,
 ) -> None:
     """The simulation study of the paper (§V-C, §VI), in parallel and resumable."""
@@ -98,6 +101,7 @@ def experiment(
             statistic=statistic,
             grid=grid,
             robustness=robustness,
+            family_curves=family_curves,
             forge_dir=str(forge_dir) if forge_dir else None,
         )
         done = run_experiment(cfg, out, workers=workers, progress=RichProgress())

@@ -595,6 +595,9 @@ def _lustre_table(data: bytes, ver: int, order: str) -> pa.Table:
     )
 
 
+_OPS = pa.array(["read", "write"])
+
+
 def _dxt_table(data: bytes, order: str, with_tid: bool, no_offsets: bool) -> pa.Table:
     """DXT records: a 104-byte head (base, shared flag, hostname[64], write and read
     counts) then the write segments and the read segments (offset, length, start,
@@ -642,7 +645,7 @@ def _dxt_table(data: bytes, order: str, with_tid: bool, no_offsets: bool) -> pa.
             pa.array(rec_of.astype(np.int32)), pa.array(hosts, pa.string())
         ).cast(pa.string()),
         "seq": pa.array(seq.astype(np.int64)),
-        "op": pa.array(np.where(is_write, "write", "read")),
+        "op": _OPS.take(pa.array(is_write.astype(np.int8))),
         "offset": pa.array(
             np.full(len(seg), -1, np.int64) if no_offsets else seg["offset"].astype(np.int64)
         ),
@@ -715,9 +718,9 @@ def _job_totals(raw: dict[str, np.ndarray], nprocs: int, tables: LogTables) -> p
         from iosight.darshan._darshan2 import job_totals
 
         return job_totals(tables)
-    from iosight.darshan._pydarshan import _accumulate
+    from iosight.darshan._pydarshan import _accumulate, totals_table
 
     totals: dict[str, float] = {}
     for mod, recs in raw.items():
         totals.update(_accumulate(be, mod, recs.tobytes(), len(recs), nprocs))
-    return pa.Table.from_pylist([totals]) if totals else None
+    return totals_table(totals) if totals else None

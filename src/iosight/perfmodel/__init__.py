@@ -22,6 +22,14 @@ from iosight.perfmodel._model import (
     predict_pattern,
     split_samples,
 )
+from iosight.perfmodel._online import (
+    METHODS,
+    OnlineSettings,
+    best_shift,
+    causal_features,
+    online_accuracy,
+    walk_forward,
+)
 from iosight.perfmodel._platform import (
     Platform,
     Stage,
@@ -62,6 +70,12 @@ from iosight.perfmodel._tokio import (
 __all__ = [
     "DEFAULT_CONFIDENCE",
     "FAMILIES",
+    "METHODS",
+    "OnlineSettings",
+    "best_shift",
+    "causal_features",
+    "online_accuracy",
+    "walk_forward",
     "PAPER_TABLE_VI",
     "PAPER_WITHIN_30",
     "SHRINKAGE_GRID",

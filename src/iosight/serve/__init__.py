@@ -13,7 +13,9 @@ from iosight.serve._pages import (
     Thresholds,
     burst_thresholds,
     errors_page,
+    job_insights_table,
     jobs_page,
+    similar_jobs,
     timeline_window,
 )
 from iosight.serve._readonly import ServedWarehouse, check_where, deadline
@@ -31,7 +33,9 @@ __all__ = [
     "deadline",
     "errors_page",
     "is_loopback",
+    "job_insights_table",
     "jobs_page",
+    "similar_jobs",
     "plotly_js",
     "run",
     "timeline_window",

@@ -19,6 +19,7 @@ from iosight._errors import IosightError
 from iosight.serve import _figures as figs
 from iosight.serve import _pages as pages
 from iosight.serve._readonly import ServedWarehouse
+from iosight.warehouse import find_job
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -205,14 +206,12 @@ def create_app(path: str | Path) -> Starlette:
         return site.render("jobs.html", request, f=f, result=result, error=None)
 
     def job(request: Request) -> Response:
-        from iosight.warehouse import find_job, job_summary
+        from iosight.warehouse import job_summary
 
         key = find_job(site.wh, request.path_params["key"])
         s = job_summary(site.wh, key)
         files_page = _opt(request, "files_page", int) or 1
         kind, timeline = pages.job_timeline(site.wh, key)
-        insights, no_insights = pages.job_insights_table(site.wh, key)
-        similar, no_similar = pages.similar_jobs(site.wh, key)
         timeline_fig = (
             figs.dxt_figure(timeline) if kind == "dxt"
             else figs.heatmap_figure(timeline) if kind == "heatmap" else None
@@ -224,8 +223,28 @@ def create_app(path: str | Path) -> Starlette:
             files_pages=max(1, math.ceil(len(s.files) / _FILES_PAGE)),
             figures={"access": figs.access_sizes_figure(s.access_sizes),
                      "files": figs.top_files_figure(s.files), "timeline": timeline_fig},
-            insights=insights, no_insights=no_insights, similar=similar, no_similar=no_similar,
+            key=key,
         )  # fmt: skip
+
+    def job_part(request: Request) -> Response:
+        """Insights or similar jobs of one job: an HTML fragment the job page fetches, so
+        the page itself answers before these (possibly slow) analyses finish."""
+        from starlette.responses import HTMLResponse
+
+        site.wh.refresh()
+        part = request.path_params["part"]
+        try:
+            key = find_job(site.wh, request.path_params["key"])
+            if part == "insights":
+                df, why = pages.job_insights_table(site.wh, key)
+            elif part == "similar":
+                df, why = pages.similar_jobs(site.wh, key)
+            else:
+                return HTMLResponse("no such part", status_code=404)
+        except IosightError as err:
+            df, why = None, str(err)
+        body = site.env.get_template("_part.html").render(part=part, df=df, why=why)
+        return HTMLResponse(body)
 
     def facility(request: Request) -> Response:
         thr = site.thresholds()
@@ -270,6 +289,7 @@ def create_app(path: str | Path) -> Starlette:
         Route("/", lambda r: RedirectResponse("/jobs")),
         Route("/jobs", page("jobs.html", jobs)),
         Route("/job/{key}", page("job.html", job)),
+        Route("/job/{key}/{part}", job_part),
         Route("/facility", page("facility.html", facility)),
         Route("/errors", page("errors.html", errors)),
         Route("/api/timeline", timeline_api),

@@ -136,7 +136,7 @@ def facility_figure(df: pd.DataFrame, thr: Thresholds, title: str) -> dict:
                            "line": {"color": "orange", "dash": "dash", "width": 1}})  # fmt: skip
     layout = _layout(
         title, height=520, shapes=shapes, hovermode="x unified",
-        xaxis=_axis("UTC", type="date"),
+        xaxis={"type": "date", "automargin": True},
         yaxis=_axis("write B/s", domain=[0.55, 1.0], type="log", exponentformat="SI"),
         yaxis2=_axis("read B/s", domain=[0.0, 0.45], type="log", exponentformat="SI"),
         legend={"orientation": "h", "y": -0.15},

@@ -99,24 +99,44 @@ def jobs_page(wh: ServedWarehouse, f: JobFilter) -> JobsPage:
     if need_bytes and bytes_sql is None:
         raise IosightError("this warehouse has no job_totals table: no bytes per job to use")
     source = f"(select * from jobs where {check_where(f.where)})" if f.where else "jobs"
-    frm = f"from {source} j"
+    frm = plain = f"from {source} j"
     if need_bytes:
         frm += (
             f" left join (select job_key, {bytes_sql} as bytes from job_totals) t using (job_key)"
         )
     conds, params = _conditions(f)
-    where = (" where " + " and ".join(conds)) if conds else ""
-    order = f"{SORTS[f.sort]} {'desc' if f.descending else 'asc'} nulls last, j.job_key"
+    key, way = SORTS[f.sort], "desc" if f.descending else "asc"
+    offset = (f.page - 1) * f.page_size
     cols = ", ".join(f"j.{c}" for c in JOB_COLUMNS) + (", t.bytes" if need_bytes else "")
     cursor = wh.connect()
     import duckdb
 
     try:
         with deadline(cursor):
-            total = int(wh.sql(f"select count(*) n {frm}{where}", params)["n"].iloc[0])
+            where = (" where " + " and ".join(conds)) if conds else ""
+            # a left join adds no rows: count without it unless a bytes filter needs it
+            counted = frm if f.bytes_min is not None or f.bytes_max is not None else plain
+            total = int(wh.sql(f"select count(*) n {counted}{where}", params)["n"].iloc[0])
+            # The page's last sort value, found without the job_key tie-break (cheap); then
+            # only rows up to it are sorted with the tie-break (top-N over strings is what
+            # costs on a million jobs). Pages stay disjoint: ties are all kept. Not worth
+            # it when the bytes join dominates.
+            edge = (
+                not need_bytes
+                and cursor.execute(
+                    f"select {key} v {frm} where {' and '.join([*conds, f'{key} is not null'])} "
+                    f"order by v {way} limit 1 offset ?",
+                    [*params, offset + f.page_size - 1],
+                ).fetchall()
+            )
+            if edge:
+                conds = [*conds, f"{key} {'>=' if f.descending else '<='} ?"]
+                params = [*params, edge[0][0]]
+            where = (" where " + " and ".join(conds)) if conds else ""
             rows = wh.sql(
-                f"select {cols} {frm}{where} order by {order} limit ? offset ?",
-                [*params, f.page_size, (f.page - 1) * f.page_size],
+                f"select {cols} {frm}{where} order by {key} {way} nulls last, j.job_key "
+                "limit ? offset ?",
+                [*params, f.page_size, offset],
             )
     except duckdb.Error as err:  # permission, conversion, ... errors of user SQL
         raise IosightError(str(err).splitlines()[0]) from None

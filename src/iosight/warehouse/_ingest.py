@@ -17,7 +17,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 
 from iosight._errors import IosightError, UnknownNameError
@@ -366,15 +365,21 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str]], str], beat) -> dict:
             "jobs": jobs,
             "ingested_at": now,
         }
-        acc.setdefault("sources", []).append(pa.Table.from_pylist([row]))
+        acc.setdefault("sources", []).append(row)  # one table per part, built at staging
         out["ingested"] += 1
         out["jobs"] += jobs
         if nbytes > _PART_BYTES:
-            out["tables"].update(stage_tables(staging, acc, part=part))
+            out["tables"].update(stage_tables(staging, _with_sources(acc), part=part))
             acc, nbytes, part = {}, 0, part + 1
-    out["tables"].update(stage_tables(staging, acc, part=part))
+    out["tables"].update(stage_tables(staging, _with_sources(acc), part=part))
     out["tables"] = sorted(out["tables"])
     return out
+
+
+def _with_sources(acc: dict[str, list]) -> dict[str, list[pa.Table]]:
+    """The part's tables, its ``sources`` rows made one table (not one per source)."""
+    rows = acc.pop("sources", [])
+    return {**acc, "sources": [pa.Table.from_pylist(rows)]} if rows else acc
 
 
 def _keyed(key: str, tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
@@ -386,9 +391,7 @@ def _keyed(key: str, tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
             keys = pa.array([f"{key}-{r:08d}" for r in rows], pa.string())
             t = t.drop_columns(["_row"])
         else:
-            keys = pa.DictionaryArray.from_arrays(
-                pa.array(np.zeros(t.num_rows, np.int32)), pa.array([key])
-            ).cast(pa.string())
+            keys = pa.repeat(pa.scalar(key, pa.string()), t.num_rows)
         out[name] = t.add_column(0, "job_key", keys)
     return out
 

@@ -262,7 +262,7 @@ def forecast_study(
     the model's training window, so no window was seen in training. Run times are
     charged on the actual bins, also past the 24 (bursts past the timeline's end).
     """
-    from iosight.bursts import load_forecaster, make_features
+    from iosight.bursts import load_forecaster, load_jobs
     from iosight.timeline import bin_width_of, load_timeline
 
     fc = load_forecaster(warehouse, model)
@@ -286,7 +286,7 @@ def forecast_study(
         decisions = decisions[df["bin_start"].to_numpy()[decisions] > md["training_window"][1]]
     if len(decisions) == 0:
         raise IosightError("no decision time after the model's training window to simulate")
-    X = make_features(df, md["direction"], md["feature_set"]).to_numpy(np.float64)[decisions]
+    X = fc.features(df, load_jobs(warehouse) if md["feature_set"] == 4 else None)[decisions]
     predicted = np.ones((len(decisions), n_options), dtype=bool)  # leads past the model: bursts
     for lead in leads:
         predicted[:, lead - 1] = fc.binary[lead].predict(X)[0] > 0

@@ -12,6 +12,7 @@ from iosight.sched.ioresources._conclusions import (
     findings_frame,
 )
 from iosight.sched.ioresources._curves import (
+    FAMILY_CURVES,
     PROFILES,
     CurveSet,
     classify_profiles,
@@ -21,6 +22,7 @@ from iosight.sched.ioresources._curves import (
     ost_curves,
     profile_estimates,
     profile_fits,
+    profile_medians,
 )
 from iosight.sched.ioresources._experiment import (
     ROBUST_PAIRS,
@@ -55,6 +57,7 @@ from iosight.sched.ioresources._workload import compute_sizes, generate_workload
 
 __all__ = [
     "ALLOCATORS",
+    "FAMILY_CURVES",
     "ROBUST_PAIRS",
     "BinDifference",
     "ExperimentConfig",
@@ -96,6 +99,7 @@ __all__ = [
     "place",
     "profile_estimates",
     "profile_fits",
+    "profile_medians",
     "schedule",
     "simulate",
     "simulate_events",

@@ -31,4 +31,13 @@ function rebin(el, ev) {
     });
   });
 }
+function loadParts() {  // server-rendered (escaped) HTML fragments of slower analyses
+  document.querySelectorAll("[data-part]").forEach(function (el) {
+    fetch(el.dataset.part).then(function (r) { return r.text(); }).then(function (html) {
+      el.innerHTML = html;
+      el.dataset.ready = "1";
+    });
+  });
+}
 document.addEventListener("DOMContentLoaded", drawFigures);
+document.addEventListener("DOMContentLoaded", loadParts);
