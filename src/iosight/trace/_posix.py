@@ -42,27 +42,56 @@ from iosight.trace._events import (
 )
 from iosight.trace._format import POSIX_COUNTERS, POSIX_FCOUNTERS, darshan_hash
 
+# index of each counter in a record's ``c`` (integer) and ``f`` (float) arrays
 C = {n: i for i, n in enumerate(POSIX_COUNTERS)}
 F = {n: i for i, n in enumerate(POSIX_FCOUNTERS)}
 _OPENS, _DUPS, _READS, _WRITES = (C[k] for k in "OPENS DUPS READS WRITES".split())
 _SEEKS, _STATS, _MMAPS, _FSYNCS, _FDSYNCS = (
     C[k] for k in "SEEKS STATS MMAPS FSYNCS FDSYNCS".split()
 )
-_BR, _BW, _MBR, _MBW = (
-    C["BYTES_READ"],
-    C["BYTES_WRITTEN"],
-    C["MAX_BYTE_READ"],
-    C["MAX_BYTE_WRITTEN"],
+_BYTES_READ, _BYTES_WRITTEN = C["BYTES_READ"], C["BYTES_WRITTEN"]
+_MAX_BYTE_READ, _MAX_BYTE_WRITTEN = C["MAX_BYTE_READ"], C["MAX_BYTE_WRITTEN"]
+_CONSEC_READS, _CONSEC_WRITES = C["CONSEC_READS"], C["CONSEC_WRITES"]
+_SEQ_READS, _SEQ_WRITES = C["SEQ_READS"], C["SEQ_WRITES"]
+_RW_SWITCHES = C["RW_SWITCHES"]
+_FILE_NOT_ALIGNED, _FILE_ALIGNMENT = C["FILE_NOT_ALIGNED"], C["FILE_ALIGNMENT"]
+_MAX_READ_TIME_SIZE, _MAX_WRITE_TIME_SIZE = C["MAX_READ_TIME_SIZE"], C["MAX_WRITE_TIME_SIZE"]
+# first bucket of each access-size histogram (the others follow it)
+_SIZE_READ_HIST, _SIZE_WRITE_HIST = C["SIZE_READ_0_100"], C["SIZE_WRITE_0_100"]
+_OPEN_START, _READ_START, _WRITE_START, _CLOSE_START = (
+    F[f"{k}_START_TIMESTAMP"] for k in ("OPEN", "READ", "WRITE", "CLOSE")
 )
-_CR, _CW, _SR, _SW = C["CONSEC_READS"], C["CONSEC_WRITES"], C["SEQ_READS"], C["SEQ_WRITES"]
-_RWS, _FNA, _FA = C["RW_SWITCHES"], C["FILE_NOT_ALIGNED"], C["FILE_ALIGNMENT"]
-_MRTS, _MWTS = C["MAX_READ_TIME_SIZE"], C["MAX_WRITE_TIME_SIZE"]
-_HR, _HW = C["SIZE_READ_0_100"], C["SIZE_WRITE_0_100"]
-_OS, _RS, _WS, _CS = (F[f"{k}_START_TIMESTAMP"] for k in ("OPEN", "READ", "WRITE", "CLOSE"))
-_OE, _RE, _WE, _CE = (F[f"{k}_END_TIMESTAMP"] for k in ("OPEN", "READ", "WRITE", "CLOSE"))
-_RT, _WT, _MT = F["READ_TIME"], F["WRITE_TIME"], F["META_TIME"]
-_MRT, _MWT = F["MAX_READ_TIME"], F["MAX_WRITE_TIME"]
-_EDGES_A = np.asarray(BUCKET_EDGES)
+_OPEN_END, _READ_END, _WRITE_END, _CLOSE_END = (
+    F[f"{k}_END_TIMESTAMP"] for k in ("OPEN", "READ", "WRITE", "CLOSE")
+)
+_READ_TIME, _WRITE_TIME, _META_TIME = F["READ_TIME"], F["WRITE_TIME"], F["META_TIME"]
+_MAX_READ_TIME, _MAX_WRITE_TIME = F["MAX_READ_TIME"], F["MAX_WRITE_TIME"]
+_BUCKET_EDGES = np.asarray(BUCKET_EDGES)
+# per direction: last-byte attribute, then the counters an access of it moves
+_ACCESS = {
+    READ: ("lbr", _SEQ_READS, _CONSEC_READS, _MAX_BYTE_READ, _BYTES_READ, _READS, _SIZE_READ_HIST),
+    WRITE: (
+        "lbw",
+        _SEQ_WRITES,
+        _CONSEC_WRITES,
+        _MAX_BYTE_WRITTEN,
+        _BYTES_WRITTEN,
+        _WRITES,
+        _SIZE_WRITE_HIST,
+    ),
+}
+# per direction: the timestamps, slowest-access time and size, total time, end attribute
+_TIMING = {
+    READ: (_READ_START, _READ_END, _MAX_READ_TIME, _MAX_READ_TIME_SIZE, _READ_TIME, "read_end"),
+    WRITE: (
+        _WRITE_START,
+        _WRITE_END,
+        _MAX_WRITE_TIME,
+        _MAX_WRITE_TIME_SIZE,
+        _WRITE_TIME,
+        "write_end",
+    ),
+}
 _RESET_EVENT = pack_event(RESET, 0, 0.0, 0.0)  # a close: last bytes back to 0
 _OPEN_EVENTS = _RESET_EVENT + pack_event(SEEK, 0, 0.0, 0.0)  # an open: and offset 0
 _MAX_CUTS = 8  # resets and seeks up to which a batch is folded stretch by stretch
@@ -84,7 +113,7 @@ class PosixRecord(EventRecord):
         self.c = [0] * len(POSIX_COUNTERS)
         self.f = [0.0] * len(POSIX_FCOUNTERS)
         self.c[C["MEM_ALIGNMENT"]] = 8
-        self.c[_FA] = block_size
+        self.c[_FILE_ALIGNMENT] = block_size
         self.lbr = self.lbw = self.last_io = 0
         self.meta_end = self.read_end = self.write_end = 0.0
         self.sizes: dict[int, int] = {}
@@ -92,7 +121,7 @@ class PosixRecord(EventRecord):
 
     def meta(self, t1: float, t2: float) -> None:
         f = self.f
-        f[_MT] += t2 - (t1 if t1 > self.meta_end else self.meta_end)
+        f[_META_TIME] += t2 - (t1 if t1 > self.meta_end else self.meta_end)
         if t2 > self.meta_end:
             self.meta_end = t2
 
@@ -100,17 +129,17 @@ class PosixRecord(EventRecord):
         self.ev += _OPEN_EVENTS
         self.c[_OPENS] += 1
         f = self.f
-        if f[_OS] == 0 or f[_OS] > t1:
-            f[_OS] = t1
-        f[_OE] = t2
+        if f[_OPEN_START] == 0 or f[_OPEN_START] > t1:
+            f[_OPEN_START] = t1
+        f[_OPEN_END] = t2
         self.meta(t1, t2)
 
     def closed(self, t1: float, t2: float) -> None:
         self.ev += _RESET_EVENT
         f = self.f
-        if f[_CS] == 0 or f[_CS] > t1:
-            f[_CS] = t1
-        f[_CE] = t2
+        if f[_CLOSE_START] == 0 or f[_CLOSE_START] > t1:
+            f[_CLOSE_START] = t1
+        f[_CLOSE_END] = t2
         self.meta(t1, t2)
 
     def apply(self, ops: Ops) -> None:
@@ -152,12 +181,7 @@ class PosixRecord(EventRecord):
         # sequential/consecutive/stride against the last byte of the previous access of the
         # same direction; an open or close (RESET) sets both last bytes back to 0
         seg = np.cumsum(kind == RESET)
-        for k, (lb_attr, seq_i, con_i, mb_i, by_i, ops_i, hist_i) in enumerate(
-            (
-                ("lbr", _SR, _CR, _MBR, _BR, _READS, _HR),
-                ("lbw", _SW, _CW, _MBW, _BW, _WRITES, _HW),
-            )
-        ):
+        for k, (lb_attr, seq_i, con_i, mb_i, by_i, ops_i, hist_i) in _ACCESS.items():
             sel = np.flatnonzero(kind == k)
             if len(sel) == 0:
                 if (kind == RESET).any():
@@ -177,7 +201,7 @@ class PosixRecord(EventRecord):
             c[mb_i] = max(c[mb_i], int(last.max()))
             c[by_i] += int(m.sum())
             c[ops_i] += len(sel)
-            hist = np.bincount(np.searchsorted(_EDGES_A, m, side="right"), minlength=10)
+            hist = np.bincount(np.searchsorted(_BUCKET_EDGES, m, side="right"), minlength=10)
             for b in np.flatnonzero(hist):
                 c[hist_i + b] += int(hist[b])
             tail_reset = seg[-1] > s_sel[-1]
@@ -185,17 +209,14 @@ class PosixRecord(EventRecord):
         if io.any():
             track_values(self.sizes, n[io])
             track_values(self.strides, strides[io])
-            fa = c[_FA]
+            fa = c[_FILE_ALIGNMENT]
             if fa > 0:
-                c[_FNA] += int((off[io] % fa != 0).sum())
+                c[_FILE_NOT_ALIGNED] += int((off[io] % fa != 0).sum())
             k_io = kind[io] + 1  # 1 read, 2 write, as Darshan's last_io_type
             seq_io = np.concatenate(([self.last_io], k_io))
-            c[_RWS] += int(((seq_io[1:] != seq_io[:-1]) & (seq_io[:-1] != 0)).sum())
+            c[_RW_SWITCHES] += int(((seq_io[1:] != seq_io[:-1]) & (seq_io[:-1] != 0)).sum())
             self.last_io = int(k_io[-1])
-        for k, st, en, mt, ms, tt, end_attr in (
-            (READ, _RS, _RE, _MRT, _MRTS, _RT, "read_end"),
-            (WRITE, _WS, _WE, _MWT, _MWTS, _WT, "write_end"),
-        ):
+        for k, (st, en, mt, ms, tt, end_attr) in _TIMING.items():
             sel = kind == k
             if k == WRITE:
                 timed = sel | (kind == SYNC)
@@ -220,11 +241,7 @@ class PosixRecord(EventRecord):
         sequential and consecutive with stride 0."""
         c, f = self.c, self.f
         count = len(off)
-        lb_attr, seq_i, con_i, mb_i, by_i, ops_i, hist_i = (
-            ("lbr", _SR, _CR, _MBR, _BR, _READS, _HR)
-            if k == READ
-            else ("lbw", _SW, _CW, _MBW, _BW, _WRITES, _HW)
-        )
+        lb_attr, seq_i, con_i, mb_i, by_i, ops_i, hist_i = _ACCESS[k]
         last, o0 = getattr(self, lb_attr), int(off[0])
         seq0 = o0 > last
         c[seq_i] += count - 1 + seq0
@@ -234,23 +251,21 @@ class PosixRecord(EventRecord):
         c[mb_i] = max(c[mb_i], end)
         c[by_i] += count * m
         c[ops_i] += count
-        c[hist_i + int(np.searchsorted(_EDGES_A, m, side="right"))] += count
+        c[hist_i + int(np.searchsorted(_BUCKET_EDGES, m, side="right"))] += count
         track_values(self.sizes, n)
         stride0 = o0 - last - 1 if seq0 and o0 > 0 and last != 0 else 0
         if stride0:
             track_values(self.strides, np.array([stride0]))
         track_values(self.strides, np.zeros(count - (1 if stride0 else 0), dtype=np.int64))
-        fa = c[_FA]
+        fa = c[_FILE_ALIGNMENT]
         if fa > 0:
-            c[_FNA] += (count if o0 % fa else 0) if m % fa == 0 else int((off % fa != 0).sum())
+            c[_FILE_NOT_ALIGNED] += (
+                (count if o0 % fa else 0) if m % fa == 0 else int((off % fa != 0).sum())
+            )
         if self.last_io and self.last_io != k + 1:
-            c[_RWS] += 1
+            c[_RW_SWITCHES] += 1
         self.last_io = k + 1
-        st, en, mt, ms, tt, end_attr = (
-            (_RS, _RE, _MRT, _MRTS, _RT, "read_end")
-            if k == READ
-            else (_WS, _WE, _MWT, _MWTS, _WT, "write_end")
-        )
+        st, en, mt, ms, tt, end_attr = _TIMING[k]
         f[st] = first_start(f[st], t1)
         f[en] = float(t2[-1])
         el = t2 - t1
