@@ -328,36 +328,48 @@ class PosixModule(TraceModule):
         self.queues.clear()
 
     def install(self) -> None:
-        # one closure per wrapped call, with its real function bound locally, keeps them fast
-        core, fds, t0 = self.core, self.fds, self.core.t0
-        clock = time.perf_counter
-        dxt = core.config.dxt
-        saved = self._saved
-        for name in (
-            "open read write pread pwrite readv writev lseek stat lstat fstat fsync "
-            "fdatasync dup dup2 rename replace close"
-        ).split():
-            saved[name] = getattr(os, name)
-        saved["mmap"] = mmap.mmap
-        r = dict(saved)
-        record_for = self.record_for
-        fds_get, queues = fds.get, self.queues
-        queue_get = queues.get
+        """Patch ``os`` and ``mmap``, one family of calls per step.
 
-        def bind(fd: int, rec: PosixRecord | None) -> None:
-            if rec is None:  # the number may be a copy C code closed behind our back
-                fds.pop(fd, None)
-                queues.pop(fd, None)
-            else:
-                fds[fd], queues[fd] = rec, rec.ev
+        Each wrapper is a closure with the real call and the tracer's state bound to
+        locals, which keeps the per-call cost near a microsecond.
+        """
+        real = self._save_real_calls()
+        self._patch_open_close(real)
+        self._patch_reads_writes(real)
+        self._patch_seek_stat_sync(real)
+        self._patch_dup_rename(real)
+        self._patch_mmap(real)
 
-        real_read, real_write = r["read"], r["write"]
-        real_pread, real_pwrite = r["pread"], r["pwrite"]
-        pack = pack_event
+    _PATCHED = (
+        "open read write pread pwrite readv writev lseek stat lstat fstat fsync "
+        "fdatasync dup dup2 rename replace close"
+    ).split()
 
-        def _open(path, flags, mode=0o777, *, dir_fd=None):
+    def _save_real_calls(self) -> dict:
+        """The functions about to be wrapped, kept for the wrappers and :meth:`uninstall`."""
+        for name in self._PATCHED:
+            self._saved[name] = getattr(os, name)
+        self._saved["mmap"] = mmap.mmap
+        return dict(self._saved)
+
+    def _bind(self, fd: int, rec: PosixRecord | None) -> None:
+        """Point ``fd`` at ``rec`` (or at nothing: the number may be a copy C code closed
+        behind our back)."""
+        if rec is None:
+            self.fds.pop(fd, None)
+            self.queues.pop(fd, None)
+        else:
+            self.fds[fd], self.queues[fd] = rec, rec.ev
+
+    def _patch_open_close(self, real: dict) -> None:
+        """``os.open`` starts a record's open (its mode when it creates), ``os.close`` ends it."""
+        fds, queues, t0, clock = self.fds, self.queues, self.core.t0, time.perf_counter
+        dxt, record_for, bind = self.core.config.dxt, self.record_for, self._bind
+        real_open, real_close = real["open"], real["close"]
+
+        def traced_open(path, flags, mode=0o777, *, dir_fd=None):
             t1 = clock()
-            fd = r["open"](path, flags, mode, dir_fd=dir_fd)
+            fd = real_open(path, flags, mode, dir_fd=dir_fd)
             t2 = clock()
             rec = record_for(path) if dir_fd is None else None
             bind(fd, rec)
@@ -369,7 +381,27 @@ class PosixModule(TraceModule):
                 rec.opened(t1 - t0, t2 - t0)
             return fd
 
-        def _read(fd, n, /):
+        def traced_close(fd, /):
+            t1 = clock()
+            res = real_close(fd)
+            t2 = clock()
+            rec = fds.pop(fd, None)
+            queues.pop(fd, None)
+            if rec is not None:
+                rec.closed(t1 - t0, t2 - t0)
+            return res
+
+        os.open, os.close = traced_open, traced_close
+
+    def _patch_reads_writes(self, real: dict) -> None:
+        """Data calls only queue an event on the fd's record (folded later, in batches):
+        ``read``/``write`` at the record's offset, ``pread``/``pwrite`` at theirs (and,
+        as in Darshan, moving the record's offset), ``readv``/``writev``."""
+        queue_get, clock, pack = self.queues.get, time.perf_counter, pack_event
+        real_read, real_write = real["read"], real["write"]
+        real_pread, real_pwrite = real["pread"], real["pwrite"]
+
+        def traced_read(fd, n, /):
             t1 = clock()
             data = real_read(fd, n)
             t2 = clock()
@@ -378,7 +410,7 @@ class PosixModule(TraceModule):
                 q += pack(0, len(data), t1, t2)  # 0: READ, at the record's offset
             return data
 
-        def _write(fd, data, /):
+        def traced_write(fd, data, /):
             t1 = clock()
             n = real_write(fd, data)
             t2 = clock()
@@ -387,7 +419,7 @@ class PosixModule(TraceModule):
                 q += pack(1, n, t1, t2)  # 1: WRITE
             return n
 
-        def _pread(fd, n, offset, /):
+        def traced_pread(fd, n, offset, /):
             t1 = clock()
             data = real_pread(fd, n, offset)
             t2 = clock()
@@ -396,7 +428,7 @@ class PosixModule(TraceModule):
                 q += pack_at(SEEK, offset, 0.0, 0.0, 0, len(data), t1, t2)
             return data
 
-        def _pwrite(fd, data, offset, /):
+        def traced_pwrite(fd, data, offset, /):
             t1 = clock()
             n = real_pwrite(fd, data, offset)
             t2 = clock()
@@ -405,10 +437,10 @@ class PosixModule(TraceModule):
                 q += pack_at(SEEK, offset, 0.0, 0.0, 1, n, t1, t2)
             return n
 
-        def _vector(real, kind):
+        def traced_vector(real_call, kind):
             def wrapper(fd, buffers, /):
                 t1 = clock()
-                n = real(fd, buffers)
+                n = real_call(fd, buffers)
                 t2 = clock()
                 q = queue_get(fd)
                 if q is not None:
@@ -417,9 +449,21 @@ class PosixModule(TraceModule):
 
             return wrapper
 
-        def _lseek(fd, pos, how, /):
+        os.read, os.write = traced_read, traced_write
+        os.pread, os.pwrite = traced_pread, traced_pwrite
+        os.readv = traced_vector(real["readv"], READ)
+        os.writev = traced_vector(real["writev"], WRITE)
+
+    def _patch_seek_stat_sync(self, real: dict) -> None:
+        """``lseek`` (a seek event and POSIX_SEEKS), ``stat``/``lstat``/``fstat`` of regular
+        files (POSIX_STATS), ``fsync``/``fdatasync`` (their counters and a sync event)."""
+        fds, t0, clock, pack = self.fds, self.core.t0, time.perf_counter, pack_event
+        record_for, fds_get = self.record_for, self.fds.get
+        real_lseek, real_fstat = real["lseek"], real["fstat"]
+
+        def traced_lseek(fd, pos, how, /):
             t1 = clock()
-            res = r["lseek"](fd, pos, how)
+            res = real_lseek(fd, pos, how)
             t2 = clock()
             rec = fds_get(fd)
             if rec is not None:
@@ -428,10 +472,10 @@ class PosixModule(TraceModule):
                 rec.meta(t1 - t0, t2 - t0)
             return res
 
-        def _stat_path(real):
+        def traced_stat(real_call):
             def wrapper(path, *args, **kwargs):
                 t1 = clock()
-                st = real(path, *args, **kwargs)
+                st = real_call(path, *args, **kwargs)
                 t2 = clock()
                 if stat_mod.S_ISREG(st.st_mode):
                     if isinstance(path, int):
@@ -447,9 +491,9 @@ class PosixModule(TraceModule):
 
             return wrapper
 
-        def _fstat(fd, /):
+        def traced_fstat(fd, /):
             t1 = clock()
-            st = r["fstat"](fd)
+            st = real_fstat(fd)
             t2 = clock()
             rec = fds_get(fd)
             if rec is not None and stat_mod.S_ISREG(st.st_mode):
@@ -457,10 +501,10 @@ class PosixModule(TraceModule):
                 rec.meta(t1 - t0, t2 - t0)
             return st
 
-        def _sync(real, counter):
+        def traced_sync(real_call, counter):
             def wrapper(fd, /):
                 t1 = clock()
-                res = real(fd)
+                res = real_call(fd)
                 t2 = clock()
                 rec = fds.get(fd if isinstance(fd, int) else fd.fileno())
                 if rec is not None:
@@ -470,7 +514,19 @@ class PosixModule(TraceModule):
 
             return wrapper
 
-        def _duped(fd, new, t1, t2):
+        os.lseek, os.fstat = traced_lseek, traced_fstat
+        os.stat, os.lstat = traced_stat(real["stat"]), traced_stat(real["lstat"])
+        os.fsync = traced_sync(real["fsync"], _FSYNCS)
+        os.fdatasync = traced_sync(real["fdatasync"], _FDSYNCS)
+
+    def _patch_dup_rename(self, real: dict) -> None:
+        """``dup``/``dup2`` point the new fd at the same record (POSIX_DUPS, and an open);
+        ``rename``/``replace`` count RENAME_SOURCES/TARGETS and RENAMED_FROM."""
+        t0, clock, record_for, bind = self.core.t0, time.perf_counter, self.record_for, self._bind
+        fds_get = self.fds.get
+        real_dup, real_dup2 = real["dup"], real["dup2"]
+
+        def duped(fd, new, t1, t2):
             rec = fds_get(fd)
             bind(new, rec)
             if rec is not None:
@@ -479,27 +535,28 @@ class PosixModule(TraceModule):
                 rec.meta(t1 - t0, t2 - t0)
             return new
 
-        def _dup(fd, /):
+        def traced_dup(fd, /):
             t1 = clock()
-            new = r["dup"](fd)
-            return _duped(fd, new, t1, clock())
+            new = real_dup(fd)
+            return duped(fd, new, t1, clock())
 
-        def _dup2(fd, fd2, inheritable=True):
+        def traced_dup2(fd, fd2, inheritable=True):
             t1 = clock()
-            new = r["dup2"](fd, fd2, inheritable)
-            return _duped(fd, new, t1, clock())
+            new = real_dup2(fd, fd2, inheritable)
+            return duped(fd, new, t1, clock())
 
-        def _rename(real):
+        def traced_rename(real_call):
             def wrapper(src, dst, *, src_dir_fd=None, dst_dir_fd=None):
                 t1 = clock()
-                res = real(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
+                res = real_call(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
                 t2 = clock()
-                ps, pd = clean_path(src), clean_path(dst)
-                old = self.by_id.get(darshan_hash(ps)) if ps else None
+                src_path, dst_path = clean_path(src), clean_path(dst)
+                # by_id is looked up per call: a fork's child starts a new one
+                old = self.by_id.get(darshan_hash(src_path)) if src_path else None
                 if old is not None and src_dir_fd is None and dst_dir_fd is None:
                     old.c[C["RENAME_SOURCES"]] += 1
                     old.meta(t1 - t0, t2 - t0)
-                    new = record_for(pd)
+                    new = record_for(dst_path)
                     if new is not None:
                         new.c[C["RENAME_TARGETS"]] += 1
                         if new.c[C["RENAMED_FROM"]] == 0:
@@ -508,17 +565,14 @@ class PosixModule(TraceModule):
 
             return wrapper
 
-        def _close(fd, /):
-            t1 = clock()
-            res = r["close"](fd)
-            t2 = clock()
-            rec = fds.pop(fd, None)
-            queues.pop(fd, None)
-            if rec is not None:
-                rec.closed(t1 - t0, t2 - t0)
-            return res
+        os.dup, os.dup2 = traced_dup, traced_dup2
+        os.rename, os.replace = traced_rename(real["rename"]), traced_rename(real["replace"])
 
-        class _TracedMmap(r["mmap"]):
+    def _patch_mmap(self, real: dict) -> None:
+        """``mmap.mmap`` of a traced fd counts POSIX_MMAPS."""
+        fds = self.fds
+
+        class TracedMmap(real["mmap"]):
             def __new__(cls, fileno, *args, **kwargs):
                 obj = super().__new__(cls, fileno, *args, **kwargs)
                 rec = fds.get(fileno)
@@ -526,15 +580,7 @@ class PosixModule(TraceModule):
                     rec.c[_MMAPS] += 1
                 return obj
 
-        os.open, os.read, os.write = _open, _read, _write
-        os.pread, os.pwrite = _pread, _pwrite
-        os.readv, os.writev = _vector(r["readv"], READ), _vector(r["writev"], WRITE)
-        os.lseek, os.fstat, os.close = _lseek, _fstat, _close
-        os.stat, os.lstat = _stat_path(r["stat"]), _stat_path(r["lstat"])
-        os.fsync, os.fdatasync = _sync(r["fsync"], _FSYNCS), _sync(r["fdatasync"], _FDSYNCS)
-        os.dup, os.dup2 = _dup, _dup2
-        os.rename, os.replace = _rename(r["rename"]), _rename(r["replace"])
-        mmap.mmap = _TracedMmap
+        mmap.mmap = TracedMmap
 
     def uninstall(self) -> None:
         for name, fn in self._saved.items():
