@@ -116,7 +116,7 @@ def test_severity_target_reports_macro_and_weighted_f1():
 
 
 def test_forecaster_save_load_predict_and_refusals(warehouse):
-    df = _daily_spikes(days=6)
+    df = _daily_spikes(days=14)  # a burst in each half of the validation slice
     fc = train_forecaster(df, direction="write", model="tree", max_lead=4, k=3.0, n_jobs=2)
     warehouse.write_table("timeline", pa.Table.from_pandas(df))
     fc.save(warehouse)

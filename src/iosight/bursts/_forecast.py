@@ -231,10 +231,12 @@ def best_cut(
     score = np.asarray(score, np.float64)
     pos = yb.sum() + pos0
     none = 2 * tp0 / (pos + pred0) if tp0 else 0.0
+    if score.size == 0:
+        return float("inf"), float(none)
     order = np.argsort(-score, kind="mergesort")
     srt, tp = score[order], np.cumsum(yb[order])
     ends = np.flatnonzero(np.append(srt[1:] != srt[:-1], True))
-    f1 = 2 * (tp0 + tp[ends]) / (ends + 1 + pred0 + pos) if ends.size else np.zeros(0)
+    f1 = 2 * (tp0 + tp[ends]) / (ends + 1 + pred0 + pos)
     ok = srt[ends] > 0
     if not pos or not ok.any() or np.max(f1[ok]) <= none:
         return float("inf"), float(none)
@@ -274,12 +276,21 @@ class SplitModel:
         return (prob >= np.where(now, self.cuts[1], self.cuts[0])).astype(np.int64), prob
 
 
+def validation_halves(ds: Dataset) -> tuple[slice, slice]:
+    """The validation slice's first half (decision cuts are tuned there) and second half
+    (candidates are compared there): a cut tuned and scored on the same rows would
+    flatter every model against persistence, which has no cut to tune."""
+    mid = ds.n_fit + (ds.n_train - ds.n_fit) // 2
+    return slice(ds.n_fit, mid), slice(mid, ds.n_train)
+
+
 def fit_split(
     name: str, ds: Dataset, *, seed: int = 0, search_iter: int = 0, cv_splits: int = 3
 ) -> SplitModel:
     """A :class:`SplitModel` fitted on the rows before the validation slice, its two cuts
-    tuned together for F1 on the slice (calm part first, then the burst part given it)."""
-    fit, val = slice(0, ds.n_fit), slice(ds.n_fit, ds.n_train)
+    tuned together for F1 on the slice's first half (calm part first, then the burst
+    part given it)."""
+    fit, val = slice(0, ds.n_fit), validation_halves(ds)[0]
     parts, params = [], {}
     for state in (0, 1):
         rows = np.flatnonzero(ds.current[fit] == state)
@@ -354,15 +365,17 @@ def fit_candidates(
     split: bool = True,
 ) -> dict[str, Candidate]:
     """Persistence and every model, fitted on the rows before the validation slice; the
-    binary models' cuts tuned for F1 on the slice, every candidate scored there. Binary
-    models are :class:`SplitModel` (calm now / burst now) unless ``split`` is false.
+    binary models' cuts tuned for F1 on its first half, every candidate scored on its
+    second half (``val_f1``). Binary models are :class:`SplitModel` (calm now / burst
+    now) unless ``split`` is false.
 
     The slice is the end of the training part, the period nearest the test part, so the
     cut and the choice are made on data like what follows (labels and burst shares drift
     over a year).
     """
-    fit, val = slice(0, ds.n_fit), slice(ds.n_fit, ds.n_train)
-    yv = ds.y[val] > 0
+    fit = slice(0, ds.n_fit)
+    tune, val = validation_halves(ds)
+    yv, yt = ds.y[val] > 0, ds.y[tune] > 0
     binary = ds.y.max(initial=0) <= 1
     out = {"persistence": Candidate(Persistence.of(ds.labels, not binary),
                                     _f1(yv, ds.current[val] > 0))}  # fmt: skip
@@ -373,7 +386,7 @@ def fit_candidates(
             m = fit_model(name, ds.X[fit], ds.y[fit], seed=seed, search_iter=search_iter,
                           cv_splits=cv_splits, params=(params or {}).get(name))  # fmt: skip
             if binary and m.classes.size == 2:
-                cut = best_cut(yv, m.predict(ds.X[val])[1])[0]
+                cut = best_cut(yt, m.predict(ds.X[tune])[1])[0]
                 m.cut = cut if np.isfinite(cut) else 0.5
         out[name] = Candidate(m, _f1(yv, m.predict(ds.X[val])[0] > 0))
     return out
