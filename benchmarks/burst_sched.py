@@ -1,11 +1,13 @@
-"""Benchmark: vectorised Algorithm 1 simulation vs a direct transcription of the listing.
+"""Benchmark: vectorised Algorithm 1 simulation vs transcriptions of the listing.
 
 Builds a synthetic (seeded) burst series, takes every 24-bin window with a burst, and
 runs Algorithm 1 for 3 applications x 6 policies with
 ``iosight.sched.burst_aware.simulate_windows`` and with the listing of §V-B transcribed
-line by line in pure Python. The transcription is timed on a subset of the windows
-(it is slow) and both rates are printed as windows/s, with their ratio; the chosen
-delays and run times of the subset must agree exactly.
+line by line in pure Python. The fair baseline caches that transcription per distinct
+pattern (one walk per application, the 6 policies score it) and runs on every window; the
+uncached transcription is a labelled weak column timed on a subset. Rates are windows/s
+(process CPU time; the machine is shared, and the load average is printed) with their ratios; the
+chosen delays and run times must agree exactly.
 
     python benchmarks/burst_sched.py            # >= 100,000 windows
     python benchmarks/burst_sched.py --quick    # < 60 s
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import time
 
 import numpy as np
@@ -70,6 +73,47 @@ def listing(pattern, min_time, max_time, burst_length, alpha, eps):
     return start_time, run
 
 
+def cached_listing(patterns: np.ndarray, eps_rel: float) -> np.ndarray:
+    """Fair baseline: the listing's walk once per (distinct pattern, app), policies reuse it.
+
+    What a competent user writes after seeing that most windows repeat: a dict of patterns
+    already seen; per application the 24 options' run times are walked once and each of
+    the 6 policies only scores them. Same rows and order as :func:`run_listing`.
+    """
+    rows = [bytes(r) for r in patterns.astype(np.uint8)]
+    alphas = list(POLICIES.values())
+    n = len(rows)
+    out = np.empty((len(PAPER_APPS), len(alphas), n, 2))
+    for a, app in enumerate(PAPER_APPS):
+        eps = eps_rel * app.min_time
+        progress_nb = app.min_time / math.ceil(app.min_time / BIN_S)
+        progress_b = app.min_time / math.ceil(app.max_time / BIN_S)
+        seen: dict[bytes, list[tuple[float, float]]] = {}
+        for r, row in enumerate(rows):
+            choice = seen.get(row)
+            if choice is None:
+                runs = []
+                for i in range(N_OPTIONS):
+                    remaining, j = app.min_time, i
+                    while remaining > eps:
+                        burst = j >= len(row) or row[j] == 1
+                        remaining -= progress_b if burst else progress_nb
+                        j += 1
+                    runs.append((i * BIN_S, (j - i) * BIN_S))
+                choice = []
+                for alpha in alphas:
+                    best, pick = math.inf, None
+                    for delay, run in runs:
+                        score = round(alpha * delay + (1 - alpha) * run, 6)
+                        if score < best:
+                            best, pick = score, (delay, run)
+                    choice.append(pick)
+                seen[row] = choice
+            for p, pick in enumerate(choice):
+                out[a, p, r] = pick
+    return out.reshape(-1, 2)
+
+
 def run_listing(patterns: np.ndarray, eps_rel: float):
     """(delay, run) of every window, app and policy, in the simulation's row order."""
     rows = patterns.astype(int).tolist()
@@ -90,6 +134,7 @@ def main() -> None:
     args = parser.parse_args()
     n_bins = args.bins or (30_000 if args.quick else 420_000)
     n_base = args.baseline_windows or (300 if args.quick else 2_000)
+    print(f"load average at start: {os.getloadavg()[0]:.2f} (1 min) on {os.cpu_count()} cores")
     flags = synthetic_bursts(n_bins, n_clusters=n_bins // 80)
     win = burst_windows(flags, width=N_OPTIONS)
     n = len(win)
@@ -99,15 +144,20 @@ def main() -> None:
 
     import pandas  # noqa: F401  (imported before timing: both sides pay no import)
 
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     sim = simulate_windows(win.patterns, PAPER_APPS, tuple(POLICIES), bin_s=BIN_S)
-    t_vec = time.perf_counter() - t0
+    t_vec = time.process_time() - t0
     rate_vec = n / t_vec
 
+    t0 = time.process_time()
+    cached = cached_listing(win.patterns, eps_rel=1e-9)
+    t_cached = time.process_time() - t0
+    rate_cached = n / t_cached
+
     subset = win.patterns[:n_base]
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     base = run_listing(subset, eps_rel=1e-9)
-    t_base = time.perf_counter() - t0
+    t_base = time.process_time() - t0
     rate_base = len(subset) / t_base
     literal = run_listing(subset, eps_rel=0.0)
 
@@ -115,12 +165,18 @@ def main() -> None:
     ours = w[["delay", "run_time"]].to_numpy()
     agree = np.all(ours == base, axis=1).mean()
     differ_literal = np.mean(np.any(literal != base, axis=1))
-    print(f"vectorised : {n} windows in {t_vec:.2f} s = {rate_vec:,.0f} windows/s")
-    print(f"listing    : {len(subset)} windows in {t_base:.2f} s = {rate_base:,.0f} windows/s")
-    print(f"speed-up   : {rate_vec / rate_base:,.0f}x")
+    all_ours = sim.windows[["delay", "run_time"]].to_numpy()
+    agree_cached = np.all(all_ours == cached, axis=1).mean()
+    print(f"iosight simulate_windows : {n} windows in {t_vec:.2f} s = {rate_vec:,.0f} windows/s")
+    print(f"fair: cached listing     : {n} windows in {t_cached:.2f} s = {rate_cached:,.0f} "
+          f"windows/s; iosight is {rate_vec / rate_cached:,.1f}x")  # fmt: skip
+    print(f"(weak) listing per window: {len(subset)} windows in {t_base:.2f} s = "
+          f"{rate_base:,.0f} windows/s; iosight is {rate_vec / rate_base:,.0f}x")  # fmt: skip
+    print(f"agreement with the cached listing on all {n} windows: {agree_cached:.2%}")
     print(f"agreement with the listing (eps guard) on {len(subset)} windows: {agree:.2%}")
     print(f"literal float listing differs on {differ_literal:.1%} of (window, app, policy)")
-    if agree < 1.0:
+    print(f"load average at end: {os.getloadavg()[0]:.2f}")
+    if agree < 1.0 or agree_cached < 1.0:
         raise SystemExit("vectorised results disagree with the listing")
 
 

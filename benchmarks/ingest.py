@@ -1,18 +1,25 @@
-"""Ingest throughput: iosight vs a plain PyDarshan loop, side by side in one run.
+"""Ingest throughput: iosight (native and libdarshan readers) vs PyDarshan, in one run.
 
 The corpus is every 3.x log in ../shared/darshan-logs that PyDarshan 3.5.0 reads
 (MANIFEST.tsv status "ok"), replicated to --files copies. Each copy gets 8
 trailing bytes so its content hash differs (iosight would otherwise ingest one
 copy of each content; libdarshan-util ignores bytes after the last region).
 
-* plain:   for each file, ``darshan.DarshanReport(path, read_all=True)`` and
-           ``to_df()`` for every module (one process, as most scripts do)
-* iosight: ``iosight.warehouse.ingest`` with --workers workers, end to end into Parquet
+* native:     ``iosight.warehouse.ingest`` (native 3.x reader), --workers workers,
+              end to end into Parquet
+* libdarshan: the same with ``reader="libdarshan"`` (libdarshan-util via PyDarshan's cffi)
+* pool:       the fair baseline: a ``multiprocessing.Pool(--workers)`` mapping each file
+              to ``darshan.DarshanReport(path, read_all=True)`` + ``to_df()`` of every
+              module (what a competent user writes; same cores as iosight)
+* plain:      the same calls in a one-process loop (for reference)
 
 Each side runs in its own fresh process; peak memory is the maximum resident set
-of that process (plain) or of the parent and of the largest worker (iosight).
+of that process and of its largest child (worker). The ratio that matters is native
+vs pool (same cores). The load average is printed before and after: on a shared
+machine the numbers are only comparable within one run.
 
     python benchmarks/ingest.py --files 5000 --workers 2
+    python benchmarks/ingest.py --quick      # 200 files, about a minute
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -49,25 +57,35 @@ def corpus(n: int, out: Path) -> list[Path]:
     return files
 
 
-def plain(files: list[str]) -> dict:
+def pydarshan_one(path: str) -> int:
+    """One log as a PyDarshan user reads it: every record, every module as a DataFrame."""
     import darshan
 
-    ok = 0
-    for f in files:
-        with darshan.DarshanReport(f, read_all=True) as r:
-            for mod in list(r.records):
-                try:
-                    r.records[mod].to_df()
-                except (KeyError, ValueError):  # some modules (HEATMAP, APMPI) have no to_df
-                    pass
-        ok += 1
+    with darshan.DarshanReport(path, read_all=True) as r:
+        for mod in list(r.records):
+            try:
+                r.records[mod].to_df()
+            except (KeyError, ValueError):  # some modules (HEATMAP, APMPI) have no to_df
+                pass
+    return 1
+
+
+def plain(files: list[str]) -> dict:
+    return {"ok": sum(pydarshan_one(f) for f in files)}
+
+
+def pool(files: list[str], workers: int) -> dict:
+    import multiprocessing
+
+    with multiprocessing.Pool(workers) as p:
+        ok = sum(p.imap_unordered(pydarshan_one, files, chunksize=8))
     return {"ok": ok}
 
 
-def iosight_side(files: list[str], workers: int, wh: str) -> dict:
+def iosight_side(files: list[str], workers: int, wh: str, reader: str) -> dict:
     from iosight.warehouse import Warehouse, ingest
 
-    rep = ingest(files, Warehouse(wh), workers=workers)
+    rep = ingest(files, Warehouse(wh), workers=workers, reader=reader)
     return {"ok": rep.ingested, "failed": rep.failed}
 
 
@@ -92,8 +110,10 @@ def _child(args) -> None:
     t0 = time.perf_counter()
     if args.side == "plain":
         out = plain(files)
+    elif args.side == "pool":
+        out = pool(files, args.workers)
     else:
-        out = iosight_side(files, args.workers, args.wh)
+        out = iosight_side(files, args.workers, args.wh, args.side)
     out["seconds"] = time.perf_counter() - t0
     out["peak_self_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     stop.set()
@@ -101,12 +121,24 @@ def _child(args) -> None:
     print(json.dumps(out))
 
 
+SIDES = {
+    "native": "iosight ingest, native, {w} workers",
+    "libdarshan": "iosight ingest, libdarshan, {w} workers",
+    "pool": "PyDarshan Pool({w}) read_all+to_df",
+    "plain": "PyDarshan loop, 1 process",
+}
+
+
+def _load(avg: tuple[float, float, float]) -> str:
+    return " ".join(f"{x:.2f}" for x in avg)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--files", type=int, default=5000)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--quick", action="store_true", help="500 files")
-    ap.add_argument("--side", choices=["plain", "iosight"], help=argparse.SUPPRESS)
+    ap.add_argument("--quick", action="store_true", help="200 files (about a minute)")
+    ap.add_argument("--side", choices=list(SIDES), help=argparse.SUPPRESS)
     ap.add_argument("--list", help=argparse.SUPPRESS)
     ap.add_argument("--wh", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -114,7 +146,7 @@ def main() -> None:
         return _child(args)
     if not SHARED.exists():
         sys.exit(f"needs {SHARED} (the shared Darshan log collection)")
-    n = 500 if args.quick else args.files
+    n = 200 if args.quick else args.files
     tmp = Path(tempfile.mkdtemp(prefix="iosight-bench-"))
     try:
         (tmp / "logs").mkdir()
@@ -122,40 +154,36 @@ def main() -> None:
         size_mb = sum(f.stat().st_size for f in files) / 2**20
         listing = tmp / "files.txt"
         listing.write_text("\n".join(map(str, files)))
+        load_before = os.getloadavg()
         results = {}
-        for side in ("plain", "iosight"):
-            cmd = [
-                sys.executable,
-                __file__,
-                "--side",
-                side,
-                "--list",
-                str(listing),
-                "--workers",
-                str(args.workers),
-                "--wh",
-                str(tmp / "wh"),
-            ]
+        for side in SIDES:
+            wh = tmp / f"wh-{side}"
+            cmd = [sys.executable, __file__, "--side", side, "--list", str(listing)]
+            cmd += ["--workers", str(args.workers), "--wh", str(wh)]
             res = subprocess.run(cmd, capture_output=True, text=True)
             if res.returncode:
                 sys.exit(f"{side} side failed:\n{res.stderr[-3000:]}")
             results[side] = json.loads(res.stdout.strip().splitlines()[-1])
+        load_after = os.getloadavg()
         print(f"corpus: {n} logs, {size_mb:.1f} MB (real logs from ../shared, replicated)")
-        print(f"{'side':<28}{'logs/s':>10}{'MB/s':>10}{'peak MB (parent / worker)':>30}")
-        for side, label in (
-            ("plain", "plain PyDarshan loop"),
-            ("iosight", f"iosight ingest, {args.workers} workers"),
-        ):
+        print(
+            f"cores: {os.cpu_count()}; load average before {_load(load_before)}, "
+            f"after {_load(load_after)}"
+        )
+        print(f"{'side':<40}{'logs/s':>9}{'MB/s':>9}{'peak RSS MB (parent / worker)':>32}")
+        for side, label in SIDES.items():
             r = results[side]
-            mem = f"{r['peak_self_mb']:.0f}" + (
-                f" / {r['peak_child_mb']:.0f}" if side == "iosight" else ""
-            )
+            label = label.format(w=args.workers)
+            mem = f"{r['peak_self_mb']:.0f} / {r['peak_child_mb']:.0f}"
             print(
-                f"{label:<28}{r['ok'] / r['seconds']:>10.1f}"
-                f"{size_mb / r['seconds']:>10.2f}{mem:>30}"
+                f"{label:<40}{r['ok'] / r['seconds']:>9.1f}{size_mb / r['seconds']:>9.2f}{mem:>32}"
             )
-        ratio = results["plain"]["seconds"] / results["iosight"]["seconds"]
-        print(f"ratio (iosight logs/s / plain logs/s): {ratio:.2f}x")
+        speed = {k: r["ok"] / r["seconds"] for k, r in results.items()}
+        print(f"ratio native / pool (fair, same cores): {speed['native'] / speed['pool']:.2f}x")
+        print(
+            f"ratio native / libdarshan reader:       {speed['native'] / speed['libdarshan']:.2f}x"
+        )
+        print(f"ratio native / plain one-process loop:  {speed['native'] / speed['plain']:.2f}x")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

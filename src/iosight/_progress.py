@@ -1,7 +1,8 @@
 """Progress reporting for long loops, without the library importing Rich.
 
-Library functions take ``progress: Progress | None``; the CLI passes a Rich-backed
-one when on a terminal. ``NullProgress`` is silent.
+Library functions take ``progress: Progress | None``; the CLI passes one that draws a
+Rich bar on a terminal and prints a plain line now and then when piped to a file.
+``NullProgress`` is silent.
 """
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ from typing import Protocol
 
 
 class Progress(Protocol):
-    """Receives ``start(total, description)`` once, then ``advance(n, **fields)``."""
+    """Receives ``start(total, description)``, ``advance(n, **fields)`` per item, ``finish()``.
+
+    Work in phases (measure, then run cases) calls ``start`` again after ``finish``.
+    """
 
     def start(self, total: int | None, description: str) -> None: ...
 

@@ -135,8 +135,10 @@ class LocalPool:
         timeout: float | None = None,
         max_tasks: int = 200,
         preload: tuple[str, ...] = (),
+        on_beat: Callable[[Any, int], None] | None = None,
     ) -> None:
         self.func, self.timeout, self.max_tasks = func, timeout, max_tasks
+        self.on_beat = on_beat  # called with (task key, i) as item i of a task starts
         self.n = workers or default_workers()
         self._ctx = mp.get_context("forkserver")
         self._ctx.set_forkserver_preload([func.__module__, *preload])
@@ -190,6 +192,8 @@ class LocalPool:
                 break
             if kind == "beat":
                 w.item, w.since = payload, time.monotonic()
+                if self.on_beat is not None:
+                    self.on_beat(w.task[0], payload)
                 continue
             w.task, w.done = None, w.done + 1
             yield payload

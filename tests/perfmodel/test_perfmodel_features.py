@@ -172,3 +172,13 @@ def test_shipped_platforms():
     assert cetus.storage.block_size == 8 * MiB and cetus.stage("io_node").count == 32
     q = write_path_loads(titan, WritePattern(256, 8, 2**30, 4))
     assert (q["s_r"], q["n_r"]) == (109, 3)  # ceil(18688 / 172) = 109 nodes per router
+
+
+def test_the_papers_41_gpfs_features_drop_n_nsds_only():
+    cetus = load_platform("cetus")
+    full, paper = feature_names(cetus), feature_names(cetus, gpfs_count=41)
+    assert len(paper) == 41 and set(full) - set(paper) == {"n_nsds", "1/n_nsds"}
+    assert "(s_b*m*K)*n_nsds" in paper  # Table V's Cetus model selects it
+    assert feature_names(load_platform("titan"), gpfs_count=41) == feature_names(
+        load_platform("titan")
+    )

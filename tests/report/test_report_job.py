@@ -10,3 +10,30 @@ def test_job_figure_for_dxt_and_plain_logs(warehouse, tmp_path):
         out = plot_job(warehouse, job_summary(warehouse, str(jobid)), tmp_path / f"{jobid}.png")
         assert out.stat().st_size > 10_000
         assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_dxt_panel_plots_every_segment_of_the_job_among_many_others(warehouse, monkeypatch):
+    from matplotlib.figure import Figure
+
+    from iosight.report import job as job_report
+
+    ingest(example_logs(), warehouse, workers=1)
+    counts = warehouse.sql("select job_key, count(*) n from dxt_posix group by 1 order by 2")
+    key, n = counts["job_key"][0], int(counts["n"][0])  # the job with the fewest segments
+    others = int(counts["n"].sum()) - n
+    assert others > 10 * n  # the table is mostly other jobs' segments
+    # a sample size below the table's size but above this job's: sampling the table before
+    # selecting the job (the old query) would have kept about n * limit / total segments
+    limit = n + (others // 10)
+    monkeypatch.setattr(job_report, "MAX_SEGMENTS", limit)
+    ax = Figure().subplots()
+    job_report._timeline(ax, warehouse, key)
+    plotted = sum(len(c.get_segments()) for c in ax.collections)
+    assert plotted == n
+    assert f"all {n:,} segments" in ax.get_title()
+
+    big = counts["job_key"].iloc[-1]
+    ax = Figure().subplots()
+    job_report._timeline(ax, warehouse, big)
+    assert sum(len(c.get_segments()) for c in ax.collections) == limit
+    assert "sampled" in ax.get_title()

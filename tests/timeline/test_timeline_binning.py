@@ -50,16 +50,18 @@ def test_several_columns_and_rows_conserve_totals():
         assert np.allclose(out.sum(axis=0), v.sum(axis=0), rtol=1e-12)
 
 
-def test_chunking_gives_same_result(monkeypatch):
-    import iosight.timeline._binning as b
-
+def test_difference_array_equals_explicit_fractions():
+    # bin_intervals (first/last shares + difference array) = the explicit (row, bin) split
     rng = np.random.default_rng(1)
     s = rng.uniform(0, 500, 300)
-    e = s + rng.uniform(0, 200, 300)
-    v = rng.random(300)
-    full = bin_intervals(s, e, v, width=3.0, n_bins=240)
-    monkeypatch.setattr(b, "_MAX_PAIRS", 7)
-    assert np.allclose(bin_intervals(s, e, v, width=3.0, n_bins=240), full)
+    e = s + rng.uniform(0, 200, 300) * (rng.random(300) > 0.2)
+    v = rng.random((300, 2))
+    for spread in ("overlap", "equal"):
+        rows, bins, frac = spread_fractions(s, e, 3.0, spread)
+        want = np.column_stack(
+            [np.bincount(bins, v[rows, c] * frac, minlength=240) for c in range(2)]
+        )
+        assert np.allclose(bin_intervals(s, e, v, width=3.0, n_bins=240, spread=spread), want)
 
 
 def test_fractions_sum_to_one():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import tempfile
+import shutil
 from pathlib import Path
 
 import typer
@@ -12,7 +12,7 @@ from iosight.cli._common import cli_errors, console, print_frame
 
 def demo(
     workdir: Path = typer.Option(
-        None, help="Keep the demo warehouse and reports here (default: a temporary directory)."
+        Path("iosight-demo"), help="Where the demo's warehouse and reports are kept."
     ),
     only: list[str] = typer.Option(None, help="Run only steps whose name contains this."),
 ) -> None:
@@ -20,9 +20,8 @@ def demo(
     from iosight.demo import DemoContext, run_demo
     from iosight.warehouse import Warehouse
 
-    with cli_errors(), tempfile.TemporaryDirectory(prefix="iosight-demo-") as tmp:
-        root = workdir or Path(tmp)
-        root.mkdir(parents=True, exist_ok=True)
+    with cli_errors():
+        root = fresh_workdir(workdir)
         ctx = DemoContext(
             workdir=root,
             warehouse=Warehouse(root / "warehouse"),
@@ -31,11 +30,35 @@ def demo(
         )
         run_demo(ctx, only=only)
         console.print(
-            f"\ndemo finished; warehouse at {ctx.warehouse.path}"
-            + ("" if workdir else " (temporary: pass --workdir to keep it)")
+            f"\ndemo finished; everything it wrote is in {root}/ (warehouse: "
+            f"{ctx.warehouse.path}); delete the folder when done",
+            highlight=False,
         )
         for name, path in ctx.artifacts.items():
             console.print(f"  {name}: {path}")
+        if workdir:
+            console.print(f"browse it: iosight serve --warehouse {ctx.warehouse.path}")
+
+
+MARK = ".iosight-demo"  # marks a folder the demo made, so a re-run may replace it
+
+
+def fresh_workdir(root: Path) -> Path:
+    """An empty ``root`` for the demo: created, or emptied when an earlier demo made it.
+
+    A non-empty folder the demo did not make is refused, never deleted.
+    """
+    from iosight._errors import IosightError
+
+    if root.exists() and any(root.iterdir()):
+        if not (root / MARK).exists():
+            raise IosightError(
+                f"{root} exists and was not made by 'iosight demo'; pass --workdir NEW_FOLDER"
+            )
+        shutil.rmtree(root)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / MARK).write_text("written by 'iosight demo'; a re-run replaces this folder\n")
+    return root
 
 
 def register(app: typer.Typer) -> None:

@@ -33,7 +33,7 @@ def allocate(
     fmt: str = FORMAT_OPT,
 ) -> None:
     """How many and which I/O resources each application gets."""
-    from iosight.sched.ioresources._plan import allocate_apps
+    from iosight.sched.ioresources import allocate_apps
 
     with cli_errors():
         table, load = allocate_apps(apps, resources, allocator, placement, seed)
@@ -53,7 +53,7 @@ def simulate(
     """Schedule, then simulate until the first application finishes."""
     import pandas as pd
 
-    from iosight.sched.ioresources._plan import simulate_apps
+    from iosight.sched.ioresources import simulate_apps
 
     with cli_errors():
         table, metrics = simulate_apps(
@@ -78,10 +78,13 @@ def experiment(
     grid: str = typer.Option("interpolated", help="FORGE n: interpolated (1..8) or measured."),
     workers: int = typer.Option(2, help="Worker processes."),
     robustness: bool = typer.Option(True, help="Also run the profile-curve study."),
+    family_curves: str = typer.Option(
+        "median", help="Profile-curve study: median (per n) or cubic (the paper's Fig. 11 fit)."
+    ),
     forge_dir: Path = FORGE,
 ) -> None:
     """The simulation study of the paper (§V-C, §VI), in parallel and resumable."""
-    from iosight.sched.ioresources._experiment import (
+    from iosight.sched.ioresources import (
         ExperimentConfig,
         parse_loads,
         run_experiment,
@@ -98,6 +101,7 @@ def experiment(
             statistic=statistic,
             grid=grid,
             robustness=robustness,
+            family_curves=family_curves,
             forge_dir=str(forge_dir) if forge_dir else None,
         )
         done = run_experiment(cfg, out, workers=workers, progress=RichProgress())

@@ -52,6 +52,9 @@ def features(
     placement: str = typer.Option("block", help="Node placement: block or random."),
     first_node: int = typer.Option(0, help="First node of a block placement."),
     seed: int = typer.Option(0, help="Seed for random placement / start OSTs."),
+    gpfs_count: int = typer.Option(
+        43, "--gpfs-features", help="GPFS: 43 (every Table I symbol) or the paper's 41."
+    ),
     format: str = FORMAT_OPT,
 ) -> None:
     """Print every feature of Tables I/II for one write pattern, and their count."""
@@ -68,7 +71,7 @@ def features(
         pat = WritePattern(nodes, cores, parse_size(size), stripes, start_target)
         pat.check(plat)
         where = place_nodes(plat, nodes, placement, first=first_node, seed=seed)
-        table = describe_features(plat, pat, where, seed=seed)
+        table = describe_features(plat, pat, where, seed=seed, gpfs_count=gpfs_count)
         print_frame(table, format, title=f"{len(table)} features on {plat.name}", max_rows=100)
 
 
@@ -90,7 +93,9 @@ def samples(
         from iosight.perfmodel import collect_samples, load_platform, tokio_samples, write_table
 
         if tokio is not None:
-            table = tokio_samples(tokio)
+            from iosight.data import locate
+
+            table = tokio_samples(locate(tokio))
             summary = (
                 table.groupby(["system", "app"])
                 .agg(
@@ -268,21 +273,18 @@ def report(
 
         if model is None and not tokio:
             _require("--model or --tokio")
-        real = evaluate_tokio_files(tokio, seed=seed) if tokio else None
+        from iosight.data import locate
+
+        real = evaluate_tokio_files([locate(t) for t in tokio], seed=seed) if tokio else None
         path = write_report(WriteModel.load(model) if model else None, out, tokio=real)
         if real is not None:
-            acc = real[0]
-            wide = (
-                acc[acc["test_set"] == "all"]
-                .pivot(index="system", columns="family", values="within_30")
-                .reset_index()
-                .round(3)
-            )
+            from iosight.report.perfmodel import deployable_table
+
             print_frame(
-                wide,
+                deployable_table(real[2]).round(3),
                 format,
-                title="TOKIO-ABC (real): share of test samples within "
-                "30% (paper: 92.79% Cetus, 99.64% Titan; different data)",
+                title="TOKIO-ABC (real), last 30% of the year: share of test samples within "
+                "20% / 30% (paper pipeline, online median, iosight predictor)",
             )
         console.print(f"wrote {path}")
 

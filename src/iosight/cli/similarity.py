@@ -78,6 +78,9 @@ def import_codings_cmd(
     from iosight.similarity import import_codings
 
     with cli_errors():
+        from iosight.data import locate
+
+        path = locate(path)  # a bare data-set file name is looked up in the data directory
         counts = import_codings(open_warehouse(warehouse, create=True), path, prefix=prefix)
     share = counts["zero_jobs"] / counts["jobs"]
     console.print(f"{counts['jobs']} jobs imported; zero jobs: {counts['zero_jobs']} ({share:.2%})")
@@ -100,8 +103,17 @@ def series_cmd(
             segment_s=segment,
             categories=_categories(categories),
         )
-    console.print(f"{counts['jobs']} jobs; metrics available per job:")
+    n, timed = counts["jobs"], counts["time_resolved"]
+    console.print(f"{n} jobs; {timed} with time-resolved I/O (DXT or HEATMAP); metrics per job:")
     print_frame(counts["metrics"])
+    if timed < n:
+        console.print(
+            f"[yellow]note:[/] {n - timed} of {n} jobs have no DXT or HEATMAP records: their "
+            "series are POSIX counters spread over open-close intervals, with little temporal "
+            "shape to compare. Log with DXT (DXT_ENABLE_IO_TRACE=1) or Darshan >= 3.3's "
+            "HEATMAP for temporal similarity.",
+            highlight=False,
+        )
 
 
 @group.command("codings")
@@ -197,6 +209,13 @@ def find_cmd(
                 f"query {job}: {df.attrs['query_code']}  ({df.attrs['compared']} of "
                 f"{df.attrs['candidates']} jobs compared exactly)"
             )
+            if df.empty:
+                console.print(
+                    f"no job shares an I/O phase with {job}: all {df.attrs['unrelated']} "
+                    "compared have similarity 0 (see 'iosight similarity series' for which "
+                    "jobs have time-resolved I/O)"
+                )
+                return
         print_frame(df, fmt)
 
 
@@ -233,13 +252,14 @@ def report_cmd(
     sims: str = typer.Option("0.1,0.3,0.5,0.7,0.9,0.95,0.99", help="SIM values."),
 ) -> None:
     """An HTML report: Fig. 3, Fig. 4, Table 2, quality, series plots."""
+    from iosight.data import locate
     from iosight.report.similarity import build_report
 
     with cli_errors():
         path = build_report(
             open_warehouse(warehouse, create=True),
             out,
-            codings_csv=codings,
+            codings_csv=locate(codings) if codings else None,
             job=job,
             sims=_floats(sims, "sims"),
             progress=RichProgress(),

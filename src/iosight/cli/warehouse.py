@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from pathlib import Path
 
 import typer
 
+from iosight._errors import IosightError
 from iosight.cli._common import (
     FORMAT_OPT,
     WAREHOUSE_OPT,
@@ -26,6 +28,9 @@ def ingest(
     force: bool = typer.Option(False, help="Replace sources already ingested."),
     timeout: float = typer.Option(300.0, help="Seconds one log may take before it fails."),
     batch_size: int = typer.Option(256, help="Logs per atomic commit."),
+    reader: str = typer.Option(
+        "native", help="How 3.x logs are read: native, or libdarshan (PyDarshan's C library)."
+    ),
 ) -> None:
     """Read Darshan logs (3.x, 2.x, parser text) and job-total tables into the warehouse."""
     from iosight.warehouse import ingest as run_ingest
@@ -41,6 +46,7 @@ def ingest(
             scheduler=scheduler,
             batch_size=batch_size,
             progress=RichProgress(fields=("failed",)),
+            reader=reader,
         )
     console.print(report.summary())
     for path, reason in report.errors[:20]:
@@ -75,22 +81,51 @@ def jobs(
 
 
 def job(
-    ident: str = typer.Argument(..., help="Job id or job_key prefix."),
+    ident: str = typer.Argument(..., help="Job id, job_key prefix, or a log file to read."),
     warehouse: Path = WAREHOUSE_OPT,
     files: int = typer.Option(15, help="Rows of the per-file table."),
     plot: Path = typer.Option(None, help="Also draw the job's figure to this PNG/SVG file."),
+    fmt: str = typer.Option(
+        "table", "--format", "-f", help="table (summary and insights), or the insights as csv/json."
+    ),
 ) -> None:
-    """One job's I/O summary: modules, access sizes, files, OSTs."""
-    from iosight.warehouse import job_summary
+    """One job's I/O summary (modules, access sizes, files, OSTs) and its I/O insights.
 
-    with cli_errors():
-        wh = open_warehouse(warehouse)
+    IDENT may be a log file: it is read on its own, with no warehouse (like ``darshan
+    summary LOG``).
+    """
+    from iosight.insights import job_insights
+    from iosight.warehouse import job_summary, log_warehouse
+
+    with cli_errors(), ExitStack() as stack:
+        if Path(ident).is_file():  # one log, no warehouse (like `darshan summary LOG`)
+            wh = stack.enter_context(log_warehouse(ident))
+            keys = wh.sql("select job_key from jobs")["job_key"]
+            if len(keys) != 1:
+                raise IosightError(f"{ident} holds {len(keys)} jobs: ingest it and name one job id")
+            ident = keys[0]
+        else:
+            wh = open_warehouse(warehouse)
         s = job_summary(wh, ident)
-    render_job_summary(s, files)
-    if plot:
-        from iosight.report.job import plot_job
+        found = job_insights(wh, s.job["job_key"])
+        if fmt != "table":
+            print_frame(found.findings, fmt)
+            return
+        render_job_summary(s, files)
+        render_job_insights(found)
+        if plot:  # inside: a log's temporary warehouse lives until the figure is drawn
+            from iosight.report.job import plot_job
 
-        console.print(f"figure: {plot_job(wh, s, plot)}")
+            console.print(f"figure: {plot_job(wh, s, plot, insights=found)}")
+
+
+def render_job_insights(found) -> None:
+    """The findings ordered by level, then the rules the job's data could not evaluate."""
+    if not found.findings.empty:
+        print_frame(found.table(), title="I/O insights (Drishti-style rules; iosight insights)")
+    if not found.not_evaluated.empty:
+        codes = ", ".join(found.not_evaluated["code"])
+        console.print(f"  [yellow]not evaluated:[/] {codes} (the job's data lacks what they need)")
 
 
 def render_job_summary(s, files: int = 15) -> None:
@@ -134,7 +169,12 @@ def errors(warehouse: Path = WAREHOUSE_OPT, fmt: str = FORMAT_OPT) -> None:
         if not wh.has_table("ingest_errors"):
             console.print("no ingest errors")
             return
-        print_frame(wh.sql("select source_path, error from ingest_errors order by 1"), fmt)
+        df = wh.sql("select source_path, error from ingest_errors order by 1")
+        # readers name the file in their messages; show it once
+        df["error"] = [
+            e.removeprefix(f"{p}: ") for p, e in zip(df["source_path"], df["error"], strict=True)
+        ]
+        print_frame(df, fmt)
 
 
 def tables(warehouse: Path = WAREHOUSE_OPT) -> None:

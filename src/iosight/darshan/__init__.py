@@ -4,11 +4,13 @@
 """
 
 from iosight.darshan._darshan2 import read_darshan2
+from iosight.darshan._darshan3 import read_darshan3, read_darshan3_bytes
 from iosight.darshan._jobtotals import read_job_totals
 from iosight.darshan._parser_text import read_parser_text, write_parser_text
 from iosight.darshan._pydarshan import read_pydarshan
-from iosight.darshan._sources import READERS, read_source
+from iosight.darshan._sources import DARSHAN3_READERS, READERS, SOURCE_SUFFIXES, read_source
 from iosight.darshan._tables import (
+    ACCESS_SIZE_BINS,
     JOB_COLUMNS,
     MODULE_TABLES,
     LogTables,
@@ -17,12 +19,17 @@ from iosight.darshan._tables import (
 )
 
 __all__ = [
+    "ACCESS_SIZE_BINS",
+    "DARSHAN3_READERS",
     "JOB_COLUMNS",
     "MODULE_TABLES",
     "READERS",
+    "SOURCE_SUFFIXES",
     "LogTables",
     "jobs_schema",
     "read_darshan2",
+    "read_darshan3",
+    "read_darshan3_bytes",
     "read_job_totals",
     "read_parser_text",
     "read_pydarshan",

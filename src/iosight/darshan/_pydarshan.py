@@ -14,6 +14,10 @@ the reduction behind ``darshan-parser --total`` and PyDarshan's
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +54,9 @@ def _backend():
 def read_pydarshan(path: str | Path) -> LogTables:
     """Read every module of one Darshan 3.x log into warehouse tables.
 
+    libdarshan-util's own messages (it prints to the C ``stderr``) are kept off the
+    terminal: the first one becomes part of the error's reason.
+
     Raises
     ------
     CorruptLogError
@@ -61,17 +68,44 @@ def read_pydarshan(path: str | Path) -> LogTables:
         raise CorruptLogError(f"{path}: not a file")
     if path.stat().st_size == 0:
         raise CorruptLogError(f"{path}: empty file")
+    with _c_stderr() as said:
+        try:
+            return _read_with(be, path)
+        except CorruptLogError as err:
+            msg = str(err) if str(err).startswith(f"{path}: ") else f"{path}: {err}"
+            first = next((line for line in said() if line.strip()), "")
+            raise CorruptLogError(f"{msg} [{first.strip()}]" if first else msg) from None
+
+
+def _read_with(be, path: Path) -> LogTables:
     log = be.log_open(str(path))
     if log["handle"] == be.ffi.NULL:
-        raise CorruptLogError(f"{path}: libdarshan-util cannot open it (not a Darshan 3.x log?)")
+        raise CorruptLogError("libdarshan-util cannot open it (not a Darshan 3.x log?)")
     try:
         return _read_open_log(be, log, path)
-    except CorruptLogError as err:
-        if str(path) in str(err):
-            raise
-        raise CorruptLogError(f"{path}: {err}") from None
     finally:
         be.log_close(log)
+
+
+@contextlib.contextmanager
+def _c_stderr():
+    """Send file descriptor 2 (where C code writes) to a temporary file for the block;
+    yields a function returning what was written, as lines."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+
+        def said() -> list[str]:
+            tmp.flush()
+            tmp.seek(0)
+            return tmp.read(4096).decode("utf-8", "replace").splitlines()
+
+        try:
+            yield said
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def _read_open_log(be, log, path: Path) -> LogTables:
@@ -112,7 +146,7 @@ def _read_open_log(be, log, path: Path) -> LogTables:
         }
     )
     tables["names"] = names_table(names, mounts)
-    tables["job_totals"] = pa.Table.from_pylist([totals]) if totals else pa.table({})
+    tables["job_totals"] = totals_table(totals) if totals else pa.table({})
     return {k: v for k, v in tables.items() if v.num_columns}
 
 
@@ -360,20 +394,30 @@ def _concat(arrays: list[np.ndarray]) -> np.ndarray:
 
 
 def names_table(names: dict[int, str], mounts: list[tuple[str, str]]) -> pa.Table:
-    """Record id -> name, with the mount point and file-system type of the longest prefix."""
+    """Record id -> name, with the mount point and file-system type of the longest prefix.
+
+    One vectorised ``starts_with`` per mount (longest first), not a loop per name.
+    """
+    import pyarrow.compute as pc
+
     by_len = sorted(mounts, key=lambda m: len(m[0]), reverse=True)
-    ids, paths, mnts, types = [], [], [], []
-    for rid, name in names.items():
-        mnt = next((m for m in by_len if name.startswith(m[0])), ("UNKNOWN", "UNKNOWN"))
-        ids.append(rid)
-        paths.append(name)
-        mnts.append(mnt[0])
-        types.append(mnt[1])
+    paths = pa.array(list(names.values()), pa.string())
+    which = np.full(len(paths), len(by_len), np.int32)  # index into by_len; last: UNKNOWN
+    for i, (mnt, _) in enumerate(by_len):
+        hit = pc.starts_with(paths, pattern=mnt).to_numpy(zero_copy_only=False)
+        which[hit & (which == len(by_len))] = i
+    idx = pa.array(which)
     return pa.table(
         {
-            "record_id": pa.array(ids, pa.uint64()),
-            "name": pa.array(paths, pa.string()),
-            "mount_point": pa.array(mnts, pa.string()),
-            "fs_type": pa.array(types, pa.string()),
+            "record_id": pa.array(list(names), pa.uint64()),
+            "name": paths,
+            "mount_point": pa.array([m[0] for m in by_len] + ["UNKNOWN"]).take(idx),
+            "fs_type": pa.array([m[1] for m in by_len] + ["UNKNOWN"], pa.string()).take(idx),
         }
     )
+
+
+def totals_table(totals: dict[str, float]) -> pa.Table:
+    """The one-row ``job_totals`` table (column by column: ``from_pylist`` is 2x slower)."""
+    cols = [pa.array(np.array([v])) for v in totals.values()]
+    return pa.Table.from_arrays(cols, names=list(totals))

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from iosight._errors import CorruptLogError
+from iosight._errors import CorruptLogError, UnknownNameError
 from iosight._registry import Registry
 from iosight.darshan._tables import LogTables
 
@@ -81,9 +81,19 @@ def _job_totals(head: bytes, path: Path) -> bool:
 
 
 def _read_darshan3(path: Path) -> LogTables:
+    from iosight.darshan._darshan3 import read_darshan3
+
+    return read_darshan3(path)
+
+
+def _read_darshan3_libdarshan(path: Path) -> LogTables:
     from iosight.darshan._pydarshan import read_pydarshan
 
     return read_pydarshan(path)
+
+
+# how 3.x logs are read: natively (default) or through libdarshan-util (PyDarshan's cffi)
+DARSHAN3_READERS = {"native": _read_darshan3, "libdarshan": _read_darshan3_libdarshan}
 
 
 def _read_darshan2(path: Path) -> LogTables:
@@ -125,8 +135,17 @@ def sniff(path: Path) -> Reader:
     raise CorruptLogError(f"{path}: not a Darshan log, parser text dump or job-total table")
 
 
-def read_source(path: str | Path) -> tuple[str, LogTables]:
-    """Read one source with the reader that fits; return (format name, tables)."""
+def read_source(path: str | Path, *, darshan3: str = "native") -> tuple[str, LogTables]:
+    """Read one source with the reader that fits; return (format name, tables).
+
+    ``darshan3`` picks how Darshan 3.x logs are read (:data:`DARSHAN3_READERS`):
+    ``"native"`` parses the file format itself, ``"libdarshan"`` goes through
+    libdarshan-util as PyDarshan does (the oracle the native reader is tested against).
+    """
     path = Path(path)
+    if darshan3 not in DARSHAN3_READERS:
+        raise UnknownNameError("3.x reader", darshan3, list(DARSHAN3_READERS))
     reader = sniff(path)
+    if reader.name == "darshan3":
+        return reader.name, DARSHAN3_READERS[darshan3](path)
     return reader.name, reader.read(path)

@@ -26,6 +26,8 @@ module tables (``posix``, ``mpiio``, ``stdio``, ``h5f``, ``h5d``, ``pnetcdf_file
     for older logs), ``pool_name``, ``ost_ids`` (list of int64)
 ``dxt_posix``, ``dxt_mpiio``
     ``rank, record_id, hostname, seq, op ('read'/'write'), offset, length, start, end``
+    and ``pthread_id`` (uint64) for logs that record it (DXT_POSIX v2, DXT_MPIIO v3;
+    null in the warehouse for older logs)
 ``heatmap``
     ``module, rank, record_id, bin, bin_width, bin_start, read_bytes, write_bytes``
 ``job_totals``

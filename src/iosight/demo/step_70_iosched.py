@@ -12,7 +12,7 @@ def run(ctx: DemoContext) -> None:
 
     from iosight._errors import IosightError
     from iosight.report.iosched import build_report
-    from iosight.sched.ioresources._experiment import (
+    from iosight.sched.ioresources import (
         ExperimentConfig,
         load_results,
         resolve_curves,
@@ -44,7 +44,7 @@ def run(ctx: DemoContext) -> None:
         df, ctx.workdir / "iosched-report", curves=(curves,) if curves else (), min_sets=1
     )
     ctx.show(
-        pd.DataFrame(rep.conclusions[["claim", "measured", "holds"]]),
+        pd.DataFrame(rep.conclusions[["claim", "test", "measured", "holds"]]),
         "the paper's conclusions on this tiny run (the real study: docs/iosched.md)",
     )
     ctx.artifacts["iosched_report"] = rep.html

@@ -9,6 +9,7 @@ from iosight.perfmodel._features import (
     feature_specs,
     features_from_loads,
     place_nodes,
+    target_bytes,
     write_path_loads,
 )
 from iosight.perfmodel._model import (
@@ -20,6 +21,14 @@ from iosight.perfmodel._model import (
     plan_checkpoints,
     predict_pattern,
     split_samples,
+)
+from iosight.perfmodel._online import (
+    METHODS,
+    OnlineSettings,
+    best_shift,
+    causal_features,
+    online_accuracy,
+    walk_forward,
 )
 from iosight.perfmodel._platform import (
     Platform,
@@ -51,11 +60,22 @@ from iosight.perfmodel._search import (
     relative_errors,
     search_models,
 )
-from iosight.perfmodel._tokio import evaluate_tokio, evaluate_tokio_files, tokio_samples
+from iosight.perfmodel._tokio import (
+    evaluate_tokio,
+    evaluate_tokio_files,
+    tokio_samples,
+    tokio_split,
+)
 
 __all__ = [
     "DEFAULT_CONFIDENCE",
     "FAMILIES",
+    "METHODS",
+    "OnlineSettings",
+    "best_shift",
+    "causal_features",
+    "online_accuracy",
+    "walk_forward",
     "PAPER_TABLE_VI",
     "PAPER_WITHIN_30",
     "SHRINKAGE_GRID",
@@ -81,6 +101,7 @@ __all__ = [
     "search_models",
     "split_samples",
     "tokio_samples",
+    "tokio_split",
     "write_table",
     "FeatureSpec",
     "Platform",
@@ -97,5 +118,6 @@ __all__ = [
     "parse_size",
     "place_nodes",
     "platform_from_dict",
+    "target_bytes",
     "write_path_loads",
 ]

@@ -175,7 +175,11 @@ def _lustre_specs() -> list[FeatureSpec]:
     ]
 
 
-def _gpfs_specs() -> list[FeatureSpec]:
+#: GPFS feature counts: 43 (every distinct symbol of Table I) or the paper's 41.
+GPFS_COUNTS = (43, 41)
+
+
+def _gpfs_specs(count: int = 43) -> list[FeatureSpec]:
     def skew(key):
         return lambda q: q[key] * q["m"] * q["K"]
 
@@ -196,7 +200,12 @@ def _gpfs_specs() -> list[FeatureSpec]:
         *_pair("n_l", "link", "resources in use", lambda q: q["n_l"]),
         *_pair("s_io*m*K", "I/O node", "load skew", skew("s_io")),
         *_pair("n_s", "NSD server", "resources in use", lambda q: q["n_s"]),
-        *_pair("n_nsds", "NSD server", "resources in use", lambda q: q["n_nsds"]),
+        # the paper's 41 drop n_nsds and 1/n_nsds (docs/perfmodel.md, "GPFS count")
+        *(
+            _pair("n_nsds", "NSD server", "resources in use", lambda q: q["n_nsds"])
+            if count == 43
+            else ()
+        ),
         *_pair("n_d", "NSD", "resources in use", lambda q: q["n_d"]),
         *_pair("n_nsd", "NSD", "resources in use", lambda q: q["n_nsd"]),
         FeatureSpec(
@@ -227,13 +236,15 @@ def _gpfs_specs() -> list[FeatureSpec]:
     ]
 
 
-def feature_specs(platform: Platform) -> list[FeatureSpec]:
-    """The features of ``platform``'s write path, in Table I / II order."""
-    return _lustre_specs() if platform.filesystem == "lustre" else _gpfs_specs()
+def feature_specs(platform: Platform, *, gpfs_count: int = 43) -> list[FeatureSpec]:
+    """The features of ``platform``'s write path, in Table I / II order; a GPFS path has
+    ``gpfs_count`` of them: 43 (iosight) or 41 (the paper's count, without ``n_nsds``)."""
+    check_param("gpfs_count", gpfs_count, gpfs_count in GPFS_COUNTS, "43 or 41")
+    return _lustre_specs() if platform.filesystem == "lustre" else _gpfs_specs(gpfs_count)
 
 
-def feature_names(platform: Platform) -> list[str]:
-    return [s.name for s in feature_specs(platform)]
+def feature_names(platform: Platform, *, gpfs_count: int = 43) -> list[str]:
+    return [s.name for s in feature_specs(platform, gpfs_count=gpfs_count)]
 
 
 def place_nodes(
@@ -356,12 +367,13 @@ def write_path_loads(
     return q
 
 
-def features_from_loads(platform: Platform, loads) -> pd.DataFrame:
+def features_from_loads(platform: Platform, loads, *, gpfs_count: int = 43) -> pd.DataFrame:
     """Evaluate every feature on a table of quantities (one row per pattern), vectorised."""
     import pandas as pd
 
     q = {k: np.asarray(v, dtype=float) for k, v in pd.DataFrame(loads).items()}
-    return pd.DataFrame({s.name: s.fn(q) for s in feature_specs(platform)})
+    specs = feature_specs(platform, gpfs_count=gpfs_count)
+    return pd.DataFrame({s.name: s.fn(q) for s in specs})
 
 
 def compute_features(
@@ -401,13 +413,18 @@ def compute_features(
 
 
 def describe_features(
-    platform: Platform, pattern: WritePattern, nodes: np.ndarray | None = None, *, seed: int = 0
+    platform: Platform,
+    pattern: WritePattern,
+    nodes: np.ndarray | None = None,
+    *,
+    seed: int = 0,
+    gpfs_count: int = 43,
 ) -> pd.DataFrame:
     """One row per feature (stage, parameter, feature, value) for ``features`` output."""
     import pandas as pd
 
     loads = write_path_loads(platform, pattern, nodes, seed=seed)
-    values = features_from_loads(platform, [loads]).iloc[0]
+    values = features_from_loads(platform, [loads], gpfs_count=gpfs_count).iloc[0]
     return pd.DataFrame(
         [
             {
@@ -416,6 +433,6 @@ def describe_features(
                 "feature": s.name,
                 "value": float(values[s.name]),
             }
-            for s in feature_specs(platform)
+            for s in feature_specs(platform, gpfs_count=gpfs_count)
         ]
     )

@@ -11,11 +11,15 @@ Notes
 -----
 iosight's readings: features are standardised on each training set before Lasso (the
 penalty would otherwise depend on units that span 25 orders of magnitude); coefficients are
-reported back in raw units, as Table V does. The whole path of one training set comes from
-one exact LARS-Lasso path on its Gram matrix, read at the grid values; where LARS breaks
-down on near-collinear features (checked by the optimality condition) coordinate descent
-with warm starts takes over. Training sets can run in parallel. Accuracy is reported on the
-test samples that were not used for validation.
+reported back in raw units, as Table V does. Features that are linear combinations of
+earlier ones on a training set are left out of its fits (:func:`independent_columns`), so
+every (training set, shrinkage) cell has exactly one solution. Each cell's solution is
+exact, not a solver's approximation: the LARS-Lasso path of the training set gives every
+grid value's support and signs, the solution is solved on that support and accepted only
+when it meets the Lasso optimality conditions to 1e-9 relative (coordinate descent to a
+1e-12 gap finds the support where LARS breaks down). Shrinkage 0 is scikit-learn's
+``LinearRegression`` on the same columns. Training sets can run in parallel. Accuracy is
+reported on the test samples that were not used for validation.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 SHRINKAGE_GRID = np.r_[0.0, np.geomspace(1e-3, 10.0, 40)]
-MAX_ITER, TOL = 100_000, 1e-6  # the naive loop's coordinate descent, run to convergence
+MAX_ITER, TOL = 100_000, 1e-6  # scikit-learn coordinate descent (reference loop, fallback)
 PAPER_WITHIN_30 = {"cetus": 0.9279, "titan": 0.9964}  # abstract: 92.79% and 99.64%
 PAPER_TABLE_VI = {  # (small 20%, small 30%, medium 20%, medium 30%, unconv 20%, unconv 30%)
     "cetus": (0.9712, 0.9856, 0.6556, 0.8556, 0.4184, 0.602),
@@ -59,76 +63,133 @@ def all_subsets(scales) -> list[tuple[int, ...]]:
     return [c for k in range(1, len(s) + 1) for c in itertools.combinations(s, k)]
 
 
-def _standardise(x: np.ndarray):
-    mu = x.mean(axis=0)
-    sd = x.std(axis=0)
-    # a column constant on this training set (up to rounding) is not scaled up (as sklearn)
-    sd[sd <= 1e-10 * np.maximum(np.abs(mu), np.finfo(float).tiny)] = 1.0
-    return mu, sd
+def independent_columns(xs: np.ndarray, rtol: float = 1e-8) -> np.ndarray:
+    """Indices of the columns of ``xs`` not in the span of earlier ones (centred), in order.
 
-
-def _path(x_tr, y_tr, alphas):
-    """Standardisation and coefficients for every shrinkage value (columns of ``coefs``).
-
-    The Lasso solutions come from the exact LARS-Lasso path on the Gram matrix
-    (``lars_path_gram``), linearly interpolated between its knots at the grid values (the
-    path is piecewise linear in the shrinkage); shrinkage 0 is least squares (minimum norm).
+    On a training set of few write scales many features are exact linear combinations of
+    others (``n`` and ``1/n`` over two node counts, duplicated features); least squares and
+    Lasso then have a whole set of equally good coefficient vectors that predict the
+    validation set differently, so a cell's MSE would depend on the solver. Keeping the
+    first maximal independent set of columns (Gram-Schmidt in feature order, a column is
+    dependent when less than ``rtol`` of its norm is new) makes every cell's fit unique.
     """
-    from scipy.linalg import lstsq
+    xc = xs - xs.mean(axis=0)
+    basis: list[np.ndarray] = []
+    keep = []
+    for j in range(xc.shape[1]):
+        v = xc[:, j].copy()
+        norm = np.linalg.norm(v)
+        for _ in range(2):  # re-orthogonalise once for stability
+            for q in basis:
+                v -= (q @ v) * q
+        r = np.linalg.norm(v)
+        if norm > 0 and r > rtol * norm:
+            basis.append(v / r)
+            keep.append(j)
+    return np.array(keep, dtype=np.int64)
+
+
+def _path(x_tr: np.ndarray, y_tr: np.ndarray, alphas: np.ndarray):
+    """Scaler, kept columns, least-squares fit and exact Lasso coefficients of a training set.
+
+    Returns ``(scaler, keep, ols, xm, ym, coefs)``: the fitted ``StandardScaler``, the
+    independent columns (:func:`independent_columns`), the fitted ``LinearRegression`` on
+    them (shrinkage 0), the centring of the kept scaled features and of ``y``, and one
+    column of Lasso coefficients (over the kept columns) per value of ``alphas`` (zeros
+    where ``alphas`` is 0).
+    """
+    from sklearn.linear_model import LinearRegression
+    from sklearn.preprocessing import StandardScaler
+
+    scaler = StandardScaler().fit(x_tr)
+    xs = scaler.transform(x_tr)
+    keep = independent_columns(xs)
+    xs = xs[:, keep]
+    ols = LinearRegression().fit(xs, y_tr)
+    xm, ym = xs.mean(axis=0), float(y_tr.mean())
+    xc, yc = xs - xm, y_tr - ym
+    coefs = np.zeros((len(keep), len(alphas)))
+    pos = alphas > 0
+    if pos.any():
+        coefs[:, pos] = _lasso_exact(xc, yc, alphas[pos])
+    return scaler, keep, ols, xm, ym, coefs
+
+
+def _lasso_exact(xc: np.ndarray, yc: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """Lasso minimisers of ``||yc - xc w||^2 / 2n + a |w|_1`` for every ``a`` (columns).
+
+    ``xc`` has independent columns, so each minimiser is unique.
+
+    The LARS-Lasso path on the Gram matrix (``lars_path_gram``) gives each solution's
+    support and signs (the path is piecewise linear between its knots); each solution is
+    then solved exactly on its support, ``G_AA w_A = c_A - n a s_A``, and accepted only
+    when it meets the optimality conditions (signs kept, no inactive correlation above
+    ``a``) to 1e-9 relative. Where LARS broke down on near-collinear features, coordinate
+    descent run to a 1e-12 duality gap finds the support instead.
+    """
     from sklearn.linear_model import lars_path_gram
 
-    mu, sd = _standardise(x_tr)
-    xs = (x_tr - mu) / sd
-    ym = y_tr.mean()
-    yc = y_tr - ym
-    coefs = np.zeros((x_tr.shape[1], len(alphas)))
-    pos = alphas > 0
-    if (~pos).any():
-        coefs[:, ~pos] = lstsq(xs, yc)[0][:, None]
-    if pos.any():
-        # identical columns (n twice, 1/(mnK) twice) split one coefficient arbitrarily and
-        # make LARS degenerate: solve on the distinct ones, same fitted values
-        _, keep = np.unique(np.round(xs, 12), axis=1, return_index=True)
-        keep = np.sort(keep)
-        xk = xs[:, keep]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # near-degenerate regressors
-            knots, _, path_k = lars_path_gram(
-                Xy=xk.T @ yc,
-                Gram=xk.T @ xk,
-                n_samples=len(yc),
-                method="lasso",
-                alpha_min=float(alphas[pos].min()),
-                eps=1e-6,
-            )
-        path = np.zeros((xs.shape[1], path_k.shape[1]))
-        path[keep] = path_k
-        a = alphas[pos]
-        # knots decrease; locate each a between knots j and j+1
-        j = np.clip(np.searchsorted(-knots, -a, side="right") - 1, 0, len(knots) - 1)
-        nxt = np.minimum(j + 1, len(knots) - 1)
-        gap = knots[j] - knots[nxt]
-        w = np.where(gap > 0, (knots[j] - a) / np.where(gap > 0, gap, 1.0), 0.0)
-        w = np.clip(w, 0.0, 1.0)
-        c = path[:, j] + w * (path[:, nxt] - path[:, j])
-        c[:, a >= knots[0]] = 0.0
-        # LARS can break down on near-collinear features: check optimality (the residual's
-        # correlation may not exceed the shrinkage) and fall back to coordinate descent
-        corr = np.abs(xs.T @ (yc[:, None] - xs @ c)) / len(yc)
-        bad = corr.max(axis=0) > a * 1.05 + 1e-6
-        if bad.any():  # redo from the strongest bad shrinkage down, warm-started
-            redo = a <= a[bad].max()
-            good = ~redo
-            init = c[:, good][:, np.argmin(a[good])] if good.any() else None
-            c[:, redo] = _cd_path(xs, yc, a[redo], init)
-        coefs[:, pos] = c
-    return mu, sd, ym, coefs
+    n = len(yc)
+    gram, cov = xc.T @ xc, xc.T @ yc
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # near-degenerate regressors
+        knots, _, path = lars_path_gram(
+            Xy=cov,
+            Gram=gram,
+            n_samples=n,
+            method="lasso",
+            alpha_min=float(a.min()),
+            eps=np.finfo(float).eps,
+        )
+    # knots decrease; locate each a between knots j and j+1 and interpolate
+    j = np.clip(np.searchsorted(-knots, -a, side="right") - 1, 0, len(knots) - 1)
+    nxt = np.minimum(j + 1, len(knots) - 1)
+    gap = knots[j] - knots[nxt]
+    w = np.clip(np.where(gap > 0, (knots[j] - a) / np.where(gap > 0, gap, 1.0), 0.0), 0, 1)
+    start = path[:, j] + w * (path[:, nxt] - path[:, j])
+    start[:, a >= knots[0]] = 0.0
+    out = np.empty_like(start)
+    bad = []
+    for k, ak in enumerate(a):
+        sol = _polish(gram, cov, n, ak, start[:, k])
+        if sol is None:
+            bad.append(k)
+        else:
+            out[:, k] = sol
+    if bad:
+        bad = np.array(bad)
+        cd = _cd_path(xc, yc, a[bad])
+        for col, k in enumerate(bad):
+            sol = _polish(gram, cov, n, a[k], cd[:, col])
+            out[:, k] = cd[:, col] if sol is None else sol
+    return out
 
 
-def _cd_path(
-    xs: np.ndarray, yc: np.ndarray, a: np.ndarray, init: np.ndarray | None = None
-) -> np.ndarray:
-    """Coordinate-descent Lasso path (warm starts from ``init``, Gram), in ``a``'s order."""
+_KKT_RTOL = 1e-9
+
+
+def _polish(gram, cov, n, a, w0) -> np.ndarray | None:
+    """The exact Lasso solution with ``w0``'s support and signs, or None if not optimal."""
+    from scipy.linalg import lstsq
+
+    scale = np.abs(w0).max(initial=0.0)
+    act = np.flatnonzero(np.abs(w0) > 1e-10 * scale) if scale > 0 else np.array([], int)
+    w = np.zeros_like(w0)
+    if act.size:
+        s = np.sign(w0[act])
+        w[act] = lstsq(gram[np.ix_(act, act)], cov[act] - n * a * s, cond=1e-13)[0]
+        if np.any(np.sign(w[act]) != s):
+            return None
+    grad = (cov - gram @ w) / n  # = a * sign(w) on the support, |.| <= a elsewhere
+    tol = _KKT_RTOL * a + 1e-13 * np.abs(cov).max(initial=0.0) / n
+    ok = np.abs(grad) <= a + tol
+    if act.size:
+        ok[act] = np.abs(grad[act] - a * np.sign(w[act])) <= tol
+    return w if ok.all() else None
+
+
+def _cd_path(xc: np.ndarray, yc: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """Coordinate-descent Lasso path (warm starts, Gram), tight gap, in ``a``'s order."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import lasso_path
 
@@ -136,7 +197,7 @@ def _cd_path(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         _, path, _ = lasso_path(
-            xs, yc, alphas=a[order], precompute=True, max_iter=MAX_ITER, tol=TOL, coef_init=init
+            xc, yc, alphas=a[order], precompute=True, max_iter=MAX_ITER, tol=1e-12
         )
     out = np.empty_like(path)
     out[:, order] = path
@@ -148,28 +209,36 @@ def path_mse(
 ) -> np.ndarray:
     """Validation MSE of every shrinkage value in ``alphas`` for one training set.
 
-    ``alphas`` may hold 0 (least squares); the others come from one regularisation path.
+    ``alphas`` may hold 0 (least squares); the others are exact Lasso solutions.
     """
-    mu, sd, ym, coefs = _path(x_tr, y_tr, alphas)
-    pred = ((x_val - mu) / sd) @ coefs + ym
+    scaler, keep, ols, xm, ym, coefs = _path(x_tr, y_tr, alphas)
+    xv = scaler.transform(x_val)[:, keep]
+    pred = (xv - xm) @ coefs + ym
+    if (alphas == 0).any():
+        pred[:, alphas == 0] = ols.predict(xv)[:, None]
     return np.mean((pred - y_val[:, None]) ** 2, axis=0)
 
 
 def path_estimator(x_tr: np.ndarray, y_tr: np.ndarray, alphas: np.ndarray, k: int):
     """The fitted pipeline (scaler + Lasso/least squares) of path point ``alphas[k]``.
 
-    Built from the same path the search scored, so the saved model is the one validated.
+    Built from the same solutions the search scored, so the saved model is the one
+    validated.
     """
     from sklearn.linear_model import Lasso, LinearRegression
     from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
 
-    mu, sd, ym, coefs = _path(x_tr, y_tr, alphas)
-    scaler = StandardScaler()
-    scaler.mean_, scaler.scale_, scaler.var_ = mu, sd, sd**2
-    scaler.n_features_in_, scaler.n_samples_seen_ = x_tr.shape[1], len(y_tr)
-    reg = LinearRegression() if alphas[k] == 0 else Lasso(alpha=float(alphas[k]))
-    reg.coef_, reg.intercept_, reg.n_features_in_ = coefs[:, k].copy(), float(ym), x_tr.shape[1]
+    scaler, keep, ols, xm, ym, coefs = _path(x_tr, y_tr, alphas)
+    coef = np.zeros(x_tr.shape[1])  # dependent columns get coefficient 0
+    if alphas[k] == 0:
+        reg = LinearRegression()
+        coef[keep] = ols.coef_
+        intercept = float(ols.intercept_)
+    else:
+        reg = Lasso(alpha=float(alphas[k]))
+        coef[keep] = coefs[:, k]
+        intercept = float(ym - xm @ coefs[:, k])
+    reg.coef_, reg.intercept_, reg.n_features_in_ = coef, intercept, x_tr.shape[1]
     return make_pipeline(scaler, reg)
 
 
@@ -214,11 +283,29 @@ def lasso_grid_search(
     return np.vstack(parts)
 
 
-def naive_grid_search(x, y, scale, x_val, y_val, *, subsets=None, alphas=SHRINKAGE_GRID):
-    """The same grid, one independent scikit-learn fit per cell (the benchmark's baseline)."""
+def naive_grid_search(
+    x,
+    y,
+    scale,
+    x_val,
+    y_val,
+    *,
+    subsets=None,
+    alphas=SHRINKAGE_GRID,
+    tol: float = TOL,
+    max_iter: int = MAX_ITER,
+):
+    """The same grid, one independent scikit-learn fit per cell (the reference).
+
+    Each cell fits ``StandardScaler`` on its training set, keeps the same independent
+    columns as the search, and fits ``LinearRegression`` (shrinkage 0) or
+    ``Lasso(alpha, tol=tol, max_iter=max_iter)`` from scratch. Coordinate descent stops at
+    ``tol`` (a duality gap relative to ``||y||^2``) or ``max_iter`` sweeps, so on badly
+    conditioned training sets its MSEs differ from the exact ones of :func:`lasso_grid_search`
+    until both are tight.
+    """
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import Lasso, LinearRegression
-    from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
     subsets = subsets or all_subsets(scale)
@@ -228,9 +315,13 @@ def naive_grid_search(x, y, scale, x_val, y_val, *, subsets=None, alphas=SHRINKA
         for i, sub in enumerate(subsets):
             mask = np.isin(scale, sub)
             for j, a in enumerate(alphas):
-                reg = LinearRegression() if a == 0 else Lasso(alpha=a, max_iter=MAX_ITER, tol=TOL)
-                model = make_pipeline(StandardScaler(), reg).fit(x[mask], y[mask])
-                out[i, j] = np.mean((model.predict(x_val) - y_val) ** 2)
+                scaler = StandardScaler().fit(x[mask])
+                xs = scaler.transform(x[mask])
+                keep = independent_columns(xs)
+                reg = LinearRegression() if a == 0 else Lasso(alpha=a, max_iter=max_iter, tol=tol)
+                reg.fit(xs[:, keep], y[mask])
+                pred = reg.predict(scaler.transform(x_val)[:, keep])
+                out[i, j] = np.mean((pred - y_val) ** 2)
     return out
 
 
@@ -256,7 +347,7 @@ def fit_linear_family(family, x, y, scale, mse, subsets, alphas) -> Candidate:
     i, j = np.unravel_index(np.nanargmin(grid), grid.shape)
     mask = np.isin(scale, subsets[i])
     k = int(cols[j])
-    est = path_estimator(x[mask], y[mask], alphas[k:], 0)  # the same warm-start sequence
+    est = path_estimator(x[mask], y[mask], alphas[k : k + 1], 0)  # exact: the cell scored
     return Candidate(family, tuple(subsets[i]), {"alpha": float(alphas[k])}, float(grid[i, j]), est)
 
 

@@ -53,6 +53,45 @@ _RAW = {  # feature -> (parameter, column or expression)
 }
 
 
+#: Server-side load of the previous TOKIO job on the same file system (one that ended
+#: before this job started): name -> (column, divide by the job's duration).
+_LAGGED = {
+    "lag written GiB/s": ("fs_tot_bytes_written", True),
+    "lag read GiB/s": ("fs_tot_bytes_read", True),
+    "lag OSS CPU": ("fs_ave_oss_cpu", False),
+    "lag MDS CPU": ("fs_ave_mds_cpu", False),
+}
+
+
+def _lagged_load(df: pd.DataFrame, system: pd.Series, rows: pd.Index) -> pd.DataFrame:
+    """For each row of ``rows``: the server-side load measured during the last job of
+    ``df`` on the same system that *ended before* the row's job started, and the hours
+    since that job ended (``lag age h``). Known when the job starts."""
+    import pandas as pd
+
+    start = df["_datetime_start"].astype(float)
+    end = df["_datetime_end"].astype(float)
+    dur = (end - start).clip(lower=1.0)
+    vals = {}
+    for name, (col, rate) in _LAGGED.items():
+        v = df[col].astype(float) if col in df.columns else pd.Series(np.nan, index=df.index)
+        vals[name] = v / dur / 2**30 if rate else v
+    out = pd.DataFrame(np.nan, index=rows, columns=[*_LAGGED, "lag age h"])
+    for sys_name in system.loc[rows].unique():
+        mine = system.index[(system == sys_name).to_numpy()]
+        order = mine[np.argsort(end.loc[mine].to_numpy(), kind="mergesort")]
+        ends = end.loc[order].to_numpy()
+        targets = rows[(system.loc[rows] == sys_name).to_numpy()]
+        k = np.searchsorted(ends, start.loc[targets].to_numpy(), side="left") - 1
+        ok = k >= 0
+        prev = order[k[ok]]
+        for name in _LAGGED:
+            out.loc[targets[ok], name] = vals[name].loc[prev].to_numpy()
+        age = (start.loc[targets[ok]].to_numpy() - ends[k[ok]]) / 3600
+        out.loc[targets[ok], "lag age h"] = age
+    return out
+
+
 def _system(prefix: str, df: pd.DataFrame) -> pd.Series:
     fs = df["_file_system"].astype("string")
     bb = df["darshan_biggest_write_fs"].astype("string").str.contains("/dws/", regex=False)
@@ -82,6 +121,7 @@ def tokio_samples(path: str | Path) -> pd.DataFrame:
         "darshan_biggest_write_api_files",
         "darshan_agg_perf_by_slowest_posix",
         "_datetime_start",
+        "_datetime_end",
         "darshan_app",
         "_file_system",
     }
@@ -96,12 +136,15 @@ def tokio_samples(path: str | Path) -> pd.DataFrame:
     if w.empty:
         raise IosightError(f"{p.name} holds no file-per-process write jobs")
     prefix = p.name.split("-")[0].split("_")[0].lower()
+    system = pd.Series(_system(prefix, df).to_numpy(), index=df.index)
+    lagged = _lagged_load(df, system, w.index)
     nbytes = w["darshan_tot_bytes_written_posix"].astype(float)
     out = pd.DataFrame(
         {
-            "system": _system(prefix, w).to_numpy(),
+            "system": system.loc[w.index].to_numpy(),
             "app": w["darshan_app"].astype(str).str.rsplit("/", n=1).str[-1].to_numpy(),
             "start_time": w["_datetime_start"].astype(float).to_numpy(),
+            "end_time": w["_datetime_end"].astype(float).to_numpy(),
             "nprocs": w["darshan_nprocs"].astype(int).to_numpy(),
             "size": (nbytes / w["darshan_biggest_write_api_files"]).to_numpy(),
             "write_time": (nbytes / (w["darshan_agg_perf_by_slowest_posix"] * 2**20)).to_numpy(),
@@ -113,6 +156,8 @@ def tokio_samples(path: str | Path) -> pd.DataFrame:
             out[name] = w[col].astype(float).to_numpy() if col in w.columns else np.nan
     out["K"] = out["size"]
     out["concurrent nodes/(m*n*K)"] = out["concurrent nodes"] / out["m*n*K"]
+    for name in lagged.columns:
+        out[name] = lagged[name].to_numpy()
     return out.sort_values(["system", "start_time"], kind="mergesort").reset_index(drop=True)
 
 
@@ -126,6 +171,23 @@ def tokio_feature_frame(samples: pd.DataFrame, columns: list[str]) -> pd.DataFra
         parts[c] = x
         parts[f"1/({c})"] = np.divide(1.0, x, out=np.zeros_like(x), where=x != 0)
     return pd.DataFrame(parts, index=samples.index)
+
+
+def tokio_split(
+    samples: pd.DataFrame, system: str, *, train_share: float = 0.7
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One system's samples split in time: the first ``train_share`` trains, the rest
+    tests; jobs starting at the same second stay on one side, so every test sample
+    starts after every training sample."""
+    s = samples[samples["system"] == system].sort_values("start_time", kind="mergesort")
+    if len(s) < 30:
+        raise IosightError(
+            f"system {system!r} has {len(s)} write samples; need at least 30 "
+            f"(systems here: {', '.join(sorted(samples['system'].unique()))})"
+        )
+    t = s["start_time"].to_numpy()
+    cut = int(np.searchsorted(t, t[int(round(len(s) * train_share))], side="left"))
+    return s.iloc[:cut], s.iloc[cut:]
 
 
 def evaluate_tokio(
@@ -142,14 +204,7 @@ def evaluate_tokio(
     """
     from iosight.perfmodel._search import search_models
 
-    s = samples[samples["system"] == system].sort_values("start_time", kind="mergesort")
-    if len(s) < 30:
-        raise IosightError(
-            f"system {system!r} has {len(s)} write samples; need at least 30 "
-            f"(systems here: {', '.join(sorted(samples['system'].unique()))})"
-        )
-    cut = int(round(len(s) * train_share))
-    train, test = s.iloc[:cut], s.iloc[cut:]
+    train, test = tokio_split(samples, system, train_share=train_share)
     raw = [c for c in _RAW if train[c].notna().any() and train[c].nunique() > 1]
     fill = train[raw].median()
     x = tokio_feature_frame(train[raw].fillna(fill), raw)
@@ -170,21 +225,28 @@ def evaluate_tokio(
 
 def evaluate_tokio_files(
     paths: list[str | Path], *, seed: int = 0
-) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+) -> tuple[pd.DataFrame, dict[str, pd.DataFrame], pd.DataFrame]:
     """Accuracy of every family on every system of the given TOKIO-ABC files.
 
-    Returns the accuracy table (``system`` column added) and, per system, the features the
-    best Lasso selected with their coefficients (raw units).
+    Returns the accuracy table (``system`` column added); per system, the features the
+    best Lasso selected with their coefficients (raw units); and the deployable
+    comparison (:func:`iosight.perfmodel.online_accuracy`: paper pipeline, online median,
+    iosight predictor on the same scored rows, ``system`` column added).
     """
     import pandas as pd
 
+    from iosight.perfmodel._online import online_accuracy
     from iosight.perfmodel._search import linear_coefficients
 
-    tables, coefs = [], {}
+    tables, coefs, online = [], {}, []
     for path in paths:
         samples = tokio_samples(path)
         for system in samples["system"].unique():
             out = evaluate_tokio(samples, system, seed=seed)
+            _, test = tokio_split(samples, system)
+            paper = out.predictions[out.predictions["family"] == "lasso"]
+            mine = samples[samples["system"] == system]
+            online.append(online_accuracy(mine, test, paper).assign(system=system))
             acc = out.accuracy.assign(system=system)
             acc["validation_mse"] = acc["family"].map(
                 {f: c.val_mse for f, c in out.candidates.items()}
@@ -193,4 +255,7 @@ def evaluate_tokio_files(
             coefs[system] = linear_coefficients(out.candidates["lasso"].estimator, out.features)
     cols = ["system", "family", "test_set"]
     acc = pd.concat(tables, ignore_index=True)
-    return acc[cols + [c for c in acc.columns if c not in cols]], coefs
+    cmp = pd.concat(online, ignore_index=True)
+    first = ["system", "method", "test_set"]
+    cmp = cmp[first + [c for c in cmp.columns if c not in first]]
+    return acc[cols + [c for c in acc.columns if c not in cols]], coefs, cmp

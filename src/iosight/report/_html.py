@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import html
 import io
+import re
+import shutil
+from pathlib import Path
 
 # one look for every report page
 CSS = (
@@ -15,13 +19,23 @@ CSS = (
 )
 
 
-def fig_png(fig, dpi: int = 90) -> bytes:
-    """A matplotlib figure as PNG bytes; the figure is closed."""
-    import matplotlib.pyplot as plt
+def subplots(nrows: int = 1, ncols: int = 1, *, figsize=None, layout=None, **kwargs):
+    """``(figure, axes)`` like ``pyplot.subplots``, without pyplot.
 
+    The figure belongs to no backend and no pyplot state, so drawing a report never switches
+    the backend of a notebook that calls it, and the figure is freed with its last reference.
+    ``kwargs`` go to :meth:`matplotlib.figure.Figure.subplots` (sharey, squeeze, height_ratios).
+    """
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize, layout=layout)
+    return fig, fig.subplots(nrows, ncols, **kwargs)
+
+
+def fig_png(fig, dpi: int = 90) -> bytes:
+    """A matplotlib figure as PNG bytes."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
-    plt.close(fig)
     return buf.getvalue()
 
 
@@ -32,13 +46,65 @@ def img_tag(png: bytes, alt: str = "") -> str:
 
 
 def fig_img(fig, dpi: int = 90) -> str:
-    """A matplotlib figure as an inline ``<img>`` element; the figure is closed."""
+    """A matplotlib figure as an inline ``<img>`` element."""
     return img_tag(fig_png(fig, dpi))
 
 
-def page(title: str, body: str) -> str:
-    """A whole HTML page: ``title`` (plain text) and ``body`` (HTML)."""
+def page(title: str, body: str, *, name: str | None = None) -> str:
+    """A whole HTML page: ``title`` (plain text) and ``body`` (HTML); ``name`` marks a report."""
+    mark = f"<meta name='{_MARK}' content='{html.escape(name)}'>" if name else ""
     return (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        f"<style>{CSS}</style></head><body>{body}</body></html>"
+        f"<!doctype html><html><head><meta charset='utf-8'>{mark}"
+        f"<title>{html.escape(title)}</title><style>{CSS}</style></head>"
+        f"<body>{body}</body></html>"
     )
+
+
+# marks a page as an iosight report, so the index finds the reports in a folder
+_MARK = "iosight-report"
+
+
+def write_page(out: str | Path, name: str, title: str, body: str) -> Path:
+    """Write report ``name`` as ``out/<name>.html`` and refresh ``out/index.html``.
+
+    Reports sharing a folder (``--out report/`` for bursts, schedule, similarity, ...)
+    never overwrite each other: each has its own page, and ``index.html`` links them all
+    (when the folder holds only this report, ``index.html`` is the report itself).
+    Rewriting the same report replaces its page.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    text = page(title, body, name=name)
+    path = out / f"{name}.html"
+    path.write_text(text)
+    write_index(out)
+    return path
+
+
+def write_index(out: Path) -> Path:
+    """``out/index.html``: the only report in ``out``, or a page linking every report there."""
+    found = []
+    for p in sorted(out.glob("*.html")):
+        if p.name == "index.html":
+            continue
+        head = p.read_text(errors="replace")[:2000]
+        m = re.search(rf"<meta name='{_MARK}' content='([^']*)'>", head)
+        t = re.search(r"<title>(.*?)</title>", head)
+        if m:
+            found.append((p, html.unescape(t.group(1)) if t else p.stem))
+    index = out / "index.html"
+    if len(found) == 1:
+        shutil.copyfile(found[0][0], index)
+    elif found:
+        items = "".join(
+            f"<li><a href='{html.escape(p.name)}'>{html.escape(title)}</a> ({p.name}, written "
+            f"{dt.datetime.fromtimestamp(p.stat().st_mtime, dt.UTC):%Y-%m-%d %H:%M} UTC)</li>"
+            for p, title in found
+        )
+        index.write_text(
+            page(
+                "iosight reports",
+                f"<h1>iosight reports in {html.escape(str(out))}</h1><ul>{items}</ul>",
+            )  # fmt: skip
+        )
+    return index

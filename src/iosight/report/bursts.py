@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from iosight._errors import IosightError
-from iosight.report._html import fig_img, page
+from iosight.report._html import fig_img, subplots, write_page
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,10 +41,9 @@ def describe_data(wh: Warehouse) -> str:
 
 
 def _fig3(totals: dict[str, pd.DataFrame]) -> str:
-    import matplotlib.pyplot as plt
     import pandas as pd
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 3.5))
+    fig, axes = subplots(1, 3, figsize=(15, 3.5))
     for ax, (name, df) in zip(axes, totals.items(), strict=True):
         t = pd.to_datetime(df["bin_start"], unit="s")
         for d in ("read", "write"):
@@ -59,9 +58,7 @@ def _fig3(totals: dict[str, pd.DataFrame]) -> str:
 
 
 def _fig4(hists: dict[str, pd.DataFrame], summary: pd.DataFrame) -> str:
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(12, 3.5))
+    fig, axes = subplots(1, 2, figsize=(12, 3.5))
     for ax, (d, h) in zip(axes, hists.items(), strict=True):
         ax.bar(h["sigma_low"], h["count"], width=0.2, align="edge")
         k = summary.set_index("direction").loc[d, "k"]
@@ -74,9 +71,7 @@ def _fig4(hists: dict[str, pd.DataFrame], summary: pd.DataFrame) -> str:
 
 
 def _fig5(runs: dict[str, pd.DataFrame]) -> str:
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(12, 3.5))
+    fig, axes = subplots(1, 2, figsize=(12, 3.5))
     for ax, (d, r) in zip(axes, runs.items(), strict=True):
         if len(r):
             ax.bar(r["length"], r["runs"], label="runs")
@@ -88,9 +83,7 @@ def _fig5(runs: dict[str, pd.DataFrame]) -> str:
 
 
 def _f1_figure(ev: pd.DataFrame, series: str, title: str) -> str:
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(12, 3.5), sharey=True)
+    fig, axes = subplots(1, 2, figsize=(12, 3.5), sharey=True)
     for ax, d in zip(axes, ("read", "write"), strict=True):
         sub = ev[ev["direction"] == d]
         for key, g in sub.groupby(series, sort=True):
@@ -160,15 +153,12 @@ def _section(wh: Warehouse) -> str:
 
 
 def write_report(warehouses: list[Warehouse], out: str | Path) -> Path:
-    """Write ``index.html`` (figures embedded) with one section per warehouse, in order.
+    """Write ``bursts.html`` (figures embedded) with one section per warehouse, in order.
 
     Each section says which data it shows (real or synthetic, from the ``jobs`` table),
     then thresholds and Fig. 3-5 from the timeline, then Fig. 6, Fig. 7 and Table I from
     the ``burst_evaluation`` table written by ``iosight bursts train``.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
     if not warehouses:
         raise IosightError("no warehouse to report on")
     out = Path(out)
@@ -181,9 +171,7 @@ def write_report(warehouses: list[Warehouse], out: str | Path) -> Path:
         "beside persistence and time-of-day baselines.</p>"
         f"{body}"
     )
-    path = out / "index.html"
-    path.write_text(page("iosight bursts", body))
-    return path
+    return write_page(out, "bursts", "iosight bursts", body)
 
 
 __all__ = ["describe_data", "write_report"]

@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from iosight._errors import IosightError
-from iosight.report._html import img_tag, page
+from iosight.report._html import img_tag, subplots, write_page
+from iosight.sched.ioresources import Finding, conclusions, findings_frame
 
 ALLOC_ORDER = ["BestBdw", "Nsys", "TCPU", "Static", "Random", "MCKP"]
 PLACE_ORDER = ["Greedy-C", "Greedy-NC", "Random"]
@@ -30,6 +31,7 @@ class Report:
     html: Path
     figures: tuple[Path, ...]
     conclusions: pd.DataFrame
+    findings: tuple[Finding, ...] = ()
     profiles: pd.DataFrame | None = None
 
 
@@ -68,14 +70,9 @@ def _gnc(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _figures(acc, rob, ost, curves: tuple, out: Path, min_sets: int):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     figs: list[tuple[str, str, object]] = []
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4), sharey=True)
+    fig, axes = subplots(1, 3, figsize=(15, 4), sharey=True)
     for ax, pl in zip(axes, PLACE_ORDER, strict=True):
         d = acc[(acc["placement"] == pl) | (acc["allocator"] == "MCKP")]
         _lines(ax, d, "mean_slowdown", "allocator", ALLOC_ORDER, min_sets=min_sets)
@@ -84,7 +81,7 @@ def _figures(acc, rob, ost, curves: tuple, out: Path, min_sets: int):
     _legend(axes[0])
     figs.append(("fig05_mean_slowdown", "Fig. 5: Mean-I/O-SlowDown (mean, 10-90th pct.)", fig))
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4), sharey=True)
+    fig, axes = subplots(1, 3, figsize=(15, 4), sharey=True)
     mid = _in(acc, 0.45, 0.55)
     for ax, al in zip(axes, ["BestBdw", "Nsys", "Random"], strict=True):
         d = mid[mid["allocator"] == al]
@@ -94,7 +91,7 @@ def _figures(acc, rob, ost, curves: tuple, out: Path, min_sets: int):
     axes[0].set_ylabel("I/O-spread")
     figs.append(("fig06_io_spread_0.5", "Fig. 6: I/O-spread at I/O-load(π_sys) = 0.5 ± 0.05", fig))
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4), sharey=True)
+    fig, axes = subplots(1, 3, figsize=(15, 4), sharey=True)
     best = acc[acc["allocator"] == "BestBdw"]
     for ax, c in zip(axes, (0.2, 0.5, 0.8), strict=True):
         d = _in(best, c - 0.05, c + 0.05).groupby("placement")["io_spread"]
@@ -105,7 +102,7 @@ def _figures(acc, rob, ost, curves: tuple, out: Path, min_sets: int):
     axes[0].set_ylabel("I/O-spread (mean, 95% CI)")
     figs.append(("fig07_io_spread_bestbdw", "Fig. 7: I/O-spread with BestBdw", fig))
 
-    fig, axes = plt.subplots(2, 2, figsize=(12, 8))
+    fig, axes = subplots(2, 2, figsize=(12, 8))
     g = _gnc(acc)
     for col, (lo, hi) in enumerate((LOW, HIGH)):
         d = _in(g, lo, hi)
@@ -120,14 +117,14 @@ def _figures(acc, rob, ost, curves: tuple, out: Path, min_sets: int):
             ax.set_yscale("log")
     figs.append(("fig08_slowdown_ranges", "Fig. 8: Mean/Max-I/O-SlowDown, low and high load", fig))
 
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    fig, axes = subplots(1, 2, figsize=(12, 4))
     for ax, metric in zip(axes, ("mean_rho_io", "mean_rho_con"), strict=True):
         _lines(ax, g, metric, "allocator", ALLOC_ORDER, min_sets=min_sets)
         ax.set_title(f"{metric} (mean per 0.1 bin, 10-90th pct.)")
     _legend(axes[0])
     figs.append(("fig09_rho_split", "Fig. 9: ρ_io and ρ_con vs I/O-load(π_sys)", fig))
 
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = subplots(figsize=(7, 4))
     _lines(ax, g, "idle_time", "allocator", ALLOC_ORDER, band=False, min_sets=min_sets)
     ax.set_ylabel("Machine-IdleTime")
     _legend(ax)
@@ -139,7 +136,7 @@ def _figures(acc, rob, ost, curves: tuple, out: Path, min_sets: int):
         curves = curves[0]
         prof = curves.profiles
         fits = profile_fits(curves.bw, prof)
-        fig, axes = plt.subplots(1, len(fits), figsize=(4 * len(fits), 3.5))
+        fig, axes = subplots(1, len(fits), figsize=(4 * len(fits), 3.5))
         n = np.arange(1, curves.bw.shape[1] + 1)
         for ax, (p, fit) in zip(np.atleast_1d(axes), fits.items(), strict=True):
             rows = curves.bw[prof == p]
@@ -151,7 +148,7 @@ def _figures(acc, rob, ost, curves: tuple, out: Path, min_sets: int):
         figs.append(("fig11_profile_fits", f"Fig. 11: profile fits, {curves.source}", fig))
 
     if len(rob):
-        fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+        fig, axes = subplots(1, 2, figsize=(12, 4))
         ch = _robust_change(acc, rob)
         for pair, d in ch.groupby("pair"):
             b = _binned(d.assign(k=pair), "change_pct", "k", min_sets)
@@ -169,7 +166,7 @@ def _figures(acc, rob, ost, curves: tuple, out: Path, min_sets: int):
         figs.append(("fig12_robustness", "Fig. 12: robustness to profile-level curves", fig))
 
     if len(ost):
-        fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+        fig, axes = subplots(1, 2, figsize=(12, 4))
         og = _gnc(ost)
         _lines(axes[0], og, "mean_slowdown", "allocator", ALLOC_ORDER, min_sets=min_sets)
         axes[0].set_ylabel("Mean-I/O-SlowDown")
@@ -184,13 +181,16 @@ def _figures(acc, rob, ost, curves: tuple, out: Path, min_sets: int):
         fig.tight_layout()
         path = out / f"{name}.png"
         fig.savefig(path, dpi=90)
-        plt.close(fig)
         written.append((path, title))
     return written
 
 
 def _with_case(results: pd.DataFrame) -> pd.DataFrame:
     return results if "case" in results else results.assign(case=results["dataset"])
+
+
+def _n_sets(df: pd.DataFrame) -> int:
+    return len(df[["theta", "set"]].drop_duplicates())
 
 
 def _sets_per_case(results: pd.DataFrame) -> dict[str, int]:
@@ -204,173 +204,6 @@ def _robust_change(acc: pd.DataFrame, rob: pd.DataFrame) -> pd.DataFrame:
     m["change_pct"] = 100 * (m["mean_slowdown"] / m["mean_slowdown_exact"] - 1)
     m["pair"] = m["allocator"] + "+" + m["placement"]
     return m
-
-
-def _mean_by(df: pd.DataFrame, metric: str) -> pd.Series:
-    return df.groupby("allocator")[metric].mean()
-
-
-def conclusions(results: pd.DataFrame, *, min_sets: int = MIN_SETS) -> pd.DataFrame:
-    """The paper's conclusions (issue 7, item 7) checked on our runs, with numbers."""
-    rows: list[dict] = []
-    for case, df in _with_case(results).groupby("case", sort=False):
-        rows += _dataset_conclusions(str(case), df, min_sets)
-    return pd.DataFrame(rows)
-
-
-def _n_sets(df: pd.DataFrame) -> int:
-    return len(df[["theta", "set"]].drop_duplicates())
-
-
-def _crossover(g: pd.DataFrame, a: str, min_sets: int) -> str:
-    """First I/O-load(pi_sys) bin from which allocator ``a`` beats BestBdw for good."""
-    b = _binned(g[g["allocator"].isin([a, "BestBdw"])], "mean_slowdown", "allocator", min_sets)
-    m = b.pivot(index="x", columns="allocator", values="mean").dropna()
-    if m.empty or a not in m or "BestBdw" not in m:
-        return f"{a}: never (no bin with >= {min_sets} sets)"
-    wins = (m[a] < m["BestBdw"]).to_numpy()
-    if not wins[-1]:
-        return f"{a} never beats BestBdw for good (up to {m.index.max():.2f})"
-    start = len(wins) - np.argmin(wins[::-1]) if not wins.all() else 0
-    return f"{a} beats BestBdw from bin {m.index[start]:.2f}"
-
-
-def _gain(m: pd.Series, a: str) -> float:
-    """Relative Mean-I/O-SlowDown of allocator ``a`` against BestBdw."""
-    return m[a] / m["BestBdw"] - 1
-
-
-def _dataset_conclusions(case: str, df: pd.DataFrame, min_sets: int) -> list[dict]:
-    rows: list[dict] = []
-    acc, rob = df[df["study"] == "accurate"], df[df["study"] == "robust"]
-    g = _gnc(acc)
-    low, high = _in(g, *LOW), _in(g, *HIGH)
-    heur = ["BestBdw", "Nsys", "TCPU", "Static"]
-
-    def add(claim, measured, holds, where):
-        rows.append(
-            {
-                "case": case,
-                "claim": claim,
-                "where": where,
-                "measured": measured,
-                "holds": "n/a" if holds is None else ("yes" if holds else "NO"),
-            }
-        )
-
-    where_low = f"Greedy-NC, I/O-load(π_sys) in [{LOW[0]}, {LOW[1]}), {_n_sets(low)} sets"
-    where_high = f"Greedy-NC, I/O-load(π_sys) >= {HIGH[0]}, {_n_sets(high)} sets"
-    if len(low):
-        m = _mean_by(low, "mean_slowdown")
-        other = m.drop("BestBdw").idxmin()
-        add(
-            "BestBdw best at low load (Mean-I/O-SlowDown, ties within 1 %)",
-            f"BestBdw {m['BestBdw']:.3f} vs best other {other} {m[other]:.3f}",
-            m["BestBdw"] <= 1.01 * m.drop("BestBdw").min(),
-            where_low,
-        )
-    if len(high) and len(low):
-        mh = _mean_by(high, "mean_slowdown")
-        ml = _mean_by(low, "mean_slowdown")
-        add(
-            "Nsys/TCPU better (relative to BestBdw) as load grows",
-            ", ".join(
-                f"{a}/BestBdw - 1: {100 * _gain(ml, a):+.1f}% low, {100 * _gain(mh, a):+.1f}% high"
-                for a in ("Nsys", "TCPU")
-            ),
-            all(_gain(mh, a) < _gain(ml, a) for a in ("Nsys", "TCPU")),
-            "Greedy-NC, low vs high",
-        )
-        add(
-            "Nsys/TCPU beat BestBdw beyond some load (per 0.1-wide I/O-load(π_sys) bin)",
-            "; ".join(_crossover(g, a, min_sets) for a in ("Nsys", "TCPU")),
-            any("never" not in _crossover(g, a, min_sets) for a in ("Nsys", "TCPU")),
-            "Greedy-NC, bins with >= 10 sets",
-        )
-        add(
-            "Nsys or TCPU beat BestBdw at high load (Mean-I/O-SlowDown)",
-            f"BestBdw {mh['BestBdw']:.3f}, Nsys {mh['Nsys']:.3f}, TCPU {mh['TCPU']:.3f}",
-            min(mh["Nsys"], mh["TCPU"]) < mh["BestBdw"],
-            where_high,
-        )
-        ih = _mean_by(high, "idle_time")
-        add(
-            "TCPU at least as good as BestBdw in Machine-IdleTime at high load",
-            f"TCPU {ih['TCPU']:.4f} vs BestBdw {ih['BestBdw']:.4f}",
-            ih["TCPU"] <= ih["BestBdw"] + 1e-12,
-            where_high,
-        )
-    mid = _in(g, 0.5, 1.0)
-    if len(mid):
-        im = _mean_by(mid, "idle_time")
-        add(
-            "TCPU at least as good as BestBdw in Machine-IdleTime, I/O-load(π_sys) in [0.5, 1)",
-            f"TCPU {im['TCPU']:.4f} vs BestBdw {im['BestBdw']:.4f}",
-            im["TCPU"] <= im["BestBdw"] + 1e-12,
-            f"Greedy-NC, {_n_sets(mid)} sets",
-        )
-    if len(g):
-        ma = _mean_by(g[g["allocator"].isin(heur)], "mean_slowdown")
-        best = ma.drop("Static").min()
-        close = bool(ma["Static"] <= 1.15 * best)
-        ost = df["dataset"].iloc[0] == "ost"  # §VI-C: Static excellent for OSTs only
-        add(
-            f"Static {'' if ost else 'NOT '}within 15 % of the best allocator",
-            f"Static {ma['Static']:.3f} vs best {ma.drop('Static').idxmin()} {best:.3f}",
-            close if ost else not close,
-            "Greedy-NC, all loads",
-        )
-    sp = acc[acc["allocator"].isin(heur)].groupby("placement")["io_spread"].mean()
-    add(
-        "Greedy placements balance better than Random (I/O-spread)",
-        ", ".join(f"{p} {sp[p]:.3f}" for p in PLACE_ORDER),
-        sp["Greedy-C"] < sp["Random"] and sp["Greedy-NC"] < sp["Random"],
-        "all loads, allocators " + "/".join(heur),
-    )
-    md = acc.groupby("placement")["mean_slowdown"].mean()
-    add(
-        "Greedy-C has negligible gain over Greedy-NC on Mean-I/O-SlowDown",
-        ", ".join(f"{p} {md[p]:.3f}" for p in PLACE_ORDER),
-        abs(md["Greedy-C"] / md["Greedy-NC"] - 1) < 0.05,
-        "all loads, all allocators",
-    )
-    ma = _mean_by(g, "mean_slowdown")
-    worse = [a for a in heur if ma["MCKP"] <= ma[a]]
-    add(
-        "MCKP worst on Mean-I/O-SlowDown",
-        f"MCKP {ma['MCKP']:.3f}; " + ", ".join(f"{a} {ma[a]:.3f}" for a in [*heur, "Random"]),
-        not worse,
-        "Greedy-NC, all loads (Random allocator is a baseline, not compared)",
-    )
-    for lo, hi in (LOW, HIGH):
-        mm = _mean_by(_in(g, lo, hi), "mean_slowdown")
-        if len(mm):
-            beat = [a for a in heur if mm["MCKP"] <= mm[a]]
-            add(
-                f"MCKP worst on Mean-I/O-SlowDown, I/O-load(π_sys) in [{lo}, {hi})",
-                f"MCKP {mm['MCKP']:.3f}; better than or equal to MCKP: none"
-                if not beat
-                else f"MCKP {mm['MCKP']:.3f} beats " + ", ".join(f"{a} {mm[a]:.3f}" for a in beat),
-                not beat,
-                "Greedy-NC",
-            )
-    if len(rob):
-        ch = _robust_change(acc, rob)
-        s = ch.groupby("pair")["change_pct"].mean()
-        b = _binned(ch.rename(columns={"pair": "p"}), "change_pct", "p", min_sets)
-        # load bins with fewer than min_sets sets are left out, so a pair may have none
-        worst = b.groupby("p")["mean"].max().reindex(s.index)
-        add(
-            "Robustness: profile-level curves cost a few % (Mean-I/O-SlowDown)",
-            ", ".join(
-                f"{p}: mean {s[p]:+.1f}%, worst load bin "
-                + (f"{worst[p]:+.1f}%" if pd.notna(worst[p]) else "n/a (too few sets per bin)")
-                for p in s.index
-            ),
-            bool((worst.dropna().abs() <= 10).all()) if worst.notna().any() else None,
-            "all loads; 'few %' read as <= 10 % per bin",
-        )
-    return rows
 
 
 def summary(results: pd.DataFrame, *, width: float = 0.3) -> pd.DataFrame:
@@ -425,7 +258,7 @@ def profile_table(curves) -> pd.DataFrame:
 def build_report(
     results: pd.DataFrame, out: Path, *, curves: tuple = (), min_sets: int = MIN_SETS
 ) -> Report:
-    """Write figures (PNG), ``conclusions.csv``, ``summary.csv`` and ``index.html``.
+    """Write figures (PNG), ``conclusions.csv``, ``summary.csv`` and ``iosched.html``.
 
     ``results`` holds the rows of one or more studies (column ``case``, else
     ``dataset``); Fig. 5-12 show the first case, Fig. 13 the OST rows; ``curves``
@@ -442,7 +275,8 @@ def build_report(
     ost = results[(results["dataset"] == "ost") & (results["study"] == "accurate")]
     acc, rob = main[main["study"] == "accurate"], main[main["study"] == "robust"]
     written = _figures(acc, rob, ost, curves, out, min_sets)
-    table = conclusions(results, min_sets=min_sets)
+    findings = conclusions(results, min_sets=min_sets)
+    table = findings_frame(findings)
     table.to_csv(out / "conclusions.csv", index=False)
     summary(results).to_csv(out / "summary.csv", index=False)
     profiles = pd.concat([profile_table(c) for c in curves]) if curves else None
@@ -454,16 +288,23 @@ def build_report(
         f"{_sets_per_case(results)}"
         f"; {len(results)} simulated schedules. OST curves are PARAMETRIC.</p>",
         "<h2>The paper's conclusions on our runs</h2>",
+        "<p>Paired relative differences 100 (A / B - 1) per load bin of I/O-load(π_sys): "
+        "mean [95% confidence interval] (application sets).</p>",
         table.to_html(index=False),
     ]
     if profiles is not None:
         parts += ["<h2>Profile families (robustness study)</h2>", profiles.to_html(index=False)]
     for path, title in written:
         parts.append(f"<h2>{title}</h2>{img_tag(path.read_bytes(), path.name)}")
-    html = out / "index.html"
-    html.write_text(page("iosight iosched report", "\n".join(parts)))
+    html = write_page(out, "iosched", "iosight iosched report", "\n".join(parts))
     figures = tuple(p for p, _ in written)
-    return Report(html=html, figures=figures, conclusions=table, profiles=profiles)
+    return Report(
+        html=html,
+        figures=figures,
+        conclusions=table,
+        findings=tuple(findings),
+        profiles=profiles,
+    )
 
 
 def report_from_folders(
@@ -471,7 +312,7 @@ def report_from_folders(
 ) -> Report:
     """:func:`build_report` over the results folders of ``iosight iosched experiment``;
     Fig. 11 is drawn from the FORGE curves when they can be found."""
-    from iosight.sched.ioresources._experiment import load_results, resolve_curves
+    from iosight.sched.ioresources import load_results, resolve_curves
 
     results = pd.concat([load_results(f) for f in folders], ignore_index=True)
     try:

@@ -8,29 +8,49 @@ or HEATMAP bins when there is no DXT).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from iosight.insights import JobInsights
+from iosight.report._html import subplots
 from iosight.warehouse import JobSummary, Warehouse
 
+if TYPE_CHECKING:
+    import pandas as pd
 
-def plot_job(warehouse: Warehouse, summary: JobSummary, out: str | Path) -> Path:
-    """Draw the job figure to ``out`` (PNG or SVG by suffix) and return its path."""
-    import matplotlib
+_LEVEL_COLORS = {"high": "tab:red", "warn": "tab:orange"}
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
+def plot_job(
+    warehouse: Warehouse,
+    summary: JobSummary,
+    out: str | Path,
+    *,
+    insights: JobInsights | None = None,
+) -> Path:
+    """Draw the job figure to ``out`` (PNG or SVG by suffix) and return its path.
+
+    With ``insights`` a last panel lists the job's high and warn findings.
+    """
     key = summary.job["job_key"]
-    fig, axes = plt.subplots(3, 1, figsize=(10, 11), constrained_layout=True)
+    panels = 3 if insights is None else 4
+    fig, axes = subplots(
+        panels,
+        1,
+        figsize=(10, 11 + 3 * (panels - 3)),
+        layout="constrained",
+        height_ratios=[1, 1, 1, 0.8][:panels],
+    )
     _access_sizes(axes[0], summary)
     _top_files(axes[1], summary)
     _timeline(axes[2], warehouse, key)
+    if insights is not None:
+        _insights(axes[3], insights)
     title = f"job {summary.job['jobid']} ({summary.job['nprocs']} processes)"
     if summary.job.get("synthetic"):
         title += " - SYNTHETIC"
     fig.suptitle(title)
     out = Path(out)
     fig.savefig(out, dpi=110)
-    plt.close(fig)
     return out
 
 
@@ -68,14 +88,31 @@ def _top_files(ax, s: JobSummary, n: int = 10) -> None:
     ax.set_title(f"files with the most I/O time (top {len(df)})")
 
 
+MAX_SEGMENTS = 20_000  # DXT segments drawn per job; more are sampled, and the title says so
+
+
+def dxt_segments(
+    warehouse: Warehouse, key: str, limit: int | None = None
+) -> tuple[pd.DataFrame, int]:
+    """The job's DXT POSIX segments (rank, op, start, end) and how many it has in all.
+
+    The job is selected first and sampled after (a fixed seed), so the figure of a job in a
+    warehouse of millions of segments shows that job's segments, all of them up to ``limit``.
+    """
+    limit = MAX_SEGMENTS if limit is None else limit
+    total = int(warehouse.sql("select count(*) n from dxt_posix where job_key = ?", [key])["n"][0])
+    sample = f" using sample reservoir({limit} rows) repeatable (1)" if total > limit else ""
+    seg = warehouse.sql(
+        'select * from (select rank, op, start, "end" from dxt_posix where job_key = ?)' + sample,
+        [key],
+    )
+    return seg, total
+
+
 def _timeline(ax, warehouse: Warehouse, key: str) -> None:
     tables = set(warehouse.tables())
     if "dxt_posix" in tables:
-        seg = warehouse.sql(
-            'select rank, op, start, "end" from dxt_posix where job_key = ? '
-            "using sample 20000 rows",
-            [key],
-        )
+        seg, total = dxt_segments(warehouse, key)
         if len(seg):
             for op, color in (("write", "tab:red"), ("read", "tab:blue")):
                 d = seg[seg["op"] == op]
@@ -87,7 +124,8 @@ def _timeline(ax, warehouse: Warehouse, key: str) -> None:
             ax.set_ylim(lo - 0.5, hi + 0.5)
             ax.set_xlabel("seconds since job start")
             ax.set_ylabel("rank")
-            ax.set_title("traced POSIX operations (DXT)")
+            shown = f"all {total:,}" if len(seg) == total else f"{len(seg):,} sampled of {total:,}"
+            ax.set_title(f"traced POSIX operations (DXT): {shown} segments")
             ax.legend()
             return
     if "heatmap" in tables:
@@ -105,3 +143,24 @@ def _timeline(ax, warehouse: Warehouse, key: str) -> None:
             return
     ax.text(0.5, 0.5, "no DXT or HEATMAP data in this log", ha="center", transform=ax.transAxes)
     ax.set_axis_off()
+
+
+def _insights(ax, found: JobInsights, n: int = 8) -> None:
+    """The job's high and warn findings, one line each, coloured by level."""
+    ax.set_axis_off()
+    bad = found.findings[found.findings["level"].isin(list(_LEVEL_COLORS))].head(n)
+    ax.set_title("I/O insights (high and warn)")
+    if bad.empty:
+        ax.text(0.5, 0.5, "no high or warn finding", ha="center", transform=ax.transAxes)
+        return
+    for i, row in enumerate(bad.itertuples()):
+        text = f"[{row.level.upper()}] {row.code}: {row.message}"
+        ax.text(
+            0.0,
+            1 - (i + 0.5) / n,
+            text[:130],
+            color=_LEVEL_COLORS[row.level],
+            transform=ax.transAxes,
+            fontsize=9,
+            va="center",
+        )

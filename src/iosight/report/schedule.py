@@ -2,7 +2,7 @@
 
 Writes into a directory: ``summary.csv`` (mean delay, run time and total time per app
 and policy), ``fig10_means.png``, ``fig11_cdf_<app>.png``, optionally ``emulation.csv`` and
-``fig9_emulation.png``, and ``index.html`` embedding them. Synthetic data is labelled.
+``fig9_emulation.png``, and ``schedule.html`` embedding them. Synthetic data is labelled.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from iosight._errors import IosightError
-from iosight.report._html import fig_png, img_tag, page
+from iosight.report._html import fig_png, img_tag, subplots, write_page
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -23,12 +23,11 @@ _METRIC_LABELS = {"delay": "delay (s)", "run_time": "run time (s)", "total_time"
 
 
 def _fig10(sim: ScheduleSimulation, note: str):
-    import matplotlib.pyplot as plt
     import numpy as np
 
     summary = sim.summary()
     apps = list(dict.fromkeys(summary["app"].astype(str)))
-    fig, axes = plt.subplots(
+    fig, axes = subplots(
         1, len(apps), figsize=(4.2 * len(apps), 3.4), squeeze=False, layout="constrained"
     )
     for ax, app in zip(axes[0], apps, strict=True):
@@ -45,9 +44,7 @@ def _fig10(sim: ScheduleSimulation, note: str):
 
 
 def _fig11(sim: ScheduleSimulation, app: str, note: str):
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 3, figsize=(12.6, 3.4), layout="constrained")
+    fig, axes = subplots(1, 3, figsize=(12.6, 3.4), layout="constrained")
     for ax, metric in zip(axes, ("delay", "run_time", "total_time"), strict=True):
         cdf = sim.cdf(metric, app)
         for policy, g in cdf.groupby("policy", sort=False, observed=True):
@@ -60,12 +57,11 @@ def _fig11(sim: ScheduleSimulation, app: str, note: str):
 
 
 def _fig9(emu: EmulationResult):
-    import matplotlib.pyplot as plt
     import numpy as np
 
     runs = emu.runs
     x = np.arange(len(runs))
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.6 * len(runs)), 3.4), layout="constrained")
+    fig, ax = subplots(figsize=(max(6.0, 0.6 * len(runs)), 3.4), layout="constrained")
     ax.bar(x - 0.2, runs["est_bins_s"], 0.4, label="estimate (Algorithm 1)")
     ax.bar(x + 0.2, runs["measured_s"], 0.4, label="measured")
     ax.set_xticks(x, [f"{p[:8]}..@{o}" for p, o in zip(runs.pattern, runs.option, strict=True)])
@@ -88,12 +84,8 @@ def write_schedule_report(
 
     ``comparison`` is :meth:`ForecastStudy.summary` when ``sim`` chose its starts on a
     model's forecasts; it is written as ``forecast_vs_oracle.csv`` and a table.
-    Returns the path of ``index.html``.
+    Returns the path of ``schedule.html``.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise IosightError(f"report path {out} exists and is not a directory")
@@ -143,6 +135,4 @@ def write_schedule_report(
     for name, caption, png in figures:
         (out / name).write_bytes(png)
         sections.append(f"<h2>{html.escape(caption)}</h2>{img_tag(png, name)}")
-    index = out / "index.html"
-    index.write_text(page(title, "\n".join(sections)))
-    return index
+    return write_page(out, "schedule", title, "\n".join(sections))

@@ -17,7 +17,7 @@ import numpy as np
 
 from iosight._errors import IosightError
 from iosight._progress import Progress
-from iosight.report._html import fig_img, page
+from iosight.report._html import fig_img, subplots, write_page
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -34,18 +34,13 @@ def _table(df: pd.DataFrame) -> str:
 
 def _fig3_fig4(wh: Warehouse, runs: pd.DataFrame, title: str) -> str:
     """Fig. 3 (clusters vs jobs processed, one line per SIM) and Fig. 4 (per SIM)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from iosight.similarity import PAPER_NAMES
 
     prog = wh.sql("select * from sim_progress order by run_id, jobs")
     out = []
     for code_name, g in runs.groupby("coding", sort=True):
         coding = PAPER_NAMES.get(str(code_name), str(code_name))
-        fig, (a3, a4) = plt.subplots(1, 2, figsize=(11, 3.8))
+        fig, (a3, a4) = subplots(1, 2, figsize=(11, 3.8))
         for r in g.sort_values("param").itertuples():
             p = prog[prog["run_id"] == r.run_id]
             a3.plot(p["jobs"], p["clusters"], marker=".", label=f"SIM {r.param:g}")
@@ -80,16 +75,11 @@ def _chosen_job(wh: Warehouse, coding: str = "bin") -> str:
 
 def _series_plot(wh: Warehouse, keys: Sequence[str], sims: Sequence[float]) -> str:
     """Each job's summed category scores per metric and segment (Fig. 5 style)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from iosight.similarity import METRICS, Categories, categorize
 
     cat = wh.sql("select metric, low, high from sim_categories")
     categories = Categories({r.metric: (r.low, r.high) for r in cat.itertuples()})
-    fig, axes = plt.subplots(len(keys), 1, figsize=(9, 2.0 * len(keys)), squeeze=False)
+    fig, axes = subplots(len(keys), 1, figsize=(9, 2.0 * len(keys)), squeeze=False)
     for ax, key, s in zip(axes[:, 0], keys, sims, strict=True):
         ser = wh.sql("select metric, segment, value from sim_series where job_key = ?", [key])
         n = int(wh.sql("select n_segments from sim_jobs where job_key = ?", [key])["n_segments"][0])
@@ -255,6 +245,40 @@ nearest neighbours (BIN_AGGZEROS)</h3>
     return body, lines
 
 
+def _warehouse_section(wh: Warehouse) -> tuple[str, list[str]]:
+    """What the warehouse's own jobs give: their codings, time-resolved or not, and runs.
+
+    Shown when there is neither a codings CSV nor labelled jobs, so that ``series`` on
+    ingested logs always ends in a page, with the limits of its data said on it.
+    """
+    from iosight.similarity import time_resolved
+
+    jobs = wh.sql(
+        "select j.jobid, j.n_segments, j.metrics, b.code as bin, a.code as bin_aggzeros, "
+        "b.zero from sim_jobs j "
+        "left join sim_codings b on b.job_key = j.job_key and b.coding = 'bin' "
+        "left join sim_codings a on a.job_key = j.job_key and a.coding = 'bin-aggzeros' "
+        "order by j.jobid"
+    )
+    n, timed, zero = len(jobs), time_resolved(wh), int(jobs["zero"].fillna(False).sum())
+    lines = [f"warehouse jobs with codings: {n}; time-resolved (DXT/HEATMAP): {timed}; "
+             f"zero jobs: {zero}"]  # fmt: skip
+    body = [
+        "<h2>The warehouse's jobs</h2>",
+        f"<p>{n} jobs have series and codings; {timed} have time-resolved I/O (DXT or "
+        f"HEATMAP), the others only POSIX counters spread over open-close intervals; "
+        f"{zero} are zero jobs (no segment above LowIO). With few jobs or little temporal "
+        "data the clusters below say little; the paper's results need the DKRZ codings "
+        "(<code>iosight data fetch dkrz-codings</code>, then <code>--codings</code>).</p>",
+        _table(jobs.head(200)),
+    ]
+    if wh.has_table("sim_runs"):
+        runs = wh.sql("select * from sim_runs order by coding, algorithm, param")
+        body += ["<h3>Stored clusterings</h3>", _table(runs)]
+        lines += [f"run {r.run_id}: {r.n_clusters} clusters" for r in runs.itertuples()]
+    return "".join(body), lines
+
+
 def build_report(
     wh: Warehouse,
     out: str | Path,
@@ -288,9 +312,14 @@ def build_report(
         body, ln = _synthetic_section(wh, sims, eps, sample, chosen, progress)
         sections.append(body)
         lines += ln
+    if not sections and wh.has_table("sim_codings"):
+        body, ln = _warehouse_section(wh)
+        sections.append(body)
+        lines += ln
     if not sections:
         raise IosightError(
-            "nothing to report: pass --codings (a DKRZ codings CSV) or use a warehouse with "
+            "nothing to report: run 'iosight similarity series', pass --codings (a DKRZ "
+            "codings CSV, 'iosight data fetch dkrz-codings') or use a warehouse with "
             "synthetic jobs ('iosight synth monitoring')"
         )
     body = (
@@ -298,7 +327,6 @@ def build_report(
         "<p>Betke &amp; Kunkel, <i>The Importance of Temporal Behavior When Classifying Job "
         "IO Patterns</i>, as read in methods/NOTES.md §3.</p>" + "".join(sections)
     )
-    path = out / "similarity.html"
-    path.write_text(page("iosight: job I/O similarity", body))
+    path = write_page(out, "similarity", "iosight: job I/O similarity", body)
     (out / "summary.txt").write_text("\n".join(lines) + "\n")
     return path

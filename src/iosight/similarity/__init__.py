@@ -12,6 +12,7 @@ from iosight.similarity._cluster import (
     simplified_density,
 )
 from iosight.similarity._codings import (
+    METRIC_INDEX,
     METRICS,
     SEGMENT_S,
     Categories,
@@ -31,7 +32,7 @@ from iosight.similarity._codings import (
     is_zero_job,
     segment_samples,
 )
-from iosight.similarity._darshan import darshan_series, series_from_darshan
+from iosight.similarity._darshan import darshan_series, series_from_darshan, time_resolved
 from iosight.similarity._profiles import IO_DURATION_COLUMNS, IO_METRIC_COLUMNS, job_profiles
 from iosight.similarity._search import SearchResult, SimilarityIndex, brute_force_top_k
 from iosight.similarity._similarity import CodingSet, bin_similarity, hex_similarity
@@ -58,6 +59,7 @@ from iosight.similarity._store import (
 __all__ = [
     "darshan_series",
     "series_from_darshan",
+    "time_resolved",
     "DENSITY_CODINGS",
     "PAPER_NAMES",
     "PROFILE_CODINGS",
@@ -85,6 +87,7 @@ __all__ = [
     "simplified_density",
     "IO_DURATION_COLUMNS",
     "IO_METRIC_COLUMNS",
+    "METRIC_INDEX",
     "METRICS",
     "SEGMENT_S",
     "Categories",

@@ -152,7 +152,9 @@ def series_from_darshan(
 ) -> dict:
     """Build ``sim_series`` from the Darshan tables, then codings and profiles.
 
-    Returns ``{"jobs": n, "metrics": DataFrame}``: how many jobs give each metric.
+    Returns ``{"jobs": n, "time_resolved": m, "metrics": DataFrame}``: how many jobs have
+    series, how many of them have time-resolved I/O (DXT or HEATMAP; the others have
+    only counters spread over open-close intervals), and how many jobs give each metric.
     """
     import pandas as pd
 
@@ -171,4 +173,12 @@ def series_from_darshan(
             "jobs_with_data": [int(have.map(lambda v, m=m: m in v).sum()) for m in METRICS],
         }
     )
-    return {"jobs": len(jobs), "metrics": counts}
+    return {"jobs": len(jobs), "time_resolved": time_resolved(wh), "metrics": counts}
+
+
+def time_resolved(wh: Warehouse) -> int:
+    """Jobs with DXT segments or HEATMAP bins: the ones whose series have a shape in time."""
+    parts = [f"select job_key from {t}" for t in ("heatmap", "dxt_posix") if wh.has_table(t)]
+    if not parts:
+        return 0
+    return int(wh.sql(f"select count(distinct job_key) n from ({' union '.join(parts)})")["n"][0])

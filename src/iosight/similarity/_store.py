@@ -439,7 +439,8 @@ def find_similar(wh: Warehouse, job: str, *, coding: str = "bin-aggzeros", top: 
     """The ``top`` jobs most similar to ``job`` (exact; §7), best first.
 
     Returns a DataFrame ``rank, job_key, jobid, similarity, code`` and the number of
-    exact comparisons the index needed (in ``attrs["compared"]``).
+    exact comparisons the index needed (in ``attrs["compared"]``). Jobs with similarity
+    0 share no I/O phase with ``job`` and are left out (counted in ``attrs["unrelated"]``).
     """
     import pandas as pd
 
@@ -466,8 +467,13 @@ def find_similar(wh: Warehouse, job: str, *, coding: str = "bin-aggzeros", top: 
             "code": [loaded.codes[i] for i in picked],
         }
     )
+    unrelated = int((out["similarity"] <= 0).sum())  # no shared I/O phase: not "similar"
+    out = out[out["similarity"] > 0].reset_index(drop=True)
     out.attrs.update(
-        compared=res.compared, candidates=len(live) - 1, query_code=loaded.codes[pos[0]]
+        compared=res.compared,
+        candidates=len(live) - 1,
+        query_code=loaded.codes[pos[0]],
+        unrelated=unrelated,
     )
     return out
 

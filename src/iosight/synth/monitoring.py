@@ -18,7 +18,7 @@ import numpy as np
 
 from iosight._errors import check_param
 from iosight._progress import Progress, ensure_progress
-from iosight.similarity._codings import METRIC_INDEX, METRICS, SEGMENT_S, Categories
+from iosight.similarity import METRIC_INDEX, METRICS, SEGMENT_S, Categories
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -24,8 +24,7 @@ import numpy as np
 
 from iosight._errors import check_param
 from iosight._progress import Progress, ensure_progress
-from iosight.perfmodel._features import WritePattern, place_nodes, target_bytes
-from iosight.perfmodel._platform import Platform
+from iosight.perfmodel import Platform, WritePattern, place_nodes, target_bytes
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -220,7 +219,7 @@ def runs_to_warehouse(
 
     import pyarrow as pa
 
-    from iosight.darshan._tables import jobs_schema
+    from iosight.darshan import jobs_schema
 
     rng = np.random.default_rng(seed)
     jobs, posix, lustre = [], [], []
@@ -292,7 +291,7 @@ def simulate_samples(
     platform: Platform, cfg: WriteSimConfig = WriteSimConfig(), progress: Progress | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Simulated runs and the samples they group into (CLT test as in §IV-A)."""
-    from iosight.perfmodel._samples import DEFAULT_CONFIDENCE, group_runs
+    from iosight.perfmodel import DEFAULT_CONFIDENCE, group_runs
 
     runs = simulate_writes(platform, cfg, progress)
     conf = cfg.confidence or DEFAULT_CONFIDENCE[platform.filesystem]

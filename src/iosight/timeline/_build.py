@@ -20,6 +20,10 @@ always equal the records' total bytes, even when DXT was truncated. Shared recor
 (rank -1) match the DXT segments of every rank. Jobs with no module records but a
 ``job_totals`` row (published job-total tables such as Summit's) are spread over
 ``[start_time, end_time]`` (process-level precision).
+
+Memory: every query streams from DuckDB in record batches that are binned and dropped;
+only the bins are held (they grow to the range the batches touch), so memory does not
+grow with the number of jobs or records.
 """
 
 from __future__ import annotations
@@ -58,7 +62,7 @@ _COUNTERS = {
         "F_WRITE_END_TIMESTAMP",
     ),
 }
-_BATCH_ROWS = 1_000_000
+_BATCH_ROWS = 262_144  # rows per streamed batch: memory is a few times this x 100 B
 
 
 def _dir_cols(direction: str) -> list[int]:
@@ -233,8 +237,8 @@ def _layer_queries(wh: Warehouse, layer: str, direction: str, jobs_where: str) -
     return queries
 
 
-def _job_totals_frame(wh: Warehouse, jobs_where: str) -> pd.DataFrame | None:
-    """Job-total rows of jobs, each layer blanked where the job has records of that layer."""
+def _job_totals_query(wh: Warehouse, jobs_where: str) -> str | None:
+    """SQL of job-total rows, each layer blanked where the job has records of that layer."""
     if not wh.has_table("job_totals"):
         return None
     cols = set(wh.column_names("job_totals"))
@@ -253,10 +257,68 @@ def _job_totals_frame(wh: Warehouse, jobs_where: str) -> pd.DataFrame | None:
                         f"then null else {expr} end"
                     )
                 select.append(f"{expr} as {_q(col)}")
-    return wh.sql(
+    return (
         f"select {', '.join(select)} from job_totals jt join jobs j using (job_key) "
         f"where {jobs_where}"
     )
+
+
+class _Bins:
+    """Timeline sums on the bin lattice ``k * width`` that grow to whatever a batch touches.
+
+    Lets records stream from the warehouse in one pass: only the bins are held.
+    """
+
+    def __init__(self, width: float, spread: str) -> None:
+        self.width, self.spread = width, spread
+        self.first = 0  # lattice index of row 0
+        self.sums = np.zeros((0, len(VALUE_COLUMNS)))
+        self.active = np.zeros(0, dtype=np.int64)
+
+    def _cover(self, lo: float, hi: float) -> None:
+        k0 = int(np.floor(lo / self.width))
+        k1 = int(np.floor(hi / self.width))
+        if not len(self.sums):
+            self.first = k0
+        pad_lo = max(0, self.first - k0)
+        pad_hi = max(0, k1 - (self.first + len(self.sums) - 1))
+        if pad_lo or pad_hi:
+            self.sums = np.pad(self.sums, ((pad_lo, pad_hi), (0, 0)))
+            self.active = np.pad(self.active, (pad_lo, pad_hi))
+            self.first -= pad_lo
+
+    @property
+    def origin(self) -> float:
+        return self.first * self.width
+
+    def add(self, t0: np.ndarray, t1: np.ndarray, values: np.ndarray, cols: list[int]) -> None:
+        """Spread ``values`` (columns ``cols`` of VALUE_COLUMNS) over ``[t0, t1]`` (epoch s)."""
+        if not len(t0):
+            return
+        t1 = np.maximum(t1, t0)
+        self._cover(float(t0.min()), float(t1.max()))
+        o = self.origin
+        self.sums[:, cols] += bin_intervals(
+            t0 - o, t1 - o, values, width=self.width, n_bins=len(self.sums), spread=self.spread
+        )
+
+    def add_jobs(self, start: np.ndarray, end: np.ndarray) -> None:
+        """Count jobs running in each bin."""
+        if not len(start):
+            return
+        end = np.maximum(end, start)
+        self._cover(float(start.min()), float(end.max()))
+        o = self.origin
+        self.active += count_active(start - o, end - o, width=self.width, n_bins=len(self.active))
+
+
+def _batches(warehouse: Warehouse, query: str):
+    """Arrow record batches of ``query``, streamed by DuckDB (never the whole result)."""
+    yield from warehouse.connect().sql(query).to_arrow_reader(_BATCH_ROWS)
+
+
+def _numpy(batch) -> dict[str, np.ndarray]:
+    return {n: batch.column(n).to_numpy(zero_copy_only=False) for n in batch.schema.names}
 
 
 def build_timeline(
@@ -284,7 +346,7 @@ def build_timeline(
         Only jobs that start in ``[since, until)`` (epoch s) count, e.g. one month of a
         years-long archive; their I/O is binned whole, even past ``until``.
     progress : Progress, optional
-        Advanced once per record batch.
+        Advanced once per query (jobs, each layer and direction, job totals).
 
     Returns
     -------
@@ -303,55 +365,33 @@ def build_timeline(
         for direction in _COUNTERS
         for q in _layer_queries(warehouse, layer, direction, jobs_where)
     ]
-    totals = _job_totals_frame(warehouse, jobs_where)
-    jobs = warehouse.sql(
+    totals = _job_totals_query(warehouse, jobs_where)
+    acc = _Bins(float(bin_width), spread)
+    prog = ensure_progress(progress)
+    prog.start(len(queries) + 2, "timeline")
+    jobs_q = (
         "select start_time, coalesce(end_time, start_time) as end_time from jobs j "
         f"where {jobs_where}"
     )
-    parts = [(jobs["start_time"].to_numpy(float), jobs["end_time"].to_numpy(float))]
-    if totals is not None:
-        t_start, t_end, t_values = job_totals_intervals(totals)
-        parts.append((t_start, t_end))
-    for _, q in queries:
-        lo, hi = warehouse.sql(f"select min(least(t0, t1)), max(greatest(t0, t1)) from ({q})").iloc[
-            0
-        ]
-        if lo is not None and np.isfinite(lo):
-            parts.append((np.array([lo]), np.array([hi])))
-    origin, n_bins = _grid(*_range(parts), bin_width)
-    sums = np.zeros((n_bins, len(VALUE_COLUMNS)))
-    prog = ensure_progress(progress)
-    prog.start(len(queries) + 1, "timeline")
+    for batch in _batches(warehouse, jobs_q):
+        arr = _numpy(batch)
+        acc.add_jobs(arr["start_time"].astype(float), arr["end_time"].astype(float))
+    if not len(acc.sums):
+        raise IosightError("no jobs with start times to build a timeline from")
+    prog.advance(1)
     for direction, q in queries:
-        reader = warehouse.connect().sql(q).to_arrow_reader(_BATCH_ROWS)
         cols = _dir_cols(direction)
-        for batch in reader:
-            arr = {n: batch.column(n).to_numpy(zero_copy_only=False) for n in batch.schema.names}
-            part = bin_intervals(
-                arr["t0"].astype(float) - origin,
-                arr["t1"].astype(float) - origin,
-                np.column_stack([arr["b"], arr["o"], arr["t"]]).astype(float),
-                width=bin_width,
-                n_bins=n_bins,
-                spread=spread,
-            )
-            sums[:, cols] += part
+        for batch in _batches(warehouse, q):
+            arr = _numpy(batch)
+            vals = np.column_stack([arr["b"], arr["o"], arr["t"]]).astype(float)
+            acc.add(arr["t0"].astype(float), arr["t1"].astype(float), vals, cols)
         prog.advance(1)
-    if totals is not None and len(t_start):
-        bin_intervals(
-            t_start - origin,
-            t_end - origin,
-            t_values,
-            width=bin_width,
-            n_bins=n_bins,
-            spread=spread,
-            out=sums,
-        )
+    if totals is not None:
+        for batch in _batches(warehouse, totals):
+            start, end, values = job_totals_intervals(batch.to_pandas())
+            acc.add(start, end, values, list(range(len(VALUE_COLUMNS))))
     prog.advance(1)
     prog.finish()
-    active = count_active(
-        parts[0][0] - origin, parts[0][1] - origin, width=bin_width, n_bins=n_bins
-    )
-    table = _assemble(origin, bin_width, sums, active)
+    table = _assemble(acc.origin, bin_width, acc.sums, acc.active)
     warehouse.write_table("timeline", table)
     return table

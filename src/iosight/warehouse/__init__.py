@@ -1,6 +1,7 @@
 """The warehouse: every analysis reads it, ingest writes it (DESIGN.md)."""
 
 from iosight.warehouse._ingest import IngestReport, discover, ingest
+from iosight.warehouse._single import log_warehouse
 from iosight.warehouse._store import DEFAULT_WAREHOUSE, Warehouse, default_path
 from iosight.warehouse._summary import JobSummary, find_job, job_summary
 
@@ -14,4 +15,5 @@ __all__ = [
     "find_job",
     "ingest",
     "job_summary",
+    "log_warehouse",
 ]

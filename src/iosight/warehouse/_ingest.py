@@ -17,16 +17,20 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 
-from iosight._errors import IosightError
+from iosight._errors import IosightError, UnknownNameError
 from iosight._progress import Progress, ensure_progress
 from iosight.warehouse._store import Warehouse, is_warehouse_dir, new_batch_id, stage_tables
 
 _PART_BYTES = 64 << 20  # a worker stages a part once its rows pass this
 # imported once in the fork server, so each (re)started worker starts warm
-_PRELOAD = ("iosight.darshan._sources", "iosight.darshan._pydarshan", "pandas")
+_PRELOAD = (
+    "iosight.darshan._sources",
+    "iosight.darshan._darshan3",
+    "iosight.darshan._pydarshan",
+    "pandas",
+)
 
 
 @dataclass
@@ -76,7 +80,7 @@ def discover(paths: Iterable[str | os.PathLike]) -> list[Path]:
 
 
 def _walk(root: Path) -> Iterator[Path]:
-    from iosight.darshan._sources import SOURCE_SUFFIXES
+    from iosight.darshan import SOURCE_SUFFIXES
 
     for d, dirs, files in os.walk(root):
         here = Path(d)
@@ -102,6 +106,7 @@ def ingest(
     scheduler: str | None = None,
     batch_size: int = 64,
     progress: Progress | None = None,
+    reader: str = "native",
 ) -> IngestReport:
     """Read Darshan logs, parser dumps and job-total tables into ``warehouse``.
 
@@ -113,12 +118,18 @@ def ingest(
     timeout : seconds one source may take before its worker is killed and it fails
     scheduler : address of a Dask scheduler to run the readers on instead
     batch_size : sources per atomic commit (each worker stages its own batches)
+    reader : how Darshan 3.x logs are read: ``"native"`` (the file format itself) or
+        ``"libdarshan"`` (libdarshan-util through PyDarshan, today's oracle)
 
     Workers read, convert and write Parquet themselves; this process only hashes
     sources, hands out batches and commits them, so it never holds a log's rows.
     A batch whose worker crashed or hung at source *i* is committed without it:
     source *i* becomes an ``ingest_errors`` row and the others are read again.
     """
+    from iosight.darshan import DARSHAN3_READERS
+
+    if reader not in DARSHAN3_READERS:
+        raise UnknownNameError("3.x reader", reader, list(DARSHAN3_READERS))
     progress = ensure_progress(progress)
     report = IngestReport()
     t0 = time.monotonic()
@@ -131,9 +142,9 @@ def ingest(
         committer = _Committer(warehouse, force=force, known=known, report=report)
         batches = [items[i : i + batch_size] for i in range(0, len(items), batch_size)]
         if scheduler:
-            _run_dask(batches, warehouse, scheduler, committer, progress)
+            _run_dask(batches, warehouse, scheduler, committer, progress, reader)
         else:
-            _run_local(batches, warehouse, workers, timeout, committer, progress)
+            _run_local(batches, warehouse, workers, timeout, committer, progress, reader)
     progress.finish()
     report.seconds = time.monotonic() - t0
     return report
@@ -158,32 +169,65 @@ def _new_items(files: list[Path], known: set[str], force: bool, report: IngestRe
     return items
 
 
-def _run_local(batches, warehouse, workers, timeout, committer, progress) -> None:
+def _run_local(batches, warehouse, workers, timeout, committer, progress, reader) -> None:
     from iosight.parallel import LocalPool
 
-    with LocalPool(ingest_batch, workers=workers, timeout=timeout, preload=_PRELOAD) as pool:
+    logs = _PerLog(progress, committer.report)
+    with LocalPool(
+        ingest_batch, workers=workers, timeout=timeout, preload=_PRELOAD, on_beat=logs.to
+    ) as pool:
         pending = {}
         for batch in batches:
             bid = new_batch_id()
             pending[bid] = batch
-            pool.submit(bid, (str(warehouse.staging_dir(bid)), batch))
+            pool.submit(bid, (str(warehouse.staging_dir(bid)), batch, reader))
         for res in pool.results():
             batch = pending.pop(res.key)
             if res.error is None:
                 committer.commit(res.key, res.value)
-                progress.advance(len(batch), failed=committer.report.failed)
+                logs.to(res.key, len(batch))
+                logs.forget(res.key)
                 continue
-            for bid, retry in committer.split_failed(res, batch, progress):
+            retries = committer.split_failed(res, batch, progress)
+            logs.carry(res.key, retries)
+            for bid, retry in retries:
                 pending[bid] = retry
-                pool.submit(bid, (str(warehouse.staging_dir(bid)), retry))
+                pool.submit(bid, (str(warehouse.staging_dir(bid)), retry, reader))
 
 
-def _run_dask(batches, warehouse, scheduler, committer, progress) -> None:
+class _PerLog:
+    """Ingest progress per log from the workers' heartbeats, not per committed batch.
+
+    A heartbeat for item ``i`` of a batch means its first ``i`` logs are read. Logs
+    counted in a batch that then failed carry over to the retries that hold them
+    (their first logs, in order), so no log is counted twice.
+    """
+
+    def __init__(self, progress, report) -> None:
+        self.progress, self.report, self.counted = progress, report, {}
+
+    def to(self, key: str, done: int) -> None:
+        n = done - self.counted.get(key, 0)
+        if n > 0:
+            self.counted[key] = done
+            self.progress.advance(n, failed=self.report.failed)
+
+    def forget(self, key: str) -> None:
+        self.counted.pop(key, None)
+
+    def carry(self, key: str, retries: list[tuple[str, list]]) -> None:
+        credit = self.counted.pop(key, 0)
+        for bid, items in retries:
+            self.counted[bid] = min(credit, len(items))
+            credit -= self.counted[bid]
+
+
+def _run_dask(batches, warehouse, scheduler, committer, progress, reader) -> None:
     from iosight.parallel import dask_results
 
     while batches:
         tasks = {new_batch_id(): b for b in batches}
-        args = [(bid, (str(warehouse.staging_dir(bid)), b)) for bid, b in tasks.items()]
+        args = [(bid, (str(warehouse.staging_dir(bid)), b, reader)) for bid, b in tasks.items()]
         batches = []
         for res in dask_results(ingest_batch, args, scheduler=scheduler):
             batch = tasks[res.key]
@@ -261,7 +305,7 @@ class _Committer:
 
 
 # ---------------------------------------------------------------- in the workers
-def ingest_batch(arg: tuple[str, list[tuple[str, str]]], beat) -> dict:
+def ingest_batch(arg: tuple[str, list[tuple[str, str]], str], beat) -> dict:
     """Worker task: read a batch of sources and stage their rows as Parquet.
 
     Returns what the committer needs: the table names staged, the keys read, job
@@ -269,10 +313,10 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str]]], beat) -> dict:
     staged as ``ingest_errors`` rows). Memory stays near one source's rows: the
     accumulated rows are staged as a new part whenever they pass ``_PART_BYTES``.
     """
-    from iosight.darshan._sources import read_source
+    from iosight.darshan import read_source
     from iosight.parallel import one_line
 
-    staging, items = Path(arg[0]), arg[1]
+    staging, items, reader = Path(arg[0]), arg[1], arg[2]
     out = {"tables": set(), "keys": [], "ingested": 0, "jobs": 0, "bytes": 0, "errors": []}
     acc: dict[str, list[pa.Table]] = {}
     nbytes, part = 0, 0
@@ -282,7 +326,7 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str]]], beat) -> dict:
         out["keys"].append(key)
         out["bytes"] += os.path.getsize(path)
         try:
-            fmt, tables = read_source(path)
+            fmt, tables = read_source(path, darshan3=reader)
         except Exception as err:  # noqa: BLE001 - an unreadable source is an error row
             reason = one_line(err)
             out["errors"].append((path, reason))
@@ -300,15 +344,21 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str]]], beat) -> dict:
             "jobs": jobs,
             "ingested_at": now,
         }
-        acc.setdefault("sources", []).append(pa.Table.from_pylist([row]))
+        acc.setdefault("sources", []).append(row)  # one table per part, built at staging
         out["ingested"] += 1
         out["jobs"] += jobs
         if nbytes > _PART_BYTES:
-            out["tables"].update(stage_tables(staging, acc, part=part))
+            out["tables"].update(stage_tables(staging, _with_sources(acc), part=part))
             acc, nbytes, part = {}, 0, part + 1
-    out["tables"].update(stage_tables(staging, acc, part=part))
+    out["tables"].update(stage_tables(staging, _with_sources(acc), part=part))
     out["tables"] = sorted(out["tables"])
     return out
+
+
+def _with_sources(acc: dict[str, list]) -> dict[str, list[pa.Table]]:
+    """The part's tables, its ``sources`` rows made one table (not one per source)."""
+    rows = acc.pop("sources", [])
+    return {**acc, "sources": [pa.Table.from_pylist(rows)]} if rows else acc
 
 
 def _keyed(key: str, tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
@@ -320,9 +370,7 @@ def _keyed(key: str, tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
             keys = pa.array([f"{key}-{r:08d}" for r in rows], pa.string())
             t = t.drop_columns(["_row"])
         else:
-            keys = pa.DictionaryArray.from_arrays(
-                pa.array(np.zeros(t.num_rows, np.int32)), pa.array([key])
-            ).cast(pa.string())
+            keys = pa.repeat(pa.scalar(key, pa.string()), t.num_rows)
         out[name] = t.add_column(0, "job_key", keys)
     return out
 

@@ -80,7 +80,12 @@ def stage_tables(
         if not parts:
             continue
         table = pa.concat_tables(parts, promote_options="permissive")
-        pq.write_table(table, staging / f"{name}.{part}.parquet", compression="zstd")
+        # dictionary pages only for strings (job_key, names, hosts, ops): numeric
+        # counters compress better, and faster, without them
+        strings = [f.name for f in table.schema if pa.types.is_string(f.type)]
+        pq.write_table(
+            table, staging / f"{name}.{part}.parquet", compression="zstd", use_dictionary=strings
+        )
         written.append(name)
     return written
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from iosight._errors import IosightError
-from iosight.darshan._tables import ACCESS_SIZE_BINS
+from iosight.darshan import ACCESS_SIZE_BINS
 from iosight.warehouse._store import Warehouse
 
 # module table -> (counter prefix, name of its read/write byte counters)

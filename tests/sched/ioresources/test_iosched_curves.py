@@ -98,3 +98,24 @@ def test_profile_table_by_hand():
     assert t["profile"].tolist() == ["Ascent", "Peak"] and set(t["curve_set"]) == {"hand"}
     assert t["curves"].tolist() == [2, 1] and t["fitted_n_perf"].tolist() == [4, 2]
     assert t["same_n_perf"].tolist() == [1.0, 1.0]
+
+
+def test_family_medians_do_not_invent_a_peak():
+    """Peak curves measured at n = 1, 2, 4, 8 (linear in between) that all peak at n = 2:
+    the per-n median peaks at 2; the pooled cubic of Fig. 11 peaks elsewhere."""
+    from iosight.sched.ioresources import profile_estimates, profile_fits, profile_medians
+
+    rng = np.random.default_rng(0)
+    measured = np.array([1, 2, 4, 8])
+    rows = []
+    for _ in range(30):
+        b = np.array([1.0, rng.uniform(1.3, 1.6), rng.uniform(1.0, 1.2), rng.uniform(0.6, 0.9)])
+        rows.append(np.interp(np.arange(1, 9), measured, b))
+    bw = 100 * np.array(rows)
+    prof = np.array(["Peak"] * len(bw))
+    med = profile_medians(bw, prof)["Peak"]
+    assert np.argmax(med) + 1 == 2 and med[0] == 1.0
+    assert np.argmax(profile_fits(bw, prof)["Peak"]) + 1 != 2
+    est = profile_estimates(bw, prof)  # default: medians, scaled to each curve's b(1)
+    assert np.allclose(est, bw[:, :1] * med)
+    assert np.allclose(profile_estimates(bw, prof, method="cubic")[:, 0], bw[:, 0])

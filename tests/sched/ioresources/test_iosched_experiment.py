@@ -56,3 +56,22 @@ def test_experiment_is_resumable_and_seeded(tmp_path):
         run_experiment(
             ExperimentConfig(dataset="ost", loads=(0.5,), sets=2, seed=4), tmp_path / "a"
         )
+
+
+def test_folders_from_before_family_curves_resume_as_cubic(tmp_path):
+    import json
+
+    from iosight.sched.ioresources import ExperimentConfig, run_experiment
+
+    cfg = ExperimentConfig(dataset="ost", loads=(0.3,), sets=1, robustness=False)
+    assert run_experiment(cfg, tmp_path) == {"run": 1, "skipped": 0}
+    meta = tmp_path / "config.json"
+    old = json.loads(meta.read_text())
+    del old["family_curves"]
+    meta.write_text(json.dumps(old))
+    cubic = ExperimentConfig(**{**cfg.__dict__, "family_curves": "cubic"})
+    assert run_experiment(cubic, tmp_path) == {"run": 0, "skipped": 1}
+    with pytest.raises(IosightError, match="another configuration"):
+        run_experiment(cfg, tmp_path)
+    with pytest.raises(IosightError, match="family_curves"):
+        ExperimentConfig(family_curves="spline")

@@ -322,43 +322,47 @@ def emulate(
         probe_mb = 64
         rate = probe_mb / max(bench.run_job(probe_mb), 1e-6)  # MiB/s alone
         work_mb = max(1, round(cfg.job_bins * cfg.bin_s * rate))
-        prog.start(2 * cfg.repeats + len(pats), "emulating bursts")
+        prog.start(2 * cfg.repeats, "measuring run time alone and under load")
         alone, loaded = [], []
         for _ in range(cfg.repeats):
             alone.append(bench.run_job(work_mb))
             prog.advance(1)
             loaded.append(bench.run_job(work_mb, always=True))
             prog.advance(1)
+        prog.finish()
         min_time = statistics.median(alone)
         max_time = max(statistics.median(loaded), min_time)
         bin_s = min_time / cfg.job_bins
-        rows = []
+        cases = []  # (pattern, start option, policies choosing it): one measured run each
         for pat in pats:
             chosen: dict[int, list[str]] = {}
             for policy in policies:
                 c = choose_start(pat, min_time, max_time, policy=policy, bin_s=bin_s)
                 chosen.setdefault(c.index, []).append(policy)
+            cases += [(pat, index, names) for index, names in chosen.items()]
+        prog.start(len(cases), "emulating bursts (one run per pattern and start option)")
+        rows = []
+        for pat, index, names in cases:
             est = {
                 e: choose_start(pat, min_time, max_time, alpha=0.0, bin_s=bin_s, estimator=e)
                 for e in ("bins", "fractional")
             }
-            for index, names in chosen.items():
-                real = bench.run_job(work_mb, pat[index:], bin_s=bin_s)
-                bins = float(est["bins"].option_run_time[index])
-                frac = float(est["fractional"].option_run_time[index])
-                rows.append(
-                    {
-                        "pattern": "".join("1" if b else "0" for b in pat),
-                        "policies": ",".join(names),
-                        "option": index,
-                        "delay_s": index * bin_s,
-                        "est_bins_s": bins,
-                        "est_fractional_s": frac,
-                        "measured_s": real,
-                        "err_bins": (bins - real) / real,
-                        "err_fractional": (frac - real) / real,
-                    }
-                )
+            real = bench.run_job(work_mb, pat[index:], bin_s=bin_s)
+            bins = float(est["bins"].option_run_time[index])
+            frac = float(est["fractional"].option_run_time[index])
+            rows.append(
+                {
+                    "pattern": "".join("1" if b else "0" for b in pat),
+                    "policies": ",".join(names),
+                    "option": index,
+                    "delay_s": index * bin_s,
+                    "est_bins_s": bins,
+                    "est_fractional_s": frac,
+                    "measured_s": real,
+                    "err_bins": (bins - real) / real,
+                    "err_fractional": (frac - real) / real,
+                }
+            )
             prog.advance(1)
         prog.finish()
     cfg_dict = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()}

@@ -5,7 +5,14 @@ heuristics, the MCKP baseline, two simulators, the metrics and the workload stud
 """
 
 from iosight.sched.ioresources._allocators import ALLOCATORS, Allocator, allocate
+from iosight.sched.ioresources._conclusions import (
+    BinDifference,
+    Finding,
+    conclusions,
+    findings_frame,
+)
 from iosight.sched.ioresources._curves import (
+    FAMILY_CURVES,
     PROFILES,
     CurveSet,
     classify_profiles,
@@ -15,6 +22,15 @@ from iosight.sched.ioresources._curves import (
     ost_curves,
     profile_estimates,
     profile_fits,
+    profile_medians,
+)
+from iosight.sched.ioresources._experiment import (
+    ROBUST_PAIRS,
+    ExperimentConfig,
+    load_results,
+    parse_loads,
+    resolve_curves,
+    run_experiment,
 )
 from iosight.sched.ioresources._metrics import evaluate, occupancy, slowdowns
 from iosight.sched.ioresources._model import (
@@ -29,6 +45,7 @@ from iosight.sched.ioresources._model import (
     workload_io_load,
 )
 from iosight.sched.ioresources._placement import PLACEMENTS, Placement, mckp, place, schedule
+from iosight.sched.ioresources._plan import allocate_apps, simulate_apps
 from iosight.sched.ioresources._simulate import (
     SIMULATORS,
     SimResult,
@@ -40,6 +57,19 @@ from iosight.sched.ioresources._workload import compute_sizes, generate_workload
 
 __all__ = [
     "ALLOCATORS",
+    "FAMILY_CURVES",
+    "ROBUST_PAIRS",
+    "BinDifference",
+    "ExperimentConfig",
+    "Finding",
+    "allocate_apps",
+    "conclusions",
+    "findings_frame",
+    "load_results",
+    "parse_loads",
+    "resolve_curves",
+    "run_experiment",
+    "simulate_apps",
     "PLACEMENTS",
     "PROFILES",
     "SIMULATORS",
@@ -69,6 +99,7 @@ __all__ = [
     "place",
     "profile_estimates",
     "profile_fits",
+    "profile_medians",
     "schedule",
     "simulate",
     "simulate_events",

@@ -19,6 +19,7 @@ from iosight._errors import IosightError, check_param
 from iosight._progress import Progress, ensure_progress
 from iosight.sched.ioresources._allocators import ALLOCATORS
 from iosight.sched.ioresources._curves import (
+    FAMILY_CURVES,
     CurveSet,
     load_curves_csv,
     load_forge,
@@ -38,10 +39,16 @@ ROBUST_PAIRS = (("TCPU", "Greedy-NC"), ("BestBdw", "Greedy-NC"), ("BestBdw", "Gr
 
 def default_forge_dir() -> Path:
     """Where the FORGE data is looked for when no folder is given: under
-    ``$IOSIGHT_SHARED`` when set, else the first of ``./shared``, ``../shared`` and the
+    ``$IOSIGHT_SHARED`` when set, else the data directory (``iosight data fetch
+    forge-bandwidth``), else the first of ``./shared``, ``../shared`` and the
     ``shared`` folder beside an iosight source checkout that holds it."""
     if "IOSIGHT_SHARED" in os.environ:
         return Path(os.environ["IOSIGHT_SHARED"]) / FORGE_DIR
+    from iosight.data import data_dir, dataset
+
+    fetched = data_dir() / dataset("forge-bandwidth").folder  # `iosight data fetch`
+    if fetched.is_dir():
+        return fetched
     checkout = Path(__file__).resolve().parents[5]  # src/iosight/sched/ioresources/x.py
     candidates = [Path("shared"), Path("../shared"), checkout / "shared"]
     found = [c / FORGE_DIR for c in candidates if (c / FORGE_DIR).is_dir()]
@@ -101,11 +108,18 @@ class ExperimentConfig:
     grid: str = "interpolated"
     simulator: str = "events"
     robustness: bool = True
+    family_curves: str = "median"  # robustness study: "median" or "cubic" (Fig. 11)
     forge_dir: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         check_param("sets", self.sets, self.sets >= 1, "a positive integer")
         check_param("loads", self.loads, len(self.loads) > 0 and min(self.loads) > 0, "positive")
+        check_param(
+            "family_curves",
+            self.family_curves,
+            self.family_curves in FAMILY_CURVES,
+            "median or cubic",
+        )
 
     def fingerprint(self) -> dict:
         d = asdict(self)
@@ -141,7 +155,7 @@ def run_task(cfg: ExperimentConfig, curves: CurveSet, theta: float, set_id: int)
         "io_load_sys": load_sys,
         "io_load_1": workload_io_load(w, np.ones(w.k, dtype=np.int64)),
     }
-    estimate = profile_estimates(curves.bw, curves.profiles)
+    estimate = profile_estimates(curves.bw, curves.profiles, method=cfg.family_curves)
     known = estimate[idx] if robust else None
     jobs = [(a, p, "accurate", None) for a, p in combos]
     jobs += [(a, p, "robust", known) for a, p in robust]
@@ -194,8 +208,8 @@ def run_experiment(
     meta = out / "config.json"
     if meta.exists():
         old = json.loads(meta.read_text())
-        # keys added after a folder was written take their default value
-        old = ExperimentConfig().fingerprint() | old
+        # keys added after a folder was written take the value that folder was run with
+        old = ExperimentConfig().fingerprint() | {"family_curves": "cubic"} | old
         if old != cfg.fingerprint():
             raise IosightError(f"{out} holds results of another configuration: {old}")
     else:

@@ -1,0 +1,48 @@
+"""``iosight serve``: the warehouse in a browser, read-only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from iosight.cli._common import WAREHOUSE_OPT, cli_errors, console, err_console
+
+
+def serve(
+    warehouse: Path = WAREHOUSE_OPT,
+    port: int = typer.Option(8050, help="TCP port."),
+    host: str = typer.Option(
+        "127.0.0.1", help="Address to bind; another than localhost only when you mean it."
+    ),
+) -> None:
+    """Browse the warehouse: Jobs, Job, Facility and Errors pages (read-only)."""
+    from iosight.serve import create_app, is_loopback, run
+
+    with cli_errors():
+        app = create_app(warehouse if warehouse is not None else _default())
+    if not is_loopback(host):
+        err_console.print(
+            f"[bold yellow]warning:[/] binding {host}: anyone who can reach this machine on "
+            f"port {port} can read the warehouse (no login); use 127.0.0.1 and an SSH tunnel "
+            "to share it safely",
+            highlight=False,
+        )
+    console.print(
+        f"serving {app.state.warehouse} at http://{_url_host(host)}:{port}/ (Ctrl-C stops)"
+    )
+    run(app, host=host, port=port)
+
+
+def _default() -> Path:
+    from iosight.warehouse import default_path
+
+    return default_path()
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(serve)

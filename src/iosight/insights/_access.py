@@ -1,0 +1,125 @@
+"""Access-pattern rules: redundant traffic (P09/P10) and random vs sequential (P11-P14).
+
+Drishti's ``check_traffic`` and ``check_random_operation``. Random requests are
+Drishti's ``reads - sequential`` (Darshan's SEQ counters include the consecutive ones).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from iosight.insights._frame import JobData, per_job, top_files
+from iosight.insights._rules import findings, human_bytes, pct, rule, share
+from iosight.insights._thresholds import Thresholds
+
+
+def _redundant(d: JobData, t: Thresholds, op: str) -> pd.DataFrame:
+    """iosight's reading: per file, bytes moved beyond the file's extent were moved twice.
+
+    Drishti compares the largest offset of any file with the job's total bytes and
+    fires when the offset is the larger, which is sparse access, not redundancy
+    (docs/insights.md).
+    """
+    j, f = d.jobs, d.files
+    moved_col = "bytes_read" if op == "read" else "bytes_written"
+    ext_col = "read_extent" if op == "read" else "write_extent"
+    if len(f):
+        extra = (f[moved_col].fillna(0) - f[ext_col].fillna(0)).clip(lower=0)
+        per = per_job(f, extra > 0, extra).reindex(j["job_key"]).fillna(0).to_numpy()
+        files = top_files(f, extra, extra > 0)
+    else:
+        per, files = np.zeros(len(j)), None
+    moved = j[moved_col].fillna(0).to_numpy(dtype=float)
+    s = share(per, moved)
+    time = j[f"{op}_time"].fillna(0).to_numpy(dtype=float)
+    verb = "read" if op == "read" else "written"
+    return findings(
+        j,
+        j["has_records"].to_numpy() & (per > 0) & (s > t.redundant_bytes_ratio),
+        level="warn",
+        message=lambda x: [
+            f"{human_bytes(b)} ({pct(v)} of the bytes {verb}) were {verb} more than once: "
+            f"more than the files' extents"
+            for b, v in zip(per[x.index], s[x.index], strict=True)
+        ],
+        evidence={f"redundant_{op}_bytes": per, moved_col: moved, "redundant_share": s},
+        recommendation=f"Keep data {verb} once in memory (or broadcast it to the ranks that "
+        f"need it) instead of {'reading' if op == 'read' else 'writing'} it again",
+        stake_s=time * s,
+        stake_bytes=per,
+        stake_how=f"per file, bytes {verb} beyond its extent; time = {op} time x that share",
+        files=files,
+    )
+
+
+@rule("P09", "access", "redundant reads", needs="records")
+def redundant_reads(d: JobData, t: Thresholds) -> pd.DataFrame:
+    return _redundant(d, t, "read")
+
+
+@rule("P10", "access", "redundant writes", needs="records")
+def redundant_writes(d: JobData, t: Thresholds) -> pd.DataFrame:
+    return _redundant(d, t, "write")
+
+
+def _pattern(d: JobData, t: Thresholds, op: str, random: bool) -> pd.DataFrame:
+    j, f = d.jobs, d.files
+    ops = j[f"{op}s"].fillna(0).to_numpy(dtype=float)
+    consec = j[f"consec_{op}s"].fillna(0).to_numpy(dtype=float)
+    seq = j[f"seq_{op}s"].fillna(0).to_numpy(dtype=float)
+    rnd = np.maximum(ops - seq, 0.0)
+    s = share(rnd, ops)
+    fired = (rnd > 0) & (s > t.random_operations) & (rnd > t.random_operations_absolute)
+    time = j[f"{op}_time"].fillna(0).to_numpy(dtype=float)
+    ev = {f"random_{op}s": rnd, f"{op}s": ops, f"consec_{op}s": consec, f"seq_{op}s": seq}
+    if random:
+        files = top_files(f, f[f"random_{op}s"], f[f"random_{op}s"] > 0) if len(f) else None
+        return findings(
+            j,
+            fired,
+            level="high",
+            message=lambda x: [
+                f"{r:.0f} of {o:.0f} {op}s ({pct(v)}) are random (not after the previous one)"
+                for r, o, v in zip(rnd[x.index], ops[x.index], s[x.index], strict=True)
+            ],
+            evidence=ev,
+            recommendation="Reorder or sort requests by offset, or use collective I/O so the "
+            "library does; on HDF5, read whole chunks",
+            stake_s=time * s,
+            stake_how=f"POSIX {op} time x share of random {op}s (upper bound)",
+            files=files,
+        )
+    return findings(
+        j,
+        (ops > 0) & ~fired,
+        level="ok",
+        message=lambda x: [
+            f"{op.capitalize()}s are mostly consecutive ({pct(a)}) and sequential ({pct(b)})"
+            for a, b in zip(
+                share(consec, ops)[x.index], share(seq - consec, ops)[x.index], strict=True
+            )
+        ],
+        evidence=ev,
+        recommendation="",
+    )
+
+
+@rule("P11", "access", "random reads")
+def random_reads(d: JobData, t: Thresholds) -> pd.DataFrame:
+    return _pattern(d, t, "read", True)
+
+
+@rule("P12", "access", "sequential reads")
+def sequential_reads(d: JobData, t: Thresholds) -> pd.DataFrame:
+    return _pattern(d, t, "read", False)
+
+
+@rule("P13", "access", "random writes")
+def random_writes(d: JobData, t: Thresholds) -> pd.DataFrame:
+    return _pattern(d, t, "write", True)
+
+
+@rule("P14", "access", "sequential writes")
+def sequential_writes(d: JobData, t: Thresholds) -> pd.DataFrame:
+    return _pattern(d, t, "write", False)

@@ -1,0 +1,72 @@
+"""Interface rules: how much moves through STDIO, and whether MPI-IO is used at all.
+
+Drishti's ``check_stdio`` (S01) and ``check_mpiio`` (M01).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from iosight.insights._frame import JobData
+from iosight.insights._rules import findings, human_bytes, pct, rule, share
+from iosight.insights._thresholds import Thresholds
+
+
+def _f(df: pd.DataFrame, col: str) -> np.ndarray:
+    return df[col].fillna(0).to_numpy(dtype=float)
+
+
+@rule("S01", "interface", "STDIO moves a large share of the data")
+def stdio_share(d: JobData, t: Thresholds) -> pd.DataFrame:
+    j = d.jobs
+    stdio = _f(j, "stdio_bytes_read") + _f(j, "stdio_bytes_written")
+    posix = _f(j, "bytes_read") + _f(j, "bytes_written")
+    mpiio = _f(j, "mpiio_bytes_read") + _f(j, "mpiio_bytes_written")
+    # POSIX also counts what MPI-IO moved underneath it (Drishti subtracts it the same way)
+    posix = np.where(posix >= mpiio, posix - mpiio, posix)
+    total = stdio + posix + mpiio
+    s = share(stdio, total)
+    stdio_time = _f(j, "stdio_read_time") + _f(j, "stdio_write_time") + _f(j, "stdio_meta_time")
+    return findings(
+        j,
+        (total > 0) & (s > t.interface_stdio),
+        level="high",
+        message=lambda x: [
+            f"STDIO, a low-performance interface, moves {pct(v)} of the data ({human_bytes(b)})"
+            for v, b in zip(s[x.index], stdio[x.index], strict=True)
+        ],
+        evidence={"stdio_bytes": stdio, "all_bytes": total, "stdio_share": s},
+        recommendation="Move the bulk data to POSIX read/write of large blocks or MPI-IO; keep "
+        "STDIO for small text output",
+        stake_s=stdio_time,
+        stake_bytes=stdio,
+        stake_how="all STDIO read, write and metadata time (summed over ranks): an upper bound "
+        "on what another interface saves",
+    )
+
+
+@rule(
+    "M01",
+    "interface",
+    "parallel job without MPI-IO",
+)
+def no_mpiio(d: JobData, t: Thresholds) -> pd.DataFrame:
+    j = d.jobs
+    has_mpiio = j["modules"].str.contains("MPI-IO", regex=False).to_numpy()
+    nprocs = j["nprocs"].fillna(0).to_numpy()
+    moved = _f(j, "bytes_read") + _f(j, "bytes_written")
+    return findings(
+        j,
+        ~has_mpiio & (nprocs >= t.mpiio_min_nprocs),
+        level="warn",
+        message=lambda x: [
+            f"{n} processes do I/O without MPI-IO, the high-performance interface"
+            for n in x["nprocs"]
+        ],
+        evidence={"nprocs": nprocs, "posix_bytes": moved},
+        recommendation="Consider a high-performance interface such as MPI-IO (or HDF5/PnetCDF "
+        "over MPI-IO) so that ranks' I/O can be aggregated",
+        stake_bytes=moved,
+        stake_how="bytes moved through POSIX without MPI-IO",
+    )

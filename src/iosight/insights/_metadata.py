@@ -1,0 +1,46 @@
+"""Metadata time: records whose metadata operations took long (P17, Drishti's
+``check_long_metadata``; like Drishti, each record with POSIX_F_META_TIME above the
+threshold counts once, a rank's own record or a shared file's reduced one)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from iosight.insights._frame import JobData, per_job, top_files
+from iosight.insights._rules import findings, rule
+from iosight.insights._thresholds import Thresholds
+
+
+@rule("P17", "metadata", "long metadata time", needs="records")
+def long_metadata(d: JobData, t: Thresholds) -> pd.DataFrame:
+    j, f = d.jobs, d.files
+    if len(f):
+        slow = f["slow_meta_records"].fillna(0)
+        count = per_job(f, slow > 0, slow).reindex(j["job_key"]).fillna(0).to_numpy()
+        time = per_job(f, slow > 0, f["slow_meta_time"]).reindex(j["job_key"]).fillna(0)
+        files = top_files(f, f["slow_meta_time"], slow > 0)
+    else:
+        count, time, files = np.zeros(len(j)), pd.Series(0.0, index=j["job_key"]), None
+    time = np.asarray(time, dtype=float)
+    hdf5 = j["modules"].str.contains("H5F", regex=False).to_numpy()
+    return findings(
+        j,
+        count > 0,
+        level="high",
+        message=lambda x: [
+            f"{n:.0f} record(s) spend over {t.metadata_time_rank:g} s in metadata operations "
+            f"({s:.4g} s in all)"
+            for n, s in zip(count[x.index], time[x.index], strict=True)
+        ],
+        evidence={"slow_records": count, "slow_meta_time_s": time},
+        recommendation=np.where(
+            hdf5,
+            "Combine files, cache or reduce metadata operations; with HDF5 enable collective "
+            "metadata (H5Pset_all_coll_metadata_ops, H5Pset_coll_metadata_write)",
+            "Combine files, cache or reduce metadata operations (opens, stats, seeks)",
+        ),
+        stake_s=time,
+        stake_how="metadata time of the records above the threshold (summed over ranks)",
+        files=files,
+    )

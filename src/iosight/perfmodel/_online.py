@@ -1,0 +1,306 @@
+"""Write-time predictions a facility can deploy: only what is known when a job starts.
+
+The paper's pipeline (Xie et al., §IV) fits one static model on the first 70% of the
+year. On TOKIO-ABC the benchmarks run at fixed scales and the file systems drift (per
+configuration medians drop 20-50% in August 2017), so iosight adds, on the same
+chronological split:
+
+- the **online median**: the median write time of the previous ``n_prev`` runs of the
+  same configuration (system, benchmark, process count) that had *ended* before the job
+  started;
+- the **iosight predictor**: ``log(time) = log(offset median) + r + c``, the offset
+  being the median of the configuration's previous ``offset_runs`` runs, where the residual
+  ``r`` is modelled (gradient-boosted trees, absolute-error loss) on causal features:
+  job features, file-system fullness and overload sampled before the job, the
+  server-side load of the previous job on the file system, the time since the
+  configuration last ran, and the configuration's and file system's recent residuals;
+  ``c`` is the log shift that puts the most training runs within 30% (write times are
+  right-skewed). The model is retrained at the start of every month (walk forward) on
+  the runs that ended before, within a recency window.
+
+No-leak rule (tested): changing anything at or after a job's start changes none of its
+features and none of its prediction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from iosight._errors import check_param
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: A configuration: same system, benchmark and scale.
+CONFIG = ("system", "app", "nprocs")
+#: Columns known when a job starts (its request and the pre-job snapshots).
+KNOWN_AT_START = (
+    "m*n",
+    "K",
+    "m*n*K",
+    "max rank bytes",
+    "fullest OST %",
+    "average OST %",
+    "overloaded OSTs",
+    "overloaded OSSes",
+    "OSTs in service",
+    "placement radius",
+    "lag written GiB/s",
+    "lag read GiB/s",
+    "lag OSS CPU",
+    "lag MDS CPU",
+    "lag age h",
+)
+DAY = 86400.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class OnlineSettings:
+    """Settings of the online median and the walk-forward predictor."""
+
+    n_prev: int = 10  # runs in the online median (the baseline)
+    offset_runs: int = 30  # runs in the predictor's offset median
+    window_days: float = 120.0  # recency window of the training rows
+    min_train: int = 30  # fewer training rows: predict the offset median
+    trees: int = 100  # boosted trees of the residual model
+    depth: int = 2
+    learning_rate: float = 0.05
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_param("n_prev", self.n_prev, self.n_prev >= 1, "a positive integer")
+        check_param("offset_runs", self.offset_runs, self.offset_runs >= 1, "a positive integer")
+        check_param("window_days", self.window_days, self.window_days > 0, "positive")
+
+
+def _config_groups(samples: pd.DataFrame):
+    return samples.groupby(list(CONFIG), sort=False).indices.values()
+
+
+def causal_features(
+    samples: pd.DataFrame, *, n_prev: int = 10, offset_runs: int = 30
+) -> pd.DataFrame:
+    """Per sample, the features known when it starts (index as ``samples``):
+    ``online median`` (s; previous ``n_prev`` runs), ``log offset median`` (previous
+    ``offset_runs`` runs) and the residual model's inputs.
+
+    Only runs of the same configuration that ended before the sample started are
+    used; a configuration's first run falls back to the same benchmark on the system,
+    then to the system (runs ended before it started); NaN if nothing ended before.
+    """
+    import pandas as pd
+
+    start = samples["start_time"].to_numpy(float)
+    end = samples["end_time"].to_numpy(float)
+    t = samples["write_time"].to_numpy(float)
+    logt = np.log(t)
+    n = len(samples)
+    med = np.full(n, np.nan)
+    last_dev = np.full(n, np.nan)  # log(last run / its online median)
+    mean_dev = np.full(n, np.nan)  # mean of the last 3 such deviations
+    spread = np.full(n, np.nan)  # IQR of the log times of the previous runs
+    long_med = np.full(n, np.nan)  # log median of the previous offset_runs runs
+    since = np.full(n, np.nan)  # days since the configuration's last run ended
+    runs = np.zeros(n)
+    for idx in _config_groups(samples):
+        idx = idx[np.argsort(start[idx], kind="mergesort")]
+        e_sorted = idx[np.argsort(end[idx], kind="mergesort")]
+        ends = end[e_sorted]
+        for i in idx:
+            done = e_sorted[: np.searchsorted(ends, start[i], side="left")]
+            if len(done) == 0:
+                continue
+            prev = done[-n_prev:]
+            med[i] = np.exp(np.median(logt[prev]))
+            long_med[i] = np.median(logt[done[-offset_runs:]])
+            q75, q25 = np.percentile(logt[prev], [75, 25])
+            spread[i] = q75 - q25
+            since[i] = (start[i] - end[done[-1]]) / DAY
+            runs[i] = len(done)
+    fallback = np.log(_fallback_median(samples, logt, start, end))
+    med = np.where(np.isfinite(med), med, np.exp(fallback))
+    long_med = np.where(np.isfinite(long_med), long_med, fallback)
+    # deviations of earlier runs from their own offset median (known once they ended)
+    dev = logt - long_med
+    for idx in _config_groups(samples):
+        e_sorted = idx[np.argsort(end[idx], kind="mergesort")]
+        ends = end[e_sorted]
+        for i in idx:
+            done = e_sorted[: np.searchsorted(ends, start[i], side="left")]
+            d = dev[done][np.isfinite(dev[done])]
+            if len(d):
+                last_dev[i] = d[-1]
+                mean_dev[i] = d[-3:].mean()
+    # the file system's recent state: deviations of its last runs, any configuration
+    sys_dev = np.full(n, np.nan)
+    for idx in samples.groupby("system", sort=False).indices.values():
+        e_sorted = idx[np.argsort(end[idx], kind="mergesort")]
+        ends = end[e_sorted]
+        for i in idx:
+            done = e_sorted[: np.searchsorted(ends, start[i], side="left")]
+            d = dev[done][np.isfinite(dev[done])]
+            if len(d):
+                sys_dev[i] = d[-5:].mean()
+    feats = {
+        "online median": med,
+        "log offset median": long_med,
+        "last deviation": last_dev,
+        "mean deviation (3)": mean_dev,
+        "system deviation (5)": sys_dev,
+        "log online median - log offset median": np.log(med) - long_med,
+        "spread of previous runs": spread,
+        "days since last run": since,
+        "previous runs": runs,
+        "log nprocs": np.log(samples["nprocs"].to_numpy(float)),
+    }
+    for c in KNOWN_AT_START:
+        if c in samples:
+            feats[c] = samples[c].to_numpy(float)
+    return pd.DataFrame(feats, index=samples.index)
+
+
+def _fallback_median(samples, logt, start, end) -> np.ndarray:
+    """Median of the runs of the same (system, app), else the system, ended before."""
+    out = np.full(len(samples), np.nan)
+    for keys in (["system", "app"], ["system"]):
+        for idx in samples.groupby(keys, sort=False).indices.values():
+            e_sorted = idx[np.argsort(end[idx], kind="mergesort")]
+            ends = end[e_sorted]
+            for i in idx:
+                if np.isfinite(out[i]):
+                    continue
+                done = e_sorted[: np.searchsorted(ends, start[i], side="left")]
+                if len(done):
+                    out[i] = np.exp(np.median(logt[done]))
+    return out
+
+
+def _residual_model(st: OnlineSettings):
+    """Small boosted trees on the residual (absolute-error loss: heavy tails)."""
+    from sklearn.ensemble import GradientBoostingRegressor
+    from sklearn.impute import SimpleImputer
+    from sklearn.pipeline import make_pipeline
+
+    return make_pipeline(
+        SimpleImputer(strategy="median"),
+        GradientBoostingRegressor(
+            loss="absolute_error",
+            n_estimators=st.trees,
+            learning_rate=st.learning_rate,
+            max_depth=st.depth,
+            min_samples_leaf=10,
+            subsample=0.8,
+            random_state=st.seed,
+        ),
+    )
+
+
+def best_shift(residuals: np.ndarray, within: float = 0.3) -> float:
+    """The log shift ``c`` that puts the most ``residuals`` (log measured - log predicted)
+    within ``within`` relative error: ``0.7 <= exp(c - e) <= 1.3``, i.e. ``e - c`` in
+    ``[-log 1.3, -log 0.7]``. Write times are right-skewed, so the share within 30% is
+    highest slightly above the median; ties go to the shift closest to 0."""
+    e = np.sort(np.asarray(residuals, float))
+    lo, hi = -np.log1p(within), -np.log1p(-within)
+    cands = np.concatenate([e - hi, e - lo, [0.0]])  # window edges on a residual
+    counts = np.searchsorted(e, cands + hi, side="right") - np.searchsorted(e, cands + lo, "left")
+    best = np.flatnonzero(counts == counts.max())
+    return float(cands[best[np.argmin(np.abs(cands[best]))]])
+
+
+def walk_forward(
+    samples: pd.DataFrame,
+    test_start: float,
+    *,
+    settings: OnlineSettings | None = None,
+    features: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """Predictions for every sample starting at or after ``test_start`` (one system).
+
+    At the start of each calendar month the residual model is refitted on the samples
+    that ended before, within ``window_days``; it then predicts that month's samples.
+    Returns ``online median`` and ``predicted`` (s), indexed like ``samples``.
+    """
+    import pandas as pd
+
+    st = settings or OnlineSettings()
+    f = (
+        features
+        if features is not None
+        else causal_features(samples, n_prev=st.n_prev, offset_runs=st.offset_runs)
+    )
+    x_cols = [c for c in f.columns if c != "online median"]
+    offset = f["log offset median"].to_numpy()
+    y = np.log(samples["write_time"].to_numpy(float)) - offset
+    start = samples["start_time"].to_numpy(float)
+    end = samples["end_time"].to_numpy(float)
+    test = np.flatnonzero(start >= test_start)
+    months = pd.to_datetime(start[test], unit="s").to_period("M")
+    pred = np.full(len(samples), np.nan)
+    x = f[x_cols].to_numpy(float)
+    for month in months.unique():
+        rows = test[(months == month)]
+        t0 = month.start_time.timestamp()
+        train = np.flatnonzero((end < t0) & (start >= t0 - st.window_days * DAY) & np.isfinite(y))
+        base = offset[rows]
+        if len(train) < st.min_train:
+            pred[rows] = np.exp(base)
+            continue
+        xt = x[train]
+        use = [j for j in range(x.shape[1]) if len(np.unique(xt[np.isfinite(xt[:, j]), j])) > 1]
+        model = _residual_model(st).fit(xt[:, use], y[train])
+        shift = best_shift(y[train] - model.predict(xt[:, use]))
+        pred[rows] = np.exp(base + model.predict(x[np.ix_(rows, use)]) + shift)
+    out = pd.DataFrame({"online median": f["online median"], "predicted": pred}, index=f.index)
+    return out.iloc[test]
+
+
+#: Method names of :func:`online_accuracy`, in report order.
+METHODS = ("paper pipeline (Lasso)", "online median", "iosight predictor")
+
+
+def _scored(test_y: np.ndarray, reported_y: np.ndarray) -> np.ndarray:
+    """Mask of the test rows the paper pipeline reported (its validation rows left out):
+    the reported values are the test values in order, minus the validation ones."""
+    mask = np.zeros(len(test_y), bool)
+    j = 0
+    for i, v in enumerate(test_y):
+        if j < len(reported_y) and v == reported_y[j]:
+            mask[i], j = True, j + 1
+    return mask
+
+
+def online_accuracy(
+    samples: pd.DataFrame,
+    test: pd.DataFrame,
+    paper: pd.DataFrame,
+    *,
+    settings: OnlineSettings | None = None,
+) -> pd.DataFrame:
+    """Within-20% / within-30% shares of the paper pipeline, the online median and the
+    iosight predictor on the same scored rows (``test`` minus the paper pipeline's
+    validation rows; ``paper``: its Lasso rows of ``SearchOutcome.predictions``).
+    ``samples`` holds one system's samples, ``test`` its chronological test part."""
+    import pandas as pd
+
+    from iosight.perfmodel._search import accuracy, relative_errors
+
+    ty = test["write_time"].to_numpy(float)
+    keep = _scored(ty, paper["measured"].to_numpy(float))
+    pred = walk_forward(samples, float(test["start_time"].min()), settings=settings)
+    pred = pred.loc[test.index]
+    apps = test["app"].to_numpy()[keep]
+    errors = {
+        METHODS[0]: paper["error"].to_numpy(float),
+        METHODS[1]: relative_errors(pred["online median"].to_numpy()[keep], ty[keep]),
+        METHODS[2]: relative_errors(pred["predicted"].to_numpy()[keep], ty[keep]),
+    }
+    rows = []
+    for method, err in errors.items():
+        for name in [*dict.fromkeys(apps), "all"]:
+            sel = np.ones(len(err), bool) if name == "all" else apps == name
+            rows.append({"method": method, "test_set": name, **accuracy(err[sel])})
+    return pd.DataFrame(rows)

@@ -1,0 +1,386 @@
+"""The web application: Starlette routes rendering Jinja2 pages over the served warehouse.
+
+Pages are rendered on the server (Jinja2 with autoescaping: every value from a log
+is escaped); the only scripts are plotly.js from the installed ``plotly`` package
+and ``static/app.js``, both served from this process, and a Content-Security-Policy
+forbids any other script. Handlers are plain functions, which Starlette runs on its
+thread pool; each thread queries through its own DuckDB cursor.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from iosight._errors import IosightError
+from iosight.serve import _figures as figs
+from iosight.serve import _pages as pages
+from iosight.serve._readonly import ServedWarehouse
+from iosight.warehouse import find_job
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+_HERE = Path(__file__).parent
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'"
+)  # plotly.js adds <style> elements at run time, hence 'unsafe-inline' for styles only
+_FILES_PAGE = 25
+
+
+def plotly_js() -> Path:
+    """plotly.min.js as the installed ``plotly`` package ships it."""
+    import plotly
+
+    path = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    if not path.is_file():
+        raise IosightError(f"the plotly package at {path.parent} has no plotly.min.js")
+    return path
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is only reachable from this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+# ------------------------------------------------------------------------ formatting
+def _utc(epoch) -> str:
+    if epoch is None or (isinstance(epoch, float) and not math.isfinite(epoch)):
+        return ""
+    return dt.datetime.fromtimestamp(float(epoch), dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _bytes(v) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return ""
+    v = float(v)
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
+        if abs(v) < 1000 or unit == "PB":
+            return f"{v:.0f} {unit}" if unit == "B" else f"{v:.1f} {unit}"
+        v /= 1000
+    return ""
+
+
+def _num(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return "" if not math.isfinite(v) else f"{v:.6g}"
+    return str(v)
+
+
+def _templates():
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(_HERE / "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters.update(utc=_utc, human_bytes=_bytes, num=_num)
+    return env
+
+
+# ------------------------------------------------------------------------ query params
+def _opt(request: Request, name: str, cast=str):
+    raw = request.query_params.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        return cast(raw)
+    except (ValueError, IosightError):
+        raise IosightError(f"cannot read {name} = {raw!r}") from None
+
+
+def _time(text: str) -> float:
+    from iosight.timeline import parse_time
+
+    return parse_time(text)
+
+
+def _job_filter(request: Request) -> pages.JobFilter:
+    f = pages.JobFilter(
+        start_from=_opt(request, "start_from", _time),
+        start_to=_opt(request, "start_to", _time),
+        exe=_opt(request, "exe"),
+        user=_opt(request, "user"),
+        nprocs_min=_opt(request, "nprocs_min", int),
+        nprocs_max=_opt(request, "nprocs_max", int),
+        bytes_min=_opt(request, "bytes_min", float),
+        bytes_max=_opt(request, "bytes_max", float),
+        where=_opt(request, "where"),
+        sort=_opt(request, "sort") or "start_time",
+        descending=(_opt(request, "dir") or "desc") != "asc",
+        page=_opt(request, "page", int) or 1,
+        page_size=_opt(request, "page_size", int) or 50,
+    )
+    return f
+
+
+def _link_params(request: Request, **changes) -> str:
+    """This page's query string with some parameters changed (sort and page links)."""
+    from urllib.parse import urlencode
+
+    params = {k: v for k, v in request.query_params.items() if v != ""}
+    for k, v in changes.items():
+        if v is None:
+            params.pop(k, None)
+        else:
+            params[k] = str(v)
+    return "?" + urlencode(params)
+
+
+# ------------------------------------------------------------------------ the app
+class _Site:
+    """The warehouse, the templates and small per-warehouse facts computed once."""
+
+    def __init__(self, path: Path) -> None:
+        self.wh = ServedWarehouse(path)
+        self.env = _templates()
+        self._thresholds: pages.Thresholds | None = None
+        self._synthetic: bool | None = None
+
+    def thresholds(self) -> pages.Thresholds:
+        if self._thresholds is None:
+            self._thresholds = pages.burst_thresholds(self.wh)
+        return self._thresholds
+
+    def has_synthetic(self) -> bool:
+        if self._synthetic is None:
+            self._synthetic = self.wh.has_table("jobs") and bool(
+                self.wh.sql("select coalesce(bool_or(synthetic), false) s from jobs")["s"].iloc[0]
+            )
+        return self._synthetic
+
+    def render(self, name: str, request: Request, status: int = 200, **ctx) -> Response:
+        from starlette.responses import HTMLResponse
+
+        body = self.env.get_template(name).render(
+            request=request,
+            warehouse=str(self.wh.path),
+            link=lambda **c: _link_params(request, **c),
+            synthetic_warehouse=self.has_synthetic(),
+            **ctx,
+        )
+        return HTMLResponse(body, status_code=status)
+
+
+def create_app(path: str | Path) -> Starlette:
+    """The Starlette application serving the warehouse at ``path`` (read-only)."""
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.responses import FileResponse, JSONResponse, RedirectResponse
+    from starlette.routing import Mount, Route
+    from starlette.staticfiles import StaticFiles
+
+    site = _Site(Path(path))
+    plotly_path = plotly_js()
+
+    def page(name: str, fn):
+        """A page handler that shows user errors (bad filters, missing tables) on the page."""
+
+        def handler(request: Request) -> Response:
+            site.wh.refresh()
+            try:
+                return fn(request)
+            except IosightError as err:
+                return site.render(name, request, status=400, error=str(err), **_empty(name))
+
+        return handler
+
+    def jobs(request: Request) -> Response:
+        f = _job_filter(request)
+        result = pages.jobs_page(site.wh, f)
+        return site.render("jobs.html", request, f=f, result=result, error=None)
+
+    def job(request: Request) -> Response:
+        from iosight.warehouse import job_summary
+
+        key = find_job(site.wh, request.path_params["key"])
+        s = job_summary(site.wh, key)
+        files_page = _opt(request, "files_page", int) or 1
+        kind, timeline = pages.job_timeline(site.wh, key)
+        timeline_fig = (
+            figs.dxt_figure(timeline) if kind == "dxt"
+            else figs.heatmap_figure(timeline) if kind == "heatmap" else None
+        )  # fmt: skip
+        start = (files_page - 1) * _FILES_PAGE
+        return site.render(
+            "job.html", request, s=s, error=None,
+            files=s.files.iloc[start : start + _FILES_PAGE], files_page=files_page,
+            files_pages=max(1, math.ceil(len(s.files) / _FILES_PAGE)),
+            figures={"access": figs.access_sizes_figure(s.access_sizes),
+                     "files": figs.top_files_figure(s.files), "timeline": timeline_fig},
+            key=key,
+        )  # fmt: skip
+
+    def job_part(request: Request) -> Response:
+        """Insights or similar jobs of one job: an HTML fragment the job page fetches, so
+        the page itself answers before these (possibly slow) analyses finish."""
+        from starlette.responses import HTMLResponse
+
+        site.wh.refresh()
+        part = request.path_params["part"]
+        try:
+            key = find_job(site.wh, request.path_params["key"])
+            if part == "insights":
+                df, why = pages.job_insights_table(site.wh, key)
+            elif part == "similar":
+                df, why = pages.similar_jobs(site.wh, key)
+            else:
+                return HTMLResponse("no such part", status_code=404)
+        except IosightError as err:
+            df, why = None, str(err)
+        body = site.env.get_template("_part.html").render(part=part, df=df, why=why)
+        return HTMLResponse(body)
+
+    def facility(request: Request) -> Response:
+        thr = site.thresholds()
+        df = pages.timeline_window(site.wh, thr)
+        models = pages.list_models(site.wh)
+        rec, rec_error, fig_rec = None, None, None
+        ask = {k: request.query_params.get(k, "") for k in ("model", "min_time", "max_time")}
+        policy = request.query_params.get("policy", "W3")
+        if ask["min_time"] and ask["max_time"]:
+            try:
+                rec = pages.forecast_start(
+                    site.wh, ask["model"] or (models[0] if models else "bursts-write"),
+                    _opt(request, "min_time", float), _opt(request, "max_time", float), policy,
+                )  # fmt: skip
+                fig_rec = figs.forecast_figure(rec.forecast, rec.start_at)
+            except IosightError as err:
+                rec_error = str(err)
+        title = "system I/O rate" + (" (SYNTHETIC jobs present)" if site.has_synthetic() else "")
+        return site.render(
+            "facility.html", request, error=None, thr=thr, models=models, ask=ask, policy=policy,
+            fig_facility=figs.facility_figure(df, thr, title), bin_width=df.attrs["bin_width"],
+            rec=rec, rec_error=rec_error, fig_rec=fig_rec, span=pages.timeline_span(site.wh),
+        )  # fmt: skip
+
+    def timeline_api(request: Request) -> Response:
+        site.wh.refresh()
+        try:
+            df = pages.timeline_window(
+                site.wh, site.thresholds(), _opt(request, "start", float),
+                _opt(request, "end", float),
+            )  # fmt: skip
+        except IosightError as err:
+            return JSONResponse({"error": str(err)}, status_code=400)
+        return JSONResponse({"traces": figs.facility_traces(df),
+                             "bin_width": df.attrs["bin_width"]})  # fmt: skip
+
+    def errors(request: Request) -> Response:
+        result = pages.errors_page(site.wh, _opt(request, "page", int) or 1)
+        return site.render("errors.html", request, result=result, error=None)
+
+    routes = [
+        Route("/", lambda r: RedirectResponse("/jobs")),
+        Route("/jobs", page("jobs.html", jobs)),
+        Route("/job/{key}", page("job.html", job)),
+        Route("/job/{key}/{part}", job_part),
+        Route("/facility", page("facility.html", facility)),
+        Route("/errors", page("errors.html", errors)),
+        Route("/api/timeline", timeline_api),
+        Route("/static/plotly.min.js", lambda r: FileResponse(plotly_path, headers=_CACHE)),
+        Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
+    ]
+    app = Starlette(routes=routes, middleware=[Middleware(_SecurityHeaders)])
+    app.state.warehouse = site.wh.path
+    return app
+
+
+_CACHE = {"Cache-Control": "public, max-age=86400"}
+
+
+def _empty(name: str) -> dict:
+    """Template variables a page needs when its query failed (only the error is shown)."""
+    return {
+        "jobs.html": {"f": pages.JobFilter(), "result": None},
+        "job.html": {"s": None},
+        "facility.html": {"thr": None},
+        "errors.html": {"result": None},
+    }[name]
+
+
+class _SecurityHeaders:
+    """Pure ASGI middleware adding the CSP and no-sniff headers to every response."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        async def add(message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                headers += [
+                    (b"content-security-policy", CSP.encode()),
+                    (b"x-content-type-options", b"nosniff"),
+                    (b"referrer-policy", b"no-referrer"),
+                ]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, add)
+
+
+def run(app: Starlette, *, host: str = "127.0.0.1", port: int = 8050) -> None:
+    """Serve ``app`` with uvicorn (one process) until interrupted."""
+    import uvicorn
+
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+class BackgroundServer:
+    """A server running on a thread of this process (notebooks, tests, benchmarks).
+
+    ``url`` is its address; :meth:`stop` (or leaving the ``with`` block) shuts it down.
+    """
+
+    def __init__(self, app: Starlette, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        import socket
+        import threading
+        import time
+
+        import uvicorn
+
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._sock = socket.socket(family, socket.SOCK_STREAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind((host, port))
+        bound = self._sock.getsockname()[1]
+        self.url = f"http://{'[' + host + ']' if ':' in host else host}:{bound}"
+        config = uvicorn.Config(app, log_level="warning", lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 30
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise IosightError(f"the server on {self.url} did not start")
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        """Shut the server down and wait for its thread."""
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+        self._sock.close()
+
+    def __enter__(self) -> BackgroundServer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

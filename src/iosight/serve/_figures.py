@@ -1,0 +1,165 @@
+"""Plotly figures of the pages, as plain ``{"data": ..., "layout": ...}`` dicts.
+
+The browser draws them with the plotly.js that the ``plotly`` package ships (served
+from the installed package, no CDN). Plotly renders a subset of HTML in labels, so
+every text that comes from a log (file names) is HTML-escaped here; the page embeds
+the dicts as JSON data, never as script.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from iosight.serve._pages import Thresholds
+
+_READ, _WRITE = "#1f77b4", "#d62728"
+
+
+def _axis(title: str, **extra) -> dict:
+    return {"title": {"text": title}, "automargin": True, **extra}
+
+
+def _layout(title: str, **extra) -> dict:
+    return {
+        "title": {"text": title, "font": {"size": 14}},
+        "margin": {"l": 60, "r": 20, "t": 40, "b": 50},
+        "height": 320,
+        **extra,
+    }
+
+
+def access_sizes_figure(df: pd.DataFrame) -> dict | None:
+    """Operations per access-size bin, one bar group per module and direction."""
+    if df.empty:
+        return None
+    bins = [c for c in df.columns if c not in ("module", "op")]
+    data = [
+        {"type": "bar", "name": f"{m} {op}", "x": bins, "y": [float(v) for v in row]}
+        for m, op, row in zip(df["module"], df["op"], df[bins].to_numpy(), strict=True)
+    ]
+    return {
+        "data": data,
+        "layout": _layout(
+            "access sizes (operations per size bin)", barmode="group", yaxis=_axis("operations")
+        ),
+    }
+
+
+def top_files_figure(df: pd.DataFrame, n: int = 15) -> dict | None:
+    """The files with the most I/O time (summed over ranks)."""
+    top = df.head(n)
+    if top.empty:
+        return None
+    names = [html.escape(f if len(f) <= 60 else "..." + f[-57:]) for f in top["file"].astype(str)]
+    return {
+        "data": [{"type": "bar", "orientation": "h", "x": top["io_time"].astype(float).tolist(),
+                  "y": names, "marker": {"color": "#9467bd"}}],
+        "layout": _layout(f"files with the most I/O time (top {len(top)})",
+                          height=max(240, 26 * len(top) + 90),
+                          margin={"l": 360, "r": 20, "t": 40, "b": 50},
+                          yaxis={"autorange": "reversed", "automargin": True},
+                          xaxis=_axis("I/O time summed over ranks (s)")),
+    }  # fmt: skip
+
+
+def dxt_figure(seg: pd.DataFrame) -> dict:
+    """Traced POSIX operations per rank over time (DXT), zoomable."""
+    data = []
+    for op, color in (("write", _WRITE), ("read", _READ)):
+        d = seg[seg["op"] == op]
+        if d.empty:
+            continue
+        n = len(d)
+        x = np.empty(3 * n)
+        y = np.empty(3 * n)
+        x[0::3], x[1::3], x[2::3] = d["start"], d["end"], np.nan
+        y[0::3], y[1::3], y[2::3] = d["rank"], d["rank"], np.nan
+        data.append({"type": "scatter", "mode": "lines+markers", "name": op,
+                     "x": _floats(x), "y": _floats(y), "line": {"color": color, "width": 6},
+                     "marker": {"symbol": "line-ns-open", "size": 10, "color": color}})  # fmt: skip
+    return {"data": data, "layout": _layout(
+        f"traced POSIX operations (DXT, {len(seg)} segments shown): drag to zoom",
+        xaxis=_axis("seconds since job start"), yaxis=_axis("rank"))}  # fmt: skip
+
+
+def heatmap_figure(hm: pd.DataFrame) -> dict:
+    """POSIX bytes per HEATMAP bin, zoomable."""
+    data = [
+        {"type": "scatter", "mode": "lines", "name": f"{d} bytes",
+         "x": hm["bin_start"].astype(float).tolist(), "y": hm[f"{d}_bytes"].astype(float).tolist(),
+         "line": {"color": c}}
+        for d, c in (("read", _READ), ("write", _WRITE))
+    ]  # fmt: skip
+    return {
+        "data": data,
+        "layout": _layout(
+            "POSIX bytes per HEATMAP bin: drag to zoom", xaxis=_axis("seconds since job start")
+        ),
+    }
+
+
+def facility_traces(df: pd.DataFrame) -> list[dict]:
+    """Traces of the Facility figure for one window (re-sent on every zoom)."""
+    x = (df["bin_start"].to_numpy(float) * 1000.0).tolist()  # plotly dates: epoch ms
+    traces = []
+    for d, axis, color in (("write", "y", _WRITE), ("read", "y2", _READ)):
+        peak = df[f"{d}_peak"].to_numpy(float)
+        hit = df[f"{d}_bursts"].to_numpy() > 0
+        traces += [
+            {"type": "scatter", "mode": "lines", "name": f"{d}: peak 5-min rate", "x": x,
+             "y": _floats(peak), "yaxis": axis, "line": {"color": color, "width": 1}},
+            {"type": "scatter", "mode": "lines", "name": f"{d}: mean rate", "x": x,
+             "y": _floats(df[f"{d}_mean"].to_numpy(float)), "yaxis": axis,
+             "line": {"color": "#555", "width": 1}},
+            {"type": "scatter", "mode": "markers", "name": f"{d}: burst bins",
+             "x": [v for v, h in zip(x, hit, strict=True) if h], "y": _floats(peak[hit]),
+             "yaxis": axis, "marker": {"color": "orange", "size": 7, "symbol": "triangle-up"},
+             "text": [f"{int(n)} burst bins" for n in df[f"{d}_bursts"].to_numpy()[hit]]},
+        ]  # fmt: skip
+    return traces
+
+
+def facility_figure(df: pd.DataFrame, thr: Thresholds, title: str) -> dict:
+    """System I/O rate, write above read, burst thresholds and burst bins marked (§IV)."""
+    shapes = []
+    for d, axis in (("write", "y"), ("read", "y2")):
+        t = getattr(thr, d)
+        if t is not None:
+            shapes.append({"type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": axis,
+                           "y0": t / thr.bin_width, "y1": t / thr.bin_width,
+                           "line": {"color": "orange", "dash": "dash", "width": 1}})  # fmt: skip
+    layout = _layout(
+        title, height=520, shapes=shapes, hovermode="x unified",
+        xaxis={"type": "date", "automargin": True},
+        yaxis=_axis("write B/s", domain=[0.55, 1.0], type="log", exponentformat="SI"),
+        yaxis2=_axis("read B/s", domain=[0.0, 0.45], type="log", exponentformat="SI"),
+        legend={"orientation": "h", "y": -0.15},
+    )  # fmt: skip
+    return {"data": facility_traces(df), "layout": layout}
+
+
+def forecast_figure(forecast: pd.DataFrame, chosen_start: float) -> dict:
+    """Burst probability of the next bins, bursts in red, the recommended start marked."""
+    x = (forecast["bin_start"].to_numpy(float) * 1000.0).tolist()
+    colors = [_WRITE if b else "#999" for b in forecast["burst"].astype(bool)]
+    return {
+        "data": [{"type": "bar", "x": x, "y": _floats(forecast["probability"].to_numpy(float)),
+                  "marker": {"color": colors}, "name": "burst probability"}],
+        "layout": _layout("forecast: burst probability per bin (red: burst predicted)",
+                          height=260, xaxis={"type": "date"}, yaxis={"range": [0, 1]},
+                          shapes=[{"type": "line", "x0": chosen_start * 1000.0,
+                                   "x1": chosen_start * 1000.0, "yref": "paper", "y0": 0, "y1": 1,
+                                   "line": {"color": "green", "width": 2}}]),
+    }  # fmt: skip
+
+
+def _floats(a: np.ndarray) -> list:
+    """JSON-ready floats: NaN and infinities become null (gaps in a plotly line)."""
+    a = np.asarray(a, dtype=float)
+    return [None if not np.isfinite(v) else float(v) for v in a]

@@ -1,0 +1,337 @@
+"""What each page shows, as queries over the warehouse (no web code here).
+
+Every query pages, filters and aggregates inside DuckDB and returns at most one
+page of rows (or a few thousand plotted points), so a page costs the same on the
+53,546-job Summit warehouse as on a million jobs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from iosight._errors import IosightError, check_param
+from iosight.serve._readonly import ServedWarehouse, check_where, deadline
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# sortable column -> SQL expression (``bytes`` comes from job_totals)
+SORTS = {
+    "jobid": "j.jobid",
+    "uid": "j.uid",
+    "exe": "j.exe",
+    "nprocs": "j.nprocs",
+    "start_time": "j.start_time",
+    "run_time": "j.run_time",
+    "bytes": "t.bytes",
+}
+JOB_COLUMNS = ("job_key", "jobid", "uid", "exe", "nprocs", "start_time", "run_time", "synthetic")
+# bytes of a job: POSIX and STDIO, read and written (the layers the timeline sums, §IV)
+_BYTES_COUNTERS = (
+    "total_POSIX_BYTES_READ",
+    "total_POSIX_BYTES_WRITTEN",
+    "total_STDIO_BYTES_READ",
+    "total_STDIO_BYTES_WRITTEN",
+)
+MAX_PAGE_SIZE = 500
+# re-binning ladder of the Facility figure (seconds), from the base 5-minute bins up
+_LADDER = (300, 900, 3600, 3 * 3600, 6 * 3600, 86400, 7 * 86400)
+
+
+@dataclass(frozen=True)
+class JobFilter:
+    """The Jobs page's question: filters, one sort column, one page.
+
+    Times are epoch seconds (UTC); ``exe`` matches a substring, case-insensitively;
+    ``user`` is the uid as stored; ``where`` is a SQL condition on ``jobs`` columns
+    (checked by :func:`~iosight.serve.check_where`).
+    """
+
+    start_from: float | None = None
+    start_to: float | None = None
+    exe: str | None = None
+    user: str | None = None
+    nprocs_min: int | None = None
+    nprocs_max: int | None = None
+    bytes_min: float | None = None
+    bytes_max: float | None = None
+    where: str | None = None
+    sort: str = "start_time"
+    descending: bool = True
+    page: int = 1
+    page_size: int = 50
+
+
+@dataclass
+class JobsPage:
+    """One page of jobs: ``rows`` (at most ``page_size``), ``total`` matching jobs."""
+
+    rows: pd.DataFrame
+    total: int
+    page: int
+    page_size: int
+
+    @property
+    def pages(self) -> int:
+        return max(1, math.ceil(self.total / self.page_size))
+
+
+def _bytes_expr(wh: ServedWarehouse) -> str | None:
+    if not wh.has_table("job_totals"):
+        return None
+    cols = set(wh.column_names("job_totals"))
+    have = [c for c in _BYTES_COUNTERS if c in cols]
+    return " + ".join(f'coalesce("{c}", 0)' for c in have) if have else None
+
+
+def jobs_page(wh: ServedWarehouse, f: JobFilter) -> JobsPage:
+    """One page of the ``jobs`` table, filtered and sorted inside DuckDB."""
+    wh.require("jobs")
+    check_param("sort", f.sort, f.sort in SORTS, f"one of {', '.join(SORTS)}")
+    check_param("page", f.page, f.page >= 1, "a page number from 1")
+    check_param("page_size", f.page_size, 1 <= f.page_size <= MAX_PAGE_SIZE,
+                f"between 1 and {MAX_PAGE_SIZE}")  # fmt: skip
+    bytes_sql = _bytes_expr(wh)
+    need_bytes = f.sort == "bytes" or f.bytes_min is not None or f.bytes_max is not None
+    if need_bytes and bytes_sql is None:
+        raise IosightError("this warehouse has no job_totals table: no bytes per job to use")
+    source = f"(select * from jobs where {check_where(f.where)})" if f.where else "jobs"
+    frm = plain = f"from {source} j"
+    if need_bytes:
+        frm += (
+            f" left join (select job_key, {bytes_sql} as bytes from job_totals) t using (job_key)"
+        )
+    conds, params = _conditions(f)
+    key, way = SORTS[f.sort], "desc" if f.descending else "asc"
+    offset = (f.page - 1) * f.page_size
+    cols = ", ".join(f"j.{c}" for c in JOB_COLUMNS) + (", t.bytes" if need_bytes else "")
+    cursor = wh.connect()
+    import duckdb
+
+    try:
+        with deadline(cursor):
+            where = (" where " + " and ".join(conds)) if conds else ""
+            # a left join adds no rows: count without it unless a bytes filter needs it
+            counted = frm if f.bytes_min is not None or f.bytes_max is not None else plain
+            total = int(wh.sql(f"select count(*) n {counted}{where}", params)["n"].iloc[0])
+            # The page's last sort value, found without the job_key tie-break (cheap); then
+            # only rows up to it are sorted with the tie-break (top-N over strings is what
+            # costs on a million jobs). Pages stay disjoint: ties are all kept. Not worth
+            # it when the bytes join dominates.
+            edge = (
+                not need_bytes
+                and cursor.execute(
+                    f"select {key} v {frm} where {' and '.join([*conds, f'{key} is not null'])} "
+                    f"order by v {way} limit 1 offset ?",
+                    [*params, offset + f.page_size - 1],
+                ).fetchall()
+            )
+            if edge:
+                conds = [*conds, f"{key} {'>=' if f.descending else '<='} ?"]
+                params = [*params, edge[0][0]]
+            where = (" where " + " and ".join(conds)) if conds else ""
+            rows = wh.sql(
+                f"select {cols} {frm}{where} order by {key} {way} nulls last, j.job_key "
+                "limit ? offset ?",
+                [*params, f.page_size, offset],
+            )
+    except duckdb.Error as err:  # permission, conversion, ... errors of user SQL
+        raise IosightError(str(err).splitlines()[0]) from None
+    if not need_bytes:
+        rows["bytes"] = _bytes_of(wh, bytes_sql, rows["job_key"].tolist())
+    return JobsPage(rows=rows, total=total, page=f.page, page_size=f.page_size)
+
+
+def _conditions(f: JobFilter) -> tuple[list[str], list]:
+    conds: list[str] = []
+    params: list = []
+    for sql, value in (
+        ("j.start_time >= ?", f.start_from),
+        ("j.start_time < ?", f.start_to),
+        ("j.nprocs >= ?", f.nprocs_min),
+        ("j.nprocs <= ?", f.nprocs_max),
+        ("t.bytes >= ?", f.bytes_min),
+        ("t.bytes <= ?", f.bytes_max),
+    ):
+        if value is not None:
+            conds.append(sql)
+            params.append(value)
+    if f.exe:
+        conds.append("j.exe ilike ? escape '\\'")
+        params.append("%" + _like_escape(f.exe) + "%")
+    if f.user:
+        conds.append("cast(j.uid as varchar) = ?")
+        params.append(f.user.strip())
+    return conds, params
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _bytes_of(wh: ServedWarehouse, bytes_sql: str | None, keys: list[str]) -> list:
+    if bytes_sql is None or not keys:
+        return [None] * len(keys)
+    df = wh.sql(
+        f"select job_key, {bytes_sql} as bytes from job_totals where job_key in (select unnest(?))",
+        [keys],
+    )
+    found = dict(zip(df["job_key"], df["bytes"], strict=True))
+    return [found.get(k) for k in keys]
+
+
+def errors_page(wh: ServedWarehouse, page: int = 1, page_size: int = 100) -> JobsPage:
+    """One page of ``ingest_errors``: source path and reason."""
+    check_param("page", page, page >= 1, "a page number from 1")
+    if not wh.has_table("ingest_errors"):
+        import pandas as pd
+
+        return JobsPage(pd.DataFrame(columns=["source_path", "error"]), 0, 1, page_size)
+    total = int(wh.sql("select count(*) n from ingest_errors")["n"].iloc[0])
+    rows = wh.sql(
+        "select source_path, error from ingest_errors order by source_path limit ? offset ?",
+        [page_size, (page - 1) * page_size],
+    )
+    return JobsPage(rows=rows, total=total, page=page, page_size=page_size)
+
+
+# ---------------------------------------------------------------------------- job page
+def job_timeline(wh: ServedWarehouse, key: str, max_segments: int = 20_000):
+    """``("dxt", segments)`` (a sample of at most ``max_segments``), ``("heatmap", bins)``
+    or ``("", None)``: what the job's time axis can show."""
+    tables = set(wh.tables())
+    if "dxt_posix" in tables:
+        seg = wh.sql(
+            'select rank, op, start, "end", length from dxt_posix where job_key = ? '
+            f"using sample {int(max_segments)} rows",
+            [key],
+        )
+        if len(seg):
+            return "dxt", seg
+    if "heatmap" in tables:
+        hm = wh.sql(
+            "select bin_start, sum(read_bytes) read_bytes, sum(write_bytes) write_bytes "
+            "from heatmap where job_key = ? and module = 'POSIX' group by 1 order by 1",
+            [key],
+        )
+        if len(hm):
+            return "heatmap", hm
+    return "", None
+
+
+def job_insights_table(wh: ServedWarehouse, key: str) -> tuple[pd.DataFrame | None, str]:
+    """The job's insights where :mod:`iosight.insights` exists; else None and why not."""
+    try:
+        insights = importlib.import_module("iosight.insights")
+    except ImportError:
+        return None, "this iosight has no insights subsystem"
+    fn = getattr(insights, "job_insights", None)
+    if fn is None:
+        return None, "this iosight's insights offer no per-job view"
+    try:
+        return fn(wh, key).table(), ""
+    except IosightError as err:
+        return None, str(err)
+
+
+def similar_jobs(wh: ServedWarehouse, key: str, top: int = 10) -> tuple[pd.DataFrame | None, str]:
+    """Jobs like this one from the similarity codings, where they were built."""
+    if not wh.has_table("sim_codings"):
+        return None, "no similarity codings: run 'iosight similarity codings' to build them"
+    try:
+        from iosight.similarity import find_similar
+
+        df = find_similar(wh, key, top=top)
+    except IosightError as err:
+        return None, str(err)
+    return df[["rank", "job_key", "jobid", "similarity"]], ""
+
+
+# ---------------------------------------------------------------------------- facility
+@dataclass(frozen=True)
+class Thresholds:
+    """Burst thresholds (bytes per base bin) of each direction, ``mean + k * std`` (§IV)."""
+
+    bin_width: float
+    read: float | None
+    write: float | None
+
+
+def burst_thresholds(wh: ServedWarehouse) -> Thresholds:
+    """Thresholds of the whole timeline at the paper's 1% of bins (§IV)."""
+    from iosight.bursts import label_bursts
+    from iosight.timeline import bin_width_of, load_timeline
+
+    df = load_timeline(wh)
+    width = bin_width_of(df)
+    found = {}
+    for d in ("read", "write"):
+        try:
+            found[d] = label_bursts(df[f"{d}_bytes"].to_numpy(float)).threshold
+        except IosightError:
+            found[d] = None  # constant or too short: no bursts
+    return Thresholds(bin_width=width, read=found["read"], write=found["write"])
+
+
+def timeline_span(wh: ServedWarehouse) -> tuple[float, float, float]:
+    """First bin start, end of the last bin, and the base bin width."""
+    wh.require("timeline")
+    r = wh.sql("select min(bin_start) a, max(bin_start + bin_width) b, min(bin_width) w "
+               "from timeline").iloc[0]  # fmt: skip
+    return float(r["a"]), float(r["b"]), float(r["w"])
+
+
+def timeline_window(
+    wh: ServedWarehouse,
+    thresholds: Thresholds,
+    start: float | None = None,
+    end: float | None = None,
+    max_points: int = 1500,
+) -> pd.DataFrame:
+    """The timeline between ``start`` and ``end``, re-binned to at most ``max_points`` bins.
+
+    Bins come from a ladder (5 min, 15 min, 1 h, 3 h, 6 h, 1 day, 1 week). Per shown bin:
+    mean and peak base-bin rate (bytes/s) per direction, and how many base bins in it
+    are bursts (above the threshold), so a burst stays visible at every zoom.
+    """
+    lo, hi, base = timeline_span(wh)
+    start = lo if start is None else max(lo, float(start))
+    end = hi if end is None else min(hi, float(end))
+    if end <= start:
+        raise IosightError("the time window is empty")
+    width = next((w for w in _LADDER if w >= base and (end - start) / w <= max_points), _LADDER[-1])
+    width = max(width, base)
+    parts, params = [], [width, width]
+    for d in ("read", "write"):
+        thr = getattr(thresholds, d)
+        parts.append(
+            f"sum({d}_bytes) / ? as {d}_mean, max({d}_bytes) / {base!r} as {d}_peak, "
+            f"count(*) filter (where {d}_bytes > ?) as {d}_bursts"
+        )
+        params += [width, thr if thr is not None else float("inf")]
+    df = wh.sql(
+        f"select floor(bin_start / ?) * ? as bin_start, {', '.join(parts)} "
+        "from timeline where bin_start >= ? and bin_start < ? group by 1 order by 1",
+        [*params, start, end],
+    )
+    df.attrs["bin_width"] = width
+    return df
+
+
+def forecast_start(
+    wh: ServedWarehouse, model: str, min_time: float, max_time: float, policy: str = "W3"
+):
+    """The saved forecaster's next bins and Algorithm 1's start (§V-B) for one application."""
+    from iosight.sched.burst_aware import recommend_start
+
+    return recommend_start(wh, model, min_time, max_time, policy=policy)
+
+
+def list_models(wh: ServedWarehouse) -> list[str]:
+    """Saved burst forecasters (empty when none was trained)."""
+    from iosight.bursts import list_forecasters
+
+    return list_forecasters(wh)

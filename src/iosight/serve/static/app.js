@@ -1,0 +1,43 @@
+// Draw every figure embedded as JSON data (never as script) and wire the Facility zoom.
+"use strict";
+function drawFigures() {
+  document.querySelectorAll("[data-figure]").forEach(function (el) {
+    var fig = JSON.parse(document.getElementById(el.dataset.figure).textContent);
+    Plotly.newPlot(el, fig.data, fig.layout, { responsive: true, displaylogo: false })
+      .then(function () { el.dataset.ready = "1"; });
+    if (el.id === "fig-facility") { el.on("plotly_relayout", function (ev) { rebin(el, ev); }); }
+  });
+}
+function epochSeconds(v) {  // plotly reports date-axis ranges as "YYYY-MM-DD hh:mm:ss.sss" (UTC)
+  return typeof v === "number" ? v / 1000 : Date.parse(String(v).replace(" ", "T") + "Z") / 1000;
+}
+var pending = 0;
+function rebin(el, ev) {
+  var q;
+  if (ev["xaxis.range[0]"] !== undefined) {
+    q = "?start=" + epochSeconds(ev["xaxis.range[0]"]) + "&end=" + epochSeconds(ev["xaxis.range[1]"]);
+  } else if (ev["xaxis.autorange"]) {
+    q = "";
+  } else { return; }
+  var mine = ++pending;
+  el.dataset.ready = "0";
+  fetch("/api/timeline" + q).then(function (r) { return r.json(); }).then(function (res) {
+    if (mine !== pending || res.error) { return; }
+    var layout = el.layout;
+    Plotly.react(el, res.traces, layout).then(function () {
+      document.getElementById("bin-width").textContent = res.bin_width;
+      el.dataset.binWidth = res.bin_width;
+      el.dataset.ready = "1";
+    });
+  });
+}
+function loadParts() {  // server-rendered (escaped) HTML fragments of slower analyses
+  document.querySelectorAll("[data-part]").forEach(function (el) {
+    fetch(el.dataset.part).then(function (r) { return r.text(); }).then(function (html) {
+      el.innerHTML = html;
+      el.dataset.ready = "1";
+    });
+  });
+}
+document.addEventListener("DOMContentLoaded", drawFigures);
+document.addEventListener("DOMContentLoaded", loadParts);

@@ -1,0 +1,34 @@
+"""The demo keeps its outputs in ./iosight-demo (or --workdir) and never deletes others' files."""
+
+from __future__ import annotations
+
+import re
+
+from typer.testing import CliRunner
+
+from iosight.cli import app
+
+runner = CliRunner()
+
+
+def test_demo_outputs_stay_and_rerun_replaces_them(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["demo", "--only", "characterization"])
+    assert result.exit_code == 0, result.output
+    root = tmp_path / "iosight-demo"
+    figures = list(root.glob("job-*.png"))
+    assert figures and "iosight-demo/" in result.output
+    printed = re.findall(r"^  [^:]+: (iosight-demo/\S+)$", result.output, re.MULTILINE)
+    assert printed and all((tmp_path / p.strip()).exists() for p in printed)
+    (root / "stale.txt").write_text("from an earlier run")
+    again = runner.invoke(app, ["demo", "--only", "characterization"])
+    assert again.exit_code == 0 and not (root / "stale.txt").exists()
+
+
+def test_demo_refuses_a_folder_it_did_not_make(tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("precious")
+    result = runner.invoke(app, ["demo", "--workdir", str(mine), "--only", "characterization"])
+    assert result.exit_code == 1 and "not made by 'iosight demo'" in result.output
+    assert (mine / "thesis.tex").read_text() == "precious"

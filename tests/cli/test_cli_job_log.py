@@ -1,0 +1,42 @@
+"""`iosight job LOG`: one log's summary with no warehouse."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from iosight.cli import app
+from iosight.demo.step_10_characterization import example_logs
+
+runner = CliRunner()
+
+
+def _log(name: str):
+    return next(p for p in example_logs() if p.name == name)
+
+
+def test_a_log_file_is_summarised_without_a_warehouse(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no ./iosight-warehouse here, and none is created
+    log = _log("ior_hdf5_example.darshan")
+    result = runner.invoke(app, ["job", str(log), "--plot", str(tmp_path / "job.png")])
+    assert result.exit_code == 0, result.output
+    assert "job 32324925" in result.output and "4 processes" in result.output
+    assert "per module" in result.output and "test123.h5" in result.output
+    assert (tmp_path / "job.png").read_bytes()[:4] == b"\x89PNG"
+    assert not (tmp_path / "iosight-warehouse").exists()
+
+
+def test_an_unreadable_log_is_one_error_line(tmp_path):
+    bad = tmp_path / "bad.darshan"
+    bad.write_bytes(b"\x00" * 100)
+    result = runner.invoke(app, ["job", str(bad)])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.output.count("\n") == 1 and "error:" in result.output
+
+
+def test_a_job_total_table_names_its_job_count(tmp_path):
+    table = tmp_path / "totals.csv"
+    table.write_text(
+        "jobid,nprocs,start_time,end_time,total_POSIX_BYTES_READ\n1,4,0,10,100\n2,8,5,20,200\n"
+    )
+    result = runner.invoke(app, ["job", str(table)])
+    assert result.exit_code == 1 and "holds" in result.output, result.output

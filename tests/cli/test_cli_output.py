@@ -1,0 +1,73 @@
+"""Machine-readable output parses; tables show human units."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from iosight.cli import app
+from iosight.cli._units import cell, elide_middle, human_bytes, human_duration
+from iosight.demo.step_10_characterization import example_logs
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def wh(tmp_path_factory):
+    path = tmp_path_factory.mktemp("out") / "wh"
+    logs = [str(p) for p in example_logs()]
+    result = runner.invoke(app, ["ingest", *logs, "--warehouse", str(path), "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    return path
+
+
+def test_json_is_one_array_and_jsonl_one_object_per_line(wh):
+    as_json = runner.invoke(app, ["jobs", "-w", str(wh), "--format", "json"])
+    assert as_json.exit_code == 0, as_json.output
+    rows = json.loads(as_json.stdout)
+    assert isinstance(rows, list) and len(rows) > 1
+    as_jsonl = runner.invoke(app, ["jobs", "-w", str(wh), "--format", "jsonl"])
+    lines = [json.loads(line) for line in as_jsonl.stdout.splitlines()]
+    assert lines == rows
+    for r in rows:  # integers stay integers
+        assert type(r["jobid"]) is int and type(r["nprocs"]) is int
+    assert "\\/" not in as_json.stdout  # paths are not escaped
+    assert any(r["exe"].startswith("/global/") for r in rows)
+
+
+def test_sql_json_keeps_big_integers_exact(wh):
+    q = "select sum(POSIX_BYTES_WRITTEN)::bigint as b, 'a/b' as p from posix"
+    rows = json.loads(runner.invoke(app, ["sql", q, "-w", str(wh), "-f", "json"]).stdout)
+    csv = runner.invoke(app, ["sql", q, "-w", str(wh), "-f", "csv"]).stdout.splitlines()
+    assert rows == [{"b": int(csv[1].split(",")[0]), "p": "a/b"}]
+
+
+def test_tables_show_human_units(wh):
+    q = "select sum(POSIX_BYTES_WRITTEN) as POSIX_BYTES_WRITTEN from posix"
+    out = runner.invoke(app, ["sql", q, "-w", str(wh)]).stdout
+    assert "e+" not in out and " TB" in out
+
+
+def test_errors_name_each_path_once(tmp_path):
+    bad = tmp_path / "bad.darshan"
+    bad.write_bytes(b"\x00" * 100)
+    runner.invoke(app, ["ingest", str(bad), "-w", str(tmp_path / "wh")])
+    out = runner.invoke(app, ["errors", "-w", str(tmp_path / "wh"), "-f", "csv"]).stdout
+    assert out.count("bad.darshan") == 1, out
+
+
+def test_units():
+    assert human_bytes(2199023255552) == "2.2 TB"
+    assert human_bytes(512) == "512 B"
+    assert human_duration(192) == "3 min 12 s"
+    assert human_duration(0.537) == "537 ms"
+    assert human_duration(7500) == "2 h 05 min"
+    assert cell("POSIX_BYTES_READ", 1.4e9) == "1.4 GB"
+    assert cell("bytes_per_s", 1.4e9) == "1.4 GB/s"
+    assert cell("start_time", 1490000867.0) == "1490000867"  # a timestamp, not a duration
+    assert cell("jobid", 32324925) == "32324925"
+    path = "/global/cscratch1/sd/someone/" + "x" * 80 + "/file.h5"
+    short = elide_middle(path)
+    assert len(short) == 60 and short.startswith("/global") and short.endswith("/file.h5")

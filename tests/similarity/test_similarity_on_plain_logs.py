@@ -1,0 +1,54 @@
+"""Similarity on real logs with little time-resolved I/O: every step says what it has."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from iosight.cli import app
+from iosight.demo.step_10_characterization import example_logs
+from iosight.similarity import find_similar
+from iosight.warehouse import Warehouse, ingest
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def wh(tmp_path_factory):
+    w = Warehouse(tmp_path_factory.mktemp("plain") / "wh")
+    ingest(example_logs(), w, workers=1)
+    return w
+
+
+def test_series_counts_jobs_with_time_resolved_io(wh):
+    out = runner.invoke(app, ["similarity", "series", "-w", str(wh.path)]).output
+    timed = [f"select job_key from {t}" for t in ("dxt_posix", "heatmap") if wh.has_table(t)]
+    q = f"select count(distinct job_key) n from ({' union '.join(timed)})"
+    expected = int(wh.sql(q)["n"][0])
+    assert 0 < expected < len(wh.sql("select * from sim_jobs"))
+    assert f"{expected} with time-resolved I/O" in out
+    assert "have no DXT or HEATMAP" in out
+
+
+def test_find_never_lists_unrelated_jobs_and_report_renders(wh, tmp_path):
+    runner.invoke(app, ["similarity", "series", "-w", str(wh.path)])
+    runner.invoke(app, ["similarity", "cluster", "-w", str(wh.path)])
+    codings = wh.sql(
+        "select job_key, jobid from sim_codings where coding = 'bin-aggzeros' and not zero"
+    )
+    lonely = 0
+    for key in codings["job_key"]:
+        df = find_similar(wh, key, top=20)
+        assert (df["similarity"] > 0).all()
+        assert len(df) + df.attrs["unrelated"] == df.attrs["compared"]
+        lonely += df.empty
+    assert lonely > 0  # on these logs some job shares no phase with any other
+    key = next(k for k in codings["job_key"] if find_similar(wh, k).empty)
+    out = runner.invoke(app, ["similarity", "find", key, "-w", str(wh.path)]).output
+    assert "no job shares an I/O phase" in out and "rank" not in out
+    result = runner.invoke(
+        app, ["similarity", "report", "-w", str(wh.path), "--out", str(tmp_path)]
+    )
+    assert result.exit_code == 0, result.output
+    page = (tmp_path / "similarity.html").read_text()
+    assert "The warehouse's jobs" in page and "time-resolved" in page
