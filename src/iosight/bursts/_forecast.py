@@ -447,7 +447,7 @@ def parallel_map(func, items: list, n_jobs: int, progress: Progress, weight=lamb
 
     from joblib import Parallel, delayed
 
-    n = os.cpu_count() or 1 if n_jobs < 0 else max(1, n_jobs)
+    n = (os.cpu_count() or 1) if n_jobs < 0 else max(1, n_jobs)
     out = [None] * len(items)
     run = Parallel(n_jobs=min(n, max(1, len(items))), prefer="threads",
                    return_as="generator_unordered")  # fmt: skip
