@@ -116,7 +116,7 @@ def test_severity_target_reports_macro_and_weighted_f1():
 
 
 def test_forecaster_save_load_predict_and_refusals(warehouse):
-    df = _daily_spikes(days=6)
+    df = _daily_spikes(days=14)  # a burst in each half of the validation slice
     fc = train_forecaster(df, direction="write", model="tree", max_lead=4, k=3.0, n_jobs=2)
     warehouse.write_table("timeline", pa.Table.from_pandas(df))
     fc.save(warehouse)
@@ -158,3 +158,21 @@ def test_same_seed_same_scores():
               search_iter=2, seed=4)  # fmt: skip
     a, b = evaluate_forecasts(df, **kw), evaluate_forecasts(df, **kw)
     pd.testing.assert_frame_equal(a, b)
+
+
+def test_parallel_map_keeps_order_and_reports_each_item():
+    from iosight.bursts._forecast import parallel_map
+
+    class Count:
+        def __init__(self):
+            self.seen = []
+
+        def advance(self, n=1, **fields):
+            self.seen.append((n, fields))
+
+    for n_jobs in (1, 2, -1):
+        prog = Count()
+        items = [{"lead": i} for i in range(7)]
+        out = parallel_map(lambda it: it["lead"] ** 2, items, n_jobs, prog)
+        assert out == [i**2 for i in range(7)]
+        assert sorted(f["lead"] for _, f in prog.seen) == list(range(7))

@@ -57,7 +57,7 @@ def feature_names(direction: str, feature_set: int) -> list[str]:
         names += [f"ema{m}" for m in EMA_MINUTES] + ["macd_short", "macd_long"]
     if feature_set == 4:
         names += ["burst_now", "run_length", "over_threshold", "running_jobs", "elapsed_ratio"]
-        names += [f"expected_{lead}" for lead in range(N_AHEAD + 1)]
+        names += ["expected_0"] + [f"share_{lead}" for lead in range(1, N_AHEAD + 1)]
         names += [f"carry_{lead}" for lead in range(1, N_AHEAD + 1)]
     return names
 
@@ -122,8 +122,9 @@ def make_features(
         now = st.expected[:, 0]
         share = np.divide(st.expected, now[:, None], out=np.zeros_like(st.expected),
                           where=now[:, None] > 0)  # fmt: skip
-        for lead in range(N_AHEAD + 1):
-            cols[f"expected_{lead}"] = st.expected[:, lead]
+        cols["expected_0"] = now
+        for lead in range(1, N_AHEAD + 1):
+            cols[f"share_{lead}"] = share[:, lead]
         for lead in range(1, N_AHEAD + 1):
             cols[f"carry_{lead}"] = x * share[:, lead]
         out = pd.concat([out, pd.DataFrame(cols, index=df.index)], axis=1)

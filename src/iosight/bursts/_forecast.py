@@ -217,19 +217,102 @@ class Persistence:
         return cls(labels.mean, labels.std, labels.k, severity)
 
 
-def best_cut(yb: np.ndarray, score: np.ndarray) -> tuple[float, float]:
+def best_cut(
+    yb: np.ndarray, score: np.ndarray, *, tp0: float = 0, pred0: float = 0, pos0: float = 0
+) -> tuple[float, float]:
     """The cut c for which ``score >= c`` has the best F1 against ``yb``, and that F1
-    (``inf`` and 0 when no positive score or no positive label)."""
+    (``inf`` and 0 when no positive score or no positive label).
+
+    ``tp0``, ``pred0`` and ``pos0`` are true positives, predicted and actual positives of
+    other rows scored together with these (F1 over both); then predicting none of these
+    rows (``inf``) is a candidate too.
+    """
     yb = np.asarray(yb, bool)
+    score = np.asarray(score, np.float64)
+    pos = yb.sum() + pos0
+    none = 2 * tp0 / (pos + pred0) if tp0 else 0.0
+    if score.size == 0:
+        return float("inf"), float(none)
     order = np.argsort(-score, kind="mergesort")
     srt, tp = score[order], np.cumsum(yb[order])
     ends = np.flatnonzero(np.append(srt[1:] != srt[:-1], True))
-    f1 = 2 * tp[ends] / (ends + 1 + yb.sum())
+    f1 = 2 * (tp0 + tp[ends]) / (ends + 1 + pred0 + pos)
     ok = srt[ends] > 0
-    if not ok.any() or not yb.any():
-        return float("inf"), 0.0
+    if not pos or not ok.any() or np.max(f1[ok]) <= none:
+        return float("inf"), float(none)
     i = int(np.argmax(np.where(ok, f1, -1.0)))
     return float(srt[ends][i]), float(f1[i])
+
+
+@dataclass
+class SplitModel:
+    """One model kind fitted twice: for bins that are calm now (will a burst start by
+    t + L?) and for bins that are bursts now (will it still be one?), each with its own
+    decision cut. Splitting on the current state makes persistence the model's starting
+    point: features whose levels drift over the year (Summit's write bursts are four times
+    as frequent in the test part) cannot make it forget that a burst now is the best sign
+    of a burst soon (docs/bursts.md, "Why the models lost")."""
+
+    threshold: float  # X[:, 0] (bytes of the current bin) above it: a burst now
+    parts: tuple  # (calm-now, burst-now): FittedModel, or a constant burst probability
+    cuts: tuple[float, float] = (0.5, 0.5)
+    params: dict = field(default_factory=dict)
+
+    classes = np.array([0, 1])
+
+    def burst_probability(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        now = np.asarray(X, np.float64)[:, 0] > self.threshold
+        prob = np.empty(len(X))
+        for state, part in enumerate(self.parts):
+            rows = now == bool(state)
+            if not rows.any():
+                continue
+            p = part if np.isscalar(part) else part.predict(X[rows])[1]
+            prob[rows] = np.nan_to_num(p, nan=float(state))  # degenerate fit: persistence
+        return now, prob
+
+    def predict(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        now, prob = self.burst_probability(X)
+        return (prob >= np.where(now, self.cuts[1], self.cuts[0])).astype(np.int64), prob
+
+
+def validation_halves(ds: Dataset) -> tuple[slice, slice]:
+    """The validation slice's first half (decision cuts are tuned there) and second half
+    (candidates are compared there): a cut tuned and scored on the same rows would
+    flatter every model against persistence, which has no cut to tune."""
+    mid = ds.n_fit + (ds.n_train - ds.n_fit) // 2
+    return slice(ds.n_fit, mid), slice(mid, ds.n_train)
+
+
+def fit_split(
+    name: str, ds: Dataset, *, seed: int = 0, search_iter: int = 0, cv_splits: int = 3
+) -> SplitModel:
+    """A :class:`SplitModel` fitted on the rows before the validation slice, its two cuts
+    tuned together for F1 on the slice's first half (calm part first, then the burst
+    part given it)."""
+    fit, val = slice(0, ds.n_fit), validation_halves(ds)[0]
+    parts, params = [], {}
+    for state in (0, 1):
+        rows = np.flatnonzero(ds.current[fit] == state)
+        y = ds.y[fit][rows]
+        if rows.size == 0 or np.unique(y).size < 2:
+            parts.append(float(y.mean()) if rows.size else float(state))
+            continue
+        m = fit_model(name, ds.X[fit][rows], y, seed=seed, search_iter=search_iter,
+                      cv_splits=cv_splits)  # fmt: skip
+        parts.append(m)
+        params = m.params
+    model = SplitModel(ds.labels.threshold, tuple(parts), params=params)
+    now, prob = model.burst_probability(ds.X[val])
+    yv = ds.y[val] > 0
+    # start from persistence (calm: never, burst: always), then tune calm, then burst
+    cut_calm, _ = best_cut(yv[~now], prob[~now], tp0=np.sum(yv & now), pred0=now.sum(),
+                           pos0=np.sum(yv & now))  # fmt: skip
+    calm_pred = ~now & (prob >= cut_calm)
+    cut_burst, _ = best_cut(yv[now], prob[now], tp0=np.sum(yv & calm_pred),
+                            pred0=calm_pred.sum(), pos0=np.sum(yv & ~now))  # fmt: skip
+    model.cuts = (cut_calm, cut_burst)
+    return model
 
 
 def fit_model(
@@ -267,7 +350,7 @@ def fit_model(
 class Candidate:
     """One candidate forecast of a task: the model and its burst-class F1 on validation."""
 
-    model: FittedModel | Persistence
+    model: FittedModel | SplitModel | Persistence
     val_f1: float
 
 
@@ -279,29 +362,33 @@ def fit_candidates(
     search_iter: int = 0,
     cv_splits: int = 3,
     params: dict[str, dict] | None = None,
+    split: bool = True,
 ) -> dict[str, Candidate]:
     """Persistence and every model, fitted on the rows before the validation slice; the
-    binary models' cuts tuned for F1 on the slice, every candidate scored there.
+    binary models' cuts tuned for F1 on its first half, every candidate scored on its
+    second half (``val_f1``). Binary models are :class:`SplitModel` (calm now / burst
+    now) unless ``split`` is false.
 
     The slice is the end of the training part, the period nearest the test part, so the
     cut and the choice are made on data like what follows (labels and burst shares drift
     over a year).
     """
-    fit, val = slice(0, ds.n_fit), slice(ds.n_fit, ds.n_train)
-    yv = ds.y[val] > 0
+    fit = slice(0, ds.n_fit)
+    tune, val = validation_halves(ds)
+    yv, yt = ds.y[val] > 0, ds.y[tune] > 0
     binary = ds.y.max(initial=0) <= 1
     out = {"persistence": Candidate(Persistence.of(ds.labels, not binary),
                                     _f1(yv, ds.current[val] > 0))}  # fmt: skip
     for name in names:
-        m = fit_model(name, ds.X[fit], ds.y[fit], seed=seed, search_iter=search_iter,
-                      cv_splits=cv_splits, params=(params or {}).get(name))  # fmt: skip
-        pred, prob = m.predict(ds.X[val])
-        if binary and m.classes.size == 2:
-            m.cut = best_cut(yv, prob)[0]
-            if not np.isfinite(m.cut):
-                m.cut = 0.5
-            pred = m.predict(ds.X[val])[0]
-        out[name] = Candidate(m, _f1(yv, pred > 0))
+        if binary and split:
+            m = fit_split(name, ds, seed=seed, search_iter=search_iter, cv_splits=cv_splits)
+        else:
+            m = fit_model(name, ds.X[fit], ds.y[fit], seed=seed, search_iter=search_iter,
+                          cv_splits=cv_splits, params=(params or {}).get(name))  # fmt: skip
+            if binary and m.classes.size == 2:
+                cut = best_cut(yt, m.predict(ds.X[tune])[1])[0]
+                m.cut = cut if np.isfinite(cut) else 0.5
+        out[name] = Candidate(m, _f1(yv, m.predict(ds.X[val])[0] > 0))
     return out
 
 
@@ -309,6 +396,14 @@ def choose(candidates: dict[str, Candidate]) -> str:
     """The candidate with the best validation F1; persistence wins ties (it comes first)."""
     names = list(candidates)
     return names[int(np.argmax([candidates[n].val_f1 for n in names]))]
+
+
+def _cut_text(model) -> str:
+    """The decision cut(s) of a model: ``"0.31"`` or ``"calm 0.05, burst 0.6"``."""
+    if isinstance(model, SplitModel):
+        return f"calm {model.cuts[0]:.3g}, burst {model.cuts[1]:.3g}"
+    cut = getattr(model, "cut", None)
+    return "" if cut is None else f"{cut:.3g}"
 
 
 def _f1(yb: np.ndarray, pb: np.ndarray) -> float:
@@ -352,7 +447,7 @@ def parallel_map(func, items: list, n_jobs: int, progress: Progress, weight=lamb
 
     from joblib import Parallel, delayed
 
-    n = os.cpu_count() or 1 if n_jobs < 0 else max(1, n_jobs)
+    n = (os.cpu_count() or 1) if n_jobs < 0 else max(1, n_jobs)
     out = [None] * len(items)
     run = Parallel(n_jobs=min(n, max(1, len(items))), prefer="threads",
                    return_as="generator_unordered")  # fmt: skip
@@ -400,7 +495,7 @@ def score_task(ds: Dataset, names: list[str], target: str, *, seed: int = 0,
             "skill": (sc["f1"] - ref) / (1 - ref) if ref < 1 else 0.0,
             **{m: v for m, v in sc.items() if m != "f1"},
             "val_f1": cand.val_f1 if cand else float("nan"),
-            "cut": model.cut if isinstance(model, FittedModel) else None,
+            "cut": _cut_text(model),
             "chosen": chosen if name == "chosen" else "",
             "params": json.dumps(getattr(model, "params", None) or {}, default=str),
         })  # fmt: skip

@@ -96,6 +96,8 @@ def train_bursts(
         old = old.merge(ev[keys], on=keys, how="left", indicator=True)
         old = old[old["_merge"] == "left_only"].drop(columns="_merge")
         ev_all = pd.concat([old, ev], ignore_index=True)
+        for col in ev_all.select_dtypes("object").columns:  # e.g. a cut once a number
+            ev_all[col] = [None if v is None or v != v else str(v) for v in ev_all[col]]
     else:
         ev_all = ev
     warehouse.write_table(EVALUATION_TABLE, pa.Table.from_pandas(ev_all, preserve_index=False))
