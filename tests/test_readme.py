@@ -66,8 +66,8 @@ FASTER = {
     # the example logs span 2017-2023: 615,009 five-minute bins (nearly all empty), on
     # which training takes many minutes on 2 cores; hourly bins keep it under a minute
     "--bin 5min": "--bin 1h",
-    "--models all --features 3 --mode interval,lead": (
-        "--models logreg --features 3 --mode interval,lead --horizons 60 --search-iter 0"
+    "iosight bursts train --warehouse wh/": (
+        "iosight bursts train --warehouse wh/ --models logreg --horizons 60"
     ),
     "--months 6": "--months 1",
     "--loads 0.1:1.5:0.1": "--loads 0.5:1.0:0.5",
