@@ -1,5 +1,5 @@
 """iosight's POSIX accumulator rules against the C recursions they replace (synthetic
-arrays; the value-by-value oracle on real logs is test_posix_totals_need_no_c_library)."""
+arrays; the value-by-value oracle on real logs is test_posix_mpiio_totals_need_no_c_library)."""
 
 from __future__ import annotations
 

@@ -115,16 +115,16 @@ def _without_pydarshan(monkeypatch) -> None:
 
 
 @pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name[-60:])
-def test_posix_totals_need_no_c_library(path: Path, monkeypatch) -> None:
-    """POSIX ``job_totals`` are iosight's own accumulator: with PyDarshan unimportable
+def test_posix_mpiio_totals_need_no_c_library(path: Path, monkeypatch) -> None:
+    """POSIX and MPI-IO ``job_totals`` are iosight's own accumulator: with PyDarshan unimportable
     they equal libdarshan-util's (the oracle) exactly, floats included (tolerance 0)."""
     try:
         oracle = read_pydarshan(path)["job_totals"]
     except (CorruptLogError, KeyError):
         pytest.skip("libdarshan-util reads no totals from this log")
-    cols = [c for c in oracle.column_names if "POSIX" in c]
+    cols = [c for c in oracle.column_names if "POSIX" in c or "MPIIO" in c]
     if not cols:
-        pytest.skip("no POSIX records")
+        pytest.skip("no POSIX or MPI-IO records")
     _without_pydarshan(monkeypatch)
     ours = read_darshan3(path)["job_totals"]
     assert all(c in ours.column_names for c in cols)
@@ -136,7 +136,7 @@ def test_posix_totals_need_no_c_library(path: Path, monkeypatch) -> None:
 
 def test_without_pydarshan_other_modules_use_rules(monkeypatch) -> None:
     """No C library at all: every table but ``job_totals`` is the same; POSIX totals
-    are still the accumulator's, the other modules' come from iosight's rule-based
+    (and MPI-IO) are still the accumulator's, the other modules' come from iosight's rule-based
     reduction (the one 2.x logs and text dumps use)."""
     from iosight.darshan._darshan2 import job_totals
 
@@ -148,9 +148,9 @@ def test_without_pydarshan_other_modules_use_rules(monkeypatch) -> None:
     for name in with_c:
         if name != "job_totals":
             assert without[name].equals(with_c[name]), name
-    rules = job_totals({k: v for k, v in without.items() if k != "posix"})
-    assert rules.num_columns  # this log has MPI-IO/STDIO records too
+    rules = job_totals({k: v for k, v in without.items() if k not in ("posix", "mpiio")})
+    assert rules.num_columns  # this log has STDIO records too
     for c in rules.column_names:
         assert without["job_totals"][c].equals(rules[c]), c
-    posix = [c for c in with_c["job_totals"].column_names if "POSIX" in c]
+    posix = [c for c in with_c["job_totals"].column_names if "POSIX" in c or "MPIIO" in c]
     assert without["job_totals"].select(posix).equals(with_c["job_totals"].select(posix))

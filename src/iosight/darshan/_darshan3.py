@@ -38,7 +38,7 @@ import numpy as np
 import pyarrow as pa
 
 from iosight._errors import CorruptLogError
-from iosight.darshan._accumulate import accumulate_posix
+from iosight.darshan._accumulate import ACCUMULATED, accumulate
 from iosight.darshan._darshan3_counters import COUNTERS, LUSTRE_COMP_COUNTERS
 from iosight.darshan._tables import LogTables, jobs_schema, table_for_module
 
@@ -705,8 +705,8 @@ _ACCUMULATED = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETC
 
 
 def _job_totals(raw: dict[str, np.ndarray], nprocs: int, tables: LogTables) -> pa.Table | None:
-    """``darshan-parser --total``: POSIX by iosight's own copy of libdarshan-util's
-    accumulator (:func:`accumulate_posix`); the other modules by the C accumulator
+    """``darshan-parser --total``: POSIX and MPI-IO by iosight's own copy of
+    libdarshan-util's accumulator (:func:`accumulate`); the other modules by the C accumulator
     when PyDarshan is installed, else by iosight's rule-based reduction."""
     raw = {m: r for m, r in raw.items() if m in _ACCUMULATED}
     for mod, recs in raw.items():
@@ -715,8 +715,9 @@ def _job_totals(raw: dict[str, np.ndarray], nprocs: int, tables: LogTables) -> p
             # a rank outside the job (the C accumulator would assert, i.e. abort)
             raise CorruptLogError(f"module {mod} has records of ranks outside [-1, {nprocs})")
     totals: dict[str, float] = {}
-    if "POSIX" in raw:
-        totals.update(accumulate_posix(raw.pop("POSIX"), nprocs))
+    for mod in ACCUMULATED:
+        if mod in raw:
+            totals.update(accumulate(mod, raw.pop(mod), nprocs))
     try:
         from darshan.backend import cffi_backend as be
     except ImportError:
