@@ -30,7 +30,7 @@ def lasso_path_search(x, y, scale, x_val, y_val, subsets, alphas, tol=1e-6):
     from sklearn.linear_model import LinearRegression, lasso_path
     from sklearn.preprocessing import StandardScaler
 
-    from iosight.perfmodel._search import independent_columns
+    from iosight.perfmodel import independent_columns
 
     out = np.empty((len(subsets), len(alphas)))
     pos = alphas > 0

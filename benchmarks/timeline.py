@@ -5,7 +5,7 @@
    competent user writes with numpy: a difference-array binning (first/last bins with
    ``bincount``, the bins between through a cumulative sum; O(records + bins)) and the
    expansion with ``np.repeat`` + ``np.bincount``. A per-row pandas ``apply`` runs on a
-   sample as a labelled weak baseline. Times are the median process CPU time of 3 runs;
+   sample as a labelled weak baseline. Times are the median process CPU time of 5 runs;
    all bins must agree.
 2. End to end: ``build_timeline`` on SYNTHETIC facility warehouses (POSIX records of
    4 files per job, 1 M and 10 M records); each build runs in its own process, which
@@ -120,7 +120,7 @@ def agree(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(np.all(np.abs(a - b) <= 1e-9 * np.abs(b).max(axis=0)))
 
 
-def cpu_median(fn, *args, repeat=3):
+def cpu_median(fn, *args, repeat=5):
     times, out = [], None
     for _ in range(repeat):
         t = time.process_time()
@@ -239,7 +239,7 @@ def main(argv: list[str] | None = None) -> None:
     same = all(agree(x, y) for x, y in ((got, diff), (got, rep),
                                        (ours(start[:m], end[:m], values[:m]), ref)))  # fmt: skip
     n = a.records
-    print(f"SYNTHETIC records, binning only ({n:,} records, {n_bins:,} bins, CPU s, median of 3):")
+    print(f"SYNTHETIC records, binning only ({n:,} records, {n_bins:,} bins, CPU s, median of 5):")
     print(f"  iosight bin_intervals:        {t_ours:7.2f} s = {n / t_ours:>12,.0f} records/s")
     print(f"  fair: difference array:       {t_diff:7.2f} s = {n / t_diff:>12,.0f} records/s; "
           f"iosight is {t_diff / t_ours:.2f}x")  # fmt: skip

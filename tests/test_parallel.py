@@ -1,4 +1,9 @@
-from iosight.parallel import LocalPool
+import os
+import sys
+
+import pytest
+
+from iosight.parallel import LocalPool, dask_results
 from tests_support import crash_or_echo
 
 
@@ -30,3 +35,31 @@ def test_crashes_and_hangs_become_errors_at_the_right_item():
 def test_workers_are_recycled_after_max_tasks():
     results = _run([(i, [str(i)]) for i in range(7)], workers=1, max_tasks=2)
     assert sorted(r.value[0] for r in results.values()) == [str(i) for i in range(7)]
+
+
+@pytest.mark.slow
+def test_dask_results_fail_at_the_right_item(monkeypatch):
+    """On Dask as in the local pool: a hang times out at its item (and its worker is
+    restarted, so the next task runs), a raise says the item is unknown."""
+    distributed = pytest.importorskip("distributed")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(sys.path))  # workers import tests_support
+    tasks = [(0, ["a"]), (1, ["b", "sleep", "c"]), (2, ["raise"]), (3, ["d", "e"])]
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        beats = []
+        results = {
+            r.key: r
+            for r in dask_results(
+                crash_or_echo,
+                tasks,
+                scheduler=cluster.scheduler_address,
+                timeout=3,
+                on_beat=lambda key, i: beats.append((key, i)),
+            )
+        }
+    assert sorted(results) == [0, 1, 2, 3]
+    assert results[0].value == ["A"] and results[3].value == ["D", "E"]
+    assert results[1].error == "timed out after 3 s" and results[1].failed_item == 1
+    assert results[2].error == "ValueError: bad input" and results[2].failed_item is None
+    assert (1, 1) in beats and (3, 1) in beats

@@ -27,3 +27,30 @@ def crash_or_echo(items: list[str], beat) -> list[str]:
             raise ValueError("bad input\nsecond line")
         out.append(arg.upper())
     return out
+
+
+_HOLD_LOCK = """
+import sys
+from iosight.warehouse import Warehouse
+
+with Warehouse(sys.argv[1]).writer_lock():
+    print("locked", flush=True)
+    sys.stdin.readline()  # hold the lock until the test says so
+"""
+
+
+def hold_warehouse_lock(path):
+    """A process holding the write lock of the warehouse at ``path`` until a line on its stdin."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_LOCK, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert proc.stdout.readline() == "locked\n"
+    return proc

@@ -29,8 +29,12 @@ Beat = Callable[[int], None]
 @dataclass(frozen=True)
 class TaskResult:
     """Outcome of one task: ``value`` on success, else ``error`` (one line) and
-    ``failed_item``, the index of the item that was running when the task failed
-    (``None`` when the task function raised)."""
+    ``failed_item``, the index of the item that was running when the task failed.
+
+    ``failed_item`` is ``None`` when that is not known: the task function raised (it
+    may have been between items), or the worker died before its first heartbeat.
+    ``0`` always means the first item.
+    """
 
     key: Any
     value: Any = None
@@ -96,12 +100,12 @@ class _Worker:
             self.proc.start()
         child.close()
         self.task: tuple[Any, Any] | None = None
-        self.item = 0
+        self.item: int | None = None
         self.since = 0.0
         self.done = 0
 
     def give(self, key, arg) -> None:
-        self.task, self.item, self.since = (key, arg), 0, time.monotonic()
+        self.task, self.item, self.since = (key, arg), None, time.monotonic()
         self.conn.send((key, arg))
 
     def stop(self, kill: bool = False) -> None:
@@ -222,27 +226,133 @@ def _death_reason(code: int | None) -> str:
 
 
 def dask_results(
-    func: Callable[[Any, Beat], Any], tasks: list[tuple[Any, Any]], *, scheduler: str
+    func: Callable[[Any, Beat], Any],
+    tasks: list[tuple[Any, Any]],
+    *,
+    scheduler: str,
+    timeout: float | None = None,
+    on_beat: Callable[[Any, int], None] | None = None,
 ) -> Iterator[TaskResult]:
     """Run tasks on an existing Dask cluster (``scheduler`` address), yield as done.
 
-    A failed task reports ``failed_item=0`` (Dask does not say which item was running),
-    so callers retry its items one by one.
+    The same contract as :class:`LocalPool`: workers send a heartbeat (a Dask event)
+    as each item starts, so a task that fails says which item was running
+    (``failed_item=None`` when none had started), and an item running past
+    ``timeout`` seconds fails its task with "timed out". The hung worker is then
+    restarted through its nanny, so a reader stuck in C code does not hold it for
+    ever; its other tasks go back to the scheduler and run again.
     """
     try:
-        from distributed import Client, as_completed
+        from distributed import Client, KilledWorker
     except ImportError as err:  # pragma: no cover - depends on the install
         from iosight._errors import IosightError
 
         raise IosightError("--scheduler needs Dask: pip install 'iosight[dask]'") from err
+    import queue
+    import uuid
+
+    topic = f"iosight-beat-{uuid.uuid4().hex}"
+    events: queue.SimpleQueue = queue.SimpleQueue()
     with Client(scheduler, timeout=30) as client:
-        futures = {client.submit(func, arg, _no_beat, pure=False): key for key, arg in tasks}
-        for fut in as_completed(futures):
-            try:
-                yield TaskResult(futures[fut], value=fut.result())
-            except Exception as err:  # noqa: BLE001 - a lost worker is data
-                yield TaskResult(futures[fut], error=one_line(err), failed_item=0)
+        # events arrive on the client's thread; the loop below reads them in this one
+        client.subscribe_topic(topic, lambda event: events.put(event[1]))
+        futures = {
+            client.submit(_with_beats, func, arg, key, topic, pure=False): key for key, arg in tasks
+        }
+        running = _DaskBeats(timeout, on_beat)
+        pending = set(futures)
+        while pending:
+            done = _wait_any(pending, running.wait_s())
+            running.drain(events)
+            for fut in done:
+                pending.discard(fut)
+                key = futures[fut]
+                item = running.item(key)
+                running.finish(key)
+                try:
+                    yield TaskResult(key, value=fut.result())
+                except KilledWorker as err:  # the item killed its worker, every try
+                    yield TaskResult(key, error=one_line(err), failed_item=item)
+                except Exception as err:  # noqa: BLE001 - the task raised: data, reported
+                    yield TaskResult(key, error=one_line(err))
+            for fut in [f for f in pending if running.overdue(futures[f])]:
+                pending.discard(fut)
+                key, worker = futures[fut], running.worker(futures[fut])
+                item = running.item(key)
+                running.finish(key)
+                fut.cancel()
+                running.lost(worker)
+                try:
+                    client.restart_workers([worker], raise_for_error=False)
+                except Exception:  # noqa: BLE001 - a worker without nanny keeps its thread
+                    pass
+                yield TaskResult(key, error=f"timed out after {timeout:g} s", failed_item=item)
 
 
-def _no_beat(i: int) -> None:
-    pass
+def _with_beats(func: Callable[[Any, Beat], Any], arg: Any, key: Any, topic: str) -> Any:
+    """Run ``func`` on a Dask worker, sending (key, item, worker) as each item starts."""
+    from distributed import get_worker
+
+    worker = get_worker()
+
+    def beat(i: int) -> None:
+        worker.log_event(topic, (key, i, worker.address))
+
+    return func(arg, beat)
+
+
+def _wait_any(futures: set, timeout: float) -> set:
+    """The futures done within ``timeout`` seconds (none when it passes first)."""
+    from distributed import wait
+
+    try:
+        return set(wait(list(futures), timeout=timeout, return_when="FIRST_COMPLETED").done)
+    except TimeoutError:
+        return set()
+
+
+class _DaskBeats:
+    """Which item each Dask task is on, where, and since when (this machine's clock)."""
+
+    _POLL_S = 1.0  # how often to look for heartbeats and hung items
+
+    def __init__(self, timeout: float | None, on_beat) -> None:
+        self.timeout, self.on_beat = timeout, on_beat
+        self.at: dict[Any, tuple[int, float, str]] = {}
+        self.finished: set = set()
+
+    def drain(self, events) -> None:
+        while not events.empty():
+            key, i, worker = events.get()
+            if key in self.finished:  # a late heartbeat of a task already done
+                continue
+            self.at[key] = (i, time.monotonic(), worker)
+            if self.on_beat is not None:
+                self.on_beat(key, i)
+
+    def item(self, key) -> int | None:
+        return self.at[key][0] if key in self.at else None
+
+    def finish(self, key) -> None:
+        self.at.pop(key, None)
+        self.finished.add(key)
+
+    def worker(self, key) -> str:
+        return self.at[key][2]
+
+    def overdue(self, key) -> bool:
+        return (
+            bool(self.timeout)
+            and key in self.at
+            and (time.monotonic() - self.at[key][1] > self.timeout)
+        )
+
+    def lost(self, worker: str) -> None:
+        """A restarted worker's tasks start again from their first item, elsewhere."""
+        self.at = {k: v for k, v in self.at.items() if v[2] != worker}
+
+    def wait_s(self) -> float:
+        if not self.timeout or not self.at:
+            return self._POLL_S
+        due = min(since for _, since, _ in self.at.values()) + self.timeout - time.monotonic()
+        return max(0.0, min(self._POLL_S, due))

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 
 from iosight._errors import CorruptLogError
+from iosight.darshan import read_parser_text, write_parser_text
 from iosight.darshan._darshan2 import read_darshan2
-from iosight.darshan._parser_text import read_parser_text, write_parser_text
 from iosight.darshan._pydarshan import read_pydarshan
 
 DATA = Path(__file__).parent / "data"

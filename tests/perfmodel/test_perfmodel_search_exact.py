@@ -15,6 +15,7 @@ from iosight.perfmodel._platform import load_platform
 from iosight.perfmodel._samples import group_runs
 from iosight.perfmodel._search import (
     SHRINKAGE_GRID,
+    _path,
     all_subsets,
     independent_columns,
     lasso_grid_search,
@@ -61,8 +62,6 @@ def test_search_equals_independent_fits_cell_by_cell(samples):
     ref = np.empty_like(got)
     converged = np.ones(got.shape, bool)
     worse_or_equal = np.ones(got.shape, bool)
-    from iosight.perfmodel._search import _path
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         for i, sub in enumerate(subsets):

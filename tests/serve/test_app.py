@@ -113,7 +113,7 @@ def test_loopback_hosts():
 def test_cli_refuses_a_missing_warehouse(tmp_path):
     res = CliRunner().invoke(app, ["serve", "-w", str(tmp_path / "nope")])
     assert res.exit_code == 1
-    assert "no warehouse" in res.output and "Traceback" not in res.output
+    assert "not an iosight warehouse" in res.output and "Traceback" not in res.output
 
 
 def test_markup_constant_is_what_the_log_holds(served_path, exe_markup):

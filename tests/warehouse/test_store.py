@@ -5,6 +5,7 @@ import pytest
 
 from iosight._errors import IosightError, MissingTableError
 from iosight.warehouse import Warehouse
+from tests_support import hold_warehouse_lock
 
 
 def _t(keys, vals):
@@ -65,8 +66,43 @@ def test_roll_forward_of_killed_commit(tmp_path):
 def test_missing_table_and_warehouse_errors(tmp_path, warehouse):
     with pytest.raises(MissingTableError, match="iosight ingest"):
         warehouse.table("jobs")
-    with pytest.raises(IosightError, match="no warehouse"):
+    with pytest.raises(IosightError, match="not an iosight warehouse"):
         Warehouse(tmp_path / "nope", create=False)
+    assert not (tmp_path / "nope").exists()
     warehouse.commit({"jobs": [_t(["a"], [1])]})
     with pytest.raises(IosightError, match="Tables here"):
         warehouse.sql("select * from not_a_table")
+
+
+def test_a_writer_waits_for_the_lock_and_names_its_holder(tmp_path):
+    import socket
+
+    Warehouse(tmp_path / "wh")
+    holder = hold_warehouse_lock(tmp_path / "wh")
+    told = []
+
+    def waiting(message):  # the second writer waits: now let the first one finish
+        told.append(message)
+        holder.stdin.write("done\n")
+        holder.stdin.flush()
+
+    wh = Warehouse(tmp_path / "wh", lock_timeout=60, on_lock_wait=waiting)
+    wh.commit({"jobs": [_t(["a"], [1])]})
+    holder.wait(10)
+    assert told == [
+        f"warehouse {wh.path} is being written by process {holder.pid} on "
+        f"{socket.gethostname()}; waiting up to 60 s for it to finish"
+    ]
+    assert wh.sql("select job_key from jobs")["job_key"].tolist() == ["a"]
+
+
+def test_a_writer_gives_up_after_its_lock_timeout(tmp_path):
+    Warehouse(tmp_path / "wh")
+    holder = hold_warehouse_lock(tmp_path / "wh")
+    try:
+        wh = Warehouse(tmp_path / "wh", lock_timeout=0.3)
+        with pytest.raises(IosightError, match=f"process {holder.pid} .* after 0.3 s"):
+            wh.commit({"jobs": [_t(["a"], [1])]})
+        assert not wh.has_table("jobs")
+    finally:
+        holder.communicate("done\n", timeout=10)

@@ -46,11 +46,12 @@ def cli_errors() -> Iterator[None]:
         raise typer.Exit(code=130) from None
 
 
-def open_warehouse(path: Path | None, *, create: bool = False):
-    """Open the warehouse named on the command line (an error if it does not exist)."""
+def open_warehouse(path: Path | None, *, create: bool = False, **options):
+    """Open the warehouse named on the command line (an error if it is none, unless
+    ``create``); ``options`` go to :class:`~iosight.warehouse.Warehouse`."""
     from iosight.warehouse import Warehouse
 
-    return Warehouse(path, create=create)
+    return Warehouse(path, create=create, **options)
 
 
 class RichProgress:

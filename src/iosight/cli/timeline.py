@@ -28,6 +28,10 @@ def build(
     ),
     since: str = typer.Option(None, help="Only jobs starting at or after this time (UTC)."),
     until: str = typer.Option(None, help="Only jobs starting before this time (UTC)."),
+    scheduler: str = typer.Option(
+        None, help="Dask scheduler address: build job partitions there and sum them."
+    ),
+    partitions: int = typer.Option(16, help="Job partitions with --scheduler."),
 ) -> None:
     """Spread every record's bytes, operations and I/O time over time bins."""
     with cli_errors():
@@ -42,6 +46,8 @@ def build(
             spread=spread,
             since=None if since is None else parse_time(since),
             until=None if until is None else parse_time(until),
+            scheduler=scheduler,
+            partitions=partitions,
             progress=RichProgress(),
         )
         df = t.to_pandas()

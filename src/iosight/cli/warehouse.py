@@ -27,7 +27,13 @@ def ingest(
     scheduler: str = typer.Option(None, help="Dask scheduler address to run readers on."),
     force: bool = typer.Option(False, help="Replace sources already ingested."),
     timeout: float = typer.Option(300.0, help="Seconds one log may take before it fails."),
-    batch_size: int = typer.Option(256, help="Logs per atomic commit."),
+    batch_size: int = typer.Option(
+        None, help="At most this many logs per atomic commit (default 256)."
+    ),
+    lock_timeout: float = typer.Option(
+        None,
+        help="Seconds to wait while another process writes the warehouse (default 3600).",
+    ),
     reader: str = typer.Option(
         "native", help="How 3.x logs are read: native, or libdarshan (PyDarshan's C library)."
     ),
@@ -36,7 +42,14 @@ def ingest(
     from iosight.warehouse import ingest as run_ingest
 
     with cli_errors():
-        wh = open_warehouse(warehouse, create=True)
+        wh = open_warehouse(
+            warehouse,
+            create=True,
+            lock_timeout=lock_timeout,
+            on_lock_wait=lambda msg: err_console.print(
+                msg, highlight=False, markup=False, soft_wrap=True
+            ),
+        )
         report = run_ingest(
             paths,
             wh,

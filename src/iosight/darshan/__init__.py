@@ -6,7 +6,8 @@
 from iosight.darshan._darshan2 import read_darshan2
 from iosight.darshan._darshan3 import read_darshan3, read_darshan3_bytes
 from iosight.darshan._jobtotals import read_job_totals
-from iosight.darshan._parser_text import read_parser_text, write_parser_text
+from iosight.darshan._parser_text import read_parser_text
+from iosight.darshan._parser_text_write import write_parser_text
 from iosight.darshan._pydarshan import read_pydarshan
 from iosight.darshan._sources import DARSHAN3_READERS, READERS, SOURCE_SUFFIXES, read_source
 from iosight.darshan._tables import (

@@ -237,6 +237,26 @@ def _mpi_activity(counters: np.ndarray, fcounters: np.ndarray) -> np.ndarray:
     return (counters[:, ints] > 0).any(axis=1) | (fcounters[:, floats] > 0).any(axis=1)
 
 
+def cp_record_tables(
+    rank: np.ndarray, record_id: np.ndarray, counters: np.ndarray, fcounters: np.ndarray
+) -> dict[str, pa.Table]:
+    """Darshan 2.x records as warehouse tables: the interface both 2.x readers fill.
+
+    ``counters``/``fcounters`` hold one row per record in the 2.06 ``CP_*`` layout
+    (:data:`CP_COUNTERS`, :data:`CP_F_COUNTERS`), however the reader got them (the
+    binary log, or a 2.x ``darshan-parser`` dump). Every record goes to ``posix``;
+    records with any MPI-IO counter or time also go to ``mpiio``, as Darshan 2.x
+    kept both layers in one record.
+    """
+    tables = {"posix": _module_table(POSIX_COLUMNS, rank, record_id, counters, fcounters)}
+    mpi = _mpi_activity(counters, fcounters)
+    if mpi.any():
+        tables["mpiio"] = _module_table(
+            MPIIO_COLUMNS, rank[mpi], record_id[mpi], counters[mpi], fcounters[mpi]
+        )
+    return tables
+
+
 def _reduce_column(name: str, values: np.ndarray) -> int | float:
     if name.endswith("_START_TIMESTAMP"):
         positive = values[values > 0]
@@ -348,13 +368,7 @@ def _read(path: Path) -> dict[str, pa.Table]:
     rank = records["rank"].astype(np.int64)
     record_id = records["hash"].astype(np.uint64)
 
-    posix = _module_table(POSIX_COLUMNS, rank, record_id, counters, fcounters)
-    tables: dict[str, pa.Table] = {"posix": posix}
-    mpi = _mpi_activity(counters, fcounters)
-    if mpi.any():
-        tables["mpiio"] = _module_table(
-            MPIIO_COLUMNS, rank[mpi], record_id[mpi], counters[mpi], fcounters[mpi]
-        )
+    tables = cp_record_tables(rank, record_id, counters, fcounters)
 
     devices = {dev: (mnt, fs) for dev, fs, mnt in reversed(mount_entries)}
     device = counters[:, CP_COUNTERS.index("CP_DEVICE")]

@@ -280,7 +280,7 @@ def _warehouse_section(wh: Warehouse) -> tuple[str, list[str]]:
 
 
 def build_report(
-    wh: Warehouse,
+    wh: Warehouse | None,
     out: str | Path,
     *,
     codings_csv: str | Path | None = None,
@@ -294,7 +294,7 @@ def build_report(
 
     Section 1 (with ``codings_csv``): the real codings in their own warehouse
     ``out/dkrz-warehouse``, BIN_ALL and BIN_AGGZEROS for every SIM, compared with
-    the paper. Section 2 (when ``wh`` holds labelled jobs): every coding and
+    the paper. Section 2 (when ``wh`` is given and holds labelled jobs): every coding and
     algorithm on the synthetic classes, with ARI, homogeneity and purity.
     """
     out = Path(out)
@@ -304,15 +304,17 @@ def build_report(
         body, ln = _real_section(out, Path(codings_csv), sims, job, progress)
         sections.append(body)
         lines += ln
-    labelled = wh.has_table("sim_jobs") and bool(
-        wh.sql("select count(*) n from sim_jobs where label is not null")["n"][0]
+    labelled = (
+        wh is not None
+        and wh.has_table("sim_jobs")
+        and bool(wh.sql("select count(*) n from sim_jobs where label is not null")["n"][0])
     )
     if labelled:
         chosen = job if codings_csv is None else None
         body, ln = _synthetic_section(wh, sims, eps, sample, chosen, progress)
         sections.append(body)
         lines += ln
-    if not sections and wh.has_table("sim_codings"):
+    if not sections and wh is not None and wh.has_table("sim_codings"):
         body, ln = _warehouse_section(wh)
         sections.append(body)
         lines += ln

@@ -28,8 +28,8 @@ def touched_bins(rel_start: np.ndarray, rel_end: np.ndarray, width: float):
     interval touches the one bin containing ``s``.
     """
     b0 = np.floor(rel_start / width).astype(np.int64)
-    b1 = np.where(rel_end > rel_start, np.ceil(rel_end / width).astype(np.int64) - 1, b0)
-    return b0, np.maximum(b1, b0)
+    b1 = np.ceil(rel_end / width).astype(np.int64) - 1  # <= b0 exactly when e == s
+    return b0, np.maximum(b1, b0, out=b1)
 
 
 def spread_fractions(
@@ -107,12 +107,11 @@ def bin_intervals(
     for c in range(values.shape[1]):
         v = values[:, c]
         vm = v[multi]
-        head = v.copy()
-        head[multi] = vm * first
         between = vm[mid] * middle
         diff = np.bincount(lo, between, n_bins + 1) - np.bincount(hi, between, n_bins + 1)
         out[:, c] += (
-            np.bincount(b0, head, n_bins)
+            np.bincount(b0, v, n_bins)  # all in the first bin, then moved by the shares
+            + np.bincount(b0m, vm * (first - 1.0), n_bins)
             + np.bincount(b1m, vm * last, n_bins)
             + np.cumsum(diff[:n_bins])
         )

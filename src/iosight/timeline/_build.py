@@ -28,6 +28,7 @@ grow with the number of jobs or records.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -63,6 +64,7 @@ _COUNTERS = {
     ),
 }
 _BATCH_ROWS = 262_144  # rows per streamed batch: memory is a few times this x 100 B
+DUCKDB_MEMORY = "256MB"  # DuckDB's share while streaming (its joins spill beyond it)
 
 
 def _dir_cols(direction: str) -> list[int]:
@@ -166,13 +168,17 @@ def _heatmap_match(layer: str) -> str:
     return f"replace(replace(upper(h.module), 'HEATMAP:', ''), '-', '') = '{layer}'"
 
 
-def _job_condition(since: float | None, until: float | None) -> str:
-    """SQL condition on ``jobs j``: a start time, inside ``[since, until)`` when given."""
+def _job_condition(since: float | None, until: float | None, part: tuple[int, int] = (0, 1)) -> str:
+    """SQL condition on ``jobs j``: a start time, inside ``[since, until)`` when given, and
+    job partition ``part = (k, n)`` (jobs whose key hashes to ``k`` modulo ``n``)."""
     cond = "j.start_time is not null"
     if since is not None:
         cond += f" and j.start_time >= {float(since)!r}"
     if until is not None:
         cond += f" and j.start_time < {float(until)!r}"
+    k, n = part
+    if n > 1:
+        cond += f" and hash(j.job_key) % {int(n)} = {int(k)}"
     return cond
 
 
@@ -302,6 +308,16 @@ class _Bins:
             t0 - o, t1 - o, values, width=self.width, n_bins=len(self.sums), spread=self.spread
         )
 
+    def merge(self, first: int, sums: np.ndarray, active: np.ndarray) -> None:
+        """Add another accumulator's bins (``first`` is its lattice index of row 0)."""
+        if not len(sums):
+            return
+        w = self.width
+        self._cover(first * w, (first + len(sums) - 1) * w)
+        i = first - self.first
+        self.sums[i : i + len(sums)] += sums
+        self.active[i : i + len(active)] += active
+
     def add_jobs(self, start: np.ndarray, end: np.ndarray) -> None:
         """Count jobs running in each bin."""
         if not len(start):
@@ -310,6 +326,18 @@ class _Bins:
         self._cover(float(start.min()), float(end.max()))
         o = self.origin
         self.active += count_active(start - o, end - o, width=self.width, n_bins=len(self.active))
+
+
+@contextmanager
+def _duckdb_memory(warehouse: Warehouse, limit: str):
+    """Cap DuckDB's memory while the timeline streams (joins spill to disk beyond it)."""
+    con = warehouse.connect()
+    before = con.execute("select current_setting('memory_limit')").fetchone()[0]
+    con.execute(f"set memory_limit = '{limit}'")
+    try:
+        yield
+    finally:
+        con.execute(f"set memory_limit = '{before}'")
 
 
 def _batches(warehouse: Warehouse, query: str):
@@ -321,6 +349,78 @@ def _numpy(batch) -> dict[str, np.ndarray]:
     return {n: batch.column(n).to_numpy(zero_copy_only=False) for n in batch.schema.names}
 
 
+def _accumulate(
+    warehouse: Warehouse, jobs_where: str, acc_args: tuple[float, str], progress
+) -> _Bins:
+    """The timeline sums of the jobs matching ``jobs_where``, streamed query by query."""
+    queries = [
+        (direction, q)
+        for layer in LAYERS
+        if warehouse.has_table(layer.lower())
+        for direction in _COUNTERS
+        for q in _layer_queries(warehouse, layer, direction, jobs_where)
+    ]
+    totals = _job_totals_query(warehouse, jobs_where)
+    acc = _Bins(*acc_args)
+    with _duckdb_memory(warehouse, DUCKDB_MEMORY):
+        _stream(warehouse, acc, jobs_where, queries, totals, ensure_progress(progress))
+    return acc
+
+
+def _stream(warehouse, acc, jobs_where, queries, totals, prog) -> None:
+    """Bin every query's batches into ``acc``."""
+    prog.start(len(queries) + 2, "timeline")
+    jobs_q = (
+        "select start_time, coalesce(end_time, start_time) as end_time from jobs j "
+        f"where {jobs_where}"
+    )
+    for batch in _batches(warehouse, jobs_q):
+        arr = _numpy(batch)
+        acc.add_jobs(arr["start_time"].astype(float), arr["end_time"].astype(float))
+    prog.advance(1)
+    for direction, q in queries:
+        cols = _dir_cols(direction)
+        for batch in _batches(warehouse, q):
+            arr = _numpy(batch)
+            vals = np.column_stack([arr["b"], arr["o"], arr["t"]]).astype(float)
+            acc.add(arr["t0"].astype(float), arr["t1"].astype(float), vals, cols)
+        prog.advance(1)
+    if totals is not None:
+        for batch in _batches(warehouse, totals):
+            start, end, values = job_totals_intervals(batch.to_pandas())
+            acc.add(start, end, values, list(range(len(VALUE_COLUMNS))))
+    prog.advance(1)
+    prog.finish()
+
+
+def _partition_task(arg, beat) -> tuple[int, np.ndarray, np.ndarray]:
+    """One job partition's partial timeline (runs on a Dask worker)."""
+    from iosight.warehouse import Warehouse
+
+    path, acc_args, since, until, part = arg
+    acc = _accumulate(Warehouse(path, create=False), _job_condition(since, until, part),
+                      acc_args, None)  # fmt: skip
+    return acc.first, acc.sums, acc.active
+
+
+def _run_partitions(warehouse, acc, since, until, scheduler, partitions, progress) -> None:
+    """Partial timelines of ``partitions`` job partitions on a Dask cluster, summed."""
+    from iosight.parallel import dask_results
+
+    check_param("partitions", partitions, int(partitions) >= 1, "a positive integer")
+    n = int(partitions)
+    args = (float(acc.width), acc.spread)
+    tasks = [(k, (str(warehouse.path), args, since, until, (k, n))) for k in range(n)]
+    prog = ensure_progress(progress)
+    prog.start(n, "timeline partitions")
+    for res in dask_results(_partition_task, tasks, scheduler=scheduler):
+        if res.error:
+            raise IosightError(f"timeline partition {res.key} failed: {res.error}")
+        acc.merge(*res.value)
+        prog.advance(1)
+    prog.finish()
+
+
 def build_timeline(
     warehouse: Warehouse,
     *,
@@ -328,6 +428,8 @@ def build_timeline(
     spread: str = "overlap",
     since: float | None = None,
     until: float | None = None,
+    scheduler: str | None = None,
+    partitions: int = 16,
     progress: Progress | None = None,
 ) -> pa.Table:
     """Build the system-level timeline and write it as the warehouse table ``timeline``.
@@ -345,6 +447,12 @@ def build_timeline(
     since, until : float, optional
         Only jobs that start in ``[since, until)`` (epoch s) count, e.g. one month of a
         years-long archive; their I/O is binned whole, even past ``until``.
+    scheduler : str, optional
+        Address of a Dask scheduler (as ``ingest --scheduler``): the jobs are split into
+        ``partitions`` by a hash of their key, each worker streams its partition's partial
+        timeline from the warehouse (a shared file system) and the partials are summed.
+    partitions : int, default 16
+        Job partitions when ``scheduler`` is given.
     progress : Progress, optional
         Advanced once per query (jobs, each layer and direction, job totals).
 
@@ -357,41 +465,14 @@ def build_timeline(
     _check_width(bin_width)
     check_spread(spread)
     warehouse.require("jobs")
-    jobs_where = _job_condition(since, until)
-    queries = [
-        (direction, q)
-        for layer in LAYERS
-        if warehouse.has_table(layer.lower())
-        for direction in _COUNTERS
-        for q in _layer_queries(warehouse, layer, direction, jobs_where)
-    ]
-    totals = _job_totals_query(warehouse, jobs_where)
-    acc = _Bins(float(bin_width), spread)
-    prog = ensure_progress(progress)
-    prog.start(len(queries) + 2, "timeline")
-    jobs_q = (
-        "select start_time, coalesce(end_time, start_time) as end_time from jobs j "
-        f"where {jobs_where}"
-    )
-    for batch in _batches(warehouse, jobs_q):
-        arr = _numpy(batch)
-        acc.add_jobs(arr["start_time"].astype(float), arr["end_time"].astype(float))
+    acc_args = (float(bin_width), spread)
+    if scheduler:
+        acc = _Bins(float(bin_width), spread)
+        _run_partitions(warehouse, acc, since, until, scheduler, partitions, progress)
+    else:
+        acc = _accumulate(warehouse, _job_condition(since, until), acc_args, progress)
     if not len(acc.sums):
         raise IosightError("no jobs with start times to build a timeline from")
-    prog.advance(1)
-    for direction, q in queries:
-        cols = _dir_cols(direction)
-        for batch in _batches(warehouse, q):
-            arr = _numpy(batch)
-            vals = np.column_stack([arr["b"], arr["o"], arr["t"]]).astype(float)
-            acc.add(arr["t0"].astype(float), arr["t1"].astype(float), vals, cols)
-        prog.advance(1)
-    if totals is not None:
-        for batch in _batches(warehouse, totals):
-            start, end, values = job_totals_intervals(batch.to_pandas())
-            acc.add(start, end, values, list(range(len(VALUE_COLUMNS))))
-    prog.advance(1)
-    prog.finish()
     table = _assemble(acc.origin, bin_width, acc.sums, acc.active)
     warehouse.write_table("timeline", table)
     return table

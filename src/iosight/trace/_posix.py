@@ -42,27 +42,56 @@ from iosight.trace._events import (
 )
 from iosight.trace._format import POSIX_COUNTERS, POSIX_FCOUNTERS, darshan_hash
 
+# index of each counter in a record's ``c`` (integer) and ``f`` (float) arrays
 C = {n: i for i, n in enumerate(POSIX_COUNTERS)}
 F = {n: i for i, n in enumerate(POSIX_FCOUNTERS)}
 _OPENS, _DUPS, _READS, _WRITES = (C[k] for k in "OPENS DUPS READS WRITES".split())
 _SEEKS, _STATS, _MMAPS, _FSYNCS, _FDSYNCS = (
     C[k] for k in "SEEKS STATS MMAPS FSYNCS FDSYNCS".split()
 )
-_BR, _BW, _MBR, _MBW = (
-    C["BYTES_READ"],
-    C["BYTES_WRITTEN"],
-    C["MAX_BYTE_READ"],
-    C["MAX_BYTE_WRITTEN"],
+_BYTES_READ, _BYTES_WRITTEN = C["BYTES_READ"], C["BYTES_WRITTEN"]
+_MAX_BYTE_READ, _MAX_BYTE_WRITTEN = C["MAX_BYTE_READ"], C["MAX_BYTE_WRITTEN"]
+_CONSEC_READS, _CONSEC_WRITES = C["CONSEC_READS"], C["CONSEC_WRITES"]
+_SEQ_READS, _SEQ_WRITES = C["SEQ_READS"], C["SEQ_WRITES"]
+_RW_SWITCHES = C["RW_SWITCHES"]
+_FILE_NOT_ALIGNED, _FILE_ALIGNMENT = C["FILE_NOT_ALIGNED"], C["FILE_ALIGNMENT"]
+_MAX_READ_TIME_SIZE, _MAX_WRITE_TIME_SIZE = C["MAX_READ_TIME_SIZE"], C["MAX_WRITE_TIME_SIZE"]
+# first bucket of each access-size histogram (the others follow it)
+_SIZE_READ_HIST, _SIZE_WRITE_HIST = C["SIZE_READ_0_100"], C["SIZE_WRITE_0_100"]
+_OPEN_START, _READ_START, _WRITE_START, _CLOSE_START = (
+    F[f"{k}_START_TIMESTAMP"] for k in ("OPEN", "READ", "WRITE", "CLOSE")
 )
-_CR, _CW, _SR, _SW = C["CONSEC_READS"], C["CONSEC_WRITES"], C["SEQ_READS"], C["SEQ_WRITES"]
-_RWS, _FNA, _FA = C["RW_SWITCHES"], C["FILE_NOT_ALIGNED"], C["FILE_ALIGNMENT"]
-_MRTS, _MWTS = C["MAX_READ_TIME_SIZE"], C["MAX_WRITE_TIME_SIZE"]
-_HR, _HW = C["SIZE_READ_0_100"], C["SIZE_WRITE_0_100"]
-_OS, _RS, _WS, _CS = (F[f"{k}_START_TIMESTAMP"] for k in ("OPEN", "READ", "WRITE", "CLOSE"))
-_OE, _RE, _WE, _CE = (F[f"{k}_END_TIMESTAMP"] for k in ("OPEN", "READ", "WRITE", "CLOSE"))
-_RT, _WT, _MT = F["READ_TIME"], F["WRITE_TIME"], F["META_TIME"]
-_MRT, _MWT = F["MAX_READ_TIME"], F["MAX_WRITE_TIME"]
-_EDGES_A = np.asarray(BUCKET_EDGES)
+_OPEN_END, _READ_END, _WRITE_END, _CLOSE_END = (
+    F[f"{k}_END_TIMESTAMP"] for k in ("OPEN", "READ", "WRITE", "CLOSE")
+)
+_READ_TIME, _WRITE_TIME, _META_TIME = F["READ_TIME"], F["WRITE_TIME"], F["META_TIME"]
+_MAX_READ_TIME, _MAX_WRITE_TIME = F["MAX_READ_TIME"], F["MAX_WRITE_TIME"]
+_BUCKET_EDGES = np.asarray(BUCKET_EDGES)
+# per direction: last-byte attribute, then the counters an access of it moves
+_ACCESS = {
+    READ: ("lbr", _SEQ_READS, _CONSEC_READS, _MAX_BYTE_READ, _BYTES_READ, _READS, _SIZE_READ_HIST),
+    WRITE: (
+        "lbw",
+        _SEQ_WRITES,
+        _CONSEC_WRITES,
+        _MAX_BYTE_WRITTEN,
+        _BYTES_WRITTEN,
+        _WRITES,
+        _SIZE_WRITE_HIST,
+    ),
+}
+# per direction: the timestamps, slowest-access time and size, total time, end attribute
+_TIMING = {
+    READ: (_READ_START, _READ_END, _MAX_READ_TIME, _MAX_READ_TIME_SIZE, _READ_TIME, "read_end"),
+    WRITE: (
+        _WRITE_START,
+        _WRITE_END,
+        _MAX_WRITE_TIME,
+        _MAX_WRITE_TIME_SIZE,
+        _WRITE_TIME,
+        "write_end",
+    ),
+}
 _RESET_EVENT = pack_event(RESET, 0, 0.0, 0.0)  # a close: last bytes back to 0
 _OPEN_EVENTS = _RESET_EVENT + pack_event(SEEK, 0, 0.0, 0.0)  # an open: and offset 0
 _MAX_CUTS = 8  # resets and seeks up to which a batch is folded stretch by stretch
@@ -84,7 +113,7 @@ class PosixRecord(EventRecord):
         self.c = [0] * len(POSIX_COUNTERS)
         self.f = [0.0] * len(POSIX_FCOUNTERS)
         self.c[C["MEM_ALIGNMENT"]] = 8
-        self.c[_FA] = block_size
+        self.c[_FILE_ALIGNMENT] = block_size
         self.lbr = self.lbw = self.last_io = 0
         self.meta_end = self.read_end = self.write_end = 0.0
         self.sizes: dict[int, int] = {}
@@ -92,7 +121,7 @@ class PosixRecord(EventRecord):
 
     def meta(self, t1: float, t2: float) -> None:
         f = self.f
-        f[_MT] += t2 - (t1 if t1 > self.meta_end else self.meta_end)
+        f[_META_TIME] += t2 - (t1 if t1 > self.meta_end else self.meta_end)
         if t2 > self.meta_end:
             self.meta_end = t2
 
@@ -100,17 +129,17 @@ class PosixRecord(EventRecord):
         self.ev += _OPEN_EVENTS
         self.c[_OPENS] += 1
         f = self.f
-        if f[_OS] == 0 or f[_OS] > t1:
-            f[_OS] = t1
-        f[_OE] = t2
+        if f[_OPEN_START] == 0 or f[_OPEN_START] > t1:
+            f[_OPEN_START] = t1
+        f[_OPEN_END] = t2
         self.meta(t1, t2)
 
     def closed(self, t1: float, t2: float) -> None:
         self.ev += _RESET_EVENT
         f = self.f
-        if f[_CS] == 0 or f[_CS] > t1:
-            f[_CS] = t1
-        f[_CE] = t2
+        if f[_CLOSE_START] == 0 or f[_CLOSE_START] > t1:
+            f[_CLOSE_START] = t1
+        f[_CLOSE_END] = t2
         self.meta(t1, t2)
 
     def apply(self, ops: Ops) -> None:
@@ -152,12 +181,7 @@ class PosixRecord(EventRecord):
         # sequential/consecutive/stride against the last byte of the previous access of the
         # same direction; an open or close (RESET) sets both last bytes back to 0
         seg = np.cumsum(kind == RESET)
-        for k, (lb_attr, seq_i, con_i, mb_i, by_i, ops_i, hist_i) in enumerate(
-            (
-                ("lbr", _SR, _CR, _MBR, _BR, _READS, _HR),
-                ("lbw", _SW, _CW, _MBW, _BW, _WRITES, _HW),
-            )
-        ):
+        for k, (lb_attr, seq_i, con_i, mb_i, by_i, ops_i, hist_i) in _ACCESS.items():
             sel = np.flatnonzero(kind == k)
             if len(sel) == 0:
                 if (kind == RESET).any():
@@ -177,7 +201,7 @@ class PosixRecord(EventRecord):
             c[mb_i] = max(c[mb_i], int(last.max()))
             c[by_i] += int(m.sum())
             c[ops_i] += len(sel)
-            hist = np.bincount(np.searchsorted(_EDGES_A, m, side="right"), minlength=10)
+            hist = np.bincount(np.searchsorted(_BUCKET_EDGES, m, side="right"), minlength=10)
             for b in np.flatnonzero(hist):
                 c[hist_i + b] += int(hist[b])
             tail_reset = seg[-1] > s_sel[-1]
@@ -185,17 +209,14 @@ class PosixRecord(EventRecord):
         if io.any():
             track_values(self.sizes, n[io])
             track_values(self.strides, strides[io])
-            fa = c[_FA]
+            fa = c[_FILE_ALIGNMENT]
             if fa > 0:
-                c[_FNA] += int((off[io] % fa != 0).sum())
+                c[_FILE_NOT_ALIGNED] += int((off[io] % fa != 0).sum())
             k_io = kind[io] + 1  # 1 read, 2 write, as Darshan's last_io_type
             seq_io = np.concatenate(([self.last_io], k_io))
-            c[_RWS] += int(((seq_io[1:] != seq_io[:-1]) & (seq_io[:-1] != 0)).sum())
+            c[_RW_SWITCHES] += int(((seq_io[1:] != seq_io[:-1]) & (seq_io[:-1] != 0)).sum())
             self.last_io = int(k_io[-1])
-        for k, st, en, mt, ms, tt, end_attr in (
-            (READ, _RS, _RE, _MRT, _MRTS, _RT, "read_end"),
-            (WRITE, _WS, _WE, _MWT, _MWTS, _WT, "write_end"),
-        ):
+        for k, (st, en, mt, ms, tt, end_attr) in _TIMING.items():
             sel = kind == k
             if k == WRITE:
                 timed = sel | (kind == SYNC)
@@ -220,11 +241,7 @@ class PosixRecord(EventRecord):
         sequential and consecutive with stride 0."""
         c, f = self.c, self.f
         count = len(off)
-        lb_attr, seq_i, con_i, mb_i, by_i, ops_i, hist_i = (
-            ("lbr", _SR, _CR, _MBR, _BR, _READS, _HR)
-            if k == READ
-            else ("lbw", _SW, _CW, _MBW, _BW, _WRITES, _HW)
-        )
+        lb_attr, seq_i, con_i, mb_i, by_i, ops_i, hist_i = _ACCESS[k]
         last, o0 = getattr(self, lb_attr), int(off[0])
         seq0 = o0 > last
         c[seq_i] += count - 1 + seq0
@@ -234,23 +251,21 @@ class PosixRecord(EventRecord):
         c[mb_i] = max(c[mb_i], end)
         c[by_i] += count * m
         c[ops_i] += count
-        c[hist_i + int(np.searchsorted(_EDGES_A, m, side="right"))] += count
+        c[hist_i + int(np.searchsorted(_BUCKET_EDGES, m, side="right"))] += count
         track_values(self.sizes, n)
         stride0 = o0 - last - 1 if seq0 and o0 > 0 and last != 0 else 0
         if stride0:
             track_values(self.strides, np.array([stride0]))
         track_values(self.strides, np.zeros(count - (1 if stride0 else 0), dtype=np.int64))
-        fa = c[_FA]
+        fa = c[_FILE_ALIGNMENT]
         if fa > 0:
-            c[_FNA] += (count if o0 % fa else 0) if m % fa == 0 else int((off % fa != 0).sum())
+            c[_FILE_NOT_ALIGNED] += (
+                (count if o0 % fa else 0) if m % fa == 0 else int((off % fa != 0).sum())
+            )
         if self.last_io and self.last_io != k + 1:
-            c[_RWS] += 1
+            c[_RW_SWITCHES] += 1
         self.last_io = k + 1
-        st, en, mt, ms, tt, end_attr = (
-            (_RS, _RE, _MRT, _MRTS, _RT, "read_end")
-            if k == READ
-            else (_WS, _WE, _MWT, _MWTS, _WT, "write_end")
-        )
+        st, en, mt, ms, tt, end_attr = _TIMING[k]
         f[st] = first_start(f[st], t1)
         f[en] = float(t2[-1])
         el = t2 - t1
@@ -313,36 +328,48 @@ class PosixModule(TraceModule):
         self.queues.clear()
 
     def install(self) -> None:
-        # one closure per wrapped call, with its real function bound locally, keeps them fast
-        core, fds, t0 = self.core, self.fds, self.core.t0
-        clock = time.perf_counter
-        dxt = core.config.dxt
-        saved = self._saved
-        for name in (
-            "open read write pread pwrite readv writev lseek stat lstat fstat fsync "
-            "fdatasync dup dup2 rename replace close"
-        ).split():
-            saved[name] = getattr(os, name)
-        saved["mmap"] = mmap.mmap
-        r = dict(saved)
-        record_for = self.record_for
-        fds_get, queues = fds.get, self.queues
-        queue_get = queues.get
+        """Patch ``os`` and ``mmap``, one family of calls per step.
 
-        def bind(fd: int, rec: PosixRecord | None) -> None:
-            if rec is None:  # the number may be a copy C code closed behind our back
-                fds.pop(fd, None)
-                queues.pop(fd, None)
-            else:
-                fds[fd], queues[fd] = rec, rec.ev
+        Each wrapper is a closure with the real call and the tracer's state bound to
+        locals, which keeps the per-call cost near a microsecond.
+        """
+        real = self._save_real_calls()
+        self._patch_open_close(real)
+        self._patch_reads_writes(real)
+        self._patch_seek_stat_sync(real)
+        self._patch_dup_rename(real)
+        self._patch_mmap(real)
 
-        real_read, real_write = r["read"], r["write"]
-        real_pread, real_pwrite = r["pread"], r["pwrite"]
-        pack = pack_event
+    _PATCHED = (
+        "open read write pread pwrite readv writev lseek stat lstat fstat fsync "
+        "fdatasync dup dup2 rename replace close"
+    ).split()
 
-        def _open(path, flags, mode=0o777, *, dir_fd=None):
+    def _save_real_calls(self) -> dict:
+        """The functions about to be wrapped, kept for the wrappers and :meth:`uninstall`."""
+        for name in self._PATCHED:
+            self._saved[name] = getattr(os, name)
+        self._saved["mmap"] = mmap.mmap
+        return dict(self._saved)
+
+    def _bind(self, fd: int, rec: PosixRecord | None) -> None:
+        """Point ``fd`` at ``rec`` (or at nothing: the number may be a copy C code closed
+        behind our back)."""
+        if rec is None:
+            self.fds.pop(fd, None)
+            self.queues.pop(fd, None)
+        else:
+            self.fds[fd], self.queues[fd] = rec, rec.ev
+
+    def _patch_open_close(self, real: dict) -> None:
+        """``os.open`` starts a record's open (its mode when it creates), ``os.close`` ends it."""
+        fds, queues, t0, clock = self.fds, self.queues, self.core.t0, time.perf_counter
+        dxt, record_for, bind = self.core.config.dxt, self.record_for, self._bind
+        real_open, real_close = real["open"], real["close"]
+
+        def traced_open(path, flags, mode=0o777, *, dir_fd=None):
             t1 = clock()
-            fd = r["open"](path, flags, mode, dir_fd=dir_fd)
+            fd = real_open(path, flags, mode, dir_fd=dir_fd)
             t2 = clock()
             rec = record_for(path) if dir_fd is None else None
             bind(fd, rec)
@@ -354,7 +381,27 @@ class PosixModule(TraceModule):
                 rec.opened(t1 - t0, t2 - t0)
             return fd
 
-        def _read(fd, n, /):
+        def traced_close(fd, /):
+            t1 = clock()
+            res = real_close(fd)
+            t2 = clock()
+            rec = fds.pop(fd, None)
+            queues.pop(fd, None)
+            if rec is not None:
+                rec.closed(t1 - t0, t2 - t0)
+            return res
+
+        os.open, os.close = traced_open, traced_close
+
+    def _patch_reads_writes(self, real: dict) -> None:
+        """Data calls only queue an event on the fd's record (folded later, in batches):
+        ``read``/``write`` at the record's offset, ``pread``/``pwrite`` at theirs (and,
+        as in Darshan, moving the record's offset), ``readv``/``writev``."""
+        queue_get, clock, pack = self.queues.get, time.perf_counter, pack_event
+        real_read, real_write = real["read"], real["write"]
+        real_pread, real_pwrite = real["pread"], real["pwrite"]
+
+        def traced_read(fd, n, /):
             t1 = clock()
             data = real_read(fd, n)
             t2 = clock()
@@ -363,7 +410,7 @@ class PosixModule(TraceModule):
                 q += pack(0, len(data), t1, t2)  # 0: READ, at the record's offset
             return data
 
-        def _write(fd, data, /):
+        def traced_write(fd, data, /):
             t1 = clock()
             n = real_write(fd, data)
             t2 = clock()
@@ -372,7 +419,7 @@ class PosixModule(TraceModule):
                 q += pack(1, n, t1, t2)  # 1: WRITE
             return n
 
-        def _pread(fd, n, offset, /):
+        def traced_pread(fd, n, offset, /):
             t1 = clock()
             data = real_pread(fd, n, offset)
             t2 = clock()
@@ -381,7 +428,7 @@ class PosixModule(TraceModule):
                 q += pack_at(SEEK, offset, 0.0, 0.0, 0, len(data), t1, t2)
             return data
 
-        def _pwrite(fd, data, offset, /):
+        def traced_pwrite(fd, data, offset, /):
             t1 = clock()
             n = real_pwrite(fd, data, offset)
             t2 = clock()
@@ -390,10 +437,10 @@ class PosixModule(TraceModule):
                 q += pack_at(SEEK, offset, 0.0, 0.0, 1, n, t1, t2)
             return n
 
-        def _vector(real, kind):
+        def traced_vector(real_call, kind):
             def wrapper(fd, buffers, /):
                 t1 = clock()
-                n = real(fd, buffers)
+                n = real_call(fd, buffers)
                 t2 = clock()
                 q = queue_get(fd)
                 if q is not None:
@@ -402,9 +449,21 @@ class PosixModule(TraceModule):
 
             return wrapper
 
-        def _lseek(fd, pos, how, /):
+        os.read, os.write = traced_read, traced_write
+        os.pread, os.pwrite = traced_pread, traced_pwrite
+        os.readv = traced_vector(real["readv"], READ)
+        os.writev = traced_vector(real["writev"], WRITE)
+
+    def _patch_seek_stat_sync(self, real: dict) -> None:
+        """``lseek`` (a seek event and POSIX_SEEKS), ``stat``/``lstat``/``fstat`` of regular
+        files (POSIX_STATS), ``fsync``/``fdatasync`` (their counters and a sync event)."""
+        fds, t0, clock, pack = self.fds, self.core.t0, time.perf_counter, pack_event
+        record_for, fds_get = self.record_for, self.fds.get
+        real_lseek, real_fstat = real["lseek"], real["fstat"]
+
+        def traced_lseek(fd, pos, how, /):
             t1 = clock()
-            res = r["lseek"](fd, pos, how)
+            res = real_lseek(fd, pos, how)
             t2 = clock()
             rec = fds_get(fd)
             if rec is not None:
@@ -413,10 +472,10 @@ class PosixModule(TraceModule):
                 rec.meta(t1 - t0, t2 - t0)
             return res
 
-        def _stat_path(real):
+        def traced_stat(real_call):
             def wrapper(path, *args, **kwargs):
                 t1 = clock()
-                st = real(path, *args, **kwargs)
+                st = real_call(path, *args, **kwargs)
                 t2 = clock()
                 if stat_mod.S_ISREG(st.st_mode):
                     if isinstance(path, int):
@@ -432,9 +491,9 @@ class PosixModule(TraceModule):
 
             return wrapper
 
-        def _fstat(fd, /):
+        def traced_fstat(fd, /):
             t1 = clock()
-            st = r["fstat"](fd)
+            st = real_fstat(fd)
             t2 = clock()
             rec = fds_get(fd)
             if rec is not None and stat_mod.S_ISREG(st.st_mode):
@@ -442,10 +501,10 @@ class PosixModule(TraceModule):
                 rec.meta(t1 - t0, t2 - t0)
             return st
 
-        def _sync(real, counter):
+        def traced_sync(real_call, counter):
             def wrapper(fd, /):
                 t1 = clock()
-                res = real(fd)
+                res = real_call(fd)
                 t2 = clock()
                 rec = fds.get(fd if isinstance(fd, int) else fd.fileno())
                 if rec is not None:
@@ -455,7 +514,19 @@ class PosixModule(TraceModule):
 
             return wrapper
 
-        def _duped(fd, new, t1, t2):
+        os.lseek, os.fstat = traced_lseek, traced_fstat
+        os.stat, os.lstat = traced_stat(real["stat"]), traced_stat(real["lstat"])
+        os.fsync = traced_sync(real["fsync"], _FSYNCS)
+        os.fdatasync = traced_sync(real["fdatasync"], _FDSYNCS)
+
+    def _patch_dup_rename(self, real: dict) -> None:
+        """``dup``/``dup2`` point the new fd at the same record (POSIX_DUPS, and an open);
+        ``rename``/``replace`` count RENAME_SOURCES/TARGETS and RENAMED_FROM."""
+        t0, clock, record_for, bind = self.core.t0, time.perf_counter, self.record_for, self._bind
+        fds_get = self.fds.get
+        real_dup, real_dup2 = real["dup"], real["dup2"]
+
+        def duped(fd, new, t1, t2):
             rec = fds_get(fd)
             bind(new, rec)
             if rec is not None:
@@ -464,27 +535,28 @@ class PosixModule(TraceModule):
                 rec.meta(t1 - t0, t2 - t0)
             return new
 
-        def _dup(fd, /):
+        def traced_dup(fd, /):
             t1 = clock()
-            new = r["dup"](fd)
-            return _duped(fd, new, t1, clock())
+            new = real_dup(fd)
+            return duped(fd, new, t1, clock())
 
-        def _dup2(fd, fd2, inheritable=True):
+        def traced_dup2(fd, fd2, inheritable=True):
             t1 = clock()
-            new = r["dup2"](fd, fd2, inheritable)
-            return _duped(fd, new, t1, clock())
+            new = real_dup2(fd, fd2, inheritable)
+            return duped(fd, new, t1, clock())
 
-        def _rename(real):
+        def traced_rename(real_call):
             def wrapper(src, dst, *, src_dir_fd=None, dst_dir_fd=None):
                 t1 = clock()
-                res = real(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
+                res = real_call(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
                 t2 = clock()
-                ps, pd = clean_path(src), clean_path(dst)
-                old = self.by_id.get(darshan_hash(ps)) if ps else None
+                src_path, dst_path = clean_path(src), clean_path(dst)
+                # by_id is looked up per call: a fork's child starts a new one
+                old = self.by_id.get(darshan_hash(src_path)) if src_path else None
                 if old is not None and src_dir_fd is None and dst_dir_fd is None:
                     old.c[C["RENAME_SOURCES"]] += 1
                     old.meta(t1 - t0, t2 - t0)
-                    new = record_for(pd)
+                    new = record_for(dst_path)
                     if new is not None:
                         new.c[C["RENAME_TARGETS"]] += 1
                         if new.c[C["RENAMED_FROM"]] == 0:
@@ -493,17 +565,14 @@ class PosixModule(TraceModule):
 
             return wrapper
 
-        def _close(fd, /):
-            t1 = clock()
-            res = r["close"](fd)
-            t2 = clock()
-            rec = fds.pop(fd, None)
-            queues.pop(fd, None)
-            if rec is not None:
-                rec.closed(t1 - t0, t2 - t0)
-            return res
+        os.dup, os.dup2 = traced_dup, traced_dup2
+        os.rename, os.replace = traced_rename(real["rename"]), traced_rename(real["replace"])
 
-        class _TracedMmap(r["mmap"]):
+    def _patch_mmap(self, real: dict) -> None:
+        """``mmap.mmap`` of a traced fd counts POSIX_MMAPS."""
+        fds = self.fds
+
+        class TracedMmap(real["mmap"]):
             def __new__(cls, fileno, *args, **kwargs):
                 obj = super().__new__(cls, fileno, *args, **kwargs)
                 rec = fds.get(fileno)
@@ -511,15 +580,7 @@ class PosixModule(TraceModule):
                     rec.c[_MMAPS] += 1
                 return obj
 
-        os.open, os.read, os.write = _open, _read, _write
-        os.pread, os.pwrite = _pread, _pwrite
-        os.readv, os.writev = _vector(r["readv"], READ), _vector(r["writev"], WRITE)
-        os.lseek, os.fstat, os.close = _lseek, _fstat, _close
-        os.stat, os.lstat = _stat_path(r["stat"]), _stat_path(r["lstat"])
-        os.fsync, os.fdatasync = _sync(r["fsync"], _FSYNCS), _sync(r["fdatasync"], _FDSYNCS)
-        os.dup, os.dup2 = _dup, _dup2
-        os.rename, os.replace = _rename(r["rename"]), _rename(r["replace"])
-        mmap.mmap = _TracedMmap
+        mmap.mmap = TracedMmap
 
     def uninstall(self) -> None:
         for name, fn in self._saved.items():

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from iosight._errors import IosightError
-from iosight.trace._core import ProcessInfo, TraceConfig, TraceCore
+from iosight.trace._core import TraceConfig, TraceCore
 from iosight.trace._format import LogContent, darshan_hash, read_log, write_log
 from iosight.trace._merge import combine
+from iosight.trace._process import ProcessInfo
 from iosight.trace._state import STATE_SUFFIX, recover_state
 
 PARTIAL_DIR = "partial"
@@ -131,7 +132,7 @@ def trace(log_dir: str | Path, **options) -> Iterator[Tracer]:
     """Trace the code in the ``with`` block of this process; the log is written on exit.
 
     ``options`` are :class:`~iosight.trace._core.TraceConfig` fields; ``proc`` may give a
-    :class:`~iosight.trace._core.ProcessInfo` instead of the environment's.
+    :class:`~iosight.trace.ProcessInfo` instead of the environment's.
     """
     proc = options.pop("proc", None)
     tracer = Tracer(TraceConfig(log_dir=Path(log_dir), **options), proc).start()

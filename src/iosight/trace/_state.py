@@ -25,6 +25,7 @@ import numpy as np
 
 from iosight._errors import CorruptLogError
 from iosight.trace._format import Job, LogContent, record_dtype
+from iosight.trace._process import command_line, mount_table
 
 MAGIC = b"IOSTATE1"
 _DYN = 256  # last sync wtime + (count, dropped) per module
@@ -56,8 +57,6 @@ class StateFile:
             "jobid": core.proc.jobid,
             "metadata": {"lib_ver": "iosight-trace", **core.config.extra_metadata},
         }
-        from iosight.trace._core import command_line, mount_table
-
         head["exe"], head["mounts"] = core.config.exe or command_line(), mount_table()
         blob = json.dumps(head).encode()
         header_size = -(-(16 + len(blob)) // _PAGE) * _PAGE

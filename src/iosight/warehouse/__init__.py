@@ -1,11 +1,19 @@
 """The warehouse: every analysis reads it, ingest writes it (DESIGN.md)."""
 
-from iosight.warehouse._ingest import IngestReport, discover, ingest
+from iosight.warehouse._ingest import DEFAULT_BATCH_SIZE, IngestReport, discover, ingest
 from iosight.warehouse._single import log_warehouse
-from iosight.warehouse._store import DEFAULT_WAREHOUSE, Warehouse, default_path
+from iosight.warehouse._store import (
+    DEFAULT_LOCK_TIMEOUT,
+    DEFAULT_WAREHOUSE,
+    Warehouse,
+    default_path,
+    is_warehouse_dir,
+)
 from iosight.warehouse._summary import JobSummary, find_job, job_summary
 
 __all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "DEFAULT_LOCK_TIMEOUT",
     "DEFAULT_WAREHOUSE",
     "IngestReport",
     "JobSummary",
@@ -14,6 +22,7 @@ __all__ = [
     "discover",
     "find_job",
     "ingest",
+    "is_warehouse_dir",
     "job_summary",
     "log_warehouse",
 ]

@@ -21,9 +21,12 @@ import pyarrow as pa
 
 from iosight._errors import IosightError, UnknownNameError
 from iosight._progress import Progress, ensure_progress
+from iosight.parallel import default_workers
 from iosight.warehouse._store import Warehouse, is_warehouse_dir, new_batch_id, stage_tables
 
 _PART_BYTES = 64 << 20  # a worker stages a part once its rows pass this
+# sources per atomic commit: fewer, larger batches mean fewer Parquet files per table
+DEFAULT_BATCH_SIZE = 256
 # imported once in the fork server, so each (re)started worker starts warm
 _PRELOAD = (
     "iosight.darshan._sources",
@@ -104,7 +107,7 @@ def ingest(
     force: bool = False,
     timeout: float | None = 300.0,
     scheduler: str | None = None,
-    batch_size: int = 64,
+    batch_size: int | None = None,
     progress: Progress | None = None,
     reader: str = "native",
 ) -> IngestReport:
@@ -117,7 +120,9 @@ def ingest(
     force : replace sources already ingested instead of skipping them
     timeout : seconds one source may take before its worker is killed and it fails
     scheduler : address of a Dask scheduler to run the readers on instead
-    batch_size : sources per atomic commit (each worker stages its own batches)
+    batch_size : at most this many sources per atomic commit (each worker stages its own
+        batches; default :data:`DEFAULT_BATCH_SIZE`); fewer when that gives every local
+        worker a batch
     reader : how Darshan 3.x logs are read: ``"native"`` (the file format itself) or
         ``"libdarshan"`` (libdarshan-util through PyDarshan, today's oracle)
 
@@ -140,9 +145,13 @@ def ingest(
         items = _new_items(files, known, force, report)
         progress.start(len(items), "ingest")
         committer = _Committer(warehouse, force=force, known=known, report=report)
+        batch_size = batch_size or DEFAULT_BATCH_SIZE
+        if not scheduler:  # a small ingest still keeps every worker busy
+            spread = -(-len(items) // (workers or default_workers()))
+            batch_size = max(1, min(batch_size, spread))
         batches = [items[i : i + batch_size] for i in range(0, len(items), batch_size)]
         if scheduler:
-            _run_dask(batches, warehouse, scheduler, committer, progress, reader)
+            _run_dask(batches, warehouse, scheduler, timeout, committer, progress, reader)
         else:
             _run_local(batches, warehouse, workers, timeout, committer, progress, reader)
     progress.finish()
@@ -222,20 +231,27 @@ class _PerLog:
             credit -= self.counted[bid]
 
 
-def _run_dask(batches, warehouse, scheduler, committer, progress, reader) -> None:
+def _run_dask(batches, warehouse, scheduler, timeout, committer, progress, reader) -> None:
     from iosight.parallel import dask_results
 
-    while batches:
-        tasks = {new_batch_id(): b for b in batches}
+    logs = _PerLog(progress, committer.report)
+    tasks = {new_batch_id(): b for b in batches}
+    while tasks:
         args = [(bid, (str(warehouse.staging_dir(bid)), b, reader)) for bid, b in tasks.items()]
-        batches = []
-        for res in dask_results(ingest_batch, args, scheduler=scheduler):
+        retries: dict[str, list] = {}
+        for res in dask_results(
+            ingest_batch, args, scheduler=scheduler, timeout=timeout, on_beat=logs.to
+        ):
             batch = tasks[res.key]
             if res.error is None:
                 committer.commit(res.key, res.value)
-                progress.advance(len(batch), failed=committer.report.failed)
-            else:
-                batches += [b for _, b in committer.split_failed(res, batch, progress)]
+                logs.to(res.key, len(batch))
+                logs.forget(res.key)
+                continue
+            split = committer.split_failed(res, batch, progress)
+            logs.carry(res.key, split)
+            retries.update(split)
+        tasks = retries
 
 
 def _known_sources(warehouse: Warehouse) -> set[str]:
@@ -267,17 +283,19 @@ class _Committer:
     def split_failed(self, res, batch: list, progress) -> list[tuple[str, list]]:
         """Record the item a dead worker was on; return the rest as retries.
 
-        When the failing item is unknown (the task raised) or uncertain (Dask lost
-        a multi-item task), each item is retried alone so the culprit fails alone.
+        When the failing item is unknown (``failed_item`` is ``None``: the task raised,
+        or died before its first item), each item is retried alone so the culprit fails
+        alone; a known item fails at once and the others are read again.
         """
         shutil.rmtree(self.warehouse.staging_dir(res.key), ignore_errors=True)
-        if res.failed_item is None or (len(batch) > 1 and res.failed_item == 0):
+        i = res.failed_item
+        if i is None:
             if len(batch) > 1:
                 return [(new_batch_id(), [item]) for item in batch]
-        key, path = batch[res.failed_item or 0]
+            i = 0
+        key, path = batch[i]
         self.error_row(key, path, res.error)
         progress.advance(1, failed=self.report.failed)
-        i = res.failed_item or 0
         rest = batch[:i] + batch[i + 1 :]
         return [(new_batch_id(), rest)] if rest else []
 
@@ -337,6 +355,9 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str]], str], beat) -> dict:
         for name, t in _keyed(key, tables).items():
             acc.setdefault(name, []).append(t)
             nbytes += t.nbytes
+        if fmt != "job-totals" and "job_totals" not in tables:
+            # a log with no records still gets its row (no counter recorded: all null)
+            acc.setdefault("job_totals", []).append(pa.table({"job_key": [key]}))
         row = {
             "source_key": key,
             "source_path": path,

@@ -20,9 +20,10 @@ import fcntl
 import json
 import os
 import shutil
+import socket
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,6 +36,9 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 DEFAULT_WAREHOUSE = "iosight-warehouse"
+# how long a writer waits for another one (two overlapping cron ingests both finish)
+DEFAULT_LOCK_TIMEOUT = 3600.0
+_LOCK_POLL_S = 0.2
 _TABLES, _STAGING, _COMMITS, _LOCK = "tables", "_staging", "_commits", "_lock"
 
 
@@ -98,25 +102,40 @@ class Warehouse:
     path : path-like, default ``$IOSIGHT_WAREHOUSE`` or ``./iosight-warehouse``
         The warehouse directory.
     create : bool, default True
-        Create the directory when missing; when False a missing warehouse is an error.
+        Make ``path`` a warehouse when it is not one yet (writers: ingest, synth).
+        When False, opening anything but an existing warehouse is an error and
+        nothing is created on disk (every read-only command opens this way).
+    lock_timeout : float, default :data:`DEFAULT_LOCK_TIMEOUT`
+        Seconds a write waits for another process that is writing (0: fail at once).
+    on_lock_wait : callable, optional
+        Called once with a message naming the process that holds the lock, when a
+        write has to wait for it.
     """
 
-    def __init__(self, path: str | os.PathLike | None = None, *, create: bool = True) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike | None = None,
+        *,
+        create: bool = True,
+        lock_timeout: float | None = None,
+        on_lock_wait: Callable[[str], None] | None = None,
+    ) -> None:
         self.path = Path(path) if path is not None else default_path()
-        if not self.path.exists():
+        if not is_warehouse_dir(self.path):
             if not create:
                 raise IosightError(
-                    f"no warehouse at {self.path}; create one with 'iosight ingest' "
-                    "or pass --warehouse"
+                    f"not an iosight warehouse: {self.path} (create one with `iosight ingest`)"
                 )
-            self.path.mkdir(parents=True)
-        elif not self.path.is_dir():
-            raise IosightError(f"warehouse path {self.path} exists and is not a directory")
-        for sub in (_TABLES, _STAGING, _COMMITS):
-            (self.path / sub).mkdir(exist_ok=True)
+            if self.path.exists() and not self.path.is_dir():
+                raise IosightError(f"warehouse path {self.path} exists and is not a directory")
+            self.path.mkdir(parents=True, exist_ok=True)
+            for sub in (_TABLES, _STAGING, _COMMITS):
+                (self.path / sub).mkdir(exist_ok=True)
         self._con: duckdb.DuckDBPyConnection | None = None
         self._lock_fh = None
         self._lock_depth = 0
+        self.lock_timeout = DEFAULT_LOCK_TIMEOUT if lock_timeout is None else lock_timeout
+        self.on_lock_wait = on_lock_wait
         self.recover()
 
     def __repr__(self) -> str:
@@ -258,30 +277,27 @@ class Warehouse:
             "replace_tables": sorted(set(replace_tables)),
         }
         with self.writer_lock():
+            _crash_point("staged")  # the batch's files are written, its commit is not
             _atomic_write_text(self.path / _COMMITS / f"{batch_id}.json", json.dumps(record))
+            _crash_point("published")  # committed, its files not yet moved into tables/
             self._apply(record)
+            _crash_point("applied")  # between this commit and the next
 
     @contextmanager
-    def writer_lock(self) -> Iterator[None]:
+    def writer_lock(self, timeout: float | None = None) -> Iterator[None]:
         """Hold the warehouse's write lock (re-entrant in this process).
 
-        One writer at a time: a second ingest into the same warehouse fails with a
-        clear error instead of interleaving commits, and readers only run recovery
-        when no writer holds the lock (its staging is in progress, not abandoned).
+        One writer at a time, so commits never interleave and readers only run
+        recovery when no writer holds the lock (its staging is in progress, not
+        abandoned). A writer waits up to ``timeout`` seconds (default
+        :attr:`lock_timeout`) for another one, like SQLite's busy timeout, telling
+        :attr:`on_lock_wait` once which process it waits for, then fails clearly.
         """
         if self._lock_depth:
             self._lock_depth += 1
         else:
-            fh = open(self.path / _LOCK, "a+")
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                fh.close()
-                raise IosightError(
-                    f"warehouse {self.path} is being written by another process; "
-                    "wait for it to finish"
-                ) from None
-            self._lock_fh, self._lock_depth = fh, 1
+            self._lock_fh = self._acquire(self.lock_timeout if timeout is None else timeout)
+            self._lock_depth = 1
         try:
             yield
         finally:
@@ -291,15 +307,53 @@ class Warehouse:
                 self._lock_fh.close()
                 self._lock_fh = None
 
+    def _acquire(self, timeout: float):
+        """The lock file, locked by this process and naming it; waits up to ``timeout`` s."""
+        fh = open(self.path / _LOCK, "a+")
+        deadline = time.monotonic() + timeout
+        told = False
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                holder = self._lock_holder()
+                if time.monotonic() >= deadline:
+                    fh.close()
+                    raise _LockTimeout(
+                        f"warehouse {self.path} is being written by {holder}; still locked "
+                        f"after {timeout:g} s (wait longer with --lock-timeout)"
+                    ) from None
+                if not told and self.on_lock_wait is not None:
+                    self.on_lock_wait(
+                        f"warehouse {self.path} is being written by {holder}; "
+                        f"waiting up to {timeout:g} s for it to finish"
+                    )
+                told = True
+                time.sleep(min(_LOCK_POLL_S, max(0.0, deadline - time.monotonic())))
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"{os.getpid()} {socket.gethostname()}\n")
+        fh.flush()
+        return fh
+
+    def _lock_holder(self) -> str:
+        """Who holds the write lock, as its holder wrote it ("process 12 on host")."""
+        try:
+            pid, host = (self.path / _LOCK).read_text().split()[:2]
+        except (OSError, ValueError):
+            return "another process"
+        return f"process {pid} on {host}"
+
     def recover(self) -> None:
         """Finish commits left by a killed writer; discard uncommitted staging.
 
         Skipped while another process holds the write lock (its work is live).
         """
         try:
-            with self.writer_lock():
+            with self.writer_lock(timeout=0):
                 self._recover()
-        except IosightError:
+        except _LockTimeout:
             return
 
     def _recover(self) -> None:
@@ -308,7 +362,8 @@ class Warehouse:
             self._apply(json.loads(rec_path.read_text()))
         for tmp in commits.glob("*.tmp"):
             tmp.unlink()
-        for stale in (self.path / _STAGING).iterdir():
+        staging = self.path / _STAGING
+        for stale in staging.iterdir() if staging.is_dir() else ():
             if not (commits / f"{stale.name}.json").exists():
                 shutil.rmtree(stale, ignore_errors=True)
 
@@ -366,6 +421,28 @@ class Warehouse:
                 continue
             merged = self.arrow(f'select * from "{tname}"')
             self.commit({tname: [merged]}, replace_tables=[tname])
+
+
+_CRASH_ENV = "IOSIGHT_TEST_CRASH_AT"
+_crash_counts: dict[str, int] = {}
+
+
+def _crash_point(point: str) -> None:
+    """Test hook: SIGKILL this process the N-th time it reaches ``point`` when
+    ``IOSIGHT_TEST_CRASH_AT=point:N``, so the kill-and-resume tests kill at an exact
+    step of the commit protocol instead of racing a timer. No effect otherwise."""
+    spec = os.environ.get(_CRASH_ENV)
+    if not spec or spec.partition(":")[0] != point:
+        return
+    _crash_counts[point] = _crash_counts.get(point, 0) + 1
+    if _crash_counts[point] == int(spec.partition(":")[2] or 1):
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class _LockTimeout(IosightError):
+    """Another process held the write lock for longer than this writer would wait."""
 
 
 _HINTS = {

@@ -1,0 +1,143 @@
+"""The package layout holds: no import cycle, no reach into another package's private
+modules, no pyplot backend switch in library code. Checked on the source (every import
+statement, inside functions too), so a new module cannot quietly break it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import iosight
+
+SRC = Path(iosight.__file__).parent
+# modules that may choose a matplotlib backend: the command's entry point, nothing else
+ENTRY_POINTS = {"iosight.__main__", "iosight.cli"}
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    """Dotted name -> (file, is a package) for every module of iosight."""
+    out = {}
+    for path in SRC.rglob("*.py"):
+        parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+        package = parts[-1] == "__init__"
+        out[".".join(parts[:-1] if package else parts)] = (path, package)
+    return out
+
+
+MODULES = _modules()
+
+
+def _package(module: str) -> str:
+    return module if MODULES[module][1] else module.rpartition(".")[0]
+
+
+def _imports(module: str) -> list[tuple[str, ast.AST]]:
+    """(imported module, statement) for every import in ``module``, nested ones included."""
+    tree = ast.parse(MODULES[module][0].read_text())
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(a.name, node) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = _package(module).split(".")[
+                    : len(_package(module).split(".")) - node.level + 1
+                ]
+                base = ".".join(up + ([base] if base else []))
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                found.append((sub if sub in MODULES else base, node))
+    return found
+
+
+def _inside(module: str, package: str) -> bool:
+    own = _package(module)
+    return own == package or own.startswith(package + ".")
+
+
+def test_no_module_imports_another_packages_private_module():
+    bad = []
+    for module in MODULES:
+        for target, node in _imports(module):
+            parts = target.split(".")
+            for i, part in enumerate(parts):
+                if part.startswith("_") and part != "__init__":
+                    if target in MODULES and not _inside(module, ".".join(parts[:i])):
+                        bad.append(f"{module}:{node.lineno} imports {target}")
+                    break
+    assert bad == []
+
+
+def _graph() -> dict[str, set[str]]:
+    """module -> modules its imports run: the target and its enclosing packages' __init__
+    (the ones not already being imported as the module's own parents)."""
+    graph: dict[str, set[str]] = {m: set() for m in MODULES}
+    for module in MODULES:
+        for target, _ in _imports(module):
+            parts = target.split(".")
+            for i in range(1, len(parts) + 1):
+                dep = ".".join(parts[:i])
+                if dep in MODULES and dep != module and not _inside(module, dep):
+                    graph[module].add(dep)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycle():
+    assert _cycles(_graph()) == []
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_backend_switch_or_pyplot_in_library_code():
+    bad = []
+    for module, (path, _) in MODULES.items():
+        if module in ENTRY_POINTS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            call = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            if (
+                call
+                and node.func.attr == "use"
+                and getattr(node.func.value, "id", "") == "matplotlib"
+            ):
+                bad.append(f"{module}:{node.lineno} calls matplotlib.use")
+        bad += [f"{module} imports pyplot" for t, _ in _imports(module) if t == "matplotlib.pyplot"]
+    assert bad == []
