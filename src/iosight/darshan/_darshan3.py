@@ -38,6 +38,7 @@ import numpy as np
 import pyarrow as pa
 
 from iosight._errors import CorruptLogError
+from iosight.darshan._accumulate import ACCUMULATED, accumulate
 from iosight.darshan._darshan3_counters import COUNTERS, LUSTRE_COMP_COUNTERS
 from iosight.darshan._tables import LogTables, jobs_schema, table_for_module
 
@@ -704,23 +705,31 @@ _ACCUMULATED = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETC
 
 
 def _job_totals(raw: dict[str, np.ndarray], nprocs: int, tables: LogTables) -> pa.Table | None:
-    """``darshan-parser --total``: libdarshan-util's accumulator over the records read
-    here when PyDarshan is installed, else iosight's rule-based reduction."""
+    """``darshan-parser --total``: POSIX and MPI-IO by iosight's own copy of
+    libdarshan-util's accumulator (:func:`accumulate`); the other modules by the C accumulator
+    when PyDarshan is installed, else by iosight's rule-based reduction."""
     raw = {m: r for m, r in raw.items() if m in _ACCUMULATED}
     for mod, recs in raw.items():
         ranks = recs[:, 1].view(np.int64)
         if len(ranks) and (ranks.min() < -1 or ranks.max() >= nprocs):
             # a rank outside the job (the C accumulator would assert, i.e. abort)
             raise CorruptLogError(f"module {mod} has records of ranks outside [-1, {nprocs})")
+    totals: dict[str, float] = {}
+    for mod in ACCUMULATED:
+        if mod in raw:
+            totals.update(accumulate(mod, raw.pop(mod), nprocs))
     try:
         from darshan.backend import cffi_backend as be
     except ImportError:
         from iosight.darshan._darshan2 import job_totals
 
-        return job_totals(tables)
-    from iosight.darshan._pydarshan import _accumulate, totals_table
+        rest = job_totals({t: tables[t] for m in raw if (t := table_for_module(m)) in tables})
+        totals.update(rest.to_pylist()[0] if rest.num_rows else {})
+    else:
+        from iosight.darshan._pydarshan import _accumulate
 
-    totals: dict[str, float] = {}
-    for mod, recs in raw.items():
-        totals.update(_accumulate(be, mod, recs.tobytes(), len(recs), nprocs))
+        for mod, recs in raw.items():
+            totals.update(_accumulate(be, mod, recs.tobytes(), len(recs), nprocs))
+    from iosight.darshan._pydarshan import totals_table
+
     return totals_table(totals) if totals else None
