@@ -33,12 +33,16 @@ def reread(d, rank):  # 4 MiB written once, then read twice in 1 MiB reads
     os.close(fd)
 
 
+def random_offsets() -> np.ndarray:
+    """The offsets :func:`random_reads` reads 1 KiB at, in order (seeded: tests recount them)."""
+    return np.random.default_rng(0).integers(0, 4 * MiB - KiB, 4000)
+
+
 def random_reads(d, rank):  # 4000 reads of 1 KiB at random offsets of a 4 MiB file
     path = d / "table.bin"
-    rng = np.random.default_rng(0)
     fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_TRUNC, 0o644)
     os.write(fd, b"t" * (4 * MiB))
-    for off in rng.integers(0, 4 * MiB - KiB, 4000):
+    for off in random_offsets():
         os.pread(fd, KiB, int(off))
     os.close(fd)
 

@@ -25,7 +25,9 @@ def test_tables_are_labelled_synthetic(facility):
     jobs = wh.jobs()
     assert jobs["synthetic"].all() and (jobs["source_format"] == "synthetic").all()
     assert len(jobs) == sum(summary.jobs.values()) and jobs["job_key"].is_unique
-    assert summary.jobs["regular"] > 1000 and summary.jobs["checkpoint"] > 0
+    by_exe = jobs["exe"].value_counts()  # every job's exe names its population
+    assert {p: int(by_exe.get(f"synthetic-{p}", 0)) for p in summary.jobs} == dict(summary.jobs)
+    assert summary.jobs["regular"] > 1000 and summary.jobs["checkpoint"] > 0  # Poisson arrivals
     assert (jobs["end_time"] >= jobs["start_time"]).all()
 
 

@@ -21,6 +21,11 @@ def test_summit_app_timeline(shared, tmp_path):
             raw[f"total_STDIO_{c}"].clip(lower=0)
         )
         assert t[f"{d}_bytes"].sum() == pytest.approx(want, rel=1e-12)  # MPI-IO not added
-    span = raw["end_time"].max() - np.floor(raw["start_time"].min() / 300) * 300
+    origin = np.floor(raw["start_time"].min() / 300) * 300
+    span = raw["end_time"].max() - origin
     assert len(t) == int(span // 300) + 1
-    assert t["active_jobs"].max() >= 1 and (np.diff(t["bin_start"]) == 300).all()
+    assert (np.diff(t["bin_start"]) == 300).all()
+    # a job is active in the bins from floor(start) to ceil(end) - 1 (at least its first)
+    first = np.floor((raw["start_time"] - origin) / 300)
+    last = np.maximum(np.ceil((raw["end_time"] - origin) / 300) - 1, first)
+    assert t["active_jobs"].sum() == (last - first + 1).sum()
