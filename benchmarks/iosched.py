@@ -24,11 +24,11 @@ from iosight.sched.ioresources import (
     evaluate,
     generate_workload,
     ost_curves,
+    resolve_curves,
     schedule,
     simulate_events,
     simulate_timestep,
 )
-from iosight.sched.ioresources._experiment import resolve_curves
 
 PAIRS = [("TCPU", "Greedy-NC"), ("BestBdw", "Greedy-C"), ("Static", "Random"), ("MCKP", "MCKP")]
 KEYS = ("mean_slowdown", "max_slowdown", "idle_time", "io_spread", "t_end")

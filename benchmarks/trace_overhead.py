@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
         "/var/, ...) are not traced: for tmpfs use a symlink elsewhere to /dev/shm",
     )
     args = parser.parse_args(argv)
-    from iosight.trace._activate import trace_env
+    from iosight.trace import trace_env
 
     repeats = 3 if args.quick else args.repeats
     large_total = (64 if args.quick else 256) << 20

@@ -69,6 +69,26 @@ def test_no_module_imports_another_packages_private_module():
     assert bad == []
 
 
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def test_benchmarks_use_only_the_public_api():
+    """Benchmarks measure what a user calls: no ``iosight`` module starting with ``_``."""
+    bad = []
+    for path in sorted(BENCHMARKS.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            for name in names:
+                parts = name.split(".")
+                if parts[0] == "iosight" and any(p.startswith("_") for p in parts[1:]):
+                    bad.append(f"{path.name}:{node.lineno} imports {name}")
+    assert bad == []
+
+
 def _graph() -> dict[str, set[str]]:
     """module -> modules its imports run: the target and its enclosing packages' __init__
     (the ones not already being imported as the module's own parents)."""

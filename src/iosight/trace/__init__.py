@@ -8,7 +8,7 @@ Characterization with Darshan*).
 """
 
 from iosight.trace import _h5py, _numpy, _posix, _stdio  # noqa: F401  (register the modules)
-from iosight.trace._activate import activate_from_env, run_traced
+from iosight.trace._activate import activate_from_env, run_traced, trace_env
 from iosight.trace._core import TRACE_MODULES, TraceConfig, TraceCore, TraceModule
 from iosight.trace._format import LogContent, darshan_hash, read_log, write_log
 from iosight.trace._merge import combine, merge_logs
@@ -17,6 +17,7 @@ from iosight.trace._session import Tracer, TraceResult, merge, recover, trace
 from iosight.trace._summary import job_summary
 
 __all__ = [
+    "trace_env",
     "TRACE_MODULES",
     "activate_from_env",
     "run_traced",
