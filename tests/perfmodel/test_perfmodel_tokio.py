@@ -73,3 +73,35 @@ def test_real_data_report_section(shared, tmp_path):
     page = write_report(None, tmp_path / "rep", tokio=(acc, coefs, cmp)).read_text()
     assert "mira/mira-fs1" in page
     assert (tmp_path / "rep" / "tokio_accuracy.csv").exists()
+
+
+def test_choice_on_validation_prefers_the_simplest_on_ties():
+    from iosight.perfmodel import choose_on_validation
+
+    shares = {"paper pipeline (Lasso)": 0.9, "online median": 0.8, "iosight predictor": 0.85}
+    assert choose_on_validation(shares) == "paper pipeline (Lasso)"
+    shares["online median"] = 0.9
+    assert choose_on_validation(shares) == "online median"
+
+
+def test_deployed_method_is_chosen_without_the_test_period(shared):
+    from iosight.perfmodel import CANDIDATES, DEPLOYED, deployable_comparison
+
+    s = tokio_samples(shared(*MIRA))
+    system = "mira/mira-fs1"
+    cmp = deployable_comparison(s, system).query("test_set == 'all'").set_index("method")
+    chosen = cmp.loc[DEPLOYED, "chosen"]
+    assert chosen in CANDIDATES and (cmp["chosen"] == chosen).all()
+    share = cmp.loc[DEPLOYED, "validation_within_30"]
+    assert share == cmp.loc[list(CANDIDATES), "validation_within_30"].max()
+    assert cmp.loc[DEPLOYED, "within_30"] == cmp.loc[chosen, "within_30"]
+    # the test period's outcomes scrambled: test scores move, the choice does not
+    _, test = tokio_split(s, system)
+    rng = np.random.default_rng(0)
+    other = s.copy()
+    other.loc[test.index, "write_time"] *= rng.uniform(0.3, 3.0, len(test))
+    again = deployable_comparison(other, system).query("test_set == 'all'").set_index("method")
+    assert again.loc[DEPLOYED, "chosen"] == chosen
+    cols = "validation_within_30"
+    assert np.allclose(again.loc[list(CANDIDATES), cols], cmp.loc[list(CANDIDATES), cols])
+    assert not np.allclose(again["within_30"], cmp["within_30"])  # the control

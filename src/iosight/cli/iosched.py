@@ -81,6 +81,9 @@ def experiment(
     family_curves: str = typer.Option(
         "median", help="Profile-curve study: median (per n) or cubic (the paper's Fig. 11 fit)."
     ),
+    mckp_zero: bool = typer.Option(
+        True, help="Also run MCKP-0: MCKP with the zero-forwarder option (FORGE b(0))."
+    ),
     forge_dir: Path = FORGE,
 ) -> None:
     """The simulation study of the paper (§V-C, §VI), in parallel and resumable."""
@@ -102,6 +105,7 @@ def experiment(
             grid=grid,
             robustness=robustness,
             family_curves=family_curves,
+            mckp_zero=mckp_zero,
             forge_dir=str(forge_dir) if forge_dir else None,
         )
         done = run_experiment(cfg, out, workers=workers, progress=RichProgress())

@@ -284,7 +284,8 @@ def report(
                 deployable_table(real[2]).round(3),
                 format,
                 title="TOKIO-ABC (real), last 30% of the year: share of test samples within "
-                "20% / 30% (paper pipeline, online median, iosight predictor)",
+                "20% / 30% (paper pipeline, online median, iosight predictor, and the one of them "
+                "iosight deploys, chosen on the end of the training part)",
             )
         console.print(f"wrote {path}")
 

@@ -23,10 +23,13 @@ from iosight.perfmodel._model import (
     split_samples,
 )
 from iosight.perfmodel._online import (
+    CANDIDATES,
+    DEPLOYED,
     METHODS,
     OnlineSettings,
     best_shift,
     causal_features,
+    choose_on_validation,
     online_accuracy,
     walk_forward,
 )
@@ -62,6 +65,8 @@ from iosight.perfmodel._search import (
     search_models,
 )
 from iosight.perfmodel._tokio import (
+    VALIDATION_SHARE,
+    deployable_comparison,
     evaluate_tokio,
     evaluate_tokio_files,
     tokio_samples,
@@ -71,10 +76,15 @@ from iosight.perfmodel._tokio import (
 __all__ = [
     "DEFAULT_CONFIDENCE",
     "FAMILIES",
+    "CANDIDATES",
+    "DEPLOYED",
     "METHODS",
     "OnlineSettings",
     "best_shift",
     "causal_features",
+    "choose_on_validation",
+    "deployable_comparison",
+    "VALIDATION_SHARE",
     "online_accuracy",
     "walk_forward",
     "PAPER_TABLE_VI",

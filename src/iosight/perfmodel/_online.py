@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from iosight._errors import check_param
+from iosight._errors import IosightError, check_param
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -258,8 +258,20 @@ def walk_forward(
     return out.iloc[test]
 
 
+#: The candidates iosight can deploy, and the method it deploys (:func:`online_accuracy`).
+CANDIDATES = ("paper pipeline (Lasso)", "online median", "iosight predictor")
+DEPLOYED = "iosight deployed (chosen on validation)"
 #: Method names of :func:`online_accuracy`, in report order.
-METHODS = ("paper pipeline (Lasso)", "online median", "iosight predictor")
+METHODS = (*CANDIDATES, DEPLOYED)
+#: Tie order of :func:`choose_on_validation`: the simplest candidate first.
+_SIMPLEST_FIRST = ("online median", "iosight predictor", "paper pipeline (Lasso)")
+
+
+def choose_on_validation(shares: dict[str, float]) -> str:
+    """The candidate with the highest within-30% share on the validation slice; ties go
+    to the simplest (online median, then the iosight predictor, then the paper pipeline)."""
+    best = max(shares.values())
+    return next(m for m in _SIMPLEST_FIRST if m in shares and shares[m] == best)
 
 
 def _scored(test_y: np.ndarray, reported_y: np.ndarray) -> np.ndarray:
@@ -273,34 +285,63 @@ def _scored(test_y: np.ndarray, reported_y: np.ndarray) -> np.ndarray:
     return mask
 
 
+def _candidate_errors(part: pd.DataFrame, paper: pd.DataFrame, pred: pd.DataFrame):
+    """Relative errors of the three candidates on the rows of ``part`` that the paper
+    pipeline reported (the same rows for all three), and those rows' mask."""
+    from iosight.perfmodel._search import relative_errors
+
+    y = part["write_time"].to_numpy(float)
+    keep = _scored(y, paper["measured"].to_numpy(float))
+    p = pred.loc[part.index]
+    return {
+        CANDIDATES[0]: paper["error"].to_numpy(float),
+        CANDIDATES[1]: relative_errors(p["online median"].to_numpy()[keep], y[keep]),
+        CANDIDATES[2]: relative_errors(p["predicted"].to_numpy()[keep], y[keep]),
+    }, keep
+
+
 def online_accuracy(
     samples: pd.DataFrame,
     test: pd.DataFrame,
     paper: pd.DataFrame,
     *,
     settings: OnlineSettings | None = None,
+    validation: pd.DataFrame | None = None,
+    paper_validation: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Within-20% / within-30% shares of the paper pipeline, the online median and the
     iosight predictor on the same scored rows (``test`` minus the paper pipeline's
     validation rows; ``paper``: its Lasso rows of ``SearchOutcome.predictions``).
-    ``samples`` holds one system's samples, ``test`` its chronological test part."""
+    ``samples`` holds one system's samples, ``test`` its chronological test part.
+
+    With ``validation`` (a slice at the end of the training part, before ``test``) and
+    ``paper_validation`` (the paper pipeline fitted on the training rows before that
+    slice, its Lasso rows on it), the candidate with the best within-30% share on the
+    validation slice is what iosight deploys (:data:`DEPLOYED`, its test errors are the
+    chosen candidate's); columns ``chosen`` and ``validation_within_30`` say which and why.
+    The test period is never looked at for the choice.
+    """
     import pandas as pd
 
-    from iosight.perfmodel._search import accuracy, relative_errors
+    from iosight.perfmodel._search import accuracy
 
-    ty = test["write_time"].to_numpy(float)
-    keep = _scored(ty, paper["measured"].to_numpy(float))
-    pred = walk_forward(samples, float(test["start_time"].min()), settings=settings)
-    pred = pred.loc[test.index]
+    first = test if validation is None else validation
+    pred = walk_forward(samples, float(first["start_time"].min()), settings=settings)
+    errors, keep = _candidate_errors(test, paper, pred)
+    extra: dict[str, dict] = {m: {} for m in METHODS}
+    if validation is not None:
+        if paper_validation is None:
+            raise IosightError("a validation slice needs the paper pipeline's rows on it")
+        val, _ = _candidate_errors(validation, paper_validation, pred)
+        shares = {m: float(accuracy(e)["within_30"]) for m, e in val.items()}
+        chosen = choose_on_validation(shares)
+        errors[DEPLOYED] = errors[chosen]
+        shares[DEPLOYED] = shares[chosen]
+        extra = {m: {"chosen": chosen, "validation_within_30": shares[m]} for m in METHODS}
     apps = test["app"].to_numpy()[keep]
-    errors = {
-        METHODS[0]: paper["error"].to_numpy(float),
-        METHODS[1]: relative_errors(pred["online median"].to_numpy()[keep], ty[keep]),
-        METHODS[2]: relative_errors(pred["predicted"].to_numpy()[keep], ty[keep]),
-    }
     rows = []
     for method, err in errors.items():
         for name in [*dict.fromkeys(apps), "all"]:
             sel = np.ones(len(err), bool) if name == "all" else apps == name
-            rows.append({"method": method, "test_set": name, **accuracy(err[sel])})
+            rows.append({"method": method, "test_set": name, **accuracy(err[sel])} | extra[method])
     return pd.DataFrame(rows)

@@ -17,7 +17,7 @@ from iosight._errors import IosightError
 from iosight.report._html import img_tag, subplots, write_page
 from iosight.sched.ioresources import Finding, conclusions, findings_frame
 
-ALLOC_ORDER = ["BestBdw", "Nsys", "TCPU", "Static", "Random", "MCKP"]
+ALLOC_ORDER = ["BestBdw", "Nsys", "TCPU", "Static", "Random", "MCKP", "MCKP-0"]
 PLACE_ORDER = ["Greedy-C", "Greedy-NC", "Random"]
 BIN = 0.1
 LOW, HIGH = (0.0, 0.3), (1.0, np.inf)  # I/O-load(pi_sys) ranges of "low" and "high" load
@@ -66,7 +66,7 @@ def _in(df: pd.DataFrame, lo: float, hi: float) -> pd.DataFrame:
 
 def _gnc(df: pd.DataFrame) -> pd.DataFrame:
     """Greedy-Non-Clairvoyant runs plus MCKP (the paper's choice after §VI-A1)."""
-    return df[df["placement"].isin(["Greedy-NC", "MCKP"])]
+    return df[df["placement"].isin(["Greedy-NC", "MCKP", "MCKP-0"])]
 
 
 def _figures(acc, rob, ost, curves: tuple, out: Path, min_sets: int):
@@ -74,7 +74,7 @@ def _figures(acc, rob, ost, curves: tuple, out: Path, min_sets: int):
 
     fig, axes = subplots(1, 3, figsize=(15, 4), sharey=True)
     for ax, pl in zip(axes, PLACE_ORDER, strict=True):
-        d = acc[(acc["placement"] == pl) | (acc["allocator"] == "MCKP")]
+        d = acc[(acc["placement"] == pl) | acc["allocator"].isin(["MCKP", "MCKP-0"])]
         _lines(ax, d, "mean_slowdown", "allocator", ALLOC_ORDER, min_sets=min_sets)
         ax.set_title(pl)
     axes[0].set_ylabel("Mean-I/O-SlowDown")

@@ -43,7 +43,8 @@ _PCT = (
 
 
 def deployable_table(comparison: pd.DataFrame) -> pd.DataFrame:
-    """Per system, within-20% and within-30% of each method (all scored test rows)."""
+    """Per system, within-20% and within-30% of each method (all scored test rows) and,
+    when known, the candidate iosight deploys (chosen on the validation slice)."""
     from iosight.perfmodel import METHODS
 
     d = comparison[comparison["test_set"] == "all"]
@@ -52,7 +53,10 @@ def deployable_table(comparison: pd.DataFrame) -> pd.DataFrame:
     out = wide.swaplevel(axis=1)[cols]
     out.columns = [f"{m}: {w.replace('within_', 'w')}%" for m, w in cols]
     samples = d.groupby("system")["samples"].first()
-    return out.assign(samples=samples).reset_index()
+    out = out.assign(samples=samples)
+    if "chosen" in d:  # what iosight deploys, chosen on the validation slice
+        out = out.assign(chosen=d.groupby("system")["chosen"].first())
+    return out.reset_index()
 
 
 def tokio_section(

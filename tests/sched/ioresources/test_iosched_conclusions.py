@@ -149,3 +149,16 @@ def test_too_few_sets_is_not_a_verdict_and_mckp_note():
     assert verdict(k30, "BestBdw", "MCKP").note == ""
     frame = findings_frame(conclusions(small, min_sets=10))
     assert list(frame.columns) == ["case", "section", "claim", "test", "measured", "holds", "note"]
+
+
+def test_mckp_zero_claims_only_when_its_rows_exist():
+    def with_zero(factor):
+        df = synthetic_results(factor)
+        zero = df[df.allocator == "MCKP"].assign(allocator="MCKP-0", placement="MCKP-0")
+        return pd.concat([df, zero.assign(mean_slowdown=zero.mean_slowdown * 2.0)])
+
+    assert not [f for f in conclusions(synthetic_results(lambda *_: 1.0)) if f.b == "MCKP-0"]
+    worst = verdict(with_zero(lambda *_: 1.0), "Nsys", "MCKP-0")
+    assert worst.verdict == "yes" and "zero-forwarder" in worst.note
+    # MCKP-0 better than Static (Static's slowdown 3x): the claim fails
+    assert verdict(with_zero(only("Static", value=3.0)), "Static", "MCKP-0").verdict == "NO"

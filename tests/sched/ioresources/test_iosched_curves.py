@@ -59,6 +59,12 @@ def test_forge_mean_and_best(shared):
     i = mean.names.index("1536-32-0-0-4096-1")
     for n in (1, 2, 4, 8):
         assert mean.bw[i, n - 1] == pytest.approx(one[one.forwarders == n].bandwidth.mean())
+    # b(0): direct GPFS access (the other file), kept for MCKP's zero-forwarder option
+    gpfs = pd.read_csv(root / "marenostrum-4-gpfs.results.csv", sep=";")
+    g = gpfs[(gpfs.processes == 1536) & (gpfs.clients == 32) & (gpfs.layout == 0)]
+    g = g[(g.spatiality == 0) & (g.request == 4096) & (g.odirect == 1)]
+    assert mean.bw0.shape == (189,)
+    assert mean.bw0[i] == pytest.approx(g[g.forwarders == 0].bandwidth.mean())
     # n = 3 lies halfway between the measured n = 2 and n = 4
     assert mean.bw[i, 2] == pytest.approx((mean.bw[i, 1] + mean.bw[i, 3]) / 2)
 

@@ -75,3 +75,18 @@ def test_folders_from_before_family_curves_resume_as_cubic(tmp_path):
         run_experiment(cfg, tmp_path)
     with pytest.raises(IosightError, match="family_curves"):
         ExperimentConfig(family_curves="spline")
+
+
+def test_forge_study_runs_mckp_zero_beside_mckp(shared, tmp_path):
+    from iosight.sched.ioresources import ExperimentConfig, load_results, run_experiment
+
+    root = shared("datasets", "bez_forge_io_forwarding_bandwidth")
+    cfg = ExperimentConfig(loads=(0.5,), sets=1, robustness=False, forge_dir=str(root))
+    run_experiment(cfg, tmp_path)
+    df = load_results(tmp_path).set_index("allocator")
+    assert df.loc["MCKP", "io_load_alloc"] != df.loc["MCKP-0", "io_load_alloc"]
+    off = ExperimentConfig(**{**cfg.__dict__, "mckp_zero": False})
+    run_experiment(off, tmp_path / "off")
+    same = load_results(tmp_path / "off").set_index(["allocator", "placement"])
+    both = df.reset_index().set_index(["allocator", "placement"]).loc[same.index]
+    assert np.allclose(both.mean_slowdown, same.mean_slowdown)  # other rows unchanged

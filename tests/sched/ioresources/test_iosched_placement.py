@@ -80,3 +80,38 @@ def test_known_curves_equal_to_true_ones_change_nothing():
         a = schedule(*pair, w, np.random.default_rng(0))
         b = schedule(*pair, w, np.random.default_rng(0), known_bw=w.bw.copy())
         assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+
+
+def _k2n(n_res=4):
+    """K = 2N: 4 apps that gain from more resources, 4 flat ones; b(0) = 90 for all."""
+    bw = np.array([[100, 190, 200, 205.0]] * n_res + [[100, 105, 106, 107.0]] * n_res)
+    k = 2 * n_res
+    return Workload(
+        q=np.ones(k, dtype=np.int64),
+        phases=np.full(k, 2),
+        t_cpu=np.full(k, 10.0),
+        v_io=np.full(k, 1000.0),
+        bw=bw,
+        n_resources=n_res,
+        q_cpu=k,
+        bw0=np.full(k, 90.0),
+    )
+
+
+def test_mckp_zero_forwarder_favours_a_few_at_k_2n():
+    w = _k2n()
+    # capacity rule, n_j >= 1: 4 * ceil(8 / 4) = 8 slots, one resource each
+    assert mckp(w)[0].tolist() == [1] * 8
+    # zero option, exclusive resources: (2, 2, 0, ...) = 380 + 6 * 90 = 920 beats
+    # (1, 1, 1, 1, 0, ...) = 400 + 4 * 90 = 760 and (4, 0, ...) = 205 + 7 * 90 = 835
+    alloc, placement = schedule("MCKP-0", "MCKP-0", w, np.random.default_rng(0))
+    assert sorted(alloc.tolist()) == [0, 0, 0, 0, 0, 0, 2, 2]
+    assert set(np.flatnonzero(alloc == 2)) <= {0, 1, 2, 3}
+    assert placement.sum(axis=0).max() == 1  # exclusive
+    assert np.array_equal(placement.sum(axis=1), alloc)
+
+
+def test_mckp_zero_needs_b0():
+    apps = [Application(q=1, phases=2, t_cpu=1, v_io=1, bw=[10, 11])] * 3
+    with pytest.raises(IosightError, match="b\\(0\\)"):
+        mckp(_w(apps, 2), zero=True)

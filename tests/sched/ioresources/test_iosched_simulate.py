@@ -10,8 +10,11 @@ from iosight.sched.ioresources import (
     generate_workload,
     ost_curves,
     schedule,
+    simulate,
     simulate_events,
     simulate_timestep,
+    slowdowns,
+    workload_io_load,
 )
 
 
@@ -109,3 +112,31 @@ def test_three_application_hand_case():
     # never served, gets the whole resource at 2-3 s and ends at 3 s (docs/iosched.md)
     stepped = simulate_timestep(*_hand_case())
     assert stepped.first == 2 and stepped.t_end == 3.0
+
+
+@pytest.mark.parametrize(("simulator", "io_bc"), [("events", [8.0, 8.0]), ("timestep", [7.0, 8.0])])
+def test_zero_resources_share_the_direct_path(simulator, io_bc):
+    # A on the one resource (100 MB/s); B and C on 0 resources share the direct path,
+    # b(0) = 50 MB/s each alone. All compute 10 s then write 200 MB, twice.
+    # A: I/O 2 s per phase, ends at 24 s. B, C: 25 MB/s each from t = 10, so their
+    # first write takes 8 s (4 s if alone), then they compute until t = 28 (time-stepped:
+    # they alternate 1 s each at 50 MB/s, so B ends its write at 17 s and C at 18 s).
+    w = Workload(
+        q=np.ones(3, dtype=np.int64),
+        phases=np.full(3, 2),
+        t_cpu=np.full(3, 20.0),
+        v_io=np.full(3, 400.0),
+        bw=np.full((3, 1), 100.0),
+        n_resources=1,
+        q_cpu=3,
+        bw0=np.full(3, 50.0),
+    )
+    alloc = np.array([1, 0, 0])
+    sim = simulate(w, alloc, np.array([[True], [False], [False]]), simulator=simulator)
+    assert sim.first == 0 and sim.t_end == pytest.approx(24.0)
+    assert sim.io_time.tolist() == pytest.approx([4.0, *io_bc])
+    assert sim.volume.tolist() == pytest.approx([400.0, 200.0, 200.0])
+    assert sim.busy.tolist() == pytest.approx([4.0])  # the direct path is not a resource
+    assert workload_io_load(w, alloc) == pytest.approx(2 / 12)  # only A stresses it
+    rho_io = slowdowns(w, alloc, sim)["rho_io"]
+    assert rho_io.tolist() == pytest.approx([1.0, 2.0, 2.0])  # b(n_perf) / b(0)

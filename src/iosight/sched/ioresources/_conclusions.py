@@ -159,7 +159,7 @@ class _Claim:
     note: str = ""
 
 
-def _claims(dataset: str, k: int | None, n: int | None) -> list[_Claim]:
+def _claims(dataset: str, k: int | None, n: int | None, zero: bool = False) -> list[_Claim]:
     one_each = k is not None and n is not None and k % n == 0
     mckp_note = (
         f"K = {k} is a multiple of N = {n}: the capacity rule (N ceil(K/N) slots) gives "
@@ -257,6 +257,22 @@ def _claims(dataset: str, k: int | None, n: int | None) -> list[_Claim]:
         )
         for other in HEURISTICS
     ]
+    if zero:
+        out += [
+            _Claim(
+                "§VI-A1",
+                "MCKP performs worse than all the other studied policies (Mean-I/O-SlowDown; "
+                "MCKP with the zero-forwarder option)",
+                other,
+                "MCKP-0",
+                "mean_slowdown",
+                "lower",
+                ALL,
+                note="MCKP-0: Bez et al.'s zero-forwarder option (n_j = 0 at b(0), exclusive "
+                "resources), so MCKP favours a few applications at any K",
+            )
+            for other in HEURISTICS
+        ]
     if dataset == "ost":
         out.append(
             _Claim(
@@ -319,7 +335,7 @@ def _diffs(df: pd.DataFrame, c: _Claim) -> pd.DataFrame:
         return d.groupby(keys, as_index=False).agg(
             io_load_sys=("io_load_sys", "first"), diff=("diff", "mean")
         )
-    g = acc[acc["placement"].isin([c.placement, "MCKP"])]
+    g = acc[acc["placement"].isin([c.placement, "MCKP", "MCKP-0"])]
     a, b = g[g["allocator"] == c.a], g[g["allocator"] == c.b]
     return paired_differences(a, b, c.metric, keys)
 
@@ -328,7 +344,8 @@ def _case_findings(case: str, df: pd.DataFrame, min_sets: int) -> list[Finding]:
     k = int(df["k"].iloc[0]) if "k" in df else None
     n = int(df["n_resources"].iloc[0]) if "n_resources" in df else None
     out = []
-    for c in _claims(str(df["dataset"].iloc[0]), k, n):
+    zero = bool((df["allocator"] == "MCKP-0").any())
+    for c in _claims(str(df["dataset"].iloc[0]), k, n, zero):
         if c.study == "robust" and not (df["study"] == "robust").any():
             continue
         bins = _bins(_diffs(df, c), c.rule, c.tol, min_sets)

@@ -24,11 +24,13 @@ FORGE_FILES = ("marenostrum-4.results.csv", "marenostrum-4-gpfs.results.csv")
 @dataclass(frozen=True)
 class CurveSet:
     """Named bandwidth curves on the common grid n = 1..M (``bw[i, n - 1]``, MB/s);
-    NaN where n was not measured on a measured-only grid."""
+    NaN where n was not measured on a measured-only grid. ``bw0`` (optional) is b(0) per
+    curve: the bandwidth with no I/O resource (direct file-system access)."""
 
     names: tuple[str, ...]
     bw: np.ndarray
     source: str
+    bw0: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.bw.ndim != 2 or self.bw.shape[0] != len(self.names) or self.bw.shape[0] == 0:
@@ -71,8 +73,9 @@ def load_forge(directory: Path, *, statistic: str = "mean", grid: str = "interpo
 
     Notes
     -----
-    iosight's reading: the rows with 0 forwarders (direct GPFS access) are dropped,
-    as using no I/O node is not an allocation of the model of §III; n = 1, 2, 4, 8
+    iosight's reading: the rows with 0 forwarders (direct GPFS access) are not part of
+    the curve, as using no I/O node is not an allocation of the model of §III; they are
+    kept as ``bw0`` (same statistic) for MCKP's zero-forwarder option. n = 1, 2, 4, 8
     are measured and n = 3, 5, 6, 7 linearly interpolated; no curve goes past 8.
     """
     import pandas as pd
@@ -88,17 +91,17 @@ def load_forge(directory: Path, *, statistic: str = "mean", grid: str = "interpo
             f"FORGE data not found: {', '.join(missing)}; {fetch_hint('forge-bandwidth')}"
         )
     df = pd.concat([pd.read_csv(p, sep=";") for p in paths], ignore_index=True)
-    df = df[df["forwarders"] > 0]
     agg = "mean" if statistic == "mean" else "max"
     wide = df.groupby([*FORGE_KEY, "forwarders"])["bandwidth"].agg(agg).unstack("forwarders")
     wide = wide.dropna()
     names = tuple("-".join(str(v) for v in key) for key in wide.index)
+    bw0 = wide.pop(0).to_numpy() if 0 in wide.columns else None
     n = wide.columns.to_numpy()
     bw = interpolate_grid(n, wide.to_numpy())
     if grid == "measured":
         bw[:, ~np.isin(np.arange(1, bw.shape[1] + 1), n)] = np.nan
     source = f"forge-mn4 ({statistic} of repetitions, {grid} n)"
-    return CurveSet(names=names, bw=bw, source=source)
+    return CurveSet(names=names, bw=bw, source=source, bw0=bw0)
 
 
 def classify_profiles(bw: np.ndarray, *, neutral_tol: float = 0.2) -> np.ndarray:

@@ -87,10 +87,11 @@ def parse_loads(spec: str) -> tuple[float, ...]:
     return tuple(float(v) for v in np.round(vals, 3))
 
 
-def pairs() -> list[tuple[str, str]]:
-    """Every allocator x placement pair, then the MCKP baseline."""
+def pairs(mckp_zero: bool = False) -> list[tuple[str, str]]:
+    """Every allocator x placement pair, then the MCKP baseline (and its zero-forwarder
+    reading "MCKP-0" when ``mckp_zero``)."""
     out = [(a, p) for a in ALLOCATORS.names() for p in PLACEMENTS.names()]
-    return [*out, ("MCKP", "MCKP")]
+    return [*out, ("MCKP", "MCKP"), *([("MCKP-0", "MCKP-0")] if mckp_zero else [])]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,6 +110,9 @@ class ExperimentConfig:
     simulator: str = "events"
     robustness: bool = True
     family_curves: str = "median"  # robustness study: "median" or "cubic" (Fig. 11)
+    # also run MCKP with Bez et al.'s zero-forwarder option ("MCKP-0"), where the
+    # curves have b(0) (the FORGE data); the other rows do not change
+    mckp_zero: bool = True
     forge_dir: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -136,7 +140,7 @@ def task_seed(seed: int, theta: float, set_id: int) -> np.random.SeedSequence:
 
 def run_task(cfg: ExperimentConfig, curves: CurveSet, theta: float, set_id: int) -> list[dict]:
     """Generate one application set and evaluate every heuristic pair on it."""
-    combos = pairs()
+    combos = pairs(cfg.mckp_zero and curves.bw0 is not None)
     robust = ROBUST_PAIRS if cfg.robustness else ()
     gen, *streams = task_seed(cfg.seed, theta, set_id).spawn(1 + len(combos) + len(robust))
     w, idx = generate_workload(
@@ -209,7 +213,8 @@ def run_experiment(
     if meta.exists():
         old = json.loads(meta.read_text())
         # keys added after a folder was written take the value that folder was run with
-        old = ExperimentConfig().fingerprint() | {"family_curves": "cubic"} | old
+        before = {"family_curves": "cubic", "mckp_zero": False}
+        old = ExperimentConfig().fingerprint() | before | old
         if old != cfg.fingerprint():
             raise IosightError(f"{out} holds results of another configuration: {old}")
     else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from iosight.sched.ioresources._model import Workload, n_perf
+from iosight.sched.ioresources._model import Workload, alloc_bandwidth, n_perf
 from iosight.sched.ioresources._simulate import SimResult
 
 
@@ -13,12 +13,15 @@ def slowdowns(w: Workload, alloc: np.ndarray, sim: SimResult) -> dict[str, np.nd
 
     iosight's reading: T and V are the I/O time and volume within the window,
     partial subphases included; an application that has moved no data yet has rho NaN.
+    n_perf ranges over n >= 1 as in Eq. (1), also under the zero-forwarder option, so an
+    application on 0 resources has rho_io = b(n_perf) / b(0), below 1 when direct access
+    is faster.
     """
     rows = np.arange(w.k)
     b_perf = w.bw[rows, n_perf(w.bw, w.n_resources) - 1]
     with np.errstate(divide="ignore", invalid="ignore"):
         rho = np.where(sim.volume > 0, sim.io_time * b_perf / sim.volume, np.nan)
-    rho_io = b_perf / w.bw[rows, np.asarray(alloc) - 1]
+    rho_io = b_perf / alloc_bandwidth(w, alloc)
     return {"rho": rho, "rho_io": rho_io, "rho_con": rho - rho_io}
 
 

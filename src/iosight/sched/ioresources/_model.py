@@ -70,6 +70,7 @@ class Workload:
     q_cpu: int
     profile: tuple[str, ...] = ()
     names: tuple[str, ...] = ()
+    bw0: np.ndarray | None = None
     allowed: np.ndarray = field(init=False)
     n_max: np.ndarray = field(init=False)
 
@@ -87,6 +88,11 @@ class Workload:
         object.__setattr__(self, "allowed", allowed)
         object.__setattr__(self, "n_max", n_max.astype(np.int64))
         check_param("q_cpu", self.q_cpu, self.q_cpu >= 1, "a positive integer")
+        if self.bw0 is not None:
+            bw0 = np.asarray(self.bw0, dtype=float)
+            ok = bw0.shape == (k,) and bool(np.all(bw0 > 0))
+            check_param("bw0", bw0.shape, ok, "one positive b(0) per application")
+            object.__setattr__(self, "bw0", bw0)
 
     @property
     def k(self) -> int:
@@ -125,7 +131,19 @@ class Workload:
             q_cpu=self.q_cpu,
             profile=self.profile,
             names=self.names,
+            bw0=self.bw0,
         )
+
+
+def alloc_bandwidth(w: Workload, alloc: np.ndarray) -> np.ndarray:
+    """b_j(n_j) of an allocation; n_j = 0 (direct file-system access) reads b_j(0)."""
+    alloc = np.asarray(alloc, dtype=np.int64)
+    b = w.bw[np.arange(w.k), np.maximum(alloc, 1) - 1]
+    if (alloc == 0).any():
+        if w.bw0 is None:
+            raise IosightError("an application got 0 I/O resources but b(0) is unknown")
+        b = np.where(alloc == 0, w.bw0, b)
+    return b
 
 
 def _usable(bw: np.ndarray, n_resources: int) -> np.ndarray:
@@ -175,5 +193,8 @@ def io_load(
 
 
 def workload_io_load(w: Workload, alloc: np.ndarray) -> float:
-    """:func:`io_load` of an allocation of a :class:`Workload`."""
-    return io_load(w.t_cpu, w.v_io, w.bw, alloc, w.n_resources)
+    """:func:`io_load` of an allocation of a :class:`Workload`; an application on 0
+    resources (direct file-system access) puts no stress on the N resources."""
+    alloc = np.asarray(alloc, dtype=np.int64)
+    t_io = w.v_io / alloc_bandwidth(w, alloc)
+    return float(np.sum(alloc * t_io / (w.t_cpu + t_io)) / w.n_resources)

@@ -32,6 +32,8 @@ class Placement:
 
 
 PLACEMENTS: Registry[type[Placement]] = Registry("placement")
+#: The MCKP baseline (allocates and places at once): n_j >= 1, and the zero-forwarder one.
+MCKP_NAMES = ("MCKP", "MCKP-0")
 
 
 def _round_robin(order: np.ndarray, alloc: np.ndarray, n_resources: int) -> np.ndarray:
@@ -104,25 +106,41 @@ def place(
     return out
 
 
-def mckp(w: Workload, known_bw: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def mckp(
+    w: Workload, known_bw: np.ndarray | None = None, *, zero: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """MCKP baseline of Bez et al.: maximise sum_j b_j(n_j), then exclusive blocks.
 
-    Exact dynamic programme over the resource count. iosight's reading for K > N
-    (exclusivity impossible): the capacity is N * ceil(K / N) "slots", slot s being
-    resource s mod N, so no resource holds more than ceil(K/N) applications.
-    Reads only b (and the platform). Returns (allocation, placement).
+    Exact dynamic programme over the resource count. Two readings:
+
+    * ``zero=False`` (n_j >= 1, the model of 004 §III): for K > N exclusivity is
+      impossible; the capacity is N * ceil(K / N) "slots", slot s being resource s mod
+      N, so no resource holds more than ceil(K/N) applications. At K = 2N every
+      application gets exactly one resource.
+    * ``zero=True`` (Bez et al.'s zero-forwarder option): n_j = 0 is also a choice,
+      worth b_j(0) (``w.bw0``, direct file-system access) and taking no resource; the
+      capacity is N, so resources stay exclusive and MCKP can favour a few
+      applications whatever K is.
+
+    Reads only b, b(0) and the platform. Returns (allocation, placement).
     """
     bw = (w.bw if known_bw is None else known_bw)[:, : w.n_resources]
     k, n_res = w.k, w.n_resources
-    cap = n_res * -(-k // n_res)
+    if zero and w.bw0 is None:
+        raise IosightError("MCKP's zero-forwarder option needs b(0) (direct access) per app")
+    cap = n_res if zero else n_res * -(-k // n_res)
     neg = -np.inf
     best = np.full((k + 1, cap + 1), neg)
     best[0, 0] = 0.0
     choice = np.zeros((k, cap + 1), dtype=np.int64)
     for j in range(k):
-        for n in np.flatnonzero(w.allowed[j]) + 1:
+        options = np.flatnonzero(w.allowed[j]) + 1
+        if zero:
+            options = np.concatenate([[0], options])
+        for n in options:
             cand = np.full(cap + 1, neg)
-            cand[n:] = best[j, :-n] + bw[j, n - 1]
+            gain = w.bw0[j] if n == 0 else bw[j, n - 1]
+            cand[n:] = best[j, : cap + 1 - n] + gain
             better = cand > best[j + 1]
             best[j + 1] = np.where(better, cand, best[j + 1])
             choice[j] = np.where(better, n, choice[j])
@@ -142,10 +160,11 @@ def schedule(
     known_bw: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(allocation, placement) of one heuristic pair; ``allocator == "MCKP"`` runs the
-    joint baseline (``placement`` must then be "MCKP" too)."""
-    if allocator == "MCKP" or placement == "MCKP":
+    joint baseline, ``"MCKP-0"`` its zero-forwarder reading (``placement`` must then
+    be the same name)."""
+    if allocator in MCKP_NAMES or placement in MCKP_NAMES:
         if allocator != placement:
-            raise IosightError("MCKP allocates and places at once: use it for both")
-        return mckp(w, known_bw)
+            raise IosightError(f"{allocator} allocates and places at once: use it for both")
+        return mckp(w, known_bw, zero=allocator == "MCKP-0")
     alloc = allocate(allocator, w, rng, known_bw)
     return alloc, place(placement, alloc, w, rng, known_bw)

@@ -23,7 +23,7 @@ import numpy as np
 
 from iosight._errors import check_param
 from iosight._registry import Registry
-from iosight.sched.ioresources._model import Workload
+from iosight.sched.ioresources._model import Workload, alloc_bandwidth
 
 
 @dataclass(frozen=True)
@@ -213,5 +213,27 @@ def simulate_timestep(
 def simulate(
     w: Workload, alloc: np.ndarray, place: np.ndarray, *, simulator: str = "events"
 ) -> SimResult:
-    """Run the simulator ``simulator`` ("events" or "timestep")."""
-    return SIMULATORS.get(simulator)(w, np.asarray(alloc, dtype=np.int64), place)
+    """Run the simulator ``simulator`` ("events" or "timestep").
+
+    iosight's reading of the zero-forwarder option: applications on 0 resources reach
+    the file system directly, through one extra resource that they alone share fairly
+    (its capacity for application j is b_j(0), measured alone, as b_j(n) is); it is
+    left out of the returned busy times, which cover the N resources.
+    """
+    alloc = np.asarray(alloc, dtype=np.int64)
+    zero = alloc == 0
+    if not zero.any():
+        return SIMULATORS.get(simulator)(w, alloc, place)
+    bw = np.where(zero[:, None], np.nan, w.bw)
+    bw[zero, 0] = alloc_bandwidth(w, alloc)[zero]
+    ext = Workload(
+        q=w.q,
+        phases=w.phases,
+        t_cpu=w.t_cpu,
+        v_io=w.v_io,
+        bw=bw,
+        n_resources=w.n_resources + 1,
+        q_cpu=w.q_cpu,
+    )
+    res = SIMULATORS.get(simulator)(ext, np.maximum(alloc, 1), np.hstack([place, zero[:, None]]))
+    return SimResult(res.t_end, res.io_time, res.volume, res.busy[:-1], res.first)

@@ -74,5 +74,6 @@ def generate_workload(
         q_cpu=q_cpu,
         profile=tuple(curves.profiles[idx]),
         names=tuple(curves.names[i] for i in idx),
+        bw0=None if curves.bw0 is None else curves.bw0[idx],
     )
     return w, idx
