@@ -258,7 +258,7 @@ def profile_table(curves) -> pd.DataFrame:
 def build_report(
     results: pd.DataFrame, out: Path, *, curves: tuple = (), min_sets: int = MIN_SETS
 ) -> Report:
-    """Write figures (PNG), ``conclusions.csv``, ``summary.csv`` and ``iosched.html``.
+    """Write figures (PNG), ``conclusions.csv``, ``iosched-summary.csv`` and ``iosched.html``.
 
     ``results`` holds the rows of one or more studies (column ``case``, else
     ``dataset``); Fig. 5-12 show the first case, Fig. 13 the OST rows; ``curves``
@@ -278,7 +278,7 @@ def build_report(
     findings = conclusions(results, min_sets=min_sets)
     table = findings_frame(findings)
     table.to_csv(out / "conclusions.csv", index=False)
-    summary(results).to_csv(out / "summary.csv", index=False)
+    summary(results).to_csv(out / "iosched-summary.csv", index=False)
     profiles = pd.concat([profile_table(c) for c in curves]) if curves else None
     if profiles is not None:
         profiles.to_csv(out / "profiles.csv", index=False)

@@ -1,6 +1,6 @@
 """Report of the burst-aware scheduling simulation: Fig. 10 and 11 of §V-B, as HTML + PNG.
 
-Writes into a directory: ``summary.csv`` (mean delay, run time and total time per app
+Writes into a directory: ``schedule-summary.csv`` (mean delay, run time and total time per app
 and policy), ``fig10_means.png``, ``fig11_cdf_<app>.png``, optionally ``emulation.csv`` and
 ``fig9_emulation.png``, and ``schedule.html`` embedding them. Synthetic data is labelled.
 """
@@ -93,7 +93,7 @@ def write_schedule_report(
     synthetic = bool(sim.settings.get("synthetic", False))
     note = " - SYNTHETIC data" if synthetic else ""
     summary = sim.summary()
-    summary.to_csv(out / "summary.csv", index=False)
+    summary.to_csv(out / "schedule-summary.csv", index=False)
     figures: list[tuple[str, str, bytes]] = []
     means = fig_png(_fig10(sim, note), 110)
     figures.append(("fig10_means.png", "Fig. 10: means per policy", means))

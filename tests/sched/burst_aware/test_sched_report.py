@@ -32,10 +32,11 @@ def test_report_writes_tables_and_figures(tmp_path):
     )
     index = write_schedule_report(sim, tmp_path / "r", emulation=emu)
     names = {p.name for p in (tmp_path / "r").iterdir()}
-    assert {"summary.csv", "fig10_means.png", "fig11_cdf_dlio.png", "fig9_emulation.png"} <= names
+    want = {"schedule-summary.csv", "fig10_means.png", "fig11_cdf_dlio.png", "fig9_emulation.png"}
+    assert want <= names
     text = index.read_text()
     assert "SYNTHETIC" in text and text.count("data:image/png;base64,") == 3
-    summary = pd.read_csv(tmp_path / "r" / "summary.csv")
+    summary = pd.read_csv(tmp_path / "r" / "schedule-summary.csv")
     assert len(summary) == 6 and (summary["windows"] == sim.n_windows).all()
     within = emu.within().set_index("estimator")
     assert within.loc["bins", "within_10pct"] == 0.5  # 5% and 14% off
