@@ -94,7 +94,7 @@ MAX_SEGMENTS = 20_000  # DXT segments drawn per job; more are sampled, and the t
 def dxt_segments(
     warehouse: Warehouse, key: str, limit: int | None = None
 ) -> tuple[pd.DataFrame, int]:
-    """The job's DXT POSIX segments (rank, op, start, end) and how many it has in all.
+    """The job's DXT POSIX segments (rank, op, start, end, length) and how many it has.
 
     The job is selected first and sampled after (a fixed seed), so the figure of a job in a
     warehouse of millions of segments shows that job's segments, all of them up to ``limit``.
@@ -103,7 +103,8 @@ def dxt_segments(
     total = int(warehouse.sql("select count(*) n from dxt_posix where job_key = ?", [key])["n"][0])
     sample = f" using sample reservoir({limit} rows) repeatable (1)" if total > limit else ""
     seg = warehouse.sql(
-        'select * from (select rank, op, start, "end" from dxt_posix where job_key = ?)' + sample,
+        'select * from (select rank, op, start, "end", length from dxt_posix '
+        "where job_key = ?)" + sample,
         [key],
     )
     return seg, total

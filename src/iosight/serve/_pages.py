@@ -207,11 +207,9 @@ def job_timeline(wh: ServedWarehouse, key: str, max_segments: int = 20_000):
     or ``("", None)``: what the job's time axis can show."""
     tables = set(wh.tables())
     if "dxt_posix" in tables:
-        seg = wh.sql(
-            'select rank, op, start, "end", length from dxt_posix where job_key = ? '
-            f"using sample {int(max_segments)} rows",
-            [key],
-        )
+        from iosight.report.job import dxt_segments
+
+        seg, _ = dxt_segments(wh, key, max_segments)  # the job first, then sampled
         if len(seg):
             return "dxt", seg
     if "heatmap" in tables:
