@@ -76,6 +76,16 @@ class OnlineSettings:
         check_param("window_days", self.window_days, self.window_days > 0, "positive")
 
 
+def _ended_before(groups, start: np.ndarray, end: np.ndarray):
+    """``(i, done)`` for every job ``i`` of each group: the group's jobs that ended before
+    ``i`` started, in order of end time (ties by start), i.e. what was known at its start."""
+    for idx in groups:
+        e_sorted = idx[np.lexsort((start[idx], end[idx]))]
+        ends = end[e_sorted]
+        for i in idx:
+            yield i, e_sorted[: np.searchsorted(ends, start[i], side="left")]
+
+
 def _config_groups(samples: pd.DataFrame):
     return samples.groupby(list(CONFIG), sort=False).indices.values()
 
@@ -105,45 +115,33 @@ def causal_features(
     long_med = np.full(n, np.nan)  # log median of the previous offset_runs runs
     since = np.full(n, np.nan)  # days since the configuration's last run ended
     runs = np.zeros(n)
-    for idx in _config_groups(samples):
-        idx = idx[np.argsort(start[idx], kind="mergesort")]
-        e_sorted = idx[np.argsort(end[idx], kind="mergesort")]
-        ends = end[e_sorted]
-        for i in idx:
-            done = e_sorted[: np.searchsorted(ends, start[i], side="left")]
-            if len(done) == 0:
-                continue
-            prev = done[-n_prev:]
-            med[i] = np.exp(np.median(logt[prev]))
-            long_med[i] = np.median(logt[done[-offset_runs:]])
-            q75, q25 = np.percentile(logt[prev], [75, 25])
-            spread[i] = q75 - q25
-            since[i] = (start[i] - end[done[-1]]) / DAY
-            runs[i] = len(done)
+    for i, done in _ended_before(_config_groups(samples), start, end):
+        if len(done) == 0:
+            continue
+        prev = done[-n_prev:]
+        med[i] = np.exp(np.median(logt[prev]))
+        long_med[i] = np.median(logt[done[-offset_runs:]])
+        q75, q25 = np.percentile(logt[prev], [75, 25])
+        spread[i] = q75 - q25
+        since[i] = (start[i] - end[done[-1]]) / DAY
+        runs[i] = len(done)
     fallback = np.log(_fallback_median(samples, logt, start, end))
     med = np.where(np.isfinite(med), med, np.exp(fallback))
     long_med = np.where(np.isfinite(long_med), long_med, fallback)
     # deviations of earlier runs from their own offset median (known once they ended)
     dev = logt - long_med
-    for idx in _config_groups(samples):
-        e_sorted = idx[np.argsort(end[idx], kind="mergesort")]
-        ends = end[e_sorted]
-        for i in idx:
-            done = e_sorted[: np.searchsorted(ends, start[i], side="left")]
-            d = dev[done][np.isfinite(dev[done])]
-            if len(d):
-                last_dev[i] = d[-1]
-                mean_dev[i] = d[-3:].mean()
+    for i, done in _ended_before(_config_groups(samples), start, end):
+        d = dev[done][np.isfinite(dev[done])]
+        if len(d):
+            last_dev[i] = d[-1]
+            mean_dev[i] = d[-3:].mean()
     # the file system's recent state: deviations of its last runs, any configuration
     sys_dev = np.full(n, np.nan)
-    for idx in samples.groupby("system", sort=False).indices.values():
-        e_sorted = idx[np.argsort(end[idx], kind="mergesort")]
-        ends = end[e_sorted]
-        for i in idx:
-            done = e_sorted[: np.searchsorted(ends, start[i], side="left")]
-            d = dev[done][np.isfinite(dev[done])]
-            if len(d):
-                sys_dev[i] = d[-5:].mean()
+    systems = samples.groupby("system", sort=False).indices.values()
+    for i, done in _ended_before(systems, start, end):
+        d = dev[done][np.isfinite(dev[done])]
+        if len(d):
+            sys_dev[i] = d[-5:].mean()
     feats = {
         "online median": med,
         "log offset median": long_med,
