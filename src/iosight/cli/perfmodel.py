@@ -280,14 +280,29 @@ def report(
         if real is not None:
             from iosight.report.perfmodel import deployable_table
 
+            short = {"paper pipeline (Lasso)": "paper", "iosight deployed (chosen on "
+                     "validation)": "deployed", "iosight predictor": "predictor",
+                     "online median": "median"}  # fmt: skip
+            table = deployable_table(real[2]).round(3)
+            if format == "table":  # short headers so that every column fits a console
+                headers = {**short, ": w": " w", "%": ""}  # "paper: w30%" -> "paper w30"
+                table.columns = [_shorten(c, headers) for c in table.columns]
+                if "chosen" in table:
+                    table["chosen"] = table["chosen"].map(lambda m: short.get(m, m))
             print_frame(
-                deployable_table(real[2]).round(3),
+                table,
                 format,
                 title="TOKIO-ABC (real), last 30% of the year: share of test samples within "
                 "20% / 30% (paper pipeline, online median, iosight predictor, and the one of them "
                 "iosight deploys, chosen on the end of the training part)",
             )
         console.print(f"wrote {path}")
+
+
+def _shorten(column: str, names: dict[str, str]) -> str:
+    for long, short in names.items():
+        column = column.replace(long, short)
+    return column
 
 
 def register(app: typer.Typer) -> None:
