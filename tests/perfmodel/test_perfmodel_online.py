@@ -104,3 +104,22 @@ def test_no_leak_changing_the_future_changes_no_feature_and_no_prediction(shared
     raw3.to_csv(path, index=False)
     f3 = causal_features(tokio_samples(path))
     assert not f3.loc[past].equals(f.loc[past])
+
+
+def test_system_last_deviation_reads_the_last_run_of_any_configuration():
+    # IOR runs, then HACC starts 10 min after an IOR run that was 3x slower than usual
+    s = pd.DataFrame(
+        {
+            "system": "x/fs",
+            "app": ["ior"] * 4 + ["hacc"],
+            "nprocs": 4,
+            "start_time": [0.0, 100.0, 200.0, 300.0, 1000.0],
+            "end_time": [10.0, 110.0, 210.0, 400.0, 1100.0],
+            "write_time": [10.0, 10.0, 10.0, 30.0, 20.0],
+        }
+    )
+    f = causal_features(s, n_prev=3, offset_runs=3)
+    # run 3's deviation from its offset median (10 s) is log 3, known when HACC starts
+    assert f["system last deviation"].iloc[4] == pytest.approx(np.log(3.0))
+    assert f["hours since system last run"].iloc[4] == pytest.approx(600 / 3600)
+    assert np.isnan(f["system last deviation"].iloc[0])

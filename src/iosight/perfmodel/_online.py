@@ -13,7 +13,9 @@ chronological split:
   ``r`` is modelled (gradient-boosted trees, absolute-error loss) on causal features:
   job features, file-system fullness and overload sampled before the job, the
   server-side load of the previous job on the file system, the time since the
-  configuration last ran, and the configuration's and file system's recent residuals;
+  configuration last ran, the configuration's and file system's recent residuals, and
+  the residual of the file system's last run of any configuration with its age (TOKIO
+  runs IOR and HACC-IO minutes apart, so a slow day shows in the first of them);
   ``c`` is the log shift that puts the most training runs within 30% (write times are
   right-skewed). The model is retrained at the start of every month (walk forward) on
   the runs that ended before, within a recency window.
@@ -137,17 +139,23 @@ def causal_features(
             mean_dev[i] = d[-3:].mean()
     # the file system's recent state: deviations of its last runs, any configuration
     sys_dev = np.full(n, np.nan)
+    sys_last = np.full(n, np.nan)  # deviation of the system's last run (any configuration)
+    sys_age = np.full(n, np.nan)  # hours since that run ended
     systems = samples.groupby("system", sort=False).indices.values()
     for i, done in _ended_before(systems, start, end):
-        d = dev[done][np.isfinite(dev[done])]
-        if len(d):
-            sys_dev[i] = d[-5:].mean()
+        ok = done[np.isfinite(dev[done])]
+        if len(ok):
+            sys_dev[i] = dev[ok[-5:]].mean()
+            sys_last[i] = dev[ok[-1]]
+            sys_age[i] = (start[i] - end[ok[-1]]) / 3600
     feats = {
         "online median": med,
         "log offset median": long_med,
         "last deviation": last_dev,
         "mean deviation (3)": mean_dev,
         "system deviation (5)": sys_dev,
+        "system last deviation": sys_last,
+        "hours since system last run": sys_age,
         "log online median - log offset median": np.log(med) - long_med,
         "spread of previous runs": spread,
         "days since last run": since,
