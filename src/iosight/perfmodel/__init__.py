@@ -66,6 +66,7 @@ from iosight.perfmodel._search import (
 )
 from iosight.perfmodel._tokio import (
     VALIDATION_SHARE,
+    VALIDATION_WINDOWS,
     deployable_comparison,
     evaluate_tokio,
     evaluate_tokio_files,
@@ -85,6 +86,7 @@ __all__ = [
     "choose_on_validation",
     "deployable_comparison",
     "VALIDATION_SHARE",
+    "VALIDATION_WINDOWS",
     "online_accuracy",
     "walk_forward",
     "PAPER_TABLE_VI",

@@ -34,6 +34,8 @@ import numpy as np
 from iosight._errors import IosightError, check_param
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import pandas as pd
 
 #: A configuration: same system, benchmark and scale.
@@ -312,18 +314,18 @@ def online_accuracy(
     paper: pd.DataFrame,
     *,
     settings: OnlineSettings | None = None,
-    validation: pd.DataFrame | None = None,
-    paper_validation: pd.DataFrame | None = None,
+    validation: Sequence[pd.DataFrame] = (),
+    paper_validation: Sequence[pd.DataFrame] = (),
 ) -> pd.DataFrame:
     """Within-20% / within-30% shares of the paper pipeline, the online median and the
     iosight predictor on the same scored rows (``test`` minus the paper pipeline's
     validation rows; ``paper``: its Lasso rows of ``SearchOutcome.predictions``).
     ``samples`` holds one system's samples, ``test`` its chronological test part.
 
-    With ``validation`` (a slice at the end of the training part, before ``test``) and
-    ``paper_validation`` (the paper pipeline fitted on the training rows before that
-    slice, its Lasso rows on it), the candidate with the best within-30% share on the
-    validation slice is what iosight deploys (:data:`DEPLOYED`, its test errors are the
+    With ``validation`` (consecutive windows of the training part, before ``test``) and
+    ``paper_validation`` (per window, the paper pipeline fitted on the training rows
+    before it, its Lasso rows on it), the candidate with the best within-30% share on the
+    windows pooled is what iosight deploys (:data:`DEPLOYED`, its test errors are the
     chosen candidate's); columns ``chosen`` and ``validation_within_30`` say which and why.
     The test period is never looked at for the choice.
     """
@@ -331,15 +333,21 @@ def online_accuracy(
 
     from iosight.perfmodel._search import accuracy
 
-    first = test if validation is None else validation
-    pred = walk_forward(samples, float(first["start_time"].min()), settings=settings)
+    if len(validation) != len(paper_validation):
+        raise IosightError("every validation window needs the paper pipeline's rows on it")
+    first = min(float(part["start_time"].min()) for part in [test, *validation])
+    pred = walk_forward(samples, first, settings=settings)
     errors, keep = _candidate_errors(test, paper, pred)
     extra: dict[str, dict] = {m: {} for m in METHODS}
-    if validation is not None:
-        if paper_validation is None:
-            raise IosightError("a validation slice needs the paper pipeline's rows on it")
-        val, _ = _candidate_errors(validation, paper_validation, pred)
-        shares = {m: float(accuracy(e)["within_30"]) for m, e in val.items()}
+    if validation:
+        windows = [
+            _candidate_errors(v, p, pred)[0]
+            for v, p in zip(validation, paper_validation, strict=True)
+        ]
+        shares = {
+            m: float(accuracy(np.concatenate([w[m] for w in windows]))["within_30"])
+            for m in CANDIDATES
+        }
         chosen = choose_on_validation(shares)
         errors[DEPLOYED] = errors[chosen]
         shares[DEPLOYED] = shares[chosen]

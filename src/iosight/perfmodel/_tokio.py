@@ -223,31 +223,40 @@ def evaluate_tokio(
     )
 
 
-#: Share of the training part (its end) on which the deployed method is chosen.
-VALIDATION_SHARE = 0.2
+#: The deployed method is chosen on the last ``VALIDATION_SHARE`` of the training part,
+#: cut into ``VALIDATION_WINDOWS`` consecutive windows (walk-forward validation).
+VALIDATION_SHARE = 0.3
+VALIDATION_WINDOWS = 3
 
 
 def deployable_comparison(
     samples: pd.DataFrame, system: str, paper: SearchOutcome | None = None, *, seed: int = 0
 ) -> pd.DataFrame:
     """:func:`iosight.perfmodel.online_accuracy` on one system, with what iosight deploys
-    chosen on the last ``VALIDATION_SHARE`` of the training part (the paper pipeline
-    refitted on the training rows before it); ``paper`` is :func:`evaluate_tokio`'s
-    outcome on the usual split when already computed. The test period is not read for
-    the choice (tested)."""
+    chosen on ``VALIDATION_WINDOWS`` consecutive windows covering the last
+    ``VALIDATION_SHARE`` of the training part, the paper pipeline refitted for each window
+    on the training rows before it (one window is short: on edison/scratch2 a few slow
+    days decide it). ``paper`` is :func:`evaluate_tokio`'s outcome on the usual split when
+    already computed. The test period is not read for the choice (tested)."""
     from iosight.perfmodel._online import online_accuracy
 
     paper = paper or evaluate_tokio(samples, system, seed=seed, families=("lasso",))
     train, test = tokio_split(samples, system)
-    fit_share = 1 - VALIDATION_SHARE
-    _, val = tokio_split(train, system, train_share=fit_share)
-    on_val = evaluate_tokio(train, system, train_share=fit_share, seed=seed, families=("lasso",))
+    n = len(train)
+    edges = np.linspace(n * (1 - VALIDATION_SHARE), n, VALIDATION_WINDOWS + 1).round()
+    windows, paper_rows = [], []
+    for lo, hi in zip(edges[:-1].astype(int), edges[1:].astype(int), strict=True):
+        upto = train.iloc[:hi]
+        _, window = tokio_split(upto, system, train_share=lo / hi)
+        out = evaluate_tokio(upto, system, train_share=lo / hi, seed=seed, families=("lasso",))
+        windows.append(window)
+        paper_rows.append(out.predictions[out.predictions["family"] == "lasso"])
     cmp = online_accuracy(
         samples[samples["system"] == system],
         test,
         paper.predictions[paper.predictions["family"] == "lasso"],
-        validation=val,
-        paper_validation=on_val.predictions[on_val.predictions["family"] == "lasso"],
+        validation=windows,
+        paper_validation=paper_rows,
     )
     return cmp.assign(system=system)
 
