@@ -122,4 +122,10 @@ def test_system_last_deviation_reads_the_last_run_of_any_configuration():
     # run 3's deviation from its offset median (10 s) is log 3, known when HACC starts
     assert f["system last deviation"].iloc[4] == pytest.approx(np.log(3.0))
     assert f["hours since system last run"].iloc[4] == pytest.approx(600 / 3600)
+    assert f["same-session deviation"].iloc[4] == pytest.approx(np.log(3.0))
     assert np.isnan(f["system last deviation"].iloc[0])
+    # two hours later it is another session: the deviation stays, the session one is 0
+    s.loc[4, ["start_time", "end_time"]] = [400.0 + 7200, 500.0 + 7200]
+    later = causal_features(s, n_prev=3, offset_runs=3).iloc[4]
+    assert later["system last deviation"] == pytest.approx(np.log(3.0))
+    assert later["same-session deviation"] == 0.0

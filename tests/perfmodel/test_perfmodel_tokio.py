@@ -105,3 +105,15 @@ def test_deployed_method_is_chosen_without_the_test_period(shared):
     cols = "validation_within_30"
     assert np.allclose(again.loc[list(CANDIDATES), cols], cmp.loc[list(CANDIDATES), cols])
     assert not np.allclose(again["within_30"], cmp["within_30"])  # the control
+
+
+def test_server_load_with_every_counter_at_zero_is_missing(shared):
+    import pandas as pd
+
+    path = shared(*TOKIO, FILES[1])
+    raw = pd.read_csv(path, low_memory=False)
+    cpu = ["fs_ave_oss_cpu", "fs_ave_mds_cpu", "fs_tot_bytes_written", "fs_tot_bytes_read"]
+    assert (raw[cpu] == 0).all(axis=1).sum() > 0  # the file does hold such rows
+    s = tokio_samples(path)
+    assert s["lag OSS CPU"].notna().mean() > 0.9
+    assert not ((s["lag OSS CPU"] == 0) & (s["lag written GiB/s"] == 0)).any()

@@ -14,8 +14,9 @@ chronological split:
   job features, file-system fullness and overload sampled before the job, the
   server-side load of the previous job on the file system, the time since the
   configuration last ran, the configuration's and file system's recent residuals, and
-  the residual of the file system's last run of any configuration with its age (TOKIO
-  runs IOR and HACC-IO minutes apart, so a slow day shows in the first of them);
+  the residual of the file system's last run of any configuration with its age, and
+  that residual again if it ran less than an hour before (``same-session deviation``:
+  TOKIO runs IOR and HACC-IO minutes apart, so a slow day shows in the first of them);
   ``c`` is the log shift that puts the most training runs within 30% (write times are
   right-skewed). The model is retrained at the start of every month (walk forward) on
   the runs that ended before, within a recency window.
@@ -59,6 +60,8 @@ KNOWN_AT_START = (
     "lag age h",
 )
 DAY = 86400.0
+#: Runs on a file system less than this many hours apart belong to one session.
+SESSION_H = 1.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -158,6 +161,7 @@ def causal_features(
         "system deviation (5)": sys_dev,
         "system last deviation": sys_last,
         "hours since system last run": sys_age,
+        "same-session deviation": np.where(sys_age < SESSION_H, sys_last, 0.0),
         "log online median - log offset median": np.log(med) - long_med,
         "spread of previous runs": spread,
         "days since last run": since,

@@ -72,9 +72,14 @@ def _lagged_load(df: pd.DataFrame, system: pd.Series, rows: pd.Index) -> pd.Data
     start = df["_datetime_start"].astype(float)
     end = df["_datetime_end"].astype(float)
     dur = (end - start).clip(lower=1.0)
+    cols = [col for col, _ in _LAGGED.values() if col in df.columns]
+    # every server-side counter at zero: nothing was recorded (a production file system
+    # never idles at 0% CPU and 0 bytes), so the sample is missing, not an idle system
+    blank = (df[cols].astype(float) == 0).all(axis=1) if cols else None
     vals = {}
     for name, (col, rate) in _LAGGED.items():
         v = df[col].astype(float) if col in df.columns else pd.Series(np.nan, index=df.index)
+        v = v.mask(blank) if blank is not None else v
         vals[name] = v / dur / 2**30 if rate else v
     out = pd.DataFrame(np.nan, index=rows, columns=[*_LAGGED, "lag age h"])
     for sys_name in system.loc[rows].unique():
