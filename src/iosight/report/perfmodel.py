@@ -44,7 +44,8 @@ _PCT = (
 
 def deployable_table(comparison: pd.DataFrame) -> pd.DataFrame:
     """Per system, within-20% and within-30% of each method (all scored test rows) and,
-    when known, the candidate iosight deploys (chosen on the validation slice)."""
+    when known, the candidate iosight deploys (chosen on the training part's validation
+    windows)."""
     from iosight.perfmodel import METHODS
 
     d = comparison[comparison["test_set"] == "all"]
@@ -54,7 +55,7 @@ def deployable_table(comparison: pd.DataFrame) -> pd.DataFrame:
     out.columns = [f"{m}: {w.replace('within_', 'w')}%" for m, w in cols]
     samples = d.groupby("system")["samples"].first()
     out = out.assign(samples=samples)
-    if "chosen" in d:  # what iosight deploys, chosen on the validation slice
+    if "chosen" in d:  # what iosight deploys, chosen on the validation windows
         out = out.assign(chosen=d.groupby("system")["chosen"].first())
     return out.reset_index()
 
@@ -82,7 +83,9 @@ def tokio_section(
         "pipeline's validation rows excluded). Online median: previous 10 runs of the same "
         "benchmark, scale and file system that ended before the job started. iosight "
         "predictor: log time = offset median + residual model on causal features, "
-        "retrained monthly (docs/perfmodel.md).</p>",
+        "retrained monthly. Deployed: the one of the three with the best within-30% share "
+        "on three walk-forward validation windows at the end of the training part "
+        "(docs/perfmodel.md).</p>",
         _table(deploy, pct=tuple(c for c in deploy.columns if c.endswith("%"))),
         "<h3>Paper pipeline, every family: share within 30% (same split)</h3>",
         _table(wide, pct=tuple(c for c in wide.columns if c != "system")),
