@@ -194,6 +194,7 @@ def build_child(path: str) -> None:
 
 
 def end_to_end(sizes: list[int], seed: int, workdir: str | None) -> None:
+    rss = []
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         for n in sizes:
             path = Path(tmp) / f"wh{n}"
@@ -209,6 +210,10 @@ def end_to_end(sizes: list[int], seed: int, workdir: str | None) -> None:
                   f"{r['records'] / r['wall']:>10,.0f} records/s wall, "
                   f"{r['records'] / r['cpu']:>10,.0f} records/s CPU; {r['bins']:,} bins; "
                   f"peak RSS {r['rss_mib']:,.0f} MiB; load {os.getloadavg()[0]:.1f}")  # fmt: skip
+            rss.append(r["rss_mib"])
+    if len(rss) > 1:
+        print(f"  peak RSS from {sizes[0]:,} to {sizes[-1]:,} records: "
+              f"{100 * (rss[-1] / rss[0] - 1):+.1f}%")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:
