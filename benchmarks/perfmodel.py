@@ -71,25 +71,28 @@ def verify_all(x, y, scale, x_val, y_val, subsets, exact: np.ndarray) -> bool:
     """Every cell against an independent, tightly converged scikit-learn fit.
 
     The reference is ``naive_grid_search`` with ``Lasso(tol=1e-12, max_iter=300_000)`` and
-    ``LinearRegression`` at shrinkage 0; the search must give the same best cell and MSEs
-    within 1e-6 relative (the same check as the slow test, on every training set).
+    ``LinearRegression`` at shrinkage 0. Passes (the criterion of the slow test, on every
+    training set) when the best cell is the same, shrinkage 0 agrees to 1e-9 and every cell
+    where coordinate descent converged agrees to 1e-6 relative.
     """
     from iosight.perfmodel import naive_grid_search
 
     t0 = time.process_time()
-    ref = naive_grid_search(x, y, scale, x_val, y_val, subsets=subsets, tol=1e-12,
-                            max_iter=300_000)  # fmt: skip
+    ref, conv = naive_grid_search(x, y, scale, x_val, y_val, subsets=subsets, tol=1e-12,
+                                  max_iter=300_000, with_converged=True)  # fmt: skip
     took = time.process_time() - t0
     rel = np.abs(exact - ref) / ref
     best, ref_best = (tuple(int(v) for v in np.unravel_index(np.argmin(g), g.shape))
                       for g in (exact, ref))  # fmt: skip
-    ok = bool(rel.max() <= 1e-6 and best == ref_best)
+    ok = bool(rel[conv].max() <= 1e-6 and rel[:, 0].max() <= 1e-9 and best == ref_best)
     print(
         f"verify-all: {len(subsets)} training sets x {exact.shape[1]} shrinkage values = "
-        f"{exact.size} cells against independent fits ({took:.0f} s CPU): max relative MSE "
-        f"difference {rel.max():.1e} (shrinkage 0: {rel[:, 0].max():.1e}), median "
-        f"{np.median(rel):.1e}; cells within 1e-6: {np.mean(rel <= 1e-6):.2%}; best cell "
-        f"{best} vs {ref_best}: {'same' if best == ref_best else 'DIFFERENT'}"
+        f"{exact.size} cells against independent fits ({took:.0f} s CPU); coordinate descent "
+        f"converged on {conv.sum()} cells: max relative MSE difference there "
+        f"{rel[conv].max():.1e} (shrinkage 0: {rel[:, 0].max():.1e}); over all cells median "
+        f"{np.median(rel):.1e}, max {rel.max():.1e}; best cell "
+        f"{best} vs {ref_best}: {'same' if best == ref_best else 'DIFFERENT'}; "
+        f"{'PASS' if ok else 'FAIL'}"
     )
     return ok
 

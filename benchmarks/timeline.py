@@ -133,7 +133,7 @@ def cpu_median(fn, *args, repeat=5):
 
 def make_facility(path: Path, records: int, seed: int, chunk: int = 250_000) -> None:
     """A SYNTHETIC facility warehouse: jobs of 4 POSIX records over 6 months, committed
-    ``chunk`` records at a time."""
+    ``chunk`` records at a time, job keys shaped like content hashes."""
     import pyarrow as pa
 
     from iosight.warehouse import Warehouse
@@ -143,7 +143,10 @@ def make_facility(path: Path, records: int, seed: int, chunk: int = 250_000) -> 
     for lo in range(0, records, chunk):
         n = min(chunk, records - lo)
         jobs = n // 4
-        key = np.char.add("j", np.arange(lo // 4, lo // 4 + jobs).astype(str))
+        # keys spread like ingest's content hashes: unique, in no order (an odd multiplier
+        # permutes 64-bit integers), so no key range follows the commit order
+        idx = np.arange(lo // 4, lo // 4 + jobs, dtype=np.uint64)
+        key = np.char.mod("%016x", idx * np.uint64(0x9E3779B97F4A7C15))
         start = EPOCH + rng.uniform(0, SPAN, jobs)
         run = rng.lognormal(np.log(3600), 1.0, jobs)
         job = np.repeat(np.arange(jobs), 4)
