@@ -26,8 +26,9 @@ Memory: the jobs are processed in chunks of at most ``chunk_jobs`` jobs, ranges 
 with ``jobs`` holds one chunk's jobs (its hash table grows with the jobs otherwise); every
 query streams in record batches that are binned and dropped, and only the bins are held
 (they grow to the range the batches touch). Memory therefore does not grow with the
-number of jobs or records; the price is one scan of the record tables per chunk, which
-Parquet row-group statistics on ``job_key`` shorten where keys are clustered.
+number of jobs or records; the price is one scan of the record tables per chunk (Parquet
+row-group statistics on ``job_key`` skip little, as content-hash keys are in no order), so
+time grows with records x chunks: a larger ``chunk_jobs`` trades memory back for time.
 """
 
 from __future__ import annotations
