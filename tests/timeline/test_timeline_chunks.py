@@ -120,3 +120,18 @@ def test_chunk_jobs_must_be_positive(facility):
 
     with pytest.raises(IosightError, match="chunk_jobs"):
         build_timeline(facility, chunk_jobs=0)
+
+
+def test_cli_chunk_jobs(facility):
+    from typer.testing import CliRunner
+
+    from iosight.cli import app
+    from iosight.timeline import load_timeline
+
+    one = build_timeline(facility, bin_width=3600, chunk_jobs=10**9).to_pandas()
+    args = ["timeline", "build", "-w", str(facility.path), "--bin", "1h"]
+    r = CliRunner().invoke(app, [*args, "--chunk-jobs", "800"])
+    assert r.exit_code == 0, r.output
+    _same(load_timeline(facility).reset_index(drop=True), one)
+    bad = CliRunner().invoke(app, [*args, "--chunk-jobs", "0"])
+    assert bad.exit_code != 0 and "chunk_jobs" in bad.output and "Traceback" not in bad.output
