@@ -12,6 +12,7 @@ Data: SYNTHETIC Titan samples from ``iosight.synth.writes`` (the paper's data is
 
     python benchmarks/perfmodel.py            # full: 255 training sets x 41 shrinkage values
     python benchmarks/perfmodel.py --quick    # 32 random training sets
+    python benchmarks/perfmodel.py --verify-all   # full grid vs one tight fit per cell (slow)
 """
 
 from __future__ import annotations
@@ -66,12 +67,45 @@ def agreement(name: str, grid: np.ndarray, exact: np.ndarray) -> None:
     )
 
 
+def verify_all(x, y, scale, x_val, y_val, subsets, exact: np.ndarray) -> bool:
+    """Every cell against an independent, tightly converged scikit-learn fit.
+
+    The reference is ``naive_grid_search`` with ``Lasso(tol=1e-12, max_iter=300_000)`` and
+    ``LinearRegression`` at shrinkage 0. Passes (the criterion of the slow test, on every
+    training set) when the best cell is the same, shrinkage 0 agrees to 1e-9 and every cell
+    where coordinate descent converged agrees to 1e-6 relative.
+    """
+    from iosight.perfmodel import naive_grid_search
+
+    t0 = time.process_time()
+    ref, conv = naive_grid_search(x, y, scale, x_val, y_val, subsets=subsets, tol=1e-12,
+                                  max_iter=300_000, with_converged=True)  # fmt: skip
+    took = time.process_time() - t0
+    rel = np.abs(exact - ref) / ref
+    best, ref_best = (tuple(int(v) for v in np.unravel_index(np.argmin(g), g.shape))
+                      for g in (exact, ref))  # fmt: skip
+    ok = bool(rel[conv].max() <= 1e-6 and rel[:, 0].max() <= 1e-9 and best == ref_best)
+    print(
+        f"verify-all: {len(subsets)} training sets x {exact.shape[1]} shrinkage values = "
+        f"{exact.size} cells against independent fits ({took:.0f} s CPU); coordinate descent "
+        f"converged on {conv.sum()} cells: max relative MSE difference there "
+        f"{rel[conv].max():.1e} (shrinkage 0: {rel[:, 0].max():.1e}); over all cells median "
+        f"{np.median(rel):.1e}, max {rel.max():.1e}; best cell "
+        f"{best} vs {ref_best}: {'same' if best == ref_best else 'DIFFERENT'}; "
+        f"{'PASS' if ok else 'FAIL'}"
+    )
+    return ok
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="32 random training sets")
     ap.add_argument("--naive", action="store_true", help="also time one Lasso fit per cell")
     ap.add_argument("--platform", default="titan", help="titan or cetus (or a YAML)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--verify-all", action="store_true", help="also check every cell against a tight fit"
+    )
     args = ap.parse_args(argv)
 
     from iosight.perfmodel import (
@@ -127,7 +161,10 @@ def main(argv: list[str] | None = None) -> None:
     agreement("lasso_path (tol 1e-6)", path, exact)
     if args.naive:
         agreement("one Lasso per cell (tol 1e-6)", naive, exact)
+    ok = verify_all(x, y, scale, xv, yv, subsets, exact) if args.verify_all else True
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
+    if not ok:
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

@@ -72,3 +72,26 @@ def test_units():
     path = "/global/cscratch1/sd/someone/" + "x" * 80 + "/file.h5"
     short = elide_middle(path)
     assert len(short) == 60 and short.startswith("/global") and short.endswith("/file.h5")
+
+
+def test_a_table_wider_than_the_console_keeps_every_value_whole(monkeypatch, capsys):
+    """Nine columns on a 60-column console: no column is squeezed to nothing, no value cut."""
+    import pandas as pd
+
+    from iosight.cli import _common
+
+    monkeypatch.setattr(_common.console, "width", 60)
+    df = pd.DataFrame(
+        {
+            "system": ["edison/scratch2", "cscratch"],
+            **{f"within_30pct_{m}": [88.01, 94.9] for m in ("paper", "median", "pred", "dep")},
+            "chosen": ["predictor", "median"],
+        }
+    )
+    _common.print_frame(df)
+    out = capsys.readouterr().out
+    cells = [c.strip() for line in out.splitlines() for c in line.split("│")[1:-1]]
+    assert {"88.01", "94.9", "predictor", "median", "cscratch"} <= set(cells)
+    assert "edison/scrat" in cells  # text folds over lines at a readable width, never to nothing
+    rows = [line.split("│")[1:-1] for line in out.splitlines() if "│" in line]
+    assert min(len(c) for r in rows for c in r) >= 7

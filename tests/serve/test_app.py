@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -11,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from iosight.cli import app
-from iosight.serve import ServedWarehouse, is_loopback
+from iosight.serve import ServedWarehouse, is_loopback, plotly_js
 
 
 def get(server, path: str) -> tuple[int, dict, str]:
@@ -100,9 +102,14 @@ def test_errors_page_lists_the_failed_source(server):
     assert status == 200 and "truncated.darshan" in body
 
 
-def test_plotly_js_comes_from_the_installed_package(server):
-    status, headers, body = get(server, "/static/plotly.min.js")
-    assert status == 200 and "plotly" in body[:2000].lower()
+def test_served_plotly_js_is_the_shipped_bundle_with_its_recorded_checksum(server):
+    """The page script is the vendored plotly.js basic bundle, unchanged since it was recorded."""
+    status, _, body = get(server, "/static/plotly.min.js")
+    shipped = plotly_js()
+    assert status == 200 and body == shipped.read_text()
+    assert body.lstrip().startswith("/**\n* plotly.js (basic - minified) v")
+    recorded = re.search(r"sha256 `([0-9a-f]{64})`", (shipped.parent / "README.md").read_text())
+    assert recorded and hashlib.sha256(shipped.read_bytes()).hexdigest() == recorded.group(1)
 
 
 def test_loopback_hosts():

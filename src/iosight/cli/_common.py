@@ -216,16 +216,42 @@ def print_frame(df, fmt: str = "table", title: str | None = None, max_rows: int 
 
     from iosight.cli._units import cell
 
-    table = Table(title=title, show_lines=False)
     columns = [str(c) for c in df.columns]
-    for col, dtype in zip(columns, df.dtypes, strict=True):
-        numeric = dtype.kind in "iufb"  # numbers never wrap mid-token
-        table.add_column(col, no_wrap=numeric, overflow="ellipsis" if numeric else "fold")
-    for row in df.head(max_rows).itertuples(index=False):
-        table.add_row(*(cell(col, v) for col, v in zip(columns, row, strict=True)))
-    console.print(table)
+    rows = [
+        [cell(col, v) for col, v in zip(columns, row, strict=True)]
+        for row in df.head(max_rows).itertuples(index=False)
+    ]
+    longest = [max([len(col), *(len(r[i]) for r in rows)]) for i, col in enumerate(columns)]
+    # numbers never break mid-token (their header may wrap); text keeps a readable width
+    narrowest = [
+        max([1, *(len(r[i]) for r in rows)]) if dtype.kind in "iufb" else min(n, 12)
+        for i, (dtype, n) in enumerate(zip(df.dtypes, longest, strict=True))
+    ]
+    # each column adds its padding and right border, the table its left border
+    fits = 1 + sum(n + 3 for n in longest) <= console.width
+    needed = 1 + sum(n + 3 for n in narrowest)
+    widths = None if fits else _share_width(narrowest, longest, console.width - needed)
+    table = Table(title=title, show_lines=False)
+    for i, col in enumerate(columns):
+        # too wide for the console: widths set here and, if still too wide, an overflowing
+        # line, rather than Rich squeezing a column to nothing
+        table.add_column(col, overflow="fold", width=None if fits else widths[i])
+    for r in rows:
+        table.add_row(*r)
+    too_wide = needed > console.width
+    console.print(table, width=needed if too_wide else None, crop=not too_wide)
     if len(df) > max_rows:
         console.print(f"... {len(df) - max_rows} more rows (use --format csv for all)")
+
+
+def _share_width(narrowest: list[int], longest: list[int], spare: int) -> list[int]:
+    """Column widths: each its narrowest, plus ``spare`` shared in proportion to what it lacks."""
+    lacking = [b - a for a, b in zip(narrowest, longest, strict=True)]
+    total = sum(lacking)
+    if spare <= 0 or total == 0:
+        return narrowest
+    share = min(spare, total)
+    return [a + lack * share // total for a, lack in zip(narrowest, lacking, strict=True)]
 
 
 def frame_json(df, *, lines: bool = False) -> str:

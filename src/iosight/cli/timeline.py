@@ -32,6 +32,11 @@ def build(
         None, help="Dask scheduler address: build job partitions there and sum them."
     ),
     partitions: int = typer.Option(16, help="Job partitions with --scheduler."),
+    chunk_jobs: int = typer.Option(
+        None,
+        help="At most this many jobs per streamed chunk (default 262,144): larger is "
+        "faster, as every chunk rescans the records, and holds more memory.",
+    ),
 ) -> None:
     """Spread every record's bytes, operations and I/O time over time bins."""
     with cli_errors():
@@ -48,6 +53,7 @@ def build(
             until=None if until is None else parse_time(until),
             scheduler=scheduler,
             partitions=partitions,
+            **({} if chunk_jobs is None else {"chunk_jobs": chunk_jobs}),
             progress=RichProgress(),
         )
         df = t.to_pandas()

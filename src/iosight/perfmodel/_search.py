@@ -294,6 +294,7 @@ def naive_grid_search(
     alphas=SHRINKAGE_GRID,
     tol: float = TOL,
     max_iter: int = MAX_ITER,
+    with_converged: bool = False,
 ):
     """The same grid, one independent scikit-learn fit per cell (the reference).
 
@@ -302,7 +303,8 @@ def naive_grid_search(
     ``Lasso(alpha, tol=tol, max_iter=max_iter)`` from scratch. Coordinate descent stops at
     ``tol`` (a duality gap relative to ``||y||^2``) or ``max_iter`` sweeps, so on badly
     conditioned training sets its MSEs differ from the exact ones of :func:`lasso_grid_search`
-    until both are tight.
+    until both are tight. ``with_converged=True`` also returns a boolean grid: False where
+    coordinate descent stopped at ``max_iter`` before reaching ``tol``.
     """
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import Lasso, LinearRegression
@@ -310,6 +312,7 @@ def naive_grid_search(
 
     subsets = subsets or all_subsets(scale)
     out = np.empty((len(subsets), len(alphas)))
+    converged = np.ones(out.shape, bool)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         for i, sub in enumerate(subsets):
@@ -322,7 +325,8 @@ def naive_grid_search(
                 reg.fit(xs[:, keep], y[mask])
                 pred = reg.predict(scaler.transform(x_val)[:, keep])
                 out[i, j] = np.mean((pred - y_val) ** 2)
-    return out
+                converged[i, j] = a == 0 or reg.n_iter_ < max_iter
+    return (out, converged) if with_converged else out
 
 
 TREE_GRIDS = {

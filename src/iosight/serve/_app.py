@@ -1,8 +1,8 @@
 """The web application: Starlette routes rendering Jinja2 pages over the served warehouse.
 
 Pages are rendered on the server (Jinja2 with autoescaping: every value from a log
-is escaped); the only scripts are plotly.js from the installed ``plotly`` package
-and ``static/app.js``, both served from this process, and a Content-Security-Policy
+is escaped); the only scripts are plotly.js (its basic bundle, shipped in
+``static/``) and ``static/app.js``, both served from this process, and a Content-Security-Policy
 forbids any other script. Handlers are plain functions, which Starlette runs on its
 thread pool; each thread queries through its own DuckDB cursor.
 """
@@ -36,12 +36,15 @@ _FILES_PAGE = 25
 
 
 def plotly_js() -> Path:
-    """plotly.min.js as the installed ``plotly`` package ships it."""
-    import plotly
+    """The plotly.js bundle that iosight ships: the basic one (scatter, bar), all the pages use.
 
-    path = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    The Python ``plotly`` wheel would bring the full bundle and 70 MB of validators that
+    nothing here calls (#20: a lean install), so the 1.2 MB basic bundle ships with iosight
+    (``static/README.md``: its version, checksum and how to update it).
+    """
+    path = _HERE / "static" / "plotly-basic.min.js"
     if not path.is_file():
-        raise IosightError(f"the plotly package at {path.parent} has no plotly.min.js")
+        raise IosightError(f"iosight's plotly.js bundle is missing: {path} (reinstall iosight)")
     return path
 
 

@@ -1,7 +1,7 @@
 """Plotly figures of the pages, as plain ``{"data": ..., "layout": ...}`` dicts.
 
-The browser draws them with the plotly.js that the ``plotly`` package ships (served
-from the installed package, no CDN). Plotly renders a subset of HTML in labels, so
+The browser draws them with plotly.js's basic bundle, which iosight ships in
+``static/`` (served by this process, no CDN). Plotly renders a subset of HTML in labels, so
 every text that comes from a log (file names) is HTML-escaped here; the page embeds
 the dicts as JSON data, never as script.
 """

@@ -21,9 +21,14 @@ always equal the records' total bytes, even when DXT was truncated. Shared recor
 ``job_totals`` row (published job-total tables such as Summit's) are spread over
 ``[start_time, end_time]`` (process-level precision).
 
-Memory: every query streams from DuckDB in record batches that are binned and dropped;
-only the bins are held (they grow to the range the batches touch), so memory does not
-grow with the number of jobs or records.
+Memory: the jobs are processed in chunks of at most ``chunk_jobs`` jobs, ranges of
+``job_key`` cut at the quantiles of a bounded sample of the keys, so each of DuckDB's joins
+with ``jobs`` holds one chunk's jobs (its hash table grows with the jobs otherwise); every
+query streams in record batches that are binned and dropped, and only the bins are held
+(they grow to the range the batches touch). Memory therefore does not grow with the
+number of jobs or records; the price is one scan of the record tables per chunk (Parquet
+row-group statistics on ``job_key`` skip little, as content-hash keys are in no order), so
+time grows with records x chunks: a larger ``chunk_jobs`` trades memory back for time.
 """
 
 from __future__ import annotations
@@ -65,6 +70,8 @@ _COUNTERS = {
 }
 _BATCH_ROWS = 262_144  # rows per streamed batch: memory is a few times this x 100 B
 DUCKDB_MEMORY = "256MB"  # DuckDB's share while streaming (its joins spill beyond it)
+CHUNK_JOBS = 262_144  # jobs per chunk: DuckDB's join holds about 50 B per job of a chunk
+_SAMPLE_PER_CHUNK = 256  # sampled keys per chunk when cutting the key ranges
 
 
 def _dir_cols(direction: str) -> list[int]:
@@ -168,10 +175,34 @@ def _heatmap_match(layer: str) -> str:
     return f"replace(replace(upper(h.module), 'HEATMAP:', ''), '-', '') = '{layer}'"
 
 
-def _job_condition(since: float | None, until: float | None, part: tuple[int, int] = (0, 1)) -> str:
-    """SQL condition on ``jobs j``: a start time, inside ``[since, until)`` when given, and
-    job partition ``part = (k, n)`` (jobs whose key hashes to ``k`` modulo ``n``)."""
-    cond = "j.start_time is not null"
+def _lit(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+KeyRange = tuple[str | None, str | None]
+
+
+def _key_range(alias: str, keys: KeyRange) -> str:
+    """SQL condition ``lo <= alias.job_key < hi`` (an open end when None)."""
+    lo, hi = keys
+    cond = ["true"]
+    if lo is not None:
+        cond.append(f"{alias}.job_key >= {_lit(lo)}")
+    if hi is not None:
+        cond.append(f"{alias}.job_key < {_lit(hi)}")
+    return " and ".join(cond)
+
+
+def _job_condition(
+    since: float | None,
+    until: float | None,
+    part: tuple[int, int] = (0, 1),
+    keys: KeyRange = (None, None),
+) -> str:
+    """SQL condition on ``jobs j``: a start time, inside ``[since, until)`` when given, job
+    partition ``part = (k, n)`` (jobs whose key hashes to ``k`` modulo ``n``) and key range
+    ``keys``."""
+    cond = f"j.start_time is not null and {_key_range('j', keys)}"
     if since is not None:
         cond += f" and j.start_time >= {float(since)!r}"
     if until is not None:
@@ -182,8 +213,14 @@ def _job_condition(since: float | None, until: float | None, part: tuple[int, in
     return cond
 
 
-def _layer_queries(wh: Warehouse, layer: str, direction: str, jobs_where: str) -> list[str]:
-    """SQL queries returning ``t0, t1, b, o, t`` rows (epoch s) for one layer and direction."""
+def _layer_queries(
+    wh: Warehouse, layer: str, direction: str, jobs_where: str, keys: KeyRange = (None, None)
+) -> list[str]:
+    """SQL queries returning ``t0, t1, b, o, t`` rows (epoch s) for one layer and direction.
+
+    ``keys`` repeats the key range of ``jobs_where`` on every other table, so that scans
+    skip row groups outside it and no hash table holds more than the range's jobs.
+    """
     table = layer.lower()
     cols = set(wh.column_names(table))
     b, o, t, s, e = (f"{layer}_{x}" for x in _COUNTERS[direction])
@@ -198,8 +235,8 @@ def _layer_queries(wh: Warehouse, layer: str, direction: str, jobs_where: str) -
     rec = (
         f"select r.job_key, r.rank, r.record_id, j.start_time as js, {start} as s, "
         f"greatest({end}, {start}) as e, {val(b)} as b, {val(o)} as o, {val(t)} as t "
-        f"from {table} r join jobs j using (job_key) "
-        f"where {jobs_where} and ({val(b)} > 0 or {val(o)} > 0 or {val(t)} > 0)"
+        f"from {table} r join jobs j using (job_key) where {jobs_where} and "
+        f"{_key_range('r', keys)} and ({val(b)} > 0 or {val(o)} > 0 or {val(t)} > 0)"
     )
     has_hm = wh.has_table("heatmap") and f"{direction}_bytes" in wh.column_names("heatmap")
     has_dxt = layer == "POSIX" and wh.has_table("dxt_posix")
@@ -208,12 +245,14 @@ def _layer_queries(wh: Warehouse, layer: str, direction: str, jobs_where: str) -
     if has_hm:
         ctes.append(
             f"hmj as (select h.job_key, sum(h.{direction}_bytes) as hb from heatmap h "
-            f"where {_heatmap_match(layer)} group by h.job_key having sum(h.{direction}_bytes) > 0)"
+            f"where {_heatmap_match(layer)} and {_key_range('h', keys)} "
+            f"group by h.job_key having sum(h.{direction}_bytes) > 0)"
         )
         not_hm = "rec.job_key not in (select job_key from hmj)"
     dxt_match = (
         "d.job_key = rec.job_key and d.record_id = rec.record_id "
-        f"and (rec.rank = -1 or rec.rank = d.rank) and d.op = '{direction}'"
+        f"and (rec.rank = -1 or rec.rank = d.rank) and d.op = '{direction}' "
+        f"and {_key_range('d', keys)}"
     )
     no_dxt = f"not exists (select 1 from dxt_posix d where {dxt_match})" if has_dxt else "true"
     with_ = "with " + ", ".join(ctes) + " "
@@ -238,12 +277,12 @@ def _layer_queries(wh: Warehouse, layer: str, direction: str, jobs_where: str) -
             f"tot.b * {share} as b, tot.o * {share} as o, tot.t * {share} as t from heatmap h "
             "join hmj using (job_key) join (select job_key, any_value(js) as js, sum(b) as b, "
             "sum(o) as o, sum(t) as t from rec group by job_key) tot using (job_key) "
-            f"where {_heatmap_match(layer)} and h.{direction}_bytes > 0"
+            f"where {_heatmap_match(layer)} and h.{direction}_bytes > 0 and {_key_range('h', keys)}"
         )
     return queries
 
 
-def _job_totals_query(wh: Warehouse, jobs_where: str) -> str | None:
+def _job_totals_query(wh: Warehouse, jobs_where: str, keys: KeyRange = (None, None)) -> str | None:
     """SQL of job-total rows, each layer blanked where the job has records of that layer."""
     if not wh.has_table("job_totals"):
         return None
@@ -259,13 +298,14 @@ def _job_totals_query(wh: Warehouse, jobs_where: str) -> str | None:
                 expr = f"jt.{_q(col)}"
                 if has_records:
                     expr = (
-                        f"case when jt.job_key in (select job_key from {layer.lower()}) "
+                        f"case when jt.job_key in (select r.job_key from {layer.lower()} r "
+                        f"where {_key_range('r', keys)}) "
                         f"then null else {expr} end"
                     )
                 select.append(f"{expr} as {_q(col)}")
     return (
         f"select {', '.join(select)} from job_totals jt join jobs j using (job_key) "
-        f"where {jobs_where}"
+        f"where {jobs_where} and {_key_range('jt', keys)}"
     )
 
 
@@ -349,27 +389,61 @@ def _numpy(batch) -> dict[str, np.ndarray]:
     return {n: batch.column(n).to_numpy(zero_copy_only=False) for n in batch.schema.names}
 
 
+def _key_ranges(warehouse: Warehouse, jobs_where: str, chunk_jobs: int) -> list[KeyRange]:
+    """Key ranges of about ``chunk_jobs`` jobs each among the jobs matching ``jobs_where``.
+
+    Cut at the quantiles of a reservoir sample of the keys (bounded: a few hundred keys
+    per chunk), so no step holds all the keys.
+    """
+    sub = f"select j.job_key from jobs j where {jobs_where}"
+    con = warehouse.connect()
+    n_jobs = con.execute(f"select count(*) from ({sub})").fetchall()[0][0]
+    n = -(-int(n_jobs) // chunk_jobs)
+    if n <= 1:
+        return [(None, None)]
+    rows = con.execute(
+        f"select job_key from ({sub}) using sample reservoir({n * _SAMPLE_PER_CHUNK} rows) "
+        "repeatable (0)"
+    ).fetchall()
+    keys = sorted(k for (k,) in rows)
+    cuts = sorted({keys[len(keys) * i // n] for i in range(1, n)})
+    return list(zip([None, *cuts], [*cuts, None], strict=True))
+
+
 def _accumulate(
-    warehouse: Warehouse, jobs_where: str, acc_args: tuple[float, str], progress
+    warehouse: Warehouse,
+    since: float | None,
+    until: float | None,
+    part: tuple[int, int],
+    acc_args: tuple[float, str],
+    chunk_jobs: int,
+    progress,
 ) -> _Bins:
-    """The timeline sums of the jobs matching ``jobs_where``, streamed query by query."""
-    queries = [
-        (direction, q)
-        for layer in LAYERS
-        if warehouse.has_table(layer.lower())
-        for direction in _COUNTERS
-        for q in _layer_queries(warehouse, layer, direction, jobs_where)
-    ]
-    totals = _job_totals_query(warehouse, jobs_where)
+    """The timeline sums of the jobs in ``[since, until)`` and partition ``part``, streamed
+    chunk of jobs by chunk, query by query."""
     acc = _Bins(*acc_args)
+    prog = ensure_progress(progress)
     with _duckdb_memory(warehouse, DUCKDB_MEMORY):
-        _stream(warehouse, acc, jobs_where, queries, totals, ensure_progress(progress))
+        ranges = _key_ranges(warehouse, _job_condition(since, until, part), chunk_jobs)
+        for i, keys in enumerate(ranges):
+            where = _job_condition(since, until, part, keys)
+            queries = [
+                (direction, q)
+                for layer in LAYERS
+                if warehouse.has_table(layer.lower())
+                for direction in _COUNTERS
+                for q in _layer_queries(warehouse, layer, direction, where, keys)
+            ]
+            totals = _job_totals_query(warehouse, where, keys)
+            if i == 0:
+                prog.start(len(ranges) * (len(queries) + 2), "timeline")
+            _stream(warehouse, acc, where, queries, totals, prog)
+    prog.finish()
     return acc
 
 
 def _stream(warehouse, acc, jobs_where, queries, totals, prog) -> None:
-    """Bin every query's batches into ``acc``."""
-    prog.start(len(queries) + 2, "timeline")
+    """Bin every query's batches into ``acc`` (advancing ``prog`` once per query)."""
     jobs_q = (
         "select start_time, coalesce(end_time, start_time) as end_time from jobs j "
         f"where {jobs_where}"
@@ -390,27 +464,28 @@ def _stream(warehouse, acc, jobs_where, queries, totals, prog) -> None:
             start, end, values = job_totals_intervals(batch.to_pandas())
             acc.add(start, end, values, list(range(len(VALUE_COLUMNS))))
     prog.advance(1)
-    prog.finish()
 
 
 def _partition_task(arg, beat) -> tuple[int, np.ndarray, np.ndarray]:
     """One job partition's partial timeline (runs on a Dask worker)."""
     from iosight.warehouse import Warehouse
 
-    path, acc_args, since, until, part = arg
-    acc = _accumulate(Warehouse(path, create=False), _job_condition(since, until, part),
-                      acc_args, None)  # fmt: skip
+    path, acc_args, since, until, part, chunk_jobs = arg
+    acc = _accumulate(Warehouse(path, create=False), since, until, part, acc_args, chunk_jobs,
+                      None)  # fmt: skip
     return acc.first, acc.sums, acc.active
 
 
-def _run_partitions(warehouse, acc, since, until, scheduler, partitions, progress) -> None:
+def _run_partitions(
+    warehouse, acc, since, until, scheduler, partitions, chunk_jobs, progress
+) -> None:
     """Partial timelines of ``partitions`` job partitions on a Dask cluster, summed."""
     from iosight.parallel import dask_results
 
     check_param("partitions", partitions, int(partitions) >= 1, "a positive integer")
     n = int(partitions)
     args = (float(acc.width), acc.spread)
-    tasks = [(k, (str(warehouse.path), args, since, until, (k, n))) for k in range(n)]
+    tasks = [(k, (str(warehouse.path), args, since, until, (k, n), chunk_jobs)) for k in range(n)]
     prog = ensure_progress(progress)
     prog.start(n, "timeline partitions")
     for res in dask_results(_partition_task, tasks, scheduler=scheduler):
@@ -430,6 +505,7 @@ def build_timeline(
     until: float | None = None,
     scheduler: str | None = None,
     partitions: int = 16,
+    chunk_jobs: int = CHUNK_JOBS,
     progress: Progress | None = None,
 ) -> pa.Table:
     """Build the system-level timeline and write it as the warehouse table ``timeline``.
@@ -453,8 +529,11 @@ def build_timeline(
         timeline from the warehouse (a shared file system) and the partials are summed.
     partitions : int, default 16
         Job partitions when ``scheduler`` is given.
+    chunk_jobs : int, default CHUNK_JOBS
+        At most about this many jobs per streamed chunk (a range of ``job_key``); bounds
+        memory whatever the number of jobs (module docstring).
     progress : Progress, optional
-        Advanced once per query (jobs, each layer and direction, job totals).
+        Advanced once per query and chunk (jobs, each layer and direction, job totals).
 
     Returns
     -------
@@ -464,13 +543,15 @@ def build_timeline(
     """
     _check_width(bin_width)
     check_spread(spread)
+    ok = isinstance(chunk_jobs, int) and chunk_jobs >= 1
+    check_param("chunk_jobs", chunk_jobs, ok, "a positive integer")
     warehouse.require("jobs")
     acc_args = (float(bin_width), spread)
     if scheduler:
         acc = _Bins(float(bin_width), spread)
-        _run_partitions(warehouse, acc, since, until, scheduler, partitions, progress)
+        _run_partitions(warehouse, acc, since, until, scheduler, partitions, chunk_jobs, progress)
     else:
-        acc = _accumulate(warehouse, _job_condition(since, until), acc_args, progress)
+        acc = _accumulate(warehouse, since, until, (0, 1), acc_args, chunk_jobs, progress)
     if not len(acc.sums):
         raise IosightError("no jobs with start times to build a timeline from")
     table = _assemble(acc.origin, bin_width, acc.sums, acc.active)
