@@ -425,7 +425,7 @@ def _keyed(key: str, tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
     """Prepend ``job_key``: the source key, or ``<key>-<row>`` for multi-job sources."""
     out = {}
     for name, t in tables.items():
-        if "_row" in t.column_names:
+        if t.schema.get_field_index("_row") >= 0:
             rows = t["_row"].to_numpy().tolist()
             keys = pa.array([f"{key}-{r:08d}" for r in rows], pa.string()).dictionary_encode()
             t = t.drop_columns(["_row"])
