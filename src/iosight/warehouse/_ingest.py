@@ -25,7 +25,7 @@ from iosight._progress import Progress, ensure_progress
 from iosight.parallel import default_workers
 from iosight.warehouse._store import Warehouse, is_warehouse_dir, new_batch_id, stage_tables
 
-_PART_BYTES = 64 << 20  # a worker holds at most this many bytes of Arrow rows (see _Parts)
+_PART_BYTES = 32 << 20  # a worker holds at most this many bytes of Arrow rows (see _Parts)
 # sources per atomic commit: fewer, larger batches mean fewer Parquet files per table
 DEFAULT_BATCH_SIZE = 256
 # imported once in the fork server, so each (re)started worker starts warm
