@@ -147,3 +147,34 @@ def test_a_log_with_no_records_gets_a_job_totals_row(warehouse, tmp_path):
     assert rows["source_path"].tolist() == sorted([str(log), str(bare)])
     by_path = dict(zip(rows["source_path"], rows["w"], strict=True))
     assert by_path[str(log)] == written and pd.isna(by_path[str(bare)])
+
+
+def test_a_batch_is_one_file_per_table_with_a_plain_string_key(warehouse, tmp_path):
+    """Workers build each table once per batch (under the memory bound) and the
+    dictionary-encoded ``job_key`` reads back as a string, by DuckDB and pyarrow alike,
+    also when a batch mixes logs with a multi-job table (synthetic rows below)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from iosight.darshan import read_source
+
+    logs = example_logs()
+    table = tmp_path / "totals.csv"  # synthetic: two made-up jobs
+    table.write_text(
+        "jobid,start_time,end_time,total_POSIX_BYTES_WRITTEN\n1,1600000000,1600000100,5\n"
+        "2,1600000000,1600000200,7\n"
+    )
+    report = ingest([*logs, table], warehouse, workers=1, batch_size=1000)
+    assert report.failed == 0
+    for name in warehouse.tables():
+        files = warehouse.table_files(name)
+        assert len(files) == 1, name
+        schema = pq.read_schema(files[0])
+        if "job_key" in schema.names:
+            assert schema.field("job_key").type == pa.string(), name
+    keys = warehouse.sql("select job_key from jobs order by job_key")["job_key"].tolist()
+    assert len(keys) == len(set(keys)) == report.jobs
+    assert sum(k.endswith(("-00000000", "-00000001")) for k in keys) == 2
+    unique = {p.read_bytes(): p for p in logs}.values()
+    rows = sum(read_source(p)[1].get("posix", pa.table({})).num_rows for p in unique)
+    assert warehouse.sql("select count(*) n from posix")["n"][0] == rows

@@ -230,16 +230,7 @@ def _inflate(raw: bytes, comp: int, what: str, budget: list[int]) -> bytes:
     cap = min(MAX_REGION_BYTES, budget[0])
     try:
         if comp == 0:
-            out = bytearray()
-            while raw:
-                d = zlib.decompressobj()
-                out += d.decompress(raw, cap + 1 - len(out))
-                if len(out) > cap or d.unconsumed_tail:
-                    raise CorruptLogError(f"{what} inflates past {cap} bytes")
-                if not d.eof:
-                    break  # truncated stream: keep what inflated, as libdarshan does
-                raw = d.unused_data
-            data = bytes(out)
+            data = _inflate_zlib(raw, cap, what)
         elif comp == 1:
             d = bz2.BZ2Decompressor()
             data = d.decompress(raw, cap + 1)
@@ -253,6 +244,32 @@ def _inflate(raw: bytes, comp: int, what: str, budget: list[int]) -> bytes:
         raise CorruptLogError(f"{what}: bad compressed stream ({err})") from None
     budget[0] -= len(data)
     return data
+
+
+_FEED = 16 << 10  # compressed bytes handed to zlib per call
+
+
+def _inflate_zlib(raw: bytes, cap: int, what: str) -> bytes:
+    """Inflate a region of back-to-back zlib streams (one per rank's share, so thousands
+    in a large job's region), at most ``cap`` bytes. The input goes in ``_FEED``-byte
+    pieces: at each stream's end zlib copies the rest of its input to ``unused_data``,
+    which for the whole region would cost quadratic time. A truncated last stream keeps
+    what inflated, as libdarshan does."""
+    chunks, size, pos, view = [], 0, 0, memoryview(raw)
+    d = zlib.decompressobj()
+    while pos < len(raw):
+        piece = view[pos : pos + _FEED]
+        chunk = d.decompress(piece, cap + 1 - size)
+        size += len(chunk)
+        chunks.append(chunk)
+        if size > cap or d.unconsumed_tail:
+            raise CorruptLogError(f"{what} inflates past {cap} bytes")
+        if d.eof:
+            pos += len(piece) - len(d.unused_data)
+            d = zlib.decompressobj()
+        else:
+            pos += len(piece)
+    return b"".join(chunks)
 
 
 def read_darshan3(path: str | Path) -> LogTables:
@@ -337,7 +354,8 @@ def _read(blob: bytes, path: Path) -> LogTables:
             tables[table_for_module(mod)] = _dxt_table(data, hdr.order, with_tid, no_offsets)
         elif mod == "HEATMAP":
             tables["heatmap"] = _heatmap_table(data, hdr.order, names)
-    tables = {k: _named_only(t, names) for k, t in tables.items()}
+    ids = np.fromiter(names, np.uint64, len(names))
+    tables = {k: _named_only(t, ids) for k, t in tables.items()}
     tables = {k: t for k, t in tables.items() if t.num_rows}
     present = [m for m in hdr.regions]
     if warnings:
@@ -514,19 +532,18 @@ def _generic_table(mod: str, recs: np.ndarray) -> pa.Table:
     cols = {"rank": pa.array(recs[:, 1].view(np.int64)), "record_id": pa.array(recs[:, 0])}
     if mod in _WITH_FILE_REC:
         cols["file_rec_id"] = pa.array(recs[:, 2])
-    ints = recs[:, at : at + len(cnames)].view(np.int64)
-    floats = recs[:, at + len(cnames) : at + len(cnames) + len(fnames)].view(np.float64)
-    for i, name in enumerate(cnames):
-        cols[name] = pa.array(ints[:, i])
-    for i, name in enumerate(fnames):
-        cols[name] = pa.array(floats[:, i])
-    return pa.table(cols)
+    # one transposed copy, then each counter is a contiguous row Arrow wraps without a copy
+    # (a strided column per counter costs 3x more)
+    nc, nf = len(cnames), len(fnames)
+    ints = np.ascontiguousarray(recs[:, at : at + nc].T).view(np.int64)
+    floats = np.ascontiguousarray(recs[:, at + nc : at + nc + nf].T).view(np.float64)
+    arrays = [*cols.values(), *map(pa.array, ints), *map(pa.array, floats)]
+    return pa.Table.from_arrays(arrays, names=[*cols, *cnames, *fnames])
 
 
-def _named_only(table: pa.Table, names: dict[int, str]) -> pa.Table:
-    """Drop records with no name record, as the libdarshan path does."""
-    ids = table["record_id"].to_numpy()
-    known = np.isin(ids, np.fromiter(names, np.uint64, len(names)))
+def _named_only(table: pa.Table, named: np.ndarray) -> pa.Table:
+    """Drop records whose id is not in ``named`` (no name record), as the libdarshan path does."""
+    known = np.isin(table["record_id"].to_numpy(), named)
     return table if known.all() else table.filter(pa.array(known))
 
 

@@ -393,19 +393,35 @@ def _concat(arrays: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(arrays) if arrays else np.zeros(0, np.int64)
 
 
+_PYTHON_PREFIX_PAIRS = 4096  # names x mounts below which a Python loop is faster
+
+
 def names_table(names: dict[int, str], mounts: list[tuple[str, str]]) -> pa.Table:
     """Record id -> name, with the mount point and file-system type of the longest prefix.
 
-    One vectorised ``starts_with`` per mount (longest first), not a loop per name.
+    Many names: one vectorised ``starts_with`` per mount (longest first), not a loop
+    per name; few names (most logs): ``str.startswith``, which costs less than the
+    calls into Arrow.
     """
     import pyarrow.compute as pc
 
     by_len = sorted(mounts, key=lambda m: len(m[0]), reverse=True)
     paths = pa.array(list(names.values()), pa.string())
-    which = np.full(len(paths), len(by_len), np.int32)  # index into by_len; last: UNKNOWN
-    for i, (mnt, _) in enumerate(by_len):
-        hit = pc.starts_with(paths, pattern=mnt).to_numpy(zero_copy_only=False)
-        which[hit & (which == len(by_len))] = i
+    unknown = len(by_len)  # index into by_len; last: UNKNOWN
+    if len(names) * len(by_len) <= _PYTHON_PREFIX_PAIRS:
+        prefixes = [m[0] for m in by_len]
+        which = np.array(
+            [
+                next((i for i, m in enumerate(prefixes) if p.startswith(m)), unknown)
+                for p in names.values()
+            ],
+            np.int32,
+        )
+    else:
+        which = np.full(len(paths), unknown, np.int32)
+        for i, (mnt, _) in enumerate(by_len):
+            hit = pc.starts_with(paths, pattern=mnt).to_numpy(zero_copy_only=False)
+            which[hit & (which == unknown)] = i
     idx = pa.array(which)
     return pa.table(
         {

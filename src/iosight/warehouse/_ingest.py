@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 
 from iosight._errors import IosightError, UnknownNameError
@@ -24,7 +25,7 @@ from iosight._progress import Progress, ensure_progress
 from iosight.parallel import default_workers
 from iosight.warehouse._store import Warehouse, is_warehouse_dir, new_batch_id, stage_tables
 
-_PART_BYTES = 64 << 20  # a worker stages a part once its rows pass this
+_PART_BYTES = 32 << 20  # a worker holds at most this many bytes of Arrow rows (see _Parts)
 # sources per atomic commit: fewer, larger batches mean fewer Parquet files per table
 DEFAULT_BATCH_SIZE = 256
 # imported once in the fork server, so each (re)started worker starts warm
@@ -328,16 +329,15 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str]], str], beat) -> dict:
 
     Returns what the committer needs: the table names staged, the keys read, job
     and byte counts, and the (path, reason) of sources that failed to read (also
-    staged as ``ingest_errors`` rows). Memory stays near one source's rows: the
-    accumulated rows are staged as a new part whenever they pass ``_PART_BYTES``.
+    staged as ``ingest_errors`` rows). Memory stays bounded: see :class:`_Parts`.
     """
     from iosight.darshan import read_source
     from iosight.parallel import one_line
 
     staging, items, reader = Path(arg[0]), arg[1], arg[2]
     out = {"tables": set(), "keys": [], "ingested": 0, "jobs": 0, "bytes": 0, "errors": []}
-    acc: dict[str, list[pa.Table]] = {}
-    nbytes, part = 0, 0
+    parts = _Parts(staging)
+    sources: list[dict] = []
     for i, (key, path) in enumerate(items):
         beat(i)
         now = time.time()
@@ -349,49 +349,88 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str]], str], beat) -> dict:
             reason = one_line(err)
             out["errors"].append((path, reason))
             row = {"source_key": key, "source_path": path, "error": reason, "ingested_at": now}
-            acc.setdefault("ingest_errors", []).append(pa.Table.from_pylist([row]))
+            parts.add("ingest_errors", pa.Table.from_pylist([row]))
             continue
         jobs = tables["jobs"].num_rows
         for name, t in _keyed(key, tables).items():
-            acc.setdefault(name, []).append(t)
-            nbytes += t.nbytes
+            parts.add(name, t)
         if fmt != "job-totals" and "job_totals" not in tables:
             # a log with no records still gets its row (no counter recorded: all null)
-            acc.setdefault("job_totals", []).append(pa.table({"job_key": [key]}))
-        row = {
-            "source_key": key,
-            "source_path": path,
-            "format": fmt,
-            "jobs": jobs,
-            "ingested_at": now,
-        }
-        acc.setdefault("sources", []).append(row)  # one table per part, built at staging
+            parts.add("job_totals", pa.table({"job_key": _key_column(key, 1)}))
+        sources.append(
+            {
+                "source_key": key,
+                "source_path": path,
+                "format": fmt,
+                "jobs": jobs,
+                "ingested_at": now,
+            }
+        )
         out["ingested"] += 1
         out["jobs"] += jobs
-        if nbytes > _PART_BYTES:
-            out["tables"].update(stage_tables(staging, _with_sources(acc), part=part))
-            acc, nbytes, part = {}, 0, part + 1
-    out["tables"].update(stage_tables(staging, _with_sources(acc), part=part))
-    out["tables"] = sorted(out["tables"])
+    if sources:  # one table for the batch, not one per source
+        parts.add("sources", pa.Table.from_pylist(sources))
+    out["tables"] = sorted(parts.finish())
     return out
 
 
-def _with_sources(acc: dict[str, list]) -> dict[str, list[pa.Table]]:
-    """The part's tables, its ``sources`` rows made one table (not one per source)."""
-    rows = acc.pop("sources", [])
-    return {**acc, "sources": [pa.Table.from_pylist(rows)]} if rows else acc
+class _Parts:
+    """A worker's rows of one batch, per table, staged as few Parquet files as memory allows.
+
+    Rows accumulate per table until the batch ends, so a table gets one file per batch
+    (one concat, one write) unless the accumulated Arrow buffers of all tables pass
+    :data:`_PART_BYTES`: then the largest tables are staged as parts of their own until
+    at most half that is held. A worker therefore holds at most ``_PART_BYTES`` of rows
+    plus one source's tables, and the concat at staging copies one table at a time.
+    """
+
+    def __init__(self, staging: Path) -> None:
+        self.staging = staging
+        self.acc: dict[str, list[pa.Table]] = {}
+        self.size: dict[str, int] = {}
+        self.part: dict[str, int] = {}
+        self.written: set[str] = set()
+
+    def add(self, name: str, table: pa.Table) -> None:
+        self.acc.setdefault(name, []).append(table)
+        # buffer sizes without deduplication: Table.nbytes costs ~1 ms on a wide table
+        self.size[name] = self.size.get(name, 0) + table.get_total_buffer_size()
+        if sum(self.size.values()) > _PART_BYTES:
+            while sum(self.size.values()) > _PART_BYTES // 2:
+                self._stage(max(self.size, key=self.size.__getitem__))
+
+    def _stage(self, name: str) -> None:
+        part = self.part.get(name, 0)
+        self.written.update(
+            stage_tables(self.staging, {name: self.acc.pop(name)}, part=part, arrow_schema=False)
+        )
+        self.part[name] = part + 1
+        del self.size[name]
+
+    def finish(self) -> set[str]:
+        for name in list(self.acc):
+            self._stage(name)
+        return self.written
+
+
+def _key_column(key: str, n: int) -> pa.DictionaryArray:
+    """``n`` rows of ``key``, dictionary-encoded: building it costs no per-row string, and
+    Parquet stores it as a dictionary page (readers see a plain string column)."""
+    return pa.DictionaryArray.from_arrays(
+        pa.array(np.zeros(n, np.int32)), pa.array([key], pa.string())
+    )
 
 
 def _keyed(key: str, tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
     """Prepend ``job_key``: the source key, or ``<key>-<row>`` for multi-job sources."""
     out = {}
     for name, t in tables.items():
-        if "_row" in t.column_names:
+        if t.schema.get_field_index("_row") >= 0:
             rows = t["_row"].to_numpy().tolist()
-            keys = pa.array([f"{key}-{r:08d}" for r in rows], pa.string())
+            keys = pa.array([f"{key}-{r:08d}" for r in rows], pa.string()).dictionary_encode()
             t = t.drop_columns(["_row"])
         else:
-            keys = pa.repeat(pa.scalar(key, pa.string()), t.num_rows)
+            keys = _key_column(key, t.num_rows)
         out[name] = t.add_column(0, "job_key", keys)
     return out
 

@@ -66,13 +66,19 @@ def _atomic_write_text(path: Path, text: str) -> None:
 
 
 def stage_tables(
-    staging: Path, batch: Mapping[str, Iterable[pa.Table]], *, part: int = 0
+    staging: Path,
+    batch: Mapping[str, Iterable[pa.Table]],
+    *,
+    part: int = 0,
+    arrow_schema: bool = True,
 ) -> list[str]:
     """Write a batch's tables as Parquet into ``staging``; return the names written.
 
     Runs in whichever process produced the rows (ingest workers stage their own
     batches), so the committing process only renames files. A writer may stage
-    several ``part``s of one batch to bound its memory.
+    several ``part``s of one batch to bound its memory. ``arrow_schema=False``
+    leaves Arrow's own schema out of the file, so a dictionary-encoded string column
+    (ingest's ``job_key``) reads back as the plain string column it stands for.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -86,9 +92,17 @@ def stage_tables(
         table = pa.concat_tables(parts, promote_options="permissive")
         # dictionary pages only for strings (job_key, names, hosts, ops): numeric
         # counters compress better, and faster, without them
-        strings = [f.name for f in table.schema if pa.types.is_string(f.type)]
+        strings = [
+            f.name
+            for f in table.schema
+            if pa.types.is_string(f.type) or pa.types.is_dictionary(f.type)
+        ]
         pq.write_table(
-            table, staging / f"{name}.{part}.parquet", compression="zstd", use_dictionary=strings
+            table,
+            staging / f"{name}.{part}.parquet",
+            compression="zstd",
+            use_dictionary=strings,
+            store_schema=arrow_schema,
         )
         written.append(name)
     return written
