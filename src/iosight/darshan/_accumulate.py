@@ -1,14 +1,19 @@
-"""``darshan-parser --total`` for POSIX and MPI-IO records without libdarshan-util.
+"""``darshan-parser --total`` for POSIX, MPI-IO and STDIO records without libdarshan-util.
 
-A vectorised reimplementation of libdarshan-util 3.5's accumulator for the POSIX and
-MPI-IO modules: ``darshan_log_agg_{posix,mpiio}_files`` (one summary record, rule by counter) and
-``darshan_accumulator_emit``'s derived metrics (total bytes, the slowest rank's
-time in unique files plus the slowest time in each shared file, and their rate).
-The C code folds records one at a time; each rule here is the closed form of that
-fold over the record array, so results are equal value by value (float sums are
-taken sequentially, in record order, as the C loop does). Only the top-4
-stride/access tables, whose merge depends on the order records arrive in, are
-folded record by record, and only over records that hold any.
+A vectorised reimplementation of libdarshan-util 3.5's accumulator for the modules it
+reduces: ``darshan_log_agg_{posix,mpiio}_files`` and ``darshan_log_agg_stdio_records``
+(one summary record, rule by counter) and ``darshan_accumulator_emit``'s derived metrics
+(total bytes, the slowest rank's time in unique files plus the slowest time in each
+shared file, and their rate). The C code folds records one at a time; each rule here is
+the closed form of that fold over the record array, so results are equal value by value
+(float sums are taken sequentially, in record order, as the C loop does). Only the top-4
+stride/access tables, whose merge depends on the order records arrive in, are folded
+record by record, and only over records that hold any.
+
+libdarshan-util 3.5 reduces no other module iosight stores: its accumulator refuses H5F,
+H5D, PNETCDF_FILE and PNETCDF_VAR (``darshan_accumulator_create`` fails, as those
+modules have no ``log_record_metrics``), and ``darshan-parser --total`` prints none for
+them, so a log's ``job_totals`` hold none either.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from iosight.darshan._darshan3_counters import COUNTERS
 
 _BASE = 2  # words of struct darshan_base_record (id, rank)
 
-ACCUMULATED = ("POSIX", "MPI-IO")  # modules reduced here
+ACCUMULATED = ("POSIX", "MPI-IO", "STDIO")  # modules reduced here
 
 
 @dataclass(frozen=True)
@@ -31,10 +36,11 @@ class _Rules:
     prefix: str  # counter prefix: POSIX, MPIIO
     summed: tuple[str, ...]  # summed (POSIX: floored at -1, "invalid")
     clamp: bool
-    last: tuple[str, ...]  # the last record's value
-    maxed: tuple[str, ...]  # largest value, from 0
-    top4: tuple[str, ...]  # first counter of each (4 values, 4 counts) table
-    top4_skip_empty_first: bool  # MPI-IO skips a record whose first value is 0
+    last: tuple[str, ...] = ()  # the last record's value
+    maxed: tuple[str, ...] = ()  # largest value, from 0
+    top4: tuple[str, ...] = ()  # first counter of each (4 values, 4 counts) table
+    top4_skip_empty_first: bool = False  # MPI-IO skips a record whose first value is 0
+    slowest_op: bool = True  # F_MAX_{READ,WRITE}_TIME and the size of that operation
 
 
 def _names(mod: str, pred) -> tuple[str, ...]:
@@ -43,6 +49,7 @@ def _names(mod: str, pred) -> tuple[str, ...]:
 
 _POSIX_SUMS = {"OPENS", "FILENOS", "DUPS", "READS", "WRITES", "SEEKS", "STATS", "MMAPS"}
 _POSIX_SUMS |= {"FSYNCS", "FDSYNCS", "RENAME_SOURCES", "RENAME_TARGETS", "RW_SWITCHES"}
+_STDIO_SUMS = {"OPENS", "FDOPENS", "READS", "WRITES", "SEEKS", "FLUSHES"}
 _RULES = {
     "POSIX": _Rules(
         "POSIX",
@@ -74,6 +81,13 @@ _RULES = {
         (),
         ("MPIIO_ACCESS1_ACCESS",),
         True,
+    ),
+    "STDIO": _Rules(
+        "STDIO",
+        _names("STDIO", lambda n: n in _STDIO_SUMS or n.startswith("BYTES_")),
+        False,
+        maxed=("STDIO_MAX_BYTE_READ", "STDIO_MAX_BYTE_WRITTEN"),
+        slowest_op=False,
     ),
 }
 
@@ -161,7 +175,7 @@ def accumulate(mod: str, recs: np.ndarray, nprocs: int) -> dict[str, float]:
     Parameters
     ----------
     mod : str
-        ``POSIX`` or ``MPI-IO`` (see :data:`ACCUMULATED`).
+        ``POSIX``, ``MPI-IO`` or ``STDIO`` (see :data:`ACCUMULATED`).
     recs : numpy.ndarray
         Records as read, one row each: id, rank, counters, fcounters (8-byte words,
         up-converted to the module's current version).
@@ -208,7 +222,7 @@ def accumulate(mod: str, recs: np.ndarray, nprocs: int) -> dict[str, float]:
         f[fi[f"{p}_F_{op}_START_TIMESTAMP"]] = positive.min() if len(positive) else 0.0
         end = fl[:, fi[f"{p}_F_{op}_END_TIMESTAMP"]]
         f[fi[f"{p}_F_{op}_END_TIMESTAMP"]] = max(end.max(), 0.0)
-    for op in ("READ", "WRITE"):
+    for op in ("READ", "WRITE") if rules.slowest_op else ():
         col = fl[:, fi[f"{p}_F_MAX_{op}_TIME"]]
         i = _first_extreme(col, 0.0, larger=True)
         if i >= 0:
