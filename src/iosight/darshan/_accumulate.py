@@ -19,6 +19,7 @@ them, so a log's ``job_totals`` hold none either.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -109,6 +110,11 @@ def _seq_sum(col: np.ndarray) -> float:
     return float(np.cumsum(col)[-1]) if len(col) else 0.0
 
 
+def _seq_sums(block: np.ndarray) -> np.ndarray:
+    """:func:`_seq_sum` of each column (``cumsum`` down a column adds row after row)."""
+    return np.cumsum(block, axis=0)[-1] if len(block) else np.zeros(block.shape[1])
+
+
 def _first_extreme(values: np.ndarray, start: float, larger: bool) -> int:
     """Index of the record that last wins ``if (v > agg) agg = v`` (or ``<``) from
     ``agg = start``: the first extreme value, or -1 when none beats ``start``."""
@@ -169,6 +175,56 @@ def _top4(ints: np.ndarray, at: int, skip_empty_first: bool = False) -> list[int
     return agg
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """Column indices of one module's rules, worked out once per module."""
+
+    names: tuple[str, ...]  # output keys: total_<counter>, then total_<fcounter>
+    ncount: int
+    nfloat: int
+    summed: list[int]
+    last: list[int]
+    maxed: list[int]
+    top4: list[int]
+    times: list[int]  # F_READ_TIME, F_WRITE_TIME, F_META_TIME
+    starts: list[int]  # F_{OPEN,READ,WRITE,CLOSE}_START_TIMESTAMP
+    ends: list[int]  # the matching END_TIMESTAMPs
+    slowest_op: list[tuple[int, int]]  # (F_MAX_<op>_TIME, MAX_<op>_TIME_SIZE)
+    rank_of: list[tuple[int, int, int]]  # FASTEST, SLOWEST: (RANK, RANK_BYTES, F_RANK_TIME)
+    nbytes: list[int]  # BYTES_READ, BYTES_WRITTEN
+
+
+@cache
+def _plan(mod: str) -> _Plan:
+    rules = _RULES[mod]
+    p = rules.prefix
+    cnames, fnames = COUNTERS[mod]
+    ci = {n: i for i, n in enumerate(cnames)}
+    fi = {n: i for i, n in enumerate(fnames)}
+    ops = ("OPEN", "READ", "WRITE", "CLOSE")
+    return _Plan(
+        tuple(f"total_{n}" for n in cnames + fnames),
+        len(cnames),
+        len(fnames),
+        [ci[n] for n in rules.summed],
+        [ci[n] for n in rules.last],
+        [ci[n] for n in rules.maxed],
+        [ci[n] for n in rules.top4],
+        [fi[f"{p}_F_{n}_TIME"] for n in ("READ", "WRITE", "META")],
+        [fi[f"{p}_F_{op}_START_TIMESTAMP"] for op in ops],
+        [fi[f"{p}_F_{op}_END_TIMESTAMP"] for op in ops],
+        [
+            (fi[f"{p}_F_MAX_{op}_TIME"], ci[f"{p}_MAX_{op}_TIME_SIZE"])
+            for op in (("READ", "WRITE") if rules.slowest_op else ())
+        ],
+        [
+            (ci[f"{p}_{k}_RANK"], ci[f"{p}_{k}_RANK_BYTES"], fi[f"{p}_F_{k}_RANK_TIME"])
+            for k in ("FASTEST", "SLOWEST")
+        ],
+        [ci[f"{p}_BYTES_READ"], ci[f"{p}_BYTES_WRITTEN"]],
+    )
+
+
 def accumulate(mod: str, recs: np.ndarray, nprocs: int) -> dict[str, float]:
     """``total_<COUNTER>`` and the derived metrics of a log's records of one module.
 
@@ -187,53 +243,40 @@ def accumulate(mod: str, recs: np.ndarray, nprocs: int) -> dict[str, float]:
     dict of str to float
         The same keys and values as libdarshan-util's accumulator gives.
     """
-    rules = _RULES[mod]
-    p = rules.prefix
-    cnames, fnames = COUNTERS[mod]
-    ci = {n: i for i, n in enumerate(cnames)}
-    fi = {n: i for i, n in enumerate(fnames)}
+    rules, plan = _RULES[mod], _plan(mod)
     ids = recs[:, 0]
     ranks = recs[:, 1].view(np.int64)
-    ints = np.ascontiguousarray(recs[:, _BASE : _BASE + len(cnames)]).view(np.int64)
-    fl = np.ascontiguousarray(recs[:, _BASE + len(cnames) :][:, : len(fnames)]).view(np.float64)
-    c = np.zeros(len(cnames), np.int64)
-    f = np.zeros(len(fnames), np.float64)
-    summed = [ci[n] for n in rules.summed]
+    ints = np.ascontiguousarray(recs[:, _BASE : _BASE + plan.ncount]).view(np.int64)
+    fl = np.ascontiguousarray(recs[:, _BASE + plan.ncount :][:, : plan.nfloat]).view(np.float64)
+    c = np.zeros(plan.ncount, np.int64)
+    f = np.zeros(plan.nfloat, np.float64)
     if rules.clamp:
-        for i in summed:
+        for i in plan.summed:
             c[i] = _clamped_sum(ints[:, i])
     else:
-        c[summed] = ints[:, summed].sum(axis=0)
-    last = [ci[n] for n in rules.last]
-    c[last] = ints[-1, last]
-    maxed = [ci[n] for n in rules.maxed]
-    if maxed:
-        c[maxed] = np.maximum(ints[:, maxed].max(axis=0), 0)
-    for name in rules.top4:
-        at = ci[name]
+        c[plan.summed] = ints[:, plan.summed].sum(axis=0)
+    c[plan.last] = ints[-1, plan.last]
+    if plan.maxed:
+        c[plan.maxed] = np.maximum(ints[:, plan.maxed].max(axis=0), 0)
+    for at in plan.top4:
         c[at : at + 8] = _top4(ints, at, rules.top4_skip_empty_first)
-    rt, wt, mt = (fl[:, fi[f"{p}_F_{n}_TIME"]] for n in ("READ", "WRITE", "META"))
-    f[fi[f"{p}_F_READ_TIME"]] = _seq_sum(rt)
-    f[fi[f"{p}_F_WRITE_TIME"]] = _seq_sum(wt)
-    f[fi[f"{p}_F_META_TIME"]] = _seq_sum(mt)
-    for op in ("OPEN", "READ", "WRITE", "CLOSE"):
-        start = fl[:, fi[f"{p}_F_{op}_START_TIMESTAMP"]]
-        positive = start[start > 0]
-        f[fi[f"{p}_F_{op}_START_TIMESTAMP"]] = positive.min() if len(positive) else 0.0
-        end = fl[:, fi[f"{p}_F_{op}_END_TIMESTAMP"]]
-        f[fi[f"{p}_F_{op}_END_TIMESTAMP"]] = max(end.max(), 0.0)
-    for op in ("READ", "WRITE") if rules.slowest_op else ():
-        col = fl[:, fi[f"{p}_F_MAX_{op}_TIME"]]
-        i = _first_extreme(col, 0.0, larger=True)
+    rt, wt, mt = (fl[:, i] for i in plan.times)
+    f[plan.times] = _seq_sums(fl[:, plan.times])
+    starts = fl[:, plan.starts]
+    positive = starts > 0  # the smallest positive start, 0 when none
+    first = np.where(positive, starts, np.inf).min(axis=0)
+    f[plan.starts] = np.where(positive.any(axis=0), first, 0.0)
+    f[plan.ends] = np.maximum(fl[:, plan.ends].max(axis=0), 0.0)
+    for time_col, size_col in plan.slowest_op:
+        i = _first_extreme(fl[:, time_col], 0.0, larger=True)
         if i >= 0:
-            f[fi[f"{p}_F_MAX_{op}_TIME"]] = col[i]
-            c[ci[f"{p}_MAX_{op}_TIME_SIZE"]] = ints[i, ci[f"{p}_MAX_{op}_TIME_SIZE"]]
+            f[time_col] = fl[i, time_col]
+            c[size_col] = ints[i, size_col]
     shared = ranks == -1
-    nbytes = ints[:, ci[f"{p}_BYTES_READ"]] + ints[:, ci[f"{p}_BYTES_WRITTEN"]]
-    for kind, larger in (("FASTEST", False), ("SLOWEST", True)):
-        rank_col, bytes_col = ci[f"{p}_{kind}_RANK"], ci[f"{p}_{kind}_RANK_BYTES"]
-        time_col = fi[f"{p}_F_{kind}_RANK_TIME"]
-        if not (ids == ids[0]).all():  # records of several files: not meaningful
+    nbytes = ints[:, plan.nbytes[0]] + ints[:, plan.nbytes[1]]
+    one_file = bool((ids == ids[0]).all())  # else fastest/slowest are not meaningful
+    for (rank_col, bytes_col, time_col), larger in zip(plan.rank_of, (False, True), strict=True):
+        if not one_file:
             c[rank_col], c[bytes_col], f[time_col] = -1, -1, 0.0
             continue
         times = np.where(shared, fl[:, time_col], (rt + wt) + mt)
@@ -241,10 +284,9 @@ def accumulate(mod: str, recs: np.ndarray, nprocs: int) -> dict[str, float]:
         c[rank_col] = ints[i, rank_col] if shared[i] else ranks[i]
         c[bytes_col] = ints[i, bytes_col] if shared[i] else nbytes[i]
         f[time_col] = times[i]
-    out: dict[str, float] = {f"total_{n}": v for n, v in zip(cnames, c.tolist(), strict=True)}
-    out.update({f"total_{n}": v for n, v in zip(fnames, f.tolist(), strict=True)})
-    slowest = fl[:, fi[f"{p}_F_SLOWEST_RANK_TIME"]]
-    out.update(_derived(p, ranks, nbytes, rt, wt, mt, slowest, nprocs))
+    out: dict[str, float] = dict(zip(plan.names, c.tolist() + f.tolist(), strict=True))
+    slowest = fl[:, plan.rank_of[1][2]]
+    out.update(_derived(rules.prefix, ranks, nbytes, rt, wt, mt, slowest, nprocs))
     return out
 
 
