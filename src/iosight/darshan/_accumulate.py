@@ -8,7 +8,8 @@ shared file, and their rate). The C code folds records one at a time; each rule 
 the closed form of that fold over the record array, so results are equal value by value
 (float sums are taken sequentially, in record order, as the C loop does). Only the top-4
 stride/access tables, whose merge depends on the order records arrive in, are folded
-record by record, and only over records that hold any.
+record by record, and only over records that hold any. The rank-variance fcounters stay
+0, as in the C code (its variance fold is compiled out).
 
 libdarshan-util 3.5 reduces no other module iosight stores: its accumulator refuses H5F,
 H5D, PNETCDF_FILE and PNETCDF_VAR (``darshan_accumulator_create`` fails, as those
@@ -34,7 +35,7 @@ ACCUMULATED = ("POSIX", "MPI-IO", "STDIO")  # modules reduced here
 class _Rules:
     """Which rule of a module's ``agg_records`` each counter follows."""
 
-    prefix: str  # counter prefix: POSIX, MPIIO
+    prefix: str  # counter prefix: POSIX, MPIIO, STDIO
     summed: tuple[str, ...]  # summed (POSIX: floored at -1, "invalid")
     clamp: bool
     last: tuple[str, ...] = ()  # the last record's value
