@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 from iosight._errors import CorruptLogError
+from iosight.darshan._accumulate import ACCUMULATED
 from iosight.darshan._darshan3 import read_darshan3
 from iosight.darshan._pydarshan import read_pydarshan
 from iosight.demo.step_10_characterization import example_logs
@@ -115,42 +116,44 @@ def _without_pydarshan(monkeypatch) -> None:
 
 
 @pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name[-60:])
-def test_posix_mpiio_totals_need_no_c_library(path: Path, monkeypatch) -> None:
-    """POSIX and MPI-IO ``job_totals`` are iosight's own accumulator: with PyDarshan unimportable
-    they equal libdarshan-util's (the oracle) exactly, floats included (tolerance 0)."""
+def test_job_totals_need_no_c_library(path: Path, monkeypatch) -> None:
+    """``job_totals`` are iosight's own accumulator: with PyDarshan unimportable they
+    equal libdarshan-util's (the oracle) exactly, floats included (tolerance 0), with the
+    same columns: POSIX, MPI-IO and STDIO, none for H5F, H5D and PnetCDF."""
     try:
         oracle = read_pydarshan(path)["job_totals"]
     except (CorruptLogError, KeyError):
         pytest.skip("libdarshan-util reads no totals from this log")
-    cols = [c for c in oracle.column_names if "POSIX" in c or "MPIIO" in c]
-    if not cols:
-        pytest.skip("no POSIX or MPI-IO records")
     _without_pydarshan(monkeypatch)
     ours = read_darshan3(path)["job_totals"]
-    assert all(c in ours.column_names for c in cols)
+    assert ours.column_names == oracle.column_names
+    cols = oracle.column_names
     if _big_endian_old_posix(path):
         cols = [c for c in cols if c not in _BE_TOTALS_GARBAGE]
     for c in cols:
         assert ours[c].equals(oracle[c]), (c, ours[c][0], oracle[c][0])
 
 
-def test_without_pydarshan_other_modules_use_rules(monkeypatch) -> None:
-    """No C library at all: every table but ``job_totals`` is the same; POSIX totals
-    (and MPI-IO) are still the accumulator's, the other modules' come from iosight's rule-based
-    reduction (the one 2.x logs and text dumps use)."""
-    from iosight.darshan._darshan2 import job_totals
-
-    path = example_logs()[0]
-    with_c = read_darshan3(path)
-    _without_pydarshan(monkeypatch)
-    without = read_darshan3(path)
-    assert sorted(without) == sorted(with_c)
-    for name in with_c:
-        if name != "job_totals":
-            assert without[name].equals(with_c[name]), name
-    rules = job_totals({k: v for k, v in without.items() if k not in ("posix", "mpiio")})
-    assert rules.num_columns  # this log has STDIO records too
-    for c in rules.column_names:
-        assert without["job_totals"][c].equals(rules[c]), c
-    posix = [c for c in with_c["job_totals"].column_names if "POSIX" in c or "MPIIO" in c]
-    assert without["job_totals"].select(posix).equals(with_c["job_totals"].select(posix))
+def test_accumulated_modules_are_the_ones_libdarshan_reduces() -> None:
+    """Of the modules whose records iosight reduces, libdarshan-util's accumulator takes
+    exactly :data:`ACCUMULATED`: it refuses H5F, H5D and PnetCDF records, so totals for
+    those would be iosight's invention, not the C library's."""
+    be = pytest.importorskip("darshan.backend.cffi_backend")
+    accepted = set()
+    for mod in ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR"):
+        acc = be.ffi.new("darshan_accumulator *")
+        if be.libdutil.darshan_accumulator_create(be.mod_name_to_idx(mod), 4, acc) == 0:
+            be.libdutil.darshan_accumulator_destroy(acc[0])
+            accepted.add(mod)
+    assert accepted == set(ACCUMULATED)
+    seen = set()
+    for path in LOGS:
+        try:
+            tables = read_darshan3(path)
+        except CorruptLogError:
+            continue
+        seen |= {t for t in ("stdio", "h5f", "h5d", "pnetcdf_file") if t in tables}
+        cols = tables["job_totals"].column_names if "job_totals" in tables else []
+        assert not [c for c in cols if c.startswith(("total_H5", "total_PNETCDF"))], path
+    if len(LOGS) >= 50:  # ../shared present: the oracle test above met all these modules
+        assert seen == {"stdio", "h5f", "h5d", "pnetcdf_file"}

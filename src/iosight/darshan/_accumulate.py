@@ -1,19 +1,26 @@
-"""``darshan-parser --total`` for POSIX and MPI-IO records without libdarshan-util.
+"""``darshan-parser --total`` for POSIX, MPI-IO and STDIO records without libdarshan-util.
 
-A vectorised reimplementation of libdarshan-util 3.5's accumulator for the POSIX and
-MPI-IO modules: ``darshan_log_agg_{posix,mpiio}_files`` (one summary record, rule by counter) and
-``darshan_accumulator_emit``'s derived metrics (total bytes, the slowest rank's
-time in unique files plus the slowest time in each shared file, and their rate).
-The C code folds records one at a time; each rule here is the closed form of that
-fold over the record array, so results are equal value by value (float sums are
-taken sequentially, in record order, as the C loop does). Only the top-4
-stride/access tables, whose merge depends on the order records arrive in, are
-folded record by record, and only over records that hold any.
+A vectorised reimplementation of libdarshan-util 3.5's accumulator for the modules it
+reduces: ``darshan_log_agg_{posix,mpiio}_files`` and ``darshan_log_agg_stdio_records``
+(one summary record, rule by counter) and ``darshan_accumulator_emit``'s derived metrics
+(total bytes, the slowest rank's time in unique files plus the slowest time in each
+shared file, and their rate). The C code folds records one at a time; each rule here is
+the closed form of that fold over the record array, so results are equal value by value
+(float sums are taken sequentially, in record order, as the C loop does). Only the top-4
+stride/access tables, whose merge depends on the order records arrive in, are folded
+record by record, and only over records that hold any. The rank-variance fcounters stay
+0, as in the C code (its variance fold is compiled out).
+
+libdarshan-util 3.5 reduces no other module iosight stores: its accumulator refuses H5F,
+H5D, PNETCDF_FILE and PNETCDF_VAR (``darshan_accumulator_create`` fails, as those
+modules have no ``log_record_metrics``), and ``darshan-parser --total`` prints none for
+them, so a log's ``job_totals`` hold none either.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -21,20 +28,21 @@ from iosight.darshan._darshan3_counters import COUNTERS
 
 _BASE = 2  # words of struct darshan_base_record (id, rank)
 
-ACCUMULATED = ("POSIX", "MPI-IO")  # modules reduced here
+ACCUMULATED = ("POSIX", "MPI-IO", "STDIO")  # modules reduced here
 
 
 @dataclass(frozen=True)
 class _Rules:
     """Which rule of a module's ``agg_records`` each counter follows."""
 
-    prefix: str  # counter prefix: POSIX, MPIIO
+    prefix: str  # counter prefix: POSIX, MPIIO, STDIO
     summed: tuple[str, ...]  # summed (POSIX: floored at -1, "invalid")
     clamp: bool
-    last: tuple[str, ...]  # the last record's value
-    maxed: tuple[str, ...]  # largest value, from 0
-    top4: tuple[str, ...]  # first counter of each (4 values, 4 counts) table
-    top4_skip_empty_first: bool  # MPI-IO skips a record whose first value is 0
+    last: tuple[str, ...] = ()  # the last record's value
+    maxed: tuple[str, ...] = ()  # largest value, from 0
+    top4: tuple[str, ...] = ()  # first counter of each (4 values, 4 counts) table
+    top4_skip_empty_first: bool = False  # MPI-IO skips a record whose first value is 0
+    slowest_op: bool = True  # F_MAX_{READ,WRITE}_TIME and the size of that operation
 
 
 def _names(mod: str, pred) -> tuple[str, ...]:
@@ -43,6 +51,7 @@ def _names(mod: str, pred) -> tuple[str, ...]:
 
 _POSIX_SUMS = {"OPENS", "FILENOS", "DUPS", "READS", "WRITES", "SEEKS", "STATS", "MMAPS"}
 _POSIX_SUMS |= {"FSYNCS", "FDSYNCS", "RENAME_SOURCES", "RENAME_TARGETS", "RW_SWITCHES"}
+_STDIO_SUMS = {"OPENS", "FDOPENS", "READS", "WRITES", "SEEKS", "FLUSHES"}
 _RULES = {
     "POSIX": _Rules(
         "POSIX",
@@ -75,6 +84,13 @@ _RULES = {
         ("MPIIO_ACCESS1_ACCESS",),
         True,
     ),
+    "STDIO": _Rules(
+        "STDIO",
+        _names("STDIO", lambda n: n in _STDIO_SUMS or n.startswith("BYTES_")),
+        False,
+        maxed=("STDIO_MAX_BYTE_READ", "STDIO_MAX_BYTE_WRITTEN"),
+        slowest_op=False,
+    ),
 }
 
 
@@ -93,6 +109,11 @@ def _clamped_sum(col: np.ndarray) -> int:
 def _seq_sum(col: np.ndarray) -> float:
     """Sum in record order (``np.sum`` sums pairwise, which differs in the last bits)."""
     return float(np.cumsum(col)[-1]) if len(col) else 0.0
+
+
+def _seq_sums(block: np.ndarray) -> np.ndarray:
+    """:func:`_seq_sum` of each column (``cumsum`` down a column adds row after row)."""
+    return np.cumsum(block, axis=0)[-1] if len(block) else np.zeros(block.shape[1])
 
 
 def _first_extreme(values: np.ndarray, start: float, larger: bool) -> int:
@@ -155,13 +176,63 @@ def _top4(ints: np.ndarray, at: int, skip_empty_first: bool = False) -> list[int
     return agg
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """Column indices of one module's rules, worked out once per module."""
+
+    names: tuple[str, ...]  # output keys: total_<counter>, then total_<fcounter>
+    ncount: int
+    nfloat: int
+    summed: list[int]
+    last: list[int]
+    maxed: list[int]
+    top4: list[int]
+    times: list[int]  # F_READ_TIME, F_WRITE_TIME, F_META_TIME
+    starts: list[int]  # F_{OPEN,READ,WRITE,CLOSE}_START_TIMESTAMP
+    ends: list[int]  # the matching END_TIMESTAMPs
+    slowest_op: list[tuple[int, int]]  # (F_MAX_<op>_TIME, MAX_<op>_TIME_SIZE)
+    rank_of: list[tuple[int, int, int]]  # FASTEST, SLOWEST: (RANK, RANK_BYTES, F_RANK_TIME)
+    nbytes: list[int]  # BYTES_READ, BYTES_WRITTEN
+
+
+@cache
+def _plan(mod: str) -> _Plan:
+    rules = _RULES[mod]
+    p = rules.prefix
+    cnames, fnames = COUNTERS[mod]
+    ci = {n: i for i, n in enumerate(cnames)}
+    fi = {n: i for i, n in enumerate(fnames)}
+    ops = ("OPEN", "READ", "WRITE", "CLOSE")
+    return _Plan(
+        tuple(f"total_{n}" for n in cnames + fnames),
+        len(cnames),
+        len(fnames),
+        [ci[n] for n in rules.summed],
+        [ci[n] for n in rules.last],
+        [ci[n] for n in rules.maxed],
+        [ci[n] for n in rules.top4],
+        [fi[f"{p}_F_{n}_TIME"] for n in ("READ", "WRITE", "META")],
+        [fi[f"{p}_F_{op}_START_TIMESTAMP"] for op in ops],
+        [fi[f"{p}_F_{op}_END_TIMESTAMP"] for op in ops],
+        [
+            (fi[f"{p}_F_MAX_{op}_TIME"], ci[f"{p}_MAX_{op}_TIME_SIZE"])
+            for op in (("READ", "WRITE") if rules.slowest_op else ())
+        ],
+        [
+            (ci[f"{p}_{k}_RANK"], ci[f"{p}_{k}_RANK_BYTES"], fi[f"{p}_F_{k}_RANK_TIME"])
+            for k in ("FASTEST", "SLOWEST")
+        ],
+        [ci[f"{p}_BYTES_READ"], ci[f"{p}_BYTES_WRITTEN"]],
+    )
+
+
 def accumulate(mod: str, recs: np.ndarray, nprocs: int) -> dict[str, float]:
     """``total_<COUNTER>`` and the derived metrics of a log's records of one module.
 
     Parameters
     ----------
     mod : str
-        ``POSIX`` or ``MPI-IO`` (see :data:`ACCUMULATED`).
+        ``POSIX``, ``MPI-IO`` or ``STDIO`` (see :data:`ACCUMULATED`).
     recs : numpy.ndarray
         Records as read, one row each: id, rank, counters, fcounters (8-byte words,
         up-converted to the module's current version).
@@ -173,53 +244,40 @@ def accumulate(mod: str, recs: np.ndarray, nprocs: int) -> dict[str, float]:
     dict of str to float
         The same keys and values as libdarshan-util's accumulator gives.
     """
-    rules = _RULES[mod]
-    p = rules.prefix
-    cnames, fnames = COUNTERS[mod]
-    ci = {n: i for i, n in enumerate(cnames)}
-    fi = {n: i for i, n in enumerate(fnames)}
+    rules, plan = _RULES[mod], _plan(mod)
     ids = recs[:, 0]
     ranks = recs[:, 1].view(np.int64)
-    ints = np.ascontiguousarray(recs[:, _BASE : _BASE + len(cnames)]).view(np.int64)
-    fl = np.ascontiguousarray(recs[:, _BASE + len(cnames) :][:, : len(fnames)]).view(np.float64)
-    c = np.zeros(len(cnames), np.int64)
-    f = np.zeros(len(fnames), np.float64)
-    summed = [ci[n] for n in rules.summed]
+    ints = np.ascontiguousarray(recs[:, _BASE : _BASE + plan.ncount]).view(np.int64)
+    fl = np.ascontiguousarray(recs[:, _BASE + plan.ncount :][:, : plan.nfloat]).view(np.float64)
+    c = np.zeros(plan.ncount, np.int64)
+    f = np.zeros(plan.nfloat, np.float64)
     if rules.clamp:
-        for i in summed:
+        for i in plan.summed:
             c[i] = _clamped_sum(ints[:, i])
     else:
-        c[summed] = ints[:, summed].sum(axis=0)
-    last = [ci[n] for n in rules.last]
-    c[last] = ints[-1, last]
-    maxed = [ci[n] for n in rules.maxed]
-    if maxed:
-        c[maxed] = np.maximum(ints[:, maxed].max(axis=0), 0)
-    for name in rules.top4:
-        at = ci[name]
+        c[plan.summed] = ints[:, plan.summed].sum(axis=0)
+    c[plan.last] = ints[-1, plan.last]
+    if plan.maxed:
+        c[plan.maxed] = np.maximum(ints[:, plan.maxed].max(axis=0), 0)
+    for at in plan.top4:
         c[at : at + 8] = _top4(ints, at, rules.top4_skip_empty_first)
-    rt, wt, mt = (fl[:, fi[f"{p}_F_{n}_TIME"]] for n in ("READ", "WRITE", "META"))
-    f[fi[f"{p}_F_READ_TIME"]] = _seq_sum(rt)
-    f[fi[f"{p}_F_WRITE_TIME"]] = _seq_sum(wt)
-    f[fi[f"{p}_F_META_TIME"]] = _seq_sum(mt)
-    for op in ("OPEN", "READ", "WRITE", "CLOSE"):
-        start = fl[:, fi[f"{p}_F_{op}_START_TIMESTAMP"]]
-        positive = start[start > 0]
-        f[fi[f"{p}_F_{op}_START_TIMESTAMP"]] = positive.min() if len(positive) else 0.0
-        end = fl[:, fi[f"{p}_F_{op}_END_TIMESTAMP"]]
-        f[fi[f"{p}_F_{op}_END_TIMESTAMP"]] = max(end.max(), 0.0)
-    for op in ("READ", "WRITE"):
-        col = fl[:, fi[f"{p}_F_MAX_{op}_TIME"]]
-        i = _first_extreme(col, 0.0, larger=True)
+    rt, wt, mt = (fl[:, i] for i in plan.times)
+    f[plan.times] = _seq_sums(fl[:, plan.times])
+    starts = fl[:, plan.starts]
+    positive = starts > 0  # the smallest positive start, 0 when none
+    first = np.where(positive, starts, np.inf).min(axis=0)
+    f[plan.starts] = np.where(positive.any(axis=0), first, 0.0)
+    f[plan.ends] = np.maximum(fl[:, plan.ends].max(axis=0), 0.0)
+    for time_col, size_col in plan.slowest_op:
+        i = _first_extreme(fl[:, time_col], 0.0, larger=True)
         if i >= 0:
-            f[fi[f"{p}_F_MAX_{op}_TIME"]] = col[i]
-            c[ci[f"{p}_MAX_{op}_TIME_SIZE"]] = ints[i, ci[f"{p}_MAX_{op}_TIME_SIZE"]]
+            f[time_col] = fl[i, time_col]
+            c[size_col] = ints[i, size_col]
     shared = ranks == -1
-    nbytes = ints[:, ci[f"{p}_BYTES_READ"]] + ints[:, ci[f"{p}_BYTES_WRITTEN"]]
-    for kind, larger in (("FASTEST", False), ("SLOWEST", True)):
-        rank_col, bytes_col = ci[f"{p}_{kind}_RANK"], ci[f"{p}_{kind}_RANK_BYTES"]
-        time_col = fi[f"{p}_F_{kind}_RANK_TIME"]
-        if not (ids == ids[0]).all():  # records of several files: not meaningful
+    nbytes = ints[:, plan.nbytes[0]] + ints[:, plan.nbytes[1]]
+    one_file = bool((ids == ids[0]).all())  # else fastest/slowest are not meaningful
+    for (rank_col, bytes_col, time_col), larger in zip(plan.rank_of, (False, True), strict=True):
+        if not one_file:
             c[rank_col], c[bytes_col], f[time_col] = -1, -1, 0.0
             continue
         times = np.where(shared, fl[:, time_col], (rt + wt) + mt)
@@ -227,10 +285,9 @@ def accumulate(mod: str, recs: np.ndarray, nprocs: int) -> dict[str, float]:
         c[rank_col] = ints[i, rank_col] if shared[i] else ranks[i]
         c[bytes_col] = ints[i, bytes_col] if shared[i] else nbytes[i]
         f[time_col] = times[i]
-    out: dict[str, float] = {f"total_{n}": v for n, v in zip(cnames, c.tolist(), strict=True)}
-    out.update({f"total_{n}": v for n, v in zip(fnames, f.tolist(), strict=True)})
-    slowest = fl[:, fi[f"{p}_F_SLOWEST_RANK_TIME"]]
-    out.update(_derived(p, ranks, nbytes, rt, wt, mt, slowest, nprocs))
+    out: dict[str, float] = dict(zip(plan.names, c.tolist() + f.tolist(), strict=True))
+    slowest = fl[:, plan.rank_of[1][2]]
+    out.update(_derived(rules.prefix, ranks, nbytes, rt, wt, mt, slowest, nprocs))
     return out
 
 

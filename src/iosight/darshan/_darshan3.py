@@ -376,7 +376,7 @@ def _read(blob: bytes, path: Path) -> LogTables:
     from iosight.darshan._pydarshan import names_table
 
     tables["names"] = names_table(names, mounts)
-    totals = _job_totals(raw_records, job["nprocs"], tables)
+    totals = _job_totals(raw_records, job["nprocs"])
     if totals is not None and totals.num_columns:
         tables["job_totals"] = totals
     return tables
@@ -721,10 +721,10 @@ def _cat(arrays: list[np.ndarray]) -> np.ndarray:
 _ACCUMULATED = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR")
 
 
-def _job_totals(raw: dict[str, np.ndarray], nprocs: int, tables: LogTables) -> pa.Table | None:
-    """``darshan-parser --total``: POSIX and MPI-IO by iosight's own copy of
-    libdarshan-util's accumulator (:func:`accumulate`); the other modules by the C accumulator
-    when PyDarshan is installed, else by iosight's rule-based reduction."""
+def _job_totals(raw: dict[str, np.ndarray], nprocs: int) -> pa.Table | None:
+    """``darshan-parser --total``: iosight's own copy of libdarshan-util's accumulator
+    (:func:`accumulate`) for POSIX, MPI-IO and STDIO; libdarshan-util 3.5 reduces none of
+    H5F, H5D and PnetCDF (see :mod:`iosight.darshan._accumulate`), so neither does iosight."""
     raw = {m: r for m, r in raw.items() if m in _ACCUMULATED}
     for mod, recs in raw.items():
         ranks = recs[:, 1].view(np.int64)
@@ -734,19 +734,7 @@ def _job_totals(raw: dict[str, np.ndarray], nprocs: int, tables: LogTables) -> p
     totals: dict[str, float] = {}
     for mod in ACCUMULATED:
         if mod in raw:
-            totals.update(accumulate(mod, raw.pop(mod), nprocs))
-    try:
-        from darshan.backend import cffi_backend as be
-    except ImportError:
-        from iosight.darshan._darshan2 import job_totals
-
-        rest = job_totals({t: tables[t] for m in raw if (t := table_for_module(m)) in tables})
-        totals.update(rest.to_pylist()[0] if rest.num_rows else {})
-    else:
-        from iosight.darshan._pydarshan import _accumulate
-
-        for mod, recs in raw.items():
-            totals.update(_accumulate(be, mod, recs.tobytes(), len(recs), nprocs))
+            totals.update(accumulate(mod, raw[mod], nprocs))
     from iosight.darshan._pydarshan import totals_table
 
     return totals_table(totals) if totals else None
