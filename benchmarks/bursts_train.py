@@ -52,7 +52,7 @@ def main() -> None:
     ap.add_argument("--skip-baseline", action="store_true", help="only the new default")
     args = ap.parse_args()
 
-    from iosight.bursts import load_jobs, make_dataset, train_bursts
+    from iosight.bursts import load_forecaster, load_jobs, make_dataset, train_bursts
     from iosight.timeline import load_timeline
     from iosight.warehouse import Warehouse
 
@@ -69,6 +69,13 @@ def main() -> None:
             "default train (parallel, set 4, cuts + robust choice on validation, saved)",
             lambda: train_bursts(wh, horizons=horizons),
         )
+        for name in res.saved:  # the saved forecasters' test F1 per lead against persistence
+            m = load_forecaster(wh, name).metadata["test_metrics"]
+            gain = {int(lead): v["f1"] - v["persistence_f1"] for lead, v in m.items()}
+            worse = [lead for lead, g in gain.items() if g < 0]
+            print(f"  saved {name}: {len(gain)} leads, worse than persistence on test at "
+                  f"{len(worse)} {worse}, min gain {min(gain.values()):+.3f}, "
+                  f"max gain {max(gain.values()):+.3f}")  # fmt: skip
     ev = res.evaluation
     for (d, h), g in ev.groupby(["direction", "horizon_min"]):
         g = g.set_index("model")
