@@ -4,7 +4,15 @@ import pyarrow as pa
 import pytest
 
 from iosight._errors import IosightError
-from iosight.bursts import evaluate_forecasts, load_forecaster, make_dataset, train_forecaster
+from iosight.bursts import (
+    CHOICE_MARGIN,
+    Candidate,
+    choose,
+    evaluate_forecasts,
+    load_forecaster,
+    make_dataset,
+    train_forecaster,
+)
 
 
 def _daily_spikes(days=20, width=300.0, seed=0):
@@ -100,6 +108,29 @@ def test_chosen_falls_back_to_persistence_when_models_are_worse():
     assert r.loc["naive_bayes", "val_f1"] <= r.loc["persistence", "val_f1"]
     assert r.loc["chosen", "chosen"] == "persistence"
     assert r.loc["chosen", "f1"] == r.loc["persistence", "f1"]
+
+
+def test_choice_needs_a_margin_and_no_losing_window():
+    """A model is chosen over persistence only when it wins on the compare half by the
+    margin and loses on none of its windows (the Summit test losses came from models
+    that won the half on one stretch of bursts)."""
+    y = np.zeros(300, bool)
+    y[[10, 11, 12, 110, 111, 112, 210, 211, 212]] = True  # three bursts, one per window
+    persistence = y.copy()
+    persistence[[11, 12, 111, 112, 211, 212]] = False  # sees each burst's first bin only
+    one_window = y.copy()
+    one_window[[110, 111, 112]] = False  # perfect twice, silent in the middle window
+    everywhere = y.copy()
+    everywhere[[12]] = False  # misses one burst end only
+    cands = {n: Candidate.scored(None, y, p) for n, p in
+             [("persistence", persistence), ("one_window", one_window),
+              ("everywhere", everywhere)]}  # fmt: skip
+    assert cands["one_window"].val_f1 > cands["persistence"].val_f1 + CHOICE_MARGIN
+    assert cands["one_window"].window_f1[1] < cands["persistence"].window_f1[1]
+    assert choose({n: cands[n] for n in ("persistence", "one_window")}) == "persistence"
+    assert choose(cands) == "everywhere"
+    gain = cands["everywhere"].val_f1 - cands["persistence"].val_f1
+    assert choose(cands, margin=gain + 0.01) == "persistence"
 
 
 def test_severity_target_reports_macro_and_weighted_f1():

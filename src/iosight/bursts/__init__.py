@@ -19,6 +19,8 @@ from iosight.bursts._features import (
 )
 from iosight.bursts._forecast import (
     BASELINES,
+    CHOICE_MARGIN,
+    CHOICE_WINDOWS,
     DEFAULT_HORIZONS,
     MODES,
     TARGETS,
@@ -53,6 +55,8 @@ from iosight.bursts._workflow import (
 )
 
 __all__ = [
+    "CHOICE_MARGIN",
+    "CHOICE_WINDOWS",
     "MIN_RUNS",
     "N_AHEAD",
     "VAL_FRACTION",

@@ -346,12 +346,27 @@ def fit_model(
     return FittedModel(pipe, classes, dict(params))
 
 
+#: Windows the compare half of the validation slice is cut into, and the F1 margin over
+#: persistence a model needs on the whole half, for :func:`choose` to prefer it.
+CHOICE_WINDOWS = 3
+CHOICE_MARGIN = 0.02
+
+
 @dataclass
 class Candidate:
-    """One candidate forecast of a task: the model and its burst-class F1 on validation."""
+    """One candidate forecast of a task: the model, its burst-class F1 on the compare half
+    of the validation slice and on each of its :data:`CHOICE_WINDOWS` consecutive windows."""
 
     model: FittedModel | SplitModel | Persistence
     val_f1: float
+    window_f1: tuple[float, ...] = ()
+
+    @classmethod
+    def scored(cls, model, yv: np.ndarray, pv: np.ndarray) -> Candidate:
+        """The candidate with its F1 of predictions ``pv`` against ``yv`` (booleans)."""
+        windows = zip(np.array_split(yv, CHOICE_WINDOWS), np.array_split(pv, CHOICE_WINDOWS),
+                      strict=True)  # fmt: skip
+        return cls(model, _f1(yv, pv), tuple(_f1(y, p) for y, p in windows))
 
 
 def fit_candidates(
@@ -377,8 +392,8 @@ def fit_candidates(
     tune, val = validation_halves(ds)
     yv, yt = ds.y[val] > 0, ds.y[tune] > 0
     binary = ds.y.max(initial=0) <= 1
-    out = {"persistence": Candidate(Persistence.of(ds.labels, not binary),
-                                    _f1(yv, ds.current[val] > 0))}  # fmt: skip
+    out = {"persistence": Candidate.scored(Persistence.of(ds.labels, not binary), yv,
+                                           ds.current[val] > 0)}  # fmt: skip
     for name in names:
         if binary and split:
             m = fit_split(name, ds, seed=seed, search_iter=search_iter, cv_splits=cv_splits)
@@ -388,14 +403,20 @@ def fit_candidates(
             if binary and m.classes.size == 2:
                 cut = best_cut(yt, m.predict(ds.X[tune])[1])[0]
                 m.cut = cut if np.isfinite(cut) else 0.5
-        out[name] = Candidate(m, _f1(yv, m.predict(ds.X[val])[0] > 0))
+        out[name] = Candidate.scored(m, yv, m.predict(ds.X[val])[0] > 0)
     return out
 
 
-def choose(candidates: dict[str, Candidate]) -> str:
-    """The candidate with the best validation F1; persistence wins ties (it comes first)."""
-    names = list(candidates)
-    return names[int(np.argmax([candidates[n].val_f1 for n in names]))]
+def choose(candidates: dict[str, Candidate], margin: float = CHOICE_MARGIN) -> str:
+    """Persistence, unless a model beats it on validation robustly: by at least ``margin``
+    F1 on the compare half *and* by no less than zero on each of its windows; then the
+    best such model. A model that wins on the half by one lucky stretch of bursts lost on
+    the test months (Summit, docs/bursts.md), so one losing window keeps persistence."""
+    base = candidates["persistence"]
+    ok = [n for n, c in candidates.items() if n != "persistence"
+          and c.val_f1 >= base.val_f1 + margin
+          and all(w >= b for w, b in zip(c.window_f1, base.window_f1, strict=True))]  # fmt: skip
+    return max(ok, key=lambda n: candidates[n].val_f1) if ok else "persistence"
 
 
 def _cut_text(model) -> str:

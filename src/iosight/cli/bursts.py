@@ -76,7 +76,7 @@ def train(
     fmt: str = FORMAT_OPT,
 ) -> None:
     """Evaluate models beside persistence and time-of-day baselines; save per direction
-    and lead the best candidate on validation, persistence included."""
+    and lead persistence unless a model beat it robustly on validation."""
     with cli_errors():
         from iosight.bursts import describe_choice, train_bursts
 
