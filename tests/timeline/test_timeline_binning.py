@@ -64,6 +64,29 @@ def test_difference_array_equals_explicit_fractions():
         assert np.allclose(bin_intervals(s, e, v, width=3.0, n_bins=240, spread=spread), want)
 
 
+def test_blocks_of_rows_equal_one_pass(monkeypatch):
+    """Binning in blocks of rows (cache-sized) gives the bins of one pass over all rows."""
+    from iosight.timeline import _binning
+
+    rng = np.random.default_rng(2)
+    s = rng.uniform(0, 500, 1000)
+    e = s + rng.uniform(0, 200, 1000) * (rng.random(1000) > 0.2)
+    v = rng.random((1000, 3))
+    whole = bin_intervals(s, e, v, width=3.0, n_bins=240)
+    monkeypatch.setattr(_binning, "BLOCK_ROWS", 64)  # 16 blocks, the last one partial
+    assert np.allclose(bin_intervals(s, e, v, width=3.0, n_bins=240), whole, rtol=1e-12)
+
+
+def test_an_interval_out_of_range_in_a_later_block_adds_nothing(monkeypatch):
+    from iosight.timeline import _binning
+
+    monkeypatch.setattr(_binning, "BLOCK_ROWS", 2)
+    out = np.zeros((10, 1))
+    with pytest.raises(ValueError):
+        bin_intervals([0, 5, 10, 95], [1, 6, 11, 120], [1, 1, 1, 1], width=10.0, n_bins=10, out=out)
+    assert not out.any()
+
+
 def test_fractions_sum_to_one():
     rows, _, frac = spread_fractions(np.array([0.5, 3.0]), np.array([29.5, 3.0]), 1.0)
     assert np.allclose(np.bincount(rows, frac), [1, 1])

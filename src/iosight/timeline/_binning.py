@@ -14,6 +14,7 @@ import numpy as np
 from iosight._errors import check_param
 
 SPREADS = ("overlap", "equal")
+BLOCK_ROWS = 1 << 18  # rows binned at once: 2 MB per float64 temporary
 
 
 def check_spread(spread: str) -> None:
@@ -86,7 +87,7 @@ def bin_intervals(
     difference array (one cumulative sum per column).
     """
     rel_start = np.asarray(rel_start, dtype=np.float64)
-    rel_end = np.maximum(np.asarray(rel_end, dtype=np.float64), rel_start)
+    rel_end = np.asarray(rel_end, dtype=np.float64)
     values = np.asarray(values, dtype=np.float64)
     if values.ndim == 1:
         values = values[:, None]
@@ -95,9 +96,25 @@ def bin_intervals(
         out = np.zeros((n_bins, values.shape[1]))
     if not rel_start.size:
         return out
-    b0, b1 = touched_bins(rel_start, rel_end, width)
-    if b0.min() < 0 or b1.max() >= n_bins:
+    # the touched bins grow with start and end, so the extremes bound them all: check
+    # before any block is added into ``out``
+    s_ext = np.array([rel_start.min(), rel_start.max()])
+    b0, b1 = touched_bins(s_ext, np.maximum(s_ext, [rel_end.min(), rel_end.max()]), width)
+    if b0[0] < 0 or b1[1] >= n_bins:
         raise ValueError("intervals fall outside the timeline range")
+    # blocks of BLOCK_ROWS rows keep every temporary in cache and out of fresh pages: at
+    # 10 M records one pass spent more time on page faults of its 80 MB temporaries
+    # than on arithmetic (benchmarks/timeline.py: 0.41 s in one pass, 0.22 s in blocks)
+    for lo in range(0, len(rel_start), BLOCK_ROWS):
+        hi = lo + BLOCK_ROWS
+        _bin_block(rel_start[lo:hi], rel_end[lo:hi], values[lo:hi], width, n_bins, spread, out)
+    return out
+
+
+def _bin_block(rel_start, rel_end, values, width, n_bins, spread, out) -> None:
+    """Add one block of intervals into ``out`` (the algorithm of :func:`bin_intervals`)."""
+    rel_end = np.maximum(rel_end, rel_start)
+    b0, b1 = touched_bins(rel_start, rel_end, width)
     # most intervals touch one bin and need one bincount; only the others get shares
     multi = np.flatnonzero(b1 > b0)
     b0m, b1m = b0[multi], b1[multi]
@@ -115,7 +132,6 @@ def bin_intervals(
             + np.bincount(b1m, vm * last, n_bins)
             + np.cumsum(diff[:n_bins])
         )
-    return out
 
 
 def _shares(s, e, b0, b1, width, spread):
