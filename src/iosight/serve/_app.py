@@ -38,7 +38,7 @@ _FILES_PAGE = 25
 def plotly_js() -> Path:
     """The plotly.js bundle that iosight ships: the basic one (scatter, bar), all the pages use.
 
-    The Python ``plotly`` wheel would bring the full bundle and 70 MB of validators that
+    The Python ``plotly`` wheel would bring the full bundle and 64 MB of figure API that
     nothing here calls (#20: a lean install), so the 1.2 MB basic bundle ships with iosight
     (``static/README.md``: its version, checksum and how to update it).
     """
