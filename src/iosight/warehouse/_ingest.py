@@ -388,15 +388,18 @@ class _Parts:
         self.staging = staging
         self.acc: dict[str, list[pa.Table]] = {}
         self.size: dict[str, int] = {}
+        self.total = 0  # sum of self.size, kept as tables come and go (add runs per table)
         self.part: dict[str, int] = {}
         self.written: set[str] = set()
 
     def add(self, name: str, table: pa.Table) -> None:
         self.acc.setdefault(name, []).append(table)
         # buffer sizes without deduplication: Table.nbytes costs ~1 ms on a wide table
-        self.size[name] = self.size.get(name, 0) + table.get_total_buffer_size()
-        if sum(self.size.values()) > _PART_BYTES:
-            while sum(self.size.values()) > _PART_BYTES // 2:
+        size = table.get_total_buffer_size()
+        self.size[name] = self.size.get(name, 0) + size
+        self.total += size
+        if self.total > _PART_BYTES:
+            while self.total > _PART_BYTES // 2:
                 self._stage(max(self.size, key=self.size.__getitem__))
 
     def _stage(self, name: str) -> None:
@@ -405,7 +408,7 @@ class _Parts:
             stage_tables(self.staging, {name: self.acc.pop(name)}, part=part, arrow_schema=False)
         )
         self.part[name] = part + 1
-        del self.size[name]
+        self.total -= self.size.pop(name)
 
     def finish(self) -> set[str]:
         for name in list(self.acc):

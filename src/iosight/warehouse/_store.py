@@ -331,8 +331,10 @@ class Warehouse:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
-                holder = self._lock_holder()
-                if time.monotonic() >= deadline:
+                expired = time.monotonic() >= deadline
+                # the holder is shown once and at the deadline: read the lock file only then
+                holder = self._lock_holder() if expired or not told else None
+                if expired:
                     fh.close()
                     raise _LockTimeout(
                         f"warehouse {self.path} is being written by {holder}; still locked "
