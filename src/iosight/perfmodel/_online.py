@@ -122,7 +122,8 @@ def causal_features(
     long_med = np.full(n, np.nan)  # log median of the previous offset_runs runs
     since = np.full(n, np.nan)  # days since the configuration's last run ended
     runs = np.zeros(n)
-    for i, done in _ended_before(_config_groups(samples), start, end):
+    known = list(_ended_before(_config_groups(samples), start, end))  # read twice below
+    for i, done in known:
         if len(done) == 0:
             continue
         prev = done[-n_prev:]
@@ -137,7 +138,7 @@ def causal_features(
     long_med = np.where(np.isfinite(long_med), long_med, fallback)
     # deviations of earlier runs from their own offset median (known once they ended)
     dev = logt - long_med
-    for i, done in _ended_before(_config_groups(samples), start, end):
+    for i, done in known:
         d = dev[done][np.isfinite(dev[done])]
         if len(d):
             last_dev[i] = d[-1]
