@@ -158,7 +158,7 @@ def main() -> None:
     import pandas  # noqa: F401  (imported before timing: both sides pay no import)
 
     # best of REPEATS for both sides (timeit's rule): the first call of either side also
-    # pays one-off costs (the kernel mapping fresh heap pages: 0.3 s of system CPU here)
+    # pays one-off costs (mostly system CPU: the kernel mapping fresh heap pages)
     t_vec, sim = best_of(
         lambda: simulate_windows(win.patterns, PAPER_APPS, tuple(POLICIES), bin_s=BIN_S)
     )
