@@ -352,11 +352,11 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str]], str], beat) -> dict:
             parts.add("ingest_errors", pa.Table.from_pylist([row]))
             continue
         jobs = tables["jobs"].num_rows
-        for name, t in _keyed(key, tables).items():
-            parts.add(name, t)
+        for name, t in tables.items():
+            parts.add(name, *_job_keys(key, t))
         if fmt != "job-totals" and "job_totals" not in tables:
             # a log with no records still gets its row (no counter recorded: all null)
-            parts.add("job_totals", pa.table({"job_key": _key_column(key, 1)}))
+            parts.add("job_totals", _ONE_ROW, key)
         sources.append(
             {
                 "source_key": key,
@@ -374,6 +374,9 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str]], str], beat) -> dict:
     return out
 
 
+_ONE_ROW = pa.table({"_": [0]}).drop_columns(["_"])  # one row, no column
+
+
 class _Parts:
     """A worker's rows of one batch, per table, staged as few Parquet files as memory allows.
 
@@ -381,19 +384,26 @@ class _Parts:
     (one concat, one write) unless the accumulated Arrow buffers of all tables pass
     :data:`_PART_BYTES`: then the largest tables are staged as parts of their own until
     at most half that is held. A worker therefore holds at most ``_PART_BYTES`` of rows
-    plus one source's tables, and the concat at staging copies one table at a time.
+    plus one source's tables, and staging copies one table at a time (into one chunk
+    per column: Parquet writes one chunk much faster than a source's many).
+
+    Each source's rows carry their ``job_key`` only here: the column is built once per
+    staged table, dictionary-encoded (no string per row; Parquet stores a dictionary
+    page and readers see a plain string column).
     """
 
     def __init__(self, staging: Path) -> None:
         self.staging = staging
-        self.acc: dict[str, list[pa.Table]] = {}
+        self.acc: dict[str, list[tuple[pa.Table, str | list[str] | None]]] = {}
         self.size: dict[str, int] = {}
         self.total = 0  # sum of self.size, kept as tables come and go (add runs per table)
         self.part: dict[str, int] = {}
         self.written: set[str] = set()
 
-    def add(self, name: str, table: pa.Table) -> None:
-        self.acc.setdefault(name, []).append(table)
+    def add(self, name: str, table: pa.Table, keys: str | list[str] | None = None) -> None:
+        """Hold ``table``'s rows; ``keys``: the ``job_key`` of every row (one string),
+        of each row (a list), or ``None`` for a table without one (sources, errors)."""
+        self.acc.setdefault(name, []).append((table, keys))
         # buffer sizes without deduplication: Table.nbytes costs ~1 ms on a wide table
         size = table.get_total_buffer_size()
         self.size[name] = self.size.get(name, 0) + size
@@ -403,9 +413,14 @@ class _Parts:
                 self._stage(max(self.size, key=self.size.__getitem__))
 
     def _stage(self, name: str) -> None:
+        entries = self.acc.pop(name)
+        table = pa.concat_tables([t for t, _ in entries], promote_options="permissive")
+        table = table.combine_chunks()
+        if entries[0][1] is not None:
+            table = table.add_column(0, "job_key", _key_column(entries))
         part = self.part.get(name, 0)
         self.written.update(
-            stage_tables(self.staging, {name: self.acc.pop(name)}, part=part, arrow_schema=False)
+            stage_tables(self.staging, {name: [table]}, part=part, arrow_schema=False)
         )
         self.part[name] = part + 1
         self.total -= self.size.pop(name)
@@ -416,26 +431,29 @@ class _Parts:
         return self.written
 
 
-def _key_column(key: str, n: int) -> pa.DictionaryArray:
-    """``n`` rows of ``key``, dictionary-encoded: building it costs no per-row string, and
-    Parquet stores it as a dictionary page (readers see a plain string column)."""
+def _key_column(entries: list[tuple[pa.Table, str | list[str]]]) -> pa.DictionaryArray:
+    """The ``job_key`` of every row of ``entries`` (tables and their keys), in order."""
+    words: list[str] = []
+    index = []
+    for table, keys in entries:
+        if isinstance(keys, str):
+            index.append(np.full(table.num_rows, len(words), np.int32))
+            words.append(keys)
+        else:
+            index.append(np.arange(len(words), len(words) + len(keys), dtype=np.int32))
+            words += keys
     return pa.DictionaryArray.from_arrays(
-        pa.array(np.zeros(n, np.int32)), pa.array([key], pa.string())
+        pa.array(np.concatenate(index)), pa.array(words, pa.string())
     )
 
 
-def _keyed(key: str, tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
-    """Prepend ``job_key``: the source key, or ``<key>-<row>`` for multi-job sources."""
-    out = {}
-    for name, t in tables.items():
-        if t.schema.get_field_index("_row") >= 0:
-            rows = t["_row"].to_numpy().tolist()
-            keys = pa.array([f"{key}-{r:08d}" for r in rows], pa.string()).dictionary_encode()
-            t = t.drop_columns(["_row"])
-        else:
-            keys = _key_column(key, t.num_rows)
-        out[name] = t.add_column(0, "job_key", keys)
-    return out
+def _job_keys(key: str, table: pa.Table) -> tuple[pa.Table, str | list[str]]:
+    """``table`` and its rows' ``job_key``: the source key, or ``<key>-<row>`` for the
+    rows of a multi-job source (its ``_row`` column, dropped here)."""
+    if table.schema.get_field_index("_row") < 0:
+        return table, key
+    rows = table["_row"].to_numpy().tolist()
+    return table.drop_columns(["_row"]), [f"{key}-{r:08d}" for r in rows]
 
 
 _SOURCE_TABLES = ("sources", "ingest_errors")
