@@ -153,6 +153,12 @@ class LocalPool:
         self._queue.append((key, arg))
 
     def __enter__(self) -> LocalPool:
+        """Start the fork server: it imports the work's modules in its own process, so
+        what the caller does before the first task (hashing, listing) overlaps that."""
+        from multiprocessing import forkserver
+
+        with _main_hidden():
+            forkserver.ensure_running()
         return self
 
     def __exit__(self, *exc) -> None:

@@ -14,6 +14,7 @@ import os
 import shutil
 import time
 from collections.abc import Iterable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +35,7 @@ _PRELOAD = (
     "iosight.darshan._darshan3",
     "iosight.darshan._pydarshan",
     "pandas",
+    "pyarrow.parquet",
 )
 
 
@@ -122,8 +124,9 @@ def ingest(
     timeout : seconds one source may take before its worker is killed and it fails
     scheduler : address of a Dask scheduler to run the readers on instead
     batch_size : at most this many sources per atomic commit (each worker stages its own
-        batches; default :data:`DEFAULT_BATCH_SIZE`); fewer when that gives every local
-        worker a batch
+        batches; default :data:`DEFAULT_BATCH_SIZE`); local batches are at most a worker's
+        share of what is left, so a small ingest keeps every worker busy and the workers
+        finish together
     reader : how Darshan 3.x logs are read: ``"native"`` (the file format itself) or
         ``"libdarshan"`` (libdarshan-util through PyDarshan, today's oracle)
 
@@ -142,22 +145,40 @@ def ingest(
     with warehouse.writer_lock():
         files = discover(paths)
         report.sources = len(files)
-        known = _known_sources(warehouse)
-        items = _new_items(files, known, force, report)
-        progress.start(len(items), "ingest")
-        committer = _Committer(warehouse, force=force, known=known, report=report)
-        batch_size = batch_size or DEFAULT_BATCH_SIZE
-        if not scheduler:  # a small ingest still keeps every worker busy
-            spread = -(-len(items) // (workers or default_workers()))
-            batch_size = max(1, min(batch_size, spread))
-        batches = [items[i : i + batch_size] for i in range(0, len(items), batch_size)]
-        if scheduler:
-            _run_dask(batches, warehouse, scheduler, timeout, committer, progress, reader)
-        else:
-            _run_local(batches, warehouse, workers, timeout, committer, progress, reader)
+        logs = _PerLog(progress, report)
+        # the local pool starts its fork server now: its imports overlap the hashing
+        with (
+            _local_pool(workers, timeout, logs)
+            if files and not scheduler
+            else nullcontext() as pool
+        ):
+            known = _known_sources(warehouse)
+            items = _new_items(files, known, force, report)
+            progress.start(len(items), "ingest")
+            committer = _Committer(warehouse, force=force, known=known, report=report)
+            size = batch_size or DEFAULT_BATCH_SIZE
+            if scheduler:
+                batches = [items[i : i + size] for i in range(0, len(items), size)]
+                _run_dask(batches, warehouse, scheduler, timeout, committer, logs, reader)
+            else:
+                batches = _shrinking_batches(items, size, workers or default_workers())
+                _run_local(pool, batches, warehouse, committer, logs, reader)
     progress.finish()
     report.seconds = time.monotonic() - t0
     return report
+
+
+def _shrinking_batches(items: list, size: int, workers: int) -> list[list]:
+    """``items`` in batches of at most ``size`` for ``workers`` local workers, each at most
+    a worker's share of what is left (and at least ``size // 8``): a small ingest still
+    keeps every worker busy, and the last batches shrink so the workers finish together
+    (a batch is one worker's; while the last one runs, the others wait)."""
+    out, at = [], 0
+    while at < len(items):
+        n = min(size, max(-(-(len(items) - at) // workers), size // 8, 1))
+        out.append(items[at : at + n])
+        at += n
+    return out
 
 
 def _new_items(files: list[Path], known: set[str], force: bool, report: IngestReport):
@@ -179,30 +200,39 @@ def _new_items(files: list[Path], known: set[str], force: bool, report: IngestRe
     return items
 
 
-def _run_local(batches, warehouse, workers, timeout, committer, progress, reader) -> None:
+def _local_pool(workers: int, timeout: float | None, logs: _PerLog):
     from iosight.parallel import LocalPool
 
-    logs = _PerLog(progress, committer.report)
-    with LocalPool(
+    return LocalPool(
         ingest_batch, workers=workers, timeout=timeout, preload=_PRELOAD, on_beat=logs.to
-    ) as pool:
-        pending = {}
-        for batch in batches:
-            bid = new_batch_id()
-            pending[bid] = batch
-            pool.submit(bid, (str(warehouse.staging_dir(bid)), batch, reader))
-        for res in pool.results():
-            batch = pending.pop(res.key)
-            if res.error is None:
-                committer.commit(res.key, res.value)
-                logs.to(res.key, len(batch))
-                logs.forget(res.key)
-                continue
-            retries = committer.split_failed(res, batch, progress)
-            logs.carry(res.key, retries)
-            for bid, retry in retries:
-                pending[bid] = retry
-                pool.submit(bid, (str(warehouse.staging_dir(bid)), retry, reader))
+    )
+
+
+def _run_local(pool, batches, warehouse, committer, logs, reader) -> None:
+    pending = {}
+
+    def submit(bid: str, batch: list) -> None:
+        pending[bid] = batch
+        pool.submit(bid, (str(warehouse.staging_dir(bid)), batch, reader))
+
+    for batch in batches:
+        submit(new_batch_id(), batch)
+    for res in pool.results():
+        for bid, retry in _settle(res, pending.pop(res.key), committer, logs):
+            submit(bid, retry)
+
+
+def _settle(res, batch: list, committer: _Committer, logs: _PerLog) -> list[tuple[str, list]]:
+    """Commit a batch that a worker finished, or record the source a failed batch died
+    on; return the batches to read again (see :meth:`_Committer.split_failed`)."""
+    if res.error is None:
+        committer.commit(res.key, res.value)
+        logs.to(res.key, len(batch))
+        logs.forget(res.key)
+        return []
+    retries = committer.split_failed(res, batch, logs.progress)
+    logs.carry(res.key, retries)
+    return retries
 
 
 class _PerLog:
@@ -232,10 +262,9 @@ class _PerLog:
             credit -= self.counted[bid]
 
 
-def _run_dask(batches, warehouse, scheduler, timeout, committer, progress, reader) -> None:
+def _run_dask(batches, warehouse, scheduler, timeout, committer, logs, reader) -> None:
     from iosight.parallel import dask_results
 
-    logs = _PerLog(progress, committer.report)
     tasks = {new_batch_id(): b for b in batches}
     while tasks:
         args = [(bid, (str(warehouse.staging_dir(bid)), b, reader)) for bid, b in tasks.items()]
@@ -243,15 +272,7 @@ def _run_dask(batches, warehouse, scheduler, timeout, committer, progress, reade
         for res in dask_results(
             ingest_batch, args, scheduler=scheduler, timeout=timeout, on_beat=logs.to
         ):
-            batch = tasks[res.key]
-            if res.error is None:
-                committer.commit(res.key, res.value)
-                logs.to(res.key, len(batch))
-                logs.forget(res.key)
-                continue
-            split = committer.split_failed(res, batch, progress)
-            logs.carry(res.key, split)
-            retries.update(split)
+            retries.update(_settle(res, tasks[res.key], committer, logs))
         tasks = retries
 
 
