@@ -178,3 +178,17 @@ def test_a_batch_is_one_file_per_table_with_a_plain_string_key(warehouse, tmp_pa
     unique = {p.read_bytes(): p for p in logs}.values()
     rows = sum(read_source(p)[1].get("posix", pa.table({})).num_rows for p in unique)
     assert warehouse.sql("select count(*) n from posix")["n"][0] == rows
+
+
+def test_native_and_libdarshan_ingests_give_the_same_warehouse(tmp_path):
+    """The native reader's batch-built tables (job totals come as rows, one table per
+    batch) equal libdarshan-util's per-log tables in the warehouse, every table value
+    for value (PyDarshan's example logs: POSIX, MPI-IO, STDIO, H5, DXT, HEATMAP, ...)."""
+    pytest.importorskip("darshan")
+    from test_ingest_crash import assert_same_warehouse
+
+    native, oracle = Warehouse(tmp_path / "native"), Warehouse(tmp_path / "libdarshan")
+    assert ingest(example_logs(), native, workers=1).ok
+    assert ingest(example_logs(), oracle, workers=1, reader="libdarshan").ok
+    assert native.table("job_totals").num_rows == len(native.jobs())
+    assert_same_warehouse(native, oracle)

@@ -272,8 +272,12 @@ def _inflate_zlib(raw: bytes, cap: int, what: str) -> bytes:
     return b"".join(chunks)
 
 
-def read_darshan3(path: str | Path) -> LogTables:
+def read_darshan3(path: str | Path, *, job_totals_row: bool = False) -> LogTables:
     """Read one Darshan 3.x log (format 3.00-3.41) into warehouse tables.
+
+    ``job_totals_row``: give ``job_totals`` as its one row (a dict, column -> value),
+    for a caller that builds one table of many logs' rows (ingest: a one-row table of
+    ~190 columns costs more to build and to concatenate than the whole row does).
 
     Raises
     ------
@@ -285,16 +289,18 @@ def read_darshan3(path: str | Path) -> LogTables:
         blob = path.read_bytes()
     except OSError as err:
         raise CorruptLogError(f"{path}: cannot open ({err.strerror})") from None
-    return read_darshan3_bytes(blob, path)
+    return read_darshan3_bytes(blob, path, job_totals_row=job_totals_row)
 
 
-def read_darshan3_bytes(blob: bytes, path: str | Path = "<bytes>") -> LogTables:
+def read_darshan3_bytes(
+    blob: bytes, path: str | Path = "<bytes>", *, job_totals_row: bool = False
+) -> LogTables:
     """:func:`read_darshan3` of a log already in memory (``path`` names it in errors)."""
     path = Path(path)
     if not blob:
         raise CorruptLogError(f"{path}: empty file")
     try:
-        return _read(blob, path)
+        return _read(blob, path, job_totals_row)
     except CorruptLogError as err:
         if str(err).startswith(f"{path}: "):
             raise
@@ -314,7 +320,7 @@ def _region(blob: bytes, hdr: _Header, what: str, off: int, length: int, budget)
     return _inflate(blob[off : off + length], hdr.comp, what, budget)
 
 
-def _read(blob: bytes, path: Path) -> LogTables:
+def _read(blob: bytes, path: Path, job_totals_row: bool) -> LogTables:
     hdr = _header(blob, path)
     budget = [MAX_LOG_BYTES]
     _check_overlaps(hdr)
@@ -373,12 +379,12 @@ def _read(blob: bytes, path: Path) -> LogTables:
             "fs_type": pa.array([m[1] for m in mounts], pa.string()),
         }
     )
-    from iosight.darshan._pydarshan import names_table
+    from iosight.darshan._pydarshan import names_table, totals_table
 
     tables["names"] = names_table(names, mounts)
     totals = _job_totals(raw_records, job["nprocs"])
-    if totals is not None and totals.num_columns:
-        tables["job_totals"] = totals
+    if totals:
+        tables["job_totals"] = totals if job_totals_row else totals_table(totals)
     return tables
 
 
@@ -729,7 +735,7 @@ def _cat(arrays: list[np.ndarray]) -> np.ndarray:
 _ACCUMULATED = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR")
 
 
-def _job_totals(raw: dict[str, np.ndarray], nprocs: int) -> pa.Table | None:
+def _job_totals(raw: dict[str, np.ndarray], nprocs: int) -> dict[str, float]:
     """``darshan-parser --total``: iosight's own copy of libdarshan-util's accumulator
     (:func:`accumulate`) for POSIX, MPI-IO and STDIO; libdarshan-util 3.5 reduces none of
     H5F, H5D and PnetCDF (see :mod:`iosight.darshan._accumulate`), so neither does iosight."""
@@ -743,6 +749,4 @@ def _job_totals(raw: dict[str, np.ndarray], nprocs: int) -> pa.Table | None:
     for mod in ACCUMULATED:
         if mod in raw:
             totals.update(accumulate(mod, raw[mod], nprocs))
-    from iosight.darshan._pydarshan import totals_table
-
-    return totals_table(totals) if totals else None
+    return totals

@@ -365,7 +365,7 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str]], str], beat) -> dict:
         out["keys"].append(key)
         out["bytes"] += os.path.getsize(path)
         try:
-            fmt, tables = read_source(path, darshan3=reader)
+            fmt, tables = read_source(path, darshan3=reader, job_totals_row=True)
         except Exception as err:  # noqa: BLE001 - an unreadable source is an error row
             reason = one_line(err)
             out["errors"].append((path, reason))
@@ -406,7 +406,9 @@ class _Parts:
     :data:`_PART_BYTES`: then the largest tables are staged as parts of their own until
     at most half that is held. A worker therefore holds at most ``_PART_BYTES`` of rows
     plus one source's tables, and staging copies one table at a time (into one chunk
-    per column: Parquet writes one chunk much faster than a source's many).
+    per column: Parquet writes one chunk much faster than a source's many). A table's
+    rows may also come as dicts (a 3.x log's ``job_totals`` row): those become one
+    table at staging.
 
     Each source's rows carry their ``job_key`` only here: the column is built once per
     staged table, dictionary-encoded (no string per row; Parquet stores a dictionary
@@ -415,15 +417,15 @@ class _Parts:
 
     def __init__(self, staging: Path) -> None:
         self.staging = staging
-        self.acc: dict[str, list[tuple[pa.Table, str | list[str] | None]]] = {}
+        self.acc: dict[str, list[tuple[pa.Table | dict, str | list[str] | None]]] = {}
         self.size: dict[str, int] = {}
         self.total = 0  # sum of self.size, kept as tables come and go (add runs per table)
         self.part: dict[str, int] = {}
         self.written: set[str] = set()
 
-    def add(self, name: str, table: pa.Table, keys: str | list[str] | None = None) -> None:
-        """Hold ``table``'s rows; ``keys``: the ``job_key`` of every row (one string),
-        of each row (a list), or ``None`` for a table without one (sources, errors)."""
+    def add(self, name: str, table: pa.Table | dict, keys: str | list[str] | None = None) -> None:
+        """Hold ``table``'s rows (or one row, a dict); ``keys``: the ``job_key`` of every
+        row (one string), of each row (a list), or ``None`` for a table without one."""
         self.acc.setdefault(name, []).append((table, keys))
         size = _held_bytes(table)
         self.size[name] = self.size.get(name, 0) + size
@@ -433,7 +435,7 @@ class _Parts:
                 self._stage(max(self.size, key=self.size.__getitem__))
 
     def _stage(self, name: str) -> None:
-        entries = self.acc.pop(name)
+        entries = _rows_as_table(self.acc.pop(name))
         table = pa.concat_tables([t for t, _ in entries], promote_options="permissive")
         if table.num_rows < _SMALL_CHUNK_ROWS * len(entries):
             table = table.combine_chunks()  # small chunks: worth a copy
@@ -452,10 +454,28 @@ class _Parts:
         return self.written
 
 
-def _held_bytes(table: pa.Table) -> int:
+def _rows_as_table(entries: list) -> list[tuple[pa.Table, str | list[str] | None]]:
+    """``entries`` with their dict rows made one table (its columns: every key met, in
+    order; a row without one holds null), first."""
+    rows = [(r, k) for r, k in entries if isinstance(r, dict)]
+    if not rows:
+        return entries
+    seen: dict = {}  # every column, in the order met, with a value (of its one type)
+    for row, _ in rows:
+        seen.update(row)
+    schema = pa.schema(
+        [(col, pa.float64() if isinstance(v, float) else pa.int64()) for col, v in seen.items()]
+    )
+    table = pa.Table.from_pylist([r for r, _ in rows], schema=schema)
+    return [(table, [k for _, k in rows])] + [e for e in entries if not isinstance(e[0], dict)]
+
+
+def _held_bytes(table: pa.Table | dict) -> int:
     """Bytes of ``table``'s buffers. A wide table is a module's counters or job totals,
     every column 8 bytes a row: counting its buffers costs ~50 us a table, 0.25 ms a
-    log (``Table.nbytes``, which deduplicates, 3x more)."""
+    log (``Table.nbytes``, which deduplicates, 3x more). A row: 8 bytes a value."""
+    if isinstance(table, dict):
+        return 8 * len(table)
     if table.num_columns >= _WIDE:
         return table.num_rows * table.num_columns * 8
     return table.get_total_buffer_size()
@@ -484,10 +504,10 @@ def _key_column(entries: list[tuple[pa.Table, str | list[str]]]) -> pa.Dictionar
     )
 
 
-def _job_keys(key: str, table: pa.Table) -> tuple[pa.Table, str | list[str]]:
+def _job_keys(key: str, table: pa.Table | dict) -> tuple[pa.Table | dict, str | list[str]]:
     """``table`` and its rows' ``job_key``: the source key, or ``<key>-<row>`` for the
     rows of a multi-job source (its ``_row`` column, dropped here)."""
-    if table.schema.get_field_index("_row") < 0:
+    if isinstance(table, dict) or table.schema.get_field_index("_row") < 0:
         return table, key
     rows = table["_row"].to_numpy().tolist()
     return table.drop_columns(["_row"]), [f"{key}-{r:08d}" for r in rows]
