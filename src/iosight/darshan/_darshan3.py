@@ -382,6 +382,7 @@ def _read(blob: bytes, path: Path, job_totals_row: bool) -> LogTables:
     from iosight.darshan._pydarshan import names_table, totals_table
 
     tables["names"] = names_table(names, mounts)
+    _check_ranks(raw_records, job["nprocs"])
     totals = _job_totals(raw_records, job["nprocs"])
     if totals:
         tables["job_totals"] = totals if job_totals_row else totals_table(totals)
@@ -732,19 +733,23 @@ def _cat(arrays: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(arrays).astype(np.int64) if arrays else np.zeros(0, np.int64)
 
 
-_ACCUMULATED = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR")
+# modules whose records must hold ranks in [-1, nprocs): those the libdarshan path hands
+# to libdarshan-util's accumulator, whose C code asserts (aborts) on such a rank. It
+# reduces only ACCUMULATED and refuses the others; their records are checked alike.
+_RANK_CHECKED = (*ACCUMULATED, "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR")
+
+
+def _check_ranks(raw: dict[str, np.ndarray], nprocs: int) -> None:
+    for mod in _RANK_CHECKED:
+        ranks = raw[mod][:, 1].view(np.int64) if mod in raw else ()
+        if len(ranks) and (ranks.min() < -1 or ranks.max() >= nprocs):
+            raise CorruptLogError(f"module {mod} has records of ranks outside [-1, {nprocs})")
 
 
 def _job_totals(raw: dict[str, np.ndarray], nprocs: int) -> dict[str, float]:
     """``darshan-parser --total``: iosight's own copy of libdarshan-util's accumulator
     (:func:`accumulate`) for POSIX, MPI-IO and STDIO; libdarshan-util 3.5 reduces none of
     H5F, H5D and PnetCDF (see :mod:`iosight.darshan._accumulate`), so neither does iosight."""
-    raw = {m: r for m, r in raw.items() if m in _ACCUMULATED}
-    for mod, recs in raw.items():
-        ranks = recs[:, 1].view(np.int64)
-        if len(ranks) and (ranks.min() < -1 or ranks.max() >= nprocs):
-            # a rank outside the job (the C accumulator would assert, i.e. abort)
-            raise CorruptLogError(f"module {mod} has records of ranks outside [-1, {nprocs})")
     totals: dict[str, float] = {}
     for mod in ACCUMULATED:
         if mod in raw:
