@@ -360,8 +360,10 @@ def _read(blob: bytes, path: Path, job_totals_row: bool) -> LogTables:
             tables[table_for_module(mod)] = _dxt_table(data, hdr.order, with_tid, no_offsets)
         elif mod == "HEATMAP":
             tables["heatmap"] = _heatmap_table(data, hdr.order, names)
+    from iosight.darshan._pydarshan import named_only, names_table, totals_table
+
     ids = np.sort(np.fromiter(names, np.uint64, len(names)))
-    tables = {k: _named_only(t, ids) for k, t in tables.items()}
+    tables = {k: named_only(t, ids) for k, t in tables.items()}
     tables = {k: t for k, t in tables.items() if t.num_rows}
     present = [m for m in hdr.regions]
     if warnings:
@@ -379,8 +381,6 @@ def _read(blob: bytes, path: Path, job_totals_row: bool) -> LogTables:
             "fs_type": pa.array([m[1] for m in mounts], pa.string()),
         }
     )
-    from iosight.darshan._pydarshan import names_table, totals_table
-
     tables["names"] = names_table(names, mounts)
     _check_ranks(raw_records, job["nprocs"])
     totals = _job_totals(raw_records, job["nprocs"])
@@ -551,15 +551,6 @@ def _generic_table(mod: str, recs: np.ndarray) -> pa.Table:
         floats.slice(i * n, n) for i in range(nf)
     ]
     return pa.Table.from_arrays(arrays, names=[*cols, *cnames, *fnames])
-
-
-def _named_only(table: pa.Table, named: np.ndarray) -> pa.Table:
-    """Drop records whose id is not in ``named`` (sorted; no name record), as the
-    libdarshan path does."""
-    ids = table["record_id"].to_numpy()
-    at = np.minimum(np.searchsorted(named, ids), max(len(named) - 1, 0))
-    known = named[at] == ids if len(named) else np.zeros(len(ids), bool)
-    return table if known.all() else table.filter(pa.array(known))
 
 
 def _i64(data: bytes, pos: int, order: str, n: int = 1):
