@@ -192,3 +192,15 @@ def test_native_and_libdarshan_ingests_give_the_same_warehouse(tmp_path):
     assert ingest(example_logs(), oracle, workers=1, reader="libdarshan").ok
     assert native.table("job_totals").num_rows == len(native.jobs())
     assert_same_warehouse(native, oracle)
+
+
+def test_local_batches_keep_every_worker_busy_and_shrink_at_the_end():
+    from iosight.warehouse._ingest import _shrinking_batches
+
+    items = list(range(5000))
+    sizes = [len(b) for b in _shrinking_batches(items, 256, 2)]
+    assert [x for b in _shrinking_batches(items, 256, 2) for x in b] == items  # in order
+    assert max(sizes) == 256 and sizes[-5:] == [196, 98, 49, 32, 17]  # a worker's share, >= 32
+    assert [len(b) for b in _shrinking_batches(items[:200], 256, 2)] == [100, 50, 32, 18]
+    assert [len(b) for b in _shrinking_batches(items[:3], 1, 2)] == [1, 1, 1]
+    assert [len(b) for b in _shrinking_batches(items[:13], 1000, 1)] == [13]
