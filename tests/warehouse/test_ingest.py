@@ -204,3 +204,10 @@ def test_local_batches_keep_every_worker_busy_and_shrink_at_the_end():
     assert [len(b) for b in _shrinking_batches(items[:200], 256, 2)] == [100, 50, 32, 18]
     assert [len(b) for b in _shrinking_batches(items[:3], 1, 2)] == [1, 1, 1]
     assert [len(b) for b in _shrinking_batches(items[:13], 1000, 1)] == [13]
+
+
+def test_a_directory_without_sources_ingests_nothing(warehouse, tmp_path):
+    (tmp_path / "none").mkdir()
+    report = ingest([tmp_path / "none"], warehouse, workers=2)
+    assert (report.sources, report.ingested, report.failed) == (0, 0, 0)
+    assert ingest([], warehouse).sources == 0
