@@ -101,3 +101,26 @@ def test_unknown_module_version_costs_only_that_module(tmp_path: Path, module: s
     assert f"iosight_warning=module {module} version 99 is newer than this reader" in meta
     for table in ("mpiio", "dxt_mpiio", "names", "mounts"):
         assert got[table].equals(want[table]), table
+
+
+def test_heatmap_records_of_other_bin_counts_read_one_by_one(tmp_path: Path) -> None:
+    """Darshan writes every HEATMAP record with one bin count (read as one view of the
+    region); a record of another count (here the first one loses its last bin) is read
+    record by record to the same rows, less that bin."""
+    path = _log(SAMPLES[1])
+    log = dl.split(path.read_bytes())
+    hid = log.module_id("HEATMAP")
+    region = log.modules[hid]
+    (k,) = struct.unpack_from("<q", region, 24)
+    size = 48 + 16 * k
+    assert k > 1 and len(region) >= 2 * size
+    head = bytearray(region[:48])
+    struct.pack_into("<q", head, 24, k - 1)
+    writes, reads = region[48 : 48 + 8 * k], region[48 + 8 * k : size]
+    log.modules[hid] = bytes(head) + writes[:-8] + reads[:-8] + region[size:]
+    changed = tmp_path / "heatmap.darshan"
+    changed.write_bytes(dl.join(log))
+    want = read_darshan3(path)["heatmap"]
+    keep = np.ones(want.num_rows, bool)
+    keep[k - 1] = False  # the first record's last bin
+    assert read_darshan3(changed)["heatmap"].equals(want.filter(pa.array(keep)))

@@ -683,7 +683,68 @@ def _dxt_table(data: bytes, order: str, with_tid: bool, no_offsets: bool) -> pa.
 
 
 def _heatmap_table(data: bytes, order: str, names: dict[int, str]) -> pa.Table:
-    """HEATMAP records: base, bin width, nbins, 2 pointers, write bins, read bins."""
+    """HEATMAP records: base, bin width, nbins, 2 pointers, write bins, read bins.
+
+    Records of one bin count (what Darshan writes) are one structured view of the
+    region; others are walked record by record."""
+    recs = _heatmap_uniform(data, order)
+    if recs is None:
+        recs = _heatmap_walk(data, order)
+    ids, ranks, widths, nbins, w, r = recs
+    rec_of = np.repeat(np.arange(len(ids)), nbins)
+    bins = np.arange(len(rec_of)) - np.repeat(np.cumsum(nbins) - nbins, nbins)
+    width = widths[rec_of]
+    known, which = np.unique(ids, return_inverse=True)
+    mods = []
+    for rid in known.tolist():
+        name = names.get(rid, "")
+        mods.append(name.split(":", 1)[1] if ":" in name else name)
+    module = pa.DictionaryArray.from_arrays(
+        pa.array(which.astype(np.int32)[rec_of]), pa.array(mods, pa.string())
+    )
+    return pa.table(
+        {
+            "module": module.cast(pa.string()),
+            "rank": pa.array(ranks[rec_of]),
+            "record_id": pa.array(ids[rec_of]),
+            "bin": pa.array(bins.astype(np.int64)),
+            "bin_width": pa.array(width),
+            "bin_start": pa.array(bins * width),
+            "read_bytes": pa.array(r),
+            "write_bytes": pa.array(w),
+        }
+    )
+
+
+def _heatmap_uniform(data: bytes, order: str):
+    """The records as arrays when all hold the first one's bin count and fill the region
+    (a tail too short for a record header), else None."""
+    if len(data) < 48:
+        return None
+    (k,) = struct.unpack_from(order + "q", data, 24)
+    size = 48 + 16 * k
+    if k <= 0 or len(data) % size >= 48:
+        return None
+    e = order + "i8"
+    dt = np.dtype(
+        [("id", order + "u8"), ("rank", e), ("width", order + "f8"), ("nbins", e)]
+        + [("ptr", order + "u8", 2), ("w", e, k), ("r", e, k)]
+    )
+    recs = np.frombuffer(data, dt, len(data) // size)
+    if not (recs["nbins"] == k).all():
+        return None
+    return (
+        recs["id"].astype(np.uint64),
+        recs["rank"].astype(np.int64),
+        recs["width"].astype(np.float64),
+        np.full(len(recs), k, np.int64),
+        recs["w"].astype(np.int64).ravel(),
+        recs["r"].astype(np.int64).ravel(),
+    )
+
+
+def _heatmap_walk(data: bytes, order: str):
+    """The records as arrays, walked one by one (a record's bin count sets its size)."""
     recs = []
     pos, n = 0, len(data)
     while pos + 48 <= n:
@@ -696,27 +757,13 @@ def _heatmap_table(data: bytes, order: str, names: dict[int, str]) -> pa.Table:
         recs.append((rid, rank, width, nbins, pos + 48))
         pos = end
     i8 = np.dtype(order + "i8")
-    w = [np.frombuffer(data, i8, nb, p) for _, _, _, nb, p in recs]
-    r = [np.frombuffer(data, i8, nb, p + 8 * nb) for _, _, _, nb, p in recs]
-    nbins = np.array([x[3] for x in recs], dtype=np.int64)
-    rec_of = np.repeat(np.arange(len(recs)), nbins)
-    bins = np.arange(nbins.sum()) - np.repeat(np.cumsum(nbins) - nbins, nbins)
-    width = np.array([x[2] for x in recs], dtype=np.float64)[rec_of]
-    mods = []
-    for rid, *_ in recs:
-        name = names.get(rid, "")
-        mods.append(name.split(":", 1)[1] if ":" in name else name)
-    return pa.table(
-        {
-            "module": pa.array(np.asarray(mods, dtype=object)[rec_of], pa.string()),
-            "rank": pa.array(np.array([x[1] for x in recs], np.int64)[rec_of]),
-            "record_id": pa.array(np.array([x[0] for x in recs], np.uint64)[rec_of]),
-            "bin": pa.array(bins.astype(np.int64)),
-            "bin_width": pa.array(width),
-            "bin_start": pa.array(bins * width),
-            "read_bytes": pa.array(_cat(r)),
-            "write_bytes": pa.array(_cat(w)),
-        }
+    return (
+        np.array([x[0] for x in recs], np.uint64),
+        np.array([x[1] for x in recs], np.int64),
+        np.array([x[2] for x in recs], np.float64),
+        np.array([x[3] for x in recs], np.int64),
+        _cat([np.frombuffer(data, i8, nb, p) for _, _, _, nb, p in recs]),
+        _cat([np.frombuffer(data, i8, nb, p + 8 * nb) for _, _, _, nb, p in recs]),
     )
 
 
