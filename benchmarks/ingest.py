@@ -16,9 +16,9 @@ copy of each content; libdarshan-util ignores bytes after the last region).
 Each side runs in its own fresh process; peak memory is the maximum resident set
 of that process and of its largest child (worker); CPU time is that of the side's
 process and all its descendants (logs per CPU-second is what a loaded machine
-distorts least). The ratio that matters is native vs pool (same cores). The load
-average is printed before and after: on a shared machine the numbers are only
-comparable within one run.
+distorts least; "cores busy" is CPU time over wall time). The ratio that matters
+is native vs pool (same cores). The load average is printed before and after: on a
+shared machine the numbers are only comparable within one run.
 
     python benchmarks/ingest.py --files 5000 --workers 2
     python benchmarks/ingest.py --quick      # 200 files, about a minute
@@ -178,7 +178,7 @@ def main() -> None:
             f"after {_load(load_after)}"
         )
         print(
-            f"{'side':<40}{'logs/s':>9}{'MB/s':>9}{'logs/CPU-s':>12}"
+            f"{'side':<40}{'logs/s':>9}{'MB/s':>9}{'logs/CPU-s':>12}{'cores busy':>12}"
             f"{'peak RSS MB (parent / worker)':>32}"
         )
         for side, label in SIDES.items():
@@ -187,7 +187,7 @@ def main() -> None:
             mem = f"{r['peak_self_mb']:.0f} / {r['peak_child_mb']:.0f}"
             print(
                 f"{label:<40}{r['ok'] / r['seconds']:>9.1f}{size_mb / r['seconds']:>9.2f}"
-                f"{r['ok'] / r['cpu_s']:>12.1f}{mem:>32}"
+                f"{r['ok'] / r['cpu_s']:>12.1f}{r['cpu_s'] / r['seconds']:>12.2f}{mem:>32}"
             )
         speed = {k: r["ok"] / r["seconds"] for k, r in results.items()}
         per_cpu = {k: r["ok"] / r["cpu_s"] for k, r in results.items()}
