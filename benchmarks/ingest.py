@@ -37,6 +37,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "darshan-logs"
@@ -76,10 +77,11 @@ def plain(files: list[str]) -> dict:
     return {"ok": sum(pydarshan_one(f) for f in files)}
 
 
-def pool(files: list[str], workers: int) -> dict:
+def pool(files: list[str], workers: int, forked: Callable[[], None]) -> dict:
     import multiprocessing
 
     with multiprocessing.Pool(workers) as p:
+        forked()  # (the Pool forks its workers: no other thread may run before)
         ok = sum(p.imap_unordered(pydarshan_one, files, chunksize=8))
     return {"ok": ok}
 
@@ -111,14 +113,18 @@ def _child(args) -> None:
     files = Path(args.list).read_text().split("\n")
     peak, cpu, stop = {"child": 0}, {}, threading.Event()
     sampler = threading.Thread(target=_sample_children, args=(peak, cpu, stop), daemon=True)
-    sampler.start()
     t0 = time.perf_counter()
-    if args.side == "plain":
-        out = plain(files)
-    elif args.side == "pool":
-        out = pool(files, args.workers)
+    if args.side == "pool":
+        # fork the workers before the sampler thread runs: forking a process with a running
+        # thread is unsafe (a --quick run hung once, a worker in a futex wait at 0% CPU)
+        out = pool(files, args.workers, forked=sampler.start)
     else:
-        out = iosight_side(files, args.workers, args.wh, args.side)
+        sampler.start()
+        out = (
+            plain(files)
+            if args.side == "plain"
+            else iosight_side(files, args.workers, args.wh, args.side)
+        )
     out["seconds"] = time.perf_counter() - t0
     me = resource.getrusage(resource.RUSAGE_SELF)
     out["peak_self_mb"] = me.ru_maxrss / 1024
