@@ -206,6 +206,8 @@ def build_child(path: str) -> None:
 
 def end_to_end(sizes: list[int], seed: int, workdir: str | None) -> None:
     rss = []
+    if workdir:
+        Path(workdir).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         for n in sizes:
             path = Path(tmp) / f"wh{n}"
