@@ -153,6 +153,12 @@ class LocalPool:
         self._queue.append((key, arg))
 
     def __enter__(self) -> LocalPool:
+        """Start the fork server: it imports the work's modules in its own process, so
+        what the caller does before the first task (hashing, listing) overlaps that."""
+        from multiprocessing import forkserver
+
+        with _main_hidden():
+            forkserver.ensure_running()
         return self
 
     def __exit__(self, *exc) -> None:
@@ -267,8 +273,7 @@ def dask_results(
             for fut in done:
                 pending.discard(fut)
                 key = futures[fut]
-                item = running.item(key)
-                running.finish(key)
+                item = running.finish(key)
                 try:
                     yield TaskResult(key, value=fut.result())
                 except KilledWorker as err:  # the item killed its worker, every try
@@ -278,8 +283,7 @@ def dask_results(
             for fut in [f for f in pending if running.overdue(futures[f])]:
                 pending.discard(fut)
                 key, worker = futures[fut], running.worker(futures[fut])
-                item = running.item(key)
-                running.finish(key)
+                item = running.finish(key)
                 fut.cancel()
                 running.lost(worker)
                 try:
@@ -330,12 +334,11 @@ class _DaskBeats:
             if self.on_beat is not None:
                 self.on_beat(key, i)
 
-    def item(self, key) -> int | None:
-        return self.at[key][0] if key in self.at else None
-
-    def finish(self, key) -> None:
-        self.at.pop(key, None)
+    def finish(self, key) -> int | None:
+        """Forget a task that ended; return the item it was on (``None``: none began)."""
         self.finished.add(key)
+        at = self.at.pop(key, None)
+        return None if at is None else at[0]
 
     def worker(self, key) -> str:
         return self.at[key][2]

@@ -178,3 +178,36 @@ def test_a_batch_is_one_file_per_table_with_a_plain_string_key(warehouse, tmp_pa
     unique = {p.read_bytes(): p for p in logs}.values()
     rows = sum(read_source(p)[1].get("posix", pa.table({})).num_rows for p in unique)
     assert warehouse.sql("select count(*) n from posix")["n"][0] == rows
+
+
+def test_native_and_libdarshan_ingests_give_the_same_warehouse(tmp_path):
+    """The native reader's batch-built tables (job totals come as rows, one table per
+    batch) equal libdarshan-util's per-log tables in the warehouse, every table value
+    for value (PyDarshan's example logs: POSIX, MPI-IO, STDIO, H5, DXT, HEATMAP, ...)."""
+    pytest.importorskip("darshan")
+    from test_ingest_crash import assert_same_warehouse
+
+    native, oracle = Warehouse(tmp_path / "native"), Warehouse(tmp_path / "libdarshan")
+    assert ingest(example_logs(), native, workers=1).ok
+    assert ingest(example_logs(), oracle, workers=1, reader="libdarshan").ok
+    assert native.table("job_totals").num_rows == len(native.jobs())
+    assert_same_warehouse(native, oracle)
+
+
+def test_local_batches_keep_every_worker_busy_and_shrink_at_the_end():
+    from iosight.warehouse._ingest import _shrinking_batches
+
+    items = list(range(5000))
+    sizes = [len(b) for b in _shrinking_batches(items, 256, 2)]
+    assert [x for b in _shrinking_batches(items, 256, 2) for x in b] == items  # in order
+    assert max(sizes) == 256 and sizes[-5:] == [196, 98, 49, 32, 17]  # a worker's share, >= 32
+    assert [len(b) for b in _shrinking_batches(items[:200], 256, 2)] == [100, 50, 32, 18]
+    assert [len(b) for b in _shrinking_batches(items[:3], 1, 2)] == [1, 1, 1]
+    assert [len(b) for b in _shrinking_batches(items[:13], 1000, 1)] == [13]
+
+
+def test_a_directory_without_sources_ingests_nothing(warehouse, tmp_path):
+    (tmp_path / "none").mkdir()
+    report = ingest([tmp_path / "none"], warehouse, workers=2)
+    assert (report.sources, report.ingested, report.failed) == (0, 0, 0)
+    assert ingest([], warehouse).sources == 0

@@ -94,16 +94,17 @@ _RULES = {
 }
 
 
-def _clamped_sum(col: np.ndarray) -> int:
-    """``a += x; if (a < 0) a = -1`` from a = 0: the running sum floored at -1.
+def _clamped_sums(block: np.ndarray) -> np.ndarray:
+    """``a += x; if (a < 0) a = -1`` from a = 0 down each column: the running sum
+    floored at -1.
 
     Closed form of that recursion (Lindley's): with partial sums S_k, the result is
-    ``S_n - 1 + max(1, -min_k S_k)``.
+    ``S_n - 1 + max(1, -min_k S_k)`` (int64 arithmetic, as the C counters).
     """
-    if not len(col):
-        return 0
-    s = np.cumsum(col, dtype=np.int64)
-    return int(s[-1] - 1 + max(1, -int(s.min())))
+    if not len(block):
+        return np.zeros(block.shape[1], np.int64)
+    s = np.cumsum(block, axis=0, dtype=np.int64)
+    return s[-1] - 1 + np.maximum(1, -s.min(axis=0))
 
 
 def _seq_sum(col: np.ndarray) -> float:
@@ -168,12 +169,56 @@ def _merge_top4(agg: list[int], rec: list[int]) -> None:
 
 
 def _top4(ints: np.ndarray, at: int, skip_empty_first: bool = False) -> list[int]:
+    """The C fold of every record's table into one, in record order.
+
+    Most records change no value of the aggregate: their values stand in it already,
+    or the first new one is 0 (where the C loop stops) or loses to all four counts
+    (where it gives up); such a record only adds its counts where its values stand.
+    A run of them is one vectorised sum up to the next record that does change a
+    value, which goes through :func:`_merge_top4` (of the real logs' records with a
+    table, 7% change a value; few in large logs). Few records are folded one by one:
+    that costs less than the numpy calls.
+    """
     block = ints[:, at : at + 8]
-    agg = [0] * 8
     used = block[:, 0] != 0 if skip_empty_first else block.any(axis=1)
-    for row in block[used].tolist():
-        _merge_top4(agg, row)
+    block = block[used]
+    agg = [0] * 8
+    if len(block) < _TOP4_VECTOR_MIN:
+        for row in block.tolist():
+            _merge_top4(agg, row)
+        return agg
+    pos, window = 0, _TOP4_WINDOW
+    while pos < len(block):
+        vals, cnts = block[pos : pos + window, :4], block[pos : pos + window, 4:]
+        have = np.array(agg[:4], np.int64)
+        match = vals[:, :, None] == have  # [record, j, k]: where each value stands
+        adds = (cnts[:, :, None] * match).sum(axis=1)  # [record, k]
+        counts = np.array(agg[4:], np.int64) + np.cumsum(adds, axis=0)  # after each record
+        new = ~match.any(axis=2)
+        j = new.argmax(axis=1)
+        rows = np.arange(len(vals))
+        value, total = vals[rows, j], _i32_array(cnts[rows, j])
+        loses = (counts > total[:, None]) | ((counts == total[:, None]) & (have > value[:, None]))
+        changes = new.any(axis=1) & (value != 0) & ~loses.all(axis=1)
+        stop = int(changes.argmax()) if changes.any() else len(vals)
+        if stop:
+            agg[4:] = counts[stop - 1].tolist()
+        pos += stop
+        if stop < len(vals):
+            _merge_top4(agg, block[pos].tolist())
+            pos, window = pos + 1, _TOP4_WINDOW
+        else:
+            window *= 2  # a long run that changes no value: look further ahead at once
     return agg
+
+
+def _i32_array(v: np.ndarray) -> np.ndarray:
+    """:func:`_i32` of each value."""
+    return v.astype(np.int32).astype(np.int64)
+
+
+_TOP4_VECTOR_MIN = 128  # records from which the vectorised runs cost less than the loop
+_TOP4_WINDOW = 64  # records examined at once after a merge (doubling while none merges)
 
 
 @dataclass(frozen=True)
@@ -252,8 +297,7 @@ def accumulate(mod: str, recs: np.ndarray, nprocs: int) -> dict[str, float]:
     c = np.zeros(plan.ncount, np.int64)
     f = np.zeros(plan.nfloat, np.float64)
     if rules.clamp:
-        for i in plan.summed:
-            c[i] = _clamped_sum(ints[:, i])
+        c[plan.summed] = _clamped_sums(ints[:, plan.summed])
     else:
         c[plan.summed] = ints[:, plan.summed].sum(axis=0)
     c[plan.last] = ints[-1, plan.last]

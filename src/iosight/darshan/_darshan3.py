@@ -272,8 +272,12 @@ def _inflate_zlib(raw: bytes, cap: int, what: str) -> bytes:
     return b"".join(chunks)
 
 
-def read_darshan3(path: str | Path) -> LogTables:
+def read_darshan3(path: str | Path, *, job_totals_row: bool = False) -> LogTables:
     """Read one Darshan 3.x log (format 3.00-3.41) into warehouse tables.
+
+    ``job_totals_row``: give ``job_totals`` as its one row (a dict, column -> value),
+    for a caller that builds one table of many logs' rows (ingest: a one-row table of
+    ~190 columns costs more to build and to concatenate than the whole row does).
 
     Raises
     ------
@@ -285,16 +289,18 @@ def read_darshan3(path: str | Path) -> LogTables:
         blob = path.read_bytes()
     except OSError as err:
         raise CorruptLogError(f"{path}: cannot open ({err.strerror})") from None
-    return read_darshan3_bytes(blob, path)
+    return read_darshan3_bytes(blob, path, job_totals_row=job_totals_row)
 
 
-def read_darshan3_bytes(blob: bytes, path: str | Path = "<bytes>") -> LogTables:
+def read_darshan3_bytes(
+    blob: bytes, path: str | Path = "<bytes>", *, job_totals_row: bool = False
+) -> LogTables:
     """:func:`read_darshan3` of a log already in memory (``path`` names it in errors)."""
     path = Path(path)
     if not blob:
         raise CorruptLogError(f"{path}: empty file")
     try:
-        return _read(blob, path)
+        return _read(blob, path, job_totals_row)
     except CorruptLogError as err:
         if str(err).startswith(f"{path}: "):
             raise
@@ -314,7 +320,7 @@ def _region(blob: bytes, hdr: _Header, what: str, off: int, length: int, budget)
     return _inflate(blob[off : off + length], hdr.comp, what, budget)
 
 
-def _read(blob: bytes, path: Path) -> LogTables:
+def _read(blob: bytes, path: Path, job_totals_row: bool) -> LogTables:
     hdr = _header(blob, path)
     budget = [MAX_LOG_BYTES]
     _check_overlaps(hdr)
@@ -354,8 +360,10 @@ def _read(blob: bytes, path: Path) -> LogTables:
             tables[table_for_module(mod)] = _dxt_table(data, hdr.order, with_tid, no_offsets)
         elif mod == "HEATMAP":
             tables["heatmap"] = _heatmap_table(data, hdr.order, names)
-    ids = np.fromiter(names, np.uint64, len(names))
-    tables = {k: _named_only(t, ids) for k, t in tables.items()}
+    from iosight.darshan._pydarshan import named_only, names_table, totals_table
+
+    ids = np.sort(np.fromiter(names, np.uint64, len(names)))
+    tables = {k: named_only(t, ids) for k, t in tables.items()}
     tables = {k: t for k, t in tables.items() if t.num_rows}
     present = [m for m in hdr.regions]
     if warnings:
@@ -373,12 +381,11 @@ def _read(blob: bytes, path: Path) -> LogTables:
             "fs_type": pa.array([m[1] for m in mounts], pa.string()),
         }
     )
-    from iosight.darshan._pydarshan import names_table
-
     tables["names"] = names_table(names, mounts)
+    _check_ranks(raw_records, job["nprocs"])
     totals = _job_totals(raw_records, job["nprocs"])
-    if totals is not None and totals.num_columns:
-        tables["job_totals"] = totals
+    if totals:
+        tables["job_totals"] = totals if job_totals_row else totals_table(totals)
     return tables
 
 
@@ -532,19 +539,18 @@ def _generic_table(mod: str, recs: np.ndarray) -> pa.Table:
     cols = {"rank": pa.array(recs[:, 1].view(np.int64)), "record_id": pa.array(recs[:, 0])}
     if mod in _WITH_FILE_REC:
         cols["file_rec_id"] = pa.array(recs[:, 2])
-    # one transposed copy, then each counter is a contiguous row Arrow wraps without a copy
-    # (a strided column per counter costs 3x more)
-    nc, nf = len(cnames), len(fnames)
-    ints = np.ascontiguousarray(recs[:, at : at + nc].T).view(np.int64)
-    floats = np.ascontiguousarray(recs[:, at + nc : at + nc + nf].T).view(np.float64)
-    arrays = [*cols.values(), *map(pa.array, ints), *map(pa.array, floats)]
+    # one transposed copy into one Arrow array per type; each counter is a slice of it
+    # (an array per counter costs 2x more, a strided column per counter 3x)
+    n, nc, nf = len(recs), len(cnames), len(fnames)
+    ints = pa.array(np.ascontiguousarray(recs[:, at : at + nc].T).view(np.int64).ravel())
+    floats = pa.array(
+        np.ascontiguousarray(recs[:, at + nc : at + nc + nf].T).view(np.float64).ravel()
+    )
+    arrays = [*cols.values()]
+    arrays += [ints.slice(i * n, n) for i in range(nc)] + [
+        floats.slice(i * n, n) for i in range(nf)
+    ]
     return pa.Table.from_arrays(arrays, names=[*cols, *cnames, *fnames])
-
-
-def _named_only(table: pa.Table, named: np.ndarray) -> pa.Table:
-    """Drop records whose id is not in ``named`` (no name record), as the libdarshan path does."""
-    known = np.isin(table["record_id"].to_numpy(), named)
-    return table if known.all() else table.filter(pa.array(known))
 
 
 def _i64(data: bytes, pos: int, order: str, n: int = 1):
@@ -718,23 +724,25 @@ def _cat(arrays: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(arrays).astype(np.int64) if arrays else np.zeros(0, np.int64)
 
 
-_ACCUMULATED = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR")
+# modules whose records must hold ranks in [-1, nprocs): those the libdarshan path hands
+# to libdarshan-util's accumulator, whose C code asserts (aborts) on such a rank. It
+# reduces only ACCUMULATED and refuses the others; their records are checked alike.
+_RANK_CHECKED = (*ACCUMULATED, "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR")
 
 
-def _job_totals(raw: dict[str, np.ndarray], nprocs: int) -> pa.Table | None:
+def _check_ranks(raw: dict[str, np.ndarray], nprocs: int) -> None:
+    for mod in _RANK_CHECKED:
+        ranks = raw[mod][:, 1].view(np.int64) if mod in raw else ()
+        if len(ranks) and (ranks.min() < -1 or ranks.max() >= nprocs):
+            raise CorruptLogError(f"module {mod} has records of ranks outside [-1, {nprocs})")
+
+
+def _job_totals(raw: dict[str, np.ndarray], nprocs: int) -> dict[str, float]:
     """``darshan-parser --total``: iosight's own copy of libdarshan-util's accumulator
     (:func:`accumulate`) for POSIX, MPI-IO and STDIO; libdarshan-util 3.5 reduces none of
     H5F, H5D and PnetCDF (see :mod:`iosight.darshan._accumulate`), so neither does iosight."""
-    raw = {m: r for m, r in raw.items() if m in _ACCUMULATED}
-    for mod, recs in raw.items():
-        ranks = recs[:, 1].view(np.int64)
-        if len(ranks) and (ranks.min() < -1 or ranks.max() >= nprocs):
-            # a rank outside the job (the C accumulator would assert, i.e. abort)
-            raise CorruptLogError(f"module {mod} has records of ranks outside [-1, {nprocs})")
     totals: dict[str, float] = {}
     for mod in ACCUMULATED:
         if mod in raw:
             totals.update(accumulate(mod, raw[mod], nprocs))
-    from iosight.darshan._pydarshan import totals_table
-
-    return totals_table(totals) if totals else None
+    return totals

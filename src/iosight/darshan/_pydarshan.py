@@ -132,9 +132,8 @@ def _read_open_log(be, log, path: Path) -> LogTables:
         elif mod == "HEATMAP":
             tables["heatmap"] = _heatmap_table(be, log, info["idx"], names)
     # a module table with no named record is left out, as the text and 2.x readers do
-    tables = {
-        k: t for k, t in ((k, _named_only(t, names)) for k, t in tables.items()) if t.num_rows
-    }
+    ids = np.sort(np.fromiter(names, np.uint64, len(names)))
+    tables = {k: t for k, t in ((k, named_only(t, ids)) for k, t in tables.items()) if t.num_rows}
     present = [m for m, i in modules.items() if i["len"] > 0]
     partial = [m for m, i in modules.items() if i["partial_flag"]]
     job.update(modules=",".join(present), partial_modules=",".join(partial), partial=bool(partial))
@@ -148,15 +147,6 @@ def _read_open_log(be, log, path: Path) -> LogTables:
     tables["names"] = names_table(names, mounts)
     tables["job_totals"] = totals_table(totals) if totals else pa.table({})
     return {k: v for k, v in tables.items() if v.num_columns}
-
-
-def _named_only(table: pa.Table, names: dict[int, str]) -> pa.Table:
-    """Drop records with no name record, as PyDarshan does (ids outside the name table
-    are a writer's garbage, e.g. id 2**64-1 in some DAOS logs)."""
-    import pyarrow.compute as pc
-
-    known = pc.is_in(table["record_id"], value_set=pa.array(list(names), pa.uint64()))
-    return table if pc.all(known).as_py() else table.filter(known)
 
 
 def _job(be, log, path: Path) -> dict:
@@ -396,6 +386,16 @@ def _concat(arrays: list[np.ndarray]) -> np.ndarray:
 _PYTHON_PREFIX_PAIRS = 4096  # names x mounts below which a Python loop is faster
 
 
+def named_only(table: pa.Table, named: np.ndarray) -> pa.Table:
+    """Drop records whose id is not in ``named`` (sorted ids of the name records), as
+    PyDarshan does (ids outside the name table are a writer's garbage, e.g. id 2**64-1
+    in some DAOS logs)."""
+    ids = table["record_id"].to_numpy()
+    at = np.minimum(np.searchsorted(named, ids), max(len(named) - 1, 0))
+    known = named[at] == ids if len(named) else np.zeros(len(ids), bool)
+    return table if known.all() else table.filter(pa.array(known))
+
+
 def names_table(names: dict[int, str], mounts: list[tuple[str, str]]) -> pa.Table:
     """Record id -> name, with the mount point and file-system type of the longest prefix.
 
@@ -434,6 +434,15 @@ def names_table(names: dict[int, str], mounts: list[tuple[str, str]]) -> pa.Tabl
 
 
 def totals_table(totals: dict[str, float]) -> pa.Table:
-    """The one-row ``job_totals`` table (column by column: ``from_pylist`` is 2x slower)."""
-    cols = [pa.array(np.array([v])) for v in totals.values()]
+    """The one-row ``job_totals`` table: int64 columns for int values, float64 for
+    floats. The values go into Arrow as two arrays, each column a slice of one
+    (an array per column costs 2x more; ``from_pylist`` 3x)."""
+    values = list(totals.values())
+    is_float = [isinstance(v, float) for v in values]
+    ints = pa.array(np.array([v for v in values if not isinstance(v, float)], np.int64))
+    floats = pa.array(np.array([v for v in values if isinstance(v, float)], np.float64))
+    cols, at = [], [0, 0]
+    for f in is_float:
+        cols.append((floats if f else ints).slice(at[f], 1))
+        at[f] += 1
     return pa.Table.from_arrays(cols, names=list(totals))

@@ -135,17 +135,25 @@ def sniff(path: Path) -> Reader:
     raise CorruptLogError(f"{path}: not a Darshan log, parser text dump or job-total table")
 
 
-def read_source(path: str | Path, *, darshan3: str = "native") -> tuple[str, LogTables]:
+def read_source(
+    path: str | Path, *, darshan3: str = "native", job_totals_row: bool = False
+) -> tuple[str, LogTables]:
     """Read one source with the reader that fits; return (format name, tables).
 
     ``darshan3`` picks how Darshan 3.x logs are read (:data:`DARSHAN3_READERS`):
     ``"native"`` parses the file format itself, ``"libdarshan"`` goes through
     libdarshan-util as PyDarshan does (the oracle the native reader is tested against).
+    ``job_totals_row``: the native reader gives a log's ``job_totals`` as its row (a
+    dict, see :func:`~iosight.darshan.read_darshan3`); every other reader, a table.
     """
     path = Path(path)
     if darshan3 not in DARSHAN3_READERS:
         raise UnknownNameError("3.x reader", darshan3, list(DARSHAN3_READERS))
     reader = sniff(path)
+    if reader.name == "darshan3" and darshan3 == "native":
+        from iosight.darshan._darshan3 import read_darshan3
+
+        return reader.name, read_darshan3(path, job_totals_row=job_totals_row)
     if reader.name == "darshan3":
         return reader.name, DARSHAN3_READERS[darshan3](path)
     return reader.name, reader.read(path)

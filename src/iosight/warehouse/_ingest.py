@@ -14,6 +14,7 @@ import os
 import shutil
 import time
 from collections.abc import Iterable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +35,7 @@ _PRELOAD = (
     "iosight.darshan._darshan3",
     "iosight.darshan._pydarshan",
     "pandas",
+    "pyarrow.parquet",
 )
 
 
@@ -122,8 +124,9 @@ def ingest(
     timeout : seconds one source may take before its worker is killed and it fails
     scheduler : address of a Dask scheduler to run the readers on instead
     batch_size : at most this many sources per atomic commit (each worker stages its own
-        batches; default :data:`DEFAULT_BATCH_SIZE`); fewer when that gives every local
-        worker a batch
+        batches; default :data:`DEFAULT_BATCH_SIZE`); local batches are at most a worker's
+        share of what is left, so a small ingest keeps every worker busy and the workers
+        finish together
     reader : how Darshan 3.x logs are read: ``"native"`` (the file format itself) or
         ``"libdarshan"`` (libdarshan-util through PyDarshan, today's oracle)
 
@@ -142,22 +145,40 @@ def ingest(
     with warehouse.writer_lock():
         files = discover(paths)
         report.sources = len(files)
-        known = _known_sources(warehouse)
-        items = _new_items(files, known, force, report)
-        progress.start(len(items), "ingest")
-        committer = _Committer(warehouse, force=force, known=known, report=report)
-        batch_size = batch_size or DEFAULT_BATCH_SIZE
-        if not scheduler:  # a small ingest still keeps every worker busy
-            spread = -(-len(items) // (workers or default_workers()))
-            batch_size = max(1, min(batch_size, spread))
-        batches = [items[i : i + batch_size] for i in range(0, len(items), batch_size)]
-        if scheduler:
-            _run_dask(batches, warehouse, scheduler, timeout, committer, progress, reader)
-        else:
-            _run_local(batches, warehouse, workers, timeout, committer, progress, reader)
+        logs = _PerLog(progress, report)
+        # the local pool starts its fork server now: its imports overlap the hashing
+        with (
+            _local_pool(workers, timeout, logs)
+            if files and not scheduler
+            else nullcontext() as pool
+        ):
+            known = _known_sources(warehouse)
+            items = _new_items(files, known, force, report)
+            progress.start(len(items), "ingest")
+            committer = _Committer(warehouse, force=force, known=known, report=report)
+            size = batch_size or DEFAULT_BATCH_SIZE
+            if scheduler:
+                batches = [items[i : i + size] for i in range(0, len(items), size)]
+                _run_dask(batches, warehouse, scheduler, timeout, committer, logs, reader)
+            elif items:  # (no files: no pool)
+                batches = _shrinking_batches(items, size, workers or default_workers())
+                _run_local(pool, batches, warehouse, committer, logs, reader)
     progress.finish()
     report.seconds = time.monotonic() - t0
     return report
+
+
+def _shrinking_batches(items: list, size: int, workers: int) -> list[list]:
+    """``items`` in batches of at most ``size`` for ``workers`` local workers, each at most
+    a worker's share of what is left (and at least ``size // 8``): a small ingest still
+    keeps every worker busy, and the last batches shrink so the workers finish together
+    (a batch is one worker's; while the last one runs, the others wait)."""
+    out, at = [], 0
+    while at < len(items):
+        n = min(size, max(-(-(len(items) - at) // workers), size // 8, 1))
+        out.append(items[at : at + n])
+        at += n
+    return out
 
 
 def _new_items(files: list[Path], known: set[str], force: bool, report: IngestReport):
@@ -179,30 +200,39 @@ def _new_items(files: list[Path], known: set[str], force: bool, report: IngestRe
     return items
 
 
-def _run_local(batches, warehouse, workers, timeout, committer, progress, reader) -> None:
+def _local_pool(workers: int, timeout: float | None, logs: _PerLog):
     from iosight.parallel import LocalPool
 
-    logs = _PerLog(progress, committer.report)
-    with LocalPool(
+    return LocalPool(
         ingest_batch, workers=workers, timeout=timeout, preload=_PRELOAD, on_beat=logs.to
-    ) as pool:
-        pending = {}
-        for batch in batches:
-            bid = new_batch_id()
-            pending[bid] = batch
-            pool.submit(bid, (str(warehouse.staging_dir(bid)), batch, reader))
-        for res in pool.results():
-            batch = pending.pop(res.key)
-            if res.error is None:
-                committer.commit(res.key, res.value)
-                logs.to(res.key, len(batch))
-                logs.forget(res.key)
-                continue
-            retries = committer.split_failed(res, batch, progress)
-            logs.carry(res.key, retries)
-            for bid, retry in retries:
-                pending[bid] = retry
-                pool.submit(bid, (str(warehouse.staging_dir(bid)), retry, reader))
+    )
+
+
+def _run_local(pool, batches, warehouse, committer, logs, reader) -> None:
+    pending = {}
+
+    def submit(bid: str, batch: list) -> None:
+        pending[bid] = batch
+        pool.submit(bid, (str(warehouse.staging_dir(bid)), batch, reader))
+
+    for batch in batches:
+        submit(new_batch_id(), batch)
+    for res in pool.results():
+        for bid, retry in _settle(res, pending.pop(res.key), committer, logs):
+            submit(bid, retry)
+
+
+def _settle(res, batch: list, committer: _Committer, logs: _PerLog) -> list[tuple[str, list]]:
+    """Commit a batch that a worker finished, or record the source a failed batch died
+    on; return the batches to read again (see :meth:`_Committer.split_failed`)."""
+    if res.error is None:
+        committer.commit(res.key, res.value)
+        logs.to(res.key, len(batch))
+        logs.forget(res.key)
+        return []
+    retries = committer.split_failed(res, batch, logs.progress)
+    logs.carry(res.key, retries)
+    return retries
 
 
 class _PerLog:
@@ -232,10 +262,9 @@ class _PerLog:
             credit -= self.counted[bid]
 
 
-def _run_dask(batches, warehouse, scheduler, timeout, committer, progress, reader) -> None:
+def _run_dask(batches, warehouse, scheduler, timeout, committer, logs, reader) -> None:
     from iosight.parallel import dask_results
 
-    logs = _PerLog(progress, committer.report)
     tasks = {new_batch_id(): b for b in batches}
     while tasks:
         args = [(bid, (str(warehouse.staging_dir(bid)), b, reader)) for bid, b in tasks.items()]
@@ -243,15 +272,7 @@ def _run_dask(batches, warehouse, scheduler, timeout, committer, progress, reade
         for res in dask_results(
             ingest_batch, args, scheduler=scheduler, timeout=timeout, on_beat=logs.to
         ):
-            batch = tasks[res.key]
-            if res.error is None:
-                committer.commit(res.key, res.value)
-                logs.to(res.key, len(batch))
-                logs.forget(res.key)
-                continue
-            split = committer.split_failed(res, batch, progress)
-            logs.carry(res.key, split)
-            retries.update(split)
+            retries.update(_settle(res, tasks[res.key], committer, logs))
         tasks = retries
 
 
@@ -344,7 +365,7 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str]], str], beat) -> dict:
         out["keys"].append(key)
         out["bytes"] += os.path.getsize(path)
         try:
-            fmt, tables = read_source(path, darshan3=reader)
+            fmt, tables = read_source(path, darshan3=reader, job_totals_row=True)
         except Exception as err:  # noqa: BLE001 - an unreadable source is an error row
             reason = one_line(err)
             out["errors"].append((path, reason))
@@ -352,11 +373,11 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str]], str], beat) -> dict:
             parts.add("ingest_errors", pa.Table.from_pylist([row]))
             continue
         jobs = tables["jobs"].num_rows
-        for name, t in _keyed(key, tables).items():
-            parts.add(name, t)
+        for name, t in tables.items():
+            parts.add(name, *_job_keys(key, t))
         if fmt != "job-totals" and "job_totals" not in tables:
             # a log with no records still gets its row (no counter recorded: all null)
-            parts.add("job_totals", pa.table({"job_key": _key_column(key, 1)}))
+            parts.add("job_totals", _ONE_ROW, key)
         sources.append(
             {
                 "source_key": key,
@@ -374,6 +395,9 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str]], str], beat) -> dict:
     return out
 
 
+_ONE_ROW = pa.table({"_": [0]}).drop_columns(["_"])  # one row, no column
+
+
 class _Parts:
     """A worker's rows of one batch, per table, staged as few Parquet files as memory allows.
 
@@ -381,21 +405,29 @@ class _Parts:
     (one concat, one write) unless the accumulated Arrow buffers of all tables pass
     :data:`_PART_BYTES`: then the largest tables are staged as parts of their own until
     at most half that is held. A worker therefore holds at most ``_PART_BYTES`` of rows
-    plus one source's tables, and the concat at staging copies one table at a time.
+    plus one source's tables, and staging copies one table at a time (into one chunk
+    per column: Parquet writes one chunk much faster than a source's many). A table's
+    rows may also come as dicts (a 3.x log's ``job_totals`` row): those become one
+    table at staging.
+
+    Each source's rows carry their ``job_key`` only here: the column is built once per
+    staged table, dictionary-encoded (no string per row; Parquet stores a dictionary
+    page and readers see a plain string column).
     """
 
     def __init__(self, staging: Path) -> None:
         self.staging = staging
-        self.acc: dict[str, list[pa.Table]] = {}
+        self.acc: dict[str, list[tuple[pa.Table | dict, str | list[str] | None]]] = {}
         self.size: dict[str, int] = {}
         self.total = 0  # sum of self.size, kept as tables come and go (add runs per table)
         self.part: dict[str, int] = {}
         self.written: set[str] = set()
 
-    def add(self, name: str, table: pa.Table) -> None:
-        self.acc.setdefault(name, []).append(table)
-        # buffer sizes without deduplication: Table.nbytes costs ~1 ms on a wide table
-        size = table.get_total_buffer_size()
+    def add(self, name: str, table: pa.Table | dict, keys: str | list[str] | None = None) -> None:
+        """Hold ``table``'s rows (or one row, a dict); ``keys``: the ``job_key`` of every
+        row (one string), of each row (a list), or ``None`` for a table without one."""
+        self.acc.setdefault(name, []).append((table, keys))
+        size = _held_bytes(table)
         self.size[name] = self.size.get(name, 0) + size
         self.total += size
         if self.total > _PART_BYTES:
@@ -403,9 +435,15 @@ class _Parts:
                 self._stage(max(self.size, key=self.size.__getitem__))
 
     def _stage(self, name: str) -> None:
+        entries = _rows_as_table(self.acc.pop(name))
+        table = pa.concat_tables([t for t, _ in entries], promote_options="permissive")
+        if table.num_rows < _SMALL_CHUNK_ROWS * len(entries):
+            table = table.combine_chunks()  # small chunks: worth a copy
+        if entries[0][1] is not None:
+            table = table.add_column(0, "job_key", _key_column(entries))
         part = self.part.get(name, 0)
         self.written.update(
-            stage_tables(self.staging, {name: self.acc.pop(name)}, part=part, arrow_schema=False)
+            stage_tables(self.staging, {name: [table]}, part=part, arrow_schema=False)
         )
         self.part[name] = part + 1
         self.total -= self.size.pop(name)
@@ -416,26 +454,64 @@ class _Parts:
         return self.written
 
 
-def _key_column(key: str, n: int) -> pa.DictionaryArray:
-    """``n`` rows of ``key``, dictionary-encoded: building it costs no per-row string, and
-    Parquet stores it as a dictionary page (readers see a plain string column)."""
+def _rows_as_table(entries: list) -> list[tuple[pa.Table, str | list[str] | None]]:
+    """``entries`` with their dict rows made one table (its columns: every key met, in
+    order; a row without one holds null), first."""
+    rows = [(r, k) for r, k in entries if isinstance(r, dict)]
+    if not rows:
+        return entries
+    seen: dict = {}  # every column, in the order met, with a value (of its one type)
+    for row, _ in rows:
+        seen.update(row)
+    schema = pa.schema(
+        [(col, pa.float64() if isinstance(v, float) else pa.int64()) for col, v in seen.items()]
+    )
+    table = pa.Table.from_pylist([r for r, _ in rows], schema=schema)
+    return [(table, [k for _, k in rows])] + [e for e in entries if not isinstance(e[0], dict)]
+
+
+def _held_bytes(table: pa.Table | dict) -> int:
+    """Bytes of ``table``'s buffers. A wide table is a module's counters or job totals,
+    every column 8 bytes a row: counting its buffers costs ~50 us a table, 0.25 ms a
+    log (``Table.nbytes``, which deduplicates, 3x more). A row (a dict of Python
+    numbers): ~85 bytes a value, measured."""
+    if isinstance(table, dict):
+        return 88 * len(table)
+    if table.num_columns >= _WIDE:
+        return table.num_rows * table.num_columns * 8
+    return table.get_total_buffer_size()
+
+
+_WIDE = 24  # columns from which a reader's table holds only 8-byte columns (see _tables)
+# chunks of fewer rows than this on average are combined before Parquet writes them
+# (a wide table of one-row chunks writes 5-9x slower than combined); larger ones are
+# written as they are (combining DXT segments would only copy them)
+_SMALL_CHUNK_ROWS = 1024
+
+
+def _key_column(entries: list[tuple[pa.Table, str | list[str]]]) -> pa.DictionaryArray:
+    """The ``job_key`` of every row of ``entries`` (tables and their keys), in order."""
+    words: list[str] = []
+    index = []
+    for table, keys in entries:
+        if isinstance(keys, str):
+            index.append(np.full(table.num_rows, len(words), np.int32))
+            words.append(keys)
+        else:
+            index.append(np.arange(len(words), len(words) + len(keys), dtype=np.int32))
+            words += keys
     return pa.DictionaryArray.from_arrays(
-        pa.array(np.zeros(n, np.int32)), pa.array([key], pa.string())
+        pa.array(np.concatenate(index)), pa.array(words, pa.string())
     )
 
 
-def _keyed(key: str, tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
-    """Prepend ``job_key``: the source key, or ``<key>-<row>`` for multi-job sources."""
-    out = {}
-    for name, t in tables.items():
-        if t.schema.get_field_index("_row") >= 0:
-            rows = t["_row"].to_numpy().tolist()
-            keys = pa.array([f"{key}-{r:08d}" for r in rows], pa.string()).dictionary_encode()
-            t = t.drop_columns(["_row"])
-        else:
-            keys = _key_column(key, t.num_rows)
-        out[name] = t.add_column(0, "job_key", keys)
-    return out
+def _job_keys(key: str, table: pa.Table | dict) -> tuple[pa.Table | dict, str | list[str]]:
+    """``table`` and its rows' ``job_key``: the source key, or ``<key>-<row>`` for the
+    rows of a multi-job source (its ``_row`` column, dropped here)."""
+    if isinstance(table, dict) or table.schema.get_field_index("_row") < 0:
+        return table, key
+    rows = table["_row"].to_numpy().tolist()
+    return table.drop_columns(["_row"]), [f"{key}-{r:08d}" for r in rows]
 
 
 _SOURCE_TABLES = ("sources", "ingest_errors")
