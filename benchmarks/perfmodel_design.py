@@ -5,7 +5,8 @@ OnlineSettings``) is scored here on each TOKIO-ABC system's *training part* only
 first 70% of the year; predictions from its 30% quantile of start times on, refitted
 monthly as in deployment): share of runs within 30%, beside the online median (the
 trivial baseline) on the same runs. The test period is never read
-(``training_walk_forward``). Each design is run with three seeds of the boosted trees,
+(``training_walk_forward``); the deployment choice rules are compared on their
+validation shares only. Each design is run with three seeds of the boosted trees,
 so the spread shows what is noise.
 
     python benchmarks/perfmodel_design.py                      # finds ../shared/datasets
@@ -62,6 +63,7 @@ def main() -> None:
     print("within 30% on the training part's walk forward; systems:", " / ".join(systems))
     base = {name: training_walk_forward(s, name)["online median"] for name, s in data.items()}
     print(f"{'online median (baseline)':48s}", _row([base[n] for n in systems]))
+    session_alone(data)
     for design, fields in DESIGNS.items():
         means, per_seed = [], []
         for seed in range(args.seeds):
@@ -72,7 +74,52 @@ def main() -> None:
         avg = np.mean(per_seed, axis=0)
         seeds = ", ".join(f"{100 * m:.2f}" for m in means)
         print(f"{design:48s}", _row(avg), f"(per seed: {seeds})")
+    choice_rules(data)
     print(f"{time.perf_counter() - t0:.0f} s; load average at end: {os.getloadavg()[0]:.2f}")
+
+
+def session_alone(data) -> None:
+    """The same-session estimate on its own, on the scored training runs that have one,
+    beside the online median on the same runs: why its learned weight differs by system."""
+    from iosight.perfmodel import DESIGN_START_SHARE, causal_features, tokio_split
+
+    for name, s in data.items():
+        train, _ = tokio_split(s, name)
+        f = causal_features(train)
+        first = np.quantile(train["start_time"].to_numpy(float), DESIGN_START_SHARE)
+        rows = (train["start_time"].to_numpy() >= first) & f["log session estimate"].notna()
+        y = train["write_time"].to_numpy(float)[rows]
+        est = np.exp(f["log session estimate"].to_numpy()[rows])
+        med = f["online median"].to_numpy()[rows]
+        print(
+            f"  {name}: same-session estimate on {rows.sum()} of "
+            f"{(train['start_time'].to_numpy() >= first).sum()} runs: within 30% "
+            f"{100 * _within(est, y):.1f} (online median on the same runs "
+            f"{100 * _within(med, y):.1f})"
+        )
+
+
+def choice_rules(data) -> None:
+    """What iosight deploys under the previous rule (three windows over the last 30% of
+    the training part) and the adopted one (seven over the last 70%): validation shares
+    of the three candidates only (the test columns are not printed)."""
+    from iosight.perfmodel import CANDIDATES, DEPLOYED, deployable_comparison
+
+    for share, windows in ((0.3, 3), (0.7, 7)):
+        print(f"deployment choice on {windows} windows over the last {share:.0%} of training:")
+        for name, s in data.items():
+            cmp = deployable_comparison(s, name, share=share, windows=windows)
+            cmp = cmp[cmp["test_set"] == "all"].set_index("method")
+            vals = " / ".join(f"{100 * cmp.loc[m, 'validation_within_30']:.1f}" for m in CANDIDATES)
+            rows = int(cmp.loc[DEPLOYED, "validation_rows"])
+            print(
+                f"  {name}: paper / median / predictor {vals} on {rows} rows -> "
+                f"{cmp.loc[DEPLOYED, 'chosen']}"
+            )
+
+
+def _within(pred, y) -> float:
+    return float(np.mean(np.abs(pred / y - 1) <= 0.3))
 
 
 def _row(shares) -> str:

@@ -430,7 +430,8 @@ def online_accuracy(
     ``paper_validation`` (per window, the paper pipeline fitted on the training rows
     before it, its Lasso rows on it), the candidate with the best within-30% share on the
     windows pooled is what iosight deploys (:data:`DEPLOYED`, its test errors are the
-    chosen candidate's); columns ``chosen`` and ``validation_within_30`` say which and why.
+    chosen candidate's); columns ``chosen``, ``validation_within_30`` and
+    ``validation_rows`` (scored validation rows, pooled) say which and why.
     The test period is never looked at for the choice.
     """
     import pandas as pd
@@ -455,7 +456,11 @@ def online_accuracy(
         chosen = choose_on_validation(shares)
         errors[DEPLOYED] = errors[chosen]
         shares[DEPLOYED] = shares[chosen]
-        extra = {m: {"chosen": chosen, "validation_within_30": shares[m]} for m in METHODS}
+        rows = sum(len(w[CANDIDATES[0]]) for w in windows)
+        extra = {
+            m: {"chosen": chosen, "validation_within_30": shares[m], "validation_rows": rows}
+            for m in METHODS
+        }
     apps = test["app"].to_numpy()[keep]
     rows = []
     for method, err in errors.items():

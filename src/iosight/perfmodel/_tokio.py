@@ -262,40 +262,46 @@ def training_walk_forward(
 
 #: The deployed method is chosen on the last ``VALIDATION_SHARE`` of the training part,
 #: cut into ``VALIDATION_WINDOWS`` consecutive windows (walk-forward validation): the
-#: period the predictor's design is scored on, about one month per window. (Three
-#: windows over the last 30% decided cori/cscratch, edison/scratch2 and Mira on 0-2
-#: rows of about 200; docs/perfmodel.md.)
+#: period the predictor's design is scored on, about one month per window (three
+#: windows over the last 30% decide some systems on differences under one point:
+#: ``benchmarks/perfmodel_design.py`` prints both, docs/perfmodel.md).
 VALIDATION_SHARE = 1 - DESIGN_START_SHARE
 VALIDATION_WINDOWS = 7
 
 
 def deployable_comparison(
-    samples: pd.DataFrame, system: str, paper: SearchOutcome | None = None, *, seed: int = 0
+    samples: pd.DataFrame,
+    system: str,
+    paper: SearchOutcome | None = None,
+    *,
+    seed: int = 0,
+    share: float = VALIDATION_SHARE,
+    windows: int = VALIDATION_WINDOWS,
 ) -> pd.DataFrame:
     """:func:`iosight.perfmodel.online_accuracy` on one system, with what iosight deploys
-    chosen on ``VALIDATION_WINDOWS`` consecutive windows covering the last
-    ``VALIDATION_SHARE`` of the training part, the paper pipeline refitted for each window
-    on the training rows before it (one window is short: on edison/scratch2 a few slow
-    days decide it). ``paper`` is :func:`evaluate_tokio`'s outcome on the usual split when
-    already computed. The test period is not read for the choice (tested)."""
+    chosen on ``windows`` consecutive windows covering the last ``share`` of the training
+    part, the paper pipeline refitted for each window on the training rows before it
+    (short validation decides on a few rows: docs/perfmodel.md). ``paper`` is
+    :func:`evaluate_tokio`'s outcome on the usual split when already computed. The test
+    period is not read for the choice (tested)."""
     from iosight.perfmodel._online import online_accuracy
 
     paper = paper or evaluate_tokio(samples, system, seed=seed, families=("lasso",))
     train, test = tokio_split(samples, system)
     n = len(train)
-    edges = np.linspace(n * (1 - VALIDATION_SHARE), n, VALIDATION_WINDOWS + 1).round()
-    windows, paper_rows = [], []
+    edges = np.linspace(n * (1 - share), n, windows + 1).round()
+    parts, paper_rows = [], []
     for lo, hi in zip(edges[:-1].astype(int), edges[1:].astype(int), strict=True):
         upto = train.iloc[:hi]
         _, window = tokio_split(upto, system, train_share=lo / hi)
         out = evaluate_tokio(upto, system, train_share=lo / hi, seed=seed, families=("lasso",))
-        windows.append(window)
+        parts.append(window)
         paper_rows.append(out.predictions[out.predictions["family"] == "lasso"])
     cmp = online_accuracy(
         samples[samples["system"] == system],
         test,
         paper.predictions[paper.predictions["family"] == "lasso"],
-        validation=windows,
+        validation=parts,
         paper_validation=paper_rows,
     )
     return cmp.assign(system=system)
