@@ -31,6 +31,7 @@ DESIGNS = {
     "previous: 30-run offset, no session": {"offset_runs": 30, "session": "none"},
     "5-run offset": {"offset_runs": 5, "session": "none"},
     "20-run offset": {"offset_runs": 20, "session": "none"},
+    "every earlier run as offset + session": {"offset_runs": 10**6},
     "10-run offset": {"offset_runs": 10, "session": "none"},
     "10-run offset + session (any scale)": {"offset_runs": 10, "session": "any scale"},
     "10-run offset + session, no shift c": {"offset_runs": 10, "shift": False},

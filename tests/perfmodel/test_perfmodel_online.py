@@ -181,3 +181,12 @@ def test_session_weight_follows_the_estimate_only_where_it_is_better():
     assert session_weight(offset, exact, logt) == 1.0
     assert session_weight(offset, np.zeros(200), logt) == 0.0  # no gain: the smaller weight
     assert session_weight(offset, -exact, logt) == 0.0  # pointing the wrong way
+
+
+def test_settings_refuse_an_unknown_session_sibling_or_pair_count():
+    from iosight._errors import IosightError
+
+    with pytest.raises(IosightError, match="session"):
+        OnlineSettings(session="same app")
+    with pytest.raises(IosightError, match="min_session_pairs"):
+        OnlineSettings(session_pairs=3, min_session_pairs=5)

@@ -148,7 +148,7 @@ def causal_features(
     t = samples["write_time"].to_numpy(float)
     logt = np.log(t)
     n = len(samples)
-    med = np.full(n, np.nan)
+    log_med = np.full(n, np.nan)  # log of the online median
     last_dev = np.full(n, np.nan)  # log(last run / its online median)
     mean_dev = np.full(n, np.nan)  # mean of the last 3 such deviations
     spread = np.full(n, np.nan)  # IQR of the log times of the previous runs
@@ -160,14 +160,14 @@ def causal_features(
         if len(done) == 0:
             continue
         prev = done[-n_prev:]
-        med[i] = np.exp(np.median(logt[prev]))
+        log_med[i] = np.median(logt[prev])
         long_med[i] = np.median(logt[done[-offset_runs:]])
         q75, q25 = np.percentile(logt[prev], [75, 25])
         spread[i] = q75 - q25
         since[i] = (start[i] - end[done[-1]]) / DAY
         runs[i] = len(done)
     fallback = np.log(_fallback_median(samples, logt, start, end))
-    med = np.where(np.isfinite(med), med, np.exp(fallback))
+    log_med = np.where(np.isfinite(log_med), log_med, fallback)
     long_med = np.where(np.isfinite(long_med), long_med, fallback)
     # deviations of earlier runs from their own offset median (known once they ended)
     dev = logt - long_med
@@ -188,7 +188,7 @@ def causal_features(
             sys_last[i] = dev[ok[-1]]
             sys_age[i] = (start[i] - end[ok[-1]]) / 3600
     feats = {
-        "online median": med,
+        "online median": np.exp(log_med),
         "log offset median": long_med,
         "log session estimate": session_estimate(samples, settings=st),
         "last deviation": last_dev,
@@ -197,7 +197,8 @@ def causal_features(
         "system last deviation": sys_last,
         "hours since system last run": sys_age,
         "same-session deviation": np.where(sys_age < SESSION_H, sys_last, 0.0),
-        "log online median - log offset median": np.log(med) - long_med,
+        # exactly 0 when offset_runs == n_prev (the default): constant, not a model input
+        "log online median - log offset median": log_med - long_med,
         "spread of previous runs": spread,
         "days since last run": since,
         "previous runs": runs,
