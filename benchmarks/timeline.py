@@ -72,8 +72,8 @@ def difference_array(s, e, v, n_bins):
     return out
 
 
-def difference_array_blocks(s, e, v, n_bins, block=1 << 18):
-    """The difference array in blocks of rows, as iosight bins (does blocking alone win?)."""
+def difference_array_blocks(s, e, v, n_bins, block=1 << 17):
+    """The difference array in blocks of rows of iosight's size (does blocking alone win?)."""
     out = np.zeros((n_bins, v.shape[1]))
     for lo in range(0, len(s), block):
         out += difference_array(s[lo : lo + block], e[lo : lo + block], v[lo : lo + block], n_bins)
@@ -206,6 +206,8 @@ def build_child(path: str) -> None:
 
 def end_to_end(sizes: list[int], seed: int, workdir: str | None) -> None:
     rss = []
+    if workdir:
+        Path(workdir).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         for n in sizes:
             path = Path(tmp) / f"wh{n}"

@@ -2,6 +2,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from sklearn.metrics import f1_score
 
 from iosight._errors import IosightError
 from iosight.bursts import (
@@ -11,6 +12,7 @@ from iosight.bursts import (
     evaluate_forecasts,
     load_forecaster,
     make_dataset,
+    no_new_bursts_f1,
     train_forecaster,
 )
 
@@ -72,6 +74,8 @@ def test_baselines_and_models_on_a_daily_pattern():
         assert r.loc[(mode, "persistence"), "f1"] == 0
         assert r.loc[(mode, "time_of_day"), "f1"] == 1
         assert r.loc[(mode, "time_of_day"), "test_bursts"] == 4
+    # no burst is on a bin before it: knowing how long current bursts last gains nothing
+    assert (r["f1_no_new_bursts"] == 0).all()
     assert set(r.index.get_level_values("model")) == {
         "persistence",
         "time_of_day",
@@ -108,6 +112,18 @@ def test_chosen_falls_back_to_persistence_when_models_are_worse():
     assert r.loc["naive_bayes", "val_f1"] <= r.loc["persistence", "val_f1"]
     assert r.loc["chosen", "chosen"] == "persistence"
     assert r.loc["chosen", "f1"] == r.loc["persistence", "f1"]
+    # plateau ends are all persistence misses: the ceiling without new bursts is above it
+    assert r["f1_no_new_bursts"].nunique() == 1
+    assert r["f1_no_new_bursts"].iloc[0] > r.loc["persistence", "f1"]
+
+
+def test_no_new_bursts_ceiling_by_hand():
+    now, later = np.array([1, 1, 0, 0, 2, 0]), np.array([1, 0, 1, 0, 1, 1])
+    # 2 bursts kept (bins 0, 4), 2 new (bins 2, 5): F1 = 2*2 / (2*2 + 2)
+    assert no_new_bursts_f1(now, later) == pytest.approx(4 / 6)
+    # persistence on the same bins: 2 hits, 1 false alarm, 2 misses
+    assert f1_score(later > 0, now > 0) == pytest.approx(4 / 7)
+    assert no_new_bursts_f1(now, np.zeros(6)) == 0.0
 
 
 def test_choice_needs_a_margin_and_no_losing_window():

@@ -11,6 +11,8 @@ from iosight.perfmodel import (
     OnlineSettings,
     best_shift,
     causal_features,
+    session_estimate,
+    session_weight,
     tokio_samples,
     tokio_split,
     walk_forward,
@@ -129,3 +131,62 @@ def test_system_last_deviation_reads_the_last_run_of_any_configuration():
     later = causal_features(s, n_prev=3, offset_runs=3).iloc[4]
     assert later["system last deviation"] == pytest.approx(np.log(3.0))
     assert later["same-session deviation"] == 0.0
+
+
+def _sessions(days: int, ratio: float = 2.0, gap_s: float = 600.0) -> pd.DataFrame:
+    """Daily sessions: IOR, then HACC-IO ``gap_s`` after IOR ended, ``ratio`` times slower."""
+    rows = []
+    for d in range(days):
+        t0, ior = d * 86400.0, 10.0 + d
+        rows.append(("ior", 4, t0, t0 + ior, ior))
+        h0 = t0 + ior + gap_s
+        rows.append(("hacc", 4, h0, h0 + ratio * ior, ratio * ior))
+    cols = ["app", "nprocs", "start_time", "end_time", "write_time"]
+    return pd.DataFrame(rows, columns=cols).assign(system="x/fs")
+
+
+def test_session_estimate_is_the_sibling_times_the_earlier_ratio():
+    s = _sessions(5)
+    est = session_estimate(s, settings=OnlineSettings(min_session_pairs=3))
+    hacc = s.index[s["app"] == "hacc"]
+    # the first three HACC runs have fewer than 3 earlier shared sessions; then
+    # today's IOR time x the median ratio 2
+    assert np.isnan(est[hacc[:3]]).all()
+    assert np.exp(est[hacc[3:]]) == pytest.approx(2 * s.loc[hacc[3:] - 1, "write_time"])
+    # IOR runs first in its session: no sibling, no estimate
+    assert np.isnan(est[s.index[s["app"] == "ior"]]).all()
+
+
+def test_session_estimate_needs_a_recent_finished_sibling_of_the_same_scale():
+    st = OnlineSettings(min_session_pairs=3)
+    late = _sessions(5, gap_s=2 * 3600)  # HACC two hours after IOR: another session
+    assert np.isnan(session_estimate(late, settings=st)).all()
+    other = _sessions(5)
+    other.loc[other["app"] == "hacc", "nprocs"] = 8  # HACC at another scale
+    assert np.isnan(session_estimate(other, settings=st)).all()
+    anyscale = session_estimate(
+        other, settings=OnlineSettings(min_session_pairs=3, session="any scale")
+    )
+    assert np.isfinite(anyscale).sum() == 2
+    running = _sessions(5, gap_s=-5.0)  # HACC starts before IOR ended: IOR not known yet
+    assert np.isnan(session_estimate(running, settings=st)).all()
+    assert np.isnan(session_estimate(_sessions(5), settings=OnlineSettings(session="none"))).all()
+
+
+def test_session_weight_follows_the_estimate_only_where_it_is_better():
+    rng = np.random.default_rng(0)
+    logt = rng.normal(4.0, 0.5, 200)
+    offset = np.full(200, 4.0)  # the median: often off by more than 30%
+    exact = logt - offset  # moving by this reaches every run
+    assert session_weight(offset, exact, logt) == 1.0
+    assert session_weight(offset, np.zeros(200), logt) == 0.0  # no gain: the smaller weight
+    assert session_weight(offset, -exact, logt) == 0.0  # pointing the wrong way
+
+
+def test_settings_refuse_an_unknown_session_sibling_or_pair_count():
+    from iosight._errors import IosightError
+
+    with pytest.raises(IosightError, match="session"):
+        OnlineSettings(session="same app")
+    with pytest.raises(IosightError, match="min_session_pairs"):
+        OnlineSettings(session_pairs=3, min_session_pairs=5)

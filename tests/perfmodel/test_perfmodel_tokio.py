@@ -117,3 +117,21 @@ def test_server_load_with_every_counter_at_zero_is_missing(shared):
     s = tokio_samples(path)
     assert s["lag OSS CPU"].notna().mean() > 0.9
     assert not ((s["lag OSS CPU"] == 0) & (s["lag written GiB/s"] == 0)).any()
+
+
+def test_design_scores_come_from_the_training_part_only(shared):
+    from iosight.perfmodel import OnlineSettings, training_walk_forward
+
+    s = tokio_samples(shared(*MIRA))
+    system = "mira/mira-fs1"
+    st = OnlineSettings(trees=20)
+    got = training_walk_forward(s, system, st)
+    train, test = tokio_split(s, system)
+    assert 0.5 < got["iosight predictor"] <= 1 and 0.5 < got["online median"] <= 1
+    assert got["samples"] == pytest.approx(0.7 * len(train), abs=2)
+    rng = np.random.default_rng(0)
+    other = s.copy()
+    other.loc[test.index, "write_time"] *= rng.uniform(0.3, 3.0, len(test))
+    assert training_walk_forward(other, system, st) == got
+    other.loc[train.index[-40:], "write_time"] *= 3  # the control: training runs count
+    assert training_walk_forward(other, system, st) != got

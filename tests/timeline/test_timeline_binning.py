@@ -105,3 +105,14 @@ def test_bad_spread_is_a_clear_error():
 def test_count_active():
     act = count_active(np.array([0.0, 5.0, 31.0]), np.array([10.0, 25.0, 31.0]), width=10, n_bins=4)
     assert act.tolist() == [2, 1, 1, 1]
+
+
+def test_value_layouts_give_the_same_bins():
+    """Strided and Fortran-ordered value columns bin as their C-ordered copy does."""
+    rng = np.random.default_rng(3)
+    s = rng.uniform(0, 500, 400)
+    e = s + rng.uniform(0, 200, 400) * (rng.random(400) > 0.3)
+    wide = rng.random((400, 6))
+    want = bin_intervals(s, e, np.ascontiguousarray(wide[:, ::2]), width=3.0, n_bins=240)
+    for v in (wide[:, ::2], np.asfortranarray(wide[:, ::2])):
+        assert np.allclose(bin_intervals(s, e, v, width=3.0, n_bins=240), want, rtol=1e-12)

@@ -135,3 +135,17 @@ def test_cli_chunk_jobs(facility):
     _same(load_timeline(facility).reset_index(drop=True), one)
     bad = CliRunner().invoke(app, [*args, "--chunk-jobs", "0"])
     assert bad.exit_code != 0 and "chunk_jobs" in bad.output and "Traceback" not in bad.output
+
+
+def test_cli_help_states_the_library_default():
+    """`timeline build --help` repeats the default (the CLI module imports no timeline
+    code at start-up), so this keeps the two in step."""
+    import inspect
+
+    from typer.testing import CliRunner
+
+    from iosight.cli import app
+
+    default = inspect.signature(build_timeline).parameters["chunk_jobs"].default
+    result = CliRunner().invoke(app, ["timeline", "build", "--help"], terminal_width=200)
+    assert result.exit_code == 0 and f"(default {default:,})" in result.output

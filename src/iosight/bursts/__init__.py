@@ -35,6 +35,7 @@ from iosight.bursts._forecast import (
     fit_candidates,
     fit_model,
     make_dataset,
+    no_new_bursts_f1,
 )
 from iosight.bursts._forecaster import (
     MAX_LEAD,
@@ -93,6 +94,7 @@ __all__ = [
     "load_evaluation",
     "load_forecaster",
     "make_dataset",
+    "no_new_bursts_f1",
     "make_features",
     "make_pipeline",
     "model_names",

@@ -173,6 +173,19 @@ def _metrics(y: np.ndarray, pred: np.ndarray, prob: np.ndarray, target: str) -> 
     return {k: float(v) for k, v in out.items()}
 
 
+def no_new_bursts_f1(now: np.ndarray, later: np.ndarray) -> float:
+    """Burst-class F1 of a forecast that knows exactly which bursts on now are still on
+    at the target bin and foresees none that is not on now.
+
+    No forecast that only tells how long what is happening lasts (persistence is one)
+    scores higher: it misses every burst not on now and can at best hit every one that
+    is. Gains beyond it need foreseeing new bursts (docs/bursts.md, issue 14).
+    """
+    on, nxt = np.asarray(now) > 0, np.asarray(later) > 0
+    kept, new = int((on & nxt).sum()), int((~on & nxt).sum())
+    return 2 * kept / (2 * kept + new) if kept + new else 0.0
+
+
 @dataclass
 class FittedModel:
     """A fitted pipeline, the classes its dense codes stand for, and (binary) the cut on
@@ -576,8 +589,9 @@ def evaluate_forecasts(
         f1, f1_gain and skill (over persistence: ``(F1 - F1_p) / (1 - F1_p)``),
         precision, recall, pr_auc (burst class), f1_weighted (support-weighted over every
         class: the paper's framing) and f1_macro, val_f1, the tuned cut, n_train, n_test,
-        test_bursts, k and the params (JSON). Model ``chosen`` repeats the candidate picked
-        on validation (its name in ``chosen``).
+        test_bursts, f1_no_new_bursts (:func:`no_new_bursts_f1` on the test part: the
+        ceiling of forecasts that foresee no new burst), k and the params (JSON). Model
+        ``chosen`` repeats the candidate picked on validation (its name in ``chosen``).
     """
     import pandas as pd
 
@@ -613,6 +627,8 @@ def evaluate_forecasts(
     for (spec, ds), task_rows in zip(items, results, strict=True):
         te = slice(ds.n_train, None)
         base = {**spec, "n_train": ds.n_train, "n_test": int(ds.y[te].size),
-                "test_bursts": int((ds.y[te] > 0).sum()), "k": ds.labels.k}  # fmt: skip
+                "test_bursts": int((ds.y[te] > 0).sum()),
+                "f1_no_new_bursts": no_new_bursts_f1(ds.current[te], ds.y[te]),
+                "k": ds.labels.k}  # fmt: skip
         rows += [{**base, **r} for r in task_rows]
     return pd.DataFrame(rows)

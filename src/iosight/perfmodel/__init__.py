@@ -26,11 +26,16 @@ from iosight.perfmodel._online import (
     CANDIDATES,
     DEPLOYED,
     METHODS,
+    SESSION_H,
+    SESSION_SIBLINGS,
+    SESSION_WEIGHTS,
     OnlineSettings,
     best_shift,
     causal_features,
     choose_on_validation,
     online_accuracy,
+    session_estimate,
+    session_weight,
     walk_forward,
 )
 from iosight.perfmodel._platform import (
@@ -65,6 +70,7 @@ from iosight.perfmodel._search import (
     search_models,
 )
 from iosight.perfmodel._tokio import (
+    DESIGN_START_SHARE,
     VALIDATION_SHARE,
     VALIDATION_WINDOWS,
     deployable_comparison,
@@ -72,6 +78,7 @@ from iosight.perfmodel._tokio import (
     evaluate_tokio_files,
     tokio_samples,
     tokio_split,
+    training_walk_forward,
 )
 
 __all__ = [
@@ -81,6 +88,13 @@ __all__ = [
     "DEPLOYED",
     "METHODS",
     "OnlineSettings",
+    "DESIGN_START_SHARE",
+    "SESSION_H",
+    "SESSION_SIBLINGS",
+    "SESSION_WEIGHTS",
+    "session_estimate",
+    "session_weight",
+    "training_walk_forward",
     "best_shift",
     "causal_features",
     "choose_on_validation",

@@ -8,18 +8,25 @@ chronological split:
 - the **online median**: the median write time of the previous ``n_prev`` runs of the
   same configuration (system, benchmark, process count) that had *ended* before the job
   started;
-- the **iosight predictor**: ``log(time) = log(offset median) + r + c``, the offset
-  being the median of the configuration's previous ``offset_runs`` runs, where the residual
-  ``r`` is modelled (gradient-boosted trees, absolute-error loss) on causal features:
-  job features, file-system fullness and overload sampled before the job, the
-  server-side load of the previous job on the file system, the time since the
-  configuration last ran, the configuration's and file system's recent residuals, and
-  the residual of the file system's last run of any configuration with its age, and
-  that residual again if it ran less than an hour before (``same-session deviation``:
-  TOKIO runs IOR and HACC-IO minutes apart, so a slow day shows in the first of them);
-  ``c`` is the log shift that puts the most training runs within 30% (write times are
-  right-skewed). The model is retrained at the start of every month (walk forward) on
-  the runs that ended before, within a recency window.
+- the **iosight predictor**: ``log(time) = log(offset) + r + c``. The offset is the
+  median of the configuration's previous ``offset_runs`` runs, moved towards the
+  **same-session estimate** when there is one: TOKIO runs its benchmarks on a file
+  system minutes apart, so when another configuration of the same system and scale
+  ended less than ``SESSION_H`` before the job started, its time times the median ratio
+  of the two configurations in their earlier shared sessions estimates the job's time.
+  How far to move (a weight in ``SESSION_WEIGHTS``) is learned at every refit: the
+  weight whose offset puts the most training-window runs within 30% (on Edison's
+  scratch file systems the two benchmarks track each other within a few percent; on
+  Cori they do not). The residual ``r`` is modelled (gradient-boosted trees,
+  absolute-error loss) on causal features: job features, file-system fullness and
+  overload sampled before the job, the server-side load of the previous job on the
+  file system, the time since the configuration last ran, the configuration's and file
+  system's recent residuals, and the residual of the file system's last run of any
+  configuration with its age, and that residual again if it ran less than an hour
+  before (``same-session deviation``); ``c`` is the log shift that puts the most
+  training runs within 30% (write times are right-skewed). The model is retrained at
+  the start of every month (walk forward) on the runs that ended before, within a
+  recency window.
 
 No-leak rule (tested): changing anything at or after a job's start changes none of its
 features and none of its prediction.
@@ -62,6 +69,11 @@ KNOWN_AT_START = (
 DAY = 86400.0
 #: Runs on a file system less than this many hours apart belong to one session.
 SESSION_H = 1.0
+#: Weights of the same-session estimate in the predictor's offset, learned at each refit
+#: (0: the configuration's median only; ties go to the smaller weight).
+SESSION_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
+#: Which earlier run of the session gives the same-session estimate (OnlineSettings.session).
+SESSION_SIBLINGS = ("same scale", "any scale", "none")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,7 +81,11 @@ class OnlineSettings:
     """Settings of the online median and the walk-forward predictor."""
 
     n_prev: int = 10  # runs in the online median (the baseline)
-    offset_runs: int = 30  # runs in the predictor's offset median
+    offset_runs: int = 10  # runs in the predictor's offset median
+    session: str = "same scale"  # sibling of the same-session estimate (SESSION_SIBLINGS)
+    session_pairs: int = 10  # earlier shared sessions in the estimate's median ratio
+    min_session_pairs: int = 3  # fewer: no estimate
+    shift: bool = True  # the log shift c (False: c = 0)
     window_days: float = 120.0  # recency window of the training rows
     min_train: int = 30  # fewer training rows: predict the offset median
     trees: int = 100  # boosted trees of the residual model
@@ -81,6 +97,15 @@ class OnlineSettings:
         check_param("n_prev", self.n_prev, self.n_prev >= 1, "a positive integer")
         check_param("offset_runs", self.offset_runs, self.offset_runs >= 1, "a positive integer")
         check_param("window_days", self.window_days, self.window_days > 0, "positive")
+        check_param(
+            "session", self.session, self.session in SESSION_SIBLINGS, str(SESSION_SIBLINGS)
+        )
+        check_param(
+            "min_session_pairs",
+            self.min_session_pairs,
+            1 <= self.min_session_pairs <= self.session_pairs,
+            "between 1 and session_pairs",
+        )
 
 
 def _ended_before(groups, start: np.ndarray, end: np.ndarray):
@@ -98,11 +123,17 @@ def _config_groups(samples: pd.DataFrame):
 
 
 def causal_features(
-    samples: pd.DataFrame, *, n_prev: int = 10, offset_runs: int = 30
+    samples: pd.DataFrame,
+    *,
+    n_prev: int = 10,
+    offset_runs: int = 10,
+    settings: OnlineSettings | None = None,
 ) -> pd.DataFrame:
     """Per sample, the features known when it starts (index as ``samples``):
     ``online median`` (s; previous ``n_prev`` runs), ``log offset median`` (previous
-    ``offset_runs`` runs) and the residual model's inputs.
+    ``offset_runs`` runs), ``log session estimate`` (:func:`session_estimate`) and the
+    residual model's inputs. ``settings`` (when given) sets ``n_prev``, ``offset_runs``
+    and the session estimate's settings.
 
     Only runs of the same configuration that ended before the sample started are
     used; a configuration's first run falls back to the same benchmark on the system,
@@ -110,12 +141,14 @@ def causal_features(
     """
     import pandas as pd
 
+    st = settings or OnlineSettings(n_prev=n_prev, offset_runs=offset_runs)
+    n_prev, offset_runs = st.n_prev, st.offset_runs
     start = samples["start_time"].to_numpy(float)
     end = samples["end_time"].to_numpy(float)
     t = samples["write_time"].to_numpy(float)
     logt = np.log(t)
     n = len(samples)
-    med = np.full(n, np.nan)
+    log_med = np.full(n, np.nan)  # log of the online median
     last_dev = np.full(n, np.nan)  # log(last run / its online median)
     mean_dev = np.full(n, np.nan)  # mean of the last 3 such deviations
     spread = np.full(n, np.nan)  # IQR of the log times of the previous runs
@@ -127,14 +160,14 @@ def causal_features(
         if len(done) == 0:
             continue
         prev = done[-n_prev:]
-        med[i] = np.exp(np.median(logt[prev]))
+        log_med[i] = np.median(logt[prev])
         long_med[i] = np.median(logt[done[-offset_runs:]])
         q75, q25 = np.percentile(logt[prev], [75, 25])
         spread[i] = q75 - q25
         since[i] = (start[i] - end[done[-1]]) / DAY
         runs[i] = len(done)
     fallback = np.log(_fallback_median(samples, logt, start, end))
-    med = np.where(np.isfinite(med), med, np.exp(fallback))
+    log_med = np.where(np.isfinite(log_med), log_med, fallback)
     long_med = np.where(np.isfinite(long_med), long_med, fallback)
     # deviations of earlier runs from their own offset median (known once they ended)
     dev = logt - long_med
@@ -155,15 +188,17 @@ def causal_features(
             sys_last[i] = dev[ok[-1]]
             sys_age[i] = (start[i] - end[ok[-1]]) / 3600
     feats = {
-        "online median": med,
+        "online median": np.exp(log_med),
         "log offset median": long_med,
+        "log session estimate": session_estimate(samples, settings=st),
         "last deviation": last_dev,
         "mean deviation (3)": mean_dev,
         "system deviation (5)": sys_dev,
         "system last deviation": sys_last,
         "hours since system last run": sys_age,
         "same-session deviation": np.where(sys_age < SESSION_H, sys_last, 0.0),
-        "log online median - log offset median": np.log(med) - long_med,
+        # exactly 0 when offset_runs == n_prev (the default): constant, not a model input
+        "log online median - log offset median": log_med - long_med,
         "spread of previous runs": spread,
         "days since last run": since,
         "previous runs": runs,
@@ -173,6 +208,48 @@ def causal_features(
         if c in samples:
             feats[c] = samples[c].to_numpy(float)
     return pd.DataFrame(feats, index=samples.index)
+
+
+def session_estimate(samples: pd.DataFrame, *, settings: OnlineSettings | None = None):
+    """Log write time of each sample estimated from its session (NaN where there is none).
+
+    The sibling is the last run of another configuration of the same system (and, with
+    ``session="same scale"``, the same process count) that ended less than ``SESSION_H``
+    before the sample started; the estimate is the sibling's log time plus the median log
+    ratio of the two configurations over their last ``session_pairs`` earlier shared
+    sessions, counting only sessions whose runs ended before the sample started (NaN
+    with fewer than ``min_session_pairs``). Known when the sample starts.
+    """
+    st = settings or OnlineSettings()
+    n = len(samples)
+    est = np.full(n, np.nan)
+    if st.session == "none":
+        return est
+    start = samples["start_time"].to_numpy(float)
+    end = samples["end_time"].to_numpy(float)
+    logt = np.log(samples["write_time"].to_numpy(float))
+    cfg = samples.groupby(list(CONFIG), sort=False).ngroup().to_numpy()
+    keys = ["system", "nprocs"] if st.session == "same scale" else ["system"]
+    sibling = np.full(n, -1)
+    groups = samples.groupby(keys, sort=False).indices.values()
+    for i, done in _ended_before(groups, start, end):
+        near = done[(cfg[done] != cfg[i]) & (end[done] > start[i] - SESSION_H * 3600)]
+        if len(near):
+            sibling[i] = near[-1]  # the last to end
+    has = np.flatnonzero(sibling >= 0)
+    pair = cfg[has] * (cfg.max() + 1) + cfg[sibling[has]]  # (configuration, sibling's)
+    ratio = logt[has] - logt[sibling[has]]
+    for key in np.unique(pair):
+        members = np.flatnonzero(pair == key)
+        members = members[np.argsort(end[has[members]], kind="mergesort")]
+        ends = end[has[members]]
+        for m in members:
+            i = has[m]
+            k = np.searchsorted(ends, start[i], side="left")  # shared sessions ended before
+            if k >= st.min_session_pairs:
+                prev = members[max(0, k - st.session_pairs) : k]
+                est[i] = logt[sibling[i]] + np.median(ratio[prev])
+    return est
 
 
 def _fallback_median(samples, logt, start, end) -> np.ndarray:
@@ -224,6 +301,23 @@ def best_shift(residuals: np.ndarray, within: float = 0.3) -> float:
     return float(cands[best[np.argmin(np.abs(cands[best]))]])
 
 
+def session_weight(offset: np.ndarray, toward: np.ndarray, logt: np.ndarray) -> float:
+    """The weight ``w`` of ``SESSION_WEIGHTS`` whose offset ``offset + w * toward`` puts
+    the most of these runs (log times ``logt``) within 30%; ties go to the smaller."""
+    from iosight.perfmodel._search import relative_errors
+
+    shares = [
+        np.mean(np.abs(relative_errors(np.exp(offset + w * toward), np.exp(logt))) <= 0.3)
+        for w in SESSION_WEIGHTS
+    ]
+    return SESSION_WEIGHTS[int(np.argmax(shares))]
+
+
+#: Features that are not inputs of the residual model (the baseline, and the session
+#: estimate, which enters through the offset).
+_NOT_INPUTS = ("online median", "log session estimate")
+
+
 def walk_forward(
     samples: pd.DataFrame,
     test_start: float,
@@ -233,21 +327,21 @@ def walk_forward(
 ) -> pd.DataFrame:
     """Predictions for every sample starting at or after ``test_start`` (one system).
 
-    At the start of each calendar month the residual model is refitted on the samples
-    that ended before, within ``window_days``; it then predicts that month's samples.
-    Returns ``online median`` and ``predicted`` (s), indexed like ``samples``.
+    At the start of each calendar month the session weight (:func:`session_weight`) and
+    the residual model are refitted on the samples that ended before, within
+    ``window_days``; they then predict that month's samples. Returns ``online median``
+    and ``predicted`` (s), indexed like ``samples``.
     """
     import pandas as pd
 
     st = settings or OnlineSettings()
-    f = (
-        features
-        if features is not None
-        else causal_features(samples, n_prev=st.n_prev, offset_runs=st.offset_runs)
-    )
-    x_cols = [c for c in f.columns if c != "online median"]
+    f = features if features is not None else causal_features(samples, settings=st)
+    x_cols = [c for c in f.columns if c not in _NOT_INPUTS]
     offset = f["log offset median"].to_numpy()
-    y = np.log(samples["write_time"].to_numpy(float)) - offset
+    logt = np.log(samples["write_time"].to_numpy(float))
+    session = f["log session estimate"].to_numpy() - offset
+    has_session = np.isfinite(session)
+    session = np.where(has_session, session, 0.0)
     start = samples["start_time"].to_numpy(float)
     end = samples["end_time"].to_numpy(float)
     test = np.flatnonzero(start >= test_start)
@@ -257,16 +351,22 @@ def walk_forward(
     for month in months.unique():
         rows = test[(months == month)]
         t0 = month.start_time.timestamp()
-        train = np.flatnonzero((end < t0) & (start >= t0 - st.window_days * DAY) & np.isfinite(y))
-        base = offset[rows]
+        window = (end < t0) & (start >= t0 - st.window_days * DAY)
+        known = window & has_session & np.isfinite(offset)
+        w = 0.0
+        if known.sum() >= st.min_train:
+            w = session_weight(offset[known], session[known], logt[known])
+        base = offset + w * session
+        y = logt - base
+        train = np.flatnonzero(window & np.isfinite(y))
         if len(train) < st.min_train:
-            pred[rows] = np.exp(base)
+            pred[rows] = np.exp(base[rows])
             continue
         xt = x[train]
         use = [j for j in range(x.shape[1]) if len(np.unique(xt[np.isfinite(xt[:, j]), j])) > 1]
         model = _residual_model(st).fit(xt[:, use], y[train])
-        shift = best_shift(y[train] - model.predict(xt[:, use]))
-        pred[rows] = np.exp(base + model.predict(x[np.ix_(rows, use)]) + shift)
+        shift = best_shift(y[train] - model.predict(xt[:, use])) if st.shift else 0.0
+        pred[rows] = np.exp(base[rows] + model.predict(x[np.ix_(rows, use)]) + shift)
     out = pd.DataFrame({"online median": f["online median"], "predicted": pred}, index=f.index)
     return out.iloc[test]
 
@@ -331,7 +431,8 @@ def online_accuracy(
     ``paper_validation`` (per window, the paper pipeline fitted on the training rows
     before it, its Lasso rows on it), the candidate with the best within-30% share on the
     windows pooled is what iosight deploys (:data:`DEPLOYED`, its test errors are the
-    chosen candidate's); columns ``chosen`` and ``validation_within_30`` say which and why.
+    chosen candidate's); columns ``chosen``, ``validation_within_30`` and
+    ``validation_rows`` (scored validation rows, pooled) say which and why.
     The test period is never looked at for the choice.
     """
     import pandas as pd
@@ -356,7 +457,11 @@ def online_accuracy(
         chosen = choose_on_validation(shares)
         errors[DEPLOYED] = errors[chosen]
         shares[DEPLOYED] = shares[chosen]
-        extra = {m: {"chosen": chosen, "validation_within_30": shares[m]} for m in METHODS}
+        rows = sum(len(w[CANDIDATES[0]]) for w in windows)
+        extra = {
+            m: {"chosen": chosen, "validation_within_30": shares[m], "validation_rows": rows}
+            for m in METHODS
+        }
     apps = test["app"].to_numpy()[keep]
     rows = []
     for method, err in errors.items():

@@ -34,6 +34,7 @@ from iosight._errors import IosightError
 if TYPE_CHECKING:
     import pandas as pd
 
+    from iosight.perfmodel._online import OnlineSettings
     from iosight.perfmodel._search import SearchOutcome
 
 _RAW = {  # feature -> (parameter, column or expression)
@@ -228,39 +229,79 @@ def evaluate_tokio(
     )
 
 
+#: Design choices of the predictor are scored on the training part from this quantile of
+#: its start times on (:func:`training_walk_forward`).
+DESIGN_START_SHARE = 0.3
+
+
+def training_walk_forward(
+    samples: pd.DataFrame,
+    system: str,
+    settings: OnlineSettings | None = None,
+    *,
+    start_share: float = DESIGN_START_SHARE,
+) -> dict[str, float]:
+    """Within-30% shares of the online median and the iosight predictor walked forward
+    over one system's *training part* only (predictions from its ``start_share``
+    quantile of start times on): the numbers the predictor's design is chosen on. The
+    test period is not read (tested). Returns ``online median``, ``iosight predictor``
+    and ``samples``."""
+    from iosight.perfmodel._online import walk_forward
+    from iosight.perfmodel._search import accuracy, relative_errors
+
+    train, _ = tokio_split(samples, system)
+    first = float(np.quantile(train["start_time"].to_numpy(float), start_share))
+    pred = walk_forward(train, first, settings=settings)
+    y = train.loc[pred.index, "write_time"].to_numpy(float)
+    out = {
+        name: float(accuracy(relative_errors(pred[col].to_numpy(), y))["within_30"])
+        for name, col in (("online median", "online median"), ("iosight predictor", "predicted"))
+    }
+    return out | {"samples": float(len(y))}
+
+
 #: The deployed method is chosen on the last ``VALIDATION_SHARE`` of the training part,
-#: cut into ``VALIDATION_WINDOWS`` consecutive windows (walk-forward validation).
-VALIDATION_SHARE = 0.3
-VALIDATION_WINDOWS = 3
+#: cut into ``VALIDATION_WINDOWS`` consecutive windows (walk-forward validation): the
+#: period the predictor's design is scored on, about one month per window (three
+#: windows over the last 30% decide some systems on differences under one point:
+#: ``benchmarks/perfmodel_design.py`` prints both, docs/perfmodel.md).
+VALIDATION_SHARE = 1 - DESIGN_START_SHARE
+VALIDATION_WINDOWS = 7
 
 
 def deployable_comparison(
-    samples: pd.DataFrame, system: str, paper: SearchOutcome | None = None, *, seed: int = 0
+    samples: pd.DataFrame,
+    system: str,
+    paper: SearchOutcome | None = None,
+    *,
+    seed: int = 0,
+    share: float = VALIDATION_SHARE,
+    windows: int = VALIDATION_WINDOWS,
 ) -> pd.DataFrame:
     """:func:`iosight.perfmodel.online_accuracy` on one system, with what iosight deploys
-    chosen on ``VALIDATION_WINDOWS`` consecutive windows covering the last
-    ``VALIDATION_SHARE`` of the training part, the paper pipeline refitted for each window
-    on the training rows before it (one window is short: on edison/scratch2 a few slow
-    days decide it). ``paper`` is :func:`evaluate_tokio`'s outcome on the usual split when
-    already computed. The test period is not read for the choice (tested)."""
+    chosen on ``windows`` consecutive windows covering the last ``share`` of the training
+    part, the paper pipeline refitted for each window on the training rows before it
+    (short validation decides on a few rows: docs/perfmodel.md). ``paper`` is
+    :func:`evaluate_tokio`'s outcome on the usual split when already computed. The test
+    period is not read for the choice (tested)."""
     from iosight.perfmodel._online import online_accuracy
 
     paper = paper or evaluate_tokio(samples, system, seed=seed, families=("lasso",))
     train, test = tokio_split(samples, system)
     n = len(train)
-    edges = np.linspace(n * (1 - VALIDATION_SHARE), n, VALIDATION_WINDOWS + 1).round()
-    windows, paper_rows = [], []
+    edges = np.linspace(n * (1 - share), n, windows + 1).round()
+    parts, paper_rows = [], []
     for lo, hi in zip(edges[:-1].astype(int), edges[1:].astype(int), strict=True):
         upto = train.iloc[:hi]
         _, window = tokio_split(upto, system, train_share=lo / hi)
         out = evaluate_tokio(upto, system, train_share=lo / hi, seed=seed, families=("lasso",))
-        windows.append(window)
+        parts.append(window)
         paper_rows.append(out.predictions[out.predictions["family"] == "lasso"])
     cmp = online_accuracy(
         samples[samples["system"] == system],
         test,
         paper.predictions[paper.predictions["family"] == "lasso"],
-        validation=windows,
+        validation=parts,
         paper_validation=paper_rows,
     )
     return cmp.assign(system=system)

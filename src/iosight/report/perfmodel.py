@@ -65,7 +65,7 @@ def tokio_section(
 ) -> str:
     """Section 1: real data (TOKIO-ABC), per system: the deployable comparison, then
     every family of the paper's pipeline."""
-    from iosight.perfmodel import PAPER_WITHIN_30
+    from iosight.perfmodel import PAPER_WITHIN_30, VALIDATION_SHARE, VALIDATION_WINDOWS
 
     deploy = deployable_table(comparison)
     allrows = accuracy[accuracy["test_set"] == "all"]
@@ -82,10 +82,11 @@ def tokio_section(
         '<p class="note">Same scored rows for all three (last 30% of the year, the paper '
         "pipeline's validation rows excluded). Online median: previous 10 runs of the same "
         "benchmark, scale and file system that ended before the job started. iosight "
-        "predictor: log time = offset median + residual model on causal features, "
+        "predictor: log time = offset (previous 10 runs' median, moved towards the "
+        "same-session estimate by a learned weight) + residual model on causal features, "
         "retrained monthly. Deployed: the one of the three with the best within-30% share "
-        "on three walk-forward validation windows at the end of the training part "
-        "(docs/perfmodel.md).</p>",
+        f"on {VALIDATION_WINDOWS} walk-forward validation windows covering the last "
+        f"{100 * VALIDATION_SHARE:.0f}% of the training part (docs/perfmodel.md).</p>",
         _table(deploy, pct=tuple(c for c in deploy.columns if c.endswith("%"))),
         "<h3>Paper pipeline, every family: share within 30% (same split)</h3>",
         _table(wide, pct=tuple(c for c in wide.columns if c != "system")),

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from iosight.sched.ioresources._placement import MCKP_NAMES
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -244,32 +246,27 @@ def _claims(dataset: str, k: int | None, n: int | None, zero: bool = False) -> l
             placement="any",
         ),
     ]
-    out += [
-        _Claim(
-            "§VI-A1",
-            "MCKP performs worse than all the other studied policies (Mean-I/O-SlowDown)",
-            other,
-            "MCKP",
-            "mean_slowdown",
-            "lower",
-            ALL,
-            note=mckp_note,
-        )
-        for other in HEURISTICS
-    ]
-    if zero:
+    readings = {  # MCKP_NAMES -> (how the claim names it, note)
+        "MCKP": ("", mckp_note),
+        "MCKP-0": (
+            "; MCKP with the zero-forwarder option",
+            "MCKP-0: Bez et al.'s zero-forwarder option (n_j = 0 at b(0), exclusive "
+            "resources), so MCKP favours a few applications at any K",
+        ),
+    }
+    for name in MCKP_NAMES if zero else MCKP_NAMES[:1]:
+        reading, note = readings[name]
         out += [
             _Claim(
                 "§VI-A1",
-                "MCKP performs worse than all the other studied policies (Mean-I/O-SlowDown; "
-                "MCKP with the zero-forwarder option)",
+                "MCKP performs worse than all the other studied policies "
+                f"(Mean-I/O-SlowDown{reading})",
                 other,
-                "MCKP-0",
+                name,
                 "mean_slowdown",
                 "lower",
                 ALL,
-                note="MCKP-0: Bez et al.'s zero-forwarder option (n_j = 0 at b(0), exclusive "
-                "resources), so MCKP favours a few applications at any K",
+                note=note,
             )
             for other in HEURISTICS
         ]
@@ -335,7 +332,7 @@ def _diffs(df: pd.DataFrame, c: _Claim) -> pd.DataFrame:
         return d.groupby(keys, as_index=False).agg(
             io_load_sys=("io_load_sys", "first"), diff=("diff", "mean")
         )
-    g = acc[acc["placement"].isin([c.placement, "MCKP", "MCKP-0"])]
+    g = acc[acc["placement"].isin([c.placement, *MCKP_NAMES])]
     a, b = g[g["allocator"] == c.a], g[g["allocator"] == c.b]
     return paired_differences(a, b, c.metric, keys)
 

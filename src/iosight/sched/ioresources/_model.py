@@ -188,13 +188,17 @@ def io_load(
     """I/O-load(pi) = (1/N) sum_j I/O-Stress(j, pi_j), Eq. (3)."""
     alloc = np.asarray(alloc, dtype=np.int64)
     b = np.atleast_2d(bw)[np.arange(len(alloc)), alloc - 1]
-    t_io = np.asarray(v_io, dtype=float) / b
-    return float(np.sum(alloc * t_io / (np.asarray(t_cpu, dtype=float) + t_io)) / n_resources)
+    return _load_at(t_cpu, v_io, b, alloc, n_resources)
 
 
 def workload_io_load(w: Workload, alloc: np.ndarray) -> float:
     """:func:`io_load` of an allocation of a :class:`Workload`; an application on 0
     resources (direct file-system access) puts no stress on the N resources."""
     alloc = np.asarray(alloc, dtype=np.int64)
-    t_io = w.v_io / alloc_bandwidth(w, alloc)
-    return float(np.sum(alloc * t_io / (w.t_cpu + t_io)) / w.n_resources)
+    return _load_at(w.t_cpu, w.v_io, alloc_bandwidth(w, alloc), alloc, w.n_resources)
+
+
+def _load_at(t_cpu, v_io, b: np.ndarray, alloc: np.ndarray, n_resources: int) -> float:
+    """Eq. (3) given each application's bandwidth ``b`` at its allocation ``alloc``."""
+    t_io = np.asarray(v_io, dtype=float) / b
+    return float(np.sum(alloc * t_io / (np.asarray(t_cpu, dtype=float) + t_io)) / n_resources)
