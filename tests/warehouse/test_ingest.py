@@ -211,3 +211,14 @@ def test_a_directory_without_sources_ingests_nothing(warehouse, tmp_path):
     report = ingest([tmp_path / "none"], warehouse, workers=2)
     assert (report.sources, report.ingested, report.failed) == (0, 0, 0)
     assert ingest([], warehouse).sources == 0
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_log_without_records_alone_in_its_batch_gets_its_row(warehouse, shared, workers):
+    """A valid log with no counters (its job_totals row is all null) ingests when no log
+    of its batch has totals, as when it is ingested alone."""
+    log = shared("darshan-logs", "darshan-logs__darshan_logs__empty_log__empty_log.darshan")
+    report = ingest([log], warehouse, workers=workers)
+    assert (report.ingested, report.failed, report.jobs) == (1, 0, 1)
+    keys = warehouse.sql("select job_key from jobs")["job_key"].tolist()
+    assert warehouse.sql("select job_key from job_totals")["job_key"].tolist() == keys

@@ -440,7 +440,14 @@ class _Parts:
         if table.num_rows < _SMALL_CHUNK_ROWS * len(entries):
             table = table.combine_chunks()  # small chunks: worth a copy
         if entries[0][1] is not None:
-            table = table.add_column(0, "job_key", _key_column(entries))
+            keys = _key_column(entries)
+            # rows of no column (logs without records, in job_totals) vanish in Arrow's
+            # concat when nothing else is there: their keys are the rows
+            table = (
+                table.add_column(0, "job_key", keys)
+                if table.num_columns
+                else pa.table({"job_key": keys})
+            )
         part = self.part.get(name, 0)
         self.written.update(
             stage_tables(self.staging, {name: [table]}, part=part, arrow_schema=False)
