@@ -157,6 +157,12 @@ def test_session_estimate_is_the_sibling_times_the_earlier_ratio():
     assert np.isnan(est[s.index[s["app"] == "ior"]]).all()
 
 
+def test_no_samples_give_no_estimates_and_no_features():
+    empty = _sessions(1).iloc[:0]
+    assert session_estimate(empty).shape == (0,)
+    assert len(causal_features(empty)) == 0
+
+
 def test_session_estimate_needs_a_recent_finished_sibling_of_the_same_scale():
     st = OnlineSettings(min_session_pairs=3)
     late = _sessions(5, gap_s=2 * 3600)  # HACC two hours after IOR: another session

@@ -197,7 +197,8 @@ def causal_features(
         "system last deviation": sys_last,
         "hours since system last run": sys_age,
         "same-session deviation": np.where(sys_age < SESSION_H, sys_last, 0.0),
-        # exactly 0 when offset_runs == n_prev (the default): constant, not a model input
+        # exactly 0 when offset_runs == n_prev (the default): a constant column, which
+        # the fit drops
         "log online median - log offset median": log_med - long_med,
         "spread of previous runs": spread,
         "days since last run": since,
@@ -210,7 +211,9 @@ def causal_features(
     return pd.DataFrame(feats, index=samples.index)
 
 
-def session_estimate(samples: pd.DataFrame, *, settings: OnlineSettings | None = None):
+def session_estimate(
+    samples: pd.DataFrame, *, settings: OnlineSettings | None = None
+) -> np.ndarray:
     """Log write time of each sample estimated from its session (NaN where there is none).
 
     The sibling is the last run of another configuration of the same system (and, with
@@ -223,7 +226,7 @@ def session_estimate(samples: pd.DataFrame, *, settings: OnlineSettings | None =
     st = settings or OnlineSettings()
     n = len(samples)
     est = np.full(n, np.nan)
-    if st.session == "none":
+    if st.session == "none" or not n:
         return est
     start = samples["start_time"].to_numpy(float)
     end = samples["end_time"].to_numpy(float)
