@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from iosight._errors import CorruptLogError
+from iosight.darshan._accumulate import C_ACCUMULATOR_MODULES
 from iosight.darshan._tables import LogTables, jobs_schema, table_for_module
 
 # modules whose records are {base_rec, [file_rec_id,] counters[], fcounters[], ...}
@@ -39,8 +40,6 @@ _GENERIC = {
     "DFS": "struct darshan_dfs_file",
     "DAOS": "struct darshan_daos_object",
 }
-# modules the C accumulator reduces (darshan-parser --total)
-_ACCUMULATED = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR")
 _MAX_NPROCS = 1 << 27  # larger means a garbage header (pre-release formats)
 _SEGMENT = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start", "<f8"), ("end", "<f8")])
 
@@ -123,7 +122,7 @@ def _read_open_log(be, log, path: Path) -> LogTables:
             if count == 0:
                 continue
             tables[table_for_module(mod)] = _generic_table(be, mod, raw, count)
-            if mod in _ACCUMULATED:
+            if mod in C_ACCUMULATOR_MODULES:
                 totals.update(_accumulate(be, mod, raw, count, job["nprocs"]))
         elif mod == "LUSTRE":
             tables["lustre"] = _lustre_table(be, log, info["idx"])
