@@ -718,7 +718,12 @@ def _heatmap_table(data: bytes, order: str, names: dict[int, str]) -> pa.Table:
 
 def _heatmap_uniform(data: bytes, order: str):
     """The records as arrays when all hold the first one's bin count and fill the region
-    (a tail too short for a record header), else None."""
+    (a tail too short for a record header), else None.
+
+    Exact, not a guess: record i's bin count is read where a record-by-record walk reads
+    it once records 0..i-1 held the first one's count, so a record of another count is
+    caught at its own header.
+    """
     if len(data) < 48:
         return None
     (k,) = struct.unpack_from(order + "q", data, 24)

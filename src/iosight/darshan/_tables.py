@@ -127,4 +127,6 @@ ACCESS_SIZE_BINS = (
     "1G_PLUS",
 )
 
-LogTables = dict  # dict[str, pa.Table]: warehouse table name -> rows of one source
+# dict[str, pa.Table]: warehouse table name -> rows of one source; with
+# read_source(..., job_totals_row=True), "job_totals" may be one row (dict[str, float])
+LogTables = dict
