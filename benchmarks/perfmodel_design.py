@@ -120,7 +120,10 @@ def choice_rules(data) -> None:
 
 
 def _within(pred, y) -> float:
-    return float(np.mean(np.abs(pred / y - 1) <= 0.3))
+    """Share within 30%, by the rule every perfmodel table uses (Formula 2)."""
+    from iosight.perfmodel import accuracy, relative_errors
+
+    return accuracy(relative_errors(pred, y))["within_30"]
 
 
 def _row(shares) -> str:
