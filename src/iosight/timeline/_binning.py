@@ -137,7 +137,7 @@ def _bin_block(rel_start, rel_end, values, width, n_bins, spread, out, diff) -> 
     first, last, middle = _shares(rel_start[multi], rel_end[multi], b0m, b1m, width, spread)
     share0 = np.ones(len(b0))
     share0[multi] = first
-    xm = np.take(x, multi, axis=0)  # np.take: 4x faster than x[multi] on 2-D rows
+    xm = np.take(x, multi, axis=0)  # np.take: much faster than x[multi] on 2-D rows
     out += _per_column(b0, share0, n_bins) @ x
     out += _per_column(b1m, last, n_bins) @ xm
     mid = np.flatnonzero(b1m - b0m > 1)
