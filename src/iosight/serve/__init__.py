@@ -21,8 +21,8 @@ from iosight.serve._pages import (
 from iosight.serve._readonly import ServedWarehouse, check_where, deadline
 
 __all__ = [
-    "BackgroundServer",
     "SORTS",
+    "BackgroundServer",
     "JobFilter",
     "JobsPage",
     "ServedWarehouse",
@@ -35,8 +35,8 @@ __all__ = [
     "is_loopback",
     "job_insights_table",
     "jobs_page",
-    "similar_jobs",
     "plotly_js",
     "run",
+    "similar_jobs",
     "timeline_window",
 ]

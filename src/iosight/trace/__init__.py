@@ -17,10 +17,7 @@ from iosight.trace._session import Tracer, TraceResult, merge, recover, trace
 from iosight.trace._summary import job_summary
 
 __all__ = [
-    "trace_env",
     "TRACE_MODULES",
-    "activate_from_env",
-    "run_traced",
     "LogContent",
     "ProcessInfo",
     "TraceConfig",
@@ -28,6 +25,7 @@ __all__ = [
     "TraceModule",
     "TraceResult",
     "Tracer",
+    "activate_from_env",
     "combine",
     "darshan_hash",
     "job_summary",
@@ -35,6 +33,8 @@ __all__ = [
     "merge_logs",
     "read_log",
     "recover",
+    "run_traced",
     "trace",
+    "trace_env",
     "write_log",
 ]
