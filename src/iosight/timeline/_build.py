@@ -213,16 +213,28 @@ def _job_condition(
     return cond
 
 
+def _schema(wh: Warehouse) -> dict[str, set[str]]:
+    """The columns of every table a timeline reads that ``wh`` holds (read once a build:
+    each lookup is a DuckDB ``describe`` over the table's Parquet files)."""
+    names = [layer.lower() for layer in LAYERS] + ["heatmap", "dxt_posix", "job_totals"]
+    return {n: set(wh.column_names(n)) for n in names if wh.has_table(n)}
+
+
 def _layer_queries(
-    wh: Warehouse, layer: str, direction: str, jobs_where: str, keys: KeyRange = (None, None)
+    schema: dict[str, set[str]],
+    layer: str,
+    direction: str,
+    jobs_where: str,
+    keys: KeyRange = (None, None),
 ) -> list[str]:
-    """SQL queries returning ``t0, t1, b, o, t`` rows (epoch s) for one layer and direction.
+    """SQL queries returning ``t0, t1, b, o, t`` rows (epoch s) for one layer (a table of
+    ``schema``, :func:`_schema`) and direction.
 
     ``keys`` repeats the key range of ``jobs_where`` on every other table, so that scans
     skip row groups outside it and no hash table holds more than the range's jobs.
     """
     table = layer.lower()
-    cols = set(wh.column_names(table))
+    cols = schema[table]
     b, o, t, s, e = (f"{layer}_{x}" for x in _COUNTERS[direction])
     if b not in cols:
         return []
@@ -238,8 +250,8 @@ def _layer_queries(
         f"from {table} r join jobs j using (job_key) where {jobs_where} and "
         f"{_key_range('r', keys)} and ({val(b)} > 0 or {val(o)} > 0 or {val(t)} > 0)"
     )
-    has_hm = wh.has_table("heatmap") and f"{direction}_bytes" in wh.column_names("heatmap")
-    has_dxt = layer == "POSIX" and wh.has_table("dxt_posix")
+    has_hm = f"{direction}_bytes" in schema.get("heatmap", ())
+    has_dxt = layer == "POSIX" and "dxt_posix" in schema
     ctes = [f"rec as ({rec})"]
     not_hm = "true"
     if has_hm:
@@ -282,14 +294,16 @@ def _layer_queries(
     return queries
 
 
-def _job_totals_query(wh: Warehouse, jobs_where: str, keys: KeyRange = (None, None)) -> str | None:
+def _job_totals_query(
+    schema: dict[str, set[str]], jobs_where: str, keys: KeyRange = (None, None)
+) -> str | None:
     """SQL of job-total rows, each layer blanked where the job has records of that layer."""
-    if not wh.has_table("job_totals"):
+    if "job_totals" not in schema:
         return None
-    cols = set(wh.column_names("job_totals"))
+    cols = schema["job_totals"]
     select = ["j.start_time", "coalesce(j.end_time, j.start_time) as end_time"]
     for layer in LAYERS:
-        has_records = wh.has_table(layer.lower())
+        has_records = layer.lower() in schema
         for direction in _COUNTERS.values():
             for suffix in direction[:3]:
                 col = f"total_{layer}_{suffix}"
@@ -423,6 +437,7 @@ def _accumulate(
     chunk of jobs by chunk, query by query."""
     acc = _Bins(*acc_args)
     prog = ensure_progress(progress)
+    schema = _schema(warehouse)
     with _duckdb_memory(warehouse, DUCKDB_MEMORY):
         ranges = _key_ranges(warehouse, _job_condition(since, until, part), chunk_jobs)
         for i, keys in enumerate(ranges):
@@ -430,11 +445,11 @@ def _accumulate(
             queries = [
                 (direction, q)
                 for layer in LAYERS
-                if warehouse.has_table(layer.lower())
+                if layer.lower() in schema
                 for direction in _COUNTERS
-                for q in _layer_queries(warehouse, layer, direction, where, keys)
+                for q in _layer_queries(schema, layer, direction, where, keys)
             ]
-            totals = _job_totals_query(warehouse, where, keys)
+            totals = _job_totals_query(schema, where, keys)
             if i == 0:
                 prog.start(len(ranges) * (len(queries) + 2), "timeline")
             _stream(warehouse, acc, where, queries, totals, prog)
