@@ -411,7 +411,10 @@ def _job(data: bytes, hdr: _Header) -> tuple[dict, list[tuple[str, str]]]:
     if hdr.version >= "3.41":
         uid, s, sn, e, en, nprocs, jobid = vals
         if not (0 <= sn < 10**9 and 0 <= en < 10**9):
-            raise CorruptLogError(f"implausible nanoseconds ({sn}, {en})")
+            raise CorruptLogError(
+                f"implausible nanoseconds ({sn}, {en}): not a format {hdr.version} job "
+                "record (a pre-release development log?)"
+            )
         start, end = s + sn * 1e-9, e + en * 1e-9
         run_time = (e + en / 1e9) - (s + sn / 1e9)
     else:
