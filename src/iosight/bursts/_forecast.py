@@ -182,8 +182,7 @@ def no_new_bursts_f1(now: np.ndarray, later: np.ndarray) -> float:
     is. Gains beyond it need foreseeing new bursts (docs/bursts.md, issue 14).
     """
     on, nxt = np.asarray(now) > 0, np.asarray(later) > 0
-    kept, new = int((on & nxt).sum()), int((~on & nxt).sum())
-    return 2 * kept / (2 * kept + new) if kept + new else 0.0
+    return _f1(nxt, on & nxt)
 
 
 @dataclass
@@ -372,7 +371,7 @@ class Candidate:
 
     model: FittedModel | SplitModel | Persistence
     val_f1: float
-    window_f1: tuple[float, ...] = ()
+    window_f1: tuple[float, ...]
 
     @classmethod
     def scored(cls, model, yv: np.ndarray, pv: np.ndarray) -> Candidate:

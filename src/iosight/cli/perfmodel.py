@@ -278,11 +278,10 @@ def report(
         real = evaluate_tokio_files([locate(t) for t in tokio], seed=seed) if tokio else None
         path = write_report(WriteModel.load(model) if model else None, out, tokio=real)
         if real is not None:
-            from iosight.perfmodel import CANDIDATES, DEPLOYED
+            from iosight.perfmodel import METHODS
             from iosight.report.perfmodel import deployable_table
 
-            names = (*CANDIDATES, DEPLOYED)
-            short = dict(zip(names, ("paper", "median", "predictor", "deployed"), strict=True))
+            short = dict(zip(METHODS, ("paper", "median", "predictor", "deployed"), strict=True))
             table = deployable_table(real[2]).round(3)
             if format == "table":  # short headers so that every column fits a console
                 headers = {**short, ": w": " w", "%": ""}  # "paper: w30%" -> "paper w30"

@@ -23,15 +23,16 @@ def check_spread(spread: str) -> None:
     check_param("spread", spread, spread in SPREADS, "'overlap' or 'equal'")
 
 
-def touched_bins(rel_start: np.ndarray, rel_end: np.ndarray, width: float):
+def touched_bins(rel_start: np.ndarray, rel_end: np.ndarray, width: float, dtype=np.int64):
     """First and last bin index touched by each interval (times relative to the origin).
 
     An interval ``[s, e]`` with ``e > s`` touches bins ``floor(s/w)`` to ``ceil(e/w) - 1``
     (ending exactly on a bin edge does not touch the next bin); a zero-length
     interval touches the one bin containing ``s``.
     """
-    b0 = np.floor(rel_start / width).astype(np.int64)
-    b1 = np.ceil(rel_end / width).astype(np.int64) - 1  # <= b0 exactly when e == s
+    b0 = np.floor(rel_start / width).astype(dtype)
+    b1 = np.ceil(rel_end / width).astype(dtype)
+    b1 -= 1  # <= b0 exactly when e == s
     return b0, np.maximum(b1, b0, out=b1)
 
 
@@ -126,12 +127,8 @@ def _bin_block(rel_start, rel_end, values, width, n_bins, spread, out, diff) -> 
     """
     x = np.ascontiguousarray(values)  # scipy's product copies a strided operand
     rel_end = np.maximum(rel_end, rel_start)
-    # touched_bins in scipy's own index dtype (no conversion); starts are >= 0, so
-    # truncation is floor
-    index = np.int32 if n_bins < 2**31 - 1 else np.int64
-    b0 = (rel_start / width).astype(index)
-    b1 = np.ceil(rel_end / width).astype(index)
-    b1 -= 1
+    index = np.int32 if n_bins < 2**31 - 1 else np.int64  # scipy's own: no conversion
+    b0, b1 = touched_bins(rel_start, rel_end, width, index)
     multi = np.flatnonzero(b1 > b0)
     b0m, b1m = b0[multi], b1[multi]
     first, last, middle = _shares(rel_start[multi], rel_end[multi], b0m, b1m, width, spread)

@@ -302,23 +302,26 @@ def _job_totals_query(
         return None
     cols = schema["job_totals"]
     select = ["j.start_time", "coalesce(j.end_time, j.start_time) as end_time"]
-    for layer in LAYERS:
-        has_records = layer.lower() in schema
-        for direction in _COUNTERS.values():
-            for suffix in direction[:3]:
-                col = f"total_{layer}_{suffix}"
-                if col not in cols:
-                    continue
-                expr = f"jt.{_q(col)}"
-                if has_records:
-                    expr = (
-                        f"case when jt.job_key in (select r.job_key from {layer.lower()} r "
-                        f"where {_key_range('r', keys)}) "
-                        f"then null else {expr} end"
-                    )
-                select.append(f"{expr} as {_q(col)}")
+    joins = ""
+    for i, layer in enumerate(LAYERS):
+        totals = [
+            f"total_{layer}_{suffix}"
+            for direction in _COUNTERS.values()
+            for suffix in direction[:3]
+            if f"total_{layer}_{suffix}" in cols
+        ]
+        if not totals:
+            continue
+        blank = "false"
+        if layer.lower() in schema:  # the layer's jobs with records, found once
+            joins += (
+                f" left join (select distinct r.job_key from {layer.lower()} r "
+                f"where {_key_range('r', keys)}) rec{i} on rec{i}.job_key = jt.job_key"
+            )
+            blank = f"rec{i}.job_key is not null"
+        select += [f"case when {blank} then null else jt.{_q(c)} end as {_q(c)}" for c in totals]
     return (
-        f"select {', '.join(select)} from job_totals jt join jobs j using (job_key) "
+        f"select {', '.join(select)} from job_totals jt join jobs j using (job_key){joins} "
         f"where {jobs_where} and {_key_range('jt', keys)}"
     )
 
