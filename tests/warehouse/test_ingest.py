@@ -204,6 +204,9 @@ def test_local_batches_keep_every_worker_busy_and_shrink_at_the_end():
     assert [len(b) for b in _shrinking_batches(items[:200], 256, 2)] == [100, 50, 32, 18]
     assert [len(b) for b in _shrinking_batches(items[:3], 1, 2)] == [1, 1, 1]
     assert [len(b) for b in _shrinking_batches(items[:13], 1000, 1)] == [13]
+    # fewer items than the floor: still one batch a worker
+    assert [len(b) for b in _shrinking_batches(items[:10], 256, 2)] == [5, 5]
+    assert [len(b) for b in _shrinking_batches(items[:100], 256, 16)] == [7] * 14 + [2]
 
 
 def test_a_directory_without_sources_ingests_nothing(warehouse, tmp_path):

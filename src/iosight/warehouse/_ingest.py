@@ -170,12 +170,14 @@ def ingest(
 
 def _shrinking_batches(items: list, size: int, workers: int) -> list[list]:
     """``items`` in batches of at most ``size`` for ``workers`` local workers, each at most
-    a worker's share of what is left (and at least ``size // 8``): a small ingest still
-    keeps every worker busy, and the last batches shrink so the workers finish together
-    (a batch is one worker's; while the last one runs, the others wait)."""
+    a worker's share of what is left (and at least ``size // 8``, unless that is more than
+    an even share of all): a small ingest still keeps every worker busy, and the last
+    batches shrink so the workers finish together (a batch is one worker's; while the
+    last one runs, the others wait)."""
     out, at = [], 0
+    floor = max(1, min(size // 8, -(-len(items) // workers)))
     while at < len(items):
-        n = min(size, max(-(-(len(items) - at) // workers), size // 8, 1))
+        n = min(size, max(-(-(len(items) - at) // workers), floor))
         out.append(items[at : at + n])
         at += n
     return out
@@ -406,7 +408,8 @@ class _Parts:
     :data:`_PART_BYTES`: then the largest tables are staged as parts of their own until
     at most half that is held. A worker therefore holds at most ``_PART_BYTES`` of rows
     plus one source's tables, and staging copies one table at a time (into one chunk
-    per column: Parquet writes one chunk much faster than a source's many). A table's
+    per column when its sources' chunks are small, ``_SMALL_CHUNK_ROWS``: Parquet writes
+    one chunk much faster than many small ones). A table's
     rows may also come as dicts (a 3.x log's ``job_totals`` row): those become one
     table at staging.
 
@@ -478,20 +481,16 @@ def _rows_as_table(entries: list) -> list[tuple[pa.Table, str | list[str] | None
 
 
 def _held_bytes(table: pa.Table | dict) -> int:
-    """Bytes of ``table``'s buffers. A wide table is a module's counters or job totals,
-    every column 8 bytes a row: counting its buffers costs ~50 us a table, 0.25 ms a
-    log (``Table.nbytes``, which deduplicates, 3x more). A row (a dict of Python
-    numbers): ~85 bytes a value, measured."""
+    """Bytes of ``table``'s buffers (``get_total_buffer_size``; ``nbytes`` deduplicates
+    and costs far more). A row (a dict of Python numbers): about 88 bytes a value, a
+    float object and its dict slot."""
     if isinstance(table, dict):
         return 88 * len(table)
-    if table.num_columns >= _WIDE:
-        return table.num_rows * table.num_columns * 8
     return table.get_total_buffer_size()
 
 
-_WIDE = 24  # columns from which a reader's table holds only 8-byte columns (see _tables)
-# chunks of fewer rows than this on average are combined before Parquet writes them
-# (a wide table of one-row chunks writes 5-9x slower than combined); larger ones are
+# chunks of fewer rows than this on average are combined before Parquet writes them (a
+# wide table of one-row chunks writes much slower than combined); larger ones are
 # written as they are (combining DXT segments would only copy them)
 _SMALL_CHUNK_ROWS = 1024
 
