@@ -29,10 +29,6 @@ from iosight.darshan._darshan3_counters import COUNTERS
 _BASE = 2  # words of struct darshan_base_record (id, rank)
 
 ACCUMULATED = ("POSIX", "MPI-IO", "STDIO")  # modules reduced here
-# modules libdarshan-util's accumulator is handed (darshan-parser --total): it reduces
-# ACCUMULATED and refuses the others, and asserts (aborts) on a record's rank outside
-# [-1, nprocs) in any of them
-C_ACCUMULATOR_MODULES = (*ACCUMULATED, "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR")
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ import numpy as np
 import pyarrow as pa
 
 from iosight._errors import CorruptLogError
-from iosight.darshan._accumulate import ACCUMULATED, C_ACCUMULATOR_MODULES, accumulate
+from iosight.darshan._accumulate import ACCUMULATED, accumulate
 from iosight.darshan._darshan3_counters import COUNTERS, LUSTRE_COMP_COUNTERS
 from iosight.darshan._tables import LogTables, jobs_schema, table_for_module
 
@@ -779,10 +779,16 @@ def _cat(arrays: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(arrays).astype(np.int64) if arrays else np.zeros(0, np.int64)
 
 
+# modules whose records must hold ranks in [-1, nprocs): those the accumulator reduces
+# (it indexes per-rank arrays by rank) and the I/O-library modules beside them; iosight's
+# own rule (libdarshan-util's accumulator asserts only on rank >= nprocs, in what it
+# reduces), so that a record of no process is an error, not data
+_RANK_CHECKED = (*ACCUMULATED, "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR")
+
+
 def _check_ranks(raw: dict[str, np.ndarray], nprocs: int) -> None:
-    """Records of ranks outside [-1, nprocs) are corrupt in the modules the libdarshan path
-    hands to libdarshan-util's accumulator (which aborts on them): both readers agree."""
-    for mod in C_ACCUMULATOR_MODULES:
+    """A log whose records name a rank outside [-1, nprocs) is corrupt."""
+    for mod in _RANK_CHECKED:
         ranks = raw[mod][:, 1].view(np.int64) if mod in raw else ()
         if len(ranks) and (ranks.min() < -1 or ranks.max() >= nprocs):
             raise CorruptLogError(f"module {mod} has records of ranks outside [-1, {nprocs})")

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from iosight._errors import CorruptLogError
-from iosight.darshan._accumulate import C_ACCUMULATOR_MODULES
+from iosight.darshan._accumulate import ACCUMULATED
 from iosight.darshan._tables import LogTables, jobs_schema, table_for_module
 
 # modules whose records are {base_rec, [file_rec_id,] counters[], fcounters[], ...}
@@ -122,7 +122,7 @@ def _read_open_log(be, log, path: Path) -> LogTables:
             if count == 0:
                 continue
             tables[table_for_module(mod)] = _generic_table(be, mod, raw, count)
-            if mod in C_ACCUMULATOR_MODULES:
+            if mod in ACCUMULATED:  # libdarshan-util's accumulator refuses the others
                 totals.update(_accumulate(be, mod, raw, count, job["nprocs"]))
         elif mod == "LUSTRE":
             tables["lustre"] = _lustre_table(be, log, info["idx"])
