@@ -80,13 +80,14 @@ def _job_totals(head: bytes, path: Path) -> bool:
     return is_job_totals_table(path)
 
 
-def _read_darshan3(path: Path) -> LogTables:
+def _read_darshan3(path: Path, job_totals_row: bool = False) -> LogTables:
     from iosight.darshan._darshan3 import read_darshan3
 
-    return read_darshan3(path)
+    return read_darshan3(path, job_totals_row=job_totals_row)
 
 
-def _read_darshan3_libdarshan(path: Path) -> LogTables:
+def _read_darshan3_libdarshan(path: Path, job_totals_row: bool = False) -> LogTables:
+    """``job_totals_row`` is ignored: libdarshan-util's totals come as a table."""
     from iosight.darshan._pydarshan import read_pydarshan
 
     return read_pydarshan(path)
@@ -150,10 +151,6 @@ def read_source(
     if darshan3 not in DARSHAN3_READERS:
         raise UnknownNameError("3.x reader", darshan3, list(DARSHAN3_READERS))
     reader = sniff(path)
-    if reader.name == "darshan3" and darshan3 == "native":
-        from iosight.darshan._darshan3 import read_darshan3
-
-        return reader.name, read_darshan3(path, job_totals_row=job_totals_row)
     if reader.name == "darshan3":
-        return reader.name, DARSHAN3_READERS[darshan3](path)
+        return reader.name, DARSHAN3_READERS[darshan3](path, job_totals_row=job_totals_row)
     return reader.name, reader.read(path)
