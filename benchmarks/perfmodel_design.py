@@ -26,9 +26,10 @@ import time
 
 import numpy as np
 
-#: name -> OnlineSettings fields; the first is the previous revision, the last adopted.
+#: name -> OnlineSettings fields; the first is the previous revision's offset (with this
+#: revision's features), the last adopted.
 DESIGNS = {
-    "previous: 30-run offset, no session": {"offset_runs": 30, "session": "none"},
+    "30-run offset, no session estimate": {"offset_runs": 30, "session": "none"},
     "5-run offset": {"offset_runs": 5, "session": "none"},
     "20-run offset": {"offset_runs": 20, "session": "none"},
     "every earlier run as offset + session": {"offset_runs": 10**6},
@@ -62,19 +63,21 @@ def main() -> None:
         data |= {name: s[s["system"] == name] for name in s["system"].unique()}
     systems = list(data)
     print("within 30% on the training part's walk forward; systems:", " / ".join(systems))
-    base = {name: training_walk_forward(s, name)["online median"] for name, s in data.items()}
-    print(f"{'online median (baseline)':48s}", _row([base[n] for n in systems]))
+    runs = {  # design -> per seed, per system: the walk forward's within-30% shares
+        design: [
+            [training_walk_forward(data[n], n, OnlineSettings(seed=seed, **f)) for n in systems]
+            for seed in range(args.seeds)
+        ]
+        for design, f in DESIGNS.items()
+    }
+    # no design changes the online median's n_prev: any run's baseline is every run's
+    base = [r["online median"] for r in next(iter(runs.values()))[0]]
+    print(f"{'online median (baseline)':48s}", _row(base))
     session_alone(data)
-    for design, fields in DESIGNS.items():
-        means, per_seed = [], []
-        for seed in range(args.seeds):
-            st = OnlineSettings(seed=seed, **fields)
-            got = [training_walk_forward(data[n], n, st)["iosight predictor"] for n in systems]
-            per_seed.append(got)
-            means.append(np.mean(got))
-        avg = np.mean(per_seed, axis=0)
-        seeds = ", ".join(f"{100 * m:.2f}" for m in means)
-        print(f"{design:48s}", _row(avg), f"(per seed: {seeds})")
+    for design, per_seed in runs.items():
+        shares = [[r["iosight predictor"] for r in seed] for seed in per_seed]
+        seeds = ", ".join(f"{100 * np.mean(s):.2f}" for s in shares)
+        print(f"{design:48s}", _row(np.mean(shares, axis=0)), f"(per seed: {seeds})")
     choice_rules(data)
     print(f"{time.perf_counter() - t0:.0f} s; load average at end: {os.getloadavg()[0]:.2f}")
 
@@ -104,12 +107,13 @@ def choice_rules(data) -> None:
     """What iosight deploys under the previous rule (three windows over the last 30% of
     the training part) and the adopted one (seven over the last 70%): validation shares
     of the three candidates only (the test columns are not printed)."""
-    from iosight.perfmodel import CANDIDATES, DEPLOYED, deployable_comparison
+    from iosight.perfmodel import CANDIDATES, DEPLOYED, deployable_comparison, evaluate_tokio
 
+    paper = {name: evaluate_tokio(s, name, families=("lasso",)) for name, s in data.items()}
     for share, windows in ((0.3, 3), (0.7, 7)):
         print(f"deployment choice on {windows} windows over the last {share:.0%} of training:")
         for name, s in data.items():
-            cmp = deployable_comparison(s, name, share=share, windows=windows)
+            cmp = deployable_comparison(s, name, paper[name], share=share, windows=windows)
             cmp = cmp[cmp["test_set"] == "all"].set_index("method")
             vals = " / ".join(f"{100 * cmp.loc[m, 'validation_within_30']:.1f}" for m in CANDIDATES)
             rows = int(cmp.loc[DEPLOYED, "validation_rows"])

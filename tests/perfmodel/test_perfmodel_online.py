@@ -43,7 +43,7 @@ def test_online_median_uses_only_runs_ended_before(tmp_path):
             "write_time": [10.0, 20.0, 30.0, 1000.0],
         }
     )
-    f = causal_features(s, n_prev=2, offset_runs=3)
+    f = causal_features(s, settings=OnlineSettings(n_prev=2, offset_runs=3))
     # run 2 sees runs 0-1 (median 14.14 = exp(mean log)); run 3 starts before run 2 ends
     assert np.isnan(f["online median"].iloc[0])
     assert f["online median"].iloc[1] == pytest.approx(10.0)
@@ -120,7 +120,7 @@ def test_system_last_deviation_reads_the_last_run_of_any_configuration():
             "write_time": [10.0, 10.0, 10.0, 30.0, 20.0],
         }
     )
-    f = causal_features(s, n_prev=3, offset_runs=3)
+    f = causal_features(s, settings=OnlineSettings(n_prev=3, offset_runs=3))
     # run 3's deviation from its offset median (10 s) is log 3, known when HACC starts
     assert f["system last deviation"].iloc[4] == pytest.approx(np.log(3.0))
     assert f["hours since system last run"].iloc[4] == pytest.approx(600 / 3600)
@@ -128,7 +128,7 @@ def test_system_last_deviation_reads_the_last_run_of_any_configuration():
     assert np.isnan(f["system last deviation"].iloc[0])
     # two hours later it is another session: the deviation stays, the session one is 0
     s.loc[4, ["start_time", "end_time"]] = [400.0 + 7200, 500.0 + 7200]
-    later = causal_features(s, n_prev=3, offset_runs=3).iloc[4]
+    later = causal_features(s, settings=OnlineSettings(n_prev=3, offset_runs=3)).iloc[4]
     assert later["system last deviation"] == pytest.approx(np.log(3.0))
     assert later["same-session deviation"] == 0.0
 

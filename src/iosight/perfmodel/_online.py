@@ -123,17 +123,12 @@ def _config_groups(samples: pd.DataFrame):
 
 
 def causal_features(
-    samples: pd.DataFrame,
-    *,
-    n_prev: int = 10,
-    offset_runs: int = 10,
-    settings: OnlineSettings | None = None,
+    samples: pd.DataFrame, *, settings: OnlineSettings | None = None
 ) -> pd.DataFrame:
     """Per sample, the features known when it starts (index as ``samples``):
-    ``online median`` (s; previous ``n_prev`` runs), ``log offset median`` (previous
-    ``offset_runs`` runs), ``log session estimate`` (:func:`session_estimate`) and the
-    residual model's inputs. ``settings`` (when given) sets ``n_prev``, ``offset_runs``
-    and the session estimate's settings.
+    ``online median`` (s; previous ``settings.n_prev`` runs), ``log offset median``
+    (previous ``settings.offset_runs`` runs), ``log session estimate``
+    (:func:`session_estimate`) and the residual model's inputs.
 
     Only runs of the same configuration that ended before the sample started are
     used; a configuration's first run falls back to the same benchmark on the system,
@@ -141,7 +136,7 @@ def causal_features(
     """
     import pandas as pd
 
-    st = settings or OnlineSettings(n_prev=n_prev, offset_runs=offset_runs)
+    st = settings or OnlineSettings()
     n_prev, offset_runs = st.n_prev, st.offset_runs
     start = samples["start_time"].to_numpy(float)
     end = samples["end_time"].to_numpy(float)
@@ -307,10 +302,11 @@ def best_shift(residuals: np.ndarray, within: float = 0.3) -> float:
 def session_weight(offset: np.ndarray, toward: np.ndarray, logt: np.ndarray) -> float:
     """The weight ``w`` of ``SESSION_WEIGHTS`` whose offset ``offset + w * toward`` puts
     the most of these runs (log times ``logt``) within 30%; ties go to the smaller."""
-    from iosight.perfmodel._search import relative_errors
+    from iosight.perfmodel._search import accuracy, relative_errors
 
+    t = np.exp(logt)
     shares = [
-        np.mean(np.abs(relative_errors(np.exp(offset + w * toward), np.exp(logt))) <= 0.3)
+        accuracy(relative_errors(np.exp(offset + w * toward), t)).get("within_30", 0.0)
         for w in SESSION_WEIGHTS
     ]
     return SESSION_WEIGHTS[int(np.argmax(shares))]
@@ -384,8 +380,9 @@ _SIMPLEST_FIRST = ("online median", "iosight predictor", "paper pipeline (Lasso)
 
 
 def choose_on_validation(shares: dict[str, float]) -> str:
-    """The candidate with the highest within-30% share on the validation slice; ties go
-    to the simplest (online median, then the iosight predictor, then the paper pipeline)."""
+    """The candidate with the highest within-30% share on the validation windows (pooled);
+    ties go to the simplest (online median, then the iosight predictor, then the paper
+    pipeline)."""
     best = max(shares.values())
     return next(m for m in _SIMPLEST_FIRST if m in shares and shares[m] == best)
 

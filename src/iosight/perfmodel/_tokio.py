@@ -316,7 +316,8 @@ def evaluate_tokio_files(
     best Lasso selected with their coefficients (raw units); and the deployable
     comparison (:func:`iosight.perfmodel.online_accuracy`: paper pipeline, online median,
     iosight predictor on the same scored rows, and the one of them iosight deploys,
-    chosen on the last ``VALIDATION_SHARE`` of the training part; ``system`` column added).
+    chosen on ``VALIDATION_WINDOWS`` windows over the last ``VALIDATION_SHARE`` of the
+    training part; ``system`` column added).
     """
     import pandas as pd
 

@@ -65,7 +65,14 @@ def tokio_section(
 ) -> str:
     """Section 1: real data (TOKIO-ABC), per system: the deployable comparison, then
     every family of the paper's pipeline."""
-    from iosight.perfmodel import PAPER_WITHIN_30, VALIDATION_SHARE, VALIDATION_WINDOWS
+    from iosight.perfmodel import (
+        PAPER_WITHIN_30,
+        VALIDATION_SHARE,
+        VALIDATION_WINDOWS,
+        OnlineSettings,
+    )
+
+    st = OnlineSettings()
 
     deploy = deployable_table(comparison)
     allrows = accuracy[accuracy["test_set"] == "all"]
@@ -80,9 +87,10 @@ def tokio_section(
         f"{100 * PAPER_WITHIN_30['titan']:.2f}% (Titan) of its test samples.</p>",
         "<h3>Deployable predictions: paper pipeline, online median, iosight predictor</h3>",
         '<p class="note">Same scored rows for all three (last 30% of the year, the paper '
-        "pipeline's validation rows excluded). Online median: previous 10 runs of the same "
-        "benchmark, scale and file system that ended before the job started. iosight "
-        "predictor: log time = offset (previous 10 runs' median, moved towards the "
+        f"pipeline's validation rows excluded). Online median: previous {st.n_prev} runs of "
+        "the same benchmark, scale and file system that ended before the job started. "
+        f"iosight predictor: log time = offset (previous {st.offset_runs} runs' median, "
+        "moved towards the "
         "same-session estimate by a learned weight) + residual model on causal features, "
         "retrained monthly. Deployed: the one of the three with the best within-30% share "
         f"on {VALIDATION_WINDOWS} walk-forward validation windows covering the last "

@@ -105,9 +105,8 @@ def bin_intervals(
     b0, b1 = touched_bins(s_ext, np.maximum(s_ext, [rel_end.min(), rel_end.max()]), width)
     if b0[0] < 0 or b1[1] >= n_bins:
         raise ValueError("intervals fall outside the timeline range")
-    # blocks of BLOCK_ROWS rows keep every temporary in cache and out of fresh pages: at
-    # 10 M records one pass spent more time on page faults of its 80 MB temporaries
-    # than on arithmetic (docs/bursts.md, "Timeline benchmark")
+    # blocks of BLOCK_ROWS rows keep every temporary in cache and out of fresh pages
+    # (docs/bursts.md, "Timeline benchmark": blocks against one pass)
     diff = np.zeros_like(out)
     for lo in range(0, len(rel_start), BLOCK_ROWS):
         hi = lo + BLOCK_ROWS

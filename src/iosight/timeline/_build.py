@@ -70,7 +70,7 @@ _COUNTERS = {
 }
 _BATCH_ROWS = 262_144  # rows per streamed batch: memory is a few times this x 100 B
 DUCKDB_MEMORY = "256MB"  # DuckDB's share while streaming (its joins spill beyond it)
-CHUNK_JOBS = 262_144  # jobs per chunk: DuckDB's join holds about 50 B per job of a chunk
+CHUNK_JOBS = 262_144  # jobs per chunk (about): DuckDB's join holds a chunk's jobs
 _SAMPLE_PER_CHUNK = 256  # sampled keys per chunk when cutting the key ranges
 
 

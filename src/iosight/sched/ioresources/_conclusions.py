@@ -341,7 +341,7 @@ def _case_findings(case: str, df: pd.DataFrame, min_sets: int) -> list[Finding]:
     k = int(df["k"].iloc[0]) if "k" in df else None
     n = int(df["n_resources"].iloc[0]) if "n_resources" in df else None
     out = []
-    zero = bool((df["allocator"] == "MCKP-0").any())
+    zero = bool((df["allocator"] == MCKP_NAMES[1]).any())  # the zero-forwarder MCKP
     for c in _claims(str(df["dataset"].iloc[0]), k, n, zero):
         if c.study == "robust" and not (df["study"] == "robust").any():
             continue
