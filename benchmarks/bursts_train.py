@@ -9,11 +9,13 @@ process:
    against persistence, no hyper-parameter search, tasks on every core as threads) and
    the forecasters (24 leads per direction) saved;
 2. the fair baseline: the same feature matrices (``make_dataset``, feature set 4, the
-   same horizons and directions, built outside the timer) and the same five models
-   written directly with scikit-learn and XGBoost, each fitted on the whole training
-   part with every core its library offers (``n_jobs=os.cpu_count()`` for the forest
-   and XGBoost), one task after another, predicting a burst where the probability
-   reaches 0.5; no forecaster saved (so it does less work than the default).
+   same horizons and directions, built outside the timer) and the same five model
+   families written directly with scikit-learn and XGBoost at their library defaults
+   (iosight's forest and XGBoost use other hyper-parameters, ``iosight.bursts.MODELS``),
+   each fitted on the whole training part with every core its library offers
+   (``n_jobs=os.cpu_count()`` for the forest and XGBoost), one task after another,
+   predicting a burst where the probability reaches 0.5; no forecaster saved (so it
+   does less work than the default).
 
 It prints wall time, CPU time (every thread) and their ratio for each, the wall-time
 ratio, the load average seen before and after (the machine may be shared), and, per

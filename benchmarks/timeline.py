@@ -10,7 +10,7 @@
 2. End to end: ``build_timeline`` on SYNTHETIC facility warehouses (POSIX records of
    4 files per job, 1 M and 10 M records, committed in batches of 250,000 records as an
    ingest would); each build runs in its own process, which reports records/s (wall and
-   CPU) and its peak RSS (``VmHWM``; nothing traced). The build streams chunks of at most
+   CPU) and its peak RSS (``VmHWM``; nothing traced). The build streams chunks of about
    ``CHUNK_JOBS`` jobs, so peak RSS should stay flat from 1 M to 10 M records.
 
     python benchmarks/timeline.py              # 10 M records; warehouses of 1 M and 10 M

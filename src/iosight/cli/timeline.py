@@ -34,7 +34,7 @@ def build(
     partitions: int = typer.Option(16, help="Job partitions with --scheduler."),
     chunk_jobs: int = typer.Option(
         None,
-        help="At most this many jobs per streamed chunk (default 262,144): larger is "
+        help="About this many jobs per streamed chunk (default 262,144): larger is "
         "faster, as every chunk rescans the records, and holds more memory.",
     ),
 ) -> None:

@@ -21,7 +21,7 @@ always equal the records' total bytes, even when DXT was truncated. Shared recor
 ``job_totals`` row (published job-total tables such as Summit's) are spread over
 ``[start_time, end_time]`` (process-level precision).
 
-Memory: the jobs are processed in chunks of at most ``chunk_jobs`` jobs, ranges of
+Memory: the jobs are processed in chunks of about ``chunk_jobs`` jobs, ranges of
 ``job_key`` cut at the quantiles of a bounded sample of the keys, so each of DuckDB's joins
 with ``jobs`` holds one chunk's jobs (its hash table grows with the jobs otherwise); every
 query streams in record batches that are binned and dropped, and only the bins are held
@@ -230,8 +230,8 @@ def _layer_queries(
     """SQL queries returning ``t0, t1, b, o, t`` rows (epoch s) for one layer (a table of
     ``schema``, :func:`_schema`) and direction.
 
-    ``keys`` repeats the key range of ``jobs_where`` on every other table, so that scans
-    skip row groups outside it and no hash table holds more than the range's jobs.
+    ``keys`` repeats the key range of ``jobs_where`` on every other table, so that no
+    hash table holds more than the range's jobs.
     """
     table = layer.lower()
     cols = schema[table]
