@@ -88,8 +88,13 @@ class StateFile:
         self.names_pos += len(entry)
 
     def sync(self, core) -> None:
-        """Copy every record that changed since the last sync into its slot."""
+        """Copy every record that changed since the last sync into its slot.
+
+        The time is stamped first: a process killed during a sync (its first one may be
+        slow under load) still leaves the time the records were copied from.
+        """
         dyn = self.layout["header_size"]
+        struct.pack_into("<d", self.mm, dyn, core.wtime())
         pairs = zip(core.record_modules(), self.layout["modules"], strict=True)
         for k, (mod, spec) in enumerate(pairs):
             dtype = record_dtype(mod.darshan_name)
@@ -106,7 +111,6 @@ class StateFile:
                 start = spec["offset"] + rec.slot * dtype.itemsize
                 self.mm[start : start + dtype.itemsize] = row.tobytes()
             struct.pack_into("<qq", self.mm, dyn + 8 + 16 * k, len(recs), mod.dropped)
-        struct.pack_into("<d", self.mm, dyn, core.wtime())
 
     def close(self, remove: bool = True) -> None:
         self.mm.close()
