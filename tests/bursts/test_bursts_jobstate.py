@@ -8,11 +8,13 @@ import pytest
 from iosight._errors import IosightError
 from iosight.bursts import (
     N_AHEAD,
+    bytes_by_start,
     evaluate_forecasts,
     feature_names,
     job_state,
     make_features,
     run_length,
+    started_by,
 )
 from iosight.timeline import bin_intervals
 
@@ -125,3 +127,60 @@ def test_jobs_state_forecasts_what_bytes_cannot():
     assert f1[(3, "tree")] < 0.5 and f1[(3, "persistence")] < 0.5
     chosen = ev[ev["model"] == "chosen"].set_index("feature_set")["chosen"]
     assert chosen[4] == "tree"
+    # the timeline is not the jobs' bytes spread over their runs: no running-jobs ceiling
+    assert ev["f1_running_jobs"].isna().all()
+
+
+def _one_job_each(rows) -> pd.DataFrame:
+    df = pd.DataFrame(rows, columns=["start_time", "end_time", "write_bytes"])
+    df["start_time"] += T0
+    df["end_time"] += T0
+    df["exe"], df["source"], df["nprocs"], df["read_bytes"] = "a", "s", 1, 0.0
+    return df
+
+
+def test_bytes_of_a_bin_from_the_jobs_started_by_an_earlier_bin():
+    # A: 0-600 s, 600 bytes (300 per bin); B: 700-1000 s, 300 bytes (200 in bin 2, 100 in 3)
+    jobs = _one_job_each([(0, 600, 600.0), (700, 1000, 300.0)])
+    starts = T0 + W * np.arange(4)
+    triples = bytes_by_start(jobs, starts, W, "write")
+    assert np.allclose(np.bincount(triples[0], weights=triples[2], minlength=4),
+                       [300, 300, 200, 100])  # fmt: skip
+    one = started_by(triples, starts, W, 1)
+    # bin 1: A (started by the end of bin 0); bin 2: B starts after bin 1 ends (600 s);
+    # bin 3: B started by the end of bin 2 (900 s)
+    assert np.isnan(one[0]) and one[1:].tolist() == [300, 0, 100]
+    two = started_by(triples, starts, W, 2)
+    assert np.isnan(two[:2]).all() and two[2:].tolist() == [0, 0]
+    assert started_by(triples, starts, W, 0).tolist() == [300, 300, 200, 100]
+    # a job outside the timeline adds nothing; a job that began before it adds its share
+    early = _one_job_each([(-600, 300, 900.0)])
+    b, s, v = bytes_by_start(early, starts, W, "write")
+    assert b.tolist() == [0] and v.tolist() == [300.0] and s.tolist() == [T0 - 600]
+    assert bytes_by_start(_one_job_each([(5000, 6000, 1.0)]), starts, W, "write")[0].size == 0
+
+
+def test_running_jobs_ceiling_on_long_and_short_bursty_jobs():
+    """SYNTHETIC, bytes spread over each run. Jobs of 4 hours make the bursts 20 minutes
+    ahead mostly certain; jobs of 10 minutes leave nothing for a 30-minute lead to know
+    (every burst then comes from a job not yet started). The timeline runs a day past
+    the last start, so no job is cut at its end."""
+    long = _jobs(seed=2, days=12)
+    ev = evaluate_forecasts(_timeline(long, 13 * 288), directions="write", models="naive_bayes",
+                            feature_sets=1, modes="lead", horizons=[20], k={"write": 0.5},
+                            jobs=long, n_jobs=1).set_index("model")  # fmt: skip
+    assert ev.loc["persistence", "f1_running_jobs"] > ev.loc["persistence", "f1"] > 0.8
+    short = long.copy()
+    big = short["exe"] == "big"
+    short.loc[big, "end_time"] = short.loc[big, "start_time"] + 600.0
+    ev = evaluate_forecasts(_timeline(short, 13 * 288), directions="write",
+                            models="naive_bayes", feature_sets=1, modes="lead",
+                            horizons=[30], k={"write": 0.5}, jobs=short,
+                            n_jobs=1).set_index("model")  # fmt: skip
+    assert ev["test_bursts"].iloc[0] > 0
+    assert (ev["f1_running_jobs"] == 0).all()
+    # without the jobs there is no ceiling to report
+    bare = evaluate_forecasts(_timeline(short, 13 * 288), directions="write",
+                              models="naive_bayes", feature_sets=1, modes="lead",
+                              horizons=[30], k={"write": 0.5}, n_jobs=1)  # fmt: skip
+    assert bare["f1_running_jobs"].isna().all()

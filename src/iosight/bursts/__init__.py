@@ -36,6 +36,7 @@ from iosight.bursts._forecast import (
     fit_model,
     make_dataset,
     no_new_bursts_f1,
+    running_jobs_f1,
 )
 from iosight.bursts._forecaster import (
     MAX_LEAD,
@@ -44,7 +45,15 @@ from iosight.bursts._forecaster import (
     load_forecaster,
     train_forecaster,
 )
-from iosight.bursts._jobstate import MIN_RUNS, N_AHEAD, JobState, job_state, load_jobs
+from iosight.bursts._jobstate import (
+    MIN_RUNS,
+    N_AHEAD,
+    JobState,
+    bytes_by_start,
+    job_state,
+    load_jobs,
+    started_by,
+)
 from iosight.bursts._labels import BurstLabels, choose_k, label_bursts, severity_classes
 from iosight.bursts._models import MODELS, make_pipeline, model_names, search_params
 from iosight.bursts._workflow import (
@@ -83,6 +92,7 @@ __all__ = [
     "analyze_bursts",
     "best_cut",
     "burst_runs",
+    "bytes_by_start",
     "choose",
     "choose_k",
     "describe_choice",
@@ -106,8 +116,10 @@ __all__ = [
     "no_new_bursts_f1",
     "run_length",
     "run_length_table",
+    "running_jobs_f1",
     "search_params",
     "severity_classes",
+    "started_by",
     "train_bursts",
     "train_forecaster",
 ]

@@ -156,6 +156,51 @@ def job_state(jobs: pd.DataFrame, bin_start: np.ndarray, width: float, direction
     return JobState(running, elapsed_ratio, expected)
 
 
+def bytes_by_start(
+    jobs: pd.DataFrame, bin_start: np.ndarray, width: float, direction: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each job's bytes spread over its run in proportion to time (how ``iosight.timeline``
+    bins job totals), as ``(bin, job start, bytes)`` triples, one per bin a job touches
+    inside the timeline. In hindsight: what each job, once started, brought to every bin.
+    """
+    from iosight.timeline import spread_fractions
+
+    missing = [c for c in _JOB_COLUMNS if c not in jobs.columns]
+    if missing:
+        raise IosightError(f"the jobs frame lacks {missing}; build it with load_jobs()")
+    origin = float(bin_start[0]) if len(bin_start) else 0.0
+    start = jobs["start_time"].to_numpy(np.float64)
+    end = np.maximum(jobs["end_time"].to_numpy(np.float64), start)
+    rows, bins, frac = spread_fractions(start - origin, end - origin, width)
+    inside = (bins >= 0) & (bins < len(bin_start))
+    rows, bins = rows[inside], bins[inside]
+    value = jobs[f"{direction}_bytes"].to_numpy(np.float64)[rows] * frac[inside]
+    return bins, start[rows], value
+
+
+def started_by(
+    triples: tuple[np.ndarray, np.ndarray, np.ndarray],
+    bin_start: np.ndarray,
+    width: float,
+    step: int,
+) -> np.ndarray:
+    """Bytes of each bin from the jobs that had started by the end of the bin ``step``
+    bins earlier (``triples``: :func:`bytes_by_start`); NaN for the first ``step`` bins.
+
+    For a forecast made at the end of bin t for bin t + step, this is everything the jobs
+    running at t (and only they) put into the target bin, their futures known exactly.
+    """
+    bins, start, value = triples
+    n = len(bin_start)
+    known_at = np.asarray(bin_start, np.float64) + width  # end of each bin
+    out = np.full(n, np.nan)
+    if n > step:
+        src = bins - step  # the bin the forecast is made at
+        ok = (src >= 0) & (start < known_at[np.maximum(src, 0)])
+        out[step:] = np.bincount(bins[ok], weights=value[ok], minlength=n)[step:]
+    return out
+
+
 def _history(key, start, end, runtime, rate, job, day, elapsed, offsets):
     """Per (bin, job) pair: rate, conditional survival at each offset and median run time
     of the pair's application from runs that ended before ``day``; ``ok`` where the
