@@ -360,11 +360,9 @@ def _read(blob: bytes, path: Path, job_totals_row: bool) -> LogTables:
             tables[table_for_module(mod)] = _dxt_table(data, hdr.order, with_tid, no_offsets)
         elif mod == "HEATMAP":
             tables["heatmap"] = _heatmap_table(data, hdr.order, names)
-    from iosight.darshan._pydarshan import named_only, names_table, totals_table
+    from iosight.darshan._pydarshan import named_tables, names_table, totals_table
 
-    ids = np.sort(np.fromiter(names, np.uint64, len(names)))
-    tables = {k: named_only(t, ids) for k, t in tables.items()}
-    tables = {k: t for k, t in tables.items() if t.num_rows}
+    tables = named_tables(tables, names)
     present = [m for m in hdr.regions]
     if warnings:
         job["metadata"] = "\n".join([job["metadata"], *(f"iosight_warning={w}" for w in warnings)])
@@ -690,33 +688,10 @@ def _heatmap_table(data: bytes, order: str, names: dict[int, str]) -> pa.Table:
 
     Records of one bin count (what Darshan writes) are one structured view of the
     region; others are walked record by record."""
+    from iosight.darshan._pydarshan import heatmap_table
+
     recs = _heatmap_uniform(data, order)
-    if recs is None:
-        recs = _heatmap_walk(data, order)
-    ids, ranks, widths, nbins, w, r = recs
-    rec_of = np.repeat(np.arange(len(ids)), nbins)
-    bins = np.arange(len(rec_of)) - np.repeat(np.cumsum(nbins) - nbins, nbins)
-    width = widths[rec_of]
-    known, which = np.unique(ids, return_inverse=True)
-    mods = []
-    for rid in known.tolist():
-        name = names.get(rid, "")
-        mods.append(name.split(":", 1)[1] if ":" in name else name)
-    module = pa.DictionaryArray.from_arrays(
-        pa.array(which.astype(np.int32)[rec_of]), pa.array(mods, pa.string())
-    )
-    return pa.table(
-        {
-            "module": module.cast(pa.string()),
-            "rank": pa.array(ranks[rec_of]),
-            "record_id": pa.array(ids[rec_of]),
-            "bin": pa.array(bins.astype(np.int64)),
-            "bin_width": pa.array(width),
-            "bin_start": pa.array(bins * width),
-            "read_bytes": pa.array(r),
-            "write_bytes": pa.array(w),
-        }
-    )
+    return heatmap_table(*(recs if recs is not None else _heatmap_walk(data, order)), names)
 
 
 def _heatmap_uniform(data: bytes, order: str):
@@ -753,6 +728,8 @@ def _heatmap_uniform(data: bytes, order: str):
 
 def _heatmap_walk(data: bytes, order: str):
     """The records as arrays, walked one by one (a record's bin count sets its size)."""
+    from iosight.darshan._pydarshan import concat_int64
+
     recs = []
     pos, n = 0, len(data)
     while pos + 48 <= n:
@@ -770,13 +747,9 @@ def _heatmap_walk(data: bytes, order: str):
         np.array([x[1] for x in recs], np.int64),
         np.array([x[2] for x in recs], np.float64),
         np.array([x[3] for x in recs], np.int64),
-        _cat([np.frombuffer(data, i8, nb, p) for _, _, _, nb, p in recs]),
-        _cat([np.frombuffer(data, i8, nb, p + 8 * nb) for _, _, _, nb, p in recs]),
+        concat_int64([np.frombuffer(data, i8, nb, p) for _, _, _, nb, p in recs]),
+        concat_int64([np.frombuffer(data, i8, nb, p + 8 * nb) for _, _, _, nb, p in recs]),
     )
-
-
-def _cat(arrays: list[np.ndarray]) -> np.ndarray:
-    return np.concatenate(arrays).astype(np.int64) if arrays else np.zeros(0, np.int64)
 
 
 # modules whose records must hold ranks in [-1, nprocs): those the accumulator reduces

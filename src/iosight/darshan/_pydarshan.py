@@ -130,9 +130,7 @@ def _read_open_log(be, log, path: Path) -> LogTables:
             tables[table_for_module(mod)] = _dxt_table(be, log, info["idx"])
         elif mod == "HEATMAP":
             tables["heatmap"] = _heatmap_table(be, log, info["idx"], names)
-    # a module table with no named record is left out, as the text and 2.x readers do
-    ids = np.sort(np.fromiter(names, np.uint64, len(names)))
-    tables = {k: t for k, t in ((k, named_only(t, ids)) for k, t in tables.items()) if t.num_rows}
+    tables = named_tables(tables, names)
     present = [m for m, i in modules.items() if i["len"] > 0]
     partial = [m for m, i in modules.items() if i["partial_flag"]]
     job.update(modules=",".join(present), partial_modules=",".join(partial), partial=bool(partial))
@@ -349,40 +347,68 @@ def _dxt_table(be, log, idx: int) -> pa.Table:
 
 def _heatmap_table(be, log, idx: int, names: dict[int, str]) -> pa.Table:
     ffi = be.ffi
-    cols: dict[str, list] = {k: [] for k in ("module", "rank", "record_id", "width", "w", "r")}
+    cols: dict[str, list] = {k: [] for k in ("rank", "record_id", "width", "w", "r")}
     for ptr in _records(be, log, idx):
         rec = ffi.cast("struct darshan_heatmap_record *", ptr)
         n = int(rec.nbins)
-        name = names.get(rec.base_rec.id, "")
-        cols["module"].append(name.split(":", 1)[1] if ":" in name else name)
         cols["rank"].append(rec.base_rec.rank)
         cols["record_id"].append(rec.base_rec.id)
         cols["width"].append(rec.bin_width_seconds)
         cols["w"].append(np.frombuffer(ffi.buffer(rec.write_bins, 8 * n), np.int64).copy())
         cols["r"].append(np.frombuffer(ffi.buffer(rec.read_bins, 8 * n), np.int64).copy())
-    nbins = np.array([len(w) for w in cols["w"]], dtype=np.int64)
-    rec_of = np.repeat(np.arange(len(nbins)), nbins)
-    bins = np.arange(nbins.sum()) - np.repeat(np.cumsum(nbins) - nbins, nbins)
-    width = np.asarray(cols["width"], np.float64)[rec_of]
+    return heatmap_table(
+        np.asarray(cols["record_id"], np.uint64),
+        np.asarray(cols["rank"], np.int64),
+        np.asarray(cols["width"], np.float64),
+        np.array([len(w) for w in cols["w"]], np.int64),
+        concat_int64(cols["w"]),
+        concat_int64(cols["r"]),
+        names,
+    )
+
+
+def heatmap_table(ids, ranks, widths, nbins, write_bins, read_bins, names) -> pa.Table:
+    """HEATMAP rows, one per (record, bin), from per-record arrays (id, rank, bin width in
+    seconds, bin count) and every record's write and read bins concatenated; the module is
+    the part of the record's name after ``:`` (Darshan names heatmaps ``heatmap:MODULE``).
+    Both 3.x readers build their table here."""
+    rec_of = np.repeat(np.arange(len(ids)), nbins)
+    bins = np.arange(len(rec_of)) - np.repeat(np.cumsum(nbins) - nbins, nbins)
+    width = np.asarray(widths, np.float64)[rec_of]
+    known, which = np.unique(ids, return_inverse=True)
+    full = [names.get(rid, "") for rid in known.tolist()]
+    mods = [n.split(":", 1)[1] if ":" in n else n for n in full]
+    module = pa.DictionaryArray.from_arrays(
+        pa.array(which.astype(np.int32)[rec_of]), pa.array(mods, pa.string())
+    )
     return pa.table(
         {
-            "module": pa.array(np.asarray(cols["module"], dtype=object)[rec_of], pa.string()),
-            "rank": pa.array(np.asarray(cols["rank"], np.int64)[rec_of]),
-            "record_id": pa.array(np.asarray(cols["record_id"], np.uint64)[rec_of]),
+            "module": module.cast(pa.string()),
+            "rank": pa.array(np.asarray(ranks, np.int64)[rec_of]),
+            "record_id": pa.array(np.asarray(ids, np.uint64)[rec_of]),
             "bin": pa.array(bins.astype(np.int64)),
             "bin_width": pa.array(width),
             "bin_start": pa.array(bins * width),
-            "read_bytes": pa.array(_concat(cols["r"])),
-            "write_bytes": pa.array(_concat(cols["w"])),
+            "read_bytes": pa.array(np.asarray(read_bins, np.int64)),
+            "write_bytes": pa.array(np.asarray(write_bins, np.int64)),
         }
     )
 
 
-def _concat(arrays: list[np.ndarray]) -> np.ndarray:
-    return np.concatenate(arrays) if arrays else np.zeros(0, np.int64)
+def concat_int64(arrays: list[np.ndarray]) -> np.ndarray:
+    """The arrays end to end as native int64 (empty without arrays)."""
+    return np.concatenate(arrays).astype(np.int64) if arrays else np.zeros(0, np.int64)
 
 
 _PYTHON_PREFIX_PAIRS = 4096  # names x mounts below which a Python loop is faster
+
+
+def named_tables(tables: dict[str, pa.Table], names: dict[int, str]) -> dict[str, pa.Table]:
+    """The tables with only records that have a name (:func:`named_only`), and without the
+    tables left empty (a module table with no named record is left out, as the text and
+    2.x readers do)."""
+    ids = np.sort(np.fromiter(names, np.uint64, len(names)))
+    return {k: t for k, t in ((k, named_only(t, ids)) for k, t in tables.items()) if t.num_rows}
 
 
 def named_only(table: pa.Table, named: np.ndarray) -> pa.Table:
