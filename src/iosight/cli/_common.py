@@ -245,13 +245,15 @@ def print_frame(df, fmt: str = "table", title: str | None = None, max_rows: int 
 
 
 def _share_width(narrowest: list[int], longest: list[int], spare: int) -> list[int]:
-    """Column widths: each its narrowest, plus ``spare`` shared in proportion to what it lacks."""
+    """Column widths: each its narrowest, plus ``spare`` shared in proportion to what it
+    lacks. Called only for a table that does not fit, so ``spare`` is less than what the
+    columns lack together (and, when even the narrowest widths do not fit, not positive).
+    """
+    if spare <= 0:
+        return narrowest
     lacking = [b - a for a, b in zip(narrowest, longest, strict=True)]
     total = sum(lacking)
-    if spare <= 0 or total == 0:
-        return narrowest
-    share = min(spare, total)
-    return [a + lack * share // total for a, lack in zip(narrowest, lacking, strict=True)]
+    return [a + lack * spare // total for a, lack in zip(narrowest, lacking, strict=True)]
 
 
 def frame_json(df, *, lines: bool = False) -> str:
