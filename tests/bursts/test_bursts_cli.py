@@ -40,6 +40,7 @@ def test_cli_end_to_end(tmp_path):
     _ok("bursts", "report", *w, "--out", str(tmp_path / "rep"))
     page = (tmp_path / "rep" / "index.html").read_text()
     assert "SYNTHETIC" in page and "Fig. 7" in page and page.count("<img") >= 4
+    assert "How far a forecast from time t can go" in page
 
 
 @pytest.mark.parametrize(

@@ -98,6 +98,53 @@ def _f1_figure(ev: pd.DataFrame, series: str, title: str) -> str:
     return fig_img(fig)
 
 
+#: Columns of ``burst_evaluation`` that bound what a forecast can score, and their labels.
+_CEILINGS = {
+    "f1_no_new_bursts": "ceiling: bursts on now, when they end known",
+    "f1_running_jobs": "ceiling: running jobs, their futures known",
+}
+
+
+def ceilings_figure(ev: pd.DataFrame):
+    """F1 of the burst class by lead (one panel per direction): persistence, the forecast
+    chosen on validation, the best model on the test part (hindsight) and the ceilings of
+    forecasts that know only what is happening at t (issue 14, docs/bursts.md).
+
+    ``ev``: lead-mode binary rows of one feature set of ``burst_evaluation``. Returns the
+    matplotlib figure (no pyplot state), for a report or a notebook.
+    """
+    from iosight.bursts import BASELINES
+
+    fig, axes = subplots(1, 2, figsize=(12, 3.5), sharey=True)
+    for ax, d in zip(axes, ("read", "write"), strict=True):
+        sub = ev[ev["direction"] == d]
+        per = sub.groupby("horizon_min")
+        models = sub[~sub["model"].isin([*BASELINES, "chosen"])]
+        lines = {  # the chosen line wide and below: it is often persistence's
+            "chosen on validation": (_f1_of(sub, "chosen"), "-"),
+            "persistence": (_f1_of(sub, "persistence"), "--"),
+            "best model on test (hindsight)": (models.groupby("horizon_min")["f1"].max(), ":"),
+        }
+        for col, label in _CEILINGS.items():
+            if col in sub:
+                lines[label] = (per[col].first(), "-.")
+        for label, (f1, style) in lines.items():
+            f1 = f1.dropna().sort_index()
+            if len(f1):
+                wide = {"lw": 5, "alpha": 0.4} if label == "chosen on validation" else {}
+                ax.plot(f1.index, f1.to_numpy(), style, marker="o", label=label, **wide)
+        ax.set_xlabel("lead (min)")
+        ax.set_title(f"{d}: what a forecast from time t can score")
+        ax.set_ylim(0, 1)
+    axes[0].set_ylabel("F1 of the burst class (test part)")
+    axes[-1].legend(fontsize=8)
+    return fig
+
+
+def _f1_of(ev: pd.DataFrame, model: str) -> pd.Series:
+    return ev[ev["model"] == model].set_index("horizon_min")["f1"]
+
+
 def _section(wh: Warehouse) -> str:
     from iosight.bursts import EVALUATION_TABLE, analyze_bursts
     from iosight.timeline import load_timeline
@@ -126,6 +173,14 @@ def _section(wh: Warehouse) -> str:
         if len(m):
             parts += [f"<h3>Fig. 7: models and baselines, {mode} mode</h3>",
                       _f1_figure(m, "model", f"{mode} mode")]  # fmt: skip
+    lead = top[top["mode"] == "lead"]
+    if len(lead) and "chosen" in set(lead["model"]):
+        parts += ["<h3>How far a forecast from time t can go (lead mode)</h3>",
+                  "<p>Ceilings on the test part: a forecast that knows exactly when the "
+                  "bursts on at t end and foresees no other; one that knows the whole "
+                  "future of every job running at t and nothing of later jobs. Where they "
+                  "lie near persistence, bursts that far ahead come from jobs not yet "
+                  "started.</p>", fig_img(ceilings_figure(lead))]  # fmt: skip
     chosen = binary[binary["model"] == "chosen"]
     if len(chosen):
         pers = binary[binary["model"] == "persistence"].set_index(_TASK)["f1"]
