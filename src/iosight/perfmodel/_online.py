@@ -192,9 +192,12 @@ def causal_features(
         "system last deviation": sys_last,
         "hours since system last run": sys_age,
         "same-session deviation": np.where(sys_age < SESSION_H, sys_last, 0.0),
-        # exactly 0 when offset_runs == n_prev (the default): a constant column, which
-        # the fit drops
-        "log online median - log offset median": log_med - long_med,
+        # exactly 0 when both medians cover the same runs (the default): left out then
+        **(
+            {"log online median - log offset median": log_med - long_med}
+            if offset_runs != n_prev
+            else {}
+        ),
         "spread of previous runs": spread,
         "days since last run": since,
         "previous runs": runs,
