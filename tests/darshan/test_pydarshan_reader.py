@@ -122,34 +122,3 @@ def test_corrupt_inputs_raise_clear_errors(tmp_path: Path) -> None:
         p.write_bytes(data)
         with pytest.raises(CorruptLogError, match=name):
             read_pydarshan(p)
-
-
-def test_names_table_python_and_arrow_prefix_match_agree(monkeypatch) -> None:
-    """Few names use ``str.startswith``, many use Arrow's ``starts_with``: the same
-    mount point for every name of every 3.x log at hand (longest prefix wins)."""
-    from iosight.darshan import _pydarshan
-    from iosight.darshan._darshan3 import read_darshan3
-
-    logs = example_logs() + sorted((SHARED / "darshan-logs").glob("*.darshan"))
-    checked = 0
-    for path in logs:
-        try:
-            t = read_darshan3(path)
-        except CorruptLogError:
-            continue
-        names = dict(
-            zip(t["names"]["record_id"].to_pylist(), t["names"]["name"].to_pylist(), strict=True)
-        )
-        mounts = list(
-            zip(
-                t["mounts"]["mount_point"].to_pylist(),
-                t["mounts"]["fs_type"].to_pylist(),
-                strict=True,
-            )
-        )
-        monkeypatch.setattr(_pydarshan, "_PYTHON_PREFIX_PAIRS", 1 << 60)
-        python = _pydarshan.names_table(names, mounts)
-        monkeypatch.setattr(_pydarshan, "_PYTHON_PREFIX_PAIRS", -1)
-        assert python.equals(_pydarshan.names_table(names, mounts)), path.name
-        checked += any(m != "UNKNOWN" for m in python["mount_point"].to_pylist())
-    assert checked > 0

@@ -40,6 +40,13 @@ import pyarrow as pa
 from iosight._errors import CorruptLogError
 from iosight.darshan._accumulate import ACCUMULATED, accumulate
 from iosight.darshan._darshan3_counters import COUNTERS, LUSTRE_COMP_COUNTERS
+from iosight.darshan._record_tables import (
+    concat_int64,
+    heatmap_table,
+    named_tables,
+    names_table,
+    totals_table,
+)
 from iosight.darshan._tables import LogTables, jobs_schema, table_for_module
 
 MAGIC = 6567223
@@ -360,8 +367,6 @@ def _read(blob: bytes, path: Path, job_totals_row: bool) -> LogTables:
             tables[table_for_module(mod)] = _dxt_table(data, hdr.order, with_tid, no_offsets)
         elif mod == "HEATMAP":
             tables["heatmap"] = _heatmap_table(data, hdr.order, names)
-    from iosight.darshan._pydarshan import named_tables, names_table, totals_table
-
     tables = named_tables(tables, names)
     present = [m for m in hdr.regions]
     if warnings:
@@ -688,8 +693,6 @@ def _heatmap_table(data: bytes, order: str, names: dict[int, str]) -> pa.Table:
 
     Records of one bin count (what Darshan writes) are one structured view of the
     region; others are walked record by record."""
-    from iosight.darshan._pydarshan import heatmap_table
-
     recs = _heatmap_uniform(data, order)
     return heatmap_table(*(recs if recs is not None else _heatmap_walk(data, order)), names)
 
@@ -728,8 +731,6 @@ def _heatmap_uniform(data: bytes, order: str):
 
 def _heatmap_walk(data: bytes, order: str):
     """The records as arrays, walked one by one (a record's bin count sets its size)."""
-    from iosight.darshan._pydarshan import concat_int64
-
     recs = []
     pos, n = 0, len(data)
     while pos + 48 <= n:

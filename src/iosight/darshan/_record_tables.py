@@ -1,0 +1,114 @@
+"""Arrow tables that both Darshan 3.x readers (the native one, ``_darshan3``, and the
+libdarshan-util one, ``_pydarshan``) build the same way, from arrays each reads its own
+way: names, job totals, HEATMAP rows, and the filter that keeps named records only."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+
+def heatmap_table(ids, ranks, widths, nbins, write_bins, read_bins, names) -> pa.Table:
+    """HEATMAP rows, one per (record, bin), from per-record arrays (id, rank, bin width in
+    seconds, bin count) and every record's write and read bins concatenated; the module is
+    the part of the record's name after ``:`` (Darshan names heatmaps ``heatmap:MODULE``).
+    """
+    rec_of = np.repeat(np.arange(len(ids)), nbins)
+    bins = np.arange(len(rec_of)) - np.repeat(np.cumsum(nbins) - nbins, nbins)
+    width = np.asarray(widths, np.float64)[rec_of]
+    known, which = np.unique(ids, return_inverse=True)
+    full = [names.get(rid, "") for rid in known.tolist()]
+    mods = [n.split(":", 1)[1] if ":" in n else n for n in full]
+    module = pa.DictionaryArray.from_arrays(
+        pa.array(which.astype(np.int32)[rec_of]), pa.array(mods, pa.string())
+    )
+    return pa.table(
+        {
+            "module": module.cast(pa.string()),
+            "rank": pa.array(np.asarray(ranks, np.int64)[rec_of]),
+            "record_id": pa.array(np.asarray(ids, np.uint64)[rec_of]),
+            "bin": pa.array(bins.astype(np.int64)),
+            "bin_width": pa.array(width),
+            "bin_start": pa.array(bins * width),
+            "read_bytes": pa.array(np.asarray(read_bins, np.int64)),
+            "write_bytes": pa.array(np.asarray(write_bins, np.int64)),
+        }
+    )
+
+
+def concat_int64(arrays: list[np.ndarray]) -> np.ndarray:
+    """The arrays end to end as native int64 (empty without arrays)."""
+    return np.concatenate(arrays).astype(np.int64) if arrays else np.zeros(0, np.int64)
+
+
+_PYTHON_PREFIX_PAIRS = 4096  # names x mounts below which a Python loop is faster
+
+
+def named_tables(tables: dict[str, pa.Table], names: dict[int, str]) -> dict[str, pa.Table]:
+    """The tables with only records that have a name (:func:`named_only`), and without the
+    tables left empty (a module table with no named record is left out, as the text and
+    2.x readers do)."""
+    ids = np.sort(np.fromiter(names, np.uint64, len(names)))
+    return {k: t for k, t in ((k, named_only(t, ids)) for k, t in tables.items()) if t.num_rows}
+
+
+def named_only(table: pa.Table, named: np.ndarray) -> pa.Table:
+    """Drop records whose id is not in ``named`` (sorted ids of the name records), as
+    PyDarshan does (ids outside the name table are a writer's garbage, e.g. id 2**64-1
+    in some DAOS logs)."""
+    ids = table["record_id"].to_numpy()
+    at = np.minimum(np.searchsorted(named, ids), max(len(named) - 1, 0))
+    known = named[at] == ids if len(named) else np.zeros(len(ids), bool)
+    return table if known.all() else table.filter(pa.array(known))
+
+
+def names_table(names: dict[int, str], mounts: list[tuple[str, str]]) -> pa.Table:
+    """Record id -> name, with the mount point and file-system type of the longest prefix.
+
+    Many names: one vectorised ``starts_with`` per mount (longest first), not a loop
+    per name; few names (most logs): ``str.startswith``, which costs less than the
+    calls into Arrow.
+    """
+    import pyarrow.compute as pc
+
+    by_len = sorted(mounts, key=lambda m: len(m[0]), reverse=True)
+    paths = pa.array(list(names.values()), pa.string())
+    unknown = len(by_len)  # index into by_len; last: UNKNOWN
+    if len(names) * len(by_len) <= _PYTHON_PREFIX_PAIRS:
+        prefixes = [m[0] for m in by_len]
+        which = np.array(
+            [
+                next((i for i, m in enumerate(prefixes) if p.startswith(m)), unknown)
+                for p in names.values()
+            ],
+            np.int32,
+        )
+    else:
+        which = np.full(len(paths), unknown, np.int32)
+        for i, (mnt, _) in enumerate(by_len):
+            hit = pc.starts_with(paths, pattern=mnt).to_numpy(zero_copy_only=False)
+            which[hit & (which == unknown)] = i
+    idx = pa.array(which)
+    return pa.table(
+        {
+            "record_id": pa.array(list(names), pa.uint64()),
+            "name": paths,
+            "mount_point": pa.array([m[0] for m in by_len] + ["UNKNOWN"]).take(idx),
+            "fs_type": pa.array([m[1] for m in by_len] + ["UNKNOWN"], pa.string()).take(idx),
+        }
+    )
+
+
+def totals_table(totals: dict[str, float]) -> pa.Table:
+    """The one-row ``job_totals`` table: int64 columns for int values, float64 for
+    floats. The values go into Arrow as two arrays, each column a slice of one
+    (an array per column costs 2x more; ``from_pylist`` 3x)."""
+    values = list(totals.values())
+    is_float = [isinstance(v, float) for v in values]
+    ints = pa.array(np.array([v for v in values if not isinstance(v, float)], np.int64))
+    floats = pa.array(np.array([v for v in values if isinstance(v, float)], np.float64))
+    cols, at = [], [0, 0]
+    for f in is_float:
+        cols.append((floats if f else ints).slice(at[f], 1))
+        at[f] += 1
+    return pa.Table.from_arrays(cols, names=list(totals))
