@@ -13,7 +13,7 @@ from iosight.bursts import (
     load_forecaster,
     make_dataset,
     no_new_bursts_f1,
-    running_jobs_f1,
+    running_jobs_share,
     train_forecaster,
 )
 
@@ -127,12 +127,13 @@ def test_no_new_bursts_ceiling_by_hand():
     assert no_new_bursts_f1(now, np.zeros(6)) == 0.0
 
 
-def test_running_jobs_ceiling_by_hand():
+def test_running_jobs_share_by_hand():
     known = np.array([5.0, 1.0, 0.0, 9.0, 3.0])  # bytes the jobs running at t bring
-    later = np.array([1, 1, 1, 0, 2])  # the target bins' classes
-    # threshold 2: bins 0, 3, 4 certain; 0 and 4 are bursts, 3 is not (F1 = 2*2 / (3+4))
-    assert running_jobs_f1(known, 2.0, later) == pytest.approx(4 / 7)
-    assert running_jobs_f1(known, 10.0, later) == 0.0
+    later = np.array([1, 1, 1, 0, 2])  # the target bins' classes: bursts at 0, 1, 2, 4
+    # threshold 2: of the four bursts, the running jobs make 0 and 4 on their own
+    assert running_jobs_share(known, 2.0, later) == 0.5
+    assert running_jobs_share(known, 10.0, later) == 0.0
+    assert np.isnan(running_jobs_share(known, 2.0, np.zeros(5)))
 
 
 def test_choice_needs_a_margin_and_no_losing_window():

@@ -36,7 +36,7 @@ from iosight.bursts._forecast import (
     fit_model,
     make_dataset,
     no_new_bursts_f1,
-    running_jobs_f1,
+    running_jobs_share,
 )
 from iosight.bursts._forecaster import (
     MAX_LEAD,
@@ -116,7 +116,7 @@ __all__ = [
     "no_new_bursts_f1",
     "run_length",
     "run_length_table",
-    "running_jobs_f1",
+    "running_jobs_share",
     "search_params",
     "severity_classes",
     "started_by",

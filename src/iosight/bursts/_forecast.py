@@ -126,12 +126,12 @@ class _Builder:
             series, step = df, 1 if mode == "interval" else int(round(ratio))
         series = series.reset_index(drop=True)
         n = len(series)
+        series_width = float(series["bin_width"].iloc[0])
         split = int(train_fraction * n)
         n_fit = int((1 - val_fraction) * (split - step))
         if n_fit < 10 or split - step - n_fit < 1 or n - split < 1:
             raise IosightError(
-                f"too few {series['bin_width'].iloc[0]:g} s bins ({n}) for horizon "
-                f"{horizon_min:g} min"
+                f"too few {series_width:g} s bins ({n}) for horizon {horizon_min:g} min"
             )
         x = series[f"{direction}_bytes"].to_numpy(np.float64)
         key = (len(series), direction, k, target_fraction, split, threshold_from)
@@ -146,9 +146,10 @@ class _Builder:
             series, direction, feature_set, jobs=self.jobs, threshold=labels.threshold,
         ).to_numpy(np.float64))  # fmt: skip
         starts = series["bin_start"].to_numpy(np.float64)
-        triples = self._cached(("jobs", ratio if rebinned else 1, direction),
-                               lambda: self._job_bytes(series, direction))  # fmt: skip
-        width = float(series["bin_width"].iloc[0])
+        triples = self._cached(
+            ("jobs", ratio if rebinned else 1, direction),
+            lambda: self._job_bytes(starts, series_width, x, direction),
+        )
         return Dataset(
             X=feats[: n - step],
             y=lab[step:],
@@ -157,22 +158,21 @@ class _Builder:
             n_train=split - step,
             n_fit=n_fit,
             labels=labels,
-            bin_width=float(series["bin_width"].iloc[0]),
+            bin_width=series_width,
             step=step,
             train_window=(float(starts[0]), float(starts[split - 1])),
-            known=None if triples is None else started_by(triples, starts, width, step)[step:],
+            known=None
+            if triples is None
+            else started_by(triples, starts, series_width, step)[step:],
         )
 
-    def _job_bytes(self, series: pd.DataFrame, direction: str):
-        """:func:`bytes_by_start` of the jobs, or None without jobs or when the series is
-        not their totals spread over their runs (then what the running jobs bring to a
-        bin cannot be told from the jobs frame)."""
+    def _job_bytes(self, starts: np.ndarray, width: float, x: np.ndarray, direction: str):
+        """:func:`bytes_by_start` of the jobs on bins ``starts``, or None without jobs or
+        when the series' bytes ``x`` are not their totals spread over their runs (then what
+        the running jobs bring to a bin cannot be told from the jobs frame)."""
         if self.jobs is None:
             return None
-        starts = series["bin_start"].to_numpy(np.float64)
-        width = float(series["bin_width"].iloc[0])
         triples = bytes_by_start(self.jobs, starts, width, direction)
-        x = series[f"{direction}_bytes"].to_numpy(np.float64)
         total = np.bincount(triples[0], weights=triples[2], minlength=len(x))
         scale = float(np.abs(x).max()) if len(x) else 0.0
         return triples if np.allclose(total, x, rtol=1e-6, atol=1e-9 * scale) else None
@@ -208,17 +208,20 @@ def no_new_bursts_f1(now: np.ndarray, later: np.ndarray) -> float:
     return _f1(nxt, on & nxt)
 
 
-def running_jobs_f1(known: np.ndarray, threshold: float, later: np.ndarray) -> float:
-    """Burst-class F1 of the bursts that the jobs running at t make certain: a burst at
-    t + L wherever the bytes those jobs put into bin t + L (``known``, in hindsight:
-    :attr:`Dataset.known`) pass the threshold on their own.
+def running_jobs_share(known: np.ndarray, threshold: float, later: np.ndarray) -> float:
+    """Share of the bursts at t + L (``later`` above 0) that the jobs running at t make
+    on their own: the bytes those jobs put into bin t + L (``known``, in hindsight, with
+    their whole futures: :attr:`Dataset.known`) pass the threshold without any job that
+    starts after t. NaN without bursts.
 
-    It knows every running job's whole future (its rate and end) and nothing of jobs that
-    start after t. Where it scores below persistence, bursts at that lead come from jobs
-    not yet started, so no account of the running jobs, however exact, can forecast
-    them (docs/bursts.md, issue 14).
+    Not a forecast and not a bound on one: a measure of where bursts come from. Where it
+    is near 0, the bursts at that lead are made by jobs not yet started at t, and a
+    forecast of them is a forecast of job starts (docs/bursts.md, issue 14).
     """
-    return _f1(np.asarray(later) > 0, np.asarray(known) > threshold)
+    burst = np.asarray(later) > 0
+    if not burst.any():
+        return float("nan")
+    return float(np.mean(np.asarray(known)[burst] > threshold))
 
 
 @dataclass
@@ -625,10 +628,10 @@ def evaluate_forecasts(
         precision, recall, pr_auc (burst class), f1_weighted (support-weighted over every
         class: the paper's framing) and f1_macro, val_f1, the tuned cut, n_train, n_test,
         test_bursts, f1_no_new_bursts (:func:`no_new_bursts_f1` on the test part: the
-        ceiling of forecasts that foresee no new burst), f1_running_jobs
-        (:func:`running_jobs_f1`: the bursts the jobs running at t make certain; NaN
-        without ``jobs`` or when the timeline is not their totals spread over their
-        runs), k and the params (JSON). Model
+        ceiling of forecasts that foresee no new burst), running_jobs_share
+        (:func:`running_jobs_share`: the share of the test bursts that the jobs running
+        at t make on their own; NaN without ``jobs`` or when the timeline is not their
+        totals spread over their runs), k and the params (JSON). Model
         ``chosen`` repeats the candidate picked on validation (its name in ``chosen``).
     """
     import pandas as pd
@@ -667,8 +670,8 @@ def evaluate_forecasts(
         base = {**spec, "n_train": ds.n_train, "n_test": int(ds.y[te].size),
                 "test_bursts": int((ds.y[te] > 0).sum()),
                 "f1_no_new_bursts": no_new_bursts_f1(ds.current[te], ds.y[te]),
-                "f1_running_jobs": float("nan") if ds.known is None else running_jobs_f1(
-                    ds.known[te], ds.labels.threshold, ds.y[te]),
+                "running_jobs_share": float("nan") if ds.known is None else
+                    running_jobs_share(ds.known[te], ds.labels.threshold, ds.y[te]),
                 "k": ds.labels.k}  # fmt: skip
         rows += [{**base, **r} for r in task_rows]
     return pd.DataFrame(rows)

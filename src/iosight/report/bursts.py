@@ -98,17 +98,18 @@ def _f1_figure(ev: pd.DataFrame, series: str, title: str) -> str:
     return fig_img(fig)
 
 
-#: Columns of ``burst_evaluation`` that bound what a forecast can score, and their labels.
-_CEILINGS = {
+#: Columns of ``burst_evaluation`` that say how far a forecast from t can see, and labels.
+_REACH = {
     "f1_no_new_bursts": "ceiling: bursts on now, when they end known",
-    "f1_running_jobs": "ceiling: running jobs, their futures known",
+    "running_jobs_share": "share of bursts the running jobs make alone (not an F1)",
 }
 
 
 def ceilings_figure(ev: pd.DataFrame):
     """F1 of the burst class by lead (one panel per direction): persistence, the forecast
-    chosen on validation, the best model on the test part (hindsight) and the ceilings of
-    forecasts that know only what is happening at t (issue 14, docs/bursts.md).
+    chosen on validation, the best model on the test part (hindsight), the ceiling of
+    forecasts that foresee no new burst, and the share of bursts that the jobs running at
+    t make on their own (issue 14, docs/bursts.md).
 
     ``ev``: lead-mode binary rows of one feature set of ``burst_evaluation``. Returns the
     matplotlib figure (no pyplot state), for a report or a notebook.
@@ -125,7 +126,7 @@ def ceilings_figure(ev: pd.DataFrame):
             "persistence": (_f1_of(sub, "persistence"), "--"),
             "best model on test (hindsight)": (models.groupby("horizon_min")["f1"].max(), ":"),
         }
-        for col, label in _CEILINGS.items():
+        for col, label in _REACH.items():
             if col in sub:
                 lines[label] = (per[col].first(), "-.")
         for label, (f1, style) in lines.items():
@@ -134,7 +135,7 @@ def ceilings_figure(ev: pd.DataFrame):
                 wide = {"lw": 5, "alpha": 0.4} if label == "chosen on validation" else {}
                 ax.plot(f1.index, f1.to_numpy(), style, marker="o", label=label, **wide)
         ax.set_xlabel("lead (min)")
-        ax.set_title(f"{d}: what a forecast from time t can score")
+        ax.set_title(f"{d}: what a forecast from time t can see")
         ax.set_ylim(0, 1)
     axes[0].set_ylabel("F1 of the burst class (test part)")
     axes[-1].legend(fontsize=8)
@@ -176,11 +177,11 @@ def _section(wh: Warehouse) -> str:
     lead = top[top["mode"] == "lead"]
     if len(lead) and "chosen" in set(lead["model"]):
         parts += ["<h3>How far a forecast from time t can go (lead mode)</h3>",
-                  "<p>Ceilings on the test part: a forecast that knows exactly when the "
-                  "bursts on at t end and foresees no other; one that knows the whole "
-                  "future of every job running at t and nothing of later jobs. Where they "
-                  "lie near persistence, bursts that far ahead come from jobs not yet "
-                  "started.</p>", fig_img(ceilings_figure(lead))]  # fmt: skip
+                  "<p>On the test part: the F1 ceiling of a forecast that knows exactly when "
+                  "the bursts on at t end and foresees no other, and the share of bursts at "
+                  "t + L that the jobs running at t make on their own, their whole futures "
+                  "known. Where that share is near 0, bursts that far ahead come from jobs "
+                  "not yet started.</p>", fig_img(ceilings_figure(lead))]  # fmt: skip
     chosen = binary[binary["model"] == "chosen"]
     if len(chosen):
         pers = binary[binary["model"] == "persistence"].set_index(_TASK)["f1"]
