@@ -137,7 +137,7 @@ def ceilings_figure(ev: pd.DataFrame):
         ax.set_xlabel("lead (min)")
         ax.set_title(f"{d}: what a forecast from time t can see")
         ax.set_ylim(0, 1)
-    axes[0].set_ylabel("F1 of the burst class (test part)")
+    axes[0].set_ylabel("burst-class F1, or share (test part)")
     axes[-1].legend(fontsize=8)
     return fig
 
