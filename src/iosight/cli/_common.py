@@ -11,6 +11,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from iosight._errors import IosightError
 
@@ -39,7 +40,10 @@ def cli_errors() -> Iterator[None]:
     try:
         yield
     except IosightError as err:
-        err_console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
+        # the message verbatim: "[nan, 3.0]" in it is data, not Rich markup
+        err_console.print(
+            f"[bold red]error:[/] {escape(str(err))}", highlight=False, soft_wrap=True
+        )
         raise typer.Exit(code=1) from None
     except KeyboardInterrupt:
         err_console.print("interrupted; everything committed so far is kept")
