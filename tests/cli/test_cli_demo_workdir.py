@@ -32,3 +32,12 @@ def test_demo_refuses_a_folder_it_did_not_make(tmp_path):
     result = runner.invoke(app, ["demo", "--workdir", str(mine), "--only", "characterization"])
     assert result.exit_code == 1 and "not made by 'iosight demo'" in result.output
     assert (mine / "thesis.tex").read_text() == "precious"
+
+
+def test_demo_workdir_that_is_a_file_is_one_line(tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("kept")
+    result = runner.invoke(app, ["demo", "--workdir", str(afile), "--only", "characterization"])
+    assert result.exit_code == 1 and "exists and is not a folder" in result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+    assert afile.read_text() == "kept"

@@ -49,13 +49,20 @@ def fresh_workdir(root: Path) -> Path:
     """
     from iosight._errors import IosightError
 
+    if root.exists() and not root.is_dir():
+        raise IosightError(f"{root} exists and is not a folder; pass --workdir NEW_FOLDER")
     if root.exists() and any(root.iterdir()):
         if not (root / MARK).exists():
             raise IosightError(
                 f"{root} exists and was not made by 'iosight demo'; pass --workdir NEW_FOLDER"
             )
         shutil.rmtree(root)
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise IosightError(
+            f"cannot create {root}: {err.strerror}; pass --workdir NEW_FOLDER"
+        ) from None
     (root / MARK).write_text("written by 'iosight demo'; a re-run replaces this folder\n")
     return root
 
