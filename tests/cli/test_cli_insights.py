@@ -59,6 +59,15 @@ def test_report_path_that_is_a_file_fails_before_the_rules_run(warehouse, tmp_pa
     assert afile.read_text() == "kept" and not warehouse.has_table("insights_jobs")
 
 
+def test_where_matching_no_job_says_so(warehouse):
+    import pyarrow as pa
+
+    warehouse.commit({"jobs": [pa.table({"job_key": ["a"], "jobid": [1]})]})
+    result = runner.invoke(app, ["insights", "-w", str(warehouse.path), "--where", "jobid = 2"])
+    assert result.exit_code == 1, result.output
+    assert result.output.strip() == "error: no job matches the filter 'jobid = 2'"
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
