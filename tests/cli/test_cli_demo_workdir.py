@@ -41,3 +41,15 @@ def test_demo_workdir_that_is_a_file_is_one_line(tmp_path):
     assert result.exit_code == 1 and "exists and is not a folder" in result.output
     assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
     assert afile.read_text() == "kept"
+
+
+def test_demo_unknown_step_is_an_error_and_keeps_the_last_demo(tmp_path):
+    root = tmp_path / "demo"
+    root.mkdir()
+    (root / ".iosight-demo").write_text("an earlier demo")
+    (root / "figure.png").write_text("from the earlier demo")
+    result = runner.invoke(app, ["demo", "--workdir", str(root), "--only", "bogus"])
+    assert result.exit_code == 1, result.output
+    assert "no demo step matches 'bogus'; steps: characterization, bursts" in result.output
+    assert "insights" in result.output and len(result.output.strip().splitlines()) == 1
+    assert (root / "figure.png").read_text() == "from the earlier demo"

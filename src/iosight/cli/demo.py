@@ -14,13 +14,16 @@ def demo(
     workdir: Path = typer.Option(
         Path("iosight-demo"), help="Where the demo's warehouse and reports are kept."
     ),
-    only: list[str] = typer.Option(None, help="Run only steps whose name contains this."),
+    only: list[str] = typer.Option(
+        None, help="Run only steps whose name contains this (e.g. characterization, trace)."
+    ),
 ) -> None:
     """Run every capability on data shipped with iosight and its dependencies."""
-    from iosight.demo import DemoContext, run_demo
+    from iosight.demo import DemoContext, run_demo, select_steps
     from iosight.warehouse import Warehouse
 
     with cli_errors():
+        select_steps(only)  # an unknown step fails before an earlier demo folder is replaced
         root = fresh_workdir(workdir)
         ctx = DemoContext(
             workdir=root,
