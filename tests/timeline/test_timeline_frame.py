@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from iosight._errors import IosightError
@@ -18,3 +20,16 @@ def test_parse_time_reads_dates_and_numbers():
 def test_parse_time_refuses_what_is_not_a_finite_time(text):
     with pytest.raises(IosightError, match="cannot read time"):
         parse_time(text)
+
+
+@pytest.mark.parametrize("zone", ["America/Chicago", "Asia/Kolkata", "UTC"])
+def test_now_is_the_utc_epoch_whatever_the_local_zone(monkeypatch, zone):
+    monkeypatch.setenv("TZ", zone)
+    time.tzset()
+    try:
+        before = time.time()
+        now = parse_time("now")
+        assert before - 1 <= now <= time.time() + 1  # was off by the zone's offset
+    finally:
+        monkeypatch.undo()
+        time.tzset()

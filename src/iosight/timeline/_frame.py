@@ -35,16 +35,16 @@ def parse_duration(text: str | float) -> float:
 
 
 def parse_time(text: str | float) -> float:
-    """Epoch seconds of ``"2024-03-01 12:00"`` (UTC unless an offset is given) or a number;
-    finite times only."""
+    """Epoch seconds of ``"2024-03-01 12:00"`` (UTC unless an offset is given), ``"now"``
+    or a number; finite times only."""
     import pandas as pd
 
     try:
         value = float(text)
     except (ValueError, TypeError):
         try:
-            ts = pd.Timestamp(text)
-            value = (ts.tz_localize("UTC") if ts.tzinfo is None else ts).timestamp()
+            # tz="UTC": a naive time is UTC, and "now" the current time whatever the local zone
+            value = pd.Timestamp(text, tz="UTC").timestamp()
         except (ValueError, TypeError):
             value = None
     if value is None or not np.isfinite(value):
