@@ -90,3 +90,25 @@ def test_forge_study_runs_mckp_zero_beside_mckp(shared, tmp_path):
     same = load_results(tmp_path / "off").set_index(["allocator", "placement"])
     both = df.reset_index().set_index(["allocator", "placement"]).loc[same.index]
     assert np.allclose(both.mean_slowdown, same.mean_slowdown)  # other rows unchanged
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"statistic": "best2"},
+        {"grid": "fine"},
+        {"k": 0},
+        {"seed": -1},
+        {"sets": 1.5},
+        {"simulator": "exact"},
+        {"dataset": "io-node"},
+        {"dataset": "io-nodes", "forge_dir": "/nonexistent/forge"},
+    ],
+)
+def test_settings_that_cannot_run_leave_the_folder_free(tmp_path, bad):
+    """A typo fails before config.json is written, so the corrected run can use the folder."""
+    good = {"dataset": "ost", "loads": (0.3,), "sets": 1, "robustness": False}
+    with pytest.raises(IosightError):
+        run_experiment(ExperimentConfig(**(good | bad)), tmp_path / "ex")
+    assert not (tmp_path / "ex" / "config.json").exists()
+    assert run_experiment(ExperimentConfig(**good), tmp_path / "ex") == {"run": 1, "skipped": 0}

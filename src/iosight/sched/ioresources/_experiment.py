@@ -20,6 +20,8 @@ from iosight._progress import Progress, ensure_progress
 from iosight.sched.ioresources._allocators import ALLOCATORS
 from iosight.sched.ioresources._curves import (
     FAMILY_CURVES,
+    GRIDS,
+    STATISTICS,
     CurveSet,
     load_curves_csv,
     load_forge,
@@ -29,7 +31,7 @@ from iosight.sched.ioresources._curves import (
 from iosight.sched.ioresources._metrics import evaluate
 from iosight.sched.ioresources._model import n_sys, workload_io_load
 from iosight.sched.ioresources._placement import PLACEMENTS, schedule
-from iosight.sched.ioresources._simulate import simulate
+from iosight.sched.ioresources._simulate import SIMULATORS, simulate
 from iosight.sched.ioresources._workload import generate_workload
 
 FORGE_DIR = "datasets/bez_forge_io_forwarding_bandwidth"
@@ -87,6 +89,10 @@ def parse_loads(spec: str) -> tuple[float, ...]:
     return tuple(float(v) for v in np.round(vals, 3))
 
 
+def _is_int(value: object) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
 def pairs(mckp_zero: bool = False) -> list[tuple[str, str]]:
     """Every allocator x placement pair, then the MCKP baseline (and its zero-forwarder
     reading "MCKP-0" when ``mckp_zero``)."""
@@ -116,8 +122,22 @@ class ExperimentConfig:
     forge_dir: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        check_param("sets", self.sets, self.sets >= 1, "a positive integer")
+        """Check every setting, so that a run that starts does not stop on one."""
+        for name in ("sets", "k", "n_resources", "q_cpu"):
+            value = getattr(self, name)
+            check_param(name, value, _is_int(value) and value >= 1, "a positive integer")
+        check_param("seed", self.seed, _is_int(self.seed) and self.seed >= 0, "an integer >= 0")
         check_param("loads", self.loads, len(self.loads) > 0 and min(self.loads) > 0, "positive")
+        check_param(
+            "statistic", self.statistic, self.statistic in STATISTICS, " or ".join(STATISTICS)
+        )
+        check_param("grid", self.grid, self.grid in GRIDS, " or ".join(GRIDS))
+        check_param(
+            "simulator",
+            self.simulator,
+            self.simulator in SIMULATORS.names(),
+            " or ".join(SIMULATORS.names()),
+        )
         check_param(
             "family_curves",
             self.family_curves,
@@ -208,7 +228,14 @@ def run_experiment(
 ) -> dict[str, int]:
     """Run (or resume) a study into ``out``; returns counts of tasks run and skipped."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    # everything that can fail on the settings fails before the folder is claimed: a
+    # config.json written for a run that cannot start would refuse the corrected one
+    curves = resolve_curves(
+        cfg.dataset,
+        forge_dir=Path(cfg.forge_dir) if cfg.forge_dir else None,
+        statistic=cfg.statistic,
+        grid=cfg.grid,
+    )
     meta = out / "config.json"
     if meta.exists():
         old = json.loads(meta.read_text())
@@ -218,13 +245,8 @@ def run_experiment(
         if old != cfg.fingerprint():
             raise IosightError(f"{out} holds results of another configuration: {old}")
     else:
+        out.mkdir(parents=True, exist_ok=True)
         meta.write_text(json.dumps(cfg.fingerprint(), indent=1))
-    curves = resolve_curves(
-        cfg.dataset,
-        forge_dir=Path(cfg.forge_dir) if cfg.forge_dir else None,
-        statistic=cfg.statistic,
-        grid=cfg.grid,
-    )
     todo = [
         (theta, s, task_path(out, theta, s))
         for theta in cfg.loads
