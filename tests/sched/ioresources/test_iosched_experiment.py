@@ -112,3 +112,19 @@ def test_settings_that_cannot_run_leave_the_folder_free(tmp_path, bad):
         run_experiment(ExperimentConfig(**(good | bad)), tmp_path / "ex")
     assert not (tmp_path / "ex" / "config.json").exists()
     assert run_experiment(ExperimentConfig(**good), tmp_path / "ex") == {"run": 1, "skipped": 0}
+
+
+def test_loads_past_k_over_n_are_refused_not_mislabelled():
+    """Theta N / K is the mean I/O-Stress(j, 1) (§V-C): at most 1, so Theta <= K / N."""
+    curves = ost_curves(seed=1)
+    with pytest.raises(IosightError, match=r"at most K / N = 10/20 = 0\.5"):
+        generate_workload(curves, theta=1.0, k=10, rng=np.random.default_rng(0))
+    with pytest.raises(IosightError, match=r"in \(0, 1\]"):
+        x_bound(1.5)
+    # the bound itself is reachable: every application is pure I/O, I/O-load(pi_1) = Theta
+    w, _ = generate_workload(curves, theta=0.5, k=10, rng=np.random.default_rng(0))
+    assert np.all(w.t_cpu == 0)
+    assert workload_io_load(w, np.ones(w.k, dtype=np.int64)) == pytest.approx(0.5)
+    with pytest.raises(IosightError, match=r"loads.*at most K / N.*Got 1\.0"):
+        ExperimentConfig(dataset="ost", k=10, loads=(0.5, 1.0, 1.5))
+    ExperimentConfig(dataset="ost", k=30, loads=(0.1, 1.5))  # docs/iosched.md's K = 30 study

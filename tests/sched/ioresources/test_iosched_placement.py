@@ -75,7 +75,7 @@ def test_placements_read_only_table_ii_inputs():
 def test_known_curves_equal_to_true_ones_change_nothing():
     from iosight.sched.ioresources import generate_workload, ost_curves
 
-    w, _ = generate_workload(ost_curves(seed=5), theta=0.7, k=12, rng=np.random.default_rng(2))
+    w, _ = generate_workload(ost_curves(seed=5), theta=0.5, k=12, rng=np.random.default_rng(2))
     for pair in (("TCPU", "Greedy-NC"), ("BestBdw", "Greedy-C"), ("MCKP", "MCKP")):
         a = schedule(*pair, w, np.random.default_rng(0))
         b = schedule(*pair, w, np.random.default_rng(0), known_bw=w.bw.copy())

@@ -32,7 +32,7 @@ from iosight.sched.ioresources._metrics import evaluate
 from iosight.sched.ioresources._model import n_sys, workload_io_load
 from iosight.sched.ioresources._placement import PLACEMENTS, schedule
 from iosight.sched.ioresources._simulate import SIMULATORS, simulate
-from iosight.sched.ioresources._workload import generate_workload
+from iosight.sched.ioresources._workload import check_load, generate_workload
 
 FORGE_DIR = "datasets/bez_forge_io_forwarding_bandwidth"
 #: Heuristic pairs of the robustness study (Fig. 12 of 004).
@@ -127,7 +127,9 @@ class ExperimentConfig:
             value = getattr(self, name)
             check_param(name, value, _is_int(value) and value >= 1, "a positive integer")
         check_param("seed", self.seed, _is_int(self.seed) and self.seed >= 0, "an integer >= 0")
-        check_param("loads", self.loads, len(self.loads) > 0 and min(self.loads) > 0, "positive")
+        check_param("loads", self.loads, len(self.loads) > 0, "at least one load")
+        for theta in self.loads:
+            check_load("loads", theta, self.k, self.n_resources)
         check_param(
             "statistic", self.statistic, self.statistic in STATISTICS, " or ".join(STATISTICS)
         )
