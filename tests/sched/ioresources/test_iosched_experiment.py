@@ -11,6 +11,7 @@ from iosight.sched.ioresources._experiment import (
     ExperimentConfig,
     load_results,
     pairs,
+    parse_loads,
     run_experiment,
 )
 from iosight.sched.ioresources._model import io_time, workload_io_load
@@ -128,3 +129,32 @@ def test_loads_past_k_over_n_are_refused_not_mislabelled():
     with pytest.raises(IosightError, match=r"loads.*at most K / N.*Got 1\.0"):
         ExperimentConfig(dataset="ost", k=10, loads=(0.5, 1.0, 1.5))
     ExperimentConfig(dataset="ost", k=30, loads=(0.1, 1.5))  # docs/iosched.md's K = 30 study
+
+
+def test_parse_loads_ranges_and_lists():
+    assert parse_loads("0.1:1.5:0.1") == tuple(round(0.1 * i, 3) for i in range(1, 16))
+    assert parse_loads("0.1:1.55:0.1")[-1] == 1.5  # the end is included, never passed
+    assert parse_loads("0.3:0.3:0.1") == (0.3,)
+    assert parse_loads("0.3,1.2") == (0.3, 1.2)
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("0.1:1.5:0", "step of a load range must be at least 0.001"),
+        ("0.1:1.5:-0.1", "step of a load range must be at least 0.001"),
+        ("0.1:0.2:0.0001", "step of a load range must be at least 0.001"),
+        ("inf", "finite"),
+        ("0.1:inf:0.1", "finite"),
+        ("0.1,nan", "finite"),
+        ("0.5:0.1:0.1", "is empty: its end is below its start"),
+        ("0.1:1.5", "a:b:step"),
+        ("0.001:100:0.001", "at most 10000"),
+        ("0.5,0.5001", "must not repeat"),
+        ("0:1:0.1", "positive"),
+        ("x", "a:b:step or a,b,c"),
+    ],
+)
+def test_parse_loads_refuses_with_the_reason(spec, expected):
+    with pytest.raises(IosightError, match=expected):
+        parse_loads(spec)

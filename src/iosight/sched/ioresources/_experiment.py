@@ -8,6 +8,7 @@ Parquet file under the output folder, and a task whose file exists is skipped.
 from __future__ import annotations
 
 import json
+import math
 import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
@@ -74,19 +75,45 @@ def resolve_curves(
     raise IosightError(f"unknown dataset {dataset!r}; use io-nodes, ost or a .csv of curves")
 
 
+#: Loads are kept to 3 decimals (task seeds and file names are keyed by 1000 Theta).
+LOAD_DECIMALS = 3
+#: Most load levels one study may list (each runs ``sets`` tasks).
+MAX_LOADS = 10_000
+
+
 def parse_loads(spec: str) -> tuple[float, ...]:
-    """Target loads from ``"a:b:step"`` (both ends included) or ``"a,b,c"``."""
+    """Target loads from ``"a:b:step"`` (both ends included) or ``"a,b,c"``.
+
+    Every number must be finite, loads positive, a range's step at least 0.001 (loads are
+    kept to 3 decimals) and its end not below its start; a list may not repeat a load.
+    """
     try:
-        if ":" in spec:
-            a, b, step = (float(x) for x in spec.split(":"))
-            vals = np.arange(a, b + step / 2, step)
-        else:
-            vals = np.array([float(x) for x in spec.split(",")])
+        parts = [float(x) for x in spec.split(":" if ":" in spec else ",")]
     except ValueError:
         raise IosightError(f"loads must be a:b:step or a,b,c. Got {spec!r} instead.") from None
-    if vals.size == 0 or np.any(vals <= 0):
-        raise IosightError(f"loads must be positive. Got {spec!r} instead.")
-    return tuple(float(v) for v in np.round(vals, 3))
+    if not all(math.isfinite(x) for x in parts):
+        raise IosightError(f"loads must be finite numbers. Got {spec!r} instead.")
+    if ":" in spec:
+        if len(parts) != 3:
+            raise IosightError(f"a load range is a:b:step. Got {spec!r} instead.")
+        a, b, step = parts
+        if step < 10**-LOAD_DECIMALS:
+            raise IosightError(
+                f"the step of a load range must be at least 0.001. Got {spec!r} instead."
+            )
+        if b < a:
+            raise IosightError(f"the load range {spec!r} is empty: its end is below its start")
+        count = math.floor((b - a) / step + 1e-9) + 1  # b included despite rounding
+        if count > MAX_LOADS:
+            raise IosightError(f"{spec!r} makes {count} loads; at most {MAX_LOADS} are allowed")
+        vals = np.round(a + step * np.arange(count), LOAD_DECIMALS)
+    else:
+        vals = np.round(np.array(parts), LOAD_DECIMALS)
+        if len(np.unique(vals)) != len(vals):
+            raise IosightError(f"loads (to 3 decimals) must not repeat. Got {spec!r} instead.")
+    if np.any(vals <= 0):
+        raise IosightError(f"loads must be positive (to 3 decimals). Got {spec!r} instead.")
+    return tuple(float(v) for v in vals)
 
 
 def _is_int(value: object) -> bool:
