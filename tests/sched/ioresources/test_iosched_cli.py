@@ -70,3 +70,9 @@ def test_experiment_typo_then_corrected_run_in_the_same_folder(tmp_path):
     r = runner.invoke(app, [*args, "--statistic", "best"])
     assert r.exit_code == 0, r.output
     assert "1 tasks run" in r.output
+
+
+def test_allocate_with_mckp_as_placement_only_names_mckp():
+    args = ["iosched", "allocate", str(APPS), "--allocator", "TCPU", "--placement", "mckp"]
+    r = runner.invoke(app, args)
+    assert r.exit_code == 1 and "MCKP allocates and places at once" in r.output
