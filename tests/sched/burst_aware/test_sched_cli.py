@@ -60,6 +60,8 @@ def test_start_from_a_pattern():
         ["--pattern", "01", "--policy", "FAST"],
         ["--pattern", "01", "--model", "m", "--alpha", "0.5"],
         ["--alpha", "0.5"],
+        ["--pattern", "01", "--policy", "MDT", "--bin", "1e-300"],
+        ["--pattern", "01", "--policy", "MDT", "--options", "100000000"],
     ],
 )
 def test_start_errors_are_one_line(extra):
