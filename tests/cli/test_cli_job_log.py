@@ -40,3 +40,16 @@ def test_a_job_total_table_names_its_job_count(tmp_path):
     )
     result = runner.invoke(app, ["job", str(table)])
     assert result.exit_code == 1 and "holds" in result.output, result.output
+
+
+def test_bracketed_names_print_verbatim(tmp_path):
+    """An exe or path is data: "[/x]" in it once raised Rich's MarkupError (a traceback)
+    and "[bold]" vanished into styling."""
+    table = tmp_path / "totals.csv"
+    table.write_text(
+        "jobid,exe,nprocs,start_time,end_time,total_POSIX_BYTES_READ\n"
+        "1,/bin/a[/x] [bold]run,4,0,10,100\n"
+    )
+    result = runner.invoke(app, ["job", str(table)])
+    assert result.exit_code == 0, result.output
+    assert "/bin/a[/x] [bold]run" in result.output

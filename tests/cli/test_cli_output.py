@@ -95,3 +95,16 @@ def test_a_table_wider_than_the_console_keeps_every_value_whole(monkeypatch, cap
     assert "edison/scrat" in cells  # text folds over lines at a readable width, never to nothing
     rows = [line.split("│")[1:-1] for line in out.splitlines() if "│" in line]
     assert min(len(c) for r in rows for c in r) >= 7
+
+
+def test_error_messages_are_printed_verbatim(capsys):
+    """Brackets in a message are data (a list of values, a path), not Rich markup."""
+    import typer
+
+    from iosight._errors import IosightError
+    from iosight.cli._common import cli_errors
+
+    with pytest.raises(typer.Exit), cli_errors():
+        raise IosightError("bandwidth must be finite. Got [nan, 3.0] in [bold]a.yaml[/bold]")
+    err = capsys.readouterr().err
+    assert "Got [nan, 3.0] in [bold]a.yaml[/bold]" in err and err.startswith("error:")

@@ -11,12 +11,16 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from iosight._errors import IosightError
 
 # off a terminal Rich assumes 80 columns; tables of counters need more
-console = Console(width=None if sys.stdout.isatty() else 160)
-err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+# markup off: what iosight prints holds paths, exe names and values such as "[nan, 3.0]"
+# (data, not Rich markup; "[/x]" in an exe would even raise); styled lines pass
+# markup=True and escape() what they interpolate
+console = Console(width=None if sys.stdout.isatty() else 160, markup=False)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160, markup=False)
 
 WAREHOUSE_OPT = typer.Option(
     None,
@@ -39,7 +43,9 @@ def cli_errors() -> Iterator[None]:
     try:
         yield
     except IosightError as err:
-        err_console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
+        err_console.print(
+            f"[bold red]error:[/] {escape(str(err))}", markup=True, highlight=False, soft_wrap=True
+        )
         raise typer.Exit(code=1) from None
     except KeyboardInterrupt:
         err_console.print("interrupted; everything committed so far is kept")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from iosight.cli._common import (
     FORMAT_OPT,
@@ -37,7 +38,11 @@ def platform_show(
 
         plat = load_platform(platform)
         if format == "table":
-            console.print(f"[bold]{plat.name}[/] ({plat.filesystem}): {plat.description}")
+            console.print(
+                f"[bold]{escape(plat.name)}[/] "
+                + escape(f"({plat.filesystem}): {plat.description}"),
+                markup=True,
+            )
         print_frame(plat.summary(), format, title=f"write path of {plat.name}")
 
 

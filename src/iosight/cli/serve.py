@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from iosight.cli._common import WAREHOUSE_OPT, cli_errors, console, err_console
 
@@ -23,9 +24,10 @@ def serve(
         app = create_app(warehouse if warehouse is not None else _default())
     if not is_loopback(host):
         err_console.print(
-            f"[bold yellow]warning:[/] binding {host}: anyone who can reach this machine on "
-            f"port {port} can read the warehouse (no login); use 127.0.0.1 and an SSH tunnel "
-            "to share it safely",
+            f"[bold yellow]warning:[/] binding {escape(host)}: anyone who can reach this "
+            f"machine on port {port} can read the warehouse (no login); use 127.0.0.1 and an "
+            "SSH tunnel to share it safely",
+            markup=True,
             highlight=False,
         )
     console.print(

@@ -112,6 +112,7 @@ def series_cmd(
             "series are POSIX counters spread over open-close intervals, with little temporal "
             "shape to compare. Log with DXT (DXT_ENABLE_IO_TRACE=1) or Darshan >= 3.3's "
             "HEATMAP for temporal similarity.",
+            markup=True,
             highlight=False,
         )
 

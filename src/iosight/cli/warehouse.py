@@ -6,6 +6,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from iosight._errors import IosightError
 from iosight.cli._common import (
@@ -138,7 +139,10 @@ def render_job_insights(found) -> None:
         print_frame(found.table(), title="I/O insights (Drishti-style rules; iosight insights)")
     if not found.not_evaluated.empty:
         codes = ", ".join(found.not_evaluated["code"])
-        console.print(f"  [yellow]not evaluated:[/] {codes} (the job's data lacks what they need)")
+        console.print(
+            f"  [yellow]not evaluated:[/] {escape(codes)} (the job's data lacks what they need)",
+            markup=True,
+        )
 
 
 def render_job_summary(s, files: int = 15) -> None:
@@ -147,14 +151,18 @@ def render_job_summary(s, files: int = 15) -> None:
     j = s.job
     start = dt.datetime.fromtimestamp(j["start_time"], dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
     console.print(
-        f"[bold]job {j['jobid']}[/] ({j['job_key'][:12]}) {j['exe'][:80]}\n"
-        f"  {j['nprocs']} processes, start {start} UTC, run time {j['run_time']:.1f} s, "
-        f"Darshan {j['lib_version'] or j['log_version']} ({j['source_format']})\n"
-        f"  modules: {j['modules']}",
+        f"[bold]job {escape(str(j['jobid']))}[/] ({j['job_key'][:12]}) "
+        + escape(
+            f"{j['exe'][:80]}\n"
+            f"  {j['nprocs']} processes, start {start} UTC, run time {j['run_time']:.1f} s, "
+            f"Darshan {j['lib_version'] or j['log_version']} ({j['source_format']})\n"
+            f"  modules: {j['modules']}"
+        ),
+        markup=True,
         highlight=False,
     )
     for note in s.notes:
-        console.print(f"  [yellow]note:[/] {note}")
+        console.print(f"  [yellow]note:[/] {escape(note)}", markup=True)
     if not s.modules.empty:
         print_frame(s.modules, title="per module: bytes, operations, I/O time (s, summed)")
     if not s.access_sizes.empty:
