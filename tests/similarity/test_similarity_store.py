@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 from iosight._errors import IosightError
 from iosight.cli import app
 from iosight.similarity import (
+    build_codings,
     cluster,
     cluster_of,
     evaluate,
@@ -20,8 +21,14 @@ from iosight.similarity import (
     load_codings,
     segment_samples,
 )
-from iosight.synth.monitoring import CLASSES, generate_monitoring, synth_monitoring
+from iosight.synth.monitoring import (
+    CLASSES,
+    generate_monitoring,
+    synth_categories,
+    synth_monitoring,
+)
 
+CATS = synth_categories()
 CSV = "coding,jobid\n0,5\n128:128:0,3\n128:128,4\n0:0:16:0:0:32,1\n0:0,2\n128:128:0:0,6\n"
 
 
@@ -114,6 +121,37 @@ def test_synthetic_quality_is_measured(warehouse):
     assert ((q["ari"] > 0) & (q["purity"] <= 1)).all()
     with pytest.raises(IosightError):
         cluster(warehouse, "bin", algorithm="tree")
+
+
+def _splits(wh):
+    df = wh.sql("select metric, low, high, origin from sim_categories order by metric")
+    return df.set_index("metric")
+
+
+def test_explicit_quantiles_replace_the_stored_split_points(warehouse):
+    synth_monitoring(warehouse, 60, seed=2)
+    site = _splits(warehouse)
+    assert set(site["origin"]) == {"synthetic site config"}
+    codes = "select job_key, coding, code from sim_codings order by all"
+    site_codes = warehouse.sql(codes)
+    build_codings(warehouse)  # no split points given: the stored ones again
+    assert _splits(warehouse).equals(site) and warehouse.sql(codes).equals(site_codes)
+    build_codings(warehouse, quantiles=(0.5, 0.6))
+    got = _splits(warehouse)
+    assert set(got["origin"]) == {"quantiles 0.5/0.6"}
+    rb = warehouse.sql("select value from sim_series where metric = 'read_bytes'")["value"]
+    assert got.loc["read_bytes", "low"] == pytest.approx(np.quantile(rb, 0.5))
+    assert got.loc["read_bytes", "high"] == pytest.approx(np.quantile(rb, 0.6))
+    quantile_codes = warehouse.sql(codes)
+    assert not quantile_codes.equals(site_codes) and len(quantile_codes) == len(site_codes)
+    build_codings(warehouse)  # the quantile split points are now the stored ones
+    assert _splits(warehouse).equals(got) and warehouse.sql(codes).equals(quantile_codes)
+    for bad in [(0.5,), (0.9, 0.5), (0.5, float("nan")), ()]:
+        with pytest.raises(IosightError, match="quantiles"):
+            build_codings(warehouse, quantiles=bad)
+    with pytest.raises(IosightError, match="not both"):
+        build_codings(warehouse, categories=CATS, quantiles=(0.5, 0.6))
+    assert _splits(warehouse).equals(got) and warehouse.sql(codes).equals(quantile_codes)
 
 
 def test_generator_is_seeded():

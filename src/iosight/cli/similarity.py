@@ -33,11 +33,12 @@ def _floats(text: str, name: str) -> list[float]:
     from iosight._errors import IosightError
 
     try:
-        return [float(x) for x in text.split(",") if x.strip()]
+        values = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise IosightError(
-            f"the {name!r} option must be comma-separated numbers: {text!r}"
-        ) from None
+        values = []
+    if not values:
+        raise IosightError(f"the {name!r} option must be comma-separated numbers: {text!r}")
+    return values
 
 
 def _categories(config: Path | None):
@@ -120,17 +121,22 @@ def series_cmd(
 def codings_cmd(
     warehouse: Path = WAREHOUSE_OPT,
     categories: Path = typer.Option(None, help="YAML/JSON split points {metric: [low, high]}."),
-    quantiles: str = typer.Option("0.99,0.999", help="Split-point quantiles when no config."),
+    quantiles: str = typer.Option(
+        None,
+        help="Split points from these two quantiles of the series, e.g. 0.99,0.999. "
+        "Without this option or --categories, the stored split points are reused "
+        "(99%/99.9% quantiles when none are stored). The split points used replace "
+        "the stored ones.",
+    ),
 ) -> None:
     """(Re)build codings and profiles of every job that has a series."""
     from iosight.similarity import build_codings
 
     with cli_errors():
-        q = _floats(quantiles, "quantiles")
         counts = build_codings(
             open_warehouse(warehouse),
             categories=_categories(categories),
-            quantiles=tuple(q[:2]) if len(q) >= 2 else (q + q)[:2],
+            quantiles=None if quantiles is None else tuple(_floats(quantiles, "quantiles")),
         )
     console.print(counts)
 

@@ -177,29 +177,39 @@ def _coding_rows(keys, jobids, bins, hexes) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def store_categories(wh: Warehouse, categories: Categories, origin: str) -> None:
-    """Keep the split points in ``sim_categories``; later codings reuse them."""
+def _categories_table(categories: Categories, origin: str) -> pa.Table:
     import pandas as pd
 
     cat = pd.DataFrame(
         [(m, *categories.splits[m], origin) for m in METRICS],
         columns=["metric", "low", "high", "origin"],
     )
-    wh.write_table("sim_categories", _arrow(cat))
+    return _arrow(cat)
+
+
+def store_categories(wh: Warehouse, categories: Categories, origin: str) -> None:
+    """Keep the split points in ``sim_categories``; later codings reuse them."""
+    wh.write_table("sim_categories", _categories_table(categories, origin))
 
 
 def build_codings(
     wh: Warehouse,
     *,
     categories: Categories | None = None,
-    quantiles: tuple[float, float] = (0.99, 0.999),
+    quantiles: tuple[float, float] | None = None,
 ) -> dict[str, int]:
     """Codings and profiles of every job that has a series (§3-4).
 
-    Split points: ``categories`` when given, else those stored in
-    ``sim_categories`` (e.g. by the synthetic generator), else quantiles of the
-    warehouse's series. Returns counts.
+    Split points: ``categories`` when given, else ``quantiles`` of the warehouse's
+    series when given, else those stored in ``sim_categories`` (e.g. by the
+    synthetic generator), else the 99% / 99.9% quantiles. The split points used
+    replace the stored ones. Returns counts.
     """
+    if categories is not None and quantiles is not None:
+        raise IosightError("give split points or quantiles, not both")
+    if quantiles is not None:
+        ok = len(quantiles) == 2 and 0 < quantiles[0] <= quantiles[1] < 1
+        check_param("quantiles", quantiles, ok, "two levels 0 < q1 <= q2 < 1")
     wh.require("sim_jobs", _HINT)
     jobs = wh.sql(
         "select job_key as job, jobid, n_segments, n_nodes, n_fs from sim_jobs "
@@ -214,11 +224,12 @@ def build_codings(
         else "select '' job, '' node, '' fs, '' metric, 0 segment, 0.0 value where false"
     ).to_pandas(strings_to_categorical=True)
     origin = "given"
-    if categories is None and wh.has_table("sim_categories"):
+    if categories is None and quantiles is None and wh.has_table("sim_categories"):
         stored = wh.sql("select metric, low, high, origin from sim_categories")
         categories = Categories({r.metric: (r.low, r.high) for r in stored.itertuples()})
         origin = str(stored["origin"].iloc[0])
     if categories is None:
+        quantiles = quantiles or (0.99, 0.999)
         categories = Categories.from_quantiles(series, quantiles)
         origin = f"quantiles {quantiles[0]:g}/{quantiles[1]:g}"
     series = series[series["job"].isin(set(jobs["job"]))]
@@ -227,11 +238,15 @@ def build_codings(
     keys = jobs["job"].tolist()
     rows = _coding_rows(keys, jobs["jobid"].tolist(), codings.bin, codings.hex)
     prof = job_profiles(series, jobs, categories).rename(columns={"job": "job_key"})
-    wh.commit(
-        {"sim_codings": [_arrow(rows)], "sim_profiles": [_arrow(prof)]},
+    wh.commit(  # one batch: the codings and the split points they were made with
+        {
+            "sim_codings": [_arrow(rows)],
+            "sim_profiles": [_arrow(prof)],
+            "sim_categories": [_categories_table(categories, origin)],
+        },
         delete_keys={"sim_codings": keys, "sim_profiles": keys},
+        replace_tables=["sim_categories"],
     )
-    store_categories(wh, categories, origin)
     by = rows.groupby("coding")["zero"].sum()
     return {
         "jobs": len(keys),
