@@ -44,3 +44,19 @@ def test_codings_quantiles_option_overrides_stored_split_points(synth_wh):
     r = runner.invoke(app, ["similarity", "codings", "-w", str(synth_wh), "--quantiles", "0.5,0.6"])
     assert r.exit_code == 0, r.output
     assert set(_splits(synth_wh)["origin"]) == {"quantiles 0.5/0.6"}
+
+
+@pytest.mark.parametrize(
+    ("body", "match"),
+    [
+        ("coding,jobid\n-1:2,5\n", "0..511"),
+        ("coding,jobid\n1:99999999999999999999999,5\n", "0..511"),
+        ("coding,jobid\n1:2,abc\n", "jobid must be an integer"),
+        ("coding,jobid\n1:2,1.5\n", "jobid must be an integer"),
+        ("coding,jobid\n", "no codings"),
+    ],
+)
+def test_import_codings_bad_csv_is_one_error_line(tmp_path, body, match):
+    csv = tmp_path / "bad.csv"
+    csv.write_text(body)
+    _fails_in_one_line(["similarity", "import-codings", str(csv), "-w", str(tmp_path / "w")], match)

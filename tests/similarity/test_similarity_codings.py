@@ -223,3 +223,19 @@ def test_vectorised_forms_equal_the_scalar_ones():
     for bad in (["1:x"], ["600"], [""]):
         with pytest.raises(IosightError):
             bin_from_texts(bad)
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("-1:2", "0..511: '-1:2'"),
+        ("1:99999999999999999999999", "0..511: '1:99999999999999999999999'"),
+        ("1:512", "0..511"),
+        ("1::2", "colon-separated integers"),
+        ("1:2.5", "colon-separated integers"),
+    ],
+)
+def test_bad_binary_codings_name_the_coding(text, match):
+    for parse in (bin_from_text, lambda t: bin_from_texts(["16:0", t, "nope"])):
+        with pytest.raises(IosightError, match=match):
+            parse(text)

@@ -189,3 +189,39 @@ def test_real_dkrz_codings(shared, warehouse):
     high = cluster(warehouse, "bin-aggzeros", sim=0.99)
     assert low["n_clusters"] < high["n_clusters"]
     assert high["clusters_ge2"] < high["n_clusters"] / 2  # barely any grouping at 0.99
+
+
+@pytest.mark.parametrize(
+    ("body", "match"),
+    [
+        ("-1:2,7\n", "0..511: '-1:2'"),
+        ("1:99999999999999999999999,7\n", "0..511"),
+        ("1:2,abc\n", "data row 1 has 'abc'"),
+        ("0,7\n1:2,1.5\n", "data row 2 has '1.5'"),
+        ("0,7\n1:2,\n3,2\n", "data row 2 has ''"),
+        ("0,7\n1:2,nan\n", "data row 2 has 'nan'"),
+        ("1:2,99999999999999999999\n", "jobid must be an integer"),
+        ("1:2,07\n3,7\n", "duplicate jobid 7"),
+        ("", "no codings"),
+    ],
+)
+def test_bad_codings_csv_is_refused_and_nothing_stored_changes(tmp_path, warehouse, body, match):
+    import_codings(warehouse, _write(tmp_path, "g.csv", CSV))
+    before = warehouse.sql("select * from sim_codings order by all")
+    with pytest.raises(IosightError, match=match):
+        import_codings(warehouse, _write(tmp_path, "bad.csv", "coding,jobid\n" + body))
+    assert warehouse.sql("select * from sim_codings order by all").equals(before)
+    assert warehouse.sql("select count(*) n from sim_jobs")["n"][0] == 6
+
+
+def test_codings_jobids_become_integer_keys(tmp_path, warehouse):
+    import_codings(warehouse, _write(tmp_path, "c.csv", "coding,jobid\n0:16, 0012\n32,3\n"))
+    jobs = warehouse.sql("select job_key, jobid from sim_jobs order by jobid")
+    assert jobs["job_key"].tolist() == ["dkrz:3", "dkrz:12"]
+    assert jobs["jobid"].tolist() == [3, 12]
+
+
+def _write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return p

@@ -344,13 +344,14 @@ def bin_to_text(codes: np.ndarray) -> str:
 
 
 def bin_from_text(text: str) -> np.ndarray:
+    """The codes of one colon-separated binary coding (``256:0:6``), each in 0..511."""
     try:
-        codes = np.array([int(x) for x in str(text).strip().split(":")], dtype=np.int64)
+        codes = [int(x) for x in str(text).strip().split(":")]
     except ValueError:
         raise IosightError(f"not a binary coding (colon-separated integers): {text!r}") from None
-    if codes.size == 0 or (codes < 0).any() or (codes > 511).any():
+    if not all(0 <= c <= 511 for c in codes):  # checked before int64 can overflow
         raise IosightError(f"binary codes must be integers 0..511: {text!r}")
-    return codes
+    return np.array(codes, dtype=np.int64)
 
 
 def bin_from_texts(texts: Sequence[str]) -> list[np.ndarray]:
@@ -360,13 +361,11 @@ def bin_from_texts(texts: Sequence[str]) -> list[np.ndarray]:
         return []
     try:
         flat = np.array(":".join(texts).split(":"), dtype=np.int64)
-    except ValueError:
-        bad = next(t for t in texts if not all(x.isdigit() for x in t.split(":")))
-        raise IosightError(f"not a binary coding (colon-separated integers): {bad!r}") from None
+    except (ValueError, OverflowError):
+        flat = None
+    if flat is None or (flat < 0).any() or (flat > 511).any():
+        return [bin_from_text(t) for t in texts]  # one at a time: names the first bad coding
     lens = np.array([t.count(":") + 1 for t in texts])
-    if lens.sum() != flat.size or (flat < 0).any() or (flat > 511).any():
-        bad = next(t for t in texts if not t or any(int(x) > 511 for x in t.split(":")))
-        raise IosightError(f"binary codes must be integers 0..511: {bad!r}")
     return np.split(flat, np.cumsum(lens)[:-1])
 
 

@@ -124,19 +124,25 @@ def import_codings(wh: Warehouse, path: str | Path, *, prefix: str = "dkrz") -> 
     if not p.is_file():
         raise IosightError(f"no codings file at {p}")
     try:
-        df = pd.read_csv(p, dtype={"coding": str})
+        df = pd.read_csv(p, dtype={"coding": str, "jobid": str}, keep_default_na=False)
     except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as err:
         raise IosightError(f"{p}: not a codings CSV ({err})") from None
     if not {"coding", "jobid"} <= set(df.columns):
         raise IosightError(f"{p}: need columns 'coding' and 'jobid'; got {list(df.columns)}")
-    if df["jobid"].duplicated().any():
-        raise IosightError(f"{p}: duplicate jobid values")
-    codes = bin_from_texts(df["coding"].tolist())
-    keys = [f"{prefix}:{j}" for j in df["jobid"]]
+    if df.empty:
+        raise IosightError(f"{p}: no codings (the file has a header but no rows)")
+    jobids = _jobids(df["jobid"], p)
+    if jobids.duplicated().any():
+        raise IosightError(f"{p}: duplicate jobid {jobids[jobids.duplicated()].iloc[0]}")
+    try:
+        codes = bin_from_texts(df["coding"].tolist())
+    except IosightError as err:
+        raise IosightError(f"{p}: {err}") from None
+    keys = [f"{prefix}:{j}" for j in jobids]
     jobs = pd.DataFrame(
         {
             "job": keys,
-            "jobid": df["jobid"].astype("Int64"),
+            "jobid": jobids.astype("Int64"),
             "n_segments": [len(c) for c in codes],
             "n_nodes": pd.array([None] * len(df), dtype="Int64"),
             "n_fs": pd.array([None] * len(df), dtype="Int64"),
@@ -144,10 +150,25 @@ def import_codings(wh: Warehouse, path: str | Path, *, prefix: str = "dkrz") -> 
     )
     empty = pd.DataFrame(columns=["job", "node", "fs", "metric", "segment", "value"])
     store_series(wh, empty, jobs, source=f"codings:{p.name}")
-    rows = _coding_rows(keys, df["jobid"].tolist(), codes, None)
+    rows = _coding_rows(keys, jobids.tolist(), codes, None)
     wh.commit({"sim_codings": [_arrow(rows)]}, delete_keys={"sim_codings": keys})
     zero = int(rows.loc[rows["coding"] == "bin", "zero"].sum())
     return {"jobs": len(keys), "zero_jobs": zero}
+
+
+def _jobids(texts: pd.Series, path: Path) -> pd.Series:
+    """Job ids read as text, as int64; the first that is not an integer 0..2^63-1
+    (empty, ``nan``, ``1.5``, ``abc``, too large) is named in the error."""
+    import pandas as pd
+
+    top = 2**63 - 1
+    ids = [int(t) if t.isascii() and t.isdigit() else -1 for t in texts.str.strip()]
+    bad = next((i for i, v in enumerate(ids) if not 0 <= v <= top), None)
+    if bad is not None:
+        raise IosightError(
+            f"{path}: jobid must be an integer 0..{top}; data row {bad + 1} has {texts.iloc[bad]!r}"
+        )
+    return pd.Series(ids, dtype=np.int64)
 
 
 def _coding_rows(keys, jobids, bins, hexes) -> pd.DataFrame:
