@@ -60,3 +60,32 @@ def test_import_codings_bad_csv_is_one_error_line(tmp_path, body, match):
     csv = tmp_path / "bad.csv"
     csv.write_text(body)
     _fails_in_one_line(["similarity", "import-codings", str(csv), "-w", str(tmp_path / "w")], match)
+
+
+HEAD = "job,node,fs,metric,time,value\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "extra", "match"),
+    [
+        ("j,n,f,read_bytes,0,1\nj,n,f,read_bytes,later,2\n", [], "must be numbers"),
+        ("j,n,f,read_bytes,0,nan\nj,n,f,read_bytes,5,2\n", [], "NaN"),
+        ("", [], "no rows"),
+        ("j,n,f,read_bytes,0,1\n", ["--segment", "inf"], "'segment_s' parameter"),
+    ],
+)
+def test_import_bad_samples_is_one_error_line_and_keeps_the_warehouse(
+    synth_wh, tmp_path, body, extra, match
+):
+    tables = "select job_key, coding, code from sim_codings order by all"
+    before = Warehouse(synth_wh).sql(tables)
+    csv = tmp_path / "mon.csv"
+    csv.write_text(HEAD + body)
+    _fails_in_one_line(["similarity", "import", str(csv), "-w", str(synth_wh), *extra], match)
+    assert Warehouse(synth_wh).sql(tables).equals(before)
+
+
+def test_cluster_infinite_eps_is_one_error_line(synth_wh):
+    args = ["similarity", "cluster", "-w", str(synth_wh), "-c", "io-duration"]
+    _fails_in_one_line([*args, "--algorithm", "tree", "--eps", "inf"], "'eps' parameter")
+    assert not Warehouse(synth_wh).has_table("sim_runs")

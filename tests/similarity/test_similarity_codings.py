@@ -239,3 +239,38 @@ def test_bad_binary_codings_name_the_coding(text, match):
     for parse in (bin_from_text, lambda t: bin_from_texts(["16:0", t, "nope"])):
         with pytest.raises(IosightError, match=match):
             parse(text)
+
+
+GOOD = ("j", "n", "f", "read_bytes", 0.0, 8.0)
+
+
+@pytest.mark.parametrize(
+    ("rows", "match"),
+    [
+        ([GOOD, ("j", "n", "f", "read_bytes", 5.0, float("nan"))], "1 of 2 values are empty, NaN"),
+        ([GOOD, ("j", "n", "f", "read_bytes", 5.0, None)], "values are empty"),
+        ([("j", "n", "f", "read_bytes", 5.0, float("inf"))], "infinite"),
+        ([("j", "n", "f", "read_bytes", 5.0, -1.0)], "negative"),
+        ([GOOD, ("j", "n", "f", "read_bytes", float("nan"), 1.0)], "1 of 2 rows lack"),
+        ([GOOD, ("j", None, "f", "read_bytes", 5.0, 1.0)], "rows lack a job, node"),
+        ([], "no rows"),
+    ],
+)
+def test_samples_without_a_usable_value_or_key_are_refused(rows, match):
+    with pytest.raises(IosightError, match=match):
+        segment_samples(_samples(rows))
+
+
+def test_non_numeric_times_and_bad_lengths_are_refused(tmp_path):
+    csv = tmp_path / "mon.csv"
+    head = "job,node,fs,metric,time,value\n"
+    csv.write_text(head + "j,n,f,read_bytes,0,1\nj,n,f,read_bytes,soon,1\n")
+    with pytest.raises(IosightError, match="time and value must be numbers"):
+        segment_samples(csv)
+    csv.write_text(head)
+    with pytest.raises(IosightError, match="no rows"):
+        segment_samples(csv)
+    good = _samples([GOOD])
+    for seg, iv in ((float("inf"), 5.0), (float("nan"), 5.0), (600.0, float("inf")), (0.0, 5.0)):
+        with pytest.raises(IosightError, match="parameter must be"):
+            segment_samples(good, seg, iv)

@@ -72,11 +72,13 @@ def segment_samples(
     time; its samples lie on a grid of ``interval_s``; samples absent from the input
     are zeros (monitoring often stores only non-zero values). A segment's value is
     the sum of its samples over the number of grid instants it holds, so a last
-    partial segment is the mean of what it has, kept as a full segment.
+    partial segment is the mean of what it has, kept as a full segment. Input with
+    no rows, a row without job, node, fs, metric or finite time, or a value that is
+    empty, NaN, infinite or negative is refused (:class:`IosightError`).
     """
     import duckdb
 
-    check_param("segment_s", segment_s, segment_s > 0, "a positive number of seconds")
+    check_param("segment_s", segment_s, 0 < segment_s < np.inf, "a positive number of seconds")
     check_param("interval_s", interval_s, 0 < interval_s <= segment_s, "in (0, segment_s]")
     con = duckdb.connect()
     if isinstance(samples, str | Path):
@@ -97,15 +99,20 @@ def segment_samples(
         raise IosightError(
             f"monitoring samples lack columns {sorted(need - have)}; need {sorted(need)}"
         )
-    con.execute(
-        f"""create temp table src as select cast(job as varchar) job, cast(node as varchar) node,
-        cast(fs as varchar) fs, cast(metric as varchar) metric, cast(time as double) t,
-        cast(value as double) v from {src}"""
-    )
-    bad = [r[0] for r in con.execute("select distinct metric from src").fetchall()]
-    bad = sorted(set(bad) - set(METRICS))
-    if bad:
-        raise IosightError(f"unknown metrics {bad}; known: {', '.join(METRICS)}")
+    try:
+        con.execute(
+            f"""create temp table src as select cast(job as varchar) job,
+            cast(node as varchar) node, cast(fs as varchar) fs, cast(metric as varchar) metric,
+            cast(time as double) t, cast(value as double) v from {src}"""
+        )
+    except duckdb.ConversionException as err:
+        first = str(err).splitlines()[0]
+        raise IosightError(
+            f"monitoring samples: time and value must be numbers ({first})"
+        ) from None
+    except duckdb.InvalidInputException as err:  # e.g. a malformed CSV line past the sniffed part
+        raise IosightError(f"cannot read monitoring samples: {str(err).splitlines()[0]}") from None
+    _check_samples(con)
     seg, iv = float(segment_s), float(interval_s)
     jobs = con.execute(
         f"""select job, cast(floor((max(t) - min(t)) / {seg}) as bigint) + 1 n_segments,
@@ -126,6 +133,38 @@ def segment_samples(
     ).df()
     out.attrs["jobs"] = jobs
     return out
+
+
+def _check_samples(con) -> None:
+    """Refuse samples that would segment into nonsense: none at all, a missing key or
+    time, a value that is not a finite number >= 0 (NaN passes SQL's ``> 0``), an
+    unknown metric."""
+    n, keyless, bad_v = con.execute(
+        """select count(*),
+        count(*) filter (job is null or node is null or fs is null or metric is null
+                         or t is null or not isfinite(t)),
+        count(*) filter (v is null or not isfinite(v) or v < 0) from src"""
+    ).fetchone()
+    if n == 0:
+        raise IosightError("monitoring samples: no rows (only a header?)")
+    if keyless:
+        raise IosightError(
+            f"monitoring samples: {keyless} of {n} rows lack a job, node, fs, metric or finite time"
+        )
+    if bad_v:
+        job, node, metric, t, v = con.execute(
+            "select job, node, metric, t, v from src "
+            "where v is null or not isfinite(v) or v < 0 limit 1"
+        ).fetchone()
+        raise IosightError(
+            f"monitoring samples: {bad_v} of {n} values are empty, NaN, infinite or negative "
+            f"(first: job {job}, node {node}, {metric} at {t:g} = {v}); leave out samples "
+            "without a value (absent samples count as zeros)"
+        )
+    bad = [r[0] for r in con.execute("select distinct metric from src").fetchall()]
+    bad = sorted(set(bad) - set(METRICS))
+    if bad:
+        raise IosightError(f"unknown metrics {bad}; known: {', '.join(METRICS)}")
 
 
 # ----------------------------------------------------------------------- categories
