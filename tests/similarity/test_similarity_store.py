@@ -110,6 +110,35 @@ def test_sparse_samples_count_missing_instants_as_zero(tmp_path):
         segment_samples(csv)
 
 
+def test_sparse_monitoring_with_job_columns_gives_the_dense_codings(tmp_path):
+    from iosight.warehouse import Warehouse
+
+    raw = tmp_path / "raw.parquet"
+    generate_monitoring(12, seed=3, samples_path=raw)
+    dense = pd.read_parquet(raw)
+    per_job = dense.groupby("job", observed=True).agg(
+        job_start=("time", "min"),
+        job_end=("time", "max"),
+        n_nodes=("node", "nunique"),
+        n_fs=("fs", "nunique"),
+    )
+    sparse = dense[dense["value"] > 0]
+    codes = "select job_key, coding, code from sim_codings order by all"
+    got = {}
+    for name, df in {
+        "dense": dense,
+        "sparse": sparse,
+        "sparse+jobs": sparse.merge(per_job, left_on="job", right_index=True),
+    }.items():
+        df.to_parquet(tmp_path / f"{name}.parquet", index=False)
+        wh = Warehouse(tmp_path / name)
+        import_monitoring(wh, tmp_path / f"{name}.parquet", categories=CATS)
+        got[name] = (wh.sql(codes), wh.sql("select * from sim_profiles order by job_key"))
+    assert got["sparse+jobs"][0].equals(got["dense"][0])
+    pd.testing.assert_frame_equal(got["sparse+jobs"][1], got["dense"][1])
+    assert not got["sparse"][0].equals(got["dense"][0])  # the zero samples carried span and nodes
+
+
 def test_synthetic_quality_is_measured(warehouse):
     counts = synth_monitoring(warehouse, 300, seed=2)
     assert sum(counts.values()) == 300 and set(counts) <= {c.name for c in CLASSES}

@@ -49,7 +49,11 @@ def _categories(config: Path | None):
 
 @group.command("import")
 def import_cmd(
-    path: Path = typer.Argument(..., help="Monitoring samples: job,node,fs,metric,time,value."),
+    path: Path = typer.Argument(
+        ...,
+        help="Monitoring samples: job,node,fs,metric,time,value; optional job_start, "
+        "job_end, n_nodes, n_fs per job (needed when zero samples are left out).",
+    ),
     warehouse: Path = WAREHOUSE_OPT,
     segment: float = typer.Option(600.0, help="Segment length in seconds."),
     interval: float = typer.Option(5.0, help="Sampling interval in seconds."),

@@ -38,6 +38,9 @@ METRICS: tuple[str, ...] = (
 )
 METRIC_INDEX: dict[str, int] = {m: i for i, m in enumerate(METRICS)}
 SEGMENT_S: float = 600.0
+#: Optional job columns of monitoring samples (one value per job, repeated on its rows):
+#: with them, input without its zero samples segments as the full input does.
+JOB_COLUMNS: tuple[str, ...] = ("job_start", "job_end", "n_nodes", "n_fs")
 HEX_LEVELS = 16
 
 
@@ -54,7 +57,9 @@ def segment_samples(
     samples : DataFrame or path
         Long format ``job, node, fs, metric, time, value`` (``time`` in seconds), as a
         DataFrame or a CSV / Parquet file; DuckDB does the grouping, so files larger
-        than memory are fine.
+        than memory are fine. Optional :data:`JOB_COLUMNS` ``job_start, job_end,
+        n_nodes, n_fs`` (the same on every row of a job) give the job's span and
+        its numbers of nodes and file systems.
     segment_s : float, default 600
         Segment length in seconds.
     interval_s : float, default 5
@@ -68,9 +73,13 @@ def segment_samples(
 
     Notes
     -----
-    iosight's reading (NOTES §3): a job spans from its first to its last sample
-    time; its samples lie on a grid of ``interval_s``; samples absent from the input
-    are zeros (monitoring often stores only non-zero values). A segment's value is
+    iosight's reading (NOTES §3): a job spans ``job_start`` to ``job_end``, else its
+    first to its last sample time; it has ``n_nodes`` nodes and ``n_fs`` file
+    systems, else those its samples name; its samples lie on a grid of
+    ``interval_s`` from its start; samples absent from the input are zeros
+    (monitoring often stores only non-zero values: without the job columns, zero
+    samples are still needed at a job's first and last instants and on its idle
+    nodes and file systems, or the job shrinks). A segment's value is
     the sum of its samples over the number of grid instants it holds, so a last
     partial segment is the mean of what it has, kept as a full segment. Input with
     no rows, a row without job, node, fs, metric or finite time, or a value that is
@@ -99,11 +108,14 @@ def segment_samples(
         raise IosightError(
             f"monitoring samples lack columns {sorted(need - have)}; need {sorted(need)}"
         )
+    meta = ", ".join(
+        f"cast({c} as double) {c}" if c in have else f"null::double {c}" for c in JOB_COLUMNS
+    )
     try:
         con.execute(
             f"""create temp table src as select cast(job as varchar) job,
             cast(node as varchar) node, cast(fs as varchar) fs, cast(metric as varchar) metric,
-            cast(time as double) t, cast(value as double) v from {src}"""
+            cast(time as double) t, cast(value as double) v, {meta} from {src}"""
         )
     except duckdb.ConversionException as err:
         first = str(err).splitlines()[0]
@@ -114,14 +126,13 @@ def segment_samples(
         raise IosightError(f"cannot read monitoring samples: {str(err).splitlines()[0]}") from None
     _check_samples(con)
     seg, iv = float(segment_s), float(interval_s)
+    _job_spans(con)
     jobs = con.execute(
-        f"""select job, cast(floor((max(t) - min(t)) / {seg}) as bigint) + 1 n_segments,
-        count(distinct node) n_nodes, count(distinct fs) n_fs
-        from src group by job order by job"""
+        f"""select job, cast(floor((t1 - t0) / {seg}) as bigint) + 1 n_segments,
+        cast(n_nodes as bigint) n_nodes, cast(n_fs as bigint) n_fs from span order by job"""
     ).df()
     out = con.execute(
-        f"""with span as (select job, min(t) t0, max(t) t1 from src group by job),
-        s as (select src.job, node, fs, metric,
+        f"""with s as (select src.job, node, fs, metric,
                      cast(floor((t - t0) / {seg}) as bigint) segment, sum(v) total,
                      any_value(t0) t0, any_value(t1) t1
               from src join span using (job) group by all)
@@ -133,6 +144,37 @@ def segment_samples(
     ).df()
     out.attrs["jobs"] = jobs
     return out
+
+
+def _job_spans(con) -> None:
+    """Table ``span``: each job's start ``t0``, end ``t1``, nodes and file systems,
+    from the optional :data:`JOB_COLUMNS` where given, else from its samples."""
+    con.execute(
+        """create temp table span as select job,
+        coalesce(max(job_start), min(t)) t0, coalesce(max(job_end), max(t)) t1,
+        coalesce(max(n_nodes), count(distinct node)) n_nodes,
+        coalesce(max(n_fs), count(distinct fs)) n_fs,
+        min(t) t_first, max(t) t_last, count(distinct node) nodes, count(distinct fs) fss,
+        greatest(count(distinct job_start), count(distinct job_end), count(distinct n_nodes),
+                 count(distinct n_fs)) k
+        from src group by job"""
+    )
+    bad = con.execute(
+        """select job, case
+        when k > 1 then 'its rows give different job_start, job_end, n_nodes or n_fs'
+        when not (isfinite(t0) and isfinite(t1) and isfinite(n_nodes) and isfinite(n_fs))
+            then 'job_start, job_end, n_nodes and n_fs must be finite numbers'
+        when t0 > t_first or t1 < t_last then format(
+            'has samples at {} to {}, outside job_start..job_end = {}..{}',
+            t_first, t_last, t0, t1)
+        when n_nodes < nodes or n_fs < fss or n_nodes != floor(n_nodes)
+             or n_fs != floor(n_fs) then format(
+            'n_nodes {} and n_fs {} must be whole numbers, at least the {} nodes and {} '
+            'file systems in its samples', n_nodes, n_fs, nodes, fss)
+        end reason from span where reason is not null order by job limit 1"""
+    ).fetchone()
+    if bad:
+        raise IosightError(f"monitoring samples: job {bad[0]} {bad[1]}")
 
 
 def _check_samples(con) -> None:
