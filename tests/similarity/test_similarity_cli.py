@@ -89,3 +89,9 @@ def test_cluster_infinite_eps_is_one_error_line(synth_wh):
     args = ["similarity", "cluster", "-w", str(synth_wh), "-c", "io-duration"]
     _fails_in_one_line([*args, "--algorithm", "tree", "--eps", "inf"], "'eps' parameter")
     assert not Warehouse(synth_wh).has_table("sim_runs")
+
+
+@pytest.mark.parametrize("command", ["import", "series", "codings"])
+def test_categories_help_shows_the_config_shape(command):
+    r = runner.invoke(app, ["similarity", command, "--help"])
+    assert r.exit_code == 0 and "{metric: [low, high]}" in r.output, r.output

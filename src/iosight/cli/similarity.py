@@ -28,6 +28,9 @@ CODING_OPT = typer.Option(
     help="bin, bin-aggzeros or hex (density); io-metric or io-duration (tree).",
 )
 
+# "\[" keeps Rich from reading "[low, high]" as a markup tag (the help showed "{metric: }")
+CATEGORIES_OPT = typer.Option(None, help="YAML/JSON split points {metric: \\[low, high]}.")
+
 
 def _floats(text: str, name: str) -> list[float]:
     from iosight._errors import IosightError
@@ -57,7 +60,7 @@ def import_cmd(
     warehouse: Path = WAREHOUSE_OPT,
     segment: float = typer.Option(600.0, help="Segment length in seconds."),
     interval: float = typer.Option(5.0, help="Sampling interval in seconds."),
-    categories: Path = typer.Option(None, help="YAML/JSON split points {metric: [low, high]}."),
+    categories: Path = CATEGORIES_OPT,
 ) -> None:
     """Import long-format monitoring samples (CSV or Parquet) and build codings."""
     from iosight.similarity import import_monitoring
@@ -96,7 +99,7 @@ def series_cmd(
     warehouse: Path = WAREHOUSE_OPT,
     source: str = typer.Option("darshan", "--from", help="Only 'darshan' for now."),
     segment: float = typer.Option(600.0, help="Segment length in seconds."),
-    categories: Path = typer.Option(None, help="YAML/JSON split points {metric: [low, high]}."),
+    categories: Path = CATEGORIES_OPT,
 ) -> None:
     """Per-job series from Darshan tables (HEATMAP, DXT, POSIX counters), then codings."""
     from iosight.similarity import series_from_darshan
@@ -124,7 +127,7 @@ def series_cmd(
 @group.command("codings")
 def codings_cmd(
     warehouse: Path = WAREHOUSE_OPT,
-    categories: Path = typer.Option(None, help="YAML/JSON split points {metric: [low, high]}."),
+    categories: Path = CATEGORIES_OPT,
     quantiles: str = typer.Option(
         None,
         help="Split points from these two quantiles of the series, e.g. 0.99,0.999. "
