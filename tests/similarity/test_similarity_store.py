@@ -254,3 +254,48 @@ def _write(tmp_path, name, text):
     p = tmp_path / name
     p.write_text(text)
     return p
+
+
+def test_reimported_codings_are_one_batch_a_kill_after_it_loses_nothing(tmp_path, codings_csv):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from iosight.warehouse import Warehouse
+
+    path = tmp_path / "wh"
+    import_codings(Warehouse(path), codings_csv)
+    codes = "select job_key, coding, code from sim_codings order by all"
+    before = Warehouse(path).sql(codes)
+    script = (
+        "import sys; from iosight.similarity import import_codings; "
+        "from iosight.warehouse import Warehouse; "
+        "import_codings(Warehouse(sys.argv[1]), sys.argv[2])"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(sys.path),
+        "IOSIGHT_TEST_CRASH_AT": "applied:1",
+    }
+    run = subprocess.run([sys.executable, "-c", script, str(path), str(codings_csv)], env=env)
+    assert run.returncode == -signal.SIGKILL  # killed right after its first commit
+    assert Warehouse(path).sql(codes).equals(before)
+
+
+def test_a_job_imported_again_as_codings_keeps_no_old_profile(tmp_path, warehouse):
+    rows = [
+        (j, "n", "f", "read_bytes", float(t), 5.0)
+        for j in ("dkrz:1", "dkrz:2")
+        for t in range(0, 1200, 5)
+    ]
+    pd.DataFrame(rows, columns=["job", "node", "fs", "metric", "time", "value"]).to_csv(
+        tmp_path / "mon.csv", index=False
+    )
+    import_monitoring(warehouse, tmp_path / "mon.csv", categories=CATS)
+    profiled = "select job_key from sim_profiles order by job_key"
+    assert warehouse.sql(profiled)["job_key"].tolist() == ["dkrz:1", "dkrz:2"]
+    import_codings(warehouse, _write(tmp_path, "c.csv", "coding,jobid\n32:0,1\n"))
+    assert warehouse.sql(profiled)["job_key"].tolist() == ["dkrz:2"]
+    got = warehouse.sql("select coding, code from sim_codings where job_key = 'dkrz:1' order by 1")
+    assert got.values.tolist() == [["bin", "32:0"], ["bin-aggzeros", "32:0"]]

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 DENSITY_CODINGS: tuple[str, ...] = ("bin", "bin-aggzeros", "hex")
 PROFILE_CODINGS: tuple[str, ...] = ("io-metric", "io-duration")
 PAPER_NAMES = {"bin": "BIN_ALL", "bin-aggzeros": "BIN_AGGZEROS", "hex": "HEX_LEV"}
+_JOB_TABLES = ("sim_jobs", "sim_series", "sim_codings", "sim_profiles")  # keyed by job_key
 _HINT = "run 'iosight similarity import', 'similarity series' or 'similarity import-codings'"
 
 
@@ -68,8 +69,11 @@ def store_series(
     *,
     source: str,
     synthetic: bool = False,
+    codings: pd.DataFrame | None = None,
 ) -> int:
-    """Write segmented series and their jobs (``job`` becomes ``job_key``); returns jobs."""
+    """Write segmented series and their jobs (``job`` becomes ``job_key``) in one
+    batch, with the jobs' ``codings`` rows when given; the jobs' earlier codings and
+    profiles go. Returns jobs."""
     import pandas as pd
 
     jobs = jobs.rename(columns={"job": "job_key"}).copy()
@@ -88,10 +92,10 @@ def store_series(
     ser = series.rename(columns={"job": "job_key"})
     ser = ser.assign(job_key=ser["job_key"].astype(str))
     keys = jobs["job_key"].tolist()
-    wh.commit(
-        {"sim_jobs": [_arrow(jobs[cols])], "sim_series": [_arrow(ser)]},
-        delete_keys={"sim_jobs": keys, "sim_series": keys, "sim_codings": keys},
-    )
+    batch = {"sim_jobs": [_arrow(jobs[cols])], "sim_series": [_arrow(ser)]}
+    if codings is not None:
+        batch["sim_codings"] = [_arrow(codings)]
+    wh.commit(batch, delete_keys={t: keys for t in _JOB_TABLES})
     return len(jobs)
 
 
@@ -149,9 +153,8 @@ def import_codings(wh: Warehouse, path: str | Path, *, prefix: str = "dkrz") -> 
         }
     )
     empty = pd.DataFrame(columns=["job", "node", "fs", "metric", "segment", "value"])
-    store_series(wh, empty, jobs, source=f"codings:{p.name}")
     rows = _coding_rows(keys, jobids.tolist(), codes, None)
-    wh.commit({"sim_codings": [_arrow(rows)]}, delete_keys={"sim_codings": keys})
+    store_series(wh, empty, jobs, source=f"codings:{p.name}", codings=rows)
     zero = int(rows.loc[rows["coding"] == "bin", "zero"].sum())
     return {"jobs": len(keys), "zero_jobs": zero}
 
