@@ -310,6 +310,8 @@ def test_sparse_samples_with_job_columns_segment_as_the_dense_ones():
         ({"n_nodes": 1.5}, "whole numbers"),
         ({"n_fs": 0}, "at least the 1 nodes and 1 file systems"),
         ({"job_end": float("inf")}, "finite"),
+        ({"n_nodes": 1e30}, "up to 1e9"),
+        ({"job_end": 1e12}, "would have 1.67e\\+09 segments of 600 s"),
     ],
 )
 def test_job_columns_must_fit_the_samples(change, match):

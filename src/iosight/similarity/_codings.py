@@ -82,8 +82,9 @@ def segment_samples(
     nodes and file systems, or the job shrinks). A segment's value is
     the sum of its samples over the number of grid instants it holds, so a last
     partial segment is the mean of what it has, kept as a full segment. Input with
-    no rows, a row without job, node, fs, metric or finite time, or a value that is
-    empty, NaN, infinite or negative is refused (:class:`IosightError`).
+    no rows, a row without job, node, fs, metric or finite time, a value that is
+    empty, NaN, infinite or negative, job columns that disagree with the samples, or
+    a job of 10 million segments or more is refused (:class:`IosightError`).
     """
     import duckdb
 
@@ -126,7 +127,7 @@ def segment_samples(
         raise IosightError(f"cannot read monitoring samples: {str(err).splitlines()[0]}") from None
     _check_samples(con)
     seg, iv = float(segment_s), float(interval_s)
-    _job_spans(con)
+    _job_spans(con, seg)
     jobs = con.execute(
         f"""select job, cast(floor((t1 - t0) / {seg}) as bigint) + 1 n_segments,
         cast(n_nodes as bigint) n_nodes, cast(n_fs as bigint) n_fs from span order by job"""
@@ -146,7 +147,7 @@ def segment_samples(
     return out
 
 
-def _job_spans(con) -> None:
+def _job_spans(con, seg: float) -> None:
     """Table ``span``: each job's start ``t0``, end ``t1``, nodes and file systems,
     from the optional :data:`JOB_COLUMNS` where given, else from its samples."""
     con.execute(
@@ -168,10 +169,14 @@ def _job_spans(con) -> None:
             'has samples at {} to {}, outside job_start..job_end = {}..{}',
             t_first, t_last, t0, t1)
         when n_nodes < nodes or n_fs < fss or n_nodes != floor(n_nodes)
-             or n_fs != floor(n_fs) then format(
-            'n_nodes {} and n_fs {} must be whole numbers, at least the {} nodes and {} '
-            'file systems in its samples', n_nodes, n_fs, nodes, fss)
-        end reason from span where reason is not null order by job limit 1"""
+             or n_fs != floor(n_fs) or greatest(n_nodes, n_fs) > 1e9 then format(
+            'n_nodes {} and n_fs {} must be whole numbers up to 1e9, at least the {} nodes '
+            'and {} file systems in its samples', n_nodes, n_fs, nodes, fss)
+        when (t1 - t0) / ? >= 1e7 then format(
+            'would have {:.3g} segments of {:g} s (is time in seconds?)',
+            floor((t1 - t0) / ?) + 1, ?)
+        end reason from span where reason is not null order by job limit 1""",
+        [seg, seg, seg],
     ).fetchone()
     if bad:
         raise IosightError(f"monitoring samples: job {bad[0]} {bad[1]}")
