@@ -104,6 +104,9 @@ def test_clustering_tree_recovers_separated_groups():
     q = cluster_quality(truth, res.labels)
     assert q["ari"] > 0.99 and q["clusters"] == 3
     assert res.labels[0] == 0  # numbered by first appearance
+    for eps in (0.0, float("inf"), float("nan")):
+        with pytest.raises(IosightError, match="'eps' parameter must be a positive finite"):
+            clustering_tree(x, eps, sample=200)
 
 
 def test_quality_hand_example():

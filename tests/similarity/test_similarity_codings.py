@@ -223,3 +223,100 @@ def test_vectorised_forms_equal_the_scalar_ones():
     for bad in (["1:x"], ["600"], [""]):
         with pytest.raises(IosightError):
             bin_from_texts(bad)
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("-1:2", "0..511: '-1:2'"),
+        ("1:99999999999999999999999", "0..511: '1:99999999999999999999999'"),
+        ("1:512", "0..511"),
+        ("1::2", "colon-separated integers"),
+        ("1:2.5", "colon-separated integers"),
+    ],
+)
+def test_bad_binary_codings_name_the_coding(text, match):
+    for parse in (bin_from_text, lambda t: bin_from_texts(["16:0", t, "nope"])):
+        with pytest.raises(IosightError, match=match):
+            parse(text)
+
+
+GOOD = ("j", "n", "f", "read_bytes", 0.0, 8.0)
+
+
+@pytest.mark.parametrize(
+    ("rows", "match"),
+    [
+        ([GOOD, ("j", "n", "f", "read_bytes", 5.0, float("nan"))], "1 of 2 values are empty, NaN"),
+        ([GOOD, ("j", "n", "f", "read_bytes", 5.0, None)], "values are empty"),
+        ([("j", "n", "f", "read_bytes", 5.0, float("inf"))], "infinite"),
+        ([("j", "n", "f", "read_bytes", 5.0, -1.0)], "negative"),
+        ([GOOD, ("j", "n", "f", "read_bytes", float("nan"), 1.0)], "1 of 2 rows lack"),
+        ([GOOD, ("j", None, "f", "read_bytes", 5.0, 1.0)], "rows lack a job, node"),
+        ([], "no rows"),
+    ],
+)
+def test_samples_without_a_usable_value_or_key_are_refused(rows, match):
+    with pytest.raises(IosightError, match=match):
+        segment_samples(_samples(rows))
+
+
+def test_non_numeric_times_and_bad_lengths_are_refused(tmp_path):
+    csv = tmp_path / "mon.csv"
+    head = "job,node,fs,metric,time,value\n"
+    csv.write_text(head + "j,n,f,read_bytes,0,1\nj,n,f,read_bytes,soon,1\n")
+    with pytest.raises(IosightError, match="time and value must be numbers"):
+        segment_samples(csv)
+    csv.write_text(head)
+    with pytest.raises(IosightError, match="no rows"):
+        segment_samples(csv)
+    good = _samples([GOOD])
+    for seg, iv in ((float("inf"), 5.0), (float("nan"), 5.0), (600.0, float("inf")), (0.0, 5.0)):
+        with pytest.raises(IosightError, match="parameter must be"):
+            segment_samples(good, seg, iv)
+
+
+def _dense_two_nodes():
+    """2 nodes x 20 min of 5 s samples; only node n0 is active, at 600 <= t < 700."""
+    rows = [
+        ("j", node, "f", "read_bytes", float(t), 4.0 if node == "n0" and 600 <= t < 700 else 0.0)
+        for node in ("n0", "n1")
+        for t in range(0, 1200, 5)
+    ]
+    return _samples(rows)
+
+
+def test_sparse_samples_with_job_columns_segment_as_the_dense_ones():
+    dense = _dense_two_nodes()
+    want = segment_samples(dense)
+    assert want.attrs["jobs"][["n_segments", "n_nodes"]].values.tolist() == [[2, 2]]
+    assert want[["segment", "value"]].values.tolist() == [[1, 4.0 * 20 / 120]]
+    sparse = dense[dense["value"] > 0]
+    lossy = segment_samples(sparse)  # no job columns: span and nodes from the samples
+    assert lossy.attrs["jobs"][["n_segments", "n_nodes"]].values.tolist() == [[1, 1]]
+    assert lossy[["segment", "value"]].values.tolist() == [[0, 4.0]]
+    full = sparse.assign(job_start=0.0, job_end=1195.0, n_nodes=2, n_fs=1)
+    got = segment_samples(full)
+    assert got.attrs["jobs"].equals(want.attrs["jobs"])
+    assert got[["segment", "value"]].values.tolist() == [[1, 4.0 * 20 / 120]]
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"job_start": [0.0, 5.0]}, "different job_start"),
+        ({"job_start": 650.0}, "outside job_start..job_end"),
+        ({"job_end": 601.0}, "at 600.0 to 605.0, outside job_start..job_end = 0.0..601.0"),
+        ({"n_nodes": 1.5}, "whole numbers"),
+        ({"n_fs": 0}, "at least the 1 nodes and 1 file systems"),
+        ({"job_end": float("inf")}, "finite"),
+        ({"n_nodes": 1e30}, "up to 1e9"),
+        ({"job_end": 1e12}, "would have 1.67e\\+09 segments of 600 s"),
+    ],
+)
+def test_job_columns_must_fit_the_samples(change, match):
+    dense = _dense_two_nodes()
+    two = dense[dense["value"] > 0].iloc[:2]
+    rows = two.assign(job_start=0.0, job_end=1195.0, n_nodes=2, n_fs=1).assign(**change)
+    with pytest.raises(IosightError, match=match):
+        segment_samples(rows)

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 from iosight._errors import IosightError
 from iosight.cli import app
 from iosight.similarity import (
+    build_codings,
     cluster,
     cluster_of,
     evaluate,
@@ -20,8 +21,14 @@ from iosight.similarity import (
     load_codings,
     segment_samples,
 )
-from iosight.synth.monitoring import CLASSES, generate_monitoring, synth_monitoring
+from iosight.synth.monitoring import (
+    CLASSES,
+    generate_monitoring,
+    synth_categories,
+    synth_monitoring,
+)
 
+CATS = synth_categories()
 CSV = "coding,jobid\n0,5\n128:128:0,3\n128:128,4\n0:0:16:0:0:32,1\n0:0,2\n128:128:0:0,6\n"
 
 
@@ -103,6 +110,35 @@ def test_sparse_samples_count_missing_instants_as_zero(tmp_path):
         segment_samples(csv)
 
 
+def test_sparse_monitoring_with_job_columns_gives_the_dense_codings(tmp_path):
+    from iosight.warehouse import Warehouse
+
+    raw = tmp_path / "raw.parquet"
+    generate_monitoring(12, seed=3, samples_path=raw)
+    dense = pd.read_parquet(raw)
+    per_job = dense.groupby("job", observed=True).agg(
+        job_start=("time", "min"),
+        job_end=("time", "max"),
+        n_nodes=("node", "nunique"),
+        n_fs=("fs", "nunique"),
+    )
+    sparse = dense[dense["value"] > 0]
+    codes = "select job_key, coding, code from sim_codings order by all"
+    got = {}
+    for name, df in {
+        "dense": dense,
+        "sparse": sparse,
+        "sparse+jobs": sparse.merge(per_job, left_on="job", right_index=True),
+    }.items():
+        df.to_parquet(tmp_path / f"{name}.parquet", index=False)
+        wh = Warehouse(tmp_path / name)
+        import_monitoring(wh, tmp_path / f"{name}.parquet", categories=CATS)
+        got[name] = (wh.sql(codes), wh.sql("select * from sim_profiles order by job_key"))
+    assert got["sparse+jobs"][0].equals(got["dense"][0])
+    pd.testing.assert_frame_equal(got["sparse+jobs"][1], got["dense"][1])
+    assert not got["sparse"][0].equals(got["dense"][0])  # the zero samples carried span and nodes
+
+
 def test_synthetic_quality_is_measured(warehouse):
     counts = synth_monitoring(warehouse, 300, seed=2)
     assert sum(counts.values()) == 300 and set(counts) <= {c.name for c in CLASSES}
@@ -114,6 +150,37 @@ def test_synthetic_quality_is_measured(warehouse):
     assert ((q["ari"] > 0) & (q["purity"] <= 1)).all()
     with pytest.raises(IosightError):
         cluster(warehouse, "bin", algorithm="tree")
+
+
+def _splits(wh):
+    df = wh.sql("select metric, low, high, origin from sim_categories order by metric")
+    return df.set_index("metric")
+
+
+def test_explicit_quantiles_replace_the_stored_split_points(warehouse):
+    synth_monitoring(warehouse, 60, seed=2)
+    site = _splits(warehouse)
+    assert set(site["origin"]) == {"synthetic site config"}
+    codes = "select job_key, coding, code from sim_codings order by all"
+    site_codes = warehouse.sql(codes)
+    build_codings(warehouse)  # no split points given: the stored ones again
+    assert _splits(warehouse).equals(site) and warehouse.sql(codes).equals(site_codes)
+    build_codings(warehouse, quantiles=(0.5, 0.6))
+    got = _splits(warehouse)
+    assert set(got["origin"]) == {"quantiles 0.5/0.6"}
+    rb = warehouse.sql("select value from sim_series where metric = 'read_bytes'")["value"]
+    assert got.loc["read_bytes", "low"] == pytest.approx(np.quantile(rb, 0.5))
+    assert got.loc["read_bytes", "high"] == pytest.approx(np.quantile(rb, 0.6))
+    quantile_codes = warehouse.sql(codes)
+    assert not quantile_codes.equals(site_codes) and len(quantile_codes) == len(site_codes)
+    build_codings(warehouse)  # the quantile split points are now the stored ones
+    assert _splits(warehouse).equals(got) and warehouse.sql(codes).equals(quantile_codes)
+    for bad in [(0.5,), (0.9, 0.5), (0.5, float("nan")), ()]:
+        with pytest.raises(IosightError, match="quantiles"):
+            build_codings(warehouse, quantiles=bad)
+    with pytest.raises(IosightError, match="not both"):
+        build_codings(warehouse, categories=CATS, quantiles=(0.5, 0.6))
+    assert _splits(warehouse).equals(got) and warehouse.sql(codes).equals(quantile_codes)
 
 
 def test_generator_is_seeded():
@@ -151,3 +218,84 @@ def test_real_dkrz_codings(shared, warehouse):
     high = cluster(warehouse, "bin-aggzeros", sim=0.99)
     assert low["n_clusters"] < high["n_clusters"]
     assert high["clusters_ge2"] < high["n_clusters"] / 2  # barely any grouping at 0.99
+
+
+@pytest.mark.parametrize(
+    ("body", "match"),
+    [
+        ("-1:2,7\n", "0..511: '-1:2'"),
+        ("1:99999999999999999999999,7\n", "0..511"),
+        ("1:2,abc\n", "data row 1 has 'abc'"),
+        ("0,7\n1:2,1.5\n", "data row 2 has '1.5'"),
+        ("0,7\n1:2,\n3,2\n", "data row 2 has ''"),
+        ("0,7\n1:2,nan\n", "data row 2 has 'nan'"),
+        ("1:2,99999999999999999999\n", "jobid must be an integer"),
+        ("1:2,07\n3,7\n", "duplicate jobid 7"),
+        ("", "no codings"),
+    ],
+)
+def test_bad_codings_csv_is_refused_and_nothing_stored_changes(tmp_path, warehouse, body, match):
+    import_codings(warehouse, _write(tmp_path, "g.csv", CSV))
+    before = warehouse.sql("select * from sim_codings order by all")
+    with pytest.raises(IosightError, match=match):
+        import_codings(warehouse, _write(tmp_path, "bad.csv", "coding,jobid\n" + body))
+    assert warehouse.sql("select * from sim_codings order by all").equals(before)
+    assert warehouse.sql("select count(*) n from sim_jobs")["n"][0] == 6
+
+
+def test_codings_jobids_become_integer_keys(tmp_path, warehouse):
+    import_codings(warehouse, _write(tmp_path, "c.csv", "coding,jobid\n0:16, 0012\n32,3\n"))
+    jobs = warehouse.sql("select job_key, jobid from sim_jobs order by jobid")
+    assert jobs["job_key"].tolist() == ["dkrz:3", "dkrz:12"]
+    assert jobs["jobid"].tolist() == [3, 12]
+
+
+def _write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_reimported_codings_are_one_batch_a_kill_after_it_loses_nothing(tmp_path, codings_csv):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from iosight.warehouse import Warehouse
+
+    path = tmp_path / "wh"
+    import_codings(Warehouse(path), codings_csv)
+    codes = "select job_key, coding, code from sim_codings order by all"
+    before = Warehouse(path).sql(codes)
+    script = (
+        "import sys; from iosight.similarity import import_codings; "
+        "from iosight.warehouse import Warehouse; "
+        "import_codings(Warehouse(sys.argv[1]), sys.argv[2])"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(sys.path),
+        "IOSIGHT_TEST_CRASH_AT": "applied:1",
+    }
+    run = subprocess.run([sys.executable, "-c", script, str(path), str(codings_csv)], env=env)
+    assert run.returncode == -signal.SIGKILL  # killed right after its first commit
+    assert Warehouse(path).sql(codes).equals(before)
+
+
+def test_a_job_imported_again_as_codings_keeps_no_old_profile(tmp_path, warehouse):
+    rows = [
+        (j, "n", "f", "read_bytes", float(t), 5.0)
+        for j in ("dkrz:1", "dkrz:2")
+        for t in range(0, 1200, 5)
+    ]
+    pd.DataFrame(rows, columns=["job", "node", "fs", "metric", "time", "value"]).to_csv(
+        tmp_path / "mon.csv", index=False
+    )
+    import_monitoring(warehouse, tmp_path / "mon.csv", categories=CATS)
+    profiled = "select job_key from sim_profiles order by job_key"
+    assert warehouse.sql(profiled)["job_key"].tolist() == ["dkrz:1", "dkrz:2"]
+    import_codings(warehouse, _write(tmp_path, "c.csv", "coding,jobid\n32:0,1\n"))
+    assert warehouse.sql(profiled)["job_key"].tolist() == ["dkrz:2"]
+    got = warehouse.sql("select coding, code from sim_codings where job_key = 'dkrz:1' order by 1")
+    assert got.values.tolist() == [["bin", "32:0"], ["bin-aggzeros", "32:0"]]

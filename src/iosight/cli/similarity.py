@@ -28,16 +28,20 @@ CODING_OPT = typer.Option(
     help="bin, bin-aggzeros or hex (density); io-metric or io-duration (tree).",
 )
 
+# "\[" keeps Rich from reading "[low, high]" as a markup tag (the help showed "{metric: }")
+CATEGORIES_OPT = typer.Option(None, help="YAML/JSON split points {metric: \\[low, high]}.")
+
 
 def _floats(text: str, name: str) -> list[float]:
     from iosight._errors import IosightError
 
     try:
-        return [float(x) for x in text.split(",") if x.strip()]
+        values = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise IosightError(
-            f"the {name!r} option must be comma-separated numbers: {text!r}"
-        ) from None
+        values = []
+    if not values:
+        raise IosightError(f"the {name!r} option must be comma-separated numbers: {text!r}")
+    return values
 
 
 def _categories(config: Path | None):
@@ -48,11 +52,15 @@ def _categories(config: Path | None):
 
 @group.command("import")
 def import_cmd(
-    path: Path = typer.Argument(..., help="Monitoring samples: job,node,fs,metric,time,value."),
+    path: Path = typer.Argument(
+        ...,
+        help="Monitoring samples: job,node,fs,metric,time,value; optional job_start, "
+        "job_end, n_nodes, n_fs per job (needed when zero samples are left out).",
+    ),
     warehouse: Path = WAREHOUSE_OPT,
     segment: float = typer.Option(600.0, help="Segment length in seconds."),
     interval: float = typer.Option(5.0, help="Sampling interval in seconds."),
-    categories: Path = typer.Option(None, help="YAML/JSON split points {metric: [low, high]}."),
+    categories: Path = CATEGORIES_OPT,
 ) -> None:
     """Import long-format monitoring samples (CSV or Parquet) and build codings."""
     from iosight.similarity import import_monitoring
@@ -91,7 +99,7 @@ def series_cmd(
     warehouse: Path = WAREHOUSE_OPT,
     source: str = typer.Option("darshan", "--from", help="Only 'darshan' for now."),
     segment: float = typer.Option(600.0, help="Segment length in seconds."),
-    categories: Path = typer.Option(None, help="YAML/JSON split points {metric: [low, high]}."),
+    categories: Path = CATEGORIES_OPT,
 ) -> None:
     """Per-job series from Darshan tables (HEATMAP, DXT, POSIX counters), then codings."""
     from iosight.similarity import series_from_darshan
@@ -120,18 +128,23 @@ def series_cmd(
 @group.command("codings")
 def codings_cmd(
     warehouse: Path = WAREHOUSE_OPT,
-    categories: Path = typer.Option(None, help="YAML/JSON split points {metric: [low, high]}."),
-    quantiles: str = typer.Option("0.99,0.999", help="Split-point quantiles when no config."),
+    categories: Path = CATEGORIES_OPT,
+    quantiles: str = typer.Option(
+        None,
+        help="Split points from these two quantiles of the series, e.g. 0.99,0.999. "
+        "Without this option or --categories, the stored split points are reused "
+        "(99%/99.9% quantiles when none are stored). The split points used replace "
+        "the stored ones.",
+    ),
 ) -> None:
     """(Re)build codings and profiles of every job that has a series."""
     from iosight.similarity import build_codings
 
     with cli_errors():
-        q = _floats(quantiles, "quantiles")
         counts = build_codings(
             open_warehouse(warehouse),
             categories=_categories(categories),
-            quantiles=tuple(q[:2]) if len(q) >= 2 else (q + q)[:2],
+            quantiles=None if quantiles is None else tuple(_floats(quantiles, "quantiles")),
         )
     console.print(counts)
 

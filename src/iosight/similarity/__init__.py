@@ -12,6 +12,7 @@ from iosight.similarity._cluster import (
     simplified_density,
 )
 from iosight.similarity._codings import (
+    JOB_COLUMNS,
     METRIC_INDEX,
     METRICS,
     SEGMENT_S,
@@ -60,6 +61,7 @@ __all__ = [
     "DENSITY_CODINGS",
     "IO_DURATION_COLUMNS",
     "IO_METRIC_COLUMNS",
+    "JOB_COLUMNS",
     "METRICS",
     "METRIC_INDEX",
     "PAPER_NAMES",

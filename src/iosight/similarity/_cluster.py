@@ -206,7 +206,7 @@ def clustering_tree(
     from sklearn.preprocessing import MinMaxScaler
     from sklearn.tree import DecisionTreeClassifier
 
-    check_param("eps", eps, eps > 0, "a positive distance")
+    check_param("eps", eps, 0 < eps < np.inf, "a positive finite distance")
     check_param("sample", sample, sample >= 2, "at least 2 jobs")
     x = np.asarray(features, dtype=float)
     if x.ndim != 2 or len(x) < 2:

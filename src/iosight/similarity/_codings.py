@@ -38,6 +38,9 @@ METRICS: tuple[str, ...] = (
 )
 METRIC_INDEX: dict[str, int] = {m: i for i, m in enumerate(METRICS)}
 SEGMENT_S: float = 600.0
+#: Optional job columns of monitoring samples (one value per job, repeated on its rows):
+#: with them, input without its zero samples segments as the full input does.
+JOB_COLUMNS: tuple[str, ...] = ("job_start", "job_end", "n_nodes", "n_fs")
 HEX_LEVELS = 16
 
 
@@ -54,7 +57,9 @@ def segment_samples(
     samples : DataFrame or path
         Long format ``job, node, fs, metric, time, value`` (``time`` in seconds), as a
         DataFrame or a CSV / Parquet file; DuckDB does the grouping, so files larger
-        than memory are fine.
+        than memory are fine. Optional :data:`JOB_COLUMNS` ``job_start, job_end,
+        n_nodes, n_fs`` (the same on every row of a job) give the job's span and
+        its numbers of nodes and file systems.
     segment_s : float, default 600
         Segment length in seconds.
     interval_s : float, default 5
@@ -68,15 +73,22 @@ def segment_samples(
 
     Notes
     -----
-    iosight's reading (NOTES §3): a job spans from its first to its last sample
-    time; its samples lie on a grid of ``interval_s``; samples absent from the input
-    are zeros (monitoring often stores only non-zero values). A segment's value is
+    iosight's reading (NOTES §3): a job spans ``job_start`` to ``job_end``, else its
+    first to its last sample time; it has ``n_nodes`` nodes and ``n_fs`` file
+    systems, else those its samples name; its samples lie on a grid of
+    ``interval_s`` from its start; samples absent from the input are zeros
+    (monitoring often stores only non-zero values: without the job columns, zero
+    samples are still needed at a job's first and last instants and on its idle
+    nodes and file systems, or the job shrinks). A segment's value is
     the sum of its samples over the number of grid instants it holds, so a last
-    partial segment is the mean of what it has, kept as a full segment.
+    partial segment is the mean of what it has, kept as a full segment. Input with
+    no rows, a row without job, node, fs, metric or finite time, a value that is
+    empty, NaN, infinite or negative, job columns that disagree with the samples, or
+    a job of 10 million segments or more is refused (:class:`IosightError`).
     """
     import duckdb
 
-    check_param("segment_s", segment_s, segment_s > 0, "a positive number of seconds")
+    check_param("segment_s", segment_s, 0 < segment_s < np.inf, "a positive number of seconds")
     check_param("interval_s", interval_s, 0 < interval_s <= segment_s, "in (0, segment_s]")
     con = duckdb.connect()
     if isinstance(samples, str | Path):
@@ -97,24 +109,31 @@ def segment_samples(
         raise IosightError(
             f"monitoring samples lack columns {sorted(need - have)}; need {sorted(need)}"
         )
-    con.execute(
-        f"""create temp table src as select cast(job as varchar) job, cast(node as varchar) node,
-        cast(fs as varchar) fs, cast(metric as varchar) metric, cast(time as double) t,
-        cast(value as double) v from {src}"""
+    meta = ", ".join(
+        f"cast({c} as double) {c}" if c in have else f"null::double {c}" for c in JOB_COLUMNS
     )
-    bad = [r[0] for r in con.execute("select distinct metric from src").fetchall()]
-    bad = sorted(set(bad) - set(METRICS))
-    if bad:
-        raise IosightError(f"unknown metrics {bad}; known: {', '.join(METRICS)}")
+    try:
+        con.execute(
+            f"""create temp table src as select cast(job as varchar) job,
+            cast(node as varchar) node, cast(fs as varchar) fs, cast(metric as varchar) metric,
+            cast(time as double) t, cast(value as double) v, {meta} from {src}"""
+        )
+    except duckdb.ConversionException as err:
+        first = str(err).splitlines()[0]
+        raise IosightError(
+            f"monitoring samples: time and value must be numbers ({first})"
+        ) from None
+    except duckdb.InvalidInputException as err:  # e.g. a malformed CSV line past the sniffed part
+        raise IosightError(f"cannot read monitoring samples: {str(err).splitlines()[0]}") from None
+    _check_samples(con)
     seg, iv = float(segment_s), float(interval_s)
+    _job_spans(con, seg)
     jobs = con.execute(
-        f"""select job, cast(floor((max(t) - min(t)) / {seg}) as bigint) + 1 n_segments,
-        count(distinct node) n_nodes, count(distinct fs) n_fs
-        from src group by job order by job"""
+        f"""select job, cast(floor((t1 - t0) / {seg}) as bigint) + 1 n_segments,
+        cast(n_nodes as bigint) n_nodes, cast(n_fs as bigint) n_fs from span order by job"""
     ).df()
     out = con.execute(
-        f"""with span as (select job, min(t) t0, max(t) t1 from src group by job),
-        s as (select src.job, node, fs, metric,
+        f"""with s as (select src.job, node, fs, metric,
                      cast(floor((t - t0) / {seg}) as bigint) segment, sum(v) total,
                      any_value(t0) t0, any_value(t1) t1
               from src join span using (job) group by all)
@@ -126,6 +145,73 @@ def segment_samples(
     ).df()
     out.attrs["jobs"] = jobs
     return out
+
+
+def _job_spans(con, seg: float) -> None:
+    """Table ``span``: each job's start ``t0``, end ``t1``, nodes and file systems,
+    from the optional :data:`JOB_COLUMNS` where given, else from its samples."""
+    con.execute(
+        """create temp table span as select job,
+        coalesce(max(job_start), min(t)) t0, coalesce(max(job_end), max(t)) t1,
+        coalesce(max(n_nodes), count(distinct node)) n_nodes,
+        coalesce(max(n_fs), count(distinct fs)) n_fs,
+        min(t) t_first, max(t) t_last, count(distinct node) nodes, count(distinct fs) fss,
+        greatest(count(distinct job_start), count(distinct job_end), count(distinct n_nodes),
+                 count(distinct n_fs)) k
+        from src group by job"""
+    )
+    bad = con.execute(
+        """select job, case
+        when k > 1 then 'its rows give different job_start, job_end, n_nodes or n_fs'
+        when not (isfinite(t0) and isfinite(t1) and isfinite(n_nodes) and isfinite(n_fs))
+            then 'job_start, job_end, n_nodes and n_fs must be finite numbers'
+        when t0 > t_first or t1 < t_last then format(
+            'has samples at {} to {}, outside job_start..job_end = {}..{}',
+            t_first, t_last, t0, t1)
+        when n_nodes < nodes or n_fs < fss or n_nodes != floor(n_nodes)
+             or n_fs != floor(n_fs) or greatest(n_nodes, n_fs) > 1e9 then format(
+            'n_nodes {} and n_fs {} must be whole numbers up to 1e9, at least the {} nodes '
+            'and {} file systems in its samples', n_nodes, n_fs, nodes, fss)
+        when (t1 - t0) / ? >= 1e7 then format(
+            'would have {:.3g} segments of {:g} s (is time in seconds?)',
+            floor((t1 - t0) / ?) + 1, ?)
+        end reason from span where reason is not null order by job limit 1""",
+        [seg, seg, seg],
+    ).fetchone()
+    if bad:
+        raise IosightError(f"monitoring samples: job {bad[0]} {bad[1]}")
+
+
+def _check_samples(con) -> None:
+    """Refuse samples that would segment into nonsense: none at all, a missing key or
+    time, a value that is not a finite number >= 0 (NaN passes SQL's ``> 0``), an
+    unknown metric."""
+    n, keyless, bad_v = con.execute(
+        """select count(*),
+        count(*) filter (job is null or node is null or fs is null or metric is null
+                         or t is null or not isfinite(t)),
+        count(*) filter (v is null or not isfinite(v) or v < 0) from src"""
+    ).fetchone()
+    if n == 0:
+        raise IosightError("monitoring samples: no rows (only a header?)")
+    if keyless:
+        raise IosightError(
+            f"monitoring samples: {keyless} of {n} rows lack a job, node, fs, metric or finite time"
+        )
+    if bad_v:
+        job, node, metric, t, v = con.execute(
+            "select job, node, metric, t, v from src "
+            "where v is null or not isfinite(v) or v < 0 limit 1"
+        ).fetchone()
+        raise IosightError(
+            f"monitoring samples: {bad_v} of {n} values are empty, NaN, infinite or negative "
+            f"(first: job {job}, node {node}, {metric} at {t:g} = {v}); leave out samples "
+            "without a value (absent samples count as zeros)"
+        )
+    bad = [r[0] for r in con.execute("select distinct metric from src").fetchall()]
+    bad = sorted(set(bad) - set(METRICS))
+    if bad:
+        raise IosightError(f"unknown metrics {bad}; known: {', '.join(METRICS)}")
 
 
 # ----------------------------------------------------------------------- categories
@@ -344,13 +430,14 @@ def bin_to_text(codes: np.ndarray) -> str:
 
 
 def bin_from_text(text: str) -> np.ndarray:
+    """The codes of one colon-separated binary coding (``256:0:6``), each in 0..511."""
     try:
-        codes = np.array([int(x) for x in str(text).strip().split(":")], dtype=np.int64)
+        codes = [int(x) for x in str(text).strip().split(":")]
     except ValueError:
         raise IosightError(f"not a binary coding (colon-separated integers): {text!r}") from None
-    if codes.size == 0 or (codes < 0).any() or (codes > 511).any():
+    if not all(0 <= c <= 511 for c in codes):  # checked before int64 can overflow
         raise IosightError(f"binary codes must be integers 0..511: {text!r}")
-    return codes
+    return np.array(codes, dtype=np.int64)
 
 
 def bin_from_texts(texts: Sequence[str]) -> list[np.ndarray]:
@@ -360,13 +447,11 @@ def bin_from_texts(texts: Sequence[str]) -> list[np.ndarray]:
         return []
     try:
         flat = np.array(":".join(texts).split(":"), dtype=np.int64)
-    except ValueError:
-        bad = next(t for t in texts if not all(x.isdigit() for x in t.split(":")))
-        raise IosightError(f"not a binary coding (colon-separated integers): {bad!r}") from None
+    except (ValueError, OverflowError):
+        flat = None
+    if flat is None or (flat < 0).any() or (flat > 511).any():
+        return [bin_from_text(t) for t in texts]  # one at a time: names the first bad coding
     lens = np.array([t.count(":") + 1 for t in texts])
-    if lens.sum() != flat.size or (flat < 0).any() or (flat > 511).any():
-        bad = next(t for t in texts if not t or any(int(x) > 511 for x in t.split(":")))
-        raise IosightError(f"binary codes must be integers 0..511: {bad!r}")
     return np.split(flat, np.cumsum(lens)[:-1])
 
 

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 DENSITY_CODINGS: tuple[str, ...] = ("bin", "bin-aggzeros", "hex")
 PROFILE_CODINGS: tuple[str, ...] = ("io-metric", "io-duration")
 PAPER_NAMES = {"bin": "BIN_ALL", "bin-aggzeros": "BIN_AGGZEROS", "hex": "HEX_LEV"}
+_JOB_TABLES = ("sim_jobs", "sim_series", "sim_codings", "sim_profiles")  # keyed by job_key
 _HINT = "run 'iosight similarity import', 'similarity series' or 'similarity import-codings'"
 
 
@@ -68,8 +69,11 @@ def store_series(
     *,
     source: str,
     synthetic: bool = False,
+    codings: pd.DataFrame | None = None,
 ) -> int:
-    """Write segmented series and their jobs (``job`` becomes ``job_key``); returns jobs."""
+    """Write segmented series and their jobs (``job`` becomes ``job_key``) in one
+    batch, with the jobs' ``codings`` rows when given; the jobs' earlier codings and
+    profiles go. Returns jobs."""
     import pandas as pd
 
     jobs = jobs.rename(columns={"job": "job_key"}).copy()
@@ -88,10 +92,10 @@ def store_series(
     ser = series.rename(columns={"job": "job_key"})
     ser = ser.assign(job_key=ser["job_key"].astype(str))
     keys = jobs["job_key"].tolist()
-    wh.commit(
-        {"sim_jobs": [_arrow(jobs[cols])], "sim_series": [_arrow(ser)]},
-        delete_keys={"sim_jobs": keys, "sim_series": keys, "sim_codings": keys},
-    )
+    batch = {"sim_jobs": [_arrow(jobs[cols])], "sim_series": [_arrow(ser)]}
+    if codings is not None:
+        batch["sim_codings"] = [_arrow(codings)]
+    wh.commit(batch, delete_keys={t: keys for t in _JOB_TABLES})
     return len(jobs)
 
 
@@ -124,30 +128,50 @@ def import_codings(wh: Warehouse, path: str | Path, *, prefix: str = "dkrz") -> 
     if not p.is_file():
         raise IosightError(f"no codings file at {p}")
     try:
-        df = pd.read_csv(p, dtype={"coding": str})
+        df = pd.read_csv(p, dtype={"coding": str, "jobid": str}, keep_default_na=False)
     except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as err:
         raise IosightError(f"{p}: not a codings CSV ({err})") from None
     if not {"coding", "jobid"} <= set(df.columns):
         raise IosightError(f"{p}: need columns 'coding' and 'jobid'; got {list(df.columns)}")
-    if df["jobid"].duplicated().any():
-        raise IosightError(f"{p}: duplicate jobid values")
-    codes = bin_from_texts(df["coding"].tolist())
-    keys = [f"{prefix}:{j}" for j in df["jobid"]]
+    if df.empty:
+        raise IosightError(f"{p}: no codings (the file has a header but no rows)")
+    jobids = _jobids(df["jobid"], p)
+    if jobids.duplicated().any():
+        raise IosightError(f"{p}: duplicate jobid {jobids[jobids.duplicated()].iloc[0]}")
+    try:
+        codes = bin_from_texts(df["coding"].tolist())
+    except IosightError as err:
+        raise IosightError(f"{p}: {err}") from None
+    keys = [f"{prefix}:{j}" for j in jobids]
     jobs = pd.DataFrame(
         {
             "job": keys,
-            "jobid": df["jobid"].astype("Int64"),
+            "jobid": jobids.astype("Int64"),
             "n_segments": [len(c) for c in codes],
             "n_nodes": pd.array([None] * len(df), dtype="Int64"),
             "n_fs": pd.array([None] * len(df), dtype="Int64"),
         }
     )
     empty = pd.DataFrame(columns=["job", "node", "fs", "metric", "segment", "value"])
-    store_series(wh, empty, jobs, source=f"codings:{p.name}")
-    rows = _coding_rows(keys, df["jobid"].tolist(), codes, None)
-    wh.commit({"sim_codings": [_arrow(rows)]}, delete_keys={"sim_codings": keys})
+    rows = _coding_rows(keys, jobids.tolist(), codes, None)
+    store_series(wh, empty, jobs, source=f"codings:{p.name}", codings=rows)
     zero = int(rows.loc[rows["coding"] == "bin", "zero"].sum())
     return {"jobs": len(keys), "zero_jobs": zero}
+
+
+def _jobids(texts: pd.Series, path: Path) -> pd.Series:
+    """Job ids read as text, as int64; the first that is not an integer 0..2^63-1
+    (empty, ``nan``, ``1.5``, ``abc``, too large) is named in the error."""
+    import pandas as pd
+
+    top = 2**63 - 1
+    ids = [int(t) if t.isascii() and t.isdigit() else -1 for t in texts.str.strip()]
+    bad = next((i for i, v in enumerate(ids) if not 0 <= v <= top), None)
+    if bad is not None:
+        raise IosightError(
+            f"{path}: jobid must be an integer 0..{top}; data row {bad + 1} has {texts.iloc[bad]!r}"
+        )
+    return pd.Series(ids, dtype=np.int64)
 
 
 def _coding_rows(keys, jobids, bins, hexes) -> pd.DataFrame:
@@ -177,29 +201,39 @@ def _coding_rows(keys, jobids, bins, hexes) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def store_categories(wh: Warehouse, categories: Categories, origin: str) -> None:
-    """Keep the split points in ``sim_categories``; later codings reuse them."""
+def _categories_table(categories: Categories, origin: str) -> pa.Table:
     import pandas as pd
 
     cat = pd.DataFrame(
         [(m, *categories.splits[m], origin) for m in METRICS],
         columns=["metric", "low", "high", "origin"],
     )
-    wh.write_table("sim_categories", _arrow(cat))
+    return _arrow(cat)
+
+
+def store_categories(wh: Warehouse, categories: Categories, origin: str) -> None:
+    """Keep the split points in ``sim_categories``; later codings reuse them."""
+    wh.write_table("sim_categories", _categories_table(categories, origin))
 
 
 def build_codings(
     wh: Warehouse,
     *,
     categories: Categories | None = None,
-    quantiles: tuple[float, float] = (0.99, 0.999),
+    quantiles: tuple[float, float] | None = None,
 ) -> dict[str, int]:
     """Codings and profiles of every job that has a series (§3-4).
 
-    Split points: ``categories`` when given, else those stored in
-    ``sim_categories`` (e.g. by the synthetic generator), else quantiles of the
-    warehouse's series. Returns counts.
+    Split points: ``categories`` when given, else ``quantiles`` of the warehouse's
+    series when given, else those stored in ``sim_categories`` (e.g. by the
+    synthetic generator), else the 99% / 99.9% quantiles. The split points used
+    replace the stored ones. Returns counts.
     """
+    if categories is not None and quantiles is not None:
+        raise IosightError("give split points or quantiles, not both")
+    if quantiles is not None:
+        ok = len(quantiles) == 2 and 0 < quantiles[0] <= quantiles[1] < 1
+        check_param("quantiles", quantiles, ok, "two levels 0 < q1 <= q2 < 1")
     wh.require("sim_jobs", _HINT)
     jobs = wh.sql(
         "select job_key as job, jobid, n_segments, n_nodes, n_fs from sim_jobs "
@@ -214,11 +248,12 @@ def build_codings(
         else "select '' job, '' node, '' fs, '' metric, 0 segment, 0.0 value where false"
     ).to_pandas(strings_to_categorical=True)
     origin = "given"
-    if categories is None and wh.has_table("sim_categories"):
+    if categories is None and quantiles is None and wh.has_table("sim_categories"):
         stored = wh.sql("select metric, low, high, origin from sim_categories")
         categories = Categories({r.metric: (r.low, r.high) for r in stored.itertuples()})
         origin = str(stored["origin"].iloc[0])
     if categories is None:
+        quantiles = quantiles or (0.99, 0.999)
         categories = Categories.from_quantiles(series, quantiles)
         origin = f"quantiles {quantiles[0]:g}/{quantiles[1]:g}"
     series = series[series["job"].isin(set(jobs["job"]))]
@@ -227,11 +262,15 @@ def build_codings(
     keys = jobs["job"].tolist()
     rows = _coding_rows(keys, jobs["jobid"].tolist(), codings.bin, codings.hex)
     prof = job_profiles(series, jobs, categories).rename(columns={"job": "job_key"})
-    wh.commit(
-        {"sim_codings": [_arrow(rows)], "sim_profiles": [_arrow(prof)]},
+    wh.commit(  # one batch: the codings and the split points they were made with
+        {
+            "sim_codings": [_arrow(rows)],
+            "sim_profiles": [_arrow(prof)],
+            "sim_categories": [_categories_table(categories, origin)],
+        },
         delete_keys={"sim_codings": keys, "sim_profiles": keys},
+        replace_tables=["sim_categories"],
     )
-    store_categories(wh, categories, origin)
     by = rows.groupby("coding")["zero"].sum()
     return {
         "jobs": len(keys),
