@@ -4,17 +4,26 @@ Facilities publish Darshan data sets in this form (e.g. the OLCF Summit 2021
 archive: ``jobid, start_time, end_time, nprocs, runtime, exe, uid,
 total_POSIX_BYTES_WRITTEN, ...``). Each row becomes one ``jobs`` row and one
 ``job_totals`` row; a ``_row`` column ties them so ingest can key each job.
+
+Counters are numbers whatever the file holds: a cell that is not one (``xyz``,
+``N/A``) is stored as null and its job's ``metadata`` gains an ``iosight_warning=``
+line naming the columns, so one bad cell neither fails the table nor turns a
+``total_*`` column into text (which would break every sum over the warehouse).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
 from iosight._errors import CorruptLogError
 from iosight.darshan._tables import LogTables, jobs_schema
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # accepted spellings of the job columns, first match wins
 _ALIASES = {
@@ -46,6 +55,7 @@ def read_job_totals(path: str | Path) -> LogTables:
             df = pd.read_csv(path, low_memory=False)
     except Exception as err:  # noqa: BLE001 - any parse failure is a bad source
         raise CorruptLogError(f"{path}: not a readable CSV/Parquet table ({err})") from None
+    df = df.reset_index(drop=True)
     totals = [c for c in df.columns if str(c).startswith("total_")]
     if not totals:
         raise CorruptLogError(f"{path}: no total_<COUNTER> columns; not a job-total table")
@@ -62,7 +72,8 @@ def read_job_totals(path: str | Path) -> LogTables:
     end = get("end_time", np.nan, np.float64)
     run = get("run_time", np.nan, np.float64)
     run = np.where(np.isnan(run), end - start, run)
-    modules = _modules_per_row(df, totals)
+    counters, warnings = _numeric_totals(df, totals)
+    modules = _modules_per_row(counters, totals)
     jobs = pa.table(
         {
             "source_path": pa.array([str(path)] * n),
@@ -80,13 +91,37 @@ def read_job_totals(path: str | Path) -> LogTables:
             "partial_modules": pa.array([""] * n),
             "partial": pa.array(np.zeros(n, bool)),
             "synthetic": pa.array(np.zeros(n, bool)),
-            "metadata": pa.array([""] * n),
+            "metadata": pa.array(warnings),
         },
         schema=jobs_schema(),
     ).append_column("_row", pa.array(np.arange(n, dtype=np.int64)))
-    job_totals = pa.Table.from_pandas(df[totals], preserve_index=False)
+    job_totals = pa.Table.from_pandas(counters, preserve_index=False)
     job_totals = job_totals.append_column("_row", pa.array(np.arange(n, dtype=np.int64)))
     return {"jobs": jobs, "job_totals": job_totals}
+
+
+def _numeric_totals(df, totals: list[str]) -> tuple[pd.DataFrame, list[str]]:
+    """The ``total_*`` columns as numbers (a cell that is not one: null) and, per row,
+    an ``iosight_warning=`` line naming the columns whose cell was not a number."""
+    import pandas as pd
+
+    columns, bad = {}, {}
+    for c in totals:
+        cells = df[c]
+        if pd.api.types.is_numeric_dtype(cells):
+            columns[c] = cells
+            continue
+        columns[c] = pd.to_numeric(cells, errors="coerce")
+        wrong = cells.notna().to_numpy() & columns[c].isna().to_numpy()
+        for i in np.flatnonzero(wrong):
+            bad.setdefault(int(i), []).append(c)
+    warnings = [""] * len(df)
+    for i, cols in bad.items():
+        warnings[i] = (
+            f"iosight_warning={len(cols)} job-total cell(s) not a number, stored as null: "
+            + ", ".join(cols)
+        )
+    return pd.DataFrame(columns), warnings
 
 
 def _to_int(series) -> np.ndarray:
