@@ -73,6 +73,26 @@ def test_ingest_exits_nonzero_when_a_source_fails(tmp_path):
     assert result.exit_code == 2 and "1 failed" in result.output
 
 
+def test_ingest_into_its_own_source_folder_makes_nothing(tmp_path):
+    """`ingest src -w src` used to make tables/, _commits/, ... inside src before failing,
+    and src then looked like a warehouse: its logs were never found again."""
+    src = tmp_path / "src"
+    src.mkdir()
+    log = example_logs()[0]
+    (src / log.name).write_bytes(log.read_bytes())
+    for args, message in (
+        (["ingest", str(src), "-w", str(src)], "holds other files"),
+        (["ingest", str(tmp_path / "typo"), "-w", str(tmp_path / "new")], "no such file"),
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 1 and message in result.output, result.output
+        assert "Traceback" not in result.output
+    assert [p.name for p in src.iterdir()] == [log.name]
+    assert not (tmp_path / "new").exists()
+    result = runner.invoke(app, ["ingest", str(src), "-w", str(tmp_path / "wh")])
+    assert result.exit_code == 0 and "1 ingested" in result.output, result.output
+
+
 def test_version_and_table_view_of_jobs(wh):
     from iosight import __version__
 

@@ -74,6 +74,23 @@ def test_missing_table_and_warehouse_errors(tmp_path, warehouse):
         warehouse.sql("select * from not_a_table")
 
 
+def test_a_warehouse_is_made_only_in_a_new_or_empty_folder(tmp_path):
+    """A folder of other files (the logs to ingest) is refused before anything is made
+    in it; a creation cut short (only the warehouse's own folders) goes on."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a.darshan").write_bytes(b"x")
+    with pytest.raises(IosightError, match=r"holds other files \(a.darshan\)"):
+        Warehouse(logs)
+    assert [p.name for p in logs.iterdir()] == ["a.darshan"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert Warehouse(empty).tables() == []
+    cut = tmp_path / "cut"
+    (cut / "tables").mkdir(parents=True)
+    assert Warehouse(cut).tables() == [] and (cut / "_commits").is_dir()
+
+
 def test_a_writer_waits_for_the_lock_and_names_its_holder(tmp_path):
     import socket
 

@@ -40,9 +40,11 @@ def ingest(
     ),
 ) -> None:
     """Read Darshan logs (3.x, 2.x, parser text) and job-total tables into the warehouse."""
+    from iosight.warehouse import check_sources
     from iosight.warehouse import ingest as run_ingest
 
     with cli_errors():
+        check_sources(paths)  # before the warehouse is made: a bad source leaves nothing
         wh = open_warehouse(
             warehouse,
             create=True,

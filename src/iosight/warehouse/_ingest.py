@@ -73,16 +73,22 @@ def discover(paths: Iterable[str | os.PathLike]) -> list[Path]:
     must not read the warehouse's own Parquet parts as job-total tables).
     """
     found: list[Path] = []
-    for p in map(Path, paths):
+    for p in check_sources(paths):
+        found += sorted(_walk(p)) if p.is_dir() else [p]
+    return list(dict.fromkeys(found))
+
+
+def check_sources(paths: Iterable[str | os.PathLike]) -> list[Path]:
+    """``paths`` as paths, after the checks :func:`discover` makes of each one named
+    (it exists, it is no warehouse), without walking folders: run it before creating
+    a warehouse, so a mistyped source leaves nothing behind."""
+    named = [Path(p) for p in paths]
+    for p in named:
         if p.is_dir() and is_warehouse_dir(p):
             raise IosightError(f"{p} is an iosight warehouse, not a directory of sources")
-        if p.is_dir():
-            found += sorted(_walk(p))
-        elif p.exists():
-            found.append(p)
-        else:
+        if not p.exists():
             raise IosightError(f"no such file or directory: {p}")
-    return list(dict.fromkeys(found))
+    return named
 
 
 def _walk(root: Path) -> Iterator[Path]:

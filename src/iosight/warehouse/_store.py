@@ -116,9 +116,11 @@ class Warehouse:
     path : path-like, default ``$IOSIGHT_WAREHOUSE`` or ``./iosight-warehouse``
         The warehouse directory.
     create : bool, default True
-        Make ``path`` a warehouse when it is not one yet (writers: ingest, synth).
-        When False, opening anything but an existing warehouse is an error and
-        nothing is created on disk (every read-only command opens this way).
+        Make ``path`` a warehouse when it is not one yet (writers: ingest, synth):
+        a new or empty folder only, never one that holds other files (``ingest
+        logs/ -w logs/`` would mix the warehouse into the sources). When False,
+        opening anything but an existing warehouse is an error and nothing is
+        created on disk (every read-only command opens this way).
     lock_timeout : float, default :data:`DEFAULT_LOCK_TIMEOUT`
         Seconds a write waits for another process that is writing (0: fail at once).
     on_lock_wait : callable, optional
@@ -142,6 +144,13 @@ class Warehouse:
                 )
             if self.path.exists() and not self.path.is_dir():
                 raise IosightError(f"warehouse path {self.path} exists and is not a directory")
+            others = self._foreign_entries()
+            if others:
+                raise IosightError(
+                    f"warehouse path {self.path} is a folder that holds other files "
+                    f"({', '.join(others)}) and is not an iosight warehouse; "
+                    "name a new or empty folder for the warehouse"
+                )
             self.path.mkdir(parents=True, exist_ok=True)
             for sub in (_TABLES, _STAGING, _COMMITS):
                 (self.path / sub).mkdir(exist_ok=True)
@@ -151,6 +160,14 @@ class Warehouse:
         self.lock_timeout = DEFAULT_LOCK_TIMEOUT if lock_timeout is None else lock_timeout
         self.on_lock_wait = on_lock_wait
         self.recover()
+
+    def _foreign_entries(self) -> list[str]:
+        """Up to three names in ``path`` that a warehouse being made would not hold
+        (a creation cut short leaves only its own folders: it may go on)."""
+        if not self.path.is_dir():
+            return []
+        own = {_TABLES, _STAGING, _COMMITS, _LOCK}
+        return sorted(e.name for e in os.scandir(self.path) if e.name not in own)[:3]
 
     def __repr__(self) -> str:
         return f"Warehouse({str(self.path)!r})"
