@@ -123,3 +123,53 @@ def test_a_writer_gives_up_after_its_lock_timeout(tmp_path):
         assert not wh.has_table("jobs")
     finally:
         holder.communicate("done\n", timeout=10)
+
+
+def _read_only_lock(monkeypatch, wh_path):
+    """The lock file of ``wh_path`` cannot be opened to write, as on a read-only mount
+    (chmod does not stop root, who runs these tests in CI)."""
+    import builtins
+    import errno
+
+    from iosight.warehouse import _store
+
+    def fake_open(file, mode="r", *args, **kwargs):
+        if str(file) == str(wh_path / "_lock") and mode != "r":
+            raise OSError(errno.EROFS, "Read-only file system", str(file))
+        return builtins.open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(_store, "open", fake_open, raising=False)
+
+
+def test_a_read_only_warehouse_is_read_and_refuses_writes_clearly(tmp_path, monkeypatch):
+    wh = Warehouse(tmp_path / "wh")
+    wh.commit({"jobs": [_t(["a", "b"], [1, 2])]})
+    _read_only_lock(monkeypatch, wh.path)
+    reader = Warehouse(wh.path, create=False)
+    assert reader.sql("select sum(v) s from jobs")["s"][0] == 3
+    for write in (
+        lambda: reader.commit({"jobs": [_t(["c"], [3])]}),
+        lambda: Warehouse(wh.path),  # a writer opens with create=True
+    ):
+        with pytest.raises(IosightError, match="cannot write warehouse .*Read-only file system"):
+            write()
+    assert reader.sql("select count(*) n from jobs")["n"][0] == 2
+
+
+def test_a_warehouse_without_write_permission_is_read(tmp_path):
+    import os
+    import stat
+
+    wh = Warehouse(tmp_path / "wh")
+    wh.commit({"jobs": [_t(["a"], [1])]})
+    paths = [wh.path, *wh.path.rglob("*")]
+    modes = {p: p.stat().st_mode for p in paths}
+    try:
+        for p in paths:
+            p.chmod(modes[p] & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+        if os.access(wh.path / "_lock", os.W_OK):
+            pytest.skip("chmod does not stop this user (root) from writing")
+        assert Warehouse(wh.path, create=False).sql("select v from jobs")["v"].tolist() == [1]
+    finally:
+        for p in reversed(paths):
+            p.chmod(modes[p])

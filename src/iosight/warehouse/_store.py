@@ -159,7 +159,13 @@ class Warehouse:
         self._lock_depth = 0
         self.lock_timeout = DEFAULT_LOCK_TIMEOUT if lock_timeout is None else lock_timeout
         self.on_lock_wait = on_lock_wait
-        self.recover()
+        try:
+            self.recover()
+        except _ReadOnly:
+            # a reader of a warehouse it may not write (read-only mount, another user's):
+            # recovery is only needed before writing, and a write says why it cannot
+            if create:
+                raise
 
     def _foreign_entries(self) -> list[str]:
         """Up to three names in ``path`` that a warehouse being made would not hold
@@ -340,7 +346,12 @@ class Warehouse:
 
     def _acquire(self, timeout: float):
         """The lock file, locked by this process and naming it; waits up to ``timeout`` s."""
-        fh = open(self.path / _LOCK, "a+")
+        try:
+            fh = open(self.path / _LOCK, "a+")
+        except OSError as err:
+            raise _ReadOnly(
+                f"cannot write warehouse {self.path}: its lock file: {err.strerror or err}"
+            ) from None
         deadline = time.monotonic() + timeout
         told = False
         while True:
@@ -381,7 +392,8 @@ class Warehouse:
     def recover(self) -> None:
         """Finish commits left by a killed writer; discard uncommitted staging.
 
-        Skipped while another process holds the write lock (its work is live).
+        Skipped while another process holds the write lock (its work is live). Opening
+        a warehouse this process may not write (``create=False``) skips it too.
         """
         try:
             with self.writer_lock(timeout=0):
@@ -476,6 +488,10 @@ def _crash_point(point: str) -> None:
 
 class _LockTimeout(IosightError):
     """Another process held the write lock for longer than this writer would wait."""
+
+
+class _ReadOnly(IosightError):
+    """The warehouse cannot be written here (its lock file cannot be opened to write)."""
 
 
 _HINTS = {
