@@ -48,6 +48,18 @@ def default_workers() -> int:
     return max(1, os.cpu_count() or 1)
 
 
+def check_pool_params(workers: int, timeout: float | None) -> None:
+    """Raise a clear error for a worker count below 0 (0: one per core) or a timeout
+    that is not a positive number of seconds (``None``: no limit): a negative count
+    would start no worker and wait for ever, a negative timeout fail every task."""
+    from iosight._errors import check_param
+
+    check_param("workers", workers, workers >= 0, "an integer >= 0 (0: one per core)")
+    check_param(
+        "timeout", timeout, timeout is None or timeout > 0, "a number of seconds > 0, or None"
+    )
+
+
 def one_line(err: BaseException) -> str:
     """An exception as one line: its message for iosight errors, else type and message."""
     text = str(err).strip().splitlines()
@@ -141,6 +153,7 @@ class LocalPool:
         preload: tuple[str, ...] = (),
         on_beat: Callable[[Any, int], None] | None = None,
     ) -> None:
+        check_pool_params(workers, timeout)
         self.func, self.timeout, self.max_tasks = func, timeout, max_tasks
         self.on_beat = on_beat  # called with (task key, i) as item i of a task starts
         self.n = workers or default_workers()

@@ -225,3 +225,17 @@ def test_a_log_without_records_alone_in_its_batch_gets_its_row(warehouse, shared
     assert (report.ingested, report.failed, report.jobs) == (1, 0, 1)
     keys = warehouse.sql("select job_key from jobs")["job_key"].tolist()
     assert warehouse.sql("select job_key from job_totals")["job_key"].tolist() == keys
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("batch_size", -4), ("batch_size", 0), ("workers", -1), ("timeout", -1), ("timeout", 0)],
+)
+def test_out_of_range_counts_and_timeouts_are_refused(warehouse, option, value):
+    """Checked before anything is read: a negative batch size used to loop for ever,
+    a negative worker count to wait for ever, a negative timeout to fail every log."""
+    from iosight._errors import IosightError
+
+    with pytest.raises(IosightError, match=f"the '{option}' parameter must be"):
+        ingest(example_logs()[:1], warehouse, **{option: value})
+    assert warehouse.tables() == []

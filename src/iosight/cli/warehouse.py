@@ -40,11 +40,14 @@ def ingest(
     ),
 ) -> None:
     """Read Darshan logs (3.x, 2.x, parser text) and job-total tables into the warehouse."""
-    from iosight.warehouse import check_sources
+    from iosight.warehouse import check_ingest_args
     from iosight.warehouse import ingest as run_ingest
 
     with cli_errors():
-        check_sources(paths)  # before the warehouse is made: a bad source leaves nothing
+        # before the warehouse is made: bad arguments leave nothing behind
+        check_ingest_args(
+            paths, workers=workers, timeout=timeout, batch_size=batch_size, reader=reader
+        )
         wh = open_warehouse(
             warehouse,
             create=True,

@@ -3,7 +3,7 @@
 from iosight.warehouse._ingest import (
     DEFAULT_BATCH_SIZE,
     IngestReport,
-    check_sources,
+    check_ingest_args,
     discover,
     ingest,
 )
@@ -24,7 +24,7 @@ __all__ = [
     "IngestReport",
     "JobSummary",
     "Warehouse",
-    "check_sources",
+    "check_ingest_args",
     "default_path",
     "discover",
     "find_job",

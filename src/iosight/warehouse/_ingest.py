@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from iosight._errors import IosightError, UnknownNameError
+from iosight._errors import IosightError, UnknownNameError, check_param
 from iosight._progress import Progress, ensure_progress
 from iosight.parallel import default_workers
 from iosight.warehouse._store import Warehouse, is_warehouse_dir, new_batch_id, stage_tables
@@ -73,15 +73,14 @@ def discover(paths: Iterable[str | os.PathLike]) -> list[Path]:
     must not read the warehouse's own Parquet parts as job-total tables).
     """
     found: list[Path] = []
-    for p in check_sources(paths):
+    for p in _check_sources(paths):
         found += sorted(_walk(p)) if p.is_dir() else [p]
     return list(dict.fromkeys(found))
 
 
-def check_sources(paths: Iterable[str | os.PathLike]) -> list[Path]:
+def _check_sources(paths: Iterable[str | os.PathLike]) -> list[Path]:
     """``paths`` as paths, after the checks :func:`discover` makes of each one named
-    (it exists, it is no warehouse), without walking folders: run it before creating
-    a warehouse, so a mistyped source leaves nothing behind."""
+    (it exists, it is no warehouse), without walking folders."""
     named = [Path(p) for p in paths]
     for p in named:
         if p.is_dir() and is_warehouse_dir(p):
@@ -128,6 +127,7 @@ def ingest(
     workers : worker processes (0: one per core)
     force : replace sources already ingested instead of skipping them
     timeout : seconds one source may take before its worker is killed and it fails
+        (``None``: no limit)
     scheduler : address of a Dask scheduler to run the readers on instead
     batch_size : at most this many sources per atomic commit (each worker stages its own
         batches; default :data:`DEFAULT_BATCH_SIZE`); local batches are at most a worker's
@@ -141,10 +141,8 @@ def ingest(
     A batch whose worker crashed or hung at source *i* is committed without it:
     source *i* becomes an ``ingest_errors`` row and the others are read again.
     """
-    from iosight.darshan import DARSHAN3_READERS
-
-    if reader not in DARSHAN3_READERS:
-        raise UnknownNameError("3.x reader", reader, list(DARSHAN3_READERS))
+    paths = list(paths)  # used twice: checked here, walked under the lock
+    check_ingest_args(paths, workers=workers, timeout=timeout, batch_size=batch_size, reader=reader)
     progress = ensure_progress(progress)
     report = IngestReport()
     t0 = time.monotonic()
@@ -172,6 +170,28 @@ def ingest(
     progress.finish()
     report.seconds = time.monotonic() - t0
     return report
+
+
+def check_ingest_args(
+    paths: Iterable[str | os.PathLike],
+    *,
+    workers: int = 0,
+    timeout: float | None = 300.0,
+    batch_size: int | None = None,
+    reader: str = "native",
+) -> None:
+    """Raise the error :func:`ingest` would for these arguments before it reads anything
+    (a named source missing or a warehouse, a count or timeout out of range, an unknown
+    reader): the command line checks them before it makes a warehouse, so bad arguments
+    leave nothing behind."""
+    from iosight.darshan import DARSHAN3_READERS
+    from iosight.parallel import check_pool_params
+
+    if reader not in DARSHAN3_READERS:
+        raise UnknownNameError("3.x reader", reader, list(DARSHAN3_READERS))
+    check_pool_params(workers, timeout)
+    check_param("batch_size", batch_size, batch_size is None or batch_size >= 1, "an integer >= 1")
+    _check_sources(paths)
 
 
 def _shrinking_batches(items: list, size: int, workers: int) -> list[list]:

@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from iosight._errors import IosightError, MissingTableError
+from iosight._errors import IosightError, MissingTableError, check_param
 
 if TYPE_CHECKING:
     import duckdb
@@ -136,6 +136,12 @@ class Warehouse:
         lock_timeout: float | None = None,
         on_lock_wait: Callable[[str], None] | None = None,
     ) -> None:
+        check_param(
+            "lock_timeout",
+            lock_timeout,
+            lock_timeout is None or lock_timeout >= 0,
+            "a number of seconds >= 0 (0: fail at once)",
+        )
         self.path = Path(path) if path is not None else default_path()
         if not is_warehouse_dir(self.path):
             if not create:
