@@ -60,10 +60,14 @@ def test_user_errors_are_one_line(wh, tmp_path):
         ["job", "999999999", "-w", str(wh)],
         ["jobs", "-w", str(tmp_path / "missing")],
         ["jobs", "-w", str(wh), "-f", "xml"],
+        ["sql", "select 'a'::int", "-w", str(wh)],
+        ["sql", "select error('x')", "-w", str(wh)],
+        ["jobs", "--where", "nprocs > 'x'", "-w", str(wh)],
     ):
         result = runner.invoke(app, args)
         assert result.exit_code == 1, (args, result.output)
         assert "Traceback" not in result.output and "error:" in result.output
+        assert len(result.output.strip().splitlines()) == 1, result.output
 
 
 def test_ingest_exits_nonzero_when_a_source_fails(tmp_path):

@@ -91,6 +91,22 @@ def test_a_warehouse_is_made_only_in_a_new_or_empty_folder(tmp_path):
     assert Warehouse(cut).tables() == [] and (cut / "_commits").is_dir()
 
 
+def test_errors_raised_while_a_query_runs_are_one_line(warehouse):
+    """Casts that fail and error() fail when rows are fetched, not when the query is
+    planned: they used to escape as DuckDB tracebacks."""
+    warehouse.commit({"jobs": [_t(["a"], [1])]})
+    for run, expected in (
+        (lambda: warehouse.sql("select 'a'::int"), "Conversion Error: Could not convert"),
+        (lambda: warehouse.arrow("select error('boom')"), "Invalid Input Error: boom"),
+        (lambda: warehouse.jobs(where="v > 'x'"), "Conversion Error: Could not convert"),
+        (lambda: warehouse.sql("selec 1"), "Parser Error: syntax error"),
+    ):
+        with pytest.raises(IosightError, match=expected) as err:
+            run()
+        assert "\n" not in str(err.value)
+    assert warehouse.sql("select v from jobs")["v"].tolist() == [1]
+
+
 def test_a_writer_waits_for_the_lock_and_names_its_holder(tmp_path):
     import socket
 

@@ -217,25 +217,30 @@ class Warehouse:
 
     def sql(self, query: str, params: list | None = None) -> pd.DataFrame:
         """Run DuckDB SQL over the warehouse views and return a DataFrame."""
-        return self._execute(query, params).df()
+        return self._run(query, params, lambda rel: rel.df())
 
     def arrow(self, query: str, params: list | None = None) -> pa.Table:
         """Run DuckDB SQL over the warehouse views and return an Arrow table."""
-        return self._execute(query, params).to_arrow_table()
+        return self._run(query, params, lambda rel: rel.to_arrow_table())
 
-    def _execute(self, query: str, params: list | None):
+    def _run(self, query: str, params: list | None, fetch: Callable):
+        """``fetch`` the rows of ``query``; DuckDB's errors, raised when the query is
+        planned (unknown table, bad syntax) or only while it runs (a cast that fails,
+        ``error()``), become one :class:`IosightError` line with DuckDB's message."""
         import duckdb
 
         try:
             rel = self.connect().sql(query, params=params or None)
+            if rel is None:
+                raise IosightError("the statement returns no rows; only queries are supported")
+            return fetch(rel)
+        except duckdb.InterruptException:
+            raise  # a caller's deadline interrupted it: the caller says so
         except duckdb.CatalogException as err:
             tables = ", ".join(self.tables()) or "none"
-            raise IosightError(f"{err}. Tables here: {tables}") from None
-        except (duckdb.ParserException, duckdb.BinderException) as err:
-            raise IosightError(str(err)) from None
-        if rel is None:
-            raise IosightError("the statement returns no rows; only queries are supported")
-        return rel
+            raise IosightError(f"{_one_line(err)} Tables here: {tables}") from None
+        except duckdb.Error as err:
+            raise IosightError(_one_line(err)) from None
 
     def table(
         self, name: str, columns: list[str] | None = None, where: str | None = None
@@ -472,6 +477,13 @@ class Warehouse:
                 continue
             merged = self.arrow(f'select * from "{tname}"')
             self.commit({tname: [merged]}, replace_tables=[tname])
+
+
+def _one_line(err: Exception) -> str:
+    """DuckDB's message on one line, without the echo of the query and its caret."""
+    lines = [ln.strip() for ln in str(err).splitlines()]
+    kept = [ln for ln in lines if ln and not ln.startswith("LINE ") and set(ln) != {"^"}]
+    return " ".join(kept) or type(err).__name__
 
 
 _CRASH_ENV = "IOSIGHT_TEST_CRASH_AT"
