@@ -24,6 +24,8 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 Beat = Callable[[int], None]
+# how the error of an item that ran past its timeout begins (ingest retries those later)
+TIMED_OUT = "timed out after"
 
 
 @dataclass(frozen=True)
@@ -224,7 +226,7 @@ class LocalPool:
         if w.proc.sentinel in ready or not w.proc.is_alive():
             error = _death_reason(w.proc.exitcode)
         elif self.timeout and time.monotonic() - w.since > self.timeout:
-            error = f"timed out after {self.timeout:g} s"
+            error = f"{TIMED_OUT} {self.timeout:g} s"
         else:
             return
         yield TaskResult(w.task[0], error=error, failed_item=w.item)
@@ -303,7 +305,7 @@ def dask_results(
                     client.restart_workers([worker], raise_for_error=False)
                 except Exception:  # noqa: BLE001 - a worker without nanny keeps its thread
                     pass
-                yield TaskResult(key, error=f"timed out after {timeout:g} s", failed_item=item)
+                yield TaskResult(key, error=f"{TIMED_OUT} {timeout:g} s", failed_item=item)
 
 
 def _with_beats(func: Callable[[Any, Beat], Any], arg: Any, key: Any, topic: str) -> Any:

@@ -109,6 +109,33 @@ def test_a_batch_whose_worker_died_keeps_its_other_sources(warehouse):
     ].tolist() == ["k0", "k1"]
 
 
+def test_a_source_that_timed_out_is_read_again_next_time(warehouse, tmp_path):
+    """A timeout is no verdict on the log: the next ingest reads it again and its rows
+    replace the error row (a log that then fails for good keeps one error row)."""
+    from iosight._progress import NullProgress
+    from iosight.parallel import TaskResult
+    from iosight.warehouse._ingest import IngestReport, _Committer, content_key
+
+    good, bad = example_logs()[0], tmp_path / "bad.darshan"
+    bad.write_bytes(b"\x00" * 100)
+    # the first ingest's worker ran past --timeout on each (how the pool reports it)
+    committer = _Committer(warehouse, force=False, known=set(), report=IngestReport())
+    for log in (good, bad):
+        hung = TaskResult("b", error="timed out after 3 s", failed_item=0)
+        committer.split_failed(hung, [(content_key(log), str(log))], NullProgress())
+    again = ingest([good, bad], warehouse, workers=1)
+    assert (again.ingested, again.failed, again.skipped, again.retried) == (1, 1, 0, 2)
+    assert "2 retried (timed out before)" in again.summary()
+    errors = warehouse.sql("select source_path, error from ingest_errors")
+    assert errors["source_path"].tolist() == [str(bad)]
+    assert not errors["error"].str.startswith("timed out").any()
+    assert warehouse.sql("select source_path from sources")["source_path"].tolist() == [str(good)]
+    third = ingest([good, bad], warehouse, workers=1)
+    assert (third.ingested, third.failed, third.skipped, third.retried) == (0, 0, 2, 0)
+    assert len(warehouse.jobs()) == 1
+    assert warehouse.sql("select count(*) n from ingest_errors")["n"][0] == 1
+
+
 def test_a_warehouse_inside_the_sources_is_not_read_back(tmp_path):
     """`iosight ingest .` with the default ./iosight-warehouse: its Parquet parts are no
     job-total tables, and a second run adds and fails nothing."""

@@ -3,7 +3,9 @@
 A source is identified by a hash of its content (``source_key``); a Darshan log's
 ``job_key`` is that hash, a job-total table's rows get ``<source_key>-<row>``.
 Sources already in ``sources`` or ``ingest_errors`` are skipped unless ``force``,
-so re-running an interrupted ingest finishes the rest and adds nothing twice.
+so re-running an interrupted ingest finishes the rest and adds nothing twice; a
+source whose error is a timeout (a busy machine, a timeout set too short) is read
+again, and its error row is replaced by its rows, or by its new error.
 Each batch of logs is committed atomically (:meth:`Warehouse.commit`).
 """
 
@@ -48,6 +50,7 @@ class IngestReport:
     jobs: int = 0
     skipped: int = 0
     failed: int = 0
+    retried: int = 0  # sources that had timed out in an earlier ingest, read again
     bytes_read: int = 0
     seconds: float = 0.0
     errors: list[tuple[str, str]] = field(default_factory=list)
@@ -58,9 +61,10 @@ class IngestReport:
 
     def summary(self) -> str:
         rate = self.ingested / self.seconds if self.seconds else 0.0
+        retried = f", {self.retried} retried (timed out before)" if self.retried else ""
         return (
             f"{self.sources} sources: {self.ingested} ingested ({self.jobs} jobs), "
-            f"{self.skipped} already in the warehouse, {self.failed} failed; "
+            f"{self.skipped} already in the warehouse, {self.failed} failed{retried}; "
             f"{self.seconds:.1f} s, {rate:.1f} sources/s, "
             f"{self.bytes_read / 2**20 / max(self.seconds, 1e-9):.1f} MB/s"
         )
@@ -156,10 +160,13 @@ def ingest(
             if files and not scheduler
             else nullcontext() as pool
         ):
-            known = _known_sources(warehouse)
-            items = _new_items(files, known, force, report)
+            known, timed_out = _known_sources(warehouse)
+            items = _new_items(files, known - timed_out, force, report)
+            report.retried = sum(key in timed_out for key, _ in items)
             progress.start(len(items), "ingest")
-            committer = _Committer(warehouse, force=force, known=known, report=report)
+            committer = _Committer(
+                warehouse, force=force, known=known, timed_out=timed_out, report=report
+            )
             size = batch_size or DEFAULT_BATCH_SIZE
             if scheduler:
                 batches = [items[i : i + size] for i in range(0, len(items), size)]
@@ -304,25 +311,50 @@ def _run_dask(batches, warehouse, scheduler, timeout, committer, logs, reader) -
         tasks = retries
 
 
-def _known_sources(warehouse: Warehouse) -> set[str]:
+def _known_sources(warehouse: Warehouse) -> tuple[set[str], set[str]]:
+    """Keys of the sources in ``sources`` or ``ingest_errors``, and of those whose only
+    record is a timeout (read again: the next try may well finish)."""
+    from iosight.parallel import TIMED_OUT
+
     keys: set[str] = set()
     for name in _SOURCE_TABLES:
         if warehouse.has_table(name):
             keys.update(warehouse.table(name, columns=["source_key"])["source_key"].to_pylist())
-    return keys
+    timed_out: set[str] = set()
+    if warehouse.has_table("ingest_errors"):
+        ingested = "select source_key from sources" if warehouse.has_table("sources") else ""
+        rows = warehouse.sql(
+            "select distinct source_key from ingest_errors where starts_with(error, ?)"
+            + (f" and source_key not in ({ingested})" if ingested else ""),
+            [TIMED_OUT],
+        )
+        timed_out.update(rows["source_key"])
+    return keys, timed_out
 
 
 class _Committer:
     """Commits staged batches and turns failed ones into error rows and retries."""
 
-    def __init__(self, warehouse: Warehouse, *, force: bool, known: set[str], report) -> None:
+    def __init__(
+        self,
+        warehouse: Warehouse,
+        *,
+        force: bool,
+        known: set[str],
+        report,
+        timed_out: set[str] = frozenset(),
+    ) -> None:
         self.warehouse, self.force, self.known, self.report = warehouse, force, known, report
+        self.timed_out = timed_out  # keys whose timeout row the next try replaces
 
     def commit(self, batch_id: str, result: dict) -> None:
         delete = None
         if self.force:
             replaced = [k for k in result["keys"] if k in self.known]
             delete = self._deletions(replaced) if replaced else None
+        else:
+            retried = [k for k in result["keys"] if k in self.timed_out]
+            delete = {"ingest_errors": {"source_key": retried}} if retried else None
         self.warehouse.commit_staged(batch_id, result["tables"], delete_keys=delete)
         self.report.ingested += result["ingested"]
         self.report.jobs += result["jobs"]
@@ -351,7 +383,8 @@ class _Committer:
 
     def error_row(self, key: str, path: str, error: str) -> None:
         row = {"source_key": key, "source_path": path, "error": error, "ingested_at": time.time()}
-        delete = {"ingest_errors": {"source_key": [key]}} if self.force else None
+        replace = self.force or key in self.timed_out
+        delete = {"ingest_errors": {"source_key": [key]}} if replace else None
         self.warehouse.commit({"ingest_errors": [pa.Table.from_pylist([row])]}, delete_keys=delete)
         self.report.failed += 1
         self.report.errors.append((path, error))
