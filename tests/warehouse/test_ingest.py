@@ -83,6 +83,31 @@ def test_non_regular_and_missing_paths(warehouse, tmp_path):
     assert report.failed == 1 and "not a regular file" in report.errors[0][1]
 
 
+def test_sources_that_cannot_be_read_get_one_error_row_each(warehouse, tmp_path):
+    """README: FIFOs (and symlink loops, unreadable files) give one ingest_errors row;
+    a re-run replaces it, and once the path holds a log the row goes."""
+    src = tmp_path / "src"
+    src.mkdir()
+    fifo, loop = src / "pipe.darshan", src / "loop.darshan"
+    os.mkfifo(fifo)
+    loop.symlink_to(loop)
+    for _ in range(2):
+        report = ingest([src], warehouse, workers=1)
+        assert (report.failed, report.ingested) == (2, 0)
+        rows = warehouse.sql("select source_path, error from ingest_errors order by 1")
+        assert rows.values.tolist() == [
+            [str(loop), "cannot read (Too many levels of symbolic links)"],
+            [str(fifo), "cannot read (not a regular file)"],
+        ]
+    fifo.unlink()
+    fifo.write_bytes(example_logs()[0].read_bytes())
+    report = ingest([src], warehouse, workers=1)
+    assert (report.failed, report.ingested) == (1, 1)
+    rows = warehouse.sql("select source_path from ingest_errors")
+    assert rows["source_path"].tolist() == [str(loop)]
+    assert len(warehouse.jobs()) == 1
+
+
 def test_a_batch_whose_worker_died_keeps_its_other_sources(warehouse):
     from iosight._progress import NullProgress
     from iosight.parallel import TaskResult

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import nullcontext
@@ -161,7 +162,7 @@ def ingest(
             else nullcontext() as pool
         ):
             known, timed_out = _known_sources(warehouse)
-            items = _new_items(files, known - timed_out, force, report)
+            items = _new_items(files, known - timed_out, force, report, warehouse)
             report.retried = sum(key in timed_out for key, _ in items)
             progress.start(len(items), "ingest")
             committer = _Committer(
@@ -216,23 +217,55 @@ def _shrinking_batches(items: list, size: int, workers: int) -> list[list]:
     return out
 
 
-def _new_items(files: list[Path], known: set[str], force: bool, report: IngestReport):
-    items, seen = [], set()
+def _new_items(
+    files: list[Path], known: set[str], force: bool, report: IngestReport, warehouse: Warehouse
+) -> list[tuple[str, str]]:
+    """(content key, path) of the sources to read. A source that cannot even be hashed
+    (a FIFO, a symlink loop, no permission) becomes an ``ingest_errors`` row keyed by
+    its path, replaced on every try and dropped once the path reads."""
+    items, seen, unreadable, healed = [], set(), [], []
+    earlier = any(k.startswith(_PATH_KEY) for k in known)  # such rows exist
     for f in files:
         try:
-            if not f.is_file():
+            if not stat.S_ISREG(f.stat().st_mode):
                 raise OSError(0, "not a regular file")
             key = content_key(f)
         except OSError as err:
+            reason = f"cannot read ({err.strerror or err})"
             report.failed += 1
-            report.errors.append((str(f), f"cannot read ({err.strerror})"))
+            report.errors.append((str(f), reason))
+            unreadable.append(
+                {
+                    "source_key": _path_key(f),
+                    "source_path": str(f),
+                    "error": reason,
+                    "ingested_at": time.time(),
+                }
+            )
             continue
+        if earlier and _path_key(f) in known:
+            healed.append(_path_key(f))
         if key in seen or (key in known and not force):
             report.skipped += 1
             continue
         seen.add(key)
         items.append((key, str(f)))
+    if unreadable or healed:
+        keys = healed + [row["source_key"] for row in unreadable]
+        warehouse.commit(
+            {"ingest_errors": [pa.Table.from_pylist(unreadable)] if unreadable else []},
+            delete_keys={"ingest_errors": {"source_key": keys}},
+        )
     return items
+
+
+_PATH_KEY = "path-"
+
+
+def _path_key(path: Path) -> str:
+    """The key of a source that could not be read: its path's hash (it has no content)."""
+    digest = hashlib.blake2b(str(path).encode(errors="surrogateescape"), digest_size=16)
+    return _PATH_KEY + digest.hexdigest()
 
 
 def _local_pool(workers: int, timeout: float | None, logs: _PerLog):
