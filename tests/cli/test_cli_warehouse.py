@@ -97,6 +97,26 @@ def test_ingest_into_its_own_source_folder_makes_nothing(tmp_path):
     assert result.exit_code == 0 and "1 ingested" in result.output, result.output
 
 
+def test_errors_without_any_in_each_format(wh):
+    """Scripts parse what they asked for, also when there is nothing to list."""
+    expected = {"json": "[]", "jsonl": "", "csv": "source_path,error", "table": "no ingest errors"}
+    for fmt, out in expected.items():
+        result = runner.invoke(app, ["errors", "-w", str(wh), "-f", fmt])
+        assert result.exit_code == 0 and result.stdout.strip() == out, (fmt, result.output)
+    result = runner.invoke(app, ["errors", "-w", str(wh), "-f", "xml"])
+    assert result.exit_code == 1 and "'format' option must be" in result.output
+
+
+def test_a_figure_that_cannot_be_written_is_said_before_any_work(wh, tmp_path):
+    for plot, message in (
+        (tmp_path / "missing" / "x.png", f"no folder {tmp_path / 'missing'}"),
+        (tmp_path / "x.xyz", "name a .png, .svg or .pdf file"),
+    ):
+        result = runner.invoke(app, ["job", "32324925", "-w", str(wh), "--plot", str(plot)])
+        assert result.exit_code == 1 and message in result.output, result.output
+        assert "Traceback" not in result.output and "bytes_written" not in result.output
+
+
 def test_version_and_table_view_of_jobs(wh):
     from iosight import __version__
 
