@@ -63,6 +63,8 @@ def test_user_errors_are_one_line(wh, tmp_path):
         ["sql", "select 'a'::int", "-w", str(wh)],
         ["sql", "select error('x')", "-w", str(wh)],
         ["jobs", "--where", "nprocs > 'x'", "-w", str(wh)],
+        ["job", "_", "-w", str(wh)],  # a LIKE wildcard matched every key
+        ["job", "", "-w", str(wh)],
     ):
         result = runner.invoke(app, args)
         assert result.exit_code == 1, (args, result.output)

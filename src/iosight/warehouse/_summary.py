@@ -40,16 +40,32 @@ class JobSummary:
     notes: list[str] = field(default_factory=list)
 
 
+# shortest job_key prefix looked up: shorter ones would match keys by chance (a key is
+# hex, so a mistyped job id of a few digits is one too)
+MIN_KEY_PREFIX = 6
+
+
 def find_job(warehouse: Warehouse, ident: str) -> str:
-    """The job_key for a job id, a job_key or a job_key prefix (unique match required)."""
+    """The job_key for a job id, a job_key, or a job_key prefix (at least
+    :data:`MIN_KEY_PREFIX` characters, taken literally); a unique match is required.
+
+    A job id is tried first: an id that exists never resolves to another job whose key
+    happens to start with the same digits.
+    """
     warehouse.require("jobs")
-    hits = warehouse.sql(
-        "select job_key, jobid, exe, start_time from jobs "
-        "where cast(jobid as varchar) = ? or job_key like ? || '%' order by start_time",
-        [ident, ident],
-    )
+    if not ident.strip():
+        raise IosightError("name a job: its job id or a job_key prefix (got an empty one)")
+    query = "select job_key, jobid, exe, start_time from jobs where {} order by start_time"
+    hits = warehouse.sql(query.format("cast(jobid as varchar) = ?"), [ident])
+    if hits.empty and len(ident) >= MIN_KEY_PREFIX:
+        hits = warehouse.sql(query.format("starts_with(job_key, ?)"), [ident])
     if hits.empty:
-        raise IosightError(f"no job with id or key {ident!r} in {warehouse.path}")
+        short = (
+            f" (a job_key prefix needs at least {MIN_KEY_PREFIX} characters)"
+            if len(ident) < MIN_KEY_PREFIX
+            else ""
+        )
+        raise IosightError(f"no job with id or key {ident!r} in {warehouse.path}{short}")
     if len(hits) > 1:
         keys = ", ".join(hits["job_key"].str[:12].head(5))
         raise IosightError(
