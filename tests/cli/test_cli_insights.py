@@ -47,6 +47,27 @@ def test_where_and_thresholds_file(traced, tmp_path):
     assert "insights over 1 jobs" in result.output
 
 
+def test_report_path_that_is_a_file_fails_before_the_rules_run(warehouse, tmp_path):
+    import pyarrow as pa
+
+    warehouse.commit({"jobs": [pa.table({"job_key": ["a"], "jobid": [1]})]})
+    afile = tmp_path / "afile"
+    afile.write_text("kept")
+    result = runner.invoke(app, ["insights", "-w", str(warehouse.path), "--report", str(afile)])
+    assert result.exit_code == 1, result.output
+    assert result.output.strip() == f"error: report path {afile} exists and is not a directory"
+    assert afile.read_text() == "kept" and not warehouse.has_table("insights_jobs")
+
+
+def test_where_matching_no_job_says_so(warehouse):
+    import pyarrow as pa
+
+    warehouse.commit({"jobs": [pa.table({"job_key": ["a"], "jobid": [1]})]})
+    result = runner.invoke(app, ["insights", "-w", str(warehouse.path), "--where", "jobid = 2"])
+    assert result.exit_code == 1, result.output
+    assert result.output.strip() == "error: no job matches the filter 'jobid = 2'"
+
+
 @pytest.mark.parametrize(
     "args, message",
     [

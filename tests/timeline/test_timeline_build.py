@@ -134,6 +134,15 @@ def test_job_window(warehouse):
         build_timeline(warehouse, since=5000.0)
 
 
+@pytest.mark.parametrize("bound", ["since", "until"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_job_window_must_be_finite(warehouse, bound, value):
+    _hand_warehouse(warehouse)
+    with pytest.raises(IosightError, match=f"'{bound}' parameter must be a finite time"):
+        build_timeline(warehouse, **{bound: value})
+    assert not warehouse.has_table("timeline")
+
+
 def test_missing_tables_are_clear(warehouse):
     with pytest.raises(MissingTableError, match="jobs"):
         build_timeline(warehouse)

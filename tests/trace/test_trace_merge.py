@@ -9,6 +9,7 @@ from iosight._errors import IosightError
 from iosight.trace import combine, darshan_hash, merge, read_log, write_log
 from iosight.trace._format import COUNTER_NAMES, Job, LogContent, record_dtype
 from iosight.trace._merge import reduce_shared
+from iosight.trace._session import log_name
 
 PC, PF = ({n: i for i, n in enumerate(x)} for x in COUNTER_NAMES["POSIX"])
 
@@ -111,6 +112,78 @@ def test_cli_merge(tmp_path):
     assert res.exit_code == 0, res.output
     out = read_log(res.output.strip())
     assert out.records["POSIX"]["rank"].tolist() == [-1] and out.job.nprocs == 2
+
+
+def _snapshot(folder):
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def test_merge_without_out_never_overwrites_an_input(tmp_path):
+    # two single-process runs traced into one folder: both are rank 0 (of jobs 9 and 10);
+    # 'trace merge DIR' wrote onto the first log, adding a rank-0 copy of its records each time
+    runs = tmp_path / "logs"
+    first = _log(0, 1, ["/a/data"], 100)
+    second = _log(0, 1, ["/a/data"], 200)
+    second.job.jobid = 10
+    for log in (first, second):
+        write_log(runs / log_name(log), log)
+    before = _snapshot(runs)
+    for _ in range(2):
+        with pytest.raises(IosightError, match=r"\(job 10\) and .* \(job 9\) both hold rank 0"):
+            merge([runs])
+    assert _snapshot(runs) == before
+    one = runs / log_name(first)
+    (runs / log_name(second)).unlink()
+    with pytest.raises(IosightError, match="would overwrite its input"):
+        merge([runs])  # one log: its merged name is its own
+    with pytest.raises(IosightError, match="given twice"):
+        merge([one, one], tmp_path / "job.darshan")
+    assert _snapshot(runs) == {one.name: before[one.name]}
+    assert not (tmp_path / "job.darshan").exists()
+
+
+def test_merging_a_folder_twice_is_refused(tmp_path):
+    part = tmp_path / "partial"
+    for k in range(2):
+        write_log(part / f"id9.rank{k}.darshan", _log(k, 2, ["/a/all", f"/a/r{k}"], 100 + k))
+    out = merge([part])  # default: next to the inputs
+    assert out.parent == part
+    assert sorted(read_log(out).records["POSIX"]["rank"].tolist()) == [-1, 0, 1]
+    before = _snapshot(part)
+    with pytest.raises(IosightError, match="both hold rank 0"):
+        merge([part])  # the merged log holds ranks 0 and 1 again
+    assert _snapshot(part) == before
+
+
+def test_merge_out_is_an_existing_folder_or_a_log_path(tmp_path):
+    part = tmp_path / "partial"
+    for k in range(2):
+        write_log(part / f"id9.rank{k}.darshan", _log(k, 2, ["/a/all"], 100))
+    for out, msg in [
+        (tmp_path / "none", "no directory .*none; give an existing directory"),
+        (tmp_path / "none" / "job.darshan", "no directory .*none$"),
+    ]:
+        with pytest.raises(IosightError, match=msg):
+            merge([part], out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["partial"]  # nothing created
+    assert merge([part], tmp_path / "job.darshan") == tmp_path / "job.darshan"
+    assert merge([part], tmp_path).parent == tmp_path
+
+
+def test_cli_merge_errors_are_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from iosight.cli import app
+
+    log = write_log(tmp_path / "r0.darshan", _log(0, 1, ["/a/data"], 100))
+    for args, msg in [
+        ([str(log), str(log)], "given twice"),
+        ([str(log), "--out", str(tmp_path / "no" / "")], "no directory"),
+        ([str(log), "--out", str(log)], "would overwrite its input"),
+    ]:
+        res = CliRunner().invoke(app, ["trace", "merge", *args])
+        assert res.exit_code == 1 and msg in res.output, res.output
+        assert "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1
 
 
 def test_merge_puts_ranks_on_the_job_clock(tmp_path):

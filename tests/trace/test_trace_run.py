@@ -73,6 +73,30 @@ def test_cli_errors_are_one_line(tmp_path):
     assert res.exit_code == 1 and "no directory" in res.output
 
 
+def test_log_dir_that_is_a_file_is_one_line(tmp_path):
+    from iosight._errors import IosightError
+    from iosight.trace import trace
+
+    afile = tmp_path / "afile"
+    afile.write_text("kept")
+    prog = tmp_path / "prog.py"
+    prog.write_text("print('ran')")
+    res = CliRunner().invoke(
+        app, ["trace", "--log-dir", str(afile), "--", sys.executable, str(prog)]
+    )
+    assert res.exit_code == 1 and "log directory" in res.output and "not a directory" in res.output
+    assert "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1
+    with pytest.raises(IosightError, match="not a directory"):
+        with trace(afile):
+            pass
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    cmd = [sys.executable, "-m", "iosight.trace.run", "--log-dir", str(afile), str(prog)]
+    run = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
+    assert run.stderr.strip().endswith(f"log directory {afile} exists and is not a directory")
+    assert afile.read_text() == "kept"
+
+
 def _spawn(tmp_path, logs, args, env_extra):
     prog = tmp_path / "prog.py"
     prog.write_text(WRITER)

@@ -14,13 +14,16 @@ def demo(
     workdir: Path = typer.Option(
         Path("iosight-demo"), help="Where the demo's warehouse and reports are kept."
     ),
-    only: list[str] = typer.Option(None, help="Run only steps whose name contains this."),
+    only: list[str] = typer.Option(
+        None, help="Run only steps whose name contains this (e.g. characterization, trace)."
+    ),
 ) -> None:
     """Run every capability on data shipped with iosight and its dependencies."""
-    from iosight.demo import DemoContext, run_demo
+    from iosight.demo import DemoContext, run_demo, select_steps
     from iosight.warehouse import Warehouse
 
     with cli_errors():
+        select_steps(only)  # an unknown step fails before an earlier demo folder is replaced
         root = fresh_workdir(workdir)
         ctx = DemoContext(
             workdir=root,
@@ -49,13 +52,20 @@ def fresh_workdir(root: Path) -> Path:
     """
     from iosight._errors import IosightError
 
+    if root.exists() and not root.is_dir():
+        raise IosightError(f"{root} exists and is not a folder; pass --workdir NEW_FOLDER")
     if root.exists() and any(root.iterdir()):
         if not (root / MARK).exists():
             raise IosightError(
                 f"{root} exists and was not made by 'iosight demo'; pass --workdir NEW_FOLDER"
             )
         shutil.rmtree(root)
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise IosightError(
+            f"cannot create {root}: {err.strerror}; pass --workdir NEW_FOLDER"
+        ) from None
     (root / MARK).write_text("written by 'iosight demo'; a re-run replaces this folder\n")
     return root
 

@@ -39,6 +39,10 @@ def insights(
     with cli_errors():
         wh = open_warehouse(warehouse)
         t = load_thresholds(thresholds)
+        if report:
+            from iosight.report.insights import report_dir
+
+            report_dir(report)  # a bad path fails now, not after the rules ran
         run = compute_insights(wh, where=where, thresholds=t, progress=RichProgress())
         view = facility_view(wh, where=where, apps=apps)
         if fmt != "table":

@@ -68,7 +68,9 @@ def experiment(
     out: Path = typer.Option(..., "--out", help="Results folder (resumable)."),
     dataset: str = typer.Option("io-nodes", help="io-nodes, ost (parametric) or a curves CSV."),
     loads: str = typer.Option(
-        "0.1:1.5:0.1", help="Target I/O-loads Theta: START:STOP:STEP or a list x,y,z."
+        "0.1:1.5:0.1",
+        help="Target I/O-loads Theta: START:STOP:STEP (both ends included, step >= 0.001)"
+        " or a list x,y,z; 3 decimals, each at most K/N (--apps / --resources).",
     ),
     sets: int = typer.Option(100, help="Application sets per load level."),
     seed: int = typer.Option(1, help="Root seed."),

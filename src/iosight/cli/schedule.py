@@ -54,7 +54,12 @@ def start(
     model: str = typer.Option(None, "--model", help="Trained burst model (instead of a pattern)."),
     at: str = typer.Option("now", "--at", help="Decision time for --model: now or ISO time."),
     bin_s: float = typer.Option(300.0, "--bin", help="Bin length L in seconds (with --pattern)."),
-    options: int = typer.Option(24, "--options", help="Start options N."),
+    options: int = typer.Option(
+        24,
+        "--options",
+        help="Start options N; N x (ceil(max-time / bin) + 1) may not exceed 16,777,216"
+        " (2^24, bounds memory).",
+    ),
     estimator: str = typer.Option("bins", "--estimator", help="bins (paper) or fractional."),
     fmt: str = FORMAT_OPT,
 ) -> None:

@@ -12,7 +12,7 @@ from iosight.cli._common import WAREHOUSE_OPT, cli_errors, console, err_console
 
 def serve(
     warehouse: Path = WAREHOUSE_OPT,
-    port: int = typer.Option(8050, help="TCP port."),
+    port: int = typer.Option(8050, min=1, max=65535, help="TCP port (1 to 65535)."),
     host: str = typer.Option(
         "127.0.0.1", help="Address to bind; another than localhost only when you mean it."
     ),

@@ -74,7 +74,7 @@ def show(
     warehouse: Path = WAREHOUSE_OPT,
     rebin: str = typer.Option("", help="Re-bin to a coarser width (1h, 1d, month)."),
     fmt: str = FORMAT_OPT,
-    rows: int = typer.Option(50, help="Rows shown in table format."),
+    rows: int = typer.Option(50, min=0, help="Rows shown in table format (0 or more)."),
 ) -> None:
     """Print the timeline, optionally re-binned to hourly, daily or monthly totals."""
     with cli_errors():

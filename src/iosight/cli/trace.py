@@ -75,7 +75,11 @@ def _run(
 @group.command("merge")
 def _merge(
     paths: list[Path] = typer.Argument(..., help="Per-process logs, or directories of them."),
-    out: Path = typer.Option(None, "--out", help="Output log file or directory."),
+    out: Path = typer.Option(
+        None,
+        "--out",
+        help="Existing directory (default: the first input's) or .darshan file for the job log.",
+    ),
 ) -> None:
     """Merge per-process logs into one job log, reducing shared-file records to rank -1."""
     from iosight.trace import merge

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from iosight._errors import IosightError
 from iosight.warehouse import Warehouse
 
 
@@ -35,10 +36,21 @@ def steps() -> list[tuple[str, Any]]:
     return [(n, importlib.import_module(f"{__name__}.{n}")) for n in names]
 
 
+def select_steps(only: list[str] | None = None) -> list[tuple[str, Any]]:
+    """Every step, or those whose name contains one of ``only``; an error naming the
+    steps when some word of ``only`` matches none."""
+    every = steps()
+    if not only:
+        return every
+    unknown = [o for o in only if not any(o in name for name, _ in every)]
+    if unknown:
+        names = ", ".join(name.split("_", 2)[2] for name, _ in every)
+        raise IosightError(f"no demo step matches {', '.join(map(repr, unknown))}; steps: {names}")
+    return [(name, mod) for name, mod in every if any(o in name for o in only)]
+
+
 def run_demo(ctx: DemoContext, only: list[str] | None = None) -> None:
     """Run every step (or those whose name contains one of ``only``)."""
-    for name, mod in steps():
-        if only and not any(o in name for o in only):
-            continue
+    for _, mod in select_steps(only):
         ctx.say(f"\n== {mod.TITLE} ==")
         mod.run(ctx)

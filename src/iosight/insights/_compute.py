@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from iosight._errors import IosightError
 from iosight._progress import Progress, ensure_progress
 from iosight.insights import _frame
 from iosight.insights._rules import FINDING_COLUMNS, LEVELS, NEEDS, RULES, human_bytes
@@ -116,6 +117,8 @@ def compute_insights(
     start = time.perf_counter()
     cond = f"where {where}" if where else ""
     scope = warehouse.sql(f"select job_key from jobs {cond}")["job_key"]
+    if where and not len(scope):
+        raise IosightError(f"no job matches the filter {where!r}")
     done: set[str] = set()
     if warehouse.has_table(JOBS_TABLE):
         stored = warehouse.sql(f"select job_key, thresholds from {JOBS_TABLE}")

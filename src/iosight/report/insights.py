@@ -5,16 +5,29 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from iosight._errors import IosightError
 from iosight.insights import FacilityView
 from iosight.report._html import fig_img, page
 
 _COLORS = {"high": "tab:red", "warn": "tab:orange", "info": "tab:blue", "ok": "tab:green"}
 
 
+def report_dir(out_dir: str | Path) -> Path:
+    """``out_dir``, created when missing; an error when it is a file or cannot be made
+    (checked before the work whose report goes there)."""
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise IosightError(f"report path {out} exists and is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise IosightError(f"cannot create report directory {out}: {err.strerror}") from None
+    return out
+
+
 def write_insights_report(view: FacilityView, out_dir: str | Path, *, title: str) -> Path:
     """Write ``insights.html`` (figures inline) into ``out_dir`` and return its path."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = report_dir(out_dir)
     body = [f"<h1>{html.escape(title)}</h1>", f"<p>{view.jobs} jobs evaluated.</p>"]
     if view.rules.empty:
         body.append("<p class='note'>No rule fired on these jobs.</p>")

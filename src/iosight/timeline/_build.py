@@ -563,6 +563,9 @@ def build_timeline(
     check_spread(spread)
     ok = isinstance(chunk_jobs, int) and chunk_jobs >= 1
     check_param("chunk_jobs", chunk_jobs, ok, "a positive integer")
+    for name, t in (("since", since), ("until", until)):
+        ok = t is None or (isinstance(t, int | float) and bool(np.isfinite(t)))
+        check_param(name, t, ok, "a finite time in epoch seconds")
     warehouse.require("jobs")
     acc_args = (float(bin_width), spread)
     if scheduler:

@@ -35,21 +35,21 @@ def parse_duration(text: str | float) -> float:
 
 
 def parse_time(text: str | float) -> float:
-    """Epoch seconds of ``"2024-03-01 12:00"`` (UTC unless an offset is given) or a number."""
+    """Epoch seconds of ``"2024-03-01 12:00"`` (UTC unless an offset is given), ``"now"``
+    or a number; finite times only."""
     import pandas as pd
 
-    if isinstance(text, int | float):
-        return float(text)
     try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        ts = pd.Timestamp(text)
+        value = float(text)
     except (ValueError, TypeError):
-        raise IosightError(f"cannot read time {text!r}; write e.g. '2024-03-01 12:00'") from None
-    ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts
-    return ts.timestamp()
+        try:
+            # tz="UTC": a naive time is UTC, and "now" the current time whatever the local zone
+            value = pd.Timestamp(text, tz="UTC").timestamp()
+        except (ValueError, TypeError):
+            value = None
+    if value is None or not np.isfinite(value):
+        raise IosightError(f"cannot read time {text!r}; write e.g. '2024-03-01 12:00'")
+    return value
 
 
 def load_timeline(warehouse: Warehouse) -> pd.DataFrame:

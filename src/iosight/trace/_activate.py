@@ -106,7 +106,10 @@ def run_traced(
 
     validate(TraceConfig(log_dir=Path(log_dir), **options))
     log_dir = Path(log_dir)
-    log_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        log_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise IosightError(f"cannot create log directory {log_dir}: {err.strerror}") from None
     with tempfile.TemporaryDirectory(prefix="iosight-trace-") as tmp:
         report = Path(tmp) / "report.json"
         full_env = {**os.environ, **(env or {}), **trace_env(log_dir, options, report)}

@@ -113,6 +113,9 @@ class TraceConfig:
 
 def validate(config: TraceConfig) -> None:
     """Refuse a configuration that cannot trace (one-shape parameter errors)."""
+    log_dir = Path(config.log_dir)
+    if log_dir.exists() and not log_dir.is_dir():
+        raise IosightError(f"log directory {log_dir} exists and is not a directory")
     if not config.sync_interval > 0:
         raise IosightError(
             f"the 'sync_interval' parameter must be > 0 seconds. Got {config.sync_interval!r}"

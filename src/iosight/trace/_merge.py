@@ -167,12 +167,18 @@ def top_vectors(vecs: list[list[list[int]]], cnts: list[list[int]]) -> list[tupl
     return [(list(v), n) for v, n in best] + [([0] * k, 0)] * (4 - len(best))
 
 
-def combine(logs: Sequence[LogContent]) -> LogContent:
-    """One job log from the logs of its processes (already-merged logs may be among them)."""
+def combine(logs: Sequence[LogContent], *, labels: Sequence[str] | None = None) -> LogContent:
+    """One job log from the logs of its processes (already-merged logs may be among them).
+
+    Each rank must come from one log only: two logs holding the same rank (the same log
+    given twice, a merged log and one of its ranks, or two single-process runs) are
+    refused, as their records would be counted twice. ``labels`` name the logs in that
+    error (e.g. their paths).
+    """
     if not logs:
         raise IosightError("nothing to merge: no per-process logs given")
-    ranks = {int(r) for log in logs for recs in log.records.values() for r in recs["rank"]}
-    ranks.discard(-1)
+    _check_distinct_ranks(logs, labels)
+    ranks = set().union(*map(log_ranks, logs))
     nprocs = max(max(log.job.nprocs for log in logs), len(ranks))
     first = min(logs, key=lambda g: (g.job.start_time_sec, g.job.start_time_nsec))
     last = max(logs, key=lambda g: (g.job.end_time_sec, g.job.end_time_nsec))
@@ -219,6 +225,32 @@ def combine(logs: Sequence[LogContent]) -> LogContent:
     return LogContent(job, first.exe, mounts, names, records, partial, blobs)
 
 
+def log_ranks(log: LogContent) -> set[int]:
+    """The ranks whose I/O ``log`` holds: those of its records, and every rank of the job
+    when it has shared (rank -1) records, i.e. when it is already merged."""
+    ranks = {int(r) for recs in log.records.values() for r in recs["rank"]}
+    if -1 in ranks:
+        ranks |= set(range(log.job.nprocs))
+    ranks.discard(-1)
+    return ranks
+
+
+def _check_distinct_ranks(logs: Sequence[LogContent], labels: Sequence[str] | None) -> None:
+    names = list(labels) if labels is not None else [f"log {k + 1}" for k in range(len(logs))]
+    owner: dict[int, int] = {}
+    for k, log in enumerate(logs):
+        for rank in sorted(log_ranks(log)):
+            if rank in owner and names[owner[rank]] == names[k]:
+                raise IosightError(f"{names[k]} is given twice: merge each log once")
+            if rank in owner:
+                a, b = logs[owner[rank]].job.jobid, log.job.jobid
+                raise IosightError(
+                    f"{names[owner[rank]]} (job {a}) and {names[k]} (job {b}) both hold rank "
+                    f"{rank}: merge the per-rank logs of one job, each once"
+                )
+            owner[rank] = k
+
+
 def _ns(job: Job, which: str) -> int:
     return getattr(job, f"{which}_time_sec") * 10**9 + getattr(job, f"{which}_time_nsec")
 
@@ -247,6 +279,18 @@ def _shared_ids(recs: np.ndarray, nprocs: int) -> tuple[list[int], np.ndarray]:
 
 
 def merge_logs(paths: Sequence[str | Path], out: str | Path) -> Path:
-    """Merge per-process Darshan logs into one job log at ``out`` (``darshan-merge``)."""
+    """Merge per-process Darshan logs into one job log at ``out`` (``darshan-merge``);
+    ``out`` may not be one of them."""
+    refuse_input_as_output(paths, out)
     logs = [read_log(p) for p in paths]
-    return write_log(out, combine(logs))
+    return write_log(out, combine(logs, labels=[str(p) for p in paths]))
+
+
+def refuse_input_as_output(paths: Sequence[str | Path], out: str | Path) -> None:
+    """An error when writing ``out`` would replace one of the input logs ``paths``."""
+    target = Path(out).resolve()
+    for p in paths:
+        if Path(p).resolve() == target:
+            raise IosightError(
+                f"the merged log would overwrite its input {p}; write it elsewhere (--out)"
+            )

@@ -21,7 +21,7 @@ from pathlib import Path
 from iosight._errors import IosightError
 from iosight.trace._core import TraceConfig, TraceCore
 from iosight.trace._format import LogContent, darshan_hash, read_log, write_log
-from iosight.trace._merge import combine
+from iosight.trace._merge import combine, refuse_input_as_output
 from iosight.trace._process import ProcessInfo
 from iosight.trace._state import STATE_SUFFIX, recover_state
 
@@ -178,14 +178,35 @@ def recover(partial_dir: str | Path, out_dir: str | Path) -> list[Path]:
 
 
 def merge(paths: list[str | Path], out: str | Path | None = None) -> Path:
-    """Merge per-process logs (files, or directories of ``*.darshan``) into one job log."""
+    """Merge per-process logs (files, or directories of ``*.darshan``) into one job log.
+
+    ``out`` is an existing directory, where the log gets Darshan's name (the default: the
+    first input's directory), or a ``.darshan`` file path in an existing directory. The
+    log never replaces an input, and inputs holding the same rank are refused (see
+    :func:`~iosight.trace.combine`), so merging a directory again fails rather than
+    counting its logs twice.
+    """
     files: list[Path] = []
     for p in map(Path, paths):
         files += sorted(p.glob("*.darshan")) if p.is_dir() else [p]
     if not files:
         raise IosightError("no .darshan logs to merge in the given paths")
-    merged = combine([read_log(f) for f in files])
-    target = Path(out) if out is not None else files[0].parent
-    if target.is_dir() or out is None:
-        target = target / log_name(merged)
+    dest = Path(out) if out is not None else files[0].parent
+    _check_merge_dest(dest)
+    merged = combine([read_log(f) for f in files], labels=[str(f) for f in files])
+    target = dest / log_name(merged) if dest.is_dir() else dest
+    refuse_input_as_output(files, target)
     return write_log(target, merged)
+
+
+def _check_merge_dest(dest: Path) -> None:
+    """An existing directory, or a ``.darshan`` path in one: nothing is created."""
+    if dest.is_dir():
+        return
+    if dest.suffix != ".darshan":
+        raise IosightError(
+            f"no directory {dest}; give an existing directory or a .darshan file path for the"
+            " merged log"
+        )
+    if not dest.parent.is_dir():
+        raise IosightError(f"cannot write the merged log {dest}: no directory {dest.parent}")

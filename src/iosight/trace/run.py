@@ -12,6 +12,8 @@ import os
 import runpy
 import sys
 
+from iosight._errors import IosightError
+
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m iosight.trace.run")
@@ -27,7 +29,10 @@ def main(argv: list[str] | None = None) -> None:
     run = ["-m", args.module] if args.module else []
     exe = " ".join([sys.executable, *run, *args.program])
     os.environ["IOSIGHT_TRACE_OPTIONS"] = json.dumps({"exe": exe})
-    activate_from_env()
+    try:
+        activate_from_env()
+    except IosightError as err:
+        parser.exit(1, f"{parser.prog}: error: {err}\n")
     if args.module:
         sys.argv = [args.module, *args.program]
         runpy.run_module(args.module, run_name="__main__", alter_sys=True)

@@ -170,3 +170,27 @@ def test_alpha_at_least_half_never_waits():
             for alpha in (0.5, 0.6, 0.7, 1.0):
                 c = choose_start(pat, 850, 4250, alpha=alpha, estimator=estimator)
                 assert c.delay == 0.0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({"min_time": 1e300, "max_time": 1e301, "bin_s": 1e-300}, r"at most 16,777,215 bins"),
+        ({"min_time": 850, "max_time": 4250, "n_options": 100_000_000}, r"at most 1,048,576"),
+        ({"min_time": 1, "max_time": 5e6, "bin_s": 1, "n_options": 24}, r"at most 3 for a job"),
+        ({"min_time": 850, "max_time": 4250, "n_options": 0}, "a positive integer"),
+        ({"min_time": 850, "max_time": 4250, "n_options": 2.5}, "a positive integer"),
+    ],
+)
+def test_walks_past_the_memory_bound_are_refused_before_allocating(kwargs, expected):
+    """N x (ceil(max_time / L) + 1) <= 2**24 cells, checked before any array is made."""
+    with pytest.raises(IosightError, match=expected):
+        choose_start("0101", policy="MDT", **kwargs)
+
+
+def test_the_largest_walk_allowed_runs():
+    # 1,048,576 options x (15 + 1) cells = 2**24 exactly: allowed, and the far options
+    # (all past the pattern, bursts) cost max_time
+    c = choose_start(AT_START, 850, 4250, policy="MRT", n_options=1_048_576)
+    assert c.index == 3 and c.run_time == 900
+    assert c.option_run_time[-1] == 4500  # 15 whole burst bins

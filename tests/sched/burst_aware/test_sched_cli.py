@@ -60,6 +60,8 @@ def test_start_from_a_pattern():
         ["--pattern", "01", "--policy", "FAST"],
         ["--pattern", "01", "--model", "m", "--alpha", "0.5"],
         ["--alpha", "0.5"],
+        ["--pattern", "01", "--policy", "MDT", "--bin", "1e-300"],
+        ["--pattern", "01", "--policy", "MDT", "--options", "100000000"],
     ],
 )
 def test_start_errors_are_one_line(extra):
@@ -196,3 +198,18 @@ def test_simulate_with_a_missing_model_is_one_error(tmp_path):
         app, ["schedule", "simulate", "--warehouse", str(tmp_path / "wh"), "--model", "nope"]
     )
     assert res.exit_code == 1 and "no model 'nope'" in res.output
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("is_burst\n0\nnan\n1\n", "the first nan at data row 2"),
+        ("", "cannot be read as a burst series"),
+        ("is_burst\n0\n0.6\n1\n", "the first 0.6 at data row 2"),
+    ],
+)
+def test_simulate_a_bad_series_csv_is_one_line(tmp_path, content, expected):
+    (tmp_path / "s.csv").write_text(content)
+    res = runner.invoke(app, ["schedule", "simulate", "--series", str(tmp_path / "s.csv")])
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    assert expected in " ".join(res.output.split())

@@ -168,3 +168,42 @@ def test_forecast_study_chooses_on_forecasts_and_charges_actual(warehouse, monke
     md["mode"] = "interval"
     with pytest.raises(IosightError, match="lead-mode"):
         forecast_study(warehouse, "fake")
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "expected"),
+    [
+        ("nan.csv", "is_burst\n0\n\n1\n", r"0/1 or true/false; 1 value\(s\) do not, the first nan"),
+        ("gap.csv", "x,is_burst\n1,0\n2,\n3,1\n", r"the first nan at data row 2"),
+        ("frac.csv", "is_burst\n0\n0.6\n0\n", r"the first 0\.6 at data row 2"),
+        ("word.csv", "burst\nyes\n", r"the first 'yes'"),
+        ("empty.csv", "", r"cannot be read as a burst series"),
+        ("header.csv", "is_burst\n", r"holds no rows"),
+        ("junk.parquet", "not parquet", r"cannot be read as a burst series"),
+        ("text.txt", "0001\n10x0\n", r"line 2 has 'x'"),
+        ("blank.txt", "\n \n", r"holds no 0/1 values"),
+    ],
+)
+def test_read_burst_series_refuses_what_is_not_a_flag(tmp_path, name, content, expected):
+    """No flag is guessed: a gap or 0.6 is an error naming the file, not a clean bin."""
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(IosightError, match=expected) as err:
+        read_burst_series(path)
+    assert str(err.value).startswith(f"{path}: ") and "\n" not in str(err.value)
+
+
+def test_read_burst_series_takes_booleans_and_integral_numbers(tmp_path):
+    import pandas as pd
+
+    (tmp_path / "b.csv").write_text("is_burst\ntrue\nFalse\nTRUE\n")
+    assert read_burst_series(tmp_path / "b.csv").is_burst.tolist() == [True, False, True]
+    (tmp_path / "f.csv").write_text("burst\n1.0\n0.0\n")
+    assert read_burst_series(tmp_path / "f.csv").is_burst.tolist() == [True, False]
+    pd.DataFrame({"is_burst": pd.array([True, False], dtype="boolean")}).to_parquet(
+        tmp_path / "n.parquet"
+    )
+    assert read_burst_series(tmp_path / "n.parquet").is_burst.tolist() == [True, False]
+    (tmp_path / "b.bin").write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(IosightError, match="cannot be read"):
+        read_burst_series(tmp_path / "b.bin")

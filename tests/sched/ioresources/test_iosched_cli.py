@@ -60,3 +60,19 @@ def test_report_on_a_study_too_small_for_some_load_ranges(tmp_path):
     table = pd.read_csv(tmp_path / "rep" / "conclusions.csv", keep_default_na=False)
     robust = table[table["claim"].str.contains("profile curves")]
     assert len(robust) == 3 and (robust["holds"] == "n/a").all()
+
+
+def test_experiment_typo_then_corrected_run_in_the_same_folder(tmp_path):
+    out = ["--out", str(tmp_path / "ex1"), "--loads", "0.5", "--sets", "1", "--workers", "1"]
+    args = ["iosched", "experiment", "--dataset", "ost", "--no-robustness", *out]
+    r = runner.invoke(app, [*args, "--statistic", "best2"])
+    assert r.exit_code == 1 and "statistic" in r.output and "Traceback" not in r.output
+    r = runner.invoke(app, [*args, "--statistic", "best"])
+    assert r.exit_code == 0, r.output
+    assert "1 tasks run" in r.output
+
+
+def test_allocate_with_mckp_as_placement_only_names_mckp():
+    args = ["iosched", "allocate", str(APPS), "--allocator", "TCPU", "--placement", "mckp"]
+    r = runner.invoke(app, args)
+    assert r.exit_code == 1 and "MCKP allocates and places at once" in r.output

@@ -11,6 +11,7 @@ from iosight.sched.ioresources._experiment import (
     ExperimentConfig,
     load_results,
     pairs,
+    parse_loads,
     run_experiment,
 )
 from iosight.sched.ioresources._model import io_time, workload_io_load
@@ -90,3 +91,70 @@ def test_forge_study_runs_mckp_zero_beside_mckp(shared, tmp_path):
     same = load_results(tmp_path / "off").set_index(["allocator", "placement"])
     both = df.reset_index().set_index(["allocator", "placement"]).loc[same.index]
     assert np.allclose(both.mean_slowdown, same.mean_slowdown)  # other rows unchanged
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"statistic": "best2"},
+        {"grid": "fine"},
+        {"k": 0},
+        {"seed": -1},
+        {"sets": 1.5},
+        {"simulator": "exact"},
+        {"dataset": "io-node"},
+        {"dataset": "io-nodes", "forge_dir": "/nonexistent/forge"},
+    ],
+)
+def test_settings_that_cannot_run_leave_the_folder_free(tmp_path, bad):
+    """A typo fails before config.json is written, so the corrected run can use the folder."""
+    good = {"dataset": "ost", "loads": (0.3,), "sets": 1, "robustness": False}
+    with pytest.raises(IosightError):
+        run_experiment(ExperimentConfig(**(good | bad)), tmp_path / "ex")
+    assert not (tmp_path / "ex" / "config.json").exists()
+    assert run_experiment(ExperimentConfig(**good), tmp_path / "ex") == {"run": 1, "skipped": 0}
+
+
+def test_loads_past_k_over_n_are_refused_not_mislabelled():
+    """Theta N / K is the mean I/O-Stress(j, 1) (§V-C): at most 1, so Theta <= K / N."""
+    curves = ost_curves(seed=1)
+    with pytest.raises(IosightError, match=r"at most K / N = 10/20 = 0\.5"):
+        generate_workload(curves, theta=1.0, k=10, rng=np.random.default_rng(0))
+    with pytest.raises(IosightError, match=r"in \(0, 1\]"):
+        x_bound(1.5)
+    # the bound itself is reachable: every application is pure I/O, I/O-load(pi_1) = Theta
+    w, _ = generate_workload(curves, theta=0.5, k=10, rng=np.random.default_rng(0))
+    assert np.all(w.t_cpu == 0)
+    assert workload_io_load(w, np.ones(w.k, dtype=np.int64)) == pytest.approx(0.5)
+    with pytest.raises(IosightError, match=r"loads.*at most K / N.*Got 1\.0"):
+        ExperimentConfig(dataset="ost", k=10, loads=(0.5, 1.0, 1.5))
+    ExperimentConfig(dataset="ost", k=30, loads=(0.1, 1.5))  # docs/iosched.md's K = 30 study
+
+
+def test_parse_loads_ranges_and_lists():
+    assert parse_loads("0.1:1.5:0.1") == tuple(round(0.1 * i, 3) for i in range(1, 16))
+    assert parse_loads("0.1:1.55:0.1")[-1] == 1.5  # the end is included, never passed
+    assert parse_loads("0.3:0.3:0.1") == (0.3,)
+    assert parse_loads("0.3,1.2") == (0.3, 1.2)
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("0.1:1.5:0", "step of a load range must be at least 0.001"),
+        ("0.1:1.5:-0.1", "step of a load range must be at least 0.001"),
+        ("0.1:0.2:0.0001", "step of a load range must be at least 0.001"),
+        ("inf", "finite"),
+        ("0.1:inf:0.1", "finite"),
+        ("0.1,nan", "finite"),
+        ("0.5:0.1:0.1", "is empty: its end is below its start"),
+        ("0.1:1.5", "a:b:step"),
+        ("0.001:100:0.001", "at most 10000"),
+        ("0.5,0.5001", "must not repeat"),
+        ("0:1:0.1", "positive"),
+        ("x", "a:b:step or a,b,c"),
+    ],
+)
+def test_parse_loads_refuses_with_the_reason(spec, expected):
+    with pytest.raises(IosightError, match=expected):
+        parse_loads(spec)

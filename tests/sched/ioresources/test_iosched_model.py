@@ -62,6 +62,10 @@ def test_workload_from_apps_pads_curves_and_limits_n():
         {"q": 1, "phases": 1, "t_cpu": 1, "v_io": 1, "bw": [1, 0]},
         {"q": 1, "phases": 1, "t_cpu": -1, "v_io": 1, "bw": [1]},
         {"q": 1, "phases": 1, "t_cpu": 1, "v_io": 1, "bw": [float("nan"), 2]},
+        {"q": 2.5, "phases": 1, "t_cpu": 1, "v_io": 1, "bw": [1]},
+        {"q": 1, "phases": True, "t_cpu": 1, "v_io": 1, "bw": [1]},
+        {"q": 1, "phases": 1, "t_cpu": 1, "v_io": float("inf"), "bw": [1]},
+        {"q": 1, "phases": 1, "t_cpu": 1, "v_io": 1, "bw": [1, float("inf")]},
     ],
 )
 def test_bad_application_is_an_iosight_error(kwargs):

@@ -75,7 +75,7 @@ def test_placements_read_only_table_ii_inputs():
 def test_known_curves_equal_to_true_ones_change_nothing():
     from iosight.sched.ioresources import generate_workload, ost_curves
 
-    w, _ = generate_workload(ost_curves(seed=5), theta=0.7, k=12, rng=np.random.default_rng(2))
+    w, _ = generate_workload(ost_curves(seed=5), theta=0.5, k=12, rng=np.random.default_rng(2))
     for pair in (("TCPU", "Greedy-NC"), ("BestBdw", "Greedy-C"), ("MCKP", "MCKP")):
         a = schedule(*pair, w, np.random.default_rng(0))
         b = schedule(*pair, w, np.random.default_rng(0), known_bw=w.bw.copy())
@@ -115,3 +115,13 @@ def test_mckp_zero_needs_b0():
     apps = [Application(q=1, phases=2, t_cpu=1, v_io=1, bw=[10, 11])] * 3
     with pytest.raises(IosightError, match="b\\(0\\)"):
         mckp(_w(apps, 2), zero=True)
+
+
+@pytest.mark.parametrize(("allocator", "placement"), [("TCPU", "MCKP"), ("MCKP-0", "Greedy-NC")])
+def test_mckp_paired_with_a_heuristic_names_mckp(allocator, placement):
+    w = Workload.from_apps(
+        [Application(q=1, phases=2, t_cpu=1, v_io=1, bw=[10, 11])] * 2, n_resources=2, q_cpu=2
+    )
+    joint = "MCKP" if placement == "MCKP" else allocator
+    with pytest.raises(IosightError, match=f"^{joint} allocates and places at once"):
+        schedule(allocator, placement, w, np.random.default_rng(0))

@@ -17,6 +17,7 @@ single-pattern call and the simulations over many windows.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -42,8 +43,10 @@ ESTIMATORS = ("bins", "fractional")
 #: Scores are compared after rounding to this many decimals of a second, so that
 #: ``0.7 * 300`` and ``210`` tie as they do on paper; ties keep the earliest start.
 _SCORE_DECIMALS = 6
-#: Cells of the (rows, options, bins) gather evaluated at once (bounds memory to ~128 MB).
-_CHUNK_CELLS = 1 << 24
+#: Most cells of the (rows, options, bins) gather evaluated at once: start options x (bins
+#: a job needs in bursts + 1) of one pattern may not exceed it, so memory stays near
+#: 128 MB an array (2**24 int64) whatever the options or the job (checked before allocating).
+MAX_WALK_CELLS = 1 << 24
 
 
 def parse_pattern(pattern: str | Sequence[int] | Sequence[bool] | np.ndarray) -> np.ndarray:
@@ -117,7 +120,29 @@ class JobBins:
             math.isfinite(max_time) and max_time >= min_time,
             f"a number >= min_time ({min_time})",
         )
+        most = MAX_WALK_CELLS - 1  # one start option of (most + 1) cells
+        check_param(
+            "max_time",
+            max_time,
+            max_time / bin_s <= most,  # before ceil: an infinite ratio would overflow
+            f"at most {most:,} bins of {bin_s:g} s (a longer bin fits a longer job)",
+        )
         return cls(math.ceil(min_time / bin_s), math.ceil(max_time / bin_s))
+
+    def check_options(self, n_options: int) -> int:
+        """``n_options`` as an int, refused unless positive and small enough that one
+        pattern's walk, ``n_options * (burst_bins + 1)`` cells, fits MAX_WALK_CELLS."""
+        ok = isinstance(n_options, numbers.Integral) and not isinstance(n_options, bool)
+        check_param("n_options", n_options, ok and n_options >= 1, "a positive integer")
+        most = MAX_WALK_CELLS // (self.burst_bins + 1)
+        check_param(
+            "n_options",
+            n_options,
+            n_options <= most,
+            f"at most {most:,} for a job of {self.burst_bins:,} bins in bursts (start options"
+            f" x (job bins + 1) <= {MAX_WALK_CELLS:,})",
+        )
+        return int(n_options)
 
 
 def _extend(patterns: np.ndarray, length: int) -> np.ndarray:
@@ -155,7 +180,7 @@ def run_bins(
     b = job.burst_bins
     length = int(starts.max(initial=0)) + b
     offsets = np.arange(b + 1)
-    chunk = max(1, _CHUNK_CELLS // (starts.shape[1] * (b + 1)))
+    chunk = max(1, MAX_WALK_CELLS // (starts.shape[1] * (b + 1)))
     for lo in range(0, n, chunk):
         hi = min(lo + chunk, n)
         ext = _extend(patterns[lo:hi], length)
@@ -199,6 +224,7 @@ def option_run_times(
             f"the 'estimator' parameter must be one of {', '.join(ESTIMATORS)}. "
             f"Got {estimator!r} instead."
         )
+    n_options = job.check_options(n_options)
     starts = np.broadcast_to(np.arange(n_options), (patterns.shape[0], n_options))
     whole, frac = run_bins(patterns, starts, job)
     return (whole if estimator == "bins" else frac) * bin_s
@@ -275,7 +301,8 @@ def choose_start(
     bin_s : float, default 300
         Bin length ``L`` (the prediction interval).
     n_options : int, default 24
-        Start options ``0, L, ..., (N-1) L``.
+        Start options ``0, L, ..., (N-1) L``; ``N * (ceil(max_time / L) + 1)`` may not
+        exceed ``MAX_WALK_CELLS`` (2**24), which bounds the memory of the walk.
     estimator : {"bins", "fractional"}, default "bins"
         ``"bins"`` charges whole bins as the paper does; ``"fractional"`` charges the
         last bin only up to the moment the work is done.
@@ -291,13 +318,13 @@ def choose_start(
        Darshan Logs", §V-B, Algorithm 1.
     """
     a = policy_alpha(policy, alpha)
-    check_param("n_options", n_options, int(n_options) >= 1, "a positive integer")
     job = JobBins.of(min_time, max_time, bin_s)
+    n_options = job.check_options(n_options)
     pat = parse_pattern(pattern)[None, :]
-    run = option_run_times(pat, job, n_options=int(n_options), bin_s=bin_s, estimator=estimator)
+    run = option_run_times(pat, job, n_options=n_options, bin_s=bin_s, estimator=estimator)
     best, score = choose_among(run, a, bin_s)
     i = int(best[0])
-    delays = np.arange(int(n_options)) * float(bin_s)
+    delays = np.arange(n_options) * float(bin_s)
     return StartChoice(
         alpha=a,
         bin_s=float(bin_s),

@@ -108,24 +108,67 @@ def _is_synthetic(warehouse: Warehouse) -> bool:
 
 def read_burst_series(path: str | Path, *, bin_s: float = 300.0) -> BurstSeries:
     """A burst series from a file: ``.parquet``/``.csv`` with an ``is_burst`` or ``burst``
-    column (or a single column), or text of 0s and 1s (one per line or one string)."""
-    import pandas as pd
-
+    column (or a single column) of 0/1 or true/false, or text of 0s and 1s (one per line or
+    one string). Anything else (a gap, 0.6, an unreadable file) is an error naming the file:
+    a flag is never guessed."""
     p = Path(path)
     if not p.is_file():
         raise IosightError(f"no burst series file at {p}")
-    if p.suffix.lower() in (".parquet", ".csv"):
-        df = pd.read_parquet(p) if p.suffix.lower() == ".parquet" else pd.read_csv(p)
-        cols = [c for c in _SERIES_COLUMNS if c in df.columns]
-        if not cols and len(df.columns) != 1:
-            raise IosightError(
-                f"{p} needs an 'is_burst' or 'burst' column (or exactly one column); "
-                f"it has {', '.join(map(str, df.columns))}"
-            )
-        flags = parse_pattern(df[cols[0] if cols else df.columns[0]].astype(int).to_numpy())
-    else:
-        flags = parse_pattern(p.read_text().replace("\n", "").replace("\r", ""))
+    kind = p.suffix.lower()
+    try:
+        if kind in (".parquet", ".csv"):
+            flags = _table_flags(p, kind)
+        else:
+            flags = _text_flags(p.read_text())
+    except (ValueError, OSError) as err:  # pandas/pyarrow read errors, undecodable text
+        msg = " ".join(str(err).split())
+        raise IosightError(f"{p}: cannot be read as a burst series ({msg})") from None
+    except IosightError as err:
+        raise IosightError(f"{p}: {err}") from None
     return BurstSeries(bin_start=np.empty(0), is_burst=flags, bin_s=float(bin_s), source=str(p))
+
+
+def _table_flags(p: Path, kind: str) -> np.ndarray:
+    """The burst column of a CSV or Parquet file, each value exactly 0/1 or a boolean."""
+    import pandas as pd
+
+    # a blank line is a bin without a flag, not a line to drop (the bins after would shift)
+    df = pd.read_parquet(p) if kind == ".parquet" else pd.read_csv(p, skip_blank_lines=False)
+    cols = [c for c in _SERIES_COLUMNS if c in df.columns]
+    if not cols and len(df.columns) != 1:
+        raise IosightError(
+            "needs an 'is_burst' or 'burst' column (or exactly one column); "
+            f"it has {', '.join(map(str, df.columns))}"
+        )
+    col = cols[0] if cols else df.columns[0]
+    values = df[col]
+    if values.empty:
+        raise IosightError(f"column {col!r} holds no rows")
+    numbers = pd.to_numeric(values, errors="coerce")  # true/false stay booleans
+    ok = numbers.isin([0, 1]).to_numpy(dtype=bool)
+    if not ok.all():
+        row = int(np.argmin(ok))
+        first = values.iloc[row]
+        first = first.item() if isinstance(first, np.generic) else first
+        raise IosightError(
+            f"column {col!r} must hold only 0/1 or true/false; {int((~ok).sum())} value(s) do"
+            f" not, the first {first!r} at data row {row + 1}"
+        )
+    return numbers.to_numpy(dtype=float) == 1
+
+
+def _text_flags(text: str) -> np.ndarray:
+    """0s and 1s of a text file (separators as :func:`parse_pattern` allows)."""
+    lines = text.splitlines()
+    for number, line in enumerate(lines, start=1):
+        stray = set(line) - set("01, _")
+        if stray:
+            raise IosightError(
+                f"a burst series text holds only 0s and 1s; line {number} has {min(stray)!r}"
+            )
+    if not set("".join(lines)) & {"0", "1"}:
+        raise IosightError("holds no 0/1 values")
+    return parse_pattern("".join(lines))
 
 
 def simulate_source(

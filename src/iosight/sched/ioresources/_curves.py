@@ -18,6 +18,8 @@ from iosight._errors import IosightError, check_param
 PROFILES = ("Ascent", "Descent", "Peak", "Neutral")
 FORGE_KEY = ["processes", "clients", "layout", "spatiality", "request", "odirect"]
 GRIDS = ("interpolated", "measured")
+#: How :func:`load_forge` reduces the repetitions of one measurement.
+STATISTICS = ("mean", "best")
 FORGE_FILES = ("marenostrum-4.results.csv", "marenostrum-4-gpfs.results.csv")
 
 
@@ -80,7 +82,7 @@ def load_forge(directory: Path, *, statistic: str = "mean", grid: str = "interpo
     """
     import pandas as pd
 
-    check_param("statistic", statistic, statistic in ("mean", "best"), "'mean' or 'best'")
+    check_param("statistic", statistic, statistic in STATISTICS, "'mean' or 'best'")
     check_param("grid", grid, grid in GRIDS, "'interpolated' or 'measured'")
     paths = [Path(directory) / f for f in FORGE_FILES]
     missing = [str(p) for p in paths if not p.exists()]

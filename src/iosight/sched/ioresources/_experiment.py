@@ -8,6 +8,7 @@ Parquet file under the output folder, and a task whose file exists is skipped.
 from __future__ import annotations
 
 import json
+import math
 import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
@@ -20,6 +21,8 @@ from iosight._progress import Progress, ensure_progress
 from iosight.sched.ioresources._allocators import ALLOCATORS
 from iosight.sched.ioresources._curves import (
     FAMILY_CURVES,
+    GRIDS,
+    STATISTICS,
     CurveSet,
     load_curves_csv,
     load_forge,
@@ -29,8 +32,8 @@ from iosight.sched.ioresources._curves import (
 from iosight.sched.ioresources._metrics import evaluate
 from iosight.sched.ioresources._model import n_sys, workload_io_load
 from iosight.sched.ioresources._placement import PLACEMENTS, schedule
-from iosight.sched.ioresources._simulate import simulate
-from iosight.sched.ioresources._workload import generate_workload
+from iosight.sched.ioresources._simulate import SIMULATORS, simulate
+from iosight.sched.ioresources._workload import check_load, generate_workload
 
 FORGE_DIR = "datasets/bez_forge_io_forwarding_bandwidth"
 #: Heuristic pairs of the robustness study (Fig. 12 of 004).
@@ -72,19 +75,49 @@ def resolve_curves(
     raise IosightError(f"unknown dataset {dataset!r}; use io-nodes, ost or a .csv of curves")
 
 
+#: Loads are kept to 3 decimals (task seeds and file names are keyed by 1000 Theta).
+LOAD_DECIMALS = 3
+#: Most load levels one study may list (each runs ``sets`` tasks).
+MAX_LOADS = 10_000
+
+
 def parse_loads(spec: str) -> tuple[float, ...]:
-    """Target loads from ``"a:b:step"`` (both ends included) or ``"a,b,c"``."""
+    """Target loads from ``"a:b:step"`` (both ends included) or ``"a,b,c"``.
+
+    Every number must be finite, loads positive, a range's step at least 0.001 (loads are
+    kept to 3 decimals) and its end not below its start; a list may not repeat a load.
+    """
     try:
-        if ":" in spec:
-            a, b, step = (float(x) for x in spec.split(":"))
-            vals = np.arange(a, b + step / 2, step)
-        else:
-            vals = np.array([float(x) for x in spec.split(",")])
+        parts = [float(x) for x in spec.split(":" if ":" in spec else ",")]
     except ValueError:
         raise IosightError(f"loads must be a:b:step or a,b,c. Got {spec!r} instead.") from None
-    if vals.size == 0 or np.any(vals <= 0):
-        raise IosightError(f"loads must be positive. Got {spec!r} instead.")
-    return tuple(float(v) for v in np.round(vals, 3))
+    if not all(math.isfinite(x) for x in parts):
+        raise IosightError(f"loads must be finite numbers. Got {spec!r} instead.")
+    if ":" in spec:
+        if len(parts) != 3:
+            raise IosightError(f"a load range is a:b:step. Got {spec!r} instead.")
+        a, b, step = parts
+        if step < 10**-LOAD_DECIMALS:
+            raise IosightError(
+                f"the step of a load range must be at least 0.001. Got {spec!r} instead."
+            )
+        if b < a:
+            raise IosightError(f"the load range {spec!r} is empty: its end is below its start")
+        count = math.floor((b - a) / step + 1e-9) + 1  # b included despite rounding
+        if count > MAX_LOADS:
+            raise IosightError(f"{spec!r} makes {count} loads; at most {MAX_LOADS} are allowed")
+        vals = np.round(a + step * np.arange(count), LOAD_DECIMALS)
+    else:
+        vals = np.round(np.array(parts), LOAD_DECIMALS)
+        if len(np.unique(vals)) != len(vals):
+            raise IosightError(f"loads (to 3 decimals) must not repeat. Got {spec!r} instead.")
+    if np.any(vals <= 0):
+        raise IosightError(f"loads must be positive (to 3 decimals). Got {spec!r} instead.")
+    return tuple(float(v) for v in vals)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
 
 
 def pairs(mckp_zero: bool = False) -> list[tuple[str, str]]:
@@ -116,8 +149,24 @@ class ExperimentConfig:
     forge_dir: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        check_param("sets", self.sets, self.sets >= 1, "a positive integer")
-        check_param("loads", self.loads, len(self.loads) > 0 and min(self.loads) > 0, "positive")
+        """Check every setting, so that a run that starts does not stop on one."""
+        for name in ("sets", "k", "n_resources", "q_cpu"):
+            value = getattr(self, name)
+            check_param(name, value, _is_int(value) and value >= 1, "a positive integer")
+        check_param("seed", self.seed, _is_int(self.seed) and self.seed >= 0, "an integer >= 0")
+        check_param("loads", self.loads, len(self.loads) > 0, "at least one load")
+        for theta in self.loads:
+            check_load("loads", theta, self.k, self.n_resources)
+        check_param(
+            "statistic", self.statistic, self.statistic in STATISTICS, " or ".join(STATISTICS)
+        )
+        check_param("grid", self.grid, self.grid in GRIDS, " or ".join(GRIDS))
+        check_param(
+            "simulator",
+            self.simulator,
+            self.simulator in SIMULATORS.names(),
+            " or ".join(SIMULATORS.names()),
+        )
         check_param(
             "family_curves",
             self.family_curves,
@@ -208,7 +257,14 @@ def run_experiment(
 ) -> dict[str, int]:
     """Run (or resume) a study into ``out``; returns counts of tasks run and skipped."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    # everything that can fail on the settings fails before the folder is claimed: a
+    # config.json written for a run that cannot start would refuse the corrected one
+    curves = resolve_curves(
+        cfg.dataset,
+        forge_dir=Path(cfg.forge_dir) if cfg.forge_dir else None,
+        statistic=cfg.statistic,
+        grid=cfg.grid,
+    )
     meta = out / "config.json"
     if meta.exists():
         old = json.loads(meta.read_text())
@@ -218,13 +274,8 @@ def run_experiment(
         if old != cfg.fingerprint():
             raise IosightError(f"{out} holds results of another configuration: {old}")
     else:
+        out.mkdir(parents=True, exist_ok=True)
         meta.write_text(json.dumps(cfg.fingerprint(), indent=1))
-    curves = resolve_curves(
-        cfg.dataset,
-        forge_dir=Path(cfg.forge_dir) if cfg.forge_dir else None,
-        statistic=cfg.statistic,
-        grid=cfg.grid,
-    )
     todo = [
         (theta, s, task_path(out, theta, s))
         for theta in cfg.loads

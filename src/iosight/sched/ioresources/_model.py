@@ -6,11 +6,26 @@ the characteristic values of every application are computed at once.
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from iosight._errors import IosightError, check_param
+
+
+def _is_count(value: object) -> bool:
+    """An integer >= 1 that fits the model's int64 arrays (bool is no count)."""
+    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    return ok and 1 <= int(value) < 2**63
+
+
+def _is_real(value: object, low: float, *, strict: bool = False) -> bool:
+    """A finite real number >= ``low`` (> ``low`` when ``strict``; bool is no number)."""
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        return False
+    return math.isfinite(value) and (value > low if strict else value >= low)
 
 
 @dataclass(frozen=True)
@@ -41,15 +56,21 @@ class Application:
     profile: str = ""
 
     def __post_init__(self) -> None:
-        bw = np.asarray(self.bw, dtype=float)
+        for name in ("q", "phases"):
+            value = getattr(self, name)
+            check_param(name, value, _is_count(value), "a positive integer")
+        check_param("t_cpu", self.t_cpu, _is_real(self.t_cpu, 0), "a finite number >= 0")
+        check_param("v_io", self.v_io, _is_real(self.v_io, 0, strict=True), "a finite number > 0")
+        try:
+            bw = np.asarray(self.bw, dtype=float)
+        except (TypeError, ValueError):
+            bw = np.full(0, np.nan)  # not numbers: refused below, shown as given
+        known = ~np.isnan(bw)
+        ok = bw.ndim == 1 and bw.size >= 1 and bool(known[0])
+        ok = ok and bool(np.all(np.isfinite(bw[known]) & (bw[known] > 0)))
+        shown = bw.tolist() if bw.size else self.bw
+        check_param("bw", shown, ok, "finite positive bandwidths b(1), b(2), ... (NaN: not usable)")
         object.__setattr__(self, "bw", bw)
-        check_param("q", self.q, self.q >= 1, "a positive integer")
-        check_param("phases", self.phases, self.phases >= 1, "a positive integer")
-        check_param("t_cpu", self.t_cpu, self.t_cpu >= 0, "non-negative")
-        check_param("v_io", self.v_io, self.v_io > 0, "positive")
-        known = np.isfinite(bw)
-        ok = bw.ndim == 1 and bw.size >= 1 and bool(known[0]) and bool(np.all(bw[known] > 0))
-        check_param("bw", bw.tolist(), ok, "positive bandwidths b(1), b(2), ... (NaN: not usable)")
 
 
 @dataclass(frozen=True)
@@ -87,7 +108,7 @@ class Workload:
         n_max = allowed.shape[1] - np.argmax(allowed[:, ::-1], axis=1)
         object.__setattr__(self, "allowed", allowed)
         object.__setattr__(self, "n_max", n_max.astype(np.int64))
-        check_param("q_cpu", self.q_cpu, self.q_cpu >= 1, "a positive integer")
+        check_param("q_cpu", self.q_cpu, _is_count(self.q_cpu), "a positive integer")
         if self.bw0 is not None:
             bw0 = np.asarray(self.bw0, dtype=float)
             ok = bw0.shape == (k,) and bool(np.all(bw0 > 0))

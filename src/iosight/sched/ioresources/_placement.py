@@ -164,7 +164,11 @@ def schedule(
     be the same name)."""
     if allocator in MCKP_NAMES or placement in MCKP_NAMES:
         if allocator != placement:
-            raise IosightError(f"{allocator} allocates and places at once: use it for both")
+            joint = allocator if allocator in MCKP_NAMES else placement
+            raise IosightError(
+                f"{joint} allocates and places at once: use it as both allocator and placement"
+                f" (got allocator {allocator}, placement {placement})"
+            )
         return mckp(w, known_bw, zero=allocator == "MCKP-0")
     alloc = allocate(allocator, w, rng, known_bw)
     return alloc, place(placement, alloc, w, rng, known_bw)

@@ -44,33 +44,80 @@ def canonical(registry: Registry, name: str) -> str:
 
 
 def load_apps_yaml(path: Path, n_resources: int) -> Workload:
-    """Read applications from YAML (format in this module's docstring)."""
+    """Read applications from YAML (format in this module's docstring); every problem is
+    one :class:`IosightError` naming the file, the application and the field."""
     import yaml
 
     path = Path(path)
-    if not path.exists():
+    if not path.is_file():
         raise IosightError(f"application file {path} does not exist")
-    doc = yaml.safe_load(path.read_text()) or {}
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except UnicodeDecodeError:
+        raise IosightError(f"{path}: not a text (YAML) file") from None
+    except yaml.YAMLError as err:
+        raise IosightError(f"{path}: invalid YAML: {_yaml_problem(err)}") from None
     apps_doc = doc.get("apps") if isinstance(doc, dict) else None
-    if not apps_doc:
+    if not isinstance(apps_doc, list) or not apps_doc:
         raise IosightError(f"{path}: needs a non-empty 'apps' list")
-    apps = []
-    for i, a in enumerate(apps_doc):
-        missing = {"q", "phases", "t_cpu", "v_io", "bandwidth"} - set(a)
-        if missing:
-            raise IosightError(f"{path}: app {i} lacks {sorted(missing)}")
-        apps.append(
-            Application(
-                q=int(a["q"]),
-                phases=int(a["phases"]),
-                t_cpu=float(a["t_cpu"]),
-                v_io=float(a["v_io"]),
-                bw=np.array([np.nan if b is None else b for b in a["bandwidth"]], dtype=float),
-                name=str(a.get("name", f"app{i}")),
-            )
+    apps = [_read_app(path, i, a) for i, a in enumerate(apps_doc)]
+    q_cpu = _yaml_number(doc.get("q_cpu", sum(a.q for a in apps)))
+    try:
+        return Workload.from_apps(apps, n_resources=n_resources, q_cpu=q_cpu)
+    except IosightError as err:
+        raise IosightError(f"{path}: {err}") from None
+
+
+def _yaml_problem(err: Exception) -> str:
+    """A YAML parser error on one line: the problem and where it is."""
+    problem = getattr(err, "problem", None) or " ".join(str(err).split())
+    mark = getattr(err, "problem_mark", None)
+    return f"{problem} (line {mark.line + 1}, column {mark.column + 1})" if mark else problem
+
+
+def _yaml_number(value: object) -> object:
+    """A YAML scalar as the number it spells: PyYAML leaves ``2e5`` (no dot) a string,
+    and ``4.0`` counts as the integer 4. Anything else is returned as is, for
+    :class:`Application` to refuse."""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _read_app(path: Path, i: int, entry: object) -> Application:
+    """Application ``i`` of the file, or the error naming it and its field."""
+    fields = ("q", "phases", "t_cpu", "v_io", "bandwidth")
+    if not isinstance(entry, dict):
+        raise IosightError(
+            f"{path}: app {i} must be a mapping with {', '.join(fields)}. Got {entry!r} instead."
         )
-    q_cpu = int(doc.get("q_cpu", sum(a.q for a in apps)))
-    return Workload.from_apps(apps, n_resources=n_resources, q_cpu=q_cpu)
+    label = f"app {i} ({entry['name']})" if "name" in entry else f"app {i}"
+    missing = set(fields) - set(entry)
+    if missing:
+        raise IosightError(f"{path}: {label} lacks {sorted(missing)}")
+    bandwidth = entry["bandwidth"]
+    try:
+        check_param(
+            "bandwidth",
+            bandwidth,
+            isinstance(bandwidth, list),
+            "a list b(1), b(2), ... in MB/s (null: n not usable)",
+        )
+        return Application(
+            q=_yaml_number(entry["q"]),
+            phases=_yaml_number(entry["phases"]),
+            t_cpu=_yaml_number(entry["t_cpu"]),
+            v_io=_yaml_number(entry["v_io"]),
+            bw=[np.nan if b is None else _yaml_number(b) for b in bandwidth],
+            name=str(entry.get("name", f"app{i}")),
+        )
+    except IosightError as err:
+        raise IosightError(f"{path}: {label}: {err}") from None
 
 
 def plan(

@@ -12,13 +12,32 @@ HORIZON = 5000.0  # T_cpu + T_cf_io(1), seconds
 SIZE_CLASSES = ((0.10, 0.75), (0.30, 0.20), (0.60, 0.05))  # (share of apps, share of Q_cpu)
 
 
+#: Slack on the bound Theta N / K <= 1 for loads rounded to 3 decimals.
+_LOAD_TOL = 1e-9
+
+
+def check_load(name: str, theta: float, k: int, n_resources: int) -> None:
+    """Refuse a target load the generator cannot produce: Theta N / K is the mean
+    I/O-Stress(j, 1) of an application (§V-C), at most 1, so Theta <= K / N."""
+    ok = 0 < theta and theta * n_resources <= k * (1 + _LOAD_TOL)
+    check_param(
+        name,
+        theta,
+        ok,
+        f"positive and at most K / N = {k}/{n_resources} = {k / n_resources:.4g} (the workload"
+        " generator of §V-C draws I/O-Stress(j, 1) with mean Theta N / K, which cannot"
+        " exceed 1); raise K for higher loads",
+    )
+
+
 def x_bound(c: float) -> float:
     """The b > 0 solving log(1 + b) = b c, so that E[1/(1+X)] = c for X ~ U[0, b].
 
     Analytic through Lambert's W (lower branch): 1 + b = -W_{-1}(-c e^{-c}) / c.
-    c >= 1 has no positive root: b = 0 (every application is pure I/O).
+    c = 1 has no positive root: b = 0 (every application is pure I/O); c > 1 is out
+    of reach, since 1/(1+X) <= 1.
     """
-    check_param("c", c, c > 0, "positive")
+    check_param("c", c, 0 < c <= 1 + _LOAD_TOL, "in (0, 1]")
     if c >= 1:
         return 0.0
     from scipy.special import lambertw
@@ -57,8 +76,9 @@ def generate_workload(
 
     Returns the workload and the index of each application's curve in ``curves``.
     """
-    check_param("theta", theta, theta > 0, "positive")
     check_param("k", k, k >= 1, "a positive integer")
+    check_param("n_resources", n_resources, n_resources >= 1, "a positive integer")
+    check_load("theta", theta, k, n_resources)
     idx = rng.integers(0, len(curves.names), size=k)
     bw = curves.bw[idx, :]
     phases = rng.integers(2, 21, size=k)
