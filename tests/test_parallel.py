@@ -63,3 +63,12 @@ def test_dask_results_fail_at_the_right_item(monkeypatch):
     assert results[1].error == "timed out after 3 s" and results[1].failed_item == 1
     assert results[2].error == "ValueError: bad input" and results[2].failed_item is None
     assert (1, 1) in beats and (3, 1) in beats
+
+
+def test_a_pool_needs_workers_and_a_positive_timeout():
+    from iosight._errors import IosightError
+
+    with pytest.raises(IosightError, match="'workers' parameter must be an integer >= 0"):
+        LocalPool(crash_or_echo, workers=-1)
+    with pytest.raises(IosightError, match="'timeout' parameter must be a number of seconds"):
+        LocalPool(crash_or_echo, timeout=-1.0)

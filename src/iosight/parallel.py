@@ -24,6 +24,8 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 Beat = Callable[[int], None]
+# how the error of an item that ran past its timeout begins (ingest retries those later)
+TIMED_OUT = "timed out after"
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,18 @@ def default_workers() -> int:
     if hasattr(os, "sched_getaffinity"):
         return max(1, len(os.sched_getaffinity(0)))
     return max(1, os.cpu_count() or 1)
+
+
+def check_pool_params(workers: int, timeout: float | None) -> None:
+    """Raise a clear error for a worker count below 0 (0: one per core) or a timeout
+    that is not a positive number of seconds (``None``: no limit): a negative count
+    would start no worker and wait for ever, a negative timeout fail every task."""
+    from iosight._errors import check_param
+
+    check_param("workers", workers, workers >= 0, "an integer >= 0 (0: one per core)")
+    check_param(
+        "timeout", timeout, timeout is None or timeout > 0, "a number of seconds > 0, or None"
+    )
 
 
 def one_line(err: BaseException) -> str:
@@ -141,6 +155,7 @@ class LocalPool:
         preload: tuple[str, ...] = (),
         on_beat: Callable[[Any, int], None] | None = None,
     ) -> None:
+        check_pool_params(workers, timeout)
         self.func, self.timeout, self.max_tasks = func, timeout, max_tasks
         self.on_beat = on_beat  # called with (task key, i) as item i of a task starts
         self.n = workers or default_workers()
@@ -211,7 +226,7 @@ class LocalPool:
         if w.proc.sentinel in ready or not w.proc.is_alive():
             error = _death_reason(w.proc.exitcode)
         elif self.timeout and time.monotonic() - w.since > self.timeout:
-            error = f"timed out after {self.timeout:g} s"
+            error = f"{TIMED_OUT} {self.timeout:g} s"
         else:
             return
         yield TaskResult(w.task[0], error=error, failed_item=w.item)
@@ -290,7 +305,7 @@ def dask_results(
                     client.restart_workers([worker], raise_for_error=False)
                 except Exception:  # noqa: BLE001 - a worker without nanny keeps its thread
                     pass
-                yield TaskResult(key, error=f"timed out after {timeout:g} s", failed_item=item)
+                yield TaskResult(key, error=f"{TIMED_OUT} {timeout:g} s", failed_item=item)
 
 
 def _with_beats(func: Callable[[Any, Beat], Any], arg: Any, key: Any, topic: str) -> Any:

@@ -17,3 +17,26 @@ def test_ingest_help_states_the_library_defaults():
     )
     assert helps["lock_timeout"][0] is None
     assert helps["lock_timeout"][1].endswith(f"(default {DEFAULT_LOCK_TIMEOUT:g}).")
+
+
+def test_out_of_range_options_are_one_line_and_make_nothing(tmp_path):
+    """--batch-size -4 used to loop for ever (memory growing), --workers -1 to wait for
+    ever, --timeout -1 to fail every log."""
+    from typer.testing import CliRunner
+
+    from iosight.demo.step_10_characterization import example_logs
+
+    log = str(example_logs()[0])
+    wh = tmp_path / "wh"
+    for option, value, expected in (
+        ("--batch-size", "-4", "'batch_size' parameter must be an integer >= 1"),
+        ("--batch-size", "0", "'batch_size' parameter must be an integer >= 1"),
+        ("--workers", "-1", "'workers' parameter must be an integer >= 0"),
+        ("--timeout", "-1", "'timeout' parameter must be a number of seconds > 0"),
+        ("--timeout", "0", "'timeout' parameter must be a number of seconds > 0"),
+        ("--lock-timeout", "-1", "'lock_timeout' parameter must be a number of seconds >= 0"),
+    ):
+        result = CliRunner().invoke(app, ["ingest", log, "-w", str(wh), option, value])
+        assert result.exit_code == 1, (option, value, result.output)
+        assert expected in result.output and "Traceback" not in result.output
+        assert not wh.exists()

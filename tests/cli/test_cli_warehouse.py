@@ -60,10 +60,16 @@ def test_user_errors_are_one_line(wh, tmp_path):
         ["job", "999999999", "-w", str(wh)],
         ["jobs", "-w", str(tmp_path / "missing")],
         ["jobs", "-w", str(wh), "-f", "xml"],
+        ["sql", "select 'a'::int", "-w", str(wh)],
+        ["sql", "select error('x')", "-w", str(wh)],
+        ["jobs", "--where", "nprocs > 'x'", "-w", str(wh)],
+        ["job", "_", "-w", str(wh)],  # a LIKE wildcard matched every key
+        ["job", "", "-w", str(wh)],
     ):
         result = runner.invoke(app, args)
         assert result.exit_code == 1, (args, result.output)
         assert "Traceback" not in result.output and "error:" in result.output
+        assert len(result.output.strip().splitlines()) == 1, result.output
 
 
 def test_ingest_exits_nonzero_when_a_source_fails(tmp_path):
@@ -71,6 +77,46 @@ def test_ingest_exits_nonzero_when_a_source_fails(tmp_path):
     bad.write_bytes(b"\x00" * 100)
     result = runner.invoke(app, ["ingest", str(bad), "-w", str(tmp_path / "wh")])
     assert result.exit_code == 2 and "1 failed" in result.output
+
+
+def test_ingest_into_its_own_source_folder_makes_nothing(tmp_path):
+    """`ingest src -w src` used to make tables/, _commits/, ... inside src before failing,
+    and src then looked like a warehouse: its logs were never found again."""
+    src = tmp_path / "src"
+    src.mkdir()
+    log = example_logs()[0]
+    (src / log.name).write_bytes(log.read_bytes())
+    for args, message in (
+        (["ingest", str(src), "-w", str(src)], "holds other files"),
+        (["ingest", str(tmp_path / "typo"), "-w", str(tmp_path / "new")], "no such file"),
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 1 and message in result.output, result.output
+        assert "Traceback" not in result.output
+    assert [p.name for p in src.iterdir()] == [log.name]
+    assert not (tmp_path / "new").exists()
+    result = runner.invoke(app, ["ingest", str(src), "-w", str(tmp_path / "wh")])
+    assert result.exit_code == 0 and "1 ingested" in result.output, result.output
+
+
+def test_errors_without_any_in_each_format(wh):
+    """Scripts parse what they asked for, also when there is nothing to list."""
+    expected = {"json": "[]", "jsonl": "", "csv": "source_path,error", "table": "no ingest errors"}
+    for fmt, out in expected.items():
+        result = runner.invoke(app, ["errors", "-w", str(wh), "-f", fmt])
+        assert result.exit_code == 0 and result.stdout.strip() == out, (fmt, result.output)
+    result = runner.invoke(app, ["errors", "-w", str(wh), "-f", "xml"])
+    assert result.exit_code == 1 and "'format' option must be" in result.output
+
+
+def test_a_figure_that_cannot_be_written_is_said_before_any_work(wh, tmp_path):
+    for plot, message in (
+        (tmp_path / "missing" / "x.png", f"no folder {tmp_path / 'missing'}"),
+        (tmp_path / "x.xyz", "name a .png, .svg or .pdf file"),
+    ):
+        result = runner.invoke(app, ["job", "32324925", "-w", str(wh), "--plot", str(plot)])
+        assert result.exit_code == 1 and message in result.output, result.output
+        assert "Traceback" not in result.output and "bytes_written" not in result.output
 
 
 def test_version_and_table_view_of_jobs(wh):

@@ -37,3 +37,16 @@ def test_dxt_panel_plots_every_segment_of_the_job_among_many_others(warehouse, m
     job_report._timeline(ax, warehouse, big)
     assert sum(len(c.get_segments()) for c in ax.collections) == limit
     assert "sampled" in ax.get_title()
+
+
+def test_a_figure_path_is_checked_before_drawing(tmp_path):
+    import pytest
+
+    from iosight._errors import IosightError
+    from iosight.report.job import check_figure_path
+
+    assert check_figure_path(tmp_path / "a.SVG") == tmp_path / "a.SVG"
+    with pytest.raises(IosightError, match="name a .png, .svg or .pdf file"):
+        check_figure_path(tmp_path / "a")
+    with pytest.raises(IosightError, match="no folder"):
+        check_figure_path(tmp_path / "no" / "a.png")

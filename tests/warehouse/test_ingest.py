@@ -83,6 +83,31 @@ def test_non_regular_and_missing_paths(warehouse, tmp_path):
     assert report.failed == 1 and "not a regular file" in report.errors[0][1]
 
 
+def test_sources_that_cannot_be_read_get_one_error_row_each(warehouse, tmp_path):
+    """README: FIFOs (and symlink loops, unreadable files) give one ingest_errors row;
+    a re-run replaces it, and once the path holds a log the row goes."""
+    src = tmp_path / "src"
+    src.mkdir()
+    fifo, loop = src / "pipe.darshan", src / "loop.darshan"
+    os.mkfifo(fifo)
+    loop.symlink_to(loop)
+    for _ in range(2):
+        report = ingest([src], warehouse, workers=1)
+        assert (report.failed, report.ingested) == (2, 0)
+        rows = warehouse.sql("select source_path, error from ingest_errors order by 1")
+        assert rows.values.tolist() == [
+            [str(loop), "cannot read (Too many levels of symbolic links)"],
+            [str(fifo), "cannot read (not a regular file)"],
+        ]
+    fifo.unlink()
+    fifo.write_bytes(example_logs()[0].read_bytes())
+    report = ingest([src], warehouse, workers=1)
+    assert (report.failed, report.ingested) == (1, 1)
+    rows = warehouse.sql("select source_path from ingest_errors")
+    assert rows["source_path"].tolist() == [str(loop)]
+    assert len(warehouse.jobs()) == 1
+
+
 def test_a_batch_whose_worker_died_keeps_its_other_sources(warehouse):
     from iosight._progress import NullProgress
     from iosight.parallel import TaskResult
@@ -107,6 +132,33 @@ def test_a_batch_whose_worker_died_keeps_its_other_sources(warehouse):
     assert warehouse.sql("select source_key from ingest_errors order by 1")[
         "source_key"
     ].tolist() == ["k0", "k1"]
+
+
+def test_a_source_that_timed_out_is_read_again_next_time(warehouse, tmp_path):
+    """A timeout is no verdict on the log: the next ingest reads it again and its rows
+    replace the error row (a log that then fails for good keeps one error row)."""
+    from iosight._progress import NullProgress
+    from iosight.parallel import TaskResult
+    from iosight.warehouse._ingest import IngestReport, _Committer, content_key
+
+    good, bad = example_logs()[0], tmp_path / "bad.darshan"
+    bad.write_bytes(b"\x00" * 100)
+    # the first ingest's worker ran past --timeout on each (how the pool reports it)
+    committer = _Committer(warehouse, force=False, known=set(), report=IngestReport())
+    for log in (good, bad):
+        hung = TaskResult("b", error="timed out after 3 s", failed_item=0)
+        committer.split_failed(hung, [(content_key(log), str(log))], NullProgress())
+    again = ingest([good, bad], warehouse, workers=1)
+    assert (again.ingested, again.failed, again.skipped, again.retried) == (1, 1, 0, 2)
+    assert "2 retried (timed out before)" in again.summary()
+    errors = warehouse.sql("select source_path, error from ingest_errors")
+    assert errors["source_path"].tolist() == [str(bad)]
+    assert not errors["error"].str.startswith("timed out").any()
+    assert warehouse.sql("select source_path from sources")["source_path"].tolist() == [str(good)]
+    third = ingest([good, bad], warehouse, workers=1)
+    assert (third.ingested, third.failed, third.skipped, third.retried) == (0, 0, 2, 0)
+    assert len(warehouse.jobs()) == 1
+    assert warehouse.sql("select count(*) n from ingest_errors")["n"][0] == 1
 
 
 def test_a_warehouse_inside_the_sources_is_not_read_back(tmp_path):
@@ -225,3 +277,17 @@ def test_a_log_without_records_alone_in_its_batch_gets_its_row(warehouse, shared
     assert (report.ingested, report.failed, report.jobs) == (1, 0, 1)
     keys = warehouse.sql("select job_key from jobs")["job_key"].tolist()
     assert warehouse.sql("select job_key from job_totals")["job_key"].tolist() == keys
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("batch_size", -4), ("batch_size", 0), ("workers", -1), ("timeout", -1), ("timeout", 0)],
+)
+def test_out_of_range_counts_and_timeouts_are_refused(warehouse, option, value):
+    """Checked before anything is read: a negative batch size used to loop for ever,
+    a negative worker count to wait for ever, a negative timeout to fail every log."""
+    from iosight._errors import IosightError
+
+    with pytest.raises(IosightError, match=f"the '{option}' parameter must be"):
+        ingest(example_logs()[:1], warehouse, **{option: value})
+    assert warehouse.tables() == []

@@ -74,6 +74,39 @@ def test_missing_table_and_warehouse_errors(tmp_path, warehouse):
         warehouse.sql("select * from not_a_table")
 
 
+def test_a_warehouse_is_made_only_in_a_new_or_empty_folder(tmp_path):
+    """A folder of other files (the logs to ingest) is refused before anything is made
+    in it; a creation cut short (only the warehouse's own folders) goes on."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a.darshan").write_bytes(b"x")
+    with pytest.raises(IosightError, match=r"holds other files \(a.darshan\)"):
+        Warehouse(logs)
+    assert [p.name for p in logs.iterdir()] == ["a.darshan"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert Warehouse(empty).tables() == []
+    cut = tmp_path / "cut"
+    (cut / "tables").mkdir(parents=True)
+    assert Warehouse(cut).tables() == [] and (cut / "_commits").is_dir()
+
+
+def test_errors_raised_while_a_query_runs_are_one_line(warehouse):
+    """Casts that fail and error() fail when rows are fetched, not when the query is
+    planned: they used to escape as DuckDB tracebacks."""
+    warehouse.commit({"jobs": [_t(["a"], [1])]})
+    for run, expected in (
+        (lambda: warehouse.sql("select 'a'::int"), "Conversion Error: Could not convert"),
+        (lambda: warehouse.arrow("select error('boom')"), "Invalid Input Error: boom"),
+        (lambda: warehouse.jobs(where="v > 'x'"), "Conversion Error: Could not convert"),
+        (lambda: warehouse.sql("selec 1"), "Parser Error: syntax error"),
+    ):
+        with pytest.raises(IosightError, match=expected) as err:
+            run()
+        assert "\n" not in str(err.value)
+    assert warehouse.sql("select v from jobs")["v"].tolist() == [1]
+
+
 def test_a_writer_waits_for_the_lock_and_names_its_holder(tmp_path):
     import socket
 
@@ -106,3 +139,53 @@ def test_a_writer_gives_up_after_its_lock_timeout(tmp_path):
         assert not wh.has_table("jobs")
     finally:
         holder.communicate("done\n", timeout=10)
+
+
+def _read_only_lock(monkeypatch, wh_path):
+    """The lock file of ``wh_path`` cannot be opened to write, as on a read-only mount
+    (chmod does not stop root, who runs these tests in CI)."""
+    import builtins
+    import errno
+
+    from iosight.warehouse import _store
+
+    def fake_open(file, mode="r", *args, **kwargs):
+        if str(file) == str(wh_path / "_lock") and mode != "r":
+            raise OSError(errno.EROFS, "Read-only file system", str(file))
+        return builtins.open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(_store, "open", fake_open, raising=False)
+
+
+def test_a_read_only_warehouse_is_read_and_refuses_writes_clearly(tmp_path, monkeypatch):
+    wh = Warehouse(tmp_path / "wh")
+    wh.commit({"jobs": [_t(["a", "b"], [1, 2])]})
+    _read_only_lock(monkeypatch, wh.path)
+    reader = Warehouse(wh.path, create=False)
+    assert reader.sql("select sum(v) s from jobs")["s"][0] == 3
+    for write in (
+        lambda: reader.commit({"jobs": [_t(["c"], [3])]}),
+        lambda: Warehouse(wh.path),  # a writer opens with create=True
+    ):
+        with pytest.raises(IosightError, match="cannot write warehouse .*Read-only file system"):
+            write()
+    assert reader.sql("select count(*) n from jobs")["n"][0] == 2
+
+
+def test_a_warehouse_without_write_permission_is_read(tmp_path):
+    import os
+    import stat
+
+    wh = Warehouse(tmp_path / "wh")
+    wh.commit({"jobs": [_t(["a"], [1])]})
+    paths = [wh.path, *wh.path.rglob("*")]
+    modes = {p: p.stat().st_mode for p in paths}
+    try:
+        for p in paths:
+            p.chmod(modes[p] & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+        if os.access(wh.path / "_lock", os.W_OK):
+            pytest.skip("chmod does not stop this user (root) from writing")
+        assert Warehouse(wh.path, create=False).sql("select v from jobs")["v"].tolist() == [1]
+    finally:
+        for p in reversed(paths):
+            p.chmod(modes[p])

@@ -40,9 +40,14 @@ def ingest(
     ),
 ) -> None:
     """Read Darshan logs (3.x, 2.x, parser text) and job-total tables into the warehouse."""
+    from iosight.warehouse import check_ingest_args
     from iosight.warehouse import ingest as run_ingest
 
     with cli_errors():
+        # before the warehouse is made: bad arguments leave nothing behind
+        check_ingest_args(
+            paths, workers=workers, timeout=timeout, batch_size=batch_size, reader=reader
+        )
         wh = open_warehouse(
             warehouse,
             create=True,
@@ -98,7 +103,7 @@ def job(
     ident: str = typer.Argument(..., help="Job id, job_key prefix, or a log file to read."),
     warehouse: Path = WAREHOUSE_OPT,
     files: int = typer.Option(15, help="Rows of the per-file table."),
-    plot: Path = typer.Option(None, help="Also draw the job's figure to this PNG/SVG file."),
+    plot: Path = typer.Option(None, help="Also draw the job's figure to this PNG/SVG/PDF file."),
     fmt: str = typer.Option(
         "table", "--format", "-f", help="table (summary and insights), or the insights as csv/json."
     ),
@@ -112,6 +117,10 @@ def job(
     from iosight.warehouse import job_summary, log_warehouse
 
     with cli_errors(), ExitStack() as stack:
+        if plot:  # before any work: a figure that cannot be written is said at once
+            from iosight.report.job import check_figure_path
+
+            check_figure_path(plot)
         if Path(ident).is_file():  # one log, no warehouse (like `darshan summary LOG`)
             wh = stack.enter_context(log_warehouse(ident))
             keys = wh.sql("select job_key from jobs")["job_key"]
@@ -185,10 +194,17 @@ def sql(
 
 def errors(warehouse: Path = WAREHOUSE_OPT, fmt: str = FORMAT_OPT) -> None:
     """Sources that could not be ingested, and why."""
+    import pandas as pd
+
     with cli_errors():
         wh = open_warehouse(warehouse)
         if not wh.has_table("ingest_errors"):
-            console.print("no ingest errors")
+            if fmt == "table":
+                console.print("no ingest errors")
+                return
+            # scripts get what they parse: [], nothing, or the header (a bad -f: an error)
+            empty = pd.Series([], dtype=object)
+            print_frame(pd.DataFrame({"source_path": empty, "error": empty}), fmt)
             return
         df = wh.sql("select source_path, error from ingest_errors order by 1")
         # readers name the file in their messages; show it once

@@ -4,17 +4,30 @@ Facilities publish Darshan data sets in this form (e.g. the OLCF Summit 2021
 archive: ``jobid, start_time, end_time, nprocs, runtime, exe, uid,
 total_POSIX_BYTES_WRITTEN, ...``). Each row becomes one ``jobs`` row and one
 ``job_totals`` row; a ``_row`` column ties them so ingest can key each job.
+
+Counters are numbers whatever the file holds: a cell that is not one (``xyz``,
+``N/A``) is stored as null and its job's ``metadata`` gains an ``iosight_warning=``
+line naming the columns, so one bad cell neither fails the table nor turns a
+``total_*`` column into text (which would break every sum over the warehouse).
+Identifiers (``jobid``, ``uid``) that are not integers (anonymised data sets hash
+them) become stable int64 hashes, each on its own; ``nprocs`` is a count, so a
+missing or unusable one is -1, the ``jobs`` table's "not known" (with a warning
+line when the cell held something else).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
 from iosight._errors import CorruptLogError
 from iosight.darshan._tables import LogTables, jobs_schema
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # accepted spellings of the job columns, first match wins
 _ALIASES = {
@@ -46,6 +59,7 @@ def read_job_totals(path: str | Path) -> LogTables:
             df = pd.read_csv(path, low_memory=False)
     except Exception as err:  # noqa: BLE001 - any parse failure is a bad source
         raise CorruptLogError(f"{path}: not a readable CSV/Parquet table ({err})") from None
+    df = df.reset_index(drop=True)
     totals = [c for c in df.columns if str(c).startswith("total_")]
     if not totals:
         raise CorruptLogError(f"{path}: no total_<COUNTER> columns; not a job-total table")
@@ -62,17 +76,19 @@ def read_job_totals(path: str | Path) -> LogTables:
     end = get("end_time", np.nan, np.float64)
     run = get("run_time", np.nan, np.float64)
     run = np.where(np.isnan(run), end - start, run)
-    modules = _modules_per_row(df, totals)
+    counters, warnings = _numeric_totals(df, totals)
+    nprocs = _counts(df[col["nprocs"]], warnings, "nprocs") if col["nprocs"] else np.full(n, -1)
+    modules = _modules_per_row(counters, totals)
     jobs = pa.table(
         {
             "source_path": pa.array([str(path)] * n),
             "source_format": pa.array(["job-totals"] * n),
             "log_version": pa.array(get("log_version", "", object).astype(str)),
             "lib_version": pa.array([""] * n),
-            "jobid": pa.array(_to_int(df[col["jobid"]])),
-            "uid": pa.array(_to_int(df[col["uid"]]) if col["uid"] else np.full(n, -1)),
+            "jobid": pa.array(_ids(df[col["jobid"]])),
+            "uid": pa.array(_ids(df[col["uid"]]) if col["uid"] else np.full(n, -1)),
             "exe": pa.array(get("exe", "", object).astype(str)),
-            "nprocs": pa.array(_to_int(df[col["nprocs"]]) if col["nprocs"] else np.full(n, -1)),
+            "nprocs": pa.array(nprocs),
             "start_time": pa.array(start),
             "end_time": pa.array(end),
             "run_time": pa.array(run),
@@ -80,24 +96,80 @@ def read_job_totals(path: str | Path) -> LogTables:
             "partial_modules": pa.array([""] * n),
             "partial": pa.array(np.zeros(n, bool)),
             "synthetic": pa.array(np.zeros(n, bool)),
-            "metadata": pa.array([""] * n),
+            "metadata": pa.array(warnings),
         },
         schema=jobs_schema(),
     ).append_column("_row", pa.array(np.arange(n, dtype=np.int64)))
-    job_totals = pa.Table.from_pandas(df[totals], preserve_index=False)
+    job_totals = pa.Table.from_pandas(counters, preserve_index=False)
     job_totals = job_totals.append_column("_row", pa.array(np.arange(n, dtype=np.int64)))
     return {"jobs": jobs, "job_totals": job_totals}
 
 
-def _to_int(series) -> np.ndarray:
-    """Integer ids; hashed or textual ids (anonymised data sets) become stable int64 hashes."""
+def _numeric_totals(df, totals: list[str]) -> tuple[pd.DataFrame, list[str]]:
+    """The ``total_*`` columns as numbers (a cell that is not one: null) and, per row,
+    an ``iosight_warning=`` line naming the columns whose cell was not a number."""
     import pandas as pd
 
-    num = pd.to_numeric(series, errors="coerce")
-    if num.notna().all():
-        return num.to_numpy(np.int64)
-    hashed = pd.util.hash_pandas_object(series.astype(str), index=False).to_numpy()
-    return (hashed >> np.uint64(1)).astype(np.int64)
+    columns, bad = {}, {}
+    for c in totals:
+        cells = df[c]
+        if pd.api.types.is_numeric_dtype(cells):
+            columns[c] = cells
+            continue
+        columns[c] = pd.to_numeric(cells, errors="coerce")
+        wrong = cells.notna().to_numpy() & columns[c].isna().to_numpy()
+        for i in np.flatnonzero(wrong):
+            bad.setdefault(int(i), []).append(c)
+    warnings = [""] * len(df)
+    for i, cols in bad.items():
+        _warn(
+            warnings,
+            i,
+            f"{len(cols)} job-total cell(s) not a number, stored as null: " + ", ".join(cols),
+        )
+    return pd.DataFrame(columns), warnings
+
+
+def _warn(warnings: list[str], row: int, text: str) -> None:
+    line = f"iosight_warning={text}"
+    warnings[row] = f"{warnings[row]}\n{line}" if warnings[row] else line
+
+
+def _integers(series) -> tuple[np.ndarray, np.ndarray]:
+    """``series`` as int64 and where that is exact (an integral number within int64)."""
+    import pandas as pd
+
+    num = pd.to_numeric(series, errors="coerce", dtype_backend="numpy_nullable")
+    if pd.api.types.is_integer_dtype(num):  # exact, also beyond 2**53
+        return np.array(num.fillna(0), np.int64), np.array(num.notna(), bool)
+    num = num.to_numpy(np.float64, na_value=np.nan)
+    ok = np.isfinite(num) & (num == np.floor(num)) & (np.abs(num) < 2.0**63)
+    return np.where(ok, num, 0).astype(np.int64), ok
+
+
+def _ids(series) -> np.ndarray:
+    """Integer ids as they are; any other id (anonymised data sets hash them) a stable int64
+    hash of its text, each value on its own; a missing one -1."""
+    import pandas as pd
+
+    out, ok = _integers(series)
+    text = ~ok & series.notna().to_numpy()
+    out[~ok] = -1
+    if text.any():
+        hashed = pd.util.hash_pandas_object(series[text].astype(str), index=False).to_numpy()
+        out[text] = (hashed >> np.uint64(1)).astype(np.int64)
+    return out
+
+
+def _counts(series, warnings: list[str], name: str) -> np.ndarray:
+    """A count per row (processes: at least 1); a missing or unusable cell is -1, and a
+    cell that held something else gets a warning line."""
+    out, ok = _integers(series)
+    ok &= out >= 1
+    out[~ok] = -1
+    for i in np.flatnonzero(~ok & series.notna().to_numpy()):
+        _warn(warnings, int(i), f"{name} '{series.iloc[i]}' is not a count, stored as -1")
+    return out
 
 
 def _modules_per_row(df, totals: list[str]) -> list[str]:

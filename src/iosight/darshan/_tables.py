@@ -11,7 +11,8 @@ Table columns (besides ``job_key``):
     ``source_path, source_format, log_version, lib_version, jobid, uid, exe,
     nprocs, start_time, end_time, run_time, modules, partial_modules, partial,
     synthetic, metadata`` — times are float seconds since the epoch (UTC);
-    ``modules`` and ``partial_modules`` are comma-separated module names.
+    ``modules`` and ``partial_modules`` are comma-separated module names; ``uid``
+    and ``nprocs`` are -1 when the source does not say (job-total tables).
 ``names``
     ``record_id, name, mount_point, fs_type``
 ``mounts``

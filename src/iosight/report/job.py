@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from iosight._errors import IosightError
 from iosight.insights import JobInsights
 from iosight.report._html import subplots
 from iosight.warehouse import JobSummary, Warehouse
@@ -18,6 +19,21 @@ if TYPE_CHECKING:
     import pandas as pd
 
 _LEVEL_COLORS = {"high": "tab:red", "warn": "tab:orange"}
+FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
+
+
+def check_figure_path(out: str | Path) -> Path:
+    """``out`` as a path a job figure can be written to: a suffix among
+    :data:`FIGURE_SUFFIXES` and a folder that exists (checked before any drawing)."""
+    out = Path(out)
+    if out.suffix.lower() not in FIGURE_SUFFIXES:
+        raise IosightError(
+            f"cannot draw a figure to {out}: name a {', '.join(FIGURE_SUFFIXES[:-1])} "
+            f"or {FIGURE_SUFFIXES[-1]} file"
+        )
+    if not out.parent.is_dir():
+        raise IosightError(f"cannot draw a figure to {out}: no folder {out.parent}")
+    return out
 
 
 def plot_job(
@@ -27,10 +43,11 @@ def plot_job(
     *,
     insights: JobInsights | None = None,
 ) -> Path:
-    """Draw the job figure to ``out`` (PNG or SVG by suffix) and return its path.
+    """Draw the job figure to ``out`` (PNG, SVG or PDF by suffix) and return its path.
 
     With ``insights`` a last panel lists the job's high and warn findings.
     """
+    out = check_figure_path(out)
     key = summary.job["job_key"]
     panels = 3 if insights is None else 4
     fig, axes = subplots(
@@ -49,8 +66,10 @@ def plot_job(
     if summary.job.get("synthetic"):
         title += " - SYNTHETIC"
     fig.suptitle(title)
-    out = Path(out)
-    fig.savefig(out, dpi=110)
+    try:
+        fig.savefig(out, dpi=110)
+    except OSError as err:  # no permission, disk full
+        raise IosightError(f"cannot draw a figure to {out}: {err.strerror or err}") from None
     return out
 
 

@@ -1,6 +1,12 @@
 """The warehouse: every analysis reads it, ingest writes it (DESIGN.md)."""
 
-from iosight.warehouse._ingest import DEFAULT_BATCH_SIZE, IngestReport, discover, ingest
+from iosight.warehouse._ingest import (
+    DEFAULT_BATCH_SIZE,
+    IngestReport,
+    check_ingest_args,
+    discover,
+    ingest,
+)
 from iosight.warehouse._single import log_warehouse
 from iosight.warehouse._store import (
     DEFAULT_LOCK_TIMEOUT,
@@ -18,6 +24,7 @@ __all__ = [
     "IngestReport",
     "JobSummary",
     "Warehouse",
+    "check_ingest_args",
     "default_path",
     "discover",
     "find_job",

@@ -3,7 +3,9 @@
 A source is identified by a hash of its content (``source_key``); a Darshan log's
 ``job_key`` is that hash, a job-total table's rows get ``<source_key>-<row>``.
 Sources already in ``sources`` or ``ingest_errors`` are skipped unless ``force``,
-so re-running an interrupted ingest finishes the rest and adds nothing twice.
+so re-running an interrupted ingest finishes the rest and adds nothing twice; a
+source whose error is a timeout (a busy machine, a timeout set too short) is read
+again, and its error row is replaced by its rows, or by its new error.
 Each batch of logs is committed atomically (:meth:`Warehouse.commit`).
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import nullcontext
@@ -21,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from iosight._errors import IosightError, UnknownNameError
+from iosight._errors import IosightError, UnknownNameError, check_param
 from iosight._progress import Progress, ensure_progress
 from iosight.parallel import default_workers
 from iosight.warehouse._store import Warehouse, is_warehouse_dir, new_batch_id, stage_tables
@@ -48,6 +51,7 @@ class IngestReport:
     jobs: int = 0
     skipped: int = 0
     failed: int = 0
+    retried: int = 0  # sources that had timed out in an earlier ingest, read again
     bytes_read: int = 0
     seconds: float = 0.0
     errors: list[tuple[str, str]] = field(default_factory=list)
@@ -58,9 +62,10 @@ class IngestReport:
 
     def summary(self) -> str:
         rate = self.ingested / self.seconds if self.seconds else 0.0
+        retried = f", {self.retried} retried (timed out before)" if self.retried else ""
         return (
             f"{self.sources} sources: {self.ingested} ingested ({self.jobs} jobs), "
-            f"{self.skipped} already in the warehouse, {self.failed} failed; "
+            f"{self.skipped} already in the warehouse, {self.failed} failed{retried}; "
             f"{self.seconds:.1f} s, {rate:.1f} sources/s, "
             f"{self.bytes_read / 2**20 / max(self.seconds, 1e-9):.1f} MB/s"
         )
@@ -73,16 +78,21 @@ def discover(paths: Iterable[str | os.PathLike]) -> list[Path]:
     must not read the warehouse's own Parquet parts as job-total tables).
     """
     found: list[Path] = []
-    for p in map(Path, paths):
+    for p in _check_sources(paths):
+        found += sorted(_walk(p)) if p.is_dir() else [p]
+    return list(dict.fromkeys(found))
+
+
+def _check_sources(paths: Iterable[str | os.PathLike]) -> list[Path]:
+    """``paths`` as paths, after the checks :func:`discover` makes of each one named
+    (it exists, it is no warehouse), without walking folders."""
+    named = [Path(p) for p in paths]
+    for p in named:
         if p.is_dir() and is_warehouse_dir(p):
             raise IosightError(f"{p} is an iosight warehouse, not a directory of sources")
-        if p.is_dir():
-            found += sorted(_walk(p))
-        elif p.exists():
-            found.append(p)
-        else:
+        if not p.exists():
             raise IosightError(f"no such file or directory: {p}")
-    return list(dict.fromkeys(found))
+    return named
 
 
 def _walk(root: Path) -> Iterator[Path]:
@@ -122,6 +132,7 @@ def ingest(
     workers : worker processes (0: one per core)
     force : replace sources already ingested instead of skipping them
     timeout : seconds one source may take before its worker is killed and it fails
+        (``None``: no limit)
     scheduler : address of a Dask scheduler to run the readers on instead
     batch_size : at most this many sources per atomic commit (each worker stages its own
         batches; default :data:`DEFAULT_BATCH_SIZE`); local batches are at most a worker's
@@ -135,10 +146,8 @@ def ingest(
     A batch whose worker crashed or hung at source *i* is committed without it:
     source *i* becomes an ``ingest_errors`` row and the others are read again.
     """
-    from iosight.darshan import DARSHAN3_READERS
-
-    if reader not in DARSHAN3_READERS:
-        raise UnknownNameError("3.x reader", reader, list(DARSHAN3_READERS))
+    paths = list(paths)  # used twice: checked here, walked under the lock
+    check_ingest_args(paths, workers=workers, timeout=timeout, batch_size=batch_size, reader=reader)
     progress = ensure_progress(progress)
     report = IngestReport()
     t0 = time.monotonic()
@@ -152,10 +161,13 @@ def ingest(
             if files and not scheduler
             else nullcontext() as pool
         ):
-            known = _known_sources(warehouse)
-            items = _new_items(files, known, force, report)
+            known, timed_out = _known_sources(warehouse)
+            items = _new_items(files, known - timed_out, force, report, warehouse)
+            report.retried = sum(key in timed_out for key, _ in items)
             progress.start(len(items), "ingest")
-            committer = _Committer(warehouse, force=force, known=known, report=report)
+            committer = _Committer(
+                warehouse, force=force, known=known, timed_out=timed_out, report=report
+            )
             size = batch_size or DEFAULT_BATCH_SIZE
             if scheduler:
                 batches = [items[i : i + size] for i in range(0, len(items), size)]
@@ -166,6 +178,28 @@ def ingest(
     progress.finish()
     report.seconds = time.monotonic() - t0
     return report
+
+
+def check_ingest_args(
+    paths: Iterable[str | os.PathLike],
+    *,
+    workers: int = 0,
+    timeout: float | None = 300.0,
+    batch_size: int | None = None,
+    reader: str = "native",
+) -> None:
+    """Raise the error :func:`ingest` would for these arguments before it reads anything
+    (a named source missing or a warehouse, a count or timeout out of range, an unknown
+    reader): the command line checks them before it makes a warehouse, so bad arguments
+    leave nothing behind."""
+    from iosight.darshan import DARSHAN3_READERS
+    from iosight.parallel import check_pool_params
+
+    if reader not in DARSHAN3_READERS:
+        raise UnknownNameError("3.x reader", reader, list(DARSHAN3_READERS))
+    check_pool_params(workers, timeout)
+    check_param("batch_size", batch_size, batch_size is None or batch_size >= 1, "an integer >= 1")
+    _check_sources(paths)
 
 
 def _shrinking_batches(items: list, size: int, workers: int) -> list[list]:
@@ -183,23 +217,55 @@ def _shrinking_batches(items: list, size: int, workers: int) -> list[list]:
     return out
 
 
-def _new_items(files: list[Path], known: set[str], force: bool, report: IngestReport):
-    items, seen = [], set()
+def _new_items(
+    files: list[Path], known: set[str], force: bool, report: IngestReport, warehouse: Warehouse
+) -> list[tuple[str, str]]:
+    """(content key, path) of the sources to read. A source that cannot even be hashed
+    (a FIFO, a symlink loop, no permission) becomes an ``ingest_errors`` row keyed by
+    its path, replaced on every try and dropped once the path reads."""
+    items, seen, unreadable, healed = [], set(), [], []
+    earlier = any(k.startswith(_PATH_KEY) for k in known)  # such rows exist
     for f in files:
         try:
-            if not f.is_file():
+            if not stat.S_ISREG(f.stat().st_mode):
                 raise OSError(0, "not a regular file")
             key = content_key(f)
         except OSError as err:
+            reason = f"cannot read ({err.strerror or err})"
             report.failed += 1
-            report.errors.append((str(f), f"cannot read ({err.strerror})"))
+            report.errors.append((str(f), reason))
+            unreadable.append(
+                {
+                    "source_key": _path_key(f),
+                    "source_path": str(f),
+                    "error": reason,
+                    "ingested_at": time.time(),
+                }
+            )
             continue
+        if earlier and _path_key(f) in known:
+            healed.append(_path_key(f))
         if key in seen or (key in known and not force):
             report.skipped += 1
             continue
         seen.add(key)
         items.append((key, str(f)))
+    if unreadable or healed:
+        keys = healed + [row["source_key"] for row in unreadable]
+        warehouse.commit(
+            {"ingest_errors": [pa.Table.from_pylist(unreadable)] if unreadable else []},
+            delete_keys={"ingest_errors": {"source_key": keys}},
+        )
     return items
+
+
+_PATH_KEY = "path-"
+
+
+def _path_key(path: Path) -> str:
+    """The key of a source that could not be read: its path's hash (it has no content)."""
+    digest = hashlib.blake2b(str(path).encode(errors="surrogateescape"), digest_size=16)
+    return _PATH_KEY + digest.hexdigest()
 
 
 def _local_pool(workers: int, timeout: float | None, logs: _PerLog):
@@ -278,25 +344,50 @@ def _run_dask(batches, warehouse, scheduler, timeout, committer, logs, reader) -
         tasks = retries
 
 
-def _known_sources(warehouse: Warehouse) -> set[str]:
+def _known_sources(warehouse: Warehouse) -> tuple[set[str], set[str]]:
+    """Keys of the sources in ``sources`` or ``ingest_errors``, and of those whose only
+    record is a timeout (read again: the next try may well finish)."""
+    from iosight.parallel import TIMED_OUT
+
     keys: set[str] = set()
     for name in _SOURCE_TABLES:
         if warehouse.has_table(name):
             keys.update(warehouse.table(name, columns=["source_key"])["source_key"].to_pylist())
-    return keys
+    timed_out: set[str] = set()
+    if warehouse.has_table("ingest_errors"):
+        ingested = "select source_key from sources" if warehouse.has_table("sources") else ""
+        rows = warehouse.sql(
+            "select distinct source_key from ingest_errors where starts_with(error, ?)"
+            + (f" and source_key not in ({ingested})" if ingested else ""),
+            [TIMED_OUT],
+        )
+        timed_out.update(rows["source_key"])
+    return keys, timed_out
 
 
 class _Committer:
     """Commits staged batches and turns failed ones into error rows and retries."""
 
-    def __init__(self, warehouse: Warehouse, *, force: bool, known: set[str], report) -> None:
+    def __init__(
+        self,
+        warehouse: Warehouse,
+        *,
+        force: bool,
+        known: set[str],
+        report,
+        timed_out: set[str] = frozenset(),
+    ) -> None:
         self.warehouse, self.force, self.known, self.report = warehouse, force, known, report
+        self.timed_out = timed_out  # keys whose timeout row the next try replaces
 
     def commit(self, batch_id: str, result: dict) -> None:
         delete = None
         if self.force:
             replaced = [k for k in result["keys"] if k in self.known]
             delete = self._deletions(replaced) if replaced else None
+        else:
+            retried = [k for k in result["keys"] if k in self.timed_out]
+            delete = {"ingest_errors": {"source_key": retried}} if retried else None
         self.warehouse.commit_staged(batch_id, result["tables"], delete_keys=delete)
         self.report.ingested += result["ingested"]
         self.report.jobs += result["jobs"]
@@ -325,7 +416,8 @@ class _Committer:
 
     def error_row(self, key: str, path: str, error: str) -> None:
         row = {"source_key": key, "source_path": path, "error": error, "ingested_at": time.time()}
-        delete = {"ingest_errors": {"source_key": [key]}} if self.force else None
+        replace = self.force or key in self.timed_out
+        delete = {"ingest_errors": {"source_key": [key]}} if replace else None
         self.warehouse.commit({"ingest_errors": [pa.Table.from_pylist([row])]}, delete_keys=delete)
         self.report.failed += 1
         self.report.errors.append((path, error))

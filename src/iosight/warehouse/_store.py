@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from iosight._errors import IosightError, MissingTableError
+from iosight._errors import IosightError, MissingTableError, check_param
 
 if TYPE_CHECKING:
     import duckdb
@@ -116,9 +116,11 @@ class Warehouse:
     path : path-like, default ``$IOSIGHT_WAREHOUSE`` or ``./iosight-warehouse``
         The warehouse directory.
     create : bool, default True
-        Make ``path`` a warehouse when it is not one yet (writers: ingest, synth).
-        When False, opening anything but an existing warehouse is an error and
-        nothing is created on disk (every read-only command opens this way).
+        Make ``path`` a warehouse when it is not one yet (writers: ingest, synth):
+        a new or empty folder only, never one that holds other files (``ingest
+        logs/ -w logs/`` would mix the warehouse into the sources). When False,
+        opening anything but an existing warehouse is an error and nothing is
+        created on disk (every read-only command opens this way).
     lock_timeout : float, default :data:`DEFAULT_LOCK_TIMEOUT`
         Seconds a write waits for another process that is writing (0: fail at once).
     on_lock_wait : callable, optional
@@ -134,6 +136,12 @@ class Warehouse:
         lock_timeout: float | None = None,
         on_lock_wait: Callable[[str], None] | None = None,
     ) -> None:
+        check_param(
+            "lock_timeout",
+            lock_timeout,
+            lock_timeout is None or lock_timeout >= 0,
+            "a number of seconds >= 0 (0: fail at once)",
+        )
         self.path = Path(path) if path is not None else default_path()
         if not is_warehouse_dir(self.path):
             if not create:
@@ -142,6 +150,13 @@ class Warehouse:
                 )
             if self.path.exists() and not self.path.is_dir():
                 raise IosightError(f"warehouse path {self.path} exists and is not a directory")
+            others = self._foreign_entries()
+            if others:
+                raise IosightError(
+                    f"warehouse path {self.path} is a folder that holds other files "
+                    f"({', '.join(others)}) and is not an iosight warehouse; "
+                    "name a new or empty folder for the warehouse"
+                )
             self.path.mkdir(parents=True, exist_ok=True)
             for sub in (_TABLES, _STAGING, _COMMITS):
                 (self.path / sub).mkdir(exist_ok=True)
@@ -150,7 +165,21 @@ class Warehouse:
         self._lock_depth = 0
         self.lock_timeout = DEFAULT_LOCK_TIMEOUT if lock_timeout is None else lock_timeout
         self.on_lock_wait = on_lock_wait
-        self.recover()
+        try:
+            self.recover()
+        except _ReadOnly:
+            # a reader of a warehouse it may not write (read-only mount, another user's):
+            # recovery is only needed before writing, and a write says why it cannot
+            if create:
+                raise
+
+    def _foreign_entries(self) -> list[str]:
+        """Up to three names in ``path`` that a warehouse being made would not hold
+        (a creation cut short leaves only its own folders: it may go on)."""
+        if not self.path.is_dir():
+            return []
+        own = {_TABLES, _STAGING, _COMMITS, _LOCK}
+        return sorted(e.name for e in os.scandir(self.path) if e.name not in own)[:3]
 
     def __repr__(self) -> str:
         return f"Warehouse({str(self.path)!r})"
@@ -188,25 +217,30 @@ class Warehouse:
 
     def sql(self, query: str, params: list | None = None) -> pd.DataFrame:
         """Run DuckDB SQL over the warehouse views and return a DataFrame."""
-        return self._execute(query, params).df()
+        return self._run(query, params, lambda rel: rel.df())
 
     def arrow(self, query: str, params: list | None = None) -> pa.Table:
         """Run DuckDB SQL over the warehouse views and return an Arrow table."""
-        return self._execute(query, params).to_arrow_table()
+        return self._run(query, params, lambda rel: rel.to_arrow_table())
 
-    def _execute(self, query: str, params: list | None):
+    def _run(self, query: str, params: list | None, fetch: Callable):
+        """``fetch`` the rows of ``query``; DuckDB's errors, raised when the query is
+        planned (unknown table, bad syntax) or only while it runs (a cast that fails,
+        ``error()``), become one :class:`IosightError` line with DuckDB's message."""
         import duckdb
 
         try:
             rel = self.connect().sql(query, params=params or None)
+            if rel is None:
+                raise IosightError("the statement returns no rows; only queries are supported")
+            return fetch(rel)
+        except duckdb.InterruptException:
+            raise  # a caller's deadline interrupted it: the caller says so
         except duckdb.CatalogException as err:
             tables = ", ".join(self.tables()) or "none"
-            raise IosightError(f"{err}. Tables here: {tables}") from None
-        except (duckdb.ParserException, duckdb.BinderException) as err:
-            raise IosightError(str(err)) from None
-        if rel is None:
-            raise IosightError("the statement returns no rows; only queries are supported")
-        return rel
+            raise IosightError(f"{_one_line(err)} Tables here: {tables}") from None
+        except duckdb.Error as err:
+            raise IosightError(_one_line(err)) from None
 
     def table(
         self, name: str, columns: list[str] | None = None, where: str | None = None
@@ -323,7 +357,12 @@ class Warehouse:
 
     def _acquire(self, timeout: float):
         """The lock file, locked by this process and naming it; waits up to ``timeout`` s."""
-        fh = open(self.path / _LOCK, "a+")
+        try:
+            fh = open(self.path / _LOCK, "a+")
+        except OSError as err:
+            raise _ReadOnly(
+                f"cannot write warehouse {self.path}: its lock file: {err.strerror or err}"
+            ) from None
         deadline = time.monotonic() + timeout
         told = False
         while True:
@@ -364,7 +403,8 @@ class Warehouse:
     def recover(self) -> None:
         """Finish commits left by a killed writer; discard uncommitted staging.
 
-        Skipped while another process holds the write lock (its work is live).
+        Skipped while another process holds the write lock (its work is live). Opening
+        a warehouse this process may not write (``create=False``) skips it too.
         """
         try:
             with self.writer_lock(timeout=0):
@@ -439,6 +479,13 @@ class Warehouse:
             self.commit({tname: [merged]}, replace_tables=[tname])
 
 
+def _one_line(err: Exception) -> str:
+    """DuckDB's message on one line, without the echo of the query and its caret."""
+    lines = [ln.strip() for ln in str(err).splitlines()]
+    kept = [ln for ln in lines if ln and not ln.startswith("LINE ") and set(ln) != {"^"}]
+    return " ".join(kept) or type(err).__name__
+
+
 _CRASH_ENV = "IOSIGHT_TEST_CRASH_AT"
 _crash_counts: dict[str, int] = {}
 
@@ -459,6 +506,10 @@ def _crash_point(point: str) -> None:
 
 class _LockTimeout(IosightError):
     """Another process held the write lock for longer than this writer would wait."""
+
+
+class _ReadOnly(IosightError):
+    """The warehouse cannot be written here (its lock file cannot be opened to write)."""
 
 
 _HINTS = {
