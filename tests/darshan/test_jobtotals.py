@@ -88,3 +88,38 @@ def test_ids_are_hashed_one_by_one_only_when_not_integers(tmp_path):
     assert jobid[1] == jobid[3] and jobid[1] not in (-1, 17)  # a stable hash of 'x17'
     assert uid[0] == uid[3] == 1000 and uid[2] == -1 and uid[1] not in (-1, 1000)
     assert jobs.column("metadata").to_pylist() == [""] * 4
+
+
+def test_times_are_epoch_seconds_from_numbers_dates_or_timestamps(tmp_path):
+    """Numbers are seconds since the epoch; ISO dates (UTC unless zoned) and Parquet
+    timestamps are converted; an unreadable time is null with a warning, never NaN (a NaN
+    start passes DuckDB's "is not null" and would be binned), and the table still loads."""
+    csv = tmp_path / "totals.csv"
+    csv.write_text(
+        "jobid,nprocs,start_time,end_time,total_POSIX_OPENS\n"
+        "1,4,1600000000,1600000100,1\n"
+        "2,4,2020-09-13T12:26:40,2020-09-13 12:28:20+00:00,1\n"
+        "3,4,yesterday,1600000100,1\n"
+        "4,4,,1600000100,1\n"
+    )
+    jobs = _read(csv)["jobs"]
+    assert jobs.column("start_time").to_pylist() == [1.6e9, 1.6e9, None, None]
+    assert jobs.column("end_time").to_pylist() == [1600000100.0] * 4
+    assert jobs.column("run_time").to_pylist() == [100.0, 100.0, None, None]
+    meta = jobs.column("metadata").to_pylist()
+    assert meta == [
+        "",
+        "",
+        "iosight_warning=start_time 'yesterday' is not a time, stored as null",
+        "",
+    ]
+    import pandas as pd
+
+    pq = tmp_path / "totals.parquet"
+    pd.DataFrame({
+        "jobid": [7], "start_time": pd.to_datetime(["2020-09-13 12:26:40"]),
+        "end_time": pd.to_datetime(["2020-09-13 12:28:20"]), "total_POSIX_OPENS": [2],
+    }).to_parquet(pq)  # fmt: skip
+    jobs = _read(pq)["jobs"]
+    assert jobs.column("start_time").to_pylist() == [1.6e9]
+    assert jobs.column("run_time").to_pylist() == [100.0]

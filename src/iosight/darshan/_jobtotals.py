@@ -72,11 +72,11 @@ def read_job_totals(path: str | Path) -> LogTables:
     def get(key: str, default, dtype):
         return df[col[key]].to_numpy(dtype) if col[key] else np.full(n, default, dtype)
 
-    start = get("start_time", np.nan, np.float64)
-    end = get("end_time", np.nan, np.float64)
-    run = get("run_time", np.nan, np.float64)
-    run = np.where(np.isnan(run), end - start, run)
     counters, warnings = _numeric_totals(df, totals)
+    start = _times(df[col["start_time"]], warnings, "start_time")
+    end = _times(df[col["end_time"]], warnings, "end_time")
+    run = _numbers(df[col["run_time"]]) if col["run_time"] else np.full(n, np.nan)
+    run = np.where(np.isnan(run), end - start, run)
     nprocs = _counts(df[col["nprocs"]], warnings, "nprocs") if col["nprocs"] else np.full(n, -1)
     modules = _modules_per_row(counters, totals)
     jobs = pa.table(
@@ -89,9 +89,10 @@ def read_job_totals(path: str | Path) -> LogTables:
             "uid": pa.array(_ids(df[col["uid"]]) if col["uid"] else np.full(n, -1)),
             "exe": pa.array(get("exe", "", object).astype(str)),
             "nprocs": pa.array(nprocs),
-            "start_time": pa.array(start),
-            "end_time": pa.array(end),
-            "run_time": pa.array(run),
+            # a time not known is null, never NaN (DuckDB's "is not null" lets NaN through)
+            "start_time": pa.array(start, mask=np.isnan(start)),
+            "end_time": pa.array(end, mask=np.isnan(end)),
+            "run_time": pa.array(run, mask=np.isnan(run)),
             "modules": pa.array(modules),
             "partial_modules": pa.array([""] * n),
             "partial": pa.array(np.zeros(n, bool)),
@@ -128,6 +129,43 @@ def _numeric_totals(df, totals: list[str]) -> tuple[pd.DataFrame, list[str]]:
             f"{len(cols)} job-total cell(s) not a number, stored as null: " + ", ".join(cols),
         )
     return pd.DataFrame(columns), warnings
+
+
+def _times(series, warnings: list[str], name: str) -> np.ndarray:
+    """Seconds since the epoch (UTC) per row: numbers as they are, timestamps and text
+    dates (ISO 8601; UTC unless they carry a zone) converted; NaN where the cell is empty
+    or unreadable, with a warning line when it held something."""
+    import pandas as pd
+
+    if pd.api.types.is_datetime64_any_dtype(series):
+        stamps = pd.to_datetime(series, utc=True)
+        return _epoch(stamps)
+    out = _numbers(series)
+    text = np.isnan(out) & series.notna().to_numpy()
+    if text.any():
+        stamps = pd.to_datetime(series[text].astype(str), utc=True, errors="coerce",
+                                format="ISO8601")  # fmt: skip
+        out[text] = _epoch(stamps)
+    out[~np.isfinite(out)] = np.nan
+    for i in np.flatnonzero(np.isnan(out) & series.notna().to_numpy()):
+        _warn(warnings, int(i), f"{name} '{series.iloc[i]}' is not a time, stored as null")
+    return out
+
+
+def _epoch(stamps) -> np.ndarray:
+    """UTC timestamps (a pandas Series, NaT allowed) as float seconds since the epoch."""
+    import pandas as pd
+
+    secs = (stamps - pd.Timestamp(0, tz="UTC")).dt.total_seconds()
+    return secs.to_numpy(np.float64, na_value=np.nan)
+
+
+def _numbers(series) -> np.ndarray:
+    """``series`` as float64 (a writable copy), NaN where a cell is not a number."""
+    import pandas as pd
+
+    num = pd.to_numeric(series, errors="coerce")
+    return np.array(num.to_numpy(np.float64, na_value=np.nan), np.float64, copy=True)
 
 
 def _warn(warnings: list[str], row: int, text: str) -> None:
