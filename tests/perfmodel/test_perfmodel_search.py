@@ -46,6 +46,31 @@ def test_path_search_matches_naive_refits():
     assert (fast[:, 3] > fast[:, 1]).all()
 
 
+def test_unfittable_training_sets_score_inf():
+    # scale 1 holds one sample; scale 2 holds two identical feature rows (no varying column)
+    rng = np.random.default_rng(1)
+    x = np.vstack([rng.normal(size=(1, 3)), np.ones((2, 3)), rng.normal(size=(20, 3))])
+    y = x.sum(axis=1) + rng.normal(scale=0.1, size=len(x))
+    y[1:3] = [1.0, 2.0]
+    scale = np.array([1] + [2, 2] + [4] * 20)
+    xv = rng.normal(size=(10, 3))
+    yv = xv.sum(axis=1)
+    alphas = np.array([0.0, 0.01])
+    subs = [(1,), (2,), (1, 2), (4,)]
+    fast = lasso_grid_search(x, y, scale, xv, yv, subsets=subs, alphas=alphas)
+    slow = naive_grid_search(x, y, scale, xv, yv, subsets=subs, alphas=alphas)
+    assert np.isinf(fast[:2]).all() and np.isfinite(fast[2:]).all()
+    assert np.allclose(fast, slow, rtol=1e-2)
+
+
+def test_fit_model_with_a_single_sample_scale():
+    plat = load_platform("titan")
+    cfg = WriteSimConfig(patterns_per_scale=5, seed=0)
+    samples = group_runs(simulate_writes(plat, cfg))
+    model = fit_model(samples, plat, seed=0)
+    assert np.isfinite(model.accuracy.loc[model.accuracy.family == "lasso", "samples"]).all()
+
+
 @pytest.fixture(scope="module")
 def small_model():
     plat = load_platform("titan")

@@ -96,14 +96,19 @@ def _path(x_tr: np.ndarray, y_tr: np.ndarray, alphas: np.ndarray):
     independent columns (:func:`independent_columns`), the fitted ``LinearRegression`` on
     them (shrinkage 0), the centring of the kept scaled features and of ``y``, and one
     column of Lasso coefficients (over the kept columns) per value of ``alphas`` (zeros
-    where ``alphas`` is 0).
+    where ``alphas`` is 0). Returns None for a training set that cannot be fitted: fewer
+    than 2 samples, or no feature that varies in it.
     """
     from sklearn.linear_model import LinearRegression
     from sklearn.preprocessing import StandardScaler
 
+    if len(y_tr) < 2:
+        return None
     scaler = StandardScaler().fit(x_tr)
     xs = scaler.transform(x_tr)
     keep = independent_columns(xs)
+    if keep.size == 0:
+        return None
     xs = xs[:, keep]
     ols = LinearRegression().fit(xs, y_tr)
     xm, ym = xs.mean(axis=0), float(y_tr.mean())
@@ -209,9 +214,14 @@ def path_mse(
 ) -> np.ndarray:
     """Validation MSE of every shrinkage value in ``alphas`` for one training set.
 
-    ``alphas`` may hold 0 (least squares); the others are exact Lasso solutions.
+    ``alphas`` may hold 0 (least squares); the others are exact Lasso solutions. A
+    training set that cannot be fitted (see :func:`_path`) scores ``inf`` everywhere, so
+    the search never picks it.
     """
-    scaler, keep, ols, xm, ym, coefs = _path(x_tr, y_tr, alphas)
+    path = _path(x_tr, y_tr, alphas)
+    if path is None:
+        return np.full(len(alphas), np.inf)
+    scaler, keep, ols, xm, ym, coefs = path
     xv = scaler.transform(x_val)[:, keep]
     pred = (xv - xm) @ coefs + ym
     if (alphas == 0).any():
@@ -228,7 +238,12 @@ def path_estimator(x_tr: np.ndarray, y_tr: np.ndarray, alphas: np.ndarray, k: in
     from sklearn.linear_model import Lasso, LinearRegression
     from sklearn.pipeline import make_pipeline
 
-    scaler, keep, ols, xm, ym, coefs = _path(x_tr, y_tr, alphas)
+    path = _path(x_tr, y_tr, alphas)
+    if path is None:
+        raise IosightError(
+            f"cannot fit a model on {len(y_tr)} training sample(s) with no varying feature"
+        )
+    scaler, keep, ols, xm, ym, coefs = path
     coef = np.zeros(x_tr.shape[1])  # dependent columns get coefficient 0
     if alphas[k] == 0:
         reg = LinearRegression()
@@ -321,6 +336,9 @@ def naive_grid_search(
                 scaler = StandardScaler().fit(x[mask])
                 xs = scaler.transform(x[mask])
                 keep = independent_columns(xs)
+                if mask.sum() < 2 or keep.size == 0:  # cannot be fitted: as the search
+                    out[i, j] = np.inf
+                    continue
                 reg = LinearRegression() if a == 0 else Lasso(alpha=a, max_iter=max_iter, tol=tol)
                 reg.fit(xs[:, keep], y[mask])
                 pred = reg.predict(scaler.transform(x_val)[:, keep])
@@ -348,6 +366,11 @@ def fit_linear_family(family, x, y, scale, mse, subsets, alphas) -> Candidate:
     """Best Lasso (shrinkage > 0) or least-squares (shrinkage 0) cell of the grid."""
     cols = np.flatnonzero(alphas > 0) if family == "lasso" else np.flatnonzero(alphas == 0)
     grid = mse[:, cols]
+    if not np.isfinite(grid).any():
+        raise IosightError(
+            f"no training set can fit a {family} model: each has fewer than 2 samples "
+            "or no feature that varies"
+        )
     i, j = np.unravel_index(np.nanargmin(grid), grid.shape)
     mask = np.isin(scale, subsets[i])
     k = int(cols[j])
