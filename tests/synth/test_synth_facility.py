@@ -73,3 +73,20 @@ def test_bad_config(tmp_path):
 
     with pytest.raises(IosightError, match="months"):
         generate_facility(Warehouse(tmp_path / "x"), FacilityConfig(months=0))
+
+
+@pytest.mark.parametrize(
+    ("cfg", "match"),
+    [
+        (FacilityConfig(months=float("inf")), "months"),
+        (FacilityConfig(months=float("nan")), "months"),
+        (FacilityConfig(months=121), "months"),
+        (FacilityConfig(months=0.01, jobs_per_day=1e12), "jobs_per_day"),
+        (FacilityConfig(months=0.01, jobs_per_day=float("inf")), "jobs_per_day"),
+    ],
+)
+def test_sizes_past_the_bound_are_refused_before_allocating(tmp_path, cfg, match):
+    from iosight.warehouse import Warehouse
+
+    with pytest.raises(IosightError, match=match):
+        generate_facility(Warehouse(tmp_path / "x"), cfg)

@@ -24,10 +24,12 @@ group = typer.Typer(help="Generate synthetic data (marked synthetic).", no_args_
 @group.command("facility")
 def facility(
     warehouse: Path = WAREHOUSE_OPT,
-    months: float = typer.Option(6.0, help="Length in 30-day months."),
+    months: float = typer.Option(6.0, help="Length in 30-day months (at most 120)."),
     seed: int = typer.Option(1, help="Random seed (same seed, same data)."),
     start: str = typer.Option("2024-01-01", help="First day (UTC)."),
-    jobs_per_day: float = typer.Option(1500.0, help="Mean arrivals of regular jobs per day."),
+    jobs_per_day: float = typer.Option(
+        1500.0, help="Mean arrivals of regular jobs per day (at most 100000)."
+    ),
 ) -> None:
     """A synthetic facility's jobs with POSIX/STDIO records (iosight.synth.facility)."""
     with cli_errors():
@@ -44,7 +46,7 @@ def facility(
 
 @group.command("monitoring")
 def monitoring(
-    jobs: int = typer.Option(100_000, "--jobs", help="Number of jobs."),
+    jobs: int = typer.Option(100_000, "--jobs", help="Number of jobs (at most 1000000)."),
     seed: int = typer.Option(1, help="Random seed."),
     warehouse: Path = WAREHOUSE_OPT,
     samples: Path = typer.Option(

@@ -38,6 +38,9 @@ DAY = 86400.0
 WEEK = 7 * DAY
 MB = 1e6
 _POPULATIONS = ("regular", "checkpoint", "analysis", "storm")
+MAX_MONTHS = 120.0  # ten years
+# one simulated week is held in memory: ~3 kB per job, so <= 700k jobs (~2 GB) a week
+MAX_JOBS_PER_DAY = 100_000.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -346,8 +349,15 @@ def generate_facility(
     import pandas as pd
 
     cfg = config or FacilityConfig()
-    check_param("months", cfg.months, cfg.months > 0, "a positive number of months")
-    check_param("jobs_per_day", cfg.jobs_per_day, cfg.jobs_per_day > 0, "positive")
+    check_param(
+        "months", cfg.months, 0 < cfg.months <= MAX_MONTHS, f"in (0, {MAX_MONTHS:g}] months"
+    )
+    check_param(
+        "jobs_per_day",
+        cfg.jobs_per_day,
+        0 < cfg.jobs_per_day <= MAX_JOBS_PER_DAY,
+        f"in (0, {MAX_JOBS_PER_DAY:g}] (one week is held in memory)",
+    )
     t0 = pd.Timestamp(cfg.start, tz="UTC").timestamp()
     t1 = t0 + cfg.months * 30 * DAY
     streams = np.random.SeedSequence(cfg.seed).spawn(2)

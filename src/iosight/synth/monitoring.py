@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 INTERVAL_S = 5.0
 FILE_SYSTEMS = ("lustre01", "lustre02")
 _MIB = 2.0**20
+MAX_JOBS = 1_000_000  # every job's segments are held in memory until the end
 #: Split points of the synthetic site (ops/s, bytes/s): LowIO below, CriticalIO from.
 SYNTH_SPLITS: dict[str, tuple[float, float]] = {
     **{m: (50.0, 1000.0) for m in METRICS if m.startswith("md_")},
@@ -219,7 +220,7 @@ def generate_monitoring(
     Parameters
     ----------
     n_jobs : int
-        Number of jobs; classes are drawn uniformly.
+        Number of jobs (at most ``MAX_JOBS``); classes are drawn uniformly.
     seed : int, default 1
         Seed; each job has its own spawned stream, so job ``i`` does not depend on
         ``n_jobs``.
@@ -237,7 +238,7 @@ def generate_monitoring(
     """
     import pandas as pd
 
-    check_param("n_jobs", n_jobs, n_jobs >= 1, "a positive number of jobs")
+    check_param("n_jobs", n_jobs, 1 <= n_jobs <= MAX_JOBS, f"a number of jobs in 1..{MAX_JOBS}")
     prog = ensure_progress(progress)
     prog.start(n_jobs, "synthetic monitoring")
     per_seg = int(SEGMENT_S // INTERVAL_S)

@@ -1,0 +1,12 @@
+"""Synthetic monitoring jobs: parameter checks (generation is tested in tests/similarity)."""
+
+import pytest
+
+from iosight._errors import IosightError
+from iosight.synth.monitoring import MAX_JOBS, generate_monitoring
+
+
+@pytest.mark.parametrize("n_jobs", [0, MAX_JOBS + 1, 10_000_000_000_000])
+def test_job_counts_past_the_bound_are_refused(n_jobs):
+    with pytest.raises(IosightError, match="n_jobs"):
+        generate_monitoring(n_jobs)
