@@ -6,6 +6,7 @@ bug and keeps its traceback.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -56,3 +57,12 @@ def check_param(name: str, value: object, ok: bool, expected: str) -> None:
     """Raise the one-shape parameter error when ``ok`` is false."""
     if not ok:
         raise IosightError(f"the {name!r} parameter must be {expected}. Got {value!r} instead.")
+
+
+MAX_SEED = 2**32 - 1
+
+
+def check_seed(seed: object, name: str = "seed") -> None:
+    """Refuse a seed NumPy's generators cannot take: it must be an integer in 0..2**32-1."""
+    ok = isinstance(seed, numbers.Integral) and not isinstance(seed, bool)
+    check_param(name, seed, ok and 0 <= seed <= MAX_SEED, f"an integer in 0..{MAX_SEED}")

@@ -233,3 +233,13 @@ def test_parallel_map_keeps_order_and_reports_each_item():
         out = parallel_map(lambda it: it["lead"] ** 2, items, n_jobs, prog)
         assert out == [i**2 for i in range(7)]
         assert sorted(f["lead"] for _, f in prog.seen) == list(range(7))
+
+
+@pytest.mark.parametrize(("kw", "match"), [({"seed": -1}, "seed")])
+def test_bad_arguments_are_refused(kw, match):
+    df = _daily_spikes(days=3)
+    with pytest.raises(IosightError, match=match):
+        evaluate_forecasts(df, **{"directions": "write", "models": "tree", "horizons": [5], **kw})
+    if "seed" in kw:
+        with pytest.raises(IosightError, match=match):
+            train_forecaster(df, direction="write", model="tree", max_lead=2, **kw)

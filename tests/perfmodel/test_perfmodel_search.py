@@ -108,3 +108,22 @@ def test_plan_by_hand():
         plan_checkpoints(-5.0, 3600.0)
     with pytest.raises(IosightError, match="io_budget"):
         plan_checkpoints(10.0, 3600.0, io_budget=1.5)
+
+
+def test_negative_seeds_are_refused(small_model, tmp_path):
+    from iosight.perfmodel import evaluate_tokio_files, place_nodes
+    from iosight.synth.writes import runs_to_warehouse
+    from iosight.warehouse import Warehouse
+
+    model, samples = small_model
+    plat = load_platform("titan")
+    calls = [
+        lambda: fit_model(samples, plat, seed=-1),
+        lambda: simulate_writes(plat, WriteSimConfig(patterns_per_scale=1, seed=-1)),
+        lambda: runs_to_warehouse(Warehouse(tmp_path / "w"), samples.head(0), plat, seed=-1),
+        lambda: evaluate_tokio_files([tmp_path / "missing.csv.gz"], seed=-1),
+        lambda: place_nodes(plat, 2, seed=-1),
+    ]
+    for call in calls:
+        with pytest.raises(IosightError, match="'seed' parameter"):
+            call()

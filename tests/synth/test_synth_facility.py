@@ -83,6 +83,7 @@ def test_bad_config(tmp_path):
         (FacilityConfig(months=121), "months"),
         (FacilityConfig(months=0.01, jobs_per_day=1e12), "jobs_per_day"),
         (FacilityConfig(months=0.01, jobs_per_day=float("inf")), "jobs_per_day"),
+        (FacilityConfig(months=0.01, seed=-1), "seed"),
     ],
 )
 def test_sizes_past_the_bound_are_refused_before_allocating(tmp_path, cfg, match):

@@ -10,3 +10,8 @@ from iosight.synth.monitoring import MAX_JOBS, generate_monitoring
 def test_job_counts_past_the_bound_are_refused(n_jobs):
     with pytest.raises(IosightError, match="n_jobs"):
         generate_monitoring(n_jobs)
+
+
+def test_negative_seed_is_refused():
+    with pytest.raises(IosightError, match="seed"):
+        generate_monitoring(2, seed=-1)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from iosight._errors import IosightError, check_param
+from iosight._errors import IosightError, check_param, check_seed
 from iosight._progress import Progress, ensure_progress
 from iosight.bursts._analysis import check_direction
 from iosight.bursts._features import check_feature_set, make_features
@@ -636,6 +636,7 @@ def evaluate_forecasts(
     """
     import pandas as pd
 
+    check_seed(seed)
     dirs = _as_list(directions)
     names = model_names(models)
     builder = _Builder(df, jobs)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from iosight._errors import IosightError, check_param
+from iosight._errors import IosightError, check_param, check_seed
 from iosight._progress import Progress, ensure_progress
 from iosight.bursts._features import feature_names, make_features
 from iosight.bursts._forecast import (
@@ -240,6 +240,7 @@ def train_forecaster(
 
     check_param("mode", mode, mode in ("lead", "interval"), "'lead' or 'interval'")
     check_param("max_lead", max_lead, 1 <= max_lead <= 288, "between 1 and 288")
+    check_seed(seed)
     names = model_names(model)
     width = bin_width_of(df)
     leads = list(range(1, max_lead + 1)) if mode == "lead" else [1]

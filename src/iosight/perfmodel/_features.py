@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from iosight._errors import IosightError, check_param
+from iosight._errors import IosightError, check_param, check_seed
 from iosight.perfmodel._platform import Platform
 
 if TYPE_CHECKING:
@@ -252,6 +252,7 @@ def place_nodes(
 ) -> np.ndarray:
     """Node indices of a job: ``block`` (``first .. first+n-1``) or ``random`` (seeded)."""
     check_param("placement", placement, placement in PLACEMENTS, "'block' or 'random'")
+    check_seed(seed)
     check_param("nodes", n, 1 <= n <= platform.nodes, f"between 1 and {platform.nodes}")
     if placement == "block":
         check_param(

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from iosight._errors import IosightError, check_param
+from iosight._errors import IosightError, check_param, check_seed
 from iosight._progress import Progress, ensure_progress
 
 if TYPE_CHECKING:
@@ -478,6 +478,7 @@ def search_models(
     import pandas as pd
 
     check_param("val_share", val_share, 0 < val_share < 1, "in (0, 1)")
+    check_seed(seed)
     if len(y) < 3 or len(test_y) < 5:
         raise IosightError(
             f"too few samples to search models: {len(y)} training and {len(test_y)} test "

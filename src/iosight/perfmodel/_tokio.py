@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from iosight._errors import IosightError
+from iosight._errors import IosightError, check_seed
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -323,6 +323,7 @@ def evaluate_tokio_files(
 
     from iosight.perfmodel._search import linear_coefficients
 
+    check_seed(seed)
     tables, coefs, online = [], {}, []
     for path in paths:
         samples = tokio_samples(path)

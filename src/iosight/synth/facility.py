@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from iosight._errors import check_param
+from iosight._errors import check_param, check_seed
 from iosight._progress import Progress, ensure_progress
 
 if TYPE_CHECKING:
@@ -358,6 +358,7 @@ def generate_facility(
         0 < cfg.jobs_per_day <= MAX_JOBS_PER_DAY,
         f"in (0, {MAX_JOBS_PER_DAY:g}] (one week is held in memory)",
     )
+    check_seed(cfg.seed)
     t0 = pd.Timestamp(cfg.start, tz="UTC").timestamp()
     t1 = t0 + cfg.months * 30 * DAY
     streams = np.random.SeedSequence(cfg.seed).spawn(2)

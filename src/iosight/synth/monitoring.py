@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from iosight._errors import check_param
+from iosight._errors import check_param, check_seed
 from iosight._progress import Progress, ensure_progress
 from iosight.similarity import METRIC_INDEX, METRICS, SEGMENT_S, Categories
 
@@ -239,6 +239,7 @@ def generate_monitoring(
     import pandas as pd
 
     check_param("n_jobs", n_jobs, 1 <= n_jobs <= MAX_JOBS, f"a number of jobs in 1..{MAX_JOBS}")
+    check_seed(seed)
     prog = ensure_progress(progress)
     prog.start(n_jobs, "synthetic monitoring")
     per_seg = int(SEGMENT_S // INTERVAL_S)

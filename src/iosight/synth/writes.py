@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from iosight._errors import check_param
+from iosight._errors import check_param, check_seed
 from iosight._progress import Progress, ensure_progress
 from iosight.perfmodel import Platform, WritePattern, place_nodes, target_bytes
 
@@ -121,6 +121,7 @@ def simulate_writes(
         cfg.patterns_per_scale >= 1,
         "a positive integer",
     )
+    check_seed(cfg.seed)
     rates = {**DEFAULT_RATES[platform.filesystem], **cfg.rates}
     conf = cfg.confidence or (0.9 if platform.filesystem == "lustre" else 0.98)
     z = norm.ppf(0.5 + conf / 2)
@@ -221,6 +222,7 @@ def runs_to_warehouse(
 
     from iosight.darshan import jobs_schema
 
+    check_seed(seed)
     rng = np.random.default_rng(seed)
     jobs, posix, lustre = [], [], []
     for r in runs.itertuples(index=False):
