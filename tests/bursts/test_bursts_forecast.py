@@ -235,7 +235,19 @@ def test_parallel_map_keeps_order_and_reports_each_item():
         assert sorted(f["lead"] for _, f in prog.seen) == list(range(7))
 
 
-@pytest.mark.parametrize(("kw", "match"), [({"seed": -1}, "seed")])
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"seed": -1}, "seed"),
+        ({"horizons": "abc"}, "'horizons' parameter must be a non-empty .* numbers. Got 'abc'"),
+        ({"horizons": ""}, "'horizons' parameter must be a non-empty"),
+        ({"feature_sets": "x"}, "'feature_sets' parameter must be .* integers. Got 'x'"),
+        ({"feature_sets": ","}, "'feature_sets' parameter must be a non-empty"),
+        ({"modes": ","}, "'modes' parameter must be a non-empty"),
+        ({"targets": ","}, "'targets' parameter must be a non-empty"),
+        ({"directions": ","}, "'directions' parameter must be a non-empty"),
+    ],
+)
 def test_bad_arguments_are_refused(kw, match):
     df = _daily_spikes(days=3)
     with pytest.raises(IosightError, match=match):

@@ -503,12 +503,24 @@ def _time_of_day(ds: Dataset) -> tuple[np.ndarray, np.ndarray]:
     return np.where(prob >= thr, cls[slot], 0), prob
 
 
-def _as_list(value, cast=str) -> list:
+def _as_list(value, cast=str, name: str = "value") -> list:
+    """A comma-separated string, a scalar or a list as a non-empty list of ``cast`` values;
+    anything else is an :class:`IosightError` naming the parameter ``name``."""
     if isinstance(value, str):
-        return [cast(v.strip()) for v in value.split(",") if v.strip()]
-    if np.isscalar(value):
-        return [cast(value)]
-    return [cast(v) for v in value]
+        items = [v.strip() for v in value.split(",") if v.strip()]
+    elif np.isscalar(value):
+        items = [value]
+    else:
+        items = list(value)
+    expected = "a non-empty comma-separated list" + (
+        " of numbers" if cast is float else " of integers" if cast is int else ""
+    )
+    try:
+        out = [cast(v) for v in items]
+    except (TypeError, ValueError):
+        out = []
+    check_param(name, value, len(out) > 0, expected)
+    return out
 
 
 def parallel_map(func, items: list, n_jobs: int, progress: Progress, weight=lambda item: 1):
@@ -637,16 +649,20 @@ def evaluate_forecasts(
     import pandas as pd
 
     check_seed(seed)
-    dirs = _as_list(directions)
+    dirs = _as_list(directions, name="directions")
+    fs_list = _as_list(feature_sets, int, "feature_sets")
+    mode_list = _as_list(modes, name="modes")
+    horizon_list = _as_list(horizons, float, "horizons")
+    target_list = _as_list(targets, name="targets")
     names = model_names(models)
     builder = _Builder(df, jobs)
     specs = [
         {"direction": d, "feature_set": fs, "mode": m, "horizon_min": h, "target": t}
         for d in dirs
-        for fs in _as_list(feature_sets, int)
-        for m in _as_list(modes)
-        for h in _as_list(horizons, float)
-        for t in _as_list(targets)
+        for fs in fs_list
+        for m in mode_list
+        for h in horizon_list
+        for t in target_list
     ]
     items = [
         (spec, builder.dataset(
