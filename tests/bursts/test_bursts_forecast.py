@@ -246,12 +246,15 @@ def test_parallel_map_keeps_order_and_reports_each_item():
         ({"modes": ","}, "'modes' parameter must be a non-empty"),
         ({"targets": ","}, "'targets' parameter must be a non-empty"),
         ({"directions": ","}, "'directions' parameter must be a non-empty"),
+        ({"search_iter": 2, "cv_splits": 1}, "'cv_splits' parameter must be at least 2"),
+        ({"search_iter": 2, "cv_splits": 0}, "'cv_splits' parameter must be at least 2"),
+        ({"search_iter": -1}, "'search_iter' parameter"),
     ],
 )
 def test_bad_arguments_are_refused(kw, match):
     df = _daily_spikes(days=3)
     with pytest.raises(IosightError, match=match):
         evaluate_forecasts(df, **{"directions": "write", "models": "tree", "horizons": [5], **kw})
-    if "seed" in kw:
+    if {"seed", "cv_splits"} & set(kw):
         with pytest.raises(IosightError, match=match):
             train_forecaster(df, direction="write", model="tree", max_lead=2, **kw)

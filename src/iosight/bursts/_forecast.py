@@ -29,7 +29,7 @@ from iosight.bursts._analysis import check_direction
 from iosight.bursts._features import check_feature_set, make_features
 from iosight.bursts._jobstate import bytes_by_start, started_by
 from iosight.bursts._labels import BurstLabels, label_bursts, severity_classes
-from iosight.bursts._models import make_pipeline, model_names, search_params
+from iosight.bursts._models import check_search, make_pipeline, model_names, search_params
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -649,6 +649,7 @@ def evaluate_forecasts(
     import pandas as pd
 
     check_seed(seed)
+    check_search(search_iter, cv_splits)
     dirs = _as_list(directions, name="directions")
     fs_list = _as_list(feature_sets, int, "feature_sets")
     mode_list = _as_list(modes, name="modes")

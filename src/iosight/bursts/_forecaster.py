@@ -33,7 +33,7 @@ from iosight.bursts._forecast import (
     fit_model,
     parallel_map,
 )
-from iosight.bursts._models import model_names
+from iosight.bursts._models import check_search, model_names
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -241,6 +241,7 @@ def train_forecaster(
     check_param("mode", mode, mode in ("lead", "interval"), "'lead' or 'interval'")
     check_param("max_lead", max_lead, 1 <= max_lead <= 288, "between 1 and 288")
     check_seed(seed)
+    check_search(search_iter, cv_splits)
     names = model_names(model)
     width = bin_width_of(df)
     leads = list(range(1, max_lead + 1)) if mode == "lead" else [1]

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from iosight._errors import IosightError
+from iosight._errors import IosightError, check_param
 from iosight._registry import Registry
 
 # name -> factory(seed) -> (estimator, parameter space)
@@ -117,6 +117,14 @@ def make_pipeline(name: str, seed: int, params: dict | None = None):
     return pipe
 
 
+def check_search(search_iter: int, cv_splits: int) -> None:
+    """Refuse search settings scikit-learn cannot run: ``search_iter`` >= 0, and at least
+    two time-series folds when a search runs (``search_iter`` > 0)."""
+    check_param("search_iter", search_iter, search_iter >= 0, "0 (defaults) or more candidates")
+    if search_iter > 0:
+        check_param("cv_splits", cv_splits, cv_splits >= 2, "at least 2 when searching")
+
+
 def search_params(
     name: str,
     X: np.ndarray,
@@ -132,7 +140,8 @@ def search_params(
     ``n_iter=0`` returns ``{}`` (the library defaults). ``y`` holds dense class codes
     0..K-1. Folds whose training part has one class score NaN and are ranked last.
     """
-    if n_iter <= 0:
+    check_search(n_iter, cv_splits)
+    if n_iter == 0:
         return {}
     from sklearn.model_selection import RandomizedSearchCV, TimeSeriesSplit
 

@@ -69,7 +69,7 @@ def train(
         "train", help="Burst thresholds from the training part, or 'all' bins (the paper)."
     ),
     search_iter: int = typer.Option(0, help="Hyper-parameter candidates per model (0: defaults)."),
-    cv_splits: int = typer.Option(3, help="Time-series folds of the search."),
+    cv_splits: int = typer.Option(3, help="Time-series folds of the search (at least 2)."),
     seed: int = typer.Option(0, help="Seed of models and searches."),
     jobs: int = typer.Option(-1, "--jobs", help="Tasks fitted at once (-1: every core)."),
     save: bool = typer.Option(True, help="Save the best forecaster per direction."),
