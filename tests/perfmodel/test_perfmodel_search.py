@@ -63,6 +63,13 @@ def test_unfittable_training_sets_score_inf():
     assert np.allclose(fast, slow, rtol=1e-2)
 
 
+@pytest.mark.parametrize("n_jobs", [0, -2])
+def test_worker_count_is_checked(n_jobs):
+    x = np.arange(12.0).reshape(6, 2)
+    with pytest.raises(IosightError, match="'n_jobs' parameter must be -1"):
+        lasso_grid_search(x, x[:, 0], np.ones(6), x, x[:, 0], n_jobs=n_jobs)
+
+
 def test_fit_model_with_a_single_sample_scale():
     plat = load_platform("titan")
     cfg = WriteSimConfig(patterns_per_scale=5, seed=0)

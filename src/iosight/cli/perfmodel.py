@@ -157,7 +157,9 @@ def fit(
     min_time: float = typer.Option(5.0, help="Drop samples faster than this (s), §IV-A."),
     train_max_nodes: int = typer.Option(128, help="Largest training scale; above it: test."),
     seed: int = typer.Option(0, help="Seed of the validation split and the tree models."),
-    jobs: int = typer.Option(1, "--jobs", "-j", help="Parallel workers for the Lasso search."),
+    jobs: int = typer.Option(
+        1, "--jobs", "-j", help="Parallel workers for the Lasso search (-1: every core)."
+    ),
     format: str = FORMAT_OPT,
 ) -> None:
     """Search Lasso over 255 training sets x shrinkage 0..10 and compare model families."""

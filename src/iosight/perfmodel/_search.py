@@ -277,9 +277,13 @@ def lasso_grid_search(
     n_jobs: int = 1,
     progress: Progress | None = None,
 ) -> np.ndarray:
-    """Validation MSE for every (training subset, shrinkage) pair: shape (subsets, alphas)."""
+    """Validation MSE for every (training subset, shrinkage) pair: shape (subsets, alphas).
+
+    ``n_jobs``: worker processes, 1 or more, or -1 for every core.
+    """
     from joblib import Parallel, delayed
 
+    check_param("n_jobs", n_jobs, n_jobs == -1 or n_jobs >= 1, "-1 (every core) or at least 1")
     subsets = subsets or all_subsets(scale)
     prog = ensure_progress(progress)
     prog.start(len(subsets), "Lasso search (training sets x shrinkage path)")
