@@ -12,6 +12,7 @@ from iosight.perfmodel import (
     describe_features,
     feature_names,
     load_platform,
+    parse_size,
     platform_from_dict,
     write_path_loads,
 )
@@ -182,3 +183,13 @@ def test_the_papers_41_gpfs_features_drop_n_nsds_only():
     assert feature_names(load_platform("titan"), gpfs_count=41) == feature_names(
         load_platform("titan")
     )
+
+
+def test_sizes_are_bounded_and_features_stay_finite_up_to_the_bound():
+    assert parse_size("1024TiB") == 1024**5
+    for bad in ("999999999999999999999999999", "1025TiB", 1e300, float("inf"), float("nan")):
+        with pytest.raises(IosightError, match="at most 1024TiB"):
+            parse_size(bad)
+    titan = load_platform("titan")
+    f = describe_features(titan, WritePattern(512, 16, parse_size("1024TiB")), np.arange(512))
+    assert np.isfinite(f["value"].to_numpy(float)).all()

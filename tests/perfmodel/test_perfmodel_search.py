@@ -115,6 +115,11 @@ def test_plan_by_hand():
         plan_checkpoints(-5.0, 3600.0)
     with pytest.raises(IosightError, match="io_budget"):
         plan_checkpoints(10.0, 3600.0, io_budget=1.5)
+    for bad in (float("inf"), float("nan"), 1e300):
+        with pytest.raises(IosightError, match="'compute_time' parameter"):
+            plan_checkpoints(10.0, bad)
+    with pytest.raises(IosightError, match="'margin' parameter"):
+        plan_checkpoints(10.0, 3600.0, margin=float("inf"))
 
 
 def test_negative_seeds_are_refused(small_model, tmp_path):

@@ -84,9 +84,11 @@ def test_bad_config(tmp_path):
         (FacilityConfig(months=0.01, jobs_per_day=1e12), "jobs_per_day"),
         (FacilityConfig(months=0.01, jobs_per_day=float("inf")), "jobs_per_day"),
         (FacilityConfig(months=0.01, seed=-1), "seed"),
+        (FacilityConfig(months=0.01, start="garbage"), "cannot read time 'garbage'"),
+        (FacilityConfig(months=0.01, start="1e300"), "'start' parameter"),
     ],
 )
-def test_sizes_past_the_bound_are_refused_before_allocating(tmp_path, cfg, match):
+def test_out_of_range_configs_are_refused_before_allocating(tmp_path, cfg, match):
     from iosight.warehouse import Warehouse
 
     with pytest.raises(IosightError, match=match):

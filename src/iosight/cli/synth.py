@@ -26,7 +26,7 @@ def facility(
     warehouse: Path = WAREHOUSE_OPT,
     months: float = typer.Option(6.0, help="Length in 30-day months (at most 120)."),
     seed: int = typer.Option(1, help="Random seed (same seed, same data)."),
-    start: str = typer.Option("2024-01-01", help="First day (UTC)."),
+    start: str = typer.Option("2024-01-01", help="First day (UTC), 1970 to 2199."),
     jobs_per_day: float = typer.Option(
         1500.0, help="Mean arrivals of regular jobs per day (at most 100000)."
     ),

@@ -248,6 +248,9 @@ class CheckpointPlan:
         return pd.DataFrame([{"quantity": k, "value": v} for k, v in self.__dict__.items()])
 
 
+MAX_COMPUTE_S = 10 * 365 * 86400.0  # a run longer than ten years is a typo
+
+
 def plan_checkpoints(
     predicted_write_s: float,
     compute_time_s: float,
@@ -263,8 +266,13 @@ def plan_checkpoints(
     keeps one final checkpoint and says it is not feasible.
     """
     check_param("io_budget", io_budget, 0 < io_budget < 1, "in (0, 1)")
-    check_param("margin", margin, margin >= 0, "non-negative")
-    check_param("compute_time", compute_time_s, compute_time_s > 0, "positive seconds")
+    check_param("margin", margin, 0 <= margin < math.inf, "non-negative and finite")
+    check_param(
+        "compute_time",
+        compute_time_s,
+        0 < compute_time_s <= MAX_COMPUTE_S,
+        f"positive seconds, at most {MAX_COMPUTE_S:.0f} (ten years)",
+    )
     if not math.isfinite(predicted_write_s) or predicted_write_s <= 0:
         raise IosightError(
             f"the model predicts a write time of {predicted_write_s:.3g} s for this pattern, "

@@ -48,8 +48,12 @@ _MAPPINGS = ("block", "cyclic")
 _START_POLICIES = ("sequence", "random")
 
 
+MAX_SIZE = 1024**5  # 1 PiB: far past any file or stripe, small enough for exact arithmetic
+
+
 def parse_size(value: str | int | float) -> int:
-    """Bytes from ``"1GiB"``, ``"8 MB"``, ``"4096"`` or a number (decimal and binary units)."""
+    """Bytes from ``"1GiB"``, ``"8 MB"``, ``"4096"`` or a number (decimal and binary units),
+    at most :data:`MAX_SIZE` (1 PiB)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         size = float(value)
     else:
@@ -59,8 +63,8 @@ def parse_size(value: str | int | float) -> int:
                 f"cannot read {value!r} as a size; write e.g. 1GiB, 256MiB, 8MB or 4096"
             )
         size = float(m.group(1)) * _UNITS[m.group(2).lower()]
-    if size <= 0 or not math.isfinite(size):
-        raise IosightError(f"a size must be positive. Got {value!r} instead.")
+    if not 0 < size <= MAX_SIZE:  # NaN fails too
+        raise IosightError(f"a size must be positive and at most 1024TiB. Got {value!r} instead.")
     return int(round(size))
 
 

@@ -39,6 +39,7 @@ WEEK = 7 * DAY
 MB = 1e6
 _POPULATIONS = ("regular", "checkpoint", "analysis", "storm")
 MAX_MONTHS = 120.0  # ten years
+LAST_START = 7_258_118_400.0  # 2200-01-01: every simulated time stays a valid timestamp
 # one simulated week is held in memory: ~3 kB per job, so <= 700k jobs (~2 GB) a week
 MAX_JOBS_PER_DAY = 100_000.0
 
@@ -346,7 +347,7 @@ def generate_facility(
     progress : Progress, optional
         Advanced once per week.
     """
-    import pandas as pd
+    from iosight.timeline import parse_time
 
     cfg = config or FacilityConfig()
     check_param(
@@ -359,7 +360,8 @@ def generate_facility(
         f"in (0, {MAX_JOBS_PER_DAY:g}] (one week is held in memory)",
     )
     check_seed(cfg.seed)
-    t0 = pd.Timestamp(cfg.start, tz="UTC").timestamp()
+    t0 = parse_time(cfg.start)
+    check_param("start", cfg.start, 0 <= t0 < LAST_START, "a date from 1970 to 2199")
     t1 = t0 + cfg.months * 30 * DAY
     streams = np.random.SeedSequence(cfg.seed).spawn(2)
     schedule = _draw_schedule(cfg, t0, t1, np.random.default_rng(streams[0]))
