@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from iosight._errors import IosightError
-from iosight.perfmodel._model import FAMILIES, WriteModel, fit_model, plan_checkpoints
+from iosight.perfmodel._features import WritePattern
+from iosight.perfmodel._model import (
+    FAMILIES,
+    WriteModel,
+    fit_model,
+    plan_checkpoints,
+    predict_pattern,
+)
 from iosight.perfmodel._platform import load_platform
 from iosight.perfmodel._samples import group_runs
 from iosight.perfmodel._search import (
@@ -101,6 +109,18 @@ def test_fit_predict_save_load(small_model, tmp_path):
         WriteModel.load(tmp_path)
 
 
+def test_predict_refuses_a_non_positive_prediction(small_model):
+    model, samples = small_model
+    plat = load_platform("titan")
+    linear = fit_model(samples, plat, family="linear", min_time=0.5, seed=0)
+    pat = WritePattern(8, 16, 1, 1)  # 1-byte files: far below the training sizes
+    row = {"nodes": 8, "cores": 16, "size": 1, "stripes": 1}
+    assert linear.predict(pd.DataFrame([row]))[0] < 0  # least squares extrapolates below 0
+    with pytest.raises(IosightError, match="write time of -.* cannot be used"):
+        predict_pattern(linear, pat)
+    assert predict_pattern(model, pat) > 0
+
+
 def test_plan_by_hand():
     # 100 s writes, +30% margin = 130 s; 10% budget -> interval >= 130 * 0.9 / 0.1 = 1170 s
     p = plan_checkpoints(100.0, 3600.0, io_budget=0.1, margin=0.3)
@@ -111,7 +131,7 @@ def test_plan_by_hand():
     assert not tight.feasible and tight.checkpoints == 1
     assert p.write_share == pytest.approx(390 / 3990)
     assert p.write_share <= 0.1
-    with pytest.raises(IosightError, match="cannot be planned"):
+    with pytest.raises(IosightError, match="cannot be used"):
         plan_checkpoints(-5.0, 3600.0)
     with pytest.raises(IosightError, match="io_budget"):
         plan_checkpoints(10.0, 3600.0, io_budget=1.5)

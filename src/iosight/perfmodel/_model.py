@@ -248,6 +248,19 @@ class CheckpointPlan:
         return pd.DataFrame([{"quantity": k, "value": v} for k, v in self.__dict__.items()])
 
 
+def check_prediction(predicted_write_s: float) -> None:
+    """Refuse a predicted write time that is not a positive finite number of seconds.
+
+    A linear model extrapolates: far outside its training data it can predict a negative
+    time, which is no answer to show or plan with.
+    """
+    if not math.isfinite(predicted_write_s) or predicted_write_s <= 0:
+        raise IosightError(
+            f"the model predicts a write time of {predicted_write_s:.3g} s for this pattern, "
+            "which cannot be used; the pattern is probably far outside the training data"
+        )
+
+
 MAX_COMPUTE_S = 10 * 365 * 86400.0  # a run longer than ten years is a typo
 
 
@@ -273,11 +286,7 @@ def plan_checkpoints(
         0 < compute_time_s <= MAX_COMPUTE_S,
         f"positive seconds, at most {MAX_COMPUTE_S:.0f} (ten years)",
     )
-    if not math.isfinite(predicted_write_s) or predicted_write_s <= 0:
-        raise IosightError(
-            f"the model predicts a write time of {predicted_write_s:.3g} s for this pattern, "
-            "which cannot be planned with; the pattern is probably far outside the training data"
-        )
+    check_prediction(predicted_write_s)
     w = predicted_write_s * (1 + margin)
     needed = w * (1 - io_budget) / io_budget
     k = math.floor(compute_time_s / needed)
@@ -290,7 +299,8 @@ def plan_checkpoints(
 
 
 def predict_pattern(model: WriteModel, pattern: WritePattern) -> float:
-    """Predicted mean write time (s) of one pattern."""
+    """Predicted mean write time (s) of one pattern; an error when it is not positive
+    (:func:`check_prediction`)."""
     import pandas as pd
 
     pattern.check(model.platform)
@@ -300,4 +310,6 @@ def predict_pattern(model: WriteModel, pattern: WritePattern) -> float:
         "size": pattern.size,
         "stripes": pattern.stripes,
     }
-    return float(model.predict(pd.DataFrame([row]))[0])
+    t = float(model.predict(pd.DataFrame([row]))[0])
+    check_prediction(t)
+    return t
