@@ -8,7 +8,7 @@ import pytest
 
 from iosight._errors import IosightError
 from iosight.perfmodel import load_platform
-from iosight.perfmodel._samples import group_runs, read_table, runs_from_warehouse
+from iosight.perfmodel._samples import group_runs, read_table, runs_from_warehouse, write_table
 from iosight.synth.writes import WriteSimConfig, runs_to_warehouse, simulate_writes
 
 
@@ -96,3 +96,13 @@ def test_warehouse_round_trip(warehouse):
 def test_empty_warehouse_is_a_clear_error(warehouse):
     with pytest.raises(IosightError, match="jobs"):
         runs_from_warehouse(warehouse, load_platform("titan"))
+
+
+def test_write_table_format_follows_the_name(tmp_path):
+    df = pd.DataFrame({"nodes": [1, 2], "write_time": [0.5, 1.5]})
+    for name in ("t.parquet", "t.csv", "t.csv.gz"):
+        pd.testing.assert_frame_equal(read_table(write_table(df, tmp_path / name)), df)
+    for name in ("t.txt", "t", "t.gz"):
+        with pytest.raises(IosightError, match="must end in .parquet or .csv"):
+            write_table(df, tmp_path / name)
+        assert not (tmp_path / name).exists()

@@ -15,3 +15,9 @@ def test_job_counts_past_the_bound_are_refused(n_jobs):
 def test_negative_seed_is_refused():
     with pytest.raises(IosightError, match="seed"):
         generate_monitoring(2, seed=-1)
+
+
+def test_raw_samples_must_be_named_parquet(tmp_path):
+    with pytest.raises(IosightError, match="name a .parquet file"):
+        generate_monitoring(2, samples_path=tmp_path / "raw.txt")
+    assert not (tmp_path / "raw.txt").exists()

@@ -50,7 +50,7 @@ def monitoring(
     seed: int = typer.Option(1, help="Random seed."),
     warehouse: Path = WAREHOUSE_OPT,
     samples: Path = typer.Option(
-        None, help="Also write the raw 5 s samples (Parquet, long format); small runs only."
+        None, help="Also write the raw 5 s samples (a .parquet file, long format); small runs only."
     ),
 ) -> None:
     """Generate labelled jobs (1-64 nodes, up to 8 h, 5 s samples, nine metrics)."""
@@ -86,7 +86,7 @@ def writes(
     """Simulate writes on the platform's write path (SYNTHETIC) and group them into samples."""
     with cli_errors():
         from iosight._errors import IosightError
-        from iosight.perfmodel import load_platform, write_table
+        from iosight.perfmodel import check_table_path, load_platform, write_table
         from iosight.synth.writes import WriteSimConfig, runs_to_warehouse, simulate_samples
 
         try:
@@ -95,6 +95,9 @@ def writes(
             raise IosightError(
                 f"--scales must be comma-separated integers. Got {scales!r}"
             ) from None
+        for path in (out, runs_out):  # before simulating, not after
+            if path is not None:
+                check_table_path(path)
         plat = load_platform(platform)
         cfg = WriteSimConfig(scales=scale_list, patterns_per_scale=patterns_per_scale, seed=seed)
         runs, samples = simulate_samples(plat, cfg, progress=RichProgress())

@@ -49,6 +49,7 @@ from iosight.perfmodel._platform import (
 )
 from iosight.perfmodel._samples import (
     DEFAULT_CONFIDENCE,
+    check_table_path,
     collect_samples,
     group_runs,
     read_table,
@@ -110,6 +111,7 @@ __all__ = [
     "best_shift",
     "builtin_platforms",
     "causal_features",
+    "check_table_path",
     "choose_on_validation",
     "collect_samples",
     "compute_features",

@@ -47,9 +47,23 @@ def read_table(path: str | Path) -> pd.DataFrame:
         raise IosightError(f"cannot read {p} as a table: {err}") from None
 
 
-def write_table(df: pd.DataFrame, path: str | Path) -> Path:
-    """Write ``df`` as Parquet (``.parquet``) or CSV (anything else)."""
+_CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst")
+
+
+def check_table_path(path: str | Path) -> Path:
+    """``path`` when its name says Parquet (``.parquet``) or CSV (``.csv``, optionally
+    compressed: ``.csv.gz``...), so a table is never written in a format its name hides."""
     p = Path(path)
+    if p.suffix != ".parquet" and not p.name.endswith(_CSV_SUFFIXES):
+        raise IosightError(
+            f"{p}: a table file must end in .parquet or .csv (or {', '.join(_CSV_SUFFIXES[1:])})"
+        )
+    return p
+
+
+def write_table(df: pd.DataFrame, path: str | Path) -> Path:
+    """Write ``df`` as Parquet (``.parquet``) or CSV (``.csv``, compressed by its suffix)."""
+    p = check_table_path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     if p.suffix == ".parquet":
         df.to_parquet(p, index=False)

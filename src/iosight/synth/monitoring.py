@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from iosight._errors import check_param, check_seed
+from iosight._errors import IosightError, check_param, check_seed
 from iosight._progress import Progress, ensure_progress
 from iosight.similarity import METRIC_INDEX, METRICS, SEGMENT_S, Categories
 
@@ -240,6 +240,10 @@ def generate_monitoring(
 
     check_param("n_jobs", n_jobs, 1 <= n_jobs <= MAX_JOBS, f"a number of jobs in 1..{MAX_JOBS}")
     check_seed(seed)
+    if samples_path is not None and Path(samples_path).suffix != ".parquet":
+        raise IosightError(
+            f"{samples_path}: the raw samples are written as Parquet: name a .parquet file"
+        )
     prog = ensure_progress(progress)
     prog.start(n_jobs, "synthetic monitoring")
     per_seg = int(SEGMENT_S // INTERVAL_S)
