@@ -258,3 +258,18 @@ def test_bad_arguments_are_refused(kw, match):
     if {"seed", "cv_splits"} & set(kw):
         with pytest.raises(IosightError, match=match):
             train_forecaster(df, direction="write", model="tree", max_lead=2, **kw)
+
+
+def test_predict_refuses_a_timeline_with_nan_as_analysis_does():
+    from iosight.bursts import label_bursts
+
+    df = _daily_spikes(days=6)
+    fc = train_forecaster(df, direction="write", model="tree", max_lead=1, k=3.0, n_jobs=1)
+    assert len(fc.predict_frame(df)) == 1
+    holed = df.copy()
+    holed.loc[len(df) - 3, "read_ops"] = np.nan
+    with pytest.raises(IosightError, match="the timeline has NaN or infinite values"):
+        fc.predict_frame(holed)
+    holed.loc[len(df) - 3, "write_bytes"] = np.inf
+    with pytest.raises(IosightError, match="NaN or infinite values"):
+        label_bursts(holed["write_bytes"].to_numpy())

@@ -33,6 +33,7 @@ from iosight.bursts._forecast import (
     fit_model,
     parallel_map,
 )
+from iosight.bursts._labels import check_finite
 from iosight.bursts._models import check_search, model_names
 
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ class Forecaster:
         for feature set 4, the jobs started before the end of the last bin used."""
         import pandas as pd
 
-        from iosight.timeline import bin_width_of, rebin
+        from iosight.timeline import VALUE_COLUMNS, bin_width_of, rebin
 
         md = self.metadata
         width = bin_width_of(df)
@@ -127,6 +128,8 @@ class Forecaster:
                     f"[{starts[0]:.0f}, {starts[-1] + width:.0f})"
                 )
             df = df.iloc[: int(np.searchsorted(starts, at, side="right"))]
+        cols = [c for c in (*VALUE_COLUMNS, "active_jobs") if c in df]
+        check_finite(df[cols].to_numpy(np.float64), "the timeline")  # as analyze refuses it
         series, step_s = df, width
         if md["mode"] == "interval":
             step_s = md["horizon_min"] * 60.0

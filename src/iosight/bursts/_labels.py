@@ -119,10 +119,17 @@ def label_bursts(
     )
 
 
-def _check_values(values: np.ndarray, *, allow_empty: bool = False) -> np.ndarray:
+def check_finite(values, what: str = "the series") -> np.ndarray:
+    """``values`` as a flat float array; an error when any is NaN or infinite (a timeline
+    with holes is repaired by rebuilding it, never guessed at)."""
     v = np.asarray(values, dtype=np.float64).ravel()
+    if not np.all(np.isfinite(v)):
+        raise IosightError(f"{what} has NaN or infinite values")
+    return v
+
+
+def _check_values(values: np.ndarray, *, allow_empty: bool = False) -> np.ndarray:
+    v = check_finite(values)
     if not allow_empty and v.size < 2:
         raise IosightError(f"need at least 2 bins to find bursts, got {v.size}")
-    if not np.all(np.isfinite(v)):
-        raise IosightError("the series has NaN or infinite values")
     return v
