@@ -38,6 +38,16 @@ def test_platform_show_and_features():
     assert bad.exit_code == 1 and "nodes" in bad.output
 
 
+def test_stripes_zero_is_the_documented_default():
+    base = ["perfmodel", "features", "titan", "-n", "4", "-m", "2", "-K", "8MiB", "-f", "csv"]
+    default, zero = runner.invoke(app, base), runner.invoke(app, [*base, "-W", "0"])
+    assert default.exit_code == zero.exit_code == 0 and zero.output == default.output
+    one = runner.invoke(app, [*base, "-W", "1"])  # titan's default is 4
+    assert one.exit_code == 0 and one.output != default.output
+    helptext = " ".join(runner.invoke(app, ["perfmodel", "features", "--help"]).output.split())
+    assert "omitted or 0: the platform's default" in helptext.replace("│ ", "")
+
+
 def test_synth_samples_fit_predict_plan_report(tmp_path):
     samples = tmp_path / "s.parquet"
     res = runner.invoke(

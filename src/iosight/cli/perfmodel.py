@@ -25,6 +25,12 @@ platform_group = typer.Typer(
     help="Platform descriptions (stages, counts, mappings).", no_args_is_help=True
 )
 group.add_typer(platform_group, name="platform")
+STRIPES_OPT = typer.Option(
+    None,
+    "--stripes",
+    "-W",
+    help="Lustre stripe count; omitted or 0: the platform's default (as 'lfs setstripe -c 0').",
+)
 
 
 @platform_group.command("show")
@@ -52,7 +58,7 @@ def features(
     nodes: int = typer.Option(..., "--nodes", "-n", help="Compute nodes n."),
     cores: int = typer.Option(..., "--cores", "-m", help="Writing cores per node m."),
     size: str = typer.Option(..., "--size", "-K", help="Bytes per file K, e.g. 1GiB."),
-    stripes: int | None = typer.Option(None, "--stripes", "-W", help="Lustre stripe count."),
+    stripes: int | None = STRIPES_OPT,
     start_target: str | None = typer.Option(None, help="Lustre start OST: sequence|random."),
     placement: str = typer.Option("block", help="Node placement: block or random."),
     first_node: int = typer.Option(0, help="First node of a block placement."),
@@ -209,7 +215,6 @@ MODEL_OPT = typer.Option(..., "--model", help="Model directory from 'perfmodel f
 NODES_OPT = typer.Option(..., "--nodes", "-n", help="Compute nodes n.")
 CORES_OPT = typer.Option(..., "--cores", "-m", help="Writing cores per node m.")
 SIZE_OPT = typer.Option(..., "--size", "-K", help="Bytes per file K, e.g. 2GiB.")
-STRIPES_OPT = typer.Option(None, "--stripes", "-W", help="Lustre stripe count.")
 
 
 @group.command("predict")

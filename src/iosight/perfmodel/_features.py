@@ -54,7 +54,8 @@ PLACEMENTS = ("block", "random")
 class WritePattern:
     """A file-per-process write: ``nodes`` x ``cores`` files of ``size`` bytes (§II-A).
 
-    ``stripes`` (Lustre stripe count ``W``) defaults to the platform's; ``start_target``
+    ``stripes`` (Lustre stripe count ``W``) defaults to the platform's, also when 0 (as
+    ``lfs setstripe -c 0``); ``start_target``
     overrides the platform's starting-OST policy; ``first_target`` is where a sequence starts.
     """
 
