@@ -176,3 +176,15 @@ def test_tokio_samples(shared, tmp_path):
     )
     assert res.exit_code == 0, res.output
     assert "mira/mira-fs1,ior" in res.output and "mira/mira-fs1,hacc_io_write" in res.output
+
+
+def test_a_bad_format_is_refused_before_any_work(tmp_path):
+    for args in (
+        ["report", "--model", str(tmp_path / "m"), "-o", str(tmp_path / "r")],
+        ["fit", "-s", str(tmp_path / "s.parquet"), "-p", "titan", "-o", str(tmp_path / "m")],
+        ["samples", "--runs", str(tmp_path / "runs.csv"), "-p", "titan"],
+    ):
+        res = runner.invoke(app, ["perfmodel", *args, "-f", "bogus"])
+        assert res.exit_code == 1, args
+        assert "the 'format' option must be table, csv, json or jsonl" in res.output, args
+    assert not (tmp_path / "r").exists() and not (tmp_path / "m").exists()

@@ -202,22 +202,32 @@ def _eta_column(eta: Eta):
     return EtaColumn()
 
 
+FORMATS = ("table", "csv", "json", "jsonl")
+
+
+def check_format(fmt: str) -> str:
+    """``fmt`` when it is one of :data:`FORMATS`; call it first in commands that may finish
+    without printing a frame, so a bad ``--format`` is never silently accepted."""
+    if fmt not in FORMATS:
+        raise IosightError(
+            f"the 'format' option must be table, csv, json or jsonl. Got {fmt!r} instead."
+        )
+    return fmt
+
+
 def print_frame(df, fmt: str = "table", title: str | None = None, max_rows: int = 50) -> None:
     """Render a DataFrame as a Rich table, CSV, one JSON array or JSON Lines on stdout.
 
     Tables show human units (bytes, rates, durations) and elide long paths in the middle;
     CSV and JSON keep raw values, integers as integers.
     """
+    check_format(fmt)
     if fmt == "csv":
         sys.stdout.write(df.to_csv(index=False))
         return
     if fmt in ("json", "jsonl"):
         sys.stdout.write(frame_json(df, lines=fmt == "jsonl"))
         return
-    if fmt != "table":
-        raise IosightError(
-            f"the 'format' option must be table, csv, json or jsonl. Got {fmt!r} instead."
-        )
     from rich.table import Table
 
     from iosight.cli._units import cell
