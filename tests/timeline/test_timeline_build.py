@@ -143,6 +143,12 @@ def test_job_window_must_be_finite(warehouse, bound, value):
     assert not warehouse.has_table("timeline")
 
 
+def test_job_window_takes_numpy_numbers(warehouse):
+    _hand_warehouse(warehouse)
+    whole = build_timeline(warehouse, bin_width=60)
+    assert build_timeline(warehouse, bin_width=60, since=np.int64(0)).equals(whole)
+
+
 def test_missing_tables_are_clear(warehouse):
     with pytest.raises(MissingTableError, match="jobs"):
         build_timeline(warehouse)

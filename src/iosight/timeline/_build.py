@@ -33,6 +33,7 @@ time grows with records x chunks: a larger ``chunk_jobs`` trades memory back for
 
 from __future__ import annotations
 
+import numbers
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -564,7 +565,7 @@ def build_timeline(
     ok = isinstance(chunk_jobs, int) and chunk_jobs >= 1
     check_param("chunk_jobs", chunk_jobs, ok, "a positive integer")
     for name, t in (("since", since), ("until", until)):
-        ok = t is None or (isinstance(t, int | float) and bool(np.isfinite(t)))
+        ok = t is None or (isinstance(t, numbers.Real) and bool(np.isfinite(t)))
         check_param(name, t, ok, "a finite time in epoch seconds")
     warehouse.require("jobs")
     acc_args = (float(bin_width), spread)
