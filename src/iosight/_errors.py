@@ -62,7 +62,12 @@ def check_param(name: str, value: object, ok: bool, expected: str) -> None:
 MAX_SEED = 2**32 - 1
 
 
+def is_integer(value: object) -> bool:
+    """An integer, Python's or NumPy's; a bool is not one (``True`` is no count)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 def check_seed(seed: object, name: str = "seed") -> None:
     """Refuse a seed NumPy's generators cannot take: it must be an integer in 0..2**32-1."""
-    ok = isinstance(seed, numbers.Integral) and not isinstance(seed, bool)
-    check_param(name, seed, ok and 0 <= seed <= MAX_SEED, f"an integer in 0..{MAX_SEED}")
+    ok = is_integer(seed) and 0 <= seed <= MAX_SEED
+    check_param(name, seed, ok, f"an integer in 0..{MAX_SEED}")

@@ -17,14 +17,13 @@ single-pattern call and the simulations over many windows.
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from iosight._errors import IosightError, check_param
+from iosight._errors import IosightError, check_param, is_integer
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -132,8 +131,8 @@ class JobBins:
     def check_options(self, n_options: int) -> int:
         """``n_options`` as an int, refused unless positive and small enough that one
         pattern's walk, ``n_options * (burst_bins + 1)`` cells, fits MAX_WALK_CELLS."""
-        ok = isinstance(n_options, numbers.Integral) and not isinstance(n_options, bool)
-        check_param("n_options", n_options, ok and n_options >= 1, "a positive integer")
+        ok = is_integer(n_options) and n_options >= 1
+        check_param("n_options", n_options, ok, "a positive integer")
         most = MAX_WALK_CELLS // (self.burst_bins + 1)
         check_param(
             "n_options",
@@ -319,12 +318,11 @@ def choose_start(
     """
     a = policy_alpha(policy, alpha)
     job = JobBins.of(min_time, max_time, bin_s)
-    n_options = job.check_options(n_options)
     pat = parse_pattern(pattern)[None, :]
     run = option_run_times(pat, job, n_options=n_options, bin_s=bin_s, estimator=estimator)
     best, score = choose_among(run, a, bin_s)
     i = int(best[0])
-    delays = np.arange(n_options) * float(bin_s)
+    delays = np.arange(run.shape[1]) * float(bin_s)
     return StartChoice(
         alpha=a,
         bin_s=float(bin_s),

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from iosight._errors import IosightError, check_param
+from iosight._errors import IosightError, check_param, is_integer
 from iosight._progress import Progress, ensure_progress
 from iosight.sched.ioresources._allocators import ALLOCATORS
 from iosight.sched.ioresources._curves import (
@@ -116,10 +116,6 @@ def parse_loads(spec: str) -> tuple[float, ...]:
     return tuple(float(v) for v in vals)
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int | np.integer) and not isinstance(value, bool)
-
-
 def pairs(mckp_zero: bool = False) -> list[tuple[str, str]]:
     """Every allocator x placement pair, then the MCKP baseline (and its zero-forwarder
     reading "MCKP-0" when ``mckp_zero``)."""
@@ -152,8 +148,8 @@ class ExperimentConfig:
         """Check every setting, so that a run that starts does not stop on one."""
         for name in ("sets", "k", "n_resources", "q_cpu"):
             value = getattr(self, name)
-            check_param(name, value, _is_int(value) and value >= 1, "a positive integer")
-        check_param("seed", self.seed, _is_int(self.seed) and self.seed >= 0, "an integer >= 0")
+            check_param(name, value, is_integer(value) and value >= 1, "a positive integer")
+        check_param("seed", self.seed, is_integer(self.seed) and self.seed >= 0, "an integer >= 0")
         check_param("loads", self.loads, len(self.loads) > 0, "at least one load")
         for theta in self.loads:
             check_load("loads", theta, self.k, self.n_resources)
@@ -161,12 +157,7 @@ class ExperimentConfig:
             "statistic", self.statistic, self.statistic in STATISTICS, " or ".join(STATISTICS)
         )
         check_param("grid", self.grid, self.grid in GRIDS, " or ".join(GRIDS))
-        check_param(
-            "simulator",
-            self.simulator,
-            self.simulator in SIMULATORS.names(),
-            " or ".join(SIMULATORS.names()),
-        )
+        SIMULATORS.get(self.simulator)  # an unknown name is an error naming the known ones
         check_param(
             "family_curves",
             self.family_curves,

@@ -12,13 +12,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from iosight._errors import IosightError, check_param
+from iosight._errors import IosightError, check_param, is_integer
 
 
 def _is_count(value: object) -> bool:
     """An integer >= 1 that fits the model's int64 arrays (bool is no count)."""
-    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
-    return ok and 1 <= int(value) < 2**63
+    return is_integer(value) and 1 <= int(value) < 2**63
 
 
 def _is_real(value: object, low: float, *, strict: bool = False) -> bool:
