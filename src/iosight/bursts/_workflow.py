@@ -82,10 +82,13 @@ def train_bursts(
 
     df = load_timeline(warehouse)
     fs_list = _as_list(feature_sets, int, "feature_sets")
+    dirs, mode_list = _as_list(directions, name="directions"), _as_list(modes, name="modes")
+    horizon_list = _as_list(horizons, float, "horizons")
+    target_list = _as_list(targets, name="targets")
     jobs = load_jobs(warehouse) if 4 in fs_list else None
     ev = evaluate_forecasts(
-        df, directions=directions, models=models, feature_sets=fs_list, modes=modes,
-        horizons=horizons, targets=targets, k=k, target_fraction=target_fraction,
+        df, directions=dirs, models=models, feature_sets=fs_list, modes=mode_list,
+        horizons=horizon_list, targets=target_list, k=k, target_fraction=target_fraction,
         threshold_from=threshold_from, search_iter=search_iter, cv_splits=cv_splits,
         seed=seed, jobs=jobs, n_jobs=n_jobs, progress=progress,
     )  # fmt: skip
@@ -102,20 +105,19 @@ def train_bursts(
         ev_all = ev
     warehouse.write_table(EVALUATION_TABLE, pa.Table.from_pandas(ev_all, preserve_index=False))
     saved, chosen = [], {}
-    mode_list = _as_list(modes, name="modes")
     fs = fs_list[-1]
-    for d in _as_list(directions, name="directions"):
-        mode = "lead" if "lead" in mode_list else "interval"
+    mode = "lead" if "lead" in mode_list else "interval"
+    for d in dirs:
         best = _best_model(ev[ev["feature_set"] == fs], d, mode)
         if not save or best is None:
             continue
         fc = train_forecaster(
             df, direction=d, model=best, feature_set=fs, mode=mode,
-            horizon_min=min(_as_list(horizons, float, "horizons")),
+            horizon_min=min(horizon_list),
             name=f"bursts-{d}" if mode == "lead" else f"bursts-{d}-interval",
             k=(k or {}).get(d), target_fraction=target_fraction, search_iter=search_iter,
             cv_splits=cv_splits, seed=seed, jobs=jobs, n_jobs=n_jobs, progress=progress,
-            severity="severity" in _as_list(targets, name="targets"),
+            severity="severity" in target_list,
         )  # fmt: skip
         fc.save(warehouse)
         saved.append(fc.name)
