@@ -177,8 +177,7 @@ def combine(logs: Sequence[LogContent], *, labels: Sequence[str] | None = None) 
     """
     if not logs:
         raise IosightError("nothing to merge: no per-process logs given")
-    _check_distinct_ranks(logs, labels)
-    ranks = set().union(*map(log_ranks, logs))
+    ranks = _distinct_ranks(logs, labels)
     nprocs = max(max(log.job.nprocs for log in logs), len(ranks))
     first = min(logs, key=lambda g: (g.job.start_time_sec, g.job.start_time_nsec))
     last = max(logs, key=lambda g: (g.job.end_time_sec, g.job.end_time_nsec))
@@ -228,14 +227,16 @@ def combine(logs: Sequence[LogContent], *, labels: Sequence[str] | None = None) 
 def log_ranks(log: LogContent) -> set[int]:
     """The ranks whose I/O ``log`` holds: those of its records, and every rank of the job
     when it has shared (rank -1) records, i.e. when it is already merged."""
-    ranks = {int(r) for recs in log.records.values() for r in recs["rank"]}
+    found = [np.unique(np.asarray(recs["rank"])) for recs in log.records.values()]
+    ranks = {int(r) for r in (np.unique(np.concatenate(found)) if found else ())}
     if -1 in ranks:
         ranks |= set(range(log.job.nprocs))
     ranks.discard(-1)
     return ranks
 
 
-def _check_distinct_ranks(logs: Sequence[LogContent], labels: Sequence[str] | None) -> None:
+def _distinct_ranks(logs: Sequence[LogContent], labels: Sequence[str] | None) -> set[int]:
+    """Every rank the logs hold, each from one log only (else an error naming both)."""
     names = list(labels) if labels is not None else [f"log {k + 1}" for k in range(len(logs))]
     owner: dict[int, int] = {}
     for k, log in enumerate(logs):
@@ -249,6 +250,7 @@ def _check_distinct_ranks(logs: Sequence[LogContent], labels: Sequence[str] | No
                     f"{rank}: merge the per-rank logs of one job, each once"
                 )
             owner[rank] = k
+    return set(owner)
 
 
 def _ns(job: Job, which: str) -> int:
