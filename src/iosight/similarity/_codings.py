@@ -40,7 +40,7 @@ METRIC_INDEX: dict[str, int] = {m: i for i, m in enumerate(METRICS)}
 SEGMENT_S: float = 600.0
 #: Optional job columns of monitoring samples (one value per job, repeated on its rows):
 #: with them, input without its zero samples segments as the full input does.
-JOB_COLUMNS: tuple[str, ...] = ("job_start", "job_end", "n_nodes", "n_fs")
+SAMPLE_JOB_COLUMNS: tuple[str, ...] = ("job_start", "job_end", "n_nodes", "n_fs")
 HEX_LEVELS = 16
 
 
@@ -57,7 +57,7 @@ def segment_samples(
     samples : DataFrame or path
         Long format ``job, node, fs, metric, time, value`` (``time`` in seconds), as a
         DataFrame or a CSV / Parquet file; DuckDB does the grouping, so files larger
-        than memory are fine. Optional :data:`JOB_COLUMNS` ``job_start, job_end,
+        than memory are fine. Optional :data:`SAMPLE_JOB_COLUMNS` ``job_start, job_end,
         n_nodes, n_fs`` (the same on every row of a job) give the job's span and
         its numbers of nodes and file systems.
     segment_s : float, default 600
@@ -110,7 +110,7 @@ def segment_samples(
             f"monitoring samples lack columns {sorted(need - have)}; need {sorted(need)}"
         )
     meta = ", ".join(
-        f"cast({c} as double) {c}" if c in have else f"null::double {c}" for c in JOB_COLUMNS
+        f"cast({c} as double) {c}" if c in have else f"null::double {c}" for c in SAMPLE_JOB_COLUMNS
     )
     try:
         con.execute(
@@ -149,7 +149,7 @@ def segment_samples(
 
 def _job_spans(con, seg: float) -> None:
     """Table ``span``: each job's start ``t0``, end ``t1``, nodes and file systems,
-    from the optional :data:`JOB_COLUMNS` where given, else from its samples."""
+    from the optional :data:`SAMPLE_JOB_COLUMNS` where given, else from its samples."""
     con.execute(
         """create temp table span as select job,
         coalesce(max(job_start), min(t)) t0, coalesce(max(job_end), max(t)) t1,
