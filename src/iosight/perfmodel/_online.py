@@ -354,7 +354,7 @@ def walk_forward(
         rows = test[(months == month)]
         t0 = month.start_time.timestamp()
         window = (end < t0) & (start >= t0 - st.window_days * DAY)
-        known = window & has_session & np.isfinite(offset)
+        known = window & has_session  # (no session estimate where the offset is NaN)
         w = 0.0
         if known.sum() >= st.min_train:
             w = session_weight(offset[known], session[known], logt[known])
@@ -453,16 +453,14 @@ def online_accuracy(
             _candidate_errors(v, p, pred)[0]
             for v, p in zip(validation, paper_validation, strict=True)
         ]
-        shares = {
-            m: float(accuracy(np.concatenate([w[m] for w in windows]))["within_30"])
-            for m in CANDIDATES
-        }
+        pooled = {m: accuracy(np.concatenate([w[m] for w in windows])) for m in CANDIDATES}
+        shares = {m: float(a["within_30"]) for m, a in pooled.items()}
         chosen = choose_on_validation(shares)
         errors[DEPLOYED] = errors[chosen]
         shares[DEPLOYED] = shares[chosen]
-        rows = sum(len(w[CANDIDATES[0]]) for w in windows)
+        n_rows = pooled[chosen]["samples"]  # the same scored rows for every candidate
         extra = {
-            m: {"chosen": chosen, "validation_within_30": shares[m], "validation_rows": rows}
+            m: {"chosen": chosen, "validation_within_30": shares[m], "validation_rows": n_rows}
             for m in METHODS
         }
     apps = test["app"].to_numpy()[keep]

@@ -64,7 +64,9 @@ def parse_size(value: str | int | float) -> int:
             )
         size = float(m.group(1)) * _UNITS[m.group(2).lower()]
     if not 0 < size <= MAX_SIZE:  # NaN fails too
-        raise IosightError(f"a size must be positive and at most 1024TiB. Got {value!r} instead.")
+        raise IosightError(
+            f"a size must be positive and at most {MAX_SIZE // 1024**4}TiB. Got {value!r} instead."
+        )
     return int(round(size))
 
 
