@@ -17,6 +17,7 @@ from iosight.darshan._tables import (
     LogTables,
     jobs_schema,
     table_for_module,
+    warnings_in,
 )
 
 __all__ = [
@@ -36,5 +37,6 @@ __all__ = [
     "read_pydarshan",
     "read_source",
     "table_for_module",
+    "warnings_in",
     "write_parser_text",
 ]

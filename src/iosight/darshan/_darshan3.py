@@ -47,7 +47,7 @@ from iosight.darshan._record_tables import (
     names_table,
     totals_table,
 )
-from iosight.darshan._tables import LogTables, jobs_schema, table_for_module
+from iosight.darshan._tables import LogTables, jobs_schema, table_for_module, with_warning
 
 MAGIC = 6567223
 MAX_REGION_BYTES = 1 << 30  # one inflated region (1 GiB)
@@ -369,9 +369,8 @@ def _read(blob: bytes, path: Path, job_totals_row: bool) -> LogTables:
             tables["heatmap"] = _heatmap_table(data, hdr.order, names)
     tables = named_tables(tables, names)
     present = [m for m in hdr.regions]
-    if warnings:
-        job["metadata"] = "\n".join([job["metadata"], *(f"iosight_warning={w}" for w in warnings)])
-        job["metadata"] = job["metadata"].strip()
+    for w in warnings:
+        job["metadata"] = with_warning(job["metadata"], w)
     job.update(
         modules=",".join(present),
         partial_modules=",".join(hdr.partial_modules),

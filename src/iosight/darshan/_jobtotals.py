@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from iosight._errors import CorruptLogError
-from iosight.darshan._tables import LogTables, jobs_schema
+from iosight.darshan._tables import LogTables, jobs_schema, with_warning
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -169,8 +169,7 @@ def _numbers(series) -> np.ndarray:
 
 
 def _warn(warnings: list[str], row: int, text: str) -> None:
-    line = f"iosight_warning={text}"
-    warnings[row] = f"{warnings[row]}\n{line}" if warnings[row] else line
+    warnings[row] = with_warning(warnings[row], text)
 
 
 def _integers(series) -> tuple[np.ndarray, np.ndarray]:

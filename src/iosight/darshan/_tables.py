@@ -89,6 +89,25 @@ def table_for_module(module: str) -> str:
     return MODULE_TABLES.get(module, module.lower().replace("-", "").replace("/", ""))
 
 
+#: Starts a ``jobs.metadata`` line saying what a reader skipped, doubted or changed.
+WARNING_PREFIX = "iosight_warning="
+
+
+def with_warning(metadata: str, text: str) -> str:
+    """``metadata`` with one more warning line (``iosight_warning=<text>``)."""
+    base, line = metadata.rstrip(), WARNING_PREFIX + text
+    return f"{base}\n{line}" if base else line
+
+
+def warnings_in(metadata: str) -> list[str]:
+    """The texts of the warning lines of ``metadata``, in order."""
+    return [
+        line.removeprefix(WARNING_PREFIX)
+        for line in metadata.splitlines()
+        if line.startswith(WARNING_PREFIX)
+    ]
+
+
 def jobs_schema() -> pa.Schema:
     import pyarrow as pa
 
