@@ -24,7 +24,8 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 Beat = Callable[[int], None]
-# how the error of an item that ran past its timeout begins (ingest retries those later)
+# how the error of an item that ran past its timeout begins: ingest stores it in
+# ingest_errors and reads those sources again next time by this prefix (a contract)
 TIMED_OUT = "timed out after"
 
 

@@ -113,7 +113,9 @@ def test_a_batch_whose_worker_died_keeps_its_other_sources(warehouse):
     from iosight.parallel import TaskResult
     from iosight.warehouse._ingest import IngestReport, _Committer
 
-    committer = _Committer(warehouse, force=False, known=set(), report=IngestReport())
+    committer = _Committer(
+        warehouse, force=False, known=set(), timed_out=set(), report=IngestReport()
+    )
     batch = [("k0", "a.darshan"), ("k1", "b.darshan"), ("k2", "c.darshan")]
     died = TaskResult("b1", error="reader crashed the worker process (SIGSEGV)", failed_item=1)
     retries = committer.split_failed(died, batch, NullProgress())
@@ -144,7 +146,9 @@ def test_a_source_that_timed_out_is_read_again_next_time(warehouse, tmp_path):
     good, bad = example_logs()[0], tmp_path / "bad.darshan"
     bad.write_bytes(b"\x00" * 100)
     # the first ingest's worker ran past --timeout on each (how the pool reports it)
-    committer = _Committer(warehouse, force=False, known=set(), report=IngestReport())
+    committer = _Committer(
+        warehouse, force=False, known=set(), timed_out=set(), report=IngestReport()
+    )
     for log in (good, bad):
         hung = TaskResult("b", error="timed out after 3 s", failed_item=0)
         committer.split_failed(hung, [(content_key(log), str(log))], NullProgress())

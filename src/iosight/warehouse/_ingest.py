@@ -374,8 +374,8 @@ class _Committer:
         *,
         force: bool,
         known: set[str],
+        timed_out: set[str],
         report,
-        timed_out: set[str] = frozenset(),
     ) -> None:
         self.warehouse, self.force, self.known, self.report = warehouse, force, known, report
         self.timed_out = timed_out  # keys whose timeout row the next try replaces
