@@ -346,23 +346,22 @@ def _run_dask(batches, warehouse, scheduler, timeout, committer, logs, reader) -
 
 def _known_sources(warehouse: Warehouse) -> tuple[set[str], set[str]]:
     """Keys of the sources in ``sources`` or ``ingest_errors``, and of those whose only
-    record is a timeout (read again: the next try may well finish)."""
+    record is a timeout (read again: the next try may well finish). One read per table."""
     from iosight.parallel import TIMED_OUT
 
-    keys: set[str] = set()
-    for name in _SOURCE_TABLES:
-        if warehouse.has_table(name):
-            keys.update(warehouse.table(name, columns=["source_key"])["source_key"].to_pylist())
-    timed_out: set[str] = set()
-    if warehouse.has_table("ingest_errors"):
-        ingested = "select source_key from sources" if warehouse.has_table("sources") else ""
-        rows = warehouse.sql(
-            "select distinct source_key from ingest_errors where starts_with(error, ?)"
-            + (f" and source_key not in ({ingested})" if ingested else ""),
-            [TIMED_OUT],
-        )
-        timed_out.update(rows["source_key"])
-    return keys, timed_out
+    def column(name: str, cols: list[str]) -> dict[str, list]:
+        if not warehouse.has_table(name):
+            return {c: [] for c in cols}
+        return warehouse.table(name, columns=cols).to_pydict()
+
+    ingested = set(column("sources", ["source_key"])["source_key"])
+    errors = column("ingest_errors", ["source_key", "error"])
+    timed_out = {
+        key
+        for key, error in zip(errors["source_key"], errors["error"], strict=True)
+        if str(error).startswith(TIMED_OUT)
+    }
+    return ingested | set(errors["source_key"]), timed_out - ingested
 
 
 class _Committer:
