@@ -71,3 +71,26 @@ def check_seed(seed: object, name: str = "seed") -> None:
     """Refuse a seed NumPy's generators cannot take: it must be an integer in 0..2**32-1."""
     ok = is_integer(seed) and 0 <= seed <= MAX_SEED
     check_param(name, seed, ok, f"an integer in 0..{MAX_SEED}")
+
+
+def parse_list(value, cast=str, name: str = "value") -> list:
+    """A comma-separated string, a scalar or a list as a non-empty list of ``cast`` values
+    (options such as ``--horizons 5,30``); anything else is an :class:`IosightError`
+    naming the parameter ``name``."""
+    from collections.abc import Iterable
+
+    if isinstance(value, str):
+        items = [v.strip() for v in value.split(",") if v.strip()]
+    elif isinstance(value, Iterable):
+        items = list(value)
+    else:
+        items = [value]
+    expected = "a non-empty comma-separated list" + (
+        " of numbers" if cast is float else " of integers" if cast is int else ""
+    )
+    try:
+        out = [cast(v) for v in items]
+    except (TypeError, ValueError):
+        out = []
+    check_param(name, value, len(out) > 0, expected)
+    return out

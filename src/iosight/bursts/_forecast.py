@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from iosight._errors import IosightError, check_param, check_seed
+from iosight._errors import IosightError, check_param, check_seed, parse_list
 from iosight._progress import Progress, ensure_progress
 from iosight.bursts._analysis import check_direction
 from iosight.bursts._features import check_feature_set, make_features
@@ -503,26 +503,6 @@ def _time_of_day(ds: Dataset) -> tuple[np.ndarray, np.ndarray]:
     return np.where(prob >= thr, cls[slot], 0), prob
 
 
-def _as_list(value, cast=str, name: str = "value") -> list:
-    """A comma-separated string, a scalar or a list as a non-empty list of ``cast`` values;
-    anything else is an :class:`IosightError` naming the parameter ``name``."""
-    if isinstance(value, str):
-        items = [v.strip() for v in value.split(",") if v.strip()]
-    elif np.isscalar(value):
-        items = [value]
-    else:
-        items = list(value)
-    expected = "a non-empty comma-separated list" + (
-        " of numbers" if cast is float else " of integers" if cast is int else ""
-    )
-    try:
-        out = [cast(v) for v in items]
-    except (TypeError, ValueError):
-        out = []
-    check_param(name, value, len(out) > 0, expected)
-    return out
-
-
 def parallel_map(func, items: list, n_jobs: int, progress: Progress, weight=lambda item: 1):
     """``[func(item) for item in items]`` on ``n_jobs`` threads (-1: every core), the
     progress advanced as each item finishes. Threads share the feature matrices without
@@ -650,11 +630,11 @@ def evaluate_forecasts(
 
     check_seed(seed)
     check_search(search_iter, cv_splits)
-    dirs = _as_list(directions, name="directions")
-    fs_list = _as_list(feature_sets, int, "feature_sets")
-    mode_list = _as_list(modes, name="modes")
-    horizon_list = _as_list(horizons, float, "horizons")
-    target_list = _as_list(targets, name="targets")
+    dirs = parse_list(directions, name="directions")
+    fs_list = parse_list(feature_sets, int, "feature_sets")
+    mode_list = parse_list(modes, name="modes")
+    horizon_list = parse_list(horizons, float, "horizons")
+    target_list = parse_list(targets, name="targets")
     names = model_names(models)
     builder = _Builder(df, jobs)
     specs = [

@@ -6,8 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from iosight._errors import parse_list
 from iosight._progress import Progress
-from iosight.bursts._forecast import BASELINES, DEFAULT_HORIZONS, _as_list, evaluate_forecasts
+from iosight.bursts._forecast import BASELINES, DEFAULT_HORIZONS, evaluate_forecasts
 from iosight.bursts._forecaster import train_forecaster
 
 if TYPE_CHECKING:
@@ -81,10 +82,10 @@ def train_bursts(
     from iosight.timeline import load_timeline
 
     df = load_timeline(warehouse)
-    fs_list = _as_list(feature_sets, int, "feature_sets")
-    dirs, mode_list = _as_list(directions, name="directions"), _as_list(modes, name="modes")
-    horizon_list = _as_list(horizons, float, "horizons")
-    target_list = _as_list(targets, name="targets")
+    fs_list = parse_list(feature_sets, int, "feature_sets")
+    dirs, mode_list = parse_list(directions, name="directions"), parse_list(modes, name="modes")
+    horizon_list = parse_list(horizons, float, "horizons")
+    target_list = parse_list(targets, name="targets")
     jobs = load_jobs(warehouse) if 4 in fs_list else None
     ev = evaluate_forecasts(
         df, directions=dirs, models=models, feature_sets=fs_list, modes=mode_list,

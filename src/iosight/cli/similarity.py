@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from iosight._errors import parse_list
 from iosight.cli._common import (
     FORMAT_OPT,
     WAREHOUSE_OPT,
@@ -30,18 +31,6 @@ CODING_OPT = typer.Option(
 
 # "\[" keeps Rich from reading "[low, high]" as a markup tag (the help showed "{metric: }")
 CATEGORIES_OPT = typer.Option(None, help="YAML/JSON split points {metric: \\[low, high]}.")
-
-
-def _floats(text: str, name: str) -> list[float]:
-    from iosight._errors import IosightError
-
-    try:
-        values = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        values = []
-    if not values:
-        raise IosightError(f"the {name!r} option must be comma-separated numbers: {text!r}")
-    return values
 
 
 def _categories(config: Path | None):
@@ -144,7 +133,9 @@ def codings_cmd(
         counts = build_codings(
             open_warehouse(warehouse),
             categories=_categories(categories),
-            quantiles=None if quantiles is None else tuple(_floats(quantiles, "quantiles")),
+            quantiles=None
+            if quantiles is None
+            else tuple(parse_list(quantiles, float, "quantiles")),
         )
     console.print(counts)
 
@@ -192,7 +183,7 @@ def explore_cmd(
     from iosight.similarity import explore
 
     with cli_errors():
-        values = _floats(sim if algorithm == "density" else eps, "sim/eps")
+        values = parse_list(sim if algorithm == "density" else eps, float, "sim/eps")
         extra = {"sample": sample} if algorithm == "tree" else {}
         df = explore(
             open_warehouse(warehouse),
@@ -278,7 +269,7 @@ def report_cmd(
             out,
             codings_csv=locate(codings) if codings else None,
             job=job,
-            sims=_floats(sims, "sims"),
+            sims=parse_list(sims, float, "sims"),
             progress=RichProgress(),
         )
     console.print((path.parent / "summary.txt").read_text(), highlight=False, markup=False)

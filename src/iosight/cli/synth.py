@@ -85,16 +85,11 @@ def writes(
 ) -> None:
     """Simulate writes on the platform's write path (SYNTHETIC) and group them into samples."""
     with cli_errors():
-        from iosight._errors import IosightError
+        from iosight._errors import parse_list
         from iosight.perfmodel import check_table_path, load_platform, write_table
         from iosight.synth.writes import WriteSimConfig, runs_to_warehouse, simulate_samples
 
-        try:
-            scale_list = tuple(int(s) for s in scales.split(","))
-        except ValueError:
-            raise IosightError(
-                f"--scales must be comma-separated integers. Got {scales!r}"
-            ) from None
+        scale_list = tuple(parse_list(scales, int, "scales"))
         for path in (out, runs_out):  # before simulating, not after
             if path is not None:
                 check_table_path(path)
