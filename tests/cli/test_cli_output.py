@@ -108,3 +108,12 @@ def test_error_messages_are_printed_verbatim(capsys):
         raise IosightError("bandwidth must be finite. Got [nan, 3.0] in [bold]a.yaml[/bold]")
     err = capsys.readouterr().err
     assert "Got [nan, 3.0] in [bold]a.yaml[/bold]" in err and err.startswith("error:")
+
+
+def test_every_format_option_is_checked_before_the_command_runs(tmp_path):
+    """FORMAT_OPT itself refuses a bad --format: no warehouse is looked for or made."""
+    for args in (["jobs"], ["errors"], ["timeline", "show"], ["bursts", "analyze"]):
+        res = runner.invoke(app, [*args, "-w", str(tmp_path / "none"), "-f", "bogus"])
+        assert res.exit_code == 1, args
+        assert "the 'format' option must be table, csv, json or jsonl" in res.output, args
+    assert not (tmp_path / "none").exists()

@@ -29,11 +29,21 @@ WAREHOUSE_OPT = typer.Option(
     envvar="IOSIGHT_WAREHOUSE",
     help="Warehouse directory (default ./iosight-warehouse).",
 )
+
+
+def _format_option(value: str) -> str:
+    """Every command's ``--format``, checked while the command line is parsed, so a bad
+    one is one error line before any work (also where the work prints no frame)."""
+    with cli_errors():
+        return check_format(value)
+
+
 FORMAT_OPT = typer.Option(
     "table",
     "--format",
     "-f",
     help="table (human units), csv, json (one array of objects) or jsonl (JSON Lines).",
+    callback=_format_option,
 )
 
 
@@ -206,8 +216,8 @@ FORMATS = ("table", "csv", "json", "jsonl")
 
 
 def check_format(fmt: str) -> str:
-    """``fmt`` when it is one of :data:`FORMATS`; call it first in commands that may finish
-    without printing a frame, so a bad ``--format`` is never silently accepted."""
+    """``fmt`` when it is one of :data:`FORMATS` (:data:`FORMAT_OPT` checks every
+    command's option with it; :func:`print_frame` checks library callers)."""
     if fmt not in FORMATS:
         raise IosightError(
             f"the 'format' option must be table, csv, json or jsonl. Got {fmt!r} instead."

@@ -11,7 +11,6 @@ from iosight.cli._common import (
     FORMAT_OPT,
     WAREHOUSE_OPT,
     RichProgress,
-    check_format,
     cli_errors,
     console,
     open_warehouse,
@@ -102,7 +101,6 @@ def samples(
 ) -> None:
     """Write samples: file-per-process runs grouped into pattern means (CLT test, §IV-A)."""
     with cli_errors():
-        check_format(format)  # before the work, not after it
         from iosight.perfmodel import collect_samples, load_platform, tokio_samples, write_table
 
         if tokio is not None:
@@ -172,7 +170,6 @@ def fit(
 ) -> None:
     """Search Lasso over 255 training sets x shrinkage 0..10 and compare model families."""
     with cli_errors():
-        check_format(format)  # before the search and the saved model, not after
         from iosight.perfmodel import fit_model, load_platform, read_table
 
         model = fit_model(
@@ -283,7 +280,6 @@ def report(
 ) -> None:
     """HTML report: real-data accuracy (TOKIO-ABC) and the model's evaluation."""
     with cli_errors():
-        check_format(format)
         from iosight.perfmodel import WriteModel, evaluate_tokio_files
         from iosight.report.perfmodel import write_report
 
