@@ -101,6 +101,15 @@ class JobState:
     expected: np.ndarray
 
 
+def _job_times(jobs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end (never before the start) of every job of a :func:`load_jobs` frame."""
+    missing = [c for c in _JOB_COLUMNS if c not in jobs.columns]
+    if missing:
+        raise IosightError(f"the jobs frame lacks {missing}; build it with load_jobs()")
+    start = jobs["start_time"].to_numpy(np.float64)
+    return start, np.maximum(jobs["end_time"].to_numpy(np.float64), start)
+
+
 def job_state(jobs: pd.DataFrame, bin_start: np.ndarray, width: float, direction: str) -> JobState:
     """The state of running jobs at the end of each bin, using only what was known then.
 
@@ -112,13 +121,9 @@ def job_state(jobs: pd.DataFrame, bin_start: np.ndarray, width: float, direction
         Bin starts (epoch s), equally spaced by ``width``.
     direction : {"read", "write"}
     """
-    missing = [c for c in _JOB_COLUMNS if c not in jobs.columns]
-    if missing:
-        raise IosightError(f"the jobs frame lacks {missing}; build it with load_jobs()")
+    start, end = _job_times(jobs)
     n = len(bin_start)
     ends_T = np.asarray(bin_start, np.float64) + width
-    start = jobs["start_time"].to_numpy(np.float64)
-    end = np.maximum(jobs["end_time"].to_numpy(np.float64), start)
     runtime = np.maximum(end - start, 1.0)
     nprocs = np.maximum(jobs["nprocs"].to_numpy(np.float64), 1.0)
     rate = jobs[f"{direction}_bytes"].to_numpy(np.float64) / (runtime * nprocs)  # per process
@@ -165,12 +170,8 @@ def bytes_by_start(
     """
     from iosight.timeline import spread_fractions
 
-    missing = [c for c in _JOB_COLUMNS if c not in jobs.columns]
-    if missing:
-        raise IosightError(f"the jobs frame lacks {missing}; build it with load_jobs()")
+    start, end = _job_times(jobs)
     origin = float(bin_start[0]) if len(bin_start) else 0.0
-    start = jobs["start_time"].to_numpy(np.float64)
-    end = np.maximum(jobs["end_time"].to_numpy(np.float64), start)
     rows, bins, frac = spread_fractions(start - origin, end - origin, width)
     inside = (bins >= 0) & (bins < len(bin_start))
     rows, bins = rows[inside], bins[inside]
