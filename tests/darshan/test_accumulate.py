@@ -117,7 +117,7 @@ def test_stdio_rules_equal_the_c_fold() -> None:
         recs = np.column_stack(
             [ids, ranks.view(np.uint64), ints.view(np.uint64), fl.view(np.uint64)]
         )
-        got = accumulate("STDIO", recs, 3)
+        got = accumulate("STDIO", recs)
         c, f = _c_stdio_fold(recs)
         want = dict(zip(["total_" + x for x in names], c + f, strict=True))
         assert {k: got[k] for k in want} == want, (recs, got, want)

@@ -5,6 +5,7 @@ DXT_MPIIO v3, darshan's development branch) and modules of an unknown future ver
 from __future__ import annotations
 
 import struct
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -124,3 +125,25 @@ def test_heatmap_records_of_other_bin_counts_read_one_by_one(tmp_path: Path) -> 
     keep = np.ones(want.num_rows, bool)
     keep[k - 1] = False  # the first record's last bin
     assert read_darshan3(changed)["heatmap"].equals(want.filter(pa.array(keep)))
+
+
+def test_claimed_nprocs_costs_no_memory(tmp_path: Path) -> None:
+    """A job record claiming 10^8 processes (the most the reader accepts) over one
+    rank's records: the job totals (the slowest rank's time among them) cost memory for
+    the records, not for every rank the log claims, and come out the same."""
+    path = _log(SAMPLES[1])
+    log = dl.split(path.read_bytes())
+    job = bytearray(log.job)
+    struct.pack_into("<q", job, 40, 10**8)  # 3.41: uid, start s/ns, end s/ns, nprocs
+    log.job = bytes(job)
+    claimed = tmp_path / "claimed.darshan"
+    claimed.write_bytes(dl.join(log))
+    tracemalloc.start()
+    try:
+        got = read_darshan3(claimed)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert got["jobs"]["nprocs"][0].as_py() == 10**8
+    assert got["job_totals"].equals(read_darshan3(path)["job_totals"])
+    assert peak < 32 << 20, peak

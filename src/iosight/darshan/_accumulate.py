@@ -271,7 +271,7 @@ def _plan(mod: str) -> _Plan:
     )
 
 
-def accumulate(mod: str, recs: np.ndarray, nprocs: int) -> dict[str, float]:
+def accumulate(mod: str, recs: np.ndarray) -> dict[str, float]:
     """``total_<COUNTER>`` and the derived metrics of a log's records of one module.
 
     Parameters
@@ -281,8 +281,6 @@ def accumulate(mod: str, recs: np.ndarray, nprocs: int) -> dict[str, float]:
     recs : numpy.ndarray
         Records as read, one row each: id, rank, counters, fcounters (8-byte words,
         up-converted to the module's current version).
-    nprocs : int
-        Processes in the job (ranks lie in ``[-1, nprocs)``, checked by the reader).
 
     Returns
     -------
@@ -331,17 +329,22 @@ def accumulate(mod: str, recs: np.ndarray, nprocs: int) -> dict[str, float]:
         f[time_col] = times[i]
     out: dict[str, float] = dict(zip(plan.names, c.tolist() + f.tolist(), strict=True))
     slowest = fl[:, plan.rank_of[1][2]]
-    out.update(_derived(rules.prefix, ranks, nbytes, rt, wt, mt, slowest, nprocs))
+    out.update(_derived(rules.prefix, ranks, nbytes, rt, wt, mt, slowest))
     return out
 
 
-def _derived(p: str, ranks, nbytes, rt, wt, mt, slowest, nprocs: int) -> dict[str, float]:
+def _derived(p: str, ranks, nbytes, rt, wt, mt, slowest) -> dict[str, float]:
     """``darshan_accumulator_emit``'s <p>_agg_perf_by_slowest, _agg_time_by_slowest
     and _total_bytes: per-rank time in unique files (summed in record order, as
-    ``np.bincount`` does), the slowest rank's plus each shared file's slowest time."""
+    ``np.bincount`` does), the slowest rank's plus each shared file's slowest time.
+
+    Only ranks that have records get a sum (the C code's ranks without any add 0 to
+    the maximum, which is floored at 0), so memory follows the records, not a rank or
+    nprocs the log claims."""
     shared = ranks < 0
     io_time = (mt + rt) + wt
-    by_rank = np.bincount(ranks[~shared], io_time[~shared], minlength=max(nprocs, 1))
+    _, rank_of = np.unique(ranks[~shared], return_inverse=True)
+    by_rank = np.bincount(rank_of, io_time[~shared], minlength=1)
     slowest_rank = max(float(by_rank.max()), 0.0)
     agg_time = slowest_rank + _seq_sum(slowest[shared])
     total = int(nbytes.sum())

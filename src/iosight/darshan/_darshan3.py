@@ -385,7 +385,7 @@ def _read(blob: bytes, path: Path, job_totals_row: bool) -> LogTables:
     )
     tables["names"] = names_table(names, mounts)
     _check_ranks(raw_records, job["nprocs"])
-    totals = _job_totals(raw_records, job["nprocs"])
+    totals = _job_totals(raw_records)
     if totals:
         tables["job_totals"] = totals if job_totals_row else totals_table(totals)
     return tables
@@ -767,12 +767,12 @@ def _check_ranks(raw: dict[str, np.ndarray], nprocs: int) -> None:
             raise CorruptLogError(f"module {mod} has records of ranks outside [-1, {nprocs})")
 
 
-def _job_totals(raw: dict[str, np.ndarray], nprocs: int) -> dict[str, float]:
+def _job_totals(raw: dict[str, np.ndarray]) -> dict[str, float]:
     """``darshan-parser --total``: iosight's own copy of libdarshan-util's accumulator
     (:func:`accumulate`) for POSIX, MPI-IO and STDIO; libdarshan-util 3.5 reduces none of
     H5F, H5D and PnetCDF (see :mod:`iosight.darshan._accumulate`), so neither does iosight."""
     totals: dict[str, float] = {}
     for mod in ACCUMULATED:
         if mod in raw:
-            totals.update(accumulate(mod, raw[mod], nprocs))
+            totals.update(accumulate(mod, raw[mod]))
     return totals
