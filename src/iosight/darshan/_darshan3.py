@@ -6,7 +6,8 @@ compressed regions: the job record (``struct darshan_job`` plus the exe and
 mount table), the name records (``id, NUL-terminated name``) and one region per
 module holding that module's records back to back (``darshan-logutils.c``,
 ``include/darshan-log-format.h``). Each region is inflated whole (zlib, bzip2
-or stored) and its records are viewed with a numpy structured dtype, so a log
+or stored) into one buffer and its records are viewed in place as 8-byte words
+(variable-size ones, DXT, HEATMAP and LUSTRE, by :mod:`._darshan3_records`), so a log
 becomes columns with one copy and no Python per counter.
 
 Old module versions are up-converted to the current counter set exactly as
@@ -22,8 +23,15 @@ record counts, ranks outside the job. Allocation is bounded by what the file hol
 never by a count it claims: a region inflates to at most :data:`MAX_REGION_BYTES`
 (1 GiB) and all regions of a log to :data:`MAX_LOG_BYTES` (2 GiB); a record whose
 count (segments, bins, components, stripes) needs more bytes than the region holds
-ends the region, as libdarshan-util's short read does; the arrays built from a
-region are a small multiple (<= 4x) of its inflated size.
+ends the region, as libdarshan-util's short read does.
+
+Memory and work follow what a region holds, not what it inflates to (1 GiB of zeros is
+1 MB of zlib): records that give no row (zero segments, bins or components, ids without
+a name record) build nothing, and a run of equal records is checked as one array. The
+peak while reading a region is at most 1.5x its inflated size when its records give no
+row (2.5x for an old module version, up-converted into a copy), 3.5x when they do, and
+7x for DXT segments and HEATMAP bins (a ~70-byte row, plus the host name, per 32-byte
+segment or 16-byte bin); tests/darshan/test_darshan3_bombs.py measures every module.
 """
 
 from __future__ import annotations
@@ -39,10 +47,16 @@ import pyarrow as pa
 
 from iosight._errors import CorruptLogError
 from iosight.darshan._accumulate import ACCUMULATED, accumulate
-from iosight.darshan._darshan3_counters import COUNTERS, LUSTRE_COMP_COUNTERS
+from iosight.darshan._darshan3_counters import COUNTERS
+from iosight.darshan._darshan3_records import (
+    dxt_table,
+    heatmap_rows,
+    lustre_table,
+    name_records,
+)
 from iosight.darshan._record_tables import (
-    concat_int64,
-    heatmap_table,
+    known_ids,
+    named_ids,
     named_tables,
     names_table,
     totals_table,
@@ -108,7 +122,8 @@ _I_NEG1 = (1 << 64) - 1  # int64 -1
 _F_NEG1 = _f(-1.0)
 
 # up-conversion of old module versions, replayed as libdarshan-util does it in a
-# zeroed 128-word scratch record: {module: {version: (words read, steps)}}; a step is
+# zeroed scratch record (128 words there; here one current record: no step touches a
+# word past it): {module: {version: (words read, steps)}}; a step is
 # ("move", dest, src, n) (memmove of n words), ("set", at, words) or
 # ("drop_if_positive", word) (POSIX v1 records with stdio counters are omitted).
 # The moves are kept literal: where libdarshan's move is short, the words it leaves
@@ -168,7 +183,6 @@ _UPCONVERT: dict[str, dict[int, tuple[int, list]]] = {
     },
     "H5D": {1: (113, [("move", 3, 2, 111), ("set", 2, [0])])},  # FILE_REC_ID
 }
-_SCRATCH_WORDS = 128
 _GENERIC = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR", "BG/Q")
 _GENERIC += ("DFS", "DAOS")
 _EXTRA_WORDS = {"DFS": 4, "DAOS": 6}  # pool/cont uuids (+ oid_hi, oid_lo) after fcounters
@@ -232,7 +246,7 @@ def _header(data: bytes, path: Path) -> _Header:
     return _Header(version, order, comp, partial, name_map, regions, size, path, partial_modules)
 
 
-def _inflate(raw: bytes, comp: int, what: str, budget: list[int]) -> bytes:
+def _inflate(raw: bytes, comp: int, what: str, budget: list[int]) -> bytes | bytearray:
     """One region's bytes, decompressed; at most MAX_REGION_BYTES and the log's budget."""
     cap = min(MAX_REGION_BYTES, budget[0])
     try:
@@ -256,27 +270,26 @@ def _inflate(raw: bytes, comp: int, what: str, budget: list[int]) -> bytes:
 _FEED = 16 << 10  # compressed bytes handed to zlib per call
 
 
-def _inflate_zlib(raw: bytes, cap: int, what: str) -> bytes:
+def _inflate_zlib(raw: bytes, cap: int, what: str) -> bytearray:
     """Inflate a region of back-to-back zlib streams (one per rank's share, so thousands
-    in a large job's region), at most ``cap`` bytes. The input goes in ``_FEED``-byte
+    in a large job's region), at most ``cap`` bytes, into one growing buffer (pieces
+    joined at the end would hold the region twice). The input goes in ``_FEED``-byte
     pieces: at each stream's end zlib copies the rest of its input to ``unused_data``,
     which for the whole region would cost quadratic time. A truncated last stream keeps
     what inflated, as libdarshan does."""
-    chunks, size, pos, view = [], 0, 0, memoryview(raw)
+    out, pos, view = bytearray(), 0, memoryview(raw)
     d = zlib.decompressobj()
     while pos < len(raw):
         piece = view[pos : pos + _FEED]
-        chunk = d.decompress(piece, cap + 1 - size)
-        size += len(chunk)
-        chunks.append(chunk)
-        if size > cap or d.unconsumed_tail:
+        out += d.decompress(piece, cap + 1 - len(out))
+        if len(out) > cap or d.unconsumed_tail:
             raise CorruptLogError(f"{what} inflates past {cap} bytes")
         if d.eof:
             pos += len(piece) - len(d.unused_data)
             d = zlib.decompressobj()
         else:
             pos += len(piece)
-    return b"".join(chunks)
+    return out
 
 
 def read_darshan3(path: str | Path, *, job_totals_row: bool = False) -> LogTables:
@@ -338,7 +351,9 @@ def _read(blob: bytes, path: Path, job_totals_row: bool) -> LogTables:
     job, mounts = _job(job_raw[:_JOB_RECORD_SIZE], hdr)
     names: dict[int, str] = {}
     if hdr.name_map[1]:
-        names = _names(_region(blob, hdr, "name", *hdr.name_map, budget), hdr)
+        raw = _region(blob, hdr, "name", *hdr.name_map, budget)
+        names = name_records(raw, hdr.order, hdr.version == "3.00")
+    named = named_ids(names)
     warnings: list[str] = []
     tables: LogTables = {}
     raw_records: dict[str, np.ndarray] = {}
@@ -349,24 +364,17 @@ def _read(blob: bytes, path: Path, job_totals_row: bool) -> LogTables:
         if ver == 0 or ver > known:
             warnings.append(f"module {mod} version {ver} is newer than this reader; skipped")
             continue
-        data = _region(blob, hdr, mod, off, length, budget)
-        if mod == "PNETCDF_FILE" and hdr.version < "3.41":
-            recs = _legacy_pnetcdf_records(data, ver, hdr.order)
-        elif mod in _GENERIC:
-            recs = _generic_records(data, mod, ver, hdr.order)
+        # the region is held by the call reading it only (not past it, nor once its
+        # records are up-converted into a copy)
+        span = (blob, hdr, mod, off, length, budget)
         if mod in _GENERIC:
+            recs = _module_records(_region(*span), mod, ver, hdr)
             if len(recs):
-                raw_records[mod] = recs
-                tables[table_for_module(mod)] = _generic_table(mod, recs)
-        elif mod == "LUSTRE":
-            tables["lustre"] = _lustre_table(data, ver, hdr.order)
-        elif mod in ("DXT_POSIX", "DXT_MPIIO"):
-            with_tid = (mod == "DXT_POSIX" and ver >= 2) or (mod == "DXT_MPIIO" and ver >= 3)
-            # DXT_MPIIO v1 recorded no offsets: libdarshan reports -1
-            no_offsets = mod == "DXT_MPIIO" and ver == 1
-            tables[table_for_module(mod)] = _dxt_table(data, hdr.order, with_tid, no_offsets)
-        elif mod == "HEATMAP":
-            tables["heatmap"] = _heatmap_table(data, hdr.order, names)
+                raw_records[mod] = recs  # totals count unnamed records too, as libdarshan's
+                tables[table_for_module(mod)] = _generic_table(mod, _named_rows(recs, named))
+        else:
+            table = _row_table(_region(*span), mod, ver, hdr.order, (named, names))
+            tables[table_for_module(mod)] = table
     tables = named_tables(tables, names)
     present = [m for m in hdr.regions]
     for w in warnings:
@@ -389,6 +397,27 @@ def _read(blob: bytes, path: Path, job_totals_row: bool) -> LogTables:
     if totals:
         tables["job_totals"] = totals if job_totals_row else totals_table(totals)
     return tables
+
+
+def _module_records(data: bytes | bytearray, mod: str, ver: int, hdr: _Header) -> np.ndarray:
+    """The records of a module of fixed-size records (:data:`_GENERIC`), up-converted to
+    its current version."""
+    if mod == "PNETCDF_FILE" and hdr.version < "3.41":
+        return _legacy_pnetcdf_records(data, ver, hdr.order)
+    return _generic_records(data, mod, ver, hdr.order)
+
+
+def _row_table(data, mod: str, ver: int, order: str, naming: tuple) -> pa.Table:
+    """The table of a module of variable-size records (LUSTRE, DXT_*, HEATMAP);
+    ``naming``: the sorted ids of the name records and the names."""
+    named, names = naming
+    if mod == "LUSTRE":
+        return lustre_table(data, ver, order, named)
+    if mod == "HEATMAP":
+        return heatmap_rows(data, order, names, named)
+    with_tid = (mod == "DXT_POSIX" and ver >= 2) or (mod == "DXT_MPIIO" and ver >= 3)
+    no_offsets = mod == "DXT_MPIIO" and ver == 1  # v1 recorded none: libdarshan says -1
+    return dxt_table(data, order, with_tid, no_offsets, named)
 
 
 def _check_overlaps(hdr: _Header) -> None:
@@ -459,30 +488,6 @@ def _job(data: bytes, hdr: _Header) -> tuple[dict, list[tuple[str, str]]]:
     return job, mounts
 
 
-def _names(data: bytes, hdr: _Header) -> dict[int, str]:
-    out: dict[int, str] = {}
-    pos, n = 0, len(data)
-    idfmt = hdr.order + "Q"
-    v300 = hdr.version == "3.00"
-    while pos + 9 <= n:
-        (rid,) = struct.unpack_from(idfmt, data, pos)
-        if v300:  # 3.00: id, uint32 name length, name (no NUL)
-            (ln,) = struct.unpack_from(hdr.order + "I", data, pos + 8)
-            end = pos + 12 + ln
-            if end > n:
-                break
-            name = data[pos + 12 : end]
-            pos = end
-        else:
-            end = data.find(b"\0", pos + 8)
-            if end < 0:
-                break
-            name = data[pos + 8 : end]
-            pos = end + 1
-        out[rid] = name.decode("utf-8", "replace")  # a repeated id: the last name wins
-    return out
-
-
 def _words(data: bytes, nwords: int, order: str) -> np.ndarray:
     """The region as whole records of ``nwords`` 8-byte words (a partial tail is dropped)."""
     count = len(data) // (nwords * _WORD)
@@ -503,18 +508,26 @@ def _generic_records(data: bytes, mod: str, ver: int, order: str) -> np.ndarray:
         return np.ascontiguousarray(recs)
     nwords, ops = steps[ver]
     recs = _words(data, nwords, order)
-    scratch = np.zeros((len(recs), _SCRATCH_WORDS), np.uint64)
+    scratch = np.zeros((len(recs), _current_words(mod)), np.uint64)
     scratch[:, :nwords] = recs
     for op in ops:
         if op[0] == "drop_if_positive":
             scratch = scratch[scratch[:, op[1]].view(np.int64) <= 0]
         elif op[0] == "move":
-            _, dest, src, n = op
-            scratch[:, dest : dest + n] = scratch[:, src : src + n].copy()
+            _move(scratch, *op[1:])
         else:
             scratch[:, op[1] : op[1] + len(op[2])] = np.asarray(op[2], np.uint64)
-    recs = scratch[:, : _current_words(mod)]
-    return np.ascontiguousarray(recs)
+    return scratch
+
+
+_MOVE_ROWS = 1 << 13  # records moved at once (a copy of all would cost a second region)
+
+
+def _move(recs: np.ndarray, dest: int, src: int, n: int) -> None:
+    """``memmove`` of ``n`` words within every record, :data:`_MOVE_ROWS` at a time."""
+    for lo in range(0, len(recs), _MOVE_ROWS):
+        block = recs[lo : lo + _MOVE_ROWS]
+        block[:, dest : dest + n] = block[:, src : src + n].copy()
 
 
 def _legacy_pnetcdf_records(data: bytes, ver: int, order: str) -> np.ndarray:
@@ -538,6 +551,13 @@ def _legacy_pnetcdf_records(data: bytes, ver: int, order: str) -> np.ndarray:
     return out
 
 
+def _named_rows(recs: np.ndarray, named: np.ndarray) -> np.ndarray:
+    """The records whose id has a name record (the others are dropped from every table:
+    leaving them out first builds no columns for them)."""
+    known = known_ids(recs[:, 0], named)
+    return recs if known.all() else recs[known]
+
+
 def _generic_table(mod: str, recs: np.ndarray) -> pa.Table:
     cnames, fnames = COUNTERS[mod]
     at = _BASE + (1 if mod in _WITH_FILE_REC else 0)
@@ -556,200 +576,6 @@ def _generic_table(mod: str, recs: np.ndarray) -> pa.Table:
         floats.slice(i * n, n) for i in range(nf)
     ]
     return pa.Table.from_arrays(arrays, names=[*cols, *cnames, *fnames])
-
-
-def _i64(data: bytes, pos: int, order: str, n: int = 1):
-    return struct.unpack_from(f"{order}{n}q", data, pos)
-
-
-def _lustre_table(data: bytes, ver: int, order: str) -> pa.Table:
-    """LUSTRE records: v2 {base, num_comps, num_stripes, comps, ost_ids}; v1
-    {base, 5 counters, ost_ids[stripe_width]} up-converted to one component."""
-    names = LUSTRE_COMP_COUNTERS
-    ranks, ids, comp_no, pools, osts = [], [], [], [], []
-    counters: list[tuple[int, ...]] = []
-    pos, n = 0, len(data)
-    while True:
-        if ver >= 2:
-            if pos + 32 > n:
-                break
-            rid, rank, ncomp, nstripe = struct.unpack_from(order + "Qqqq", data, pos)
-            need = 32 + ncomp * 72 + nstripe * 8
-            if ncomp < 0 or nstripe < 0 or pos + need > n:
-                if pos + need > n and ncomp >= 0 and nstripe >= 0:
-                    break
-                raise CorruptLogError(f"LUSTRE record with {ncomp} components, {nstripe} stripes")
-            ost_all = list(_i64(data, pos + 32 + ncomp * 72, order, nstripe))
-            at = 0
-            for c in range(ncomp):
-                cpos = pos + 32 + c * 72
-                vals = _i64(data, cpos, order, 7)
-                pool = data[cpos + 56 : cpos + 72].split(b"\0", 1)[0].decode("utf-8", "replace")
-                stripes = max(vals[1], 0)
-                counters.append(vals)
-                osts.append(ost_all[at : at + stripes])
-                at += stripes
-                ranks.append(rank)
-                ids.append(rid)
-                comp_no.append(c)
-                pools.append(pool)
-            pos += need
-        else:
-            if pos + 64 > n:
-                break
-            rid, rank, n_osts, n_mdts, s_off, s_size, width = struct.unpack_from(
-                order + "Qq5q", data, pos
-            )
-            need = 56 + max(width, 1) * 8
-            if width < 0 or pos + need > n:
-                break
-            ost_list = list(_i64(data, pos + 56, order, width)) if width else []
-            counters.append((s_size, width, -1, -1, 0, -1, -1))
-            osts.append(ost_list)
-            ranks.append(rank)
-            ids.append(rid)
-            comp_no.append(0)
-            pools.append("")
-            pos += need
-    mat = np.asarray(counters, dtype=np.int64).reshape(-1, len(names))
-    return pa.table(
-        {
-            "rank": pa.array(ranks, pa.int64()),
-            "record_id": pa.array(ids, pa.uint64()),
-            "component": pa.array(comp_no, pa.int64()),
-            **{name: pa.array(mat[:, i]) for i, name in enumerate(names)},
-            "pool_name": pa.array(pools, pa.string()),
-            "ost_ids": pa.array(osts, pa.list_(pa.int64())),
-        }
-    )
-
-
-_OPS = pa.array(["read", "write"])
-
-
-def _dxt_table(data: bytes, order: str, with_tid: bool, no_offsets: bool) -> pa.Table:
-    """DXT records: a 104-byte head (base, shared flag, hostname[64], write and read
-    counts) then the write segments and the read segments (offset, length, start,
-    end[, pthread_id])."""
-    seg_size = 40 if with_tid else 32
-    heads, starts = [], []
-    pos, n = 0, len(data)
-    while pos + 104 <= n:
-        w, r = struct.unpack_from(order + "qq", data, pos + 88)
-        if w < 0 or r < 0:
-            raise CorruptLogError(f"DXT record with {w} writes, {r} reads")
-        end = pos + 104 + (w + r) * seg_size
-        if end > n:
-            break
-        heads.append((pos, w, r))
-        starts.append(pos + 104)
-        pos = end
-    nrec = len(heads)
-    counts = np.array([w + r for _, w, r in heads], dtype=np.int64)
-    nwrites = np.array([w for _, w, _ in heads], dtype=np.int64)
-    fields = [("offset", "i8"), ("length", "i8"), ("start", "f8"), ("end", "f8")]
-    if with_tid:
-        fields.append(("pthread_id", "u8"))
-    dt = np.dtype([(k, order + v) for k, v in fields])
-    buf = np.frombuffer(data, np.uint8)
-    if nrec:
-        seg_bytes = np.concatenate(
-            [buf[s : s + c * seg_size] for s, c in zip(starts, counts.tolist(), strict=True)]
-        )
-        seg = seg_bytes.view(dt)
-    else:
-        seg = np.zeros(0, dt)
-    head_dt = np.dtype([("id", order + "u8"), ("rank", order + "i8")])
-    base = np.array([np.frombuffer(data, head_dt, 1, p)[0] for p, _, _ in heads], head_dt)
-    hosts = [
-        data[p + 24 : p + 88].split(b"\0", 1)[0].decode("utf-8", "replace") for p, _, _ in heads
-    ]
-    rec_of = np.repeat(np.arange(nrec), counts)
-    seq = np.arange(len(seg)) - np.repeat(np.cumsum(counts) - counts, counts)
-    is_write = seq < np.repeat(nwrites, counts)
-    cols = {
-        "rank": pa.array(base["rank"].astype(np.int64)[rec_of]),
-        "record_id": pa.array(base["id"].astype(np.uint64)[rec_of]),
-        "hostname": pa.DictionaryArray.from_arrays(
-            pa.array(rec_of.astype(np.int32)), pa.array(hosts, pa.string())
-        ).cast(pa.string()),
-        "seq": pa.array(seq.astype(np.int64)),
-        "op": _OPS.take(pa.array(is_write.astype(np.int8))),
-        "offset": pa.array(
-            np.full(len(seg), -1, np.int64) if no_offsets else seg["offset"].astype(np.int64)
-        ),
-        "length": pa.array(seg["length"].astype(np.int64)),
-        "start": pa.array(seg["start"].astype(np.float64)),
-        "end": pa.array(seg["end"].astype(np.float64)),
-    }
-    if with_tid:
-        cols["pthread_id"] = pa.array(seg["pthread_id"].astype(np.uint64))
-    return pa.table(cols)
-
-
-def _heatmap_table(data: bytes, order: str, names: dict[int, str]) -> pa.Table:
-    """HEATMAP records: base, bin width, nbins, 2 pointers, write bins, read bins.
-
-    Records of one bin count (what Darshan writes) are one structured view of the
-    region; others are walked record by record."""
-    recs = _heatmap_uniform(data, order)
-    return heatmap_table(*(recs if recs is not None else _heatmap_walk(data, order)), names)
-
-
-def _heatmap_uniform(data: bytes, order: str):
-    """The records as arrays when all hold the first one's bin count and fill the region
-    (a tail too short for a record header), else None.
-
-    Exact, not a guess: record i's bin count is read where a record-by-record walk reads
-    it once records 0..i-1 held the first one's count, so a record of another count is
-    caught at its own header.
-    """
-    if len(data) < 48:
-        return None
-    (k,) = struct.unpack_from(order + "q", data, 24)
-    size = 48 + 16 * k
-    if k <= 0 or len(data) % size >= 48:
-        return None
-    e = order + "i8"
-    dt = np.dtype(
-        [("id", order + "u8"), ("rank", e), ("width", order + "f8"), ("nbins", e)]
-        + [("ptr", order + "u8", 2), ("w", e, k), ("r", e, k)]
-    )
-    recs = np.frombuffer(data, dt, len(data) // size)
-    if not (recs["nbins"] == k).all():
-        return None
-    return (
-        recs["id"].astype(np.uint64),
-        recs["rank"].astype(np.int64),
-        recs["width"].astype(np.float64),
-        np.full(len(recs), k, np.int64),
-        recs["w"].astype(np.int64).ravel(),
-        recs["r"].astype(np.int64).ravel(),
-    )
-
-
-def _heatmap_walk(data: bytes, order: str):
-    """The records as arrays, walked one by one (a record's bin count sets its size)."""
-    recs = []
-    pos, n = 0, len(data)
-    while pos + 48 <= n:
-        rid, rank, width, nbins = struct.unpack_from(order + "Qqdq", data, pos)
-        end = pos + 48 + 16 * nbins
-        if nbins < 0:
-            raise CorruptLogError(f"HEATMAP record with {nbins} bins")
-        if end > n:
-            break
-        recs.append((rid, rank, width, nbins, pos + 48))
-        pos = end
-    i8 = np.dtype(order + "i8")
-    return (
-        np.array([x[0] for x in recs], np.uint64),
-        np.array([x[1] for x in recs], np.int64),
-        np.array([x[2] for x in recs], np.float64),
-        np.array([x[3] for x in recs], np.int64),
-        concat_int64([np.frombuffer(data, i8, nb, p) for _, _, _, nb, p in recs]),
-        concat_int64([np.frombuffer(data, i8, nb, p + 8 * nb) for _, _, _, nb, p in recs]),
-    )
 
 
 # modules whose records must hold ranks in [-1, nprocs): those the accumulator reduces
