@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 import darshan3_logs as dl
+from iosight.darshan import warnings_in
 from iosight.darshan._darshan3 import read_darshan3
 from tests_support import SHARED
 
@@ -147,3 +148,31 @@ def test_claimed_nprocs_costs_no_memory(tmp_path: Path) -> None:
     assert got["jobs"]["nprocs"][0].as_py() == 10**8
     assert got["job_totals"].equals(read_darshan3(path)["job_totals"])
     assert peak < 32 << 20, peak
+
+
+@pytest.mark.parametrize(
+    ("word", "value", "unknown", "said"),
+    [
+        (3, -5, {"nprocs": -1}, "garbage nprocs -5 (outside 1..10^8); nprocs unknown"),
+        (1, 10**12, {"start_time": None, "run_time": None}, "implausible start time 10000"),
+    ],
+    ids=["nprocs", "start"],
+)
+def test_garbage_job_field_is_unknown_not_the_log(
+    tmp_path: Path, word: int, value: int, unknown: dict, said: str
+) -> None:
+    """A job record field out of its plausible range (nprocs outside 1..10^8, a time
+    outside 1990-2100) is unknown (-1 or null) with a warning line; the records stay."""
+    path = _log(SAMPLES[0])  # 3.21: uid, start, end, nprocs, jobid
+    log = dl.split(path.read_bytes())
+    job = bytearray(log.job)
+    struct.pack_into("<q", job, 8 * word, value)
+    log.job = bytes(job)
+    changed = tmp_path / "garbage.darshan"
+    changed.write_bytes(dl.join(log))
+    got, want = read_darshan3(changed), read_darshan3(path)
+    row = got["jobs"].to_pylist()[0]
+    assert {k: row[k] for k in unknown} == unknown
+    assert any(w.startswith(said) for w in warnings_in(row["metadata"])), row["metadata"]
+    for table in set(want) - {"jobs"}:
+        assert got[table].equals(want[table]), table

@@ -18,12 +18,19 @@ knows is skipped with a warning (``jobs.metadata`` gains a line), never the job.
 
 Hostile input is a :class:`CorruptLogError` with a one-line reason, never another
 exception: regions outside the file or overlapping, bad compressed streams, unknown
-versions or compression, nprocs outside 1..10^8, times outside 1990-2100, negative
-record counts, ranks outside the job. Allocation is bounded by what the file holds,
-never by a count it claims: a region inflates to at most :data:`MAX_REGION_BYTES`
-(1 GiB) and all regions of a log to :data:`MAX_LOG_BYTES` (2 GiB); a record whose
-count (segments, bins, components, stripes) needs more bytes than the region holds
-ends the region, as libdarshan-util's short read does.
+versions or compression, negative record counts, ranks outside the job. A job record
+whose fields are garbage costs the job fields, not the records: nprocs outside 1..10^8
+is -1 and a time outside 1990-2100 null, each with a warning line; a record not in its
+version's layout at all (the pre-release 3.4 development logs, which libdarshan-util
+reads as nprocs 4.4e18 and a negative run time) leaves uid, jobid, nprocs, times and
+exe unknown, and only its module regions that are whole records of their version are
+read (analyses that need the job fields skip such jobs).
+
+Allocation is bounded by what the file holds, never by a count it claims: a region
+inflates to at most :data:`MAX_REGION_BYTES` (1 GiB) and all regions of a log to
+:data:`MAX_LOG_BYTES` (2 GiB); a record whose count (segments, bins, components,
+stripes) needs more bytes than the region holds ends the region, as libdarshan-util's
+short read does.
 
 Memory and work follow what a region holds, not what it inflates to (1 GiB of zeros is
 1 MB of zlib): records that give no row (zero segments, bins or components, ids without
@@ -41,6 +48,7 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -48,12 +56,7 @@ import pyarrow as pa
 from iosight._errors import CorruptLogError
 from iosight.darshan._accumulate import ACCUMULATED, accumulate
 from iosight.darshan._darshan3_counters import COUNTERS
-from iosight.darshan._darshan3_records import (
-    dxt_table,
-    heatmap_rows,
-    lustre_table,
-    name_records,
-)
+from iosight.darshan._darshan3_records import holds_whole_records, name_records, row_table
 from iosight.darshan._record_tables import (
     known_ids,
     named_ids,
@@ -187,6 +190,7 @@ _GENERIC = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_V
 _GENERIC += ("DFS", "DAOS")
 _EXTRA_WORDS = {"DFS": 4, "DAOS": 6}  # pool/cont uuids (+ oid_hi, oid_lo) after fcounters
 _WITH_FILE_REC = ("H5D", "PNETCDF_VAR")
+_LEGACY_PNETCDF_WORDS = {1: 7, 2: 8}  # words of a pre-3.41 PNETCDF record (v1: 2 fewer times)
 
 
 @dataclass
@@ -348,13 +352,13 @@ def _read(blob: bytes, path: Path, job_totals_row: bool) -> LogTables:
     job_raw = _region(
         blob, hdr, "job", hdr.header_size, job_end - hdr.header_size, [_JOB_RECORD_SIZE * 4]
     )
-    job, mounts = _job(job_raw[:_JOB_RECORD_SIZE], hdr)
+    record = _job(job_raw[:_JOB_RECORD_SIZE], hdr)
+    job, warnings = record.row, record.warnings
     names: dict[int, str] = {}
     if hdr.name_map[1]:
         raw = _region(blob, hdr, "name", *hdr.name_map, budget)
         names = name_records(raw, hdr.order, hdr.version == "3.00")
     named = named_ids(names)
-    warnings: list[str] = []
     tables: LogTables = {}
     raw_records: dict[str, np.ndarray] = {}
     for mod, (off, length, ver) in hdr.regions.items():
@@ -367,13 +371,19 @@ def _read(blob: bytes, path: Path, job_totals_row: bool) -> LogTables:
         # the region is held by the call reading it only (not past it, nor once its
         # records are up-converted into a copy)
         span = (blob, hdr, mod, off, length, budget)
+        if not record.layout_known and not _holds_whole_records(span, ver):
+            warnings.append(
+                f"module {mod} region is not whole records of version {ver} (in a log of an "
+                "unknown layout); skipped"
+            )
+            continue
         if mod in _GENERIC:
             recs = _module_records(_region(*span), mod, ver, hdr)
             if len(recs):
                 raw_records[mod] = recs  # totals count unnamed records too, as libdarshan's
                 tables[table_for_module(mod)] = _generic_table(mod, _named_rows(recs, named))
         else:
-            table = _row_table(_region(*span), mod, ver, hdr.order, (named, names))
+            table = row_table(_region(*span), mod, ver, hdr.order, names, named)
             tables[table_for_module(mod)] = table
     tables = named_tables(tables, names)
     present = [m for m in hdr.regions]
@@ -387,37 +397,49 @@ def _read(blob: bytes, path: Path, job_totals_row: bool) -> LogTables:
     tables["jobs"] = pa.Table.from_pylist([job], schema=jobs_schema())
     tables["mounts"] = pa.table(
         {
-            "mount_point": pa.array([m[0] for m in mounts], pa.string()),
-            "fs_type": pa.array([m[1] for m in mounts], pa.string()),
+            "mount_point": pa.array([m[0] for m in record.mounts], pa.string()),
+            "fs_type": pa.array([m[1] for m in record.mounts], pa.string()),
         }
     )
-    tables["names"] = names_table(names, mounts)
-    _check_ranks(raw_records, job["nprocs"])
+    tables["names"] = names_table(names, record.mounts)
+    _check_ranks(raw_records, job["nprocs"] if job["nprocs"] > 0 else _MAX_NPROCS)
     totals = _job_totals(raw_records)
     if totals:
         tables["job_totals"] = totals if job_totals_row else totals_table(totals)
     return tables
 
 
+def _holds_whole_records(span: tuple, ver: int) -> bool:
+    """Whether a module's region is whole records of its version and nothing more: in a
+    log whose job record is not in its version's layout (a development log), only such
+    regions are trusted. The region is inflated on a copy of the log's budget (it is
+    read again after)."""
+    blob, hdr, mod, off, length, budget = span
+    data = _region(blob, hdr, mod, off, length, list(budget))
+    if _legacy_pnetcdf(mod, hdr):
+        return len(data) % (_LEGACY_PNETCDF_WORDS[ver] * _WORD) == 0
+    if mod in _GENERIC:
+        return len(data) % (_version_words(mod, ver) * _WORD) == 0
+    return holds_whole_records(data, mod, ver, hdr.order)
+
+
+def _version_words(mod: str, ver: int) -> int:
+    """Words of one record of a fixed-size module's version ``ver``."""
+    steps = _UPCONVERT.get(mod, {})
+    return steps[ver][0] if ver in steps else _current_words(mod)
+
+
+def _legacy_pnetcdf(mod: str, hdr: _Header) -> bool:
+    """Before 3.41, the PNETCDF module was another record (:func:`_legacy_pnetcdf_records`)."""
+    return mod == "PNETCDF_FILE" and hdr.version < "3.41"
+
+
 def _module_records(data: bytes | bytearray, mod: str, ver: int, hdr: _Header) -> np.ndarray:
     """The records of a module of fixed-size records (:data:`_GENERIC`), up-converted to
     its current version."""
-    if mod == "PNETCDF_FILE" and hdr.version < "3.41":
+    if _legacy_pnetcdf(mod, hdr):
         return _legacy_pnetcdf_records(data, ver, hdr.order)
     return _generic_records(data, mod, ver, hdr.order)
-
-
-def _row_table(data, mod: str, ver: int, order: str, naming: tuple) -> pa.Table:
-    """The table of a module of variable-size records (LUSTRE, DXT_*, HEATMAP);
-    ``naming``: the sorted ids of the name records and the names."""
-    named, names = naming
-    if mod == "LUSTRE":
-        return lustre_table(data, ver, order, named)
-    if mod == "HEATMAP":
-        return heatmap_rows(data, order, names, named)
-    with_tid = (mod == "DXT_POSIX" and ver >= 2) or (mod == "DXT_MPIIO" and ver >= 3)
-    no_offsets = mod == "DXT_MPIIO" and ver == 1  # v1 recorded none: libdarshan says -1
-    return dxt_table(data, order, with_tid, no_offsets, named)
 
 
 def _check_overlaps(hdr: _Header) -> None:
@@ -430,7 +452,17 @@ def _check_overlaps(hdr: _Header) -> None:
             raise CorruptLogError(f"regions {a} and {b} overlap")
 
 
-def _job(data: bytes, hdr: _Header) -> tuple[dict, list[tuple[str, str]]]:
+class _JobRecord(NamedTuple):
+    """The job record: its row of ``jobs``, the mount table, a warning per garbage field,
+    and whether its fixed fields are in the layout of the log's version at all."""
+
+    row: dict
+    mounts: list[tuple[str, str]]
+    warnings: list[str]
+    layout_known: bool
+
+
+def _job(data: bytes, hdr: _Header) -> _JobRecord:
     o = hdr.order
     if hdr.version >= "3.41":
         fmt, size = o + "7q", 56
@@ -438,25 +470,7 @@ def _job(data: bytes, hdr: _Header) -> tuple[dict, list[tuple[str, str]]]:
         fmt, size = o + "5q", 40
     if len(data) < size + 1024:
         raise CorruptLogError(f"job record truncated ({len(data)} bytes)")
-    vals = struct.unpack_from(fmt, data, 0)
-    if hdr.version >= "3.41":
-        uid, s, sn, e, en, nprocs, jobid = vals
-        if not (0 <= sn < 10**9 and 0 <= en < 10**9):
-            raise CorruptLogError(
-                f"implausible nanoseconds ({sn}, {en}): not a format {hdr.version} job "
-                "record (a pre-release development log?)"
-            )
-        start, end = s + sn * 1e-9, e + en * 1e-9
-        run_time = (e + en / 1e9) - (s + sn / 1e9)
-    else:
-        uid, s, e, nprocs, jobid = vals
-        start, end = float(s), float(e)
-        run_time = float(e - s + 1)
-    if not 0 < nprocs <= _MAX_NPROCS:
-        raise CorruptLogError(f"garbage header (nprocs={nprocs})")
-    for what, t in (("start", s), ("end", e)):
-        if not (_TIME_RANGE[0] <= t <= _TIME_RANGE[1] or t == 0):
-            raise CorruptLogError(f"implausible {what} time {t} (outside 1990-2100)")
+    fields, warnings = _job_fields(struct.unpack_from(fmt, data, 0), hdr.version)
     meta = data[size : size + 1024].split(b"\0", 1)[0].decode("utf-8", "replace")
     kv = dict(line.split("=", 1) for line in meta.splitlines() if "=" in line)
     tail = data[size + 1024 :].split(b"\0", 1)[0]
@@ -475,17 +489,54 @@ def _job(data: bytes, hdr: _Header) -> tuple[dict, list[tuple[str, str]]]:
         "source_format": "darshan3",
         "log_version": hdr.version,
         "lib_version": kv.get("lib_ver", ""),
-        "jobid": jobid,
-        "uid": uid,
         "exe": exe.decode("utf-8", "replace"),
-        "nprocs": nprocs,
-        "start_time": start,
-        "end_time": end,
-        "run_time": run_time,
+        **fields,
         "synthetic": False,
         "metadata": meta.strip(),
     }
-    return job, mounts
+    return _JobRecord(job, mounts, warnings, fields is not _UNKNOWN_JOB)
+
+
+# the job fields of a record whose layout is not known (the jobs contract: -1 for
+# uid and nprocs, null for the others; no exe)
+_UNKNOWN_JOB = {"uid": -1, "jobid": None, "nprocs": -1, "exe": ""}
+_UNKNOWN_JOB |= {"start_time": None, "end_time": None, "run_time": None}
+
+
+def _job_fields(vals: tuple[int, ...], version: str) -> tuple[dict, list[str]]:
+    """``uid, jobid, nprocs`` and the times of the job record, garbage ones unknown (-1
+    for ``nprocs``, None for times), with a warning each: the log's records stay data,
+    and analyses that need these fields skip the job.
+
+    A 3.41 record whose nanoseconds are not in 0..10^9 is not in the 3.41 layout (the
+    pre-release 3.4 development logs, read by libdarshan-util as nprocs 4.4e18 and a
+    negative run time), so none of its fields, nor the exe after them, can be trusted
+    (:data:`_UNKNOWN_JOB`)."""
+    if version >= "3.41":
+        uid, s, sn, e, en, nprocs, jobid = vals
+        if not (0 <= sn < 10**9 and 0 <= en < 10**9):
+            return _UNKNOWN_JOB, [
+                f"job record not in the format {version} layout (nanoseconds {sn}, {en}: "
+                "a pre-release development log?); its uid, jobid, nprocs, times and exe "
+                "are unknown"
+            ]
+        start, end = s + sn * 1e-9, e + en * 1e-9
+        run_time = (e + en / 1e9) - (s + sn / 1e9)
+    else:
+        uid, s, e, nprocs, jobid = vals
+        start, end = float(s), float(e)
+        run_time = float(e - s + 1)
+    fields = {"uid": uid, "jobid": jobid, "nprocs": nprocs}
+    fields |= {"start_time": start, "end_time": end, "run_time": run_time}
+    warnings = []
+    if not 0 < nprocs <= _MAX_NPROCS:
+        fields["nprocs"] = -1
+        warnings.append(f"garbage nprocs {nprocs} (outside 1..10^8); nprocs unknown")
+    for what, t in (("start", s), ("end", e)):
+        if not (_TIME_RANGE[0] <= t <= _TIME_RANGE[1] or t == 0):
+            fields[f"{what}_time"] = fields["run_time"] = None
+            warnings.append(f"implausible {what} time {t} (outside 1990-2100); unknown")
+    return fields, warnings
 
 
 def _words(data: bytes, nwords: int, order: str) -> np.ndarray:
@@ -503,11 +554,10 @@ def _current_words(mod: str) -> int:
 def _generic_records(data: bytes, mod: str, ver: int, order: str) -> np.ndarray:
     """The module's records as rows of little-endian words in the current version's layout."""
     steps = _UPCONVERT.get(mod, {})
+    recs = _words(data, _version_words(mod, ver), order)
     if ver not in steps:
-        recs = _words(data, _current_words(mod), order)
         return np.ascontiguousarray(recs)
     nwords, ops = steps[ver]
-    recs = _words(data, nwords, order)
     scratch = np.zeros((len(recs), _current_words(mod)), np.uint64)
     scratch[:, :nwords] = recs
     for op in ops:
@@ -534,8 +584,7 @@ def _legacy_pnetcdf_records(data: bytes, ver: int, order: str) -> np.ndarray:
     """Pre-3.41 PNETCDF records (``INDEP_OPENS, COLL_OPENS`` and open/close timestamps)
     as PNETCDF_FILE records: opens summed into ``OPENS``, counters the old module did
     not keep set to -1, as libdarshan-util 3.5 returns them."""
-    nwords = 7 if ver == 1 else 8  # v1: no F_CLOSE_START / F_OPEN_END
-    old = _words(data, nwords, order)
+    old = _words(data, _LEGACY_PNETCDF_WORDS[ver], order)
     if ver == 1:
         old = np.concatenate(
             [old[:, :4], np.full((len(old), 2), _F_NEG1, np.uint64), old[:, 4:]], axis=1
@@ -586,7 +635,8 @@ _RANK_CHECKED = (*ACCUMULATED, "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR")
 
 
 def _check_ranks(raw: dict[str, np.ndarray], nprocs: int) -> None:
-    """A log whose records name a rank outside [-1, nprocs) is corrupt."""
+    """A log whose records name a rank outside [-1, nprocs) is corrupt (``nprocs``: the
+    job's, or the largest plausible one when the job record's is garbage)."""
     for mod in _RANK_CHECKED:
         ranks = raw[mod][:, 1].view(np.int64) if mod in raw else ()
         if len(ranks) and (ranks.min() < -1 or ranks.max() >= nprocs):

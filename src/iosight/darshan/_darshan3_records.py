@@ -190,25 +190,67 @@ def _strings_column(names: list[str], which: np.ndarray) -> pa.Array:
 _OPS = pa.array(["read", "write"])
 
 
-def dxt_table(
-    data: bytes | bytearray, order: str, with_tid: bool, no_offsets: bool, named: np.ndarray
+def layout(mod: str, ver: int) -> Layout:
+    """How a version of a variable-size module lays out its records."""
+    if mod == "HEATMAP":  # base, bin width, nbins, 2 pointers, then the bins
+        return Layout(48, 24, (16,))
+    if mod == "LUSTRE":  # v1: every record is a row; a negative width ends the region
+        v1 = Layout(56, 48, (8,), floor=64, bare_rows=True)
+        return Layout(32, 16, (72, 8)) if ver >= 2 else v1
+    seg = 40 if _with_tid(mod, ver) else 32  # DXT: a 104-byte head, then the segments
+    return Layout(104, 88, (seg, seg))
+
+
+def _with_tid(mod: str, ver: int) -> bool:
+    """DXT_POSIX v2 and DXT_MPIIO v3 (darshan's development branch) record a pthread id
+    per segment."""
+    return (mod == "DXT_POSIX" and ver >= 2) or (mod == "DXT_MPIIO" and ver >= 3)
+
+
+_BAD_HEAD = {
+    "DXT_POSIX": "DXT record with {} writes, {} reads",
+    "DXT_MPIIO": "DXT record with {} writes, {} reads",
+    "HEATMAP": "HEATMAP record with {} bins",
+    "LUSTRE": "LUSTRE record with {} components, {} stripes",
+}
+
+
+def row_table(
+    data: bytes | bytearray, mod: str, ver: int, order: str, names: dict[int, str], named
 ) -> pa.Table:
+    """The table of a region of LUSTRE, DXT_POSIX, DXT_MPIIO or HEATMAP records (of
+    module version ``ver``), without the records whose id is not in ``named``."""
+    walked = walk(data, layout(mod, ver), order)
+    if walked.bad is not None and not (mod == "LUSTRE" and ver < 2):
+        raise CorruptLogError(_BAD_HEAD[mod].format(*walked.bad))
+    words, at = _Words(data, order), _words_at(walked)
+    if mod == "HEATMAP":
+        return _heatmap(words, at, names, named)
+    if mod == "LUSTRE":
+        return (_lustre_v2 if ver >= 2 else _lustre_v1)(words, at, named)
+    return _dxt(words, at, mod, ver, named)
+
+
+def holds_whole_records(data: bytes | bytearray, mod: str, ver: int, order: str) -> bool:
+    """Whether a region of a variable-size module is whole records and nothing more."""
+    walked = walk(data, layout(mod, ver), order)
+    return walked.bad is None and walked.end == len(data)
+
+
+def _dxt(words: _Words, at: np.ndarray, mod: str, ver: int, named: np.ndarray) -> pa.Table:
     """DXT records: a 104-byte head (base, shared flag, hostname[64], write and read
     counts), then the write segments and the read segments (offset, length, start, end
-    [, pthread_id]); one row per segment of a record whose id is in ``named``."""
+    [, pthread_id]); one row per segment. DXT_MPIIO v1 recorded no offsets (-1, as
+    libdarshan-util says)."""
+    with_tid = _with_tid(mod, ver)
     seg = 40 if with_tid else 32
-    walked = walk(data, Layout(104, 88, (seg, seg)), order)
-    if walked.bad is not None:
-        w, r = walked.bad
-        raise CorruptLogError(f"DXT record with {w} writes, {r} reads")
-    words = _Words(data, order)
-    at = _words_at(walked)
     writes, reads = words.ints(at + 11), words.ints(at + 12)
     keep = (writes + reads > 0) & known_ids(words.ids(at), named)
     at, writes, counts = at[keep], writes[keep], (writes + reads)[keep]
     hosts, host_of = words.strings(at + 3, 8)
     rec_of, seq = _ragged(counts)
     s = at[rec_of] + 13 + seq * (seg // 8)  # each segment's first word
+    no_offsets = mod == "DXT_MPIIO" and ver == 1
     cols = {
         "rank": pa.array(words.ints(at + 1)[rec_of]),
         "record_id": pa.array(words.ids(at)[rec_of]),
@@ -225,16 +267,9 @@ def dxt_table(
     return pa.table(cols)
 
 
-def heatmap_rows(
-    data: bytes | bytearray, order: str, names: dict[int, str], named: np.ndarray
-) -> pa.Table:
+def _heatmap(words: _Words, at: np.ndarray, names: dict[int, str], named) -> pa.Table:
     """HEATMAP records: base, bin width, nbins, 2 pointers, write bins, read bins; one
-    row per bin of a record whose id is in ``named``."""
-    walked = walk(data, Layout(48, 24, (16,)), order)
-    if walked.bad is not None:
-        raise CorruptLogError(f"HEATMAP record with {walked.bad[0]} bins")
-    words = _Words(data, order)
-    at = _words_at(walked)
+    row per bin."""
     nbins = words.ints(at + 3)
     keep = (nbins > 0) & known_ids(words.ids(at), named)
     at, nbins = at[keep], nbins[keep]
@@ -252,22 +287,6 @@ def _bins(words: _Words, at: np.ndarray, nbins: np.ndarray) -> tuple[np.ndarray,
     return words.ints(w), words.ints(w + nbins[rec_of])
 
 
-def lustre_table(data: bytes | bytearray, ver: int, order: str, named: np.ndarray) -> pa.Table:
-    """LUSTRE records: v2 {base, num_comps, num_stripes, comps[num_comps] (7 counters,
-    pool_name[16]), ost_ids[num_stripes]}, one row per component, each taking the next
-    STRIPE_COUNT OST ids; v1 {base, 5 counters, ost_ids[stripe_width]} up-converted to
-    one component. Records whose id is not in ``named`` are left out."""
-    if ver >= 2:
-        walked = walk(data, Layout(32, 16, (72, 8)), order)
-        if walked.bad is not None:
-            ncomp, nstripe = walked.bad
-            raise CorruptLogError(f"LUSTRE record with {ncomp} components, {nstripe} stripes")
-        return _lustre_v2(_Words(data, order), _words_at(walked), named)
-    # v1: a negative stripe width ends the region (libdarshan-util reads no further)
-    walked = walk(data, Layout(56, 48, (8,), floor=64, bare_rows=True), order)
-    return _lustre_v1(_Words(data, order), _words_at(walked), named)
-
-
 class _Components(NamedTuple):
     """LUSTRE components: their record (an index into the records' words), number in it,
     the 7 counters (an array each), pool names (:meth:`_Words.strings`) and OST ids
@@ -282,6 +301,9 @@ class _Components(NamedTuple):
 
 
 def _lustre_v2(words: _Words, at: np.ndarray, named: np.ndarray) -> pa.Table:
+    """v2 records {base, num_comps, num_stripes, comps[num_comps] (7 counters,
+    pool_name[16]), ost_ids[num_stripes]}: a row per component, each taking the next
+    STRIPE_COUNT OST ids."""
     ncomp, nstripe = words.ints(at + 2), words.ints(at + 3)
     keep = (ncomp > 0) & known_ids(words.ids(at), named)
     at = at[keep]
@@ -311,8 +333,9 @@ def _ost_slices(ost_at, nstripe, ncomp, rec_of, stripe_count) -> tuple[np.ndarra
 
 
 def _lustre_v1(words: _Words, at: np.ndarray, named: np.ndarray) -> pa.Table:
-    """v1 records as one component each: STRIPE_SIZE and STRIPE_COUNT (the stripe width)
-    kept, the counters v1 did not have set as libdarshan-util 3.5 sets them."""
+    """v1 records {base, 5 counters, ost_ids[stripe_width]} as one component each:
+    STRIPE_SIZE and STRIPE_COUNT (the width) kept, the counters v1 did not have set as
+    libdarshan-util 3.5 sets them."""
     at = at[known_ids(words.ids(at), named)]
     n = len(at)
     width = words.ints(at + 6)
