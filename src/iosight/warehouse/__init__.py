@@ -7,6 +7,7 @@ from iosight.warehouse._ingest import (
     discover,
     ingest,
 )
+from iosight.warehouse._known import KNOWN_AT
 from iosight.warehouse._single import log_warehouse
 from iosight.warehouse._store import (
     DEFAULT_LOCK_TIMEOUT,
@@ -21,6 +22,7 @@ __all__ = [
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_LOCK_TIMEOUT",
     "DEFAULT_WAREHOUSE",
+    "KNOWN_AT",
     "IngestReport",
     "JobSummary",
     "Warehouse",
