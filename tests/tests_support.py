@@ -9,7 +9,8 @@ SHARED = Path(os.environ.get("IOSIGHT_SHARED", Path(__file__).resolve().parents[
 
 
 def crash_or_echo(items: list[str], beat) -> list[str]:
-    """A task for worker-pool tests: 'segv' kills the process, 'sleep' hangs, else echo."""
+    """A task for worker-pool tests: 'segv' kills the process, 'sleep' hangs, 'SIGINT'
+    and 'SIGTERM' signal the worker itself, else echo."""
     out = []
     for i, arg in enumerate(items):
         beat(i)
@@ -23,6 +24,12 @@ def crash_or_echo(items: list[str], beat) -> list[str]:
             import time
 
             time.sleep(60)
+        if arg in ("SIGINT", "SIGTERM"):  # what a Ctrl-C or `kill` of the group sends
+            import signal
+            import time
+
+            os.kill(os.getpid(), getattr(signal, arg))
+            time.sleep(0.2)  # a handler that raises would do so here
         if arg == "raise":
             raise ValueError("bad input\nsecond line")
         out.append(arg.upper())
