@@ -1,5 +1,13 @@
 """The warehouse: every analysis reads it, ingest writes it (DESIGN.md)."""
 
+from iosight.warehouse._follow import (
+    DEFAULT_INTERVAL,
+    DEFAULT_SETTLE,
+    FollowBatch,
+    FollowReport,
+    check_follow_args,
+    follow,
+)
 from iosight.warehouse._ingest import (
     DEFAULT_BATCH_SIZE,
     IngestReport,
@@ -20,16 +28,22 @@ from iosight.warehouse._summary import JobSummary, find_job, job_summary
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
+    "DEFAULT_INTERVAL",
     "DEFAULT_LOCK_TIMEOUT",
+    "DEFAULT_SETTLE",
     "DEFAULT_WAREHOUSE",
     "KNOWN_AT",
+    "FollowBatch",
+    "FollowReport",
     "IngestReport",
     "JobSummary",
     "Warehouse",
+    "check_follow_args",
     "check_ingest_args",
     "default_path",
     "discover",
     "find_job",
+    "follow",
     "ingest",
     "is_warehouse_dir",
     "job_summary",
