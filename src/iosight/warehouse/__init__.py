@@ -16,6 +16,7 @@ from iosight.warehouse._ingest import (
     ingest,
 )
 from iosight.warehouse._known import KNOWN_AT
+from iosight.warehouse._replay import DEFAULT_GROUP, ReplayReport, check_replay_args, replay
 from iosight.warehouse._single import log_warehouse
 from iosight.warehouse._store import (
     DEFAULT_LOCK_TIMEOUT,
@@ -28,6 +29,7 @@ from iosight.warehouse._summary import JobSummary, find_job, job_summary
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
+    "DEFAULT_GROUP",
     "DEFAULT_INTERVAL",
     "DEFAULT_LOCK_TIMEOUT",
     "DEFAULT_SETTLE",
@@ -37,9 +39,11 @@ __all__ = [
     "FollowReport",
     "IngestReport",
     "JobSummary",
+    "ReplayReport",
     "Warehouse",
     "check_follow_args",
     "check_ingest_args",
+    "check_replay_args",
     "default_path",
     "discover",
     "find_job",
@@ -48,4 +52,5 @@ __all__ = [
     "is_warehouse_dir",
     "job_summary",
     "log_warehouse",
+    "replay",
 ]
