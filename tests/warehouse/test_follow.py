@@ -213,6 +213,7 @@ def test_sigint_stops_follow_after_the_batch_in_hand(tmp_path):
         (["LOG"], "is not a directory: follow mode watches a log directory"),
         (["DIR", "--force"], "--force does not go with it"),
         (["DIR", "--interval", "0"], "'interval' parameter must be a number of seconds > 0"),
+        (["DIR", "--interval", "inf"], "'interval' parameter must be a number of seconds > 0"),
         (["DIR", "--settle", "0"], "'settle' parameter must be an integer >= 1"),
     ],
 )

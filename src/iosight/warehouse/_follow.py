@@ -18,6 +18,7 @@ wins). The file's modification time is not used: a copy that keeps the original'
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import threading
@@ -29,7 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from iosight._errors import IosightError, check_param
+from iosight._errors import IosightError, check_param, is_integer
+from iosight.parallel import default_workers
 from iosight.warehouse._ingest import (
     DEFAULT_BATCH_SIZE,
     IngestReport,
@@ -114,8 +116,9 @@ def check_follow_args(
     check_ingest_args([directory], **ingest_args)
     if not Path(directory).is_dir():
         raise IosightError(f"{directory} is not a directory: follow mode watches a log directory")
-    check_param("interval", interval, interval > 0, "a number of seconds > 0")
-    ok = isinstance(settle, int) and settle >= 1
+    ok = interval > 0 and math.isfinite(interval)
+    check_param("interval", interval, ok, "a number of seconds > 0")
+    ok = is_integer(settle) and settle >= 1
     check_param("settle", settle, ok, "an integer >= 1 (polls a file must look the same on)")
 
 
@@ -160,7 +163,7 @@ def follow(
     )
     stop = stop or threading.Event()
     scanner = _Scanner(Path(directory), settle)
-    per_ingest = (batch_size or DEFAULT_BATCH_SIZE) * max(1, workers)
+    per_ingest = (batch_size or DEFAULT_BATCH_SIZE) * (workers or default_workers())
     report = FollowReport()
     options = {"workers": workers, "timeout": timeout, "scheduler": scheduler}
     options |= {"batch_size": batch_size, "reader": reader}
