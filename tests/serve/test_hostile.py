@@ -26,9 +26,9 @@ SECRET = "secret-4242"
 
 
 class Live:
-    """A running ``iosight serve``: its port and process."""
+    """A running server: its port and, for ``iosight serve``, its process."""
 
-    def __init__(self, port: int, proc: subprocess.Popen) -> None:
+    def __init__(self, port: int, proc: subprocess.Popen | None = None) -> None:
         self.port, self.proc = port, proc
 
     def get(self, path: str, host: str | None = None) -> tuple[int, dict, str]:
@@ -118,6 +118,7 @@ def test_a_string_bomb_is_refused_and_memory_stays_bounded(live):
     """Item 11: ``repeat()`` made DuckDB build gigabytes of strings per request."""
     import psutil
 
+    assert live.proc is not None
     server = psutil.Process(live.proc.pid)
     before, peak, done = server.memory_info().rss, [0], threading.Event()
 
@@ -196,7 +197,7 @@ def test_an_unexpected_error_is_a_500_with_the_security_headers(served_path):
     app = create_app(served_path)
     app.router.routes.append(Route("/broken", broken))
     with BackgroundServer(app) as srv:
-        live = Live(int(srv.url.rsplit(":", 1)[1]), None)  # type: ignore[arg-type]
+        live = Live(int(srv.url.rsplit(":", 1)[1]))
         status, headers, body = live.get("/broken")
         assert live.get("/errors")[0] == 200  # the server goes on
     assert status == 500 and "a bug" not in body and "Traceback" not in body
