@@ -54,3 +54,12 @@ def hold_warehouse_lock(path):
     )
     assert proc.stdout.readline() == "locked\n"
     return proc
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (for a server a test starts)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
