@@ -233,7 +233,7 @@ def tables(warehouse: Path = WAREHOUSE_OPT) -> None:
 def compact(warehouse: Path = WAREHOUSE_OPT) -> None:
     """Merge each table's batch files into one (faster queries on big warehouses)."""
     with cli_errors():
-        open_warehouse(warehouse).compact()
+        open_warehouse(warehouse, write=True).compact()
 
 
 def register(app: typer.Typer) -> None:
