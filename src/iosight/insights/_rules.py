@@ -25,7 +25,7 @@ NOT_EVALUATED = "n/a"
 
 # what a rule's data has to hold, and what to say when a job's data does not
 NEEDS = {
-    "totals": "job totals of its counters (a job-total table may hold only some)",
+    "totals": "job totals of these counters (a job-total table may hold only some)",
     "records": "per-file records (job-total tables have only job totals)",
     "nodes": "the job's node count, which Darshan logs do not hold (Drishti asks Slurm's sacct)",
 }
@@ -61,7 +61,7 @@ class Rule:
         """What a job's data must hold for this rule, for "not evaluated" lists."""
         if self.needs != "totals":
             return NEEDS[self.needs]
-        return "job totals of " + ", ".join(COUNTERS[c] for c in self.counters)
+        return f"{NEEDS['totals']}: " + ", ".join(COUNTERS[c] for c in self.counters)
 
 
 RULES: Registry[Rule] = Registry("insight rule")
