@@ -62,12 +62,17 @@ def cli_errors() -> Iterator[None]:
         raise typer.Exit(code=130) from None
 
 
-def open_warehouse(path: Path | None, *, create: bool = False, **options):
+def open_warehouse(path: Path | None, *, create: bool = False, write: bool = False, **options):
     """Open the warehouse named on the command line (an error if it is none, unless
-    ``create``); ``options`` go to :class:`~iosight.warehouse.Warehouse`."""
+    ``create``); ``options`` go to :class:`~iosight.warehouse.Warehouse`. A command
+    that writes it (``write``, or ``create``) learns now, before its work, whether it
+    can (:meth:`~iosight.warehouse.Warehouse.check_writable`)."""
     from iosight.warehouse import Warehouse
 
-    return Warehouse(path, create=create, **options)
+    wh = Warehouse(path, create=create, **options)
+    if create or write:
+        wh.check_writable()
+    return wh
 
 
 class RichProgress:

@@ -44,7 +44,7 @@ def build(
 
         from iosight.timeline import build_timeline, parse_duration, parse_time
 
-        wh = open_warehouse(warehouse)
+        wh = open_warehouse(warehouse, write=True)
         t = build_timeline(
             wh,
             bin_width=parse_duration(bin),

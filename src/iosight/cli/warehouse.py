@@ -143,14 +143,13 @@ def job(
 
 
 def render_job_insights(found) -> None:
-    """The findings ordered by level, then the rules the job's data could not evaluate."""
+    """The findings ordered by level, then the rules the job's data could not evaluate
+    and what each needs (a rule without its data is never judged)."""
     if not found.findings.empty:
         print_frame(found.table(), title="I/O insights (Drishti-style rules; iosight insights)")
     if not found.not_evaluated.empty:
-        codes = ", ".join(found.not_evaluated["code"])
-        console.print(
-            f"  [yellow]not evaluated:[/] {escape(codes)} (the job's data lacks what they need)",
-            markup=True,
+        print_frame(
+            found.not_evaluated, title="not evaluated: the job's data lacks what these rules need"
         )
 
 
@@ -234,7 +233,7 @@ def tables(warehouse: Path = WAREHOUSE_OPT) -> None:
 def compact(warehouse: Path = WAREHOUSE_OPT) -> None:
     """Merge each table's batch files into one (faster queries on big warehouses)."""
     with cli_errors():
-        open_warehouse(warehouse).compact()
+        open_warehouse(warehouse, write=True).compact()
 
 
 def register(app: typer.Typer) -> None:

@@ -24,7 +24,8 @@ APP_SQL = (
 
 @dataclass
 class FacilityView:
-    """Per rule (``rules``), per rule that could not run (``not_evaluated``), per month."""
+    """Per rule (``rules``), per rule that could not run (``not_evaluated``: code, jobs,
+    title, what it needs), per month."""
 
     jobs: int  # evaluated jobs in scope
     rules: pd.DataFrame
@@ -91,6 +92,8 @@ def facility_view(warehouse: Warehouse, *, where: str | None = None, apps: int =
                 where i.not_evaluated <> '')
             group by code order by code"""
     )
+    blind["title"] = blind["code"].map(lambda c: RULES.get(c).title)
+    blind["needs"] = blind["code"].map(lambda c: RULES.get(c).needs_text())
     trend = _trend(warehouse, scope) if has_findings else pd.DataFrame()
     return FacilityView(n, rules, blind, trend)
 

@@ -17,7 +17,13 @@ def _f(df: pd.DataFrame, col: str) -> np.ndarray:
     return df[col].fillna(0).to_numpy(dtype=float)
 
 
-@rule("S01", "interface", "STDIO moves a large share of the data")
+# MPI-IO bytes are not needed: POSIX already counts them, and they only move between terms
+@rule(
+    "S01",
+    "interface",
+    "STDIO moves a large share of the data",
+    counters=("stdio_bytes_read", "stdio_bytes_written", "bytes_read", "bytes_written"),
+)
 def stdio_share(d: JobData, t: Thresholds) -> pd.DataFrame:
     j = d.jobs
     stdio = _f(j, "stdio_bytes_read") + _f(j, "stdio_bytes_written")
@@ -50,6 +56,7 @@ def stdio_share(d: JobData, t: Thresholds) -> pd.DataFrame:
     "M01",
     "interface",
     "parallel job without MPI-IO",
+    counters=("nprocs",),
 )
 def no_mpiio(d: JobData, t: Thresholds) -> pd.DataFrame:
     j = d.jobs
