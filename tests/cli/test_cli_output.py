@@ -8,7 +8,6 @@ import pytest
 from typer.testing import CliRunner
 
 from iosight.cli import app
-from iosight.cli._units import cell, elide_middle, human_bytes, human_duration
 from iosight.demo.step_10_characterization import example_logs
 from iosight.warehouse import Warehouse
 
@@ -57,21 +56,6 @@ def test_errors_name_each_path_once(tmp_path):
     runner.invoke(app, ["ingest", str(bad), "-w", str(tmp_path / "wh")])
     out = runner.invoke(app, ["errors", "-w", str(tmp_path / "wh"), "-f", "csv"]).stdout
     assert out.count("bad.darshan") == 1, out
-
-
-def test_units():
-    assert human_bytes(2199023255552) == "2.2 TB"
-    assert human_bytes(512) == "512 B"
-    assert human_duration(192) == "3 min 12 s"
-    assert human_duration(0.537) == "537 ms"
-    assert human_duration(7500) == "2 h 05 min"
-    assert cell("POSIX_BYTES_READ", 1.4e9) == "1.4 GB"
-    assert cell("bytes_per_s", 1.4e9) == "1.4 GB/s"
-    assert cell("start_time", 1490000867.0) == "1490000867"  # a timestamp, not a duration
-    assert cell("jobid", 32324925) == "32324925"
-    path = "/global/cscratch1/sd/someone/" + "x" * 80 + "/file.h5"
-    short = elide_middle(path)
-    assert len(short) == 60 and short.startswith("/global") and short.endswith("/file.h5")
 
 
 def test_a_table_wider_than_the_console_keeps_every_value_whole(monkeypatch, capsys):

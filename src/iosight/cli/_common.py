@@ -187,7 +187,7 @@ class Eta:
 
     def describe(self, final: bool = False) -> str:
         """``12/100 (12%), 3.4/s, ETA 26 s`` (or ``... in 29 s`` once finished)."""
-        from iosight.cli._units import human_duration
+        from iosight._units import human_duration
 
         rate = self.rate()
         done = f"{self.done}/{self.total}" if self.total else f"{self.done}"
@@ -204,7 +204,7 @@ def _eta_column(eta: Eta):
     from rich.progress import ProgressColumn
     from rich.text import Text
 
-    from iosight.cli._units import human_duration
+    from iosight._units import human_duration
 
     class EtaColumn(ProgressColumn):
         """Items per second and time left, smoothed over the whole run."""
@@ -245,7 +245,7 @@ def print_frame(df, fmt: str = "table", title: str | None = None, max_rows: int 
         return
     from rich.table import Table
 
-    from iosight.cli._units import cell
+    from iosight._units import cell
 
     columns = [str(c) for c in df.columns]
     rows = [
