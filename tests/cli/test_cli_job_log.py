@@ -53,3 +53,4 @@ def test_bracketed_names_print_verbatim(tmp_path):
     result = runner.invoke(app, ["job", str(table)])
     assert result.exit_code == 0, result.output
     assert "/bin/a[/x] [bold]run" in result.output
+

@@ -156,13 +156,16 @@ def render_job_insights(found) -> None:
 def render_job_summary(s, files: int = 15) -> None:
     import datetime as dt
 
+    from iosight._units import human_duration
+
     j = s.job
     start = dt.datetime.fromtimestamp(j["start_time"], dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
     console.print(
         f"[bold]job {escape(str(j['jobid']))}[/] ({j['job_key'][:12]}) "
         + escape(
             f"{j['exe'][:80]}\n"
-            f"  {j['nprocs']} processes, start {start} UTC, run time {j['run_time']:.1f} s, "
+            f"  {j['nprocs']} processes, start {start} UTC, "
+            f"run time {human_duration(j['run_time'])}, "
             f"Darshan {j['lib_version'] or j['log_version']} ({j['source_format']})\n"
             f"  modules: {j['modules']}"
         ),
@@ -172,11 +175,14 @@ def render_job_summary(s, files: int = 15) -> None:
     for note in s.notes:
         console.print(f"  [yellow]note:[/] {escape(note)}", markup=True)
     if not s.modules.empty:
-        print_frame(s.modules, title="per module: bytes, operations, I/O time (s, summed)")
+        print_frame(
+            s.modules,
+            title="per module: bytes, operations, I/O time (summed over ranks; its mean per rank)",
+        )
     if not s.access_sizes.empty:
         print_frame(s.access_sizes, title="access sizes (operations per size bin)")
     if not s.files.empty:
-        print_frame(s.files, title="per file", max_rows=files)
+        print_frame(s.files, title="per file (a shared record counts all ranks)", max_rows=files)
     if not s.osts.empty:
         print_frame(s.osts, title="Lustre OSTs: files, ranks and I/O time per OST")
 

@@ -79,21 +79,35 @@ def job_summary(warehouse: Warehouse, ident: str) -> JobSummary:
     key = find_job(warehouse, ident)
     job = warehouse.sql("select * from jobs where job_key = ?", [key]).iloc[0]
     tables = set(warehouse.tables())
+    nprocs = _nprocs(job)
     return JobSummary(
         job=job,
-        modules=_module_rows(warehouse, key, tables),
+        modules=_module_rows(warehouse, key, tables, nprocs),
         access_sizes=_access_sizes(warehouse, key, tables),
-        files=_files(warehouse, key, tables),
-        osts=_osts(warehouse, key, tables),
+        files=_files(warehouse, key, tables, nprocs),
+        osts=_osts(warehouse, key, tables, nprocs),
         notes=_notes(job),
     )
+
+
+def _nprocs(job: pd.Series) -> int | None:
+    """The job's process count, or None when its source does not say (or says nonsense)."""
+    n = job.get("nprocs")
+    return int(n) if n is not None and pd.notna(n) and n > 0 else None
+
+
+# ranks that touched a group of records: Darshan writes a file every rank opened as one
+# shared record of rank -1 (Carns et al. 2011, §3.2), which stands for all nprocs ranks
+_RANKS = "case when bool_or({r} = -1) then cast(? as bigint) else count(distinct {r}) end"
 
 
 def _cols(warehouse: Warehouse, table: str) -> set[str]:
     return set(warehouse.column_names(table))
 
 
-def _module_rows(warehouse: Warehouse, key: str, tables: set[str]) -> pd.DataFrame:
+def _module_rows(
+    warehouse: Warehouse, key: str, tables: set[str], nprocs: int | None
+) -> pd.DataFrame:
     rows = []
     for table, p in _LAYERS.items():
         if table not in tables:
@@ -123,6 +137,8 @@ def _module_rows(warehouse: Warehouse, key: str, tables: set[str]) -> pd.DataFra
     if not rows:
         return pd.DataFrame()
     out = pd.concat(rows, ignore_index=True)
+    out["io_time"] = out["read_time"] + out["write_time"] + out["meta_time"]
+    out["io_time_per_rank"] = out["io_time"] / nprocs if nprocs else float("nan")
     return out[["module"] + [c for c in out.columns if c != "module"]]
 
 
@@ -164,7 +180,7 @@ def _access_sizes(warehouse: Warehouse, key: str, tables: set[str]) -> pd.DataFr
     return out[["module", "op"] + [b for b in ACCESS_SIZE_BINS if b in out.columns]]
 
 
-def _files(warehouse: Warehouse, key: str, tables: set[str]) -> pd.DataFrame:
+def _files(warehouse: Warehouse, key: str, tables: set[str], nprocs: int | None) -> pd.DataFrame:
     if "posix" not in tables:
         return pd.DataFrame()
     name = (
@@ -177,8 +193,8 @@ def _files(warehouse: Warehouse, key: str, tables: set[str]) -> pd.DataFrame:
         if "names" in tables
         else ""
     )
-    return warehouse.sql(
-        f"""select {name} as file, count(*) as ranks,
+    df = warehouse.sql(
+        f"""select {name} as file, {_RANKS.format(r="p.rank")} as ranks,
                max(POSIX_MAX_BYTE_READ + 1) filter (where POSIX_BYTES_READ > 0) as read_extent,
                max(POSIX_MAX_BYTE_WRITTEN + 1) as size_estimate,
                sum(POSIX_BYTES_READ) as bytes_read, sum(POSIX_BYTES_WRITTEN) as bytes_written,
@@ -189,17 +205,26 @@ def _files(warehouse: Warehouse, key: str, tables: set[str]) -> pd.DataFrame:
             from posix p {join}
             where p.job_key = ?
             group by 1 order by io_time desc""",
-        [key],
+        [nprocs, key],
     )
+    return _with_mean_per_rank(df)
 
 
-def _osts(warehouse: Warehouse, key: str, tables: set[str]) -> pd.DataFrame:
+def _with_mean_per_rank(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with ``io_time_per_rank`` (its ``io_time``, summed over ranks, over its
+    ``ranks``) beside ``io_time``: a sum over 2048 ranks is no wall-clock time."""
+    mean = df["io_time"] / df["ranks"].where(df["ranks"] > 0)
+    df.insert(df.columns.get_loc("io_time") + 1, "io_time_per_rank", mean.astype(float))
+    return df
+
+
+def _osts(warehouse: Warehouse, key: str, tables: set[str], nprocs: int | None) -> pd.DataFrame:
     if "lustre" not in tables or "posix" not in tables:
         return pd.DataFrame()
     if "ost_ids" not in _cols(warehouse, "lustre"):
         return pd.DataFrame()
-    return warehouse.sql(
-        """with l as (
+    df = warehouse.sql(
+        f"""with l as (
                select record_id, unnest(ost_ids) as ost from lustre where job_key = ?
            ), p as (
                select record_id, rank,
@@ -208,11 +233,12 @@ def _osts(warehouse: Warehouse, key: str, tables: set[str]) -> pd.DataFrame:
                from posix where job_key = ?
            )
            select l.ost, count(distinct l.record_id) as files,
-                  count(distinct p.rank) as ranks, sum(p.t) as io_time, sum(p.b) as bytes
+                  {_RANKS.format(r="p.rank")} as ranks, sum(p.t) as io_time, sum(p.b) as bytes
            from l join p using (record_id)
            group by l.ost order by l.ost""",
-        [key, key],
+        [key, key, nprocs],
     )
+    return _with_mean_per_rank(df)
 
 
 def _notes(job: pd.Series) -> list[str]:
