@@ -36,7 +36,9 @@ def test_durations_read_as_words_with_their_sign():
     assert human_duration(100_000) == "1 d 3 h"
     # Darshan 3.1's STDIO timers can sum to a negative time: the sign stays in front
     assert human_duration(-2737.4) == "-45 min 37 s"
-    assert human_duration(59.97) == "1 min 0 s"
+    assert human_duration(59.97) == "1 min"
+    assert human_duration(300) == "5 min" and human_duration(7200) == "2 h"
+    assert human_duration(3 * 86400 + 1800) == "3 d"
     assert human_duration(math.inf) == "inf s"
 
 

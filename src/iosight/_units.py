@@ -54,7 +54,8 @@ def human_rate(n: float) -> str:
 
 
 def human_duration(s: float) -> str:
-    """Seconds as ``24 µs``, ``537 ms``, ``12.3 s``, ``3 min 12 s``, ``2 h 05 min``, ``3 d 4 h``."""
+    """Seconds as ``24 µs``, ``537 ms``, ``12.3 s``, ``3 min 12 s``, ``2 h 05 min``, ``3 d 4 h``
+    (``5 min``, ``2 h``, ``3 d`` when the smaller unit is 0)."""
     if not math.isfinite(s):
         return f"{s} s"
     if s < 0:
@@ -69,10 +70,10 @@ def human_duration(s: float) -> str:
         return f"{significant(s)} s"
     s = round(s)
     if s < 3600:
-        return f"{s // 60} min {s % 60} s"
+        return f"{s // 60} min" + (f" {s % 60} s" if s % 60 else "")
     if s < 86400:
-        return f"{s // 3600} h {s % 3600 // 60:02d} min"
-    return f"{s // 86400} d {s % 86400 // 3600} h"
+        return f"{s // 3600} h" + (f" {s % 3600 // 60:02d} min" if s % 3600 // 60 else "")
+    return f"{s // 86400} d" + (f" {s % 86400 // 3600} h" if s % 86400 // 3600 else "")
 
 
 def human_rank_time(s: float) -> str:

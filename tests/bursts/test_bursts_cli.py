@@ -17,7 +17,7 @@ def test_cli_end_to_end(tmp_path):
     w = ["-w", wh]
     out = _ok("synth", "facility", *w, "--months", "0.4", "--jobs-per-day", "200", "--seed", "2")
     assert "synthetic facility" in out
-    assert "bins of 300 s" in _ok("timeline", "build", *w, "--bin", "5min")
+    assert "bins of 5 min," in _ok("timeline", "build", *w, "--bin", "5min")
     months = _ok("timeline", "show", *w, "--rebin", "month", "--format", "csv")
     assert months.count("\n") == 2  # header and January 2024
     assert "write" in _ok("bursts", "analyze", *w)

@@ -17,8 +17,9 @@ import pyarrow as pa
 
 from iosight._errors import IosightError
 from iosight._progress import Progress, ensure_progress
+from iosight._units import human_bytes, human_rank_time
 from iosight.insights import _frame
-from iosight.insights._rules import FINDING_COLUMNS, LEVELS, RULES, Rule, human_bytes
+from iosight.insights._rules import FINDING_COLUMNS, LEVELS, RULES, Rule
 from iosight.insights._thresholds import Thresholds
 from iosight.warehouse import Warehouse, find_job
 
@@ -163,7 +164,7 @@ class JobInsights:
     def table(self) -> pd.DataFrame:
         """Findings for reading: level, code, message, at stake, files, recommendation."""
         f = self.findings
-        secs = f["stake_s"].map(lambda v: f"{v:.4g} rank-s" if pd.notna(v) and v > 0 else "")
+        secs = f["stake_s"].map(lambda v: human_rank_time(v) if pd.notna(v) and v > 0 else "")
         size = f["stake_bytes"].map(lambda v: human_bytes(v) if pd.notna(v) and v > 0 else "")
         stake = (secs + ", " + size).str.strip(", ")
         out = f[["level", "code", "message"]].assign(at_stake=stake)
