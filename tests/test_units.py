@@ -45,7 +45,8 @@ def test_durations_read_as_words_with_their_sign():
 def test_rank_seconds_take_one_unit_and_no_exponent():
     assert human_rank_time(100_400) == "27.9 rank-h"
     assert human_rank_time(12.3) == "12.3 rank-s"
-    assert human_rank_time(600) == "10 rank-min"
+    assert human_rank_time(2400) == "2,400 rank-s"
+    assert cell("rank_seconds", 100_400) == cell("stake_s", 100_400) == "27.9 rank-h"
     assert human_rank_time(5e9) == "1,388,889 rank-h"
 
 

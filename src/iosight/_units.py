@@ -77,15 +77,13 @@ def human_duration(s: float) -> str:
 
 
 def human_rank_time(s: float) -> str:
-    """Rank-seconds (time summed over ranks) as ``12.3 rank-s``, ``45 rank-min``, ``27.9 rank-h``.
+    """Rank-seconds (time summed over ranks) as ``12.3 rank-s``, ``2,400 rank-s``, ``27.9 rank-h``.
 
-    One unit with a plain number, not ``1 d 3 h``: a sum over 2048 ranks is no span of
+    A plain number of one unit, not ``1 d 3 h``: a sum over 2048 ranks is no span of
     wall-clock time, and a rank-hour reads as the core-hour of one core per rank.
     """
-    if not math.isfinite(s) or abs(s) < 60:
+    if not math.isfinite(s) or abs(s) < 3600:
         return f"{significant(s)} rank-s"
-    if abs(s) < 3600:
-        return f"{significant(s / 60)} rank-min"
     return f"{significant(s / 3600)} rank-h"
 
 
@@ -125,11 +123,14 @@ def elide_middle(text: str, width: int = PATH_WIDTH) -> str:
 
 
 def column_kind(name: str) -> str:
-    """What a column holds, from its name: ``rate``, ``bytes``, ``duration`` or ``plain``.
+    """What a column holds, from its name: ``rate``, ``bytes``, ``rank_time`` (seconds
+    summed over ranks), ``duration`` or ``plain``.
 
     A ``_per_rank`` suffix (a mean over ranks) holds what the name before it holds.
     """
     n = name.lower().removesuffix("_per_rank")
+    if n.endswith(("rank_seconds", "rank_s", "stake_s")):
+        return "rank_time"
     if "bytes" in n and ("per_s" in n or "/s" in n or "rate" in n or n.endswith("_bps")):
         return "rate"
     if "bytes" in n or n.endswith(("_extent", "size_estimate")):
@@ -141,7 +142,12 @@ def column_kind(name: str) -> str:
     return "plain"
 
 
-_BY_KIND = {"bytes": human_bytes, "rate": human_rate, "duration": human_duration}
+_BY_KIND = {
+    "bytes": human_bytes,
+    "rate": human_rate,
+    "duration": human_duration,
+    "rank_time": human_rank_time,
+}
 
 
 def cell(column: str, v: object) -> str:
