@@ -341,12 +341,18 @@ def _share_width(narrowest: list[int], longest: list[int], spare: int) -> list[i
 
 def frame_json(df, *, lines: bool = False) -> str:
     """``df`` as one JSON array of objects, or JSON Lines; ints stay ints, NaN is null."""
+    records = df.to_dict("records")
+    if lines:
+        return "".join(document_json(r, one_line=True) for r in records)
+    return document_json(records)
+
+
+def document_json(doc, *, one_line: bool = False) -> str:
+    """``doc`` (dicts and lists of numpy, pandas and plain values) as one JSON document,
+    indented or on ``one_line``; ints stay ints, NaN is null."""
     import json
 
-    records = [{str(k): _json_value(v) for k, v in r.items()} for r in df.to_dict("records")]
-    if lines:
-        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-    return json.dumps(records, ensure_ascii=False, indent=1) + "\n"
+    return json.dumps(_json_value(doc), ensure_ascii=False, indent=None if one_line else 1) + "\n"
 
 
 def _json_value(v):
@@ -356,6 +362,8 @@ def _json_value(v):
     import numpy as np
     import pandas as pd
 
+    if isinstance(v, dict):
+        return {str(k): _json_value(x) for k, x in v.items()}
     if isinstance(v, np.ndarray | list | tuple):
         return [_json_value(x) for x in v]
     if isinstance(v, np.generic):

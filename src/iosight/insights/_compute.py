@@ -8,6 +8,7 @@ running again after an ingest evaluates only the new jobs.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 
@@ -169,6 +170,15 @@ class JobInsights:
         stake = (secs + ", " + size).str.strip(", ")
         out = f[["level", "code", "message"]].assign(at_stake=stake)
         return out.assign(files=f["files"], recommendation=f["recommendation"])
+
+    def to_dict(self) -> dict:
+        """Raw values for machines: ``findings`` (each with its evidence as an object, its
+        stake in rank-seconds and bytes) and ``not_evaluated`` (code, title, needs)."""
+        found = self.findings.drop(columns="job_key").to_dict("records")
+        for f in found:
+            ev = f["evidence"]
+            f["evidence"] = json.loads(ev) if isinstance(ev, str) and ev else {}
+        return {"findings": found, "not_evaluated": self.not_evaluated.to_dict("records")}
 
 
 def job_insights(
