@@ -110,8 +110,8 @@ def _nprocs(job: pd.Series) -> int | None:
     return int(n) if n is not None and pd.notna(n) and n > 0 else None
 
 
-# ranks that touched a group of records: Darshan writes a file every rank opened as one
-# shared record of rank -1 (Carns et al. 2011, §3.2), which stands for all nprocs ranks
+# ranks that touched a group of records: Darshan reduces a file every rank opened into one
+# shared record of rank -1 (Snyder et al. 2016, §II), which stands for all nprocs ranks
 _RANKS = "case when bool_or({r} = -1) then cast(? as bigint) else count(distinct {r}) end"
 
 
