@@ -16,6 +16,7 @@ from iosight._units import (
     human_duration,
     human_number,
     human_rank_time,
+    per_rank_label,
     significant,
 )
 
@@ -82,3 +83,9 @@ def test_long_paths_keep_both_ends():
     path = "/global/cscratch1/sd/someone/" + "x" * 80 + "/file.h5"
     short = elide_middle(path)
     assert len(short) == 60 and short.startswith("/global") and short.endswith("/file.h5")
+
+
+def test_a_per_rank_label_says_the_mean_and_the_ranks():
+    assert per_rank_label(49.03, 2048) == "49 s per rank, 2048 ranks"
+    assert per_rank_label(0.5, 1) == "500 ms per rank, 1 rank"
+    assert per_rank_label(math.nan, None) == "? ranks"  # a shared record, nprocs unknown

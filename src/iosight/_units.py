@@ -87,6 +87,12 @@ def human_rank_time(s: float) -> str:
     return f"{significant(s / 3600)} rank-h"
 
 
+def per_rank_label(mean: float, ranks: int | None) -> str:
+    """``47.6 s per rank, 2048 ranks``: a mean I/O time per rank and the ranks it is over."""
+    count = "? ranks" if missing(ranks) else f"{ranks} rank{'s' * (ranks != 1)}"
+    return count if missing(mean) else f"{human_duration(mean)} per rank, {count}"
+
+
 def human_number(v: object) -> str:
     """A plain number: integers whole (ids and counts, ungrouped), others to four
     significant digits, never in scientific notation; missing values (None, NaN) empty."""

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from iosight._errors import IosightError
-from iosight._units import human_duration, missing
+from iosight._units import human_duration, per_rank_label
 from iosight.insights import JobInsights
 from iosight.report._html import subplots
 from iosight.warehouse import JobSummary, Warehouse
@@ -116,12 +116,6 @@ def _top_files(ax, s: JobSummary, n: int = 10) -> None:
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: human_duration(v)))
     ax.set_xlabel("I/O time summed over ranks")
     ax.set_title(f"files with the most I/O time (top {len(df)})")
-
-
-def per_rank_label(mean: float, ranks: int | None) -> str:
-    """``47.6 s per rank, 2048 ranks``: a file's mean I/O time per rank and its ranks."""
-    count = "? ranks" if missing(ranks) else f"{ranks} rank{'s' * (ranks != 1)}"
-    return count if missing(mean) else f"{human_duration(mean)} per rank, {count}"
 
 
 MAX_SEGMENTS = 20_000  # DXT segments drawn per job; more are sampled, and the title says so

@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from iosight._units import human_duration
-from iosight.report.job import per_rank_label
+from iosight._units import human_duration, per_rank_label
 
 if TYPE_CHECKING:
     import pandas as pd
