@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -13,8 +14,10 @@ from iosight.cli._common import (
     FORMAT_OPT,
     WAREHOUSE_OPT,
     RichProgress,
+    check_format,
     cli_errors,
     console,
+    document_json,
     err_console,
     open_warehouse,
     print_frame,
@@ -99,13 +102,30 @@ def jobs(
         print_frame(df.head(limit) if limit else df, fmt, title=f"jobs in {wh.path}")
 
 
+def _job_format(value: str) -> str:
+    """``iosight job``'s --format, checked while the command line is parsed: a summary is
+    several tables, which one CSV table cannot hold."""
+    with cli_errors():
+        if value == "csv":
+            raise IosightError(
+                "a job summary is several tables, which one CSV cannot hold: use --format "
+                "json or jsonl (one document), or 'iosight sql ... -f csv' for one table"
+            )
+        return check_format(value)
+
+
 def job(
     ident: str = typer.Argument(..., help="Job id, job_key prefix, or a log file to read."),
     warehouse: Path = WAREHOUSE_OPT,
     files: int = typer.Option(15, help="Rows of the per-file table."),
     plot: Path = typer.Option(None, help="Also draw the job's figure to this PNG/SVG/PDF file."),
     fmt: str = typer.Option(
-        "table", "--format", "-f", help="table (summary and insights), or the insights as csv/json."
+        "table",
+        "--format",
+        "-f",
+        help="table, or the whole summary and its insights as one JSON document: json "
+        "(indented) or jsonl (one line; docs/job.md gives its schema).",
+        callback=_job_format,
     ),
 ) -> None:
     """One job's I/O summary (modules, access sizes, files, OSTs) and its I/O insights.
@@ -132,7 +152,8 @@ def job(
         s = job_summary(wh, ident)
         found = job_insights(wh, s.job["job_key"])
         if fmt != "table":
-            print_frame(found.findings, fmt)
+            doc = {**s.to_dict(), "insights": found.to_dict()}
+            sys.stdout.write(document_json(doc, one_line=fmt == "jsonl"))
             return
         render_job_summary(s, files)
         render_job_insights(found)
@@ -156,13 +177,16 @@ def render_job_insights(found) -> None:
 def render_job_summary(s, files: int = 15) -> None:
     import datetime as dt
 
+    from iosight._units import human_duration
+
     j = s.job
     start = dt.datetime.fromtimestamp(j["start_time"], dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
     console.print(
         f"[bold]job {escape(str(j['jobid']))}[/] ({j['job_key'][:12]}) "
         + escape(
             f"{j['exe'][:80]}\n"
-            f"  {j['nprocs']} processes, start {start} UTC, run time {j['run_time']:.1f} s, "
+            f"  {j['nprocs']} processes, start {start} UTC, "
+            f"run time {human_duration(j['run_time'])}, "
             f"Darshan {j['lib_version'] or j['log_version']} ({j['source_format']})\n"
             f"  modules: {j['modules']}"
         ),
@@ -172,11 +196,14 @@ def render_job_summary(s, files: int = 15) -> None:
     for note in s.notes:
         console.print(f"  [yellow]note:[/] {escape(note)}", markup=True)
     if not s.modules.empty:
-        print_frame(s.modules, title="per module: bytes, operations, I/O time (s, summed)")
+        print_frame(
+            s.modules,
+            title="per module: bytes, operations, I/O time (summed over ranks; its mean per rank)",
+        )
     if not s.access_sizes.empty:
         print_frame(s.access_sizes, title="access sizes (operations per size bin)")
     if not s.files.empty:
-        print_frame(s.files, title="per file", max_rows=files)
+        print_frame(s.files, title="per file (a shared record counts all ranks)", max_rows=files)
     if not s.osts.empty:
         print_frame(s.osts, title="Lustre OSTs: files, ranks and I/O time per OST")
 

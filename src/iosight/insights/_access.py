@@ -9,8 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from iosight._units import human_bytes
 from iosight.insights._frame import JobData, per_job, top_files
-from iosight.insights._rules import findings, human_bytes, pct, rule, share
+from iosight.insights._rules import findings, pct, rule, share
 from iosight.insights._thresholds import Thresholds
 
 

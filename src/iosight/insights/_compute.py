@@ -8,6 +8,7 @@ running again after an ingest evaluates only the new jobs.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 
@@ -17,8 +18,9 @@ import pyarrow as pa
 
 from iosight._errors import IosightError
 from iosight._progress import Progress, ensure_progress
+from iosight._units import human_bytes, human_rank_time
 from iosight.insights import _frame
-from iosight.insights._rules import FINDING_COLUMNS, LEVELS, RULES, Rule, human_bytes
+from iosight.insights._rules import FINDING_COLUMNS, LEVELS, RULES, Rule
 from iosight.insights._thresholds import Thresholds
 from iosight.warehouse import Warehouse, find_job
 
@@ -163,11 +165,20 @@ class JobInsights:
     def table(self) -> pd.DataFrame:
         """Findings for reading: level, code, message, at stake, files, recommendation."""
         f = self.findings
-        secs = f["stake_s"].map(lambda v: f"{v:.4g} rank-s" if pd.notna(v) and v > 0 else "")
+        secs = f["stake_s"].map(lambda v: human_rank_time(v) if pd.notna(v) and v > 0 else "")
         size = f["stake_bytes"].map(lambda v: human_bytes(v) if pd.notna(v) and v > 0 else "")
         stake = (secs + ", " + size).str.strip(", ")
         out = f[["level", "code", "message"]].assign(at_stake=stake)
         return out.assign(files=f["files"], recommendation=f["recommendation"])
+
+    def to_dict(self) -> dict:
+        """Raw values for machines: ``findings`` (each with its evidence as an object, its
+        stake in rank-seconds and bytes) and ``not_evaluated`` (code, title, needs)."""
+        found = self.findings.drop(columns="job_key").to_dict("records")
+        for f in found:
+            ev = f["evidence"]
+            f["evidence"] = json.loads(ev) if isinstance(ev, str) and ev else {}
+        return {"findings": found, "not_evaluated": self.not_evaluated.to_dict("records")}
 
 
 def job_insights(

@@ -33,7 +33,8 @@ class FacilityView:
     trend: pd.DataFrame  # month, code, jobs, share, stake_core_hours
 
     def summary_table(self) -> pd.DataFrame:
-        """The per-rule table rounded for reading: percent of jobs, core-hours, GiB."""
+        """The per-rule table rounded for reading: percent of jobs, core-hours, and the
+        bytes at stake (raw: tables show them in human units)."""
         if self.rules.empty:
             return self.rules
         r = self.rules
@@ -46,7 +47,7 @@ class FacilityView:
                 "% jobs": (100 * r["share_of_jobs"]).round(1),
                 "job core-h": r["job_core_hours"].round(0),
                 "core-h at stake": r["stake_core_hours"].round(1),
-                "GiB at stake": (r["stake_bytes"] / 2**30).round(1),
+                "bytes at stake": r["stake_bytes"],
                 "worst applications": r["worst_apps"],
             }
         )

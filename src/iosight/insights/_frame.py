@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from iosight._units import human_number
 from iosight.insights._thresholds import Thresholds
 from iosight.warehouse import Warehouse
 
@@ -242,7 +243,7 @@ def top_files(files: pd.DataFrame, metric: pd.Series, mask: pd.Series, n: int = 
         return pd.Series(dtype=object)
     sel = sel.sort_values(["job_key", "m"], ascending=[True, False], kind="mergesort")
     sel = sel.groupby("job_key", sort=False).head(n)
-    label = sel["name"].astype(str) + " (" + sel["m"].map("{:.4g}".format) + ")"
+    label = sel["name"].astype(str) + " (" + sel["m"].map(human_number) + ")"
     return label.groupby(sel["job_key"], sort=False).agg(", ".join)
 
 

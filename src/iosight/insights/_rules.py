@@ -155,10 +155,3 @@ def pct(x: float) -> str:
     return f"{100.0 * x:.2f}%"
 
 
-def human_bytes(n: float) -> str:
-    """Bytes in binary units, as Drishti prints them (``1.5 MB`` meaning MiB)."""
-    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if abs(n) < 1024 or unit == "PiB":
-            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.2f} {unit}"
-        n /= 1024
-    return f"{n:.2f} PiB"

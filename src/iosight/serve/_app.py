@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from iosight._errors import IosightError
+from iosight._units import cell, human_bytes, human_duration, human_number, missing
 from iosight.serve import _figures as figs
 from iosight.serve import _pages as pages
 from iosight.serve._readonly import MEMORY_LIMIT, WHERE_TIMEOUT_S, ServedWarehouse
@@ -101,23 +102,9 @@ def _utc(epoch) -> str:
     return dt.datetime.fromtimestamp(float(epoch), dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def _bytes(v) -> str:
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return ""
-    v = float(v)
-    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
-        if abs(v) < 1000 or unit == "PB":
-            return f"{v:.0f} {unit}" if unit == "B" else f"{v:.1f} {unit}"
-        v /= 1000
-    return ""
-
-
-def _num(v) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return "" if not math.isfinite(v) else f"{v:.6g}"
-    return str(v)
+def _shown(show):
+    """A Jinja filter of ``show``: blank for a missing value (None, NaN)."""
+    return lambda v: "" if missing(v) else show(float(v))
 
 
 def _templates():
@@ -128,7 +115,14 @@ def _templates():
         autoescape=True,
         undefined=jinja2.StrictUndefined,
     )
-    env.filters.update(utc=_utc, human_bytes=_bytes, num=_num)
+    # the units of the command line's tables (iosight._units): one convention everywhere
+    env.filters.update(
+        utc=_utc,
+        human_bytes=_shown(human_bytes),
+        duration=_shown(human_duration),
+        num=human_number,
+        cell=lambda v, column: cell(column, v),
+    )
     return env
 
 
