@@ -75,3 +75,46 @@ def assert_same_warehouse(got, want, ignore=("ingested_at",)) -> None:
         a, b = got.arrow(q), want.arrow(q)
         assert a.num_rows == b.num_rows, name
         assert a.equals(b), f"table {name} differs"
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (for a server a test starts)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def read_only_lock(monkeypatch, wh_path):
+    """The lock file of ``wh_path`` cannot be opened to write, as on a read-only mount
+    (chmod does not stop root, who runs these tests in CI; :func:`read_only_mount` does,
+    where the system allows it)."""
+    import builtins
+    import errno
+
+    from iosight.warehouse import _store
+
+    def fake_open(file, mode="r", *args, **kwargs):
+        if str(file) == str(wh_path / "_lock") and mode != "r":
+            raise OSError(errno.EROFS, "Read-only file system", str(file))
+        return builtins.open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(_store, "open", fake_open, raising=False)
+
+
+_RO_MOUNT = 'mount --bind "$0" "$0" && mount -o remount,ro,bind "$0" && exec "$@"'
+
+
+def read_only_mount(folder) -> list[str] | None:
+    """A command prefix that runs a command with ``folder`` mounted read-only in a
+    private mount namespace (read-only for root too: what chmod cannot give), or None
+    where this system allows no such namespace (no ``unshare``, or it is refused)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("unshare") is None:
+        return None
+    prefix = ["unshare", "--map-root-user", "--mount", "sh", "-c", _RO_MOUNT, str(folder)]
+    probe = subprocess.run([*prefix, "true"], capture_output=True)
+    return prefix if probe.returncode == 0 else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -13,8 +14,10 @@ from iosight.cli._common import (
     FORMAT_OPT,
     WAREHOUSE_OPT,
     RichProgress,
+    check_format,
     cli_errors,
     console,
+    document_json,
     err_console,
     open_warehouse,
     print_frame,
@@ -194,13 +197,30 @@ def jobs(
         print_frame(df.head(limit) if limit else df, fmt, title=f"jobs in {wh.path}")
 
 
+def _job_format(value: str) -> str:
+    """``iosight job``'s --format, checked while the command line is parsed: a summary is
+    several tables, which one CSV table cannot hold."""
+    with cli_errors():
+        if value == "csv":
+            raise IosightError(
+                "a job summary is several tables, which one CSV cannot hold: use --format "
+                "json or jsonl (one document), or 'iosight sql ... -f csv' for one table"
+            )
+        return check_format(value)
+
+
 def job(
     ident: str = typer.Argument(..., help="Job id, job_key prefix, or a log file to read."),
     warehouse: Path = WAREHOUSE_OPT,
     files: int = typer.Option(15, help="Rows of the per-file table."),
     plot: Path = typer.Option(None, help="Also draw the job's figure to this PNG/SVG/PDF file."),
     fmt: str = typer.Option(
-        "table", "--format", "-f", help="table (summary and insights), or the insights as csv/json."
+        "table",
+        "--format",
+        "-f",
+        help="table, or the whole summary and its insights as one JSON document: json "
+        "(indented) or jsonl (one line; docs/job.md gives its schema).",
+        callback=_job_format,
     ),
 ) -> None:
     """One job's I/O summary (modules, access sizes, files, OSTs) and its I/O insights.
@@ -227,7 +247,8 @@ def job(
         s = job_summary(wh, ident)
         found = job_insights(wh, s.job["job_key"])
         if fmt != "table":
-            print_frame(found.findings, fmt)
+            doc = {**s.to_dict(), "insights": found.to_dict()}
+            sys.stdout.write(document_json(doc, one_line=fmt == "jsonl"))
             return
         render_job_summary(s, files)
         render_job_insights(found)
@@ -238,19 +259,20 @@ def job(
 
 
 def render_job_insights(found) -> None:
-    """The findings ordered by level, then the rules the job's data could not evaluate."""
+    """The findings ordered by level, then the rules the job's data could not evaluate
+    and what each needs (a rule without its data is never judged)."""
     if not found.findings.empty:
         print_frame(found.table(), title="I/O insights (Drishti-style rules; iosight insights)")
     if not found.not_evaluated.empty:
-        codes = ", ".join(found.not_evaluated["code"])
-        console.print(
-            f"  [yellow]not evaluated:[/] {escape(codes)} (the job's data lacks what they need)",
-            markup=True,
+        print_frame(
+            found.not_evaluated, title="not evaluated: the job's data lacks what these rules need"
         )
 
 
 def render_job_summary(s, files: int = 15) -> None:
     import datetime as dt
+
+    from iosight._units import human_duration
 
     j = s.job
     start = dt.datetime.fromtimestamp(j["start_time"], dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
@@ -258,7 +280,8 @@ def render_job_summary(s, files: int = 15) -> None:
         f"[bold]job {escape(str(j['jobid']))}[/] ({j['job_key'][:12]}) "
         + escape(
             f"{j['exe'][:80]}\n"
-            f"  {j['nprocs']} processes, start {start} UTC, run time {j['run_time']:.1f} s, "
+            f"  {j['nprocs']} processes, start {start} UTC, "
+            f"run time {human_duration(j['run_time'])}, "
             f"Darshan {j['lib_version'] or j['log_version']} ({j['source_format']})\n"
             f"  modules: {j['modules']}"
         ),
@@ -268,11 +291,14 @@ def render_job_summary(s, files: int = 15) -> None:
     for note in s.notes:
         console.print(f"  [yellow]note:[/] {escape(note)}", markup=True)
     if not s.modules.empty:
-        print_frame(s.modules, title="per module: bytes, operations, I/O time (s, summed)")
+        print_frame(
+            s.modules,
+            title="per module: bytes, operations, I/O time (summed over ranks; its mean per rank)",
+        )
     if not s.access_sizes.empty:
         print_frame(s.access_sizes, title="access sizes (operations per size bin)")
     if not s.files.empty:
-        print_frame(s.files, title="per file", max_rows=files)
+        print_frame(s.files, title="per file (a shared record counts all ranks)", max_rows=files)
     if not s.osts.empty:
         print_frame(s.osts, title="Lustre OSTs: files, ranks and I/O time per OST")
 
@@ -329,7 +355,7 @@ def tables(warehouse: Path = WAREHOUSE_OPT) -> None:
 def compact(warehouse: Path = WAREHOUSE_OPT) -> None:
     """Merge each table's batch files into one (faster queries on big warehouses)."""
     with cli_errors():
-        open_warehouse(warehouse).compact()
+        open_warehouse(warehouse, write=True).compact()
 
 
 def register(app: typer.Typer) -> None:
