@@ -9,7 +9,8 @@ SHARED = Path(os.environ.get("IOSIGHT_SHARED", Path(__file__).resolve().parents[
 
 
 def crash_or_echo(items: list[str], beat) -> list[str]:
-    """A task for worker-pool tests: 'segv' kills the process, 'sleep' hangs, else echo."""
+    """A task for worker-pool tests: 'segv' kills the process, 'sleep' hangs, 'SIGINT'
+    and 'SIGTERM' signal the worker itself, else echo."""
     out = []
     for i, arg in enumerate(items):
         beat(i)
@@ -23,6 +24,12 @@ def crash_or_echo(items: list[str], beat) -> list[str]:
             import time
 
             time.sleep(60)
+        if arg in ("SIGINT", "SIGTERM"):  # what a Ctrl-C or `kill` of the group sends
+            import signal
+            import time
+
+            os.kill(os.getpid(), getattr(signal, arg))
+            time.sleep(0.2)  # a handler that raises would do so here
         if arg == "raise":
             raise ValueError("bad input\nsecond line")
         out.append(arg.upper())
@@ -54,6 +61,20 @@ def hold_warehouse_lock(path):
     )
     assert proc.stdout.readline() == "locked\n"
     return proc
+
+
+def assert_same_warehouse(got, want, ignore=("ingested_at",)) -> None:
+    """Every table equal, sorted, value for value, apart from the columns ``ignore``
+    names (those that record when, not what: they differ between any two ingests)."""
+    assert got.tables() == want.tables()
+    for name in want.tables():
+        cols = [c for c in want.column_names(name) if c not in ignore]
+        # the same columns; their order follows whichever batch file DuckDB reads first
+        assert sorted(got.column_names(name)) == sorted(want.column_names(name)), name
+        q = f'select {", ".join(f"{chr(34)}{c}{chr(34)}" for c in cols)} from "{name}" order by all'
+        a, b = got.arrow(q), want.arrow(q)
+        assert a.num_rows == b.num_rows, name
+        assert a.equals(b), f"table {name} differs"
 
 
 def free_port() -> int:

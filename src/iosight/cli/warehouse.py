@@ -41,11 +41,38 @@ def ingest(
     reader: str = typer.Option(
         "native", help="How 3.x logs are read: native, or libdarshan (PyDarshan's C library)."
     ),
+    follow: bool = typer.Option(
+        False,
+        "--follow",
+        help="Keep ingesting the one directory named as logs land, until Ctrl-C or SIGTERM "
+        "(the batch in hand is committed first).",
+    ),
+    interval: float = typer.Option(
+        None, help="With --follow: seconds between polls (default 10)."
+    ),
+    settle: int = typer.Option(
+        None,
+        help="With --follow: polls on which a file must keep its size and time before it "
+        "is read (1: at first sight; default 2).",
+    ),
 ) -> None:
     """Read Darshan logs (3.x, 2.x, parser text) and job-total tables into the warehouse."""
     from iosight.warehouse import check_ingest_args
     from iosight.warehouse import ingest as run_ingest
 
+    if follow:
+        _follow(
+            paths,
+            warehouse,
+            force=force,
+            lock_timeout=lock_timeout,
+            interval=interval,
+            settle=settle,
+            scheduler=scheduler,
+            ingest_args={"workers": workers, "timeout": timeout, "batch_size": batch_size}
+            | {"reader": reader},
+        )
+        return
     with cli_errors():
         # before the warehouse is made: bad arguments leave nothing behind
         check_ingest_args(
@@ -55,9 +82,7 @@ def ingest(
             warehouse,
             create=True,
             lock_timeout=lock_timeout,
-            on_lock_wait=lambda msg: err_console.print(
-                msg, highlight=False, markup=False, soft_wrap=True
-            ),
+            on_lock_wait=_say,
         )
         report = run_ingest(
             paths,
@@ -71,13 +96,83 @@ def ingest(
             reader=reader,
         )
     console.print(report.summary())
-    for path, reason in report.errors[:20]:
-        # readers name the file in their messages; print it once
-        err_console.print(f"  failed: {path}: {reason.removeprefix(f'{path}: ')}", highlight=False)
-    if len(report.errors) > 20:
-        err_console.print(f"  ... {len(report.errors) - 20} more (iosight errors)")
+    _print_failures(report.errors)
     if not report.ok:
         raise typer.Exit(code=2)
+
+
+def _say(message: str) -> None:
+    """A line on stderr, as it is (a path is no Rich markup)."""
+    err_console.print(message, highlight=False, markup=False, soft_wrap=True)
+
+
+def _print_failures(errors: list[tuple[str, str]]) -> None:
+    for path, reason in errors[:20]:
+        # readers name the file in their messages; print it once
+        err_console.print(f"  failed: {path}: {reason.removeprefix(f'{path}: ')}", highlight=False)
+    if len(errors) > 20:
+        err_console.print(f"  ... {len(errors) - 20} more (iosight errors)")
+
+
+def _follow(
+    paths: list[Path],
+    warehouse: Path | None,
+    *,
+    force: bool,
+    lock_timeout: float | None,
+    interval: float | None,
+    settle: int | None,
+    scheduler: str | None,
+    ingest_args: dict,
+) -> None:
+    """``ingest --follow``: one directory, polled until a signal stops it;
+    ``ingest_args``: the options checked as :func:`ingest` checks them."""
+    from iosight.warehouse import check_follow_args, follow
+
+    given = {"interval": interval, "settle": settle}  # None: the library's default
+    ingest_args |= {k: v for k, v in given.items() if v is not None}
+    with cli_errors():
+        if len(paths) != 1:
+            raise IosightError(f"--follow takes one directory, not {len(paths)} paths")
+        if force:
+            raise IosightError("--follow reads each log once; --force does not go with it")
+        check_follow_args(paths[0], **ingest_args)
+        wh = open_warehouse(warehouse, create=True, lock_timeout=lock_timeout, on_lock_wait=_say)
+        console.print(f"following {paths[0]} (stop: Ctrl-C or SIGTERM)")
+        report = follow(
+            paths[0],
+            wh,
+            scheduler=scheduler,
+            on_batch=_after_follow_batch(wh),
+            **ingest_args,
+        )
+    console.print(report.summary())
+
+
+def _after_follow_batch(wh):
+    """What follows each committed batch: its line, its failures, and the derived tables
+    brought up to date for its new jobs (insights evaluates only jobs it has not seen)."""
+    from iosight.insights import compute_insights
+
+    def after(batch) -> None:
+        console.print(batch.line(), highlight=False)
+        _print_failures(batch.report.errors)
+        if batch.report.ingested:
+            compute_insights(wh)
+            update_timeline_for_new_jobs(wh)
+
+    return after
+
+
+def update_timeline_for_new_jobs(wh) -> None:
+    """Follow mode's timeline hook, where the incremental timeline update (issue #27)
+    goes. Until then: a full rebuild, and only of a warehouse that has a timeline (its
+    bin width kept, the default spread), so a follow does not start one unasked."""
+    if not wh.has_table("timeline"):
+        return
+    from iosight.timeline import bin_width_of, build_timeline, load_timeline
+
+    build_timeline(wh, bin_width=bin_width_of(load_timeline(wh)))
 
 
 def jobs(

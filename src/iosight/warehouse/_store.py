@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from iosight._errors import IosightError, MissingTableError, check_param
+from iosight.warehouse._known import view_query
 
 if TYPE_CHECKING:
     import duckdb
@@ -215,10 +216,9 @@ class Warehouse:
             self._con = duckdb.connect()
             for name in self.tables():
                 glob = str(self.path / _TABLES / name / "*.parquet").replace("'", "''")
-                self._con.execute(
-                    f'create or replace view "{name}" as select * from '
-                    f"read_parquet('{glob}', union_by_name=true)"
-                )
+                rows = f"read_parquet('{glob}', union_by_name=true)"
+                query = view_query(self._con, name, rows)
+                self._con.execute(f'create or replace view "{name}" as {query}')
         return self._con
 
     def _invalidate(self) -> None:
