@@ -111,15 +111,18 @@ def bin_intervals(
         raise ValueError("intervals fall outside the timeline range")
     # blocks of BLOCK_ROWS rows keep every temporary in cache and out of fresh pages
     # (docs/bursts.md, "Timeline benchmark": blocks against one pass)
+    runs = _Runs(out)
     for lo in range(0, len(rel_start), BLOCK_ROWS):
         hi = lo + BLOCK_ROWS
-        _bin_block(rel_start[lo:hi], rel_end[lo:hi], values[lo:hi], width, n_bins, spread, out)
+        block = rel_start[lo:hi], rel_end[lo:hi], values[lo:hi]
+        _bin_block(*block, width, n_bins, spread, out, runs)
+    runs.flush()
     return out
 
 
-def _bin_block(rel_start, rel_end, values, width, n_bins, spread, out) -> None:
-    """Add one block of intervals into ``out``: first and last bins' shares directly, the
-    equal share of each bin in between through :func:`_exact_runs`.
+def _bin_block(rel_start, rel_end, values, width, n_bins, spread, out, runs) -> None:
+    """Add one block of intervals: first and last bins' shares into ``out``, the equal
+    share of each bin in between into ``runs``.
 
     The first and last shares are sparse (bins x rows) matrices times the block's values,
     so one pass over the rows fills every value column (``csc_matvecs``; a ``bincount``
@@ -139,8 +142,31 @@ def _bin_block(rel_start, rel_end, values, width, n_bins, spread, out) -> None:
     out += _per_column(b1m, last, n_bins) @ xm
     mid = np.flatnonzero(b1m - b0m > 1)
     if mid.size:
-        per_bin = middle[mid, None] * np.take(xm, mid, axis=0)
-        _exact_runs(b0m[mid] + 1, b1m[mid], per_bin, out)
+        runs.add(b0m[mid] + 1, b1m[mid], middle[mid, None] * np.take(xm, mid, axis=0))
+
+
+class _Runs:
+    """Rows of values to add into runs of bins of ``out``, gathered up to ``BLOCK_ROWS``
+    rows and then summed by :func:`_exact_runs`: its work over the bins (a cumulative
+    sum) is done once per ``BLOCK_ROWS`` intervals that span bins, not once per block."""
+
+    def __init__(self, out: np.ndarray) -> None:
+        self.out = out
+        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.rows = 0
+
+    def add(self, first: np.ndarray, stop: np.ndarray, per_bin: np.ndarray) -> None:
+        """Row ``i`` of ``per_bin`` goes into bins ``first[i] .. stop[i] - 1``."""
+        if self.rows + len(first) > BLOCK_ROWS:
+            self.flush()
+        self.parts.append((first, stop, per_bin))
+        self.rows += len(first)
+
+    def flush(self) -> None:
+        if self.parts:
+            first, stop, per_bin = (np.concatenate(p) for p in zip(*self.parts, strict=True))
+            self.parts, self.rows = [], 0
+            _exact_runs(first, stop, per_bin, self.out)
 
 
 def _exact_runs(first: np.ndarray, stop: np.ndarray, per_bin: np.ndarray, out: np.ndarray):
@@ -156,25 +182,30 @@ def _exact_runs(first: np.ndarray, stop: np.ndarray, per_bin: np.ndarray, out: n
     limbs back together rounds, and a sum of non-negative limbs stays non-negative.
     """
     lo, hi = int(first.min()), int(stop.max())
-    hi_limb, lo_limb, top = _limbs(per_bin)
+    limbs, unit = _limbs(per_bin)
     rows = np.empty(2 * len(first), dtype=first.dtype)
     rows[0::2], rows[1::2] = first - lo, stop - lo
     signs = np.tile(np.array([1.0, -1.0]), len(first))
-    diff = _per_column(rows, signs, hi - lo + 1, per=2) @ np.hstack([hi_limb, lo_limb])
-    runs = np.cumsum(diff, axis=0)
+    runs = np.cumsum(_per_column(rows, signs, hi - lo + 1, per=2) @ limbs, axis=0)
     n = per_bin.shape[1]
-    out[lo : hi + 1] += np.ldexp(runs[:, :n], top - LIMB_BITS)
-    out[lo : hi + 1] += np.ldexp(runs[:, n:], top - 2 * LIMB_BITS)
+    out[lo : hi + 1] += runs[:, :n] * (unit * 2.0**LIMB_BITS)  # powers of two: exact
+    out[lo : hi + 1] += runs[:, n:] * unit
 
 
-def _limbs(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``v`` (rows x columns) as integer-valued ``hi`` and ``lo`` with
-    ``v ~= hi * 2**(top - LIMB_BITS) + lo * 2**(top - 2 * LIMB_BITS)`` per column, where
-    ``2**top`` bounds the column (both limbs at most ``2**LIMB_BITS`` in magnitude)."""
-    top = np.frexp(np.abs(v).max(axis=0))[1]  # |v| < 2**top (0 for a column of zeros)
-    scaled = np.ldexp(v, 2 * LIMB_BITS - top)  # |scaled| < 2**(2 * LIMB_BITS): exact
-    hi = np.trunc(np.ldexp(scaled, -LIMB_BITS))
-    return hi, np.rint(scaled - np.ldexp(hi, LIMB_BITS)), top
+def _limbs(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``v`` (rows x columns) as integer-valued limbs ``[hi | lo]`` (rows x 2 columns) and
+    a power of two ``unit`` per column, ``v ~= (hi * 2**LIMB_BITS + lo) * unit``; both
+    limbs are at most ``2**LIMB_BITS`` in magnitude."""
+    n = v.shape[1]
+    # per column: numpy's max(axis=0) over a few columns is some 50 times slower
+    bound = np.array([max(v[:, c].max(), -v[:, c].min()) for c in range(n)])
+    scale = np.exp2(np.minimum(2 * LIMB_BITS - np.frexp(bound)[1], 1000))
+    scaled = v * scale  # a power of two: exact, and below 2**(2 * LIMB_BITS)
+    limbs = np.empty((len(v), 2 * n))
+    hi, lo = limbs[:, :n], limbs[:, n:]
+    np.trunc(np.multiply(scaled, 2.0**-LIMB_BITS, out=hi), out=hi)
+    np.rint(np.subtract(scaled, np.multiply(hi, 2.0**LIMB_BITS, out=lo), out=lo), out=lo)
+    return limbs, 1.0 / scale
 
 
 def _per_column(rows, data, n_rows: int, per: int = 1):
