@@ -43,6 +43,7 @@ import numpy as np
 from iosight._errors import IosightError, check_param
 from iosight._progress import Progress, ensure_progress
 from iosight.timeline._binning import bin_intervals, check_spread, count_active
+from iosight.timeline._span import MIN_JOBS, SPANS, LeftOut, fences
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -242,7 +243,7 @@ def _layer_queries(
         return []
 
     def val(c: str) -> str:
-        return f"greatest(coalesce(r.{_q(c)}, 0), 0)" if c in cols else "0"
+        return _counter(c) if c in cols else "0"
 
     start = f"greatest(coalesce(r.{_q(s)}, 0), 0)" if s in cols else "0"
     end = f"greatest(coalesce(r.{_q(e)}, 0), 0)" if e in cols else "(j.end_time - j.start_time)"
@@ -299,6 +300,11 @@ def _layer_queries(
             f"where {_heatmap_match(layer)} and h.{direction}_bytes > 0 and {_key_range('h', keys)}"
         )
     return [_flag_outside(q) for q in queries]
+
+
+def _counter(column: str) -> str:
+    """SQL of a record counter of ``r``: missing and negative values count as 0."""
+    return f"greatest(coalesce(r.{_q(column)}, 0), 0)"
 
 
 def _flag_outside(query: str) -> str:
@@ -549,6 +555,55 @@ def _stream(warehouse, acc, jobs_where, queries, totals, prog) -> None:
     prog.advance(1)
 
 
+def _dense_span(
+    warehouse: Warehouse, since: float | None, until: float | None
+) -> tuple[float | None, float | None, LeftOut | None]:
+    """``since`` and ``until`` narrowed to the dense span of the job starts in them
+    (:func:`~iosight.timeline._span.fences`), and what that leaves out (None: nothing)."""
+    where = _job_condition(since, until)
+    con = warehouse.connect()
+    n, q1, q3 = con.execute(
+        "select count(*), quantile_cont(j.start_time, 0.25), quantile_cont(j.start_time, 0.75) "
+        f"from jobs j where {where}"
+    ).fetchall()[0]
+    if n < MIN_JOBS:
+        return since, until, None
+    lo, hi = fences(q1, q3)
+    out = f"(j.start_time < {lo!r} or j.start_time > {hi!r})"
+    jobs, first, last, kept_first, kept_last = con.execute(
+        f"select count(*) filter ({out}), min(j.start_time) filter ({out}), "
+        f"max(j.start_time) filter ({out}), min(j.start_time) filter (not {out}), "
+        f"max(j.start_time) filter (not {out}) from jobs j where {where}"
+    ).fetchall()[0]
+    if not jobs:
+        return since, until, None
+    outside = f"{where} and {out}"
+    left = LeftOut(int(jobs), _bytes_of(warehouse, outside), first, last, (kept_first, kept_last))
+    until_hi = float(np.nextafter(hi, np.inf))  # ``until`` excludes; ``hi`` is kept
+    since = lo if since is None else max(lo, since)
+    return since, until_hi if until is None else min(until_hi, until), left
+
+
+def _bytes_of(warehouse: Warehouse, jobs_where: str) -> float:
+    """POSIX + STDIO bytes, read and written, of the jobs matching ``jobs_where`` (SQL on
+    ``jobs j``) as the timeline counts them: their records', else their job totals'."""
+    schema = _schema(warehouse)
+    total = 0.0
+    for layer in LAYERS:
+        cols = schema.get(layer.lower(), set())
+        terms = [_counter(c) for c in (f"{layer}_{x[0]}" for x in _COUNTERS.values()) if c in cols]
+        if terms:
+            total += warehouse.connect().execute(
+                f"select coalesce(sum({' + '.join(terms)}), 0) from {layer.lower()} r "
+                f"join jobs j using (job_key) where {jobs_where}"
+            ).fetchall()[0][0]
+    totals = _job_totals_query(schema, jobs_where)
+    for batch in _batches(warehouse, totals) if totals else ():
+        values = job_totals_intervals(batch.to_pandas())[2]
+        total += values[:, [VALUE_COLUMNS.index(f"{d}_bytes") for d in _COUNTERS]].sum()
+    return float(total)
+
+
 def _partition_task(arg, beat) -> tuple[int, np.ndarray, np.ndarray]:
     """One job partition's partial timeline (runs on a Dask worker)."""
     from iosight.warehouse import Warehouse
@@ -586,6 +641,7 @@ def build_timeline(
     spread: str = "overlap",
     since: float | None = None,
     until: float | None = None,
+    span: str = "dense",
     scheduler: str | None = None,
     partitions: int = 16,
     chunk_jobs: int = CHUNK_JOBS,
@@ -606,6 +662,12 @@ def build_timeline(
     since, until : float, optional
         Only jobs that start in ``[since, until)`` (epoch s) count, e.g. one month of a
         years-long archive; their I/O is binned whole, even past ``until``.
+    span : {"dense", "all"}
+        ``"dense"`` leaves out the jobs (of those in ``[since, until)``) whose start lies
+        far outside the others' (Tukey's outer fences: three interquartile ranges past
+        the quartiles, and at least 30 days), so a few logs with a clock from another
+        decade do not stretch the timeline over decades of empty bins; the result says
+        what it left out (:func:`left_out`). ``"all"`` keeps every job.
     scheduler : str, optional
         Address of a Dask scheduler (as ``ingest --scheduler``): the jobs are split into
         ``partitions`` by a hash of their key, each worker streams its partition's partial
@@ -621,6 +683,7 @@ def build_timeline(
     Returns
     -------
     pyarrow.Table
+        Its schema metadata holds what ``span="dense"`` left out (:func:`left_out`).
         ``bin_start`` (epoch s, UTC), ``bin_width``, read/write bytes, operations and I/O
         time (float64) and ``active_jobs`` (int64, jobs whose run or I/O touches the
         bin); every bin from first to last, and a bin no job touches is exactly 0.
@@ -632,7 +695,11 @@ def build_timeline(
     for name, t in (("since", since), ("until", until)):
         ok = t is None or (isinstance(t, numbers.Real) and bool(np.isfinite(t)))
         check_param(name, t, ok, "a finite time in epoch seconds")
+    check_param("span", span, span in SPANS, "'dense' or 'all'")
     warehouse.require("jobs")
+    left = None
+    if span == "dense":
+        since, until, left = _dense_span(warehouse, since, until)
     acc_args = (float(bin_width), spread)
     if scheduler:
         acc = _Bins(float(bin_width), spread)
@@ -642,5 +709,7 @@ def build_timeline(
     if not len(acc.sums):
         raise IosightError("no jobs with start times to build a timeline from")
     table = _assemble(acc.origin, bin_width, acc.sums, acc.active)
+    if left is not None:
+        table = table.replace_schema_metadata(left.metadata())
     warehouse.write_table("timeline", table)
     return table
