@@ -7,8 +7,17 @@ from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 SHARED = Path(os.environ.get("IOSIGHT_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+
+
+def shared_path(*parts: str) -> Path:
+    """A path under ../shared, skipping the test when it is absent (a fresh clone)."""
+    p = SHARED.joinpath(*parts)
+    if not p.exists():
+        pytest.skip(f"{p} not present (../shared is only beside CI and dev checkouts)")
+    return p
 
 
 def exact_bins(start, end, values, width: float, bin_starts) -> list[Fraction]:

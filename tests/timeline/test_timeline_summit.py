@@ -11,8 +11,8 @@ def app1(tmp_path_factory):
     """Summit's App1 (2,884 real jobs) ingested, its raw rows and its 5-minute timeline."""
     import pandas as pd
 
-    from conftest import shared_path
     from iosight.warehouse import Warehouse, ingest
+    from tests_support import shared_path
 
     src = shared_path("datasets", "summit_darshan_total_2021", "darshan_total", "App1.parquet")
     wh = Warehouse(tmp_path_factory.mktemp("summit") / "wh")
