@@ -424,7 +424,7 @@ class _Outside:
     active in those bins too (no bin holds I/O but no active job).
 
     Darshan records whole seconds for a job's start and end, so its I/O often ends a
-    fraction of a second after ``end_time`` (2.x logs: up to tens of seconds), and a
+    fraction of a second after ``end_time`` (up to 18 s in the shared 2.x logs), and a
     HEATMAP bin ends on its own edge past the job's end.
     """
 
