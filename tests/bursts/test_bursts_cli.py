@@ -66,3 +66,21 @@ def test_cli_errors_are_one_line(tmp_path, args, message):
     wh.commit({"jobs": [pa.table({"job_key": ["a"], "start_time": [0.0], "end_time": [1.0]})]})
     r = runner.invoke(app, [*args, "-w", str(wh.path)])
     assert r.exit_code == 1 and message in r.output and "Traceback" not in r.output
+
+
+def test_mostly_empty_timeline_has_no_burst_threshold(tmp_path):
+    """PyDarshan's example logs (real) span 2017-2023: their hourly timeline is nearly all
+    empty, so a threshold for 1% bursts would be 0 B; analyze and train refuse in one line."""
+    from iosight.demo.step_10_characterization import example_logs
+    from iosight.warehouse import Warehouse, ingest
+
+    w = ["-w", str(tmp_path / "wh")]
+    ingest(example_logs(), Warehouse(tmp_path / "wh"), workers=1)
+    _ok("timeline", "build", *w, "--bin", "1h")
+    train = ["bursts", "train", "--models", "logreg", "--horizons", "60"]
+    for args in (["bursts", "analyze"], train):
+        r = runner.invoke(app, [*args, *w])
+        errors = [line for line in r.output.splitlines() if line.startswith("error:")]
+        assert r.exit_code == 1 and len(errors) == 1 and "Traceback" not in r.output
+        assert " bytes per " in errors[0] and " bin has no bursts to find: " in errors[0]
+        assert "bins are empty and the threshold for 1% bursts is not above the mean" in errors[0]
