@@ -3,13 +3,52 @@
 from __future__ import annotations
 
 import os
+from fractions import Fraction
 from pathlib import Path
+
+import numpy as np
+import pytest
 
 SHARED = Path(os.environ.get("IOSIGHT_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 
 
+def shared_path(*parts: str) -> Path:
+    """A path under ../shared, skipping the test when it is absent (a fresh clone)."""
+    p = SHARED.joinpath(*parts)
+    if not p.exists():
+        pytest.skip(f"{p} not present (../shared is only beside CI and dev checkouts)")
+    return p
+
+
+def exact_bins(start, end, values, width: float, bin_starts) -> list[Fraction]:
+    """An independent, exact (``Fraction``) timeline of the bins ``[b, b + width)`` for
+    ``b`` in ``bin_starts``: each interval ``[start, end]`` puts its value times the share
+    of its duration inside the bin; a zero-length interval puts all of it in the bin that
+    holds it. Slow, for samples of bins."""
+    start, end, values = (np.asarray(a, dtype=np.float64) for a in (start, end, values))
+    sums = []
+    for b in bin_starts:
+        lo, hi = Fraction(float(b)), Fraction(float(b)) + Fraction(float(width))
+        total = Fraction(0)
+        for i in np.flatnonzero((start < float(hi)) & (end >= float(lo))):
+            s, e = Fraction(start[i]), Fraction(end[i])
+            if e == s:
+                share = Fraction(int(lo <= s < hi))
+            else:
+                share = max(Fraction(0), min(e, hi) - max(s, lo)) / (e - s)
+            total += Fraction(values[i]) * share
+        sums.append(total)
+    return sums
+
+
+def max_abs_error(got, exact: list[Fraction]) -> Fraction:
+    """The largest ``|got - exact|``, computed exactly."""
+    return max(abs(Fraction(float(g)) - w) for g, w in zip(got, exact, strict=True))
+
+
 def crash_or_echo(items: list[str], beat) -> list[str]:
-    """A task for worker-pool tests: 'segv' kills the process, 'sleep' hangs, else echo."""
+    """A task for worker-pool tests: 'segv' kills the process, 'sleep' hangs, 'SIGINT'
+    and 'SIGTERM' signal the worker itself, else echo."""
     out = []
     for i, arg in enumerate(items):
         beat(i)
@@ -23,6 +62,12 @@ def crash_or_echo(items: list[str], beat) -> list[str]:
             import time
 
             time.sleep(60)
+        if arg in ("SIGINT", "SIGTERM"):  # what a Ctrl-C or `kill` of the group sends
+            import signal
+            import time
+
+            os.kill(os.getpid(), getattr(signal, arg))
+            time.sleep(0.2)  # a handler that raises would do so here
         if arg == "raise":
             raise ValueError("bad input\nsecond line")
         out.append(arg.upper())
@@ -54,3 +99,60 @@ def hold_warehouse_lock(path):
     )
     assert proc.stdout.readline() == "locked\n"
     return proc
+
+
+def assert_same_warehouse(got, want, ignore=("ingested_at",)) -> None:
+    """Every table equal, sorted, value for value, apart from the columns ``ignore``
+    names (those that record when, not what: they differ between any two ingests)."""
+    assert got.tables() == want.tables()
+    for name in want.tables():
+        cols = [c for c in want.column_names(name) if c not in ignore]
+        # the same columns; their order follows whichever batch file DuckDB reads first
+        assert sorted(got.column_names(name)) == sorted(want.column_names(name)), name
+        q = f'select {", ".join(f"{chr(34)}{c}{chr(34)}" for c in cols)} from "{name}" order by all'
+        a, b = got.arrow(q), want.arrow(q)
+        assert a.num_rows == b.num_rows, name
+        assert a.equals(b), f"table {name} differs"
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (for a server a test starts)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def read_only_lock(monkeypatch, wh_path):
+    """The lock file of ``wh_path`` cannot be opened to write, as on a read-only mount
+    (chmod does not stop root, who runs these tests in CI; :func:`read_only_mount` does,
+    where the system allows it)."""
+    import builtins
+    import errno
+
+    from iosight.warehouse import _store
+
+    def fake_open(file, mode="r", *args, **kwargs):
+        if str(file) == str(wh_path / "_lock") and mode != "r":
+            raise OSError(errno.EROFS, "Read-only file system", str(file))
+        return builtins.open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(_store, "open", fake_open, raising=False)
+
+
+_RO_MOUNT = 'mount --bind "$0" "$0" && mount -o remount,ro,bind "$0" && exec "$@"'
+
+
+def read_only_mount(folder) -> list[str] | None:
+    """A command prefix that runs a command with ``folder`` mounted read-only in a
+    private mount namespace (read-only for root too: what chmod cannot give), or None
+    where this system allows no such namespace (no ``unshare``, or it is refused)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("unshare") is None:
+        return None
+    prefix = ["unshare", "--map-root-user", "--mount", "sh", "-c", _RO_MOUNT, str(folder)]
+    probe = subprocess.run([*prefix, "true"], capture_output=True)
+    return prefix if probe.returncode == 0 else None

@@ -17,7 +17,7 @@ def test_cli_end_to_end(tmp_path):
     w = ["-w", wh]
     out = _ok("synth", "facility", *w, "--months", "0.4", "--jobs-per-day", "200", "--seed", "2")
     assert "synthetic facility" in out
-    assert "bins of 300 s" in _ok("timeline", "build", *w, "--bin", "5min")
+    assert "bins of 5 min," in _ok("timeline", "build", *w, "--bin", "5min")
     months = _ok("timeline", "show", *w, "--rebin", "month", "--format", "csv")
     assert months.count("\n") == 2  # header and January 2024
     assert "write" in _ok("bursts", "analyze", *w)
@@ -27,6 +27,11 @@ def test_cli_end_to_end(tmp_path):
     header = next(line for line in out.splitlines() if line.startswith("direction,"))
     assert ",f1,f1_gain,skill," in header and "f1_weighted" in header
     assert "saved bursts-write-interval, per lead (5-minute bins) chosen on validation: 1: " in out
+    # off a terminal the scores, once 480-character lines with headers one letter per line,
+    # are one record per block with every header whole
+    scores = _ok("sql", "select * from burst_evaluation", *w)
+    assert "(one record per block)" in scores and "\n[1]\n" in scores
+    assert "\nhorizon_min " in scores and "\nf1_weighted " in scores
     # defaults: lead mode, feature set 4 (the synthetic jobs' state)
     out = _ok("bursts", "train", *w, "--models", "tree", "--horizons", "5,30",
               "--direction", "write", "--format", "csv")  # fmt: skip
@@ -61,3 +66,21 @@ def test_cli_errors_are_one_line(tmp_path, args, message):
     wh.commit({"jobs": [pa.table({"job_key": ["a"], "start_time": [0.0], "end_time": [1.0]})]})
     r = runner.invoke(app, [*args, "-w", str(wh.path)])
     assert r.exit_code == 1 and message in r.output and "Traceback" not in r.output
+
+
+def test_mostly_empty_timeline_has_no_burst_threshold(tmp_path):
+    """PyDarshan's example logs (real) span 2017-2023: their hourly timeline is nearly all
+    empty, so a threshold for 1% bursts would be 0 B; analyze and train refuse in one line."""
+    from iosight.demo.step_10_characterization import example_logs
+    from iosight.warehouse import Warehouse, ingest
+
+    w = ["-w", str(tmp_path / "wh")]
+    ingest(example_logs(), Warehouse(tmp_path / "wh"), workers=1)
+    _ok("timeline", "build", *w, "--bin", "1h")
+    train = ["bursts", "train", "--models", "logreg", "--horizons", "60"]
+    for args in (["bursts", "analyze"], train):
+        r = runner.invoke(app, [*args, *w])
+        errors = [line for line in r.output.splitlines() if line.startswith("error:")]
+        assert r.exit_code == 1 and len(errors) == 1 and "Traceback" not in r.output
+        assert " bytes per " in errors[0] and " bin has no bursts to find: " in errors[0]
+        assert "bins are empty and the threshold for 1% bursts is not above the mean" in errors[0]

@@ -84,6 +84,25 @@ def test_facility_recommends_a_start(server):
     assert body.count("<tr") == 1 + 24  # the forecaster's next 24 bins
 
 
+def test_facility_says_why_a_mostly_empty_timeline_has_no_threshold(tmp_path):
+    """PyDarshan's example logs (real, 2017-2023) in hourly bins: nearly every bin is
+    empty, so neither direction has a burst threshold, and the page says why."""
+    from iosight.demo.step_10_characterization import example_logs
+    from iosight.serve import BackgroundServer, create_app
+    from iosight.timeline import build_timeline
+    from iosight.warehouse import Warehouse, ingest
+
+    wh = Warehouse(tmp_path / "wh")
+    ingest(example_logs(), wh, workers=1)
+    build_timeline(wh, bin_width=3600.0)
+    with BackgroundServer(create_app(wh.path)) as srv:
+        status, _, body = get(srv, "/facility")
+    assert status == 200 and 'id="fig-facility"' in body
+    assert "write none/s, read none/s" in " ".join(body.split())
+    for d in ("read", "write"):
+        assert f"No burst threshold: {d} bytes per bin has no bursts to find: " in body
+
+
 def test_timeline_api_zooms(server):
     _, _, body = get(server, "/api/timeline")
     whole = json.loads(body)
@@ -216,3 +235,13 @@ def test_job_timeline_holds_every_segment_of_its_job_among_others(served_path):
     assert len(seg) == n - 1 and set(seg["rank"]) <= set(
         wh.sql("select distinct rank from dxt_posix where job_key = ?", [key])["rank"]
     )
+
+
+def test_served_hosts_are_the_bound_address_and_the_names_given():
+    from iosight.serve import LOOPBACK_HOSTS, served_hosts
+
+    assert served_hosts("127.0.0.1") == list(LOOPBACK_HOSTS) == served_hosts("::1")
+    assert served_hosts("localhost", ["LocalHost"]) == list(LOOPBACK_HOSTS)
+    assert served_hosts("0.0.0.0", ["box.example.org"]) == [*LOOPBACK_HOSTS, "box.example.org"]
+    assert served_hosts("192.0.2.7") == ["192.0.2.7"]  # not the loopback names: not bound
+    assert served_hosts("2001:db8::7", ["[2001:DB8::8]"]) == ["[2001:db8::7]", "[2001:db8::8]"]

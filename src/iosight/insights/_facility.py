@@ -24,7 +24,8 @@ APP_SQL = (
 
 @dataclass
 class FacilityView:
-    """Per rule (``rules``), per rule that could not run (``not_evaluated``), per month."""
+    """Per rule (``rules``), per rule that could not run (``not_evaluated``: code, jobs,
+    title, what it needs), per month."""
 
     jobs: int  # evaluated jobs in scope
     rules: pd.DataFrame
@@ -32,7 +33,8 @@ class FacilityView:
     trend: pd.DataFrame  # month, code, jobs, share, stake_core_hours
 
     def summary_table(self) -> pd.DataFrame:
-        """The per-rule table rounded for reading: percent of jobs, core-hours, GiB."""
+        """The per-rule table rounded for reading: percent of jobs, core-hours, and the
+        bytes at stake (raw: tables show them in human units)."""
         if self.rules.empty:
             return self.rules
         r = self.rules
@@ -45,7 +47,7 @@ class FacilityView:
                 "% jobs": (100 * r["share_of_jobs"]).round(1),
                 "job core-h": r["job_core_hours"].round(0),
                 "core-h at stake": r["stake_core_hours"].round(1),
-                "GiB at stake": (r["stake_bytes"] / 2**30).round(1),
+                "bytes at stake": r["stake_bytes"],
                 "worst applications": r["worst_apps"],
             }
         )
@@ -91,6 +93,8 @@ def facility_view(warehouse: Warehouse, *, where: str | None = None, apps: int =
                 where i.not_evaluated <> '')
             group by code order by code"""
     )
+    blind["title"] = blind["code"].map(lambda c: RULES.get(c).title)
+    blind["needs"] = blind["code"].map(lambda c: RULES.get(c).needs_text())
     trend = _trend(warehouse, scope) if has_findings else pd.DataFrame()
     return FacilityView(n, rules, blind, trend)
 

@@ -115,7 +115,7 @@ def jobs_page(wh: ServedWarehouse, f: JobFilter) -> JobsPage:
     import duckdb
 
     try:
-        with deadline(cursor):
+        with deadline(cursor, wh.query_timeout):
             where = (" where " + " and ".join(conds)) if conds else ""
             # a left join adds no rows: count without it unless a bytes filter needs it
             counted = frm if f.bytes_min is not None or f.bytes_max is not None else plain
@@ -259,22 +259,26 @@ class Thresholds:
     bin_width: float
     read: float | None
     write: float | None
+    why_none: tuple[str, ...] = ()  # why a direction has no threshold
 
 
 def burst_thresholds(wh: ServedWarehouse) -> Thresholds:
-    """Thresholds of the whole timeline at the paper's 1% of bins (§IV)."""
+    """Thresholds of the whole timeline at the paper's 1% of bins (§IV); a direction
+    without one (constant, too short, mostly empty) says why in ``why_none``."""
     from iosight.bursts import label_bursts
     from iosight.timeline import bin_width_of, load_timeline
 
     df = load_timeline(wh)
     width = bin_width_of(df)
-    found = {}
+    found, why = {}, []
     for d in ("read", "write"):
         try:
-            found[d] = label_bursts(df[f"{d}_bytes"].to_numpy(float)).threshold
-        except IosightError:
-            found[d] = None  # constant or too short: no bursts
-    return Thresholds(bin_width=width, read=found["read"], write=found["write"])
+            name = f"{d} bytes per bin"
+            found[d] = label_bursts(df[f"{d}_bytes"].to_numpy(float), name=name).threshold
+        except IosightError as err:
+            found[d] = None
+            why.append(str(err))
+    return Thresholds(width, found["read"], found["write"], tuple(why))
 
 
 def timeline_span(wh: ServedWarehouse) -> tuple[float, float, float]:

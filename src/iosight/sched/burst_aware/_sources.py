@@ -86,8 +86,9 @@ def burst_series(
     if abs(width - bin_s) > 1e-9:
         df = rebin(df, bin_s)
     labels = label_bursts(
-        df[f"{direction}_bytes"].to_numpy(dtype=float), k=k, target_fraction=target_fraction
-    )
+        df[f"{direction}_bytes"].to_numpy(dtype=float), k=k, target_fraction=target_fraction,
+        name=f"the timeline's {direction} bytes per {bin_s:g} s bin",
+    )  # fmt: skip
     return BurstSeries(
         bin_start=df["bin_start"].to_numpy(dtype=float),
         is_burst=np.asarray(labels.is_burst, dtype=bool),
