@@ -84,7 +84,7 @@ def build(
 
 def _left_out_line(left) -> str:
     """One line: which jobs the dense span left out, and how to keep them."""
-    from iosight.cli._units import human_bytes
+    from iosight._units import human_bytes
 
     def day(t: float) -> str:
         return time.strftime("%Y-%m-%d", time.gmtime(t))
