@@ -354,10 +354,7 @@ def _read(blob: bytes, path: Path, job_totals_row: bool) -> LogTables:
     )
     record = _job(job_raw[:_JOB_RECORD_SIZE], hdr)
     job, warnings = record.row, record.warnings
-    names: dict[int, str] = {}
-    if hdr.name_map[1]:
-        raw = _region(blob, hdr, "name", *hdr.name_map, budget)
-        names = name_records(raw, hdr.order, hdr.version == "3.00")
+    names = _names(blob, hdr, budget)
     named = named_ids(names)
     tables: LogTables = {}
     raw_records: dict[str, np.ndarray] = {}
@@ -407,6 +404,14 @@ def _read(blob: bytes, path: Path, job_totals_row: bool) -> LogTables:
     if totals:
         tables["job_totals"] = totals if job_totals_row else totals_table(totals)
     return tables
+
+
+def _names(blob: bytes, hdr: _Header, budget: list[int]) -> dict[int, str]:
+    """The name records, id -> name (the region is not held past reading them)."""
+    if not hdr.name_map[1]:
+        return {}
+    v300 = hdr.version == "3.00"  # id, uint32 length, name (later: NUL-terminated names)
+    return name_records(_region(blob, hdr, "name", *hdr.name_map, budget), hdr.order, v300)
 
 
 def _holds_whole_records(span: tuple, ver: int) -> bool:

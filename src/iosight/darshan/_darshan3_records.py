@@ -7,10 +7,11 @@ from its own head, as libdarshan-util's ``darshan_log_get_record`` does (:func:`
 A region that inflates to far more than its file bytes (a decompression bomb: 1 GiB of
 zeros is 1 MB of zlib) is mostly records of one size over and over, so the walk checks
 a *run* of equal-size records with one numpy view per window of records instead of a
-Python step per record; it keeps one int64 offset per record. The tables are then
-gathered from the region by record and segment offsets, after leaving out the records
-that give no row (no segment, bin or component) and those of ids without a name record
-(which every table drops), so a region of such records builds nothing.
+Python step per record; it keeps an int64 offset per record that holds anything. The
+tables are then gathered from the region by record and segment offsets, after leaving
+out the records that give no row (no segment, bin or component) and those of ids
+without a name record (which every table drops), so a region of such records builds
+nothing. The name records are walked the same way (:func:`name_records`).
 """
 
 from __future__ import annotations
@@ -426,6 +427,7 @@ def _name_runs(data: bytes | bytearray, order: str, v300: bool) -> Iterator[tupl
 
 
 def _most(size: int) -> int:
+    """Name records checked at once at most: :data:`_MAX_CELLS` bytes of them."""
     return max(1, min(_MAX_WINDOW, _MAX_CELLS // size))
 
 
