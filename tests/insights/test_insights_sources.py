@@ -20,7 +20,7 @@ def test_parser_text_dump_gets_the_same_insights_as_its_log(traced, tmp_path):
     write_parser_text(tables, dump, exact=True)
     from iosight.warehouse import Warehouse
 
-    other = Warehouse(tmp_path / "wh2")
+    other = Warehouse(tmp_path / "wh2", create=True)
     assert ingest([dump], other, workers=1).ok
     compute_insights(other)
     assert other.sql("select source_format from jobs")["source_format"][0] == "parser-text"

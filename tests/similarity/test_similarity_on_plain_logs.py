@@ -15,7 +15,7 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def wh(tmp_path_factory):
-    w = Warehouse(tmp_path_factory.mktemp("plain") / "wh")
+    w = Warehouse(tmp_path_factory.mktemp("plain") / "wh", create=True)
     ingest(example_logs(), w, workers=1)
     return w
 

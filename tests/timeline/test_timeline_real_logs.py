@@ -14,7 +14,7 @@ def test_real_logs_conserve_bytes(shared, tmp_path):
     root = shared("darshan-logs")
     paths = sorted({p for pat in PATTERNS for p in root.glob(pat)})
     assert len(paths) >= 8
-    wh = Warehouse(tmp_path / "wh")
+    wh = Warehouse(tmp_path / "wh", create=True)
     ingest(paths, wh, workers=2)
     assert wh.has_table("dxt_posix") and wh.has_table("heatmap")
     t = build_timeline(wh, bin_width=3600.0).to_pandas()

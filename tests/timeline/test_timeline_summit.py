@@ -12,7 +12,7 @@ def test_summit_app_timeline(shared, tmp_path):
     from iosight.warehouse import Warehouse, ingest
 
     src = shared("datasets", "summit_darshan_total_2021", "darshan_total", "App1.parquet")
-    wh = Warehouse(tmp_path / "wh")
+    wh = Warehouse(tmp_path / "wh", create=True)
     ingest([src], wh, workers=1)
     t = build_timeline(wh).to_pandas()
     raw = pd.read_parquet(src)

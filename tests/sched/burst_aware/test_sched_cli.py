@@ -104,7 +104,7 @@ def test_simulate_a_series_file_with_report(tmp_path):
 
 
 def test_simulate_needs_a_timeline(tmp_path):
-    Warehouse(tmp_path / "wh")  # an empty warehouse (a bare directory is none)
+    Warehouse(tmp_path / "wh", create=True)  # an empty warehouse (a bare directory is none)
     res = runner.invoke(app, ["schedule", "simulate", "--warehouse", str(tmp_path / "wh")])
     assert res.exit_code == 1 and "timeline" in res.output
 
@@ -147,7 +147,7 @@ def test_start_from_a_model_forecast(tmp_path, monkeypatch):
             return pd.DataFrame({"lead": lead, "bin_start": at + 300.0 * lead, "burst": lead <= 2})
 
     monkeypatch.setattr(iosight.bursts, "load_forecaster", lambda wh, n: Fake(), raising=False)
-    Warehouse(tmp_path / "wh")  # an empty warehouse (a bare directory is none)
+    Warehouse(tmp_path / "wh", create=True)  # an empty warehouse (a bare directory is none)
     res = runner.invoke(
         app,
         [
@@ -193,7 +193,7 @@ def test_start_from_a_model_forecast(tmp_path, monkeypatch):
 
 
 def test_simulate_with_a_missing_model_is_one_error(tmp_path):
-    Warehouse(tmp_path / "wh")  # an empty warehouse (a bare directory is none)
+    Warehouse(tmp_path / "wh", create=True)  # an empty warehouse (a bare directory is none)
     res = runner.invoke(
         app, ["schedule", "simulate", "--warehouse", str(tmp_path / "wh"), "--model", "nope"]
     )
