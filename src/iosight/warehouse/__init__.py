@@ -7,6 +7,7 @@ from iosight.warehouse._ingest import (
     discover,
     ingest,
 )
+from iosight.warehouse._provenance import data_kind
 from iosight.warehouse._single import log_warehouse
 from iosight.warehouse._store import (
     DEFAULT_LOCK_TIMEOUT,
@@ -25,6 +26,7 @@ __all__ = [
     "JobSummary",
     "Warehouse",
     "check_ingest_args",
+    "data_kind",
     "default_path",
     "discover",
     "find_job",
