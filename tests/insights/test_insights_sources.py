@@ -64,3 +64,26 @@ def test_darshan2_and_3_logs_get_record_rules(shared, warehouse):
     assert {"darshan2", "darshan3"} <= set(per_job["source_format"])
     # logs carry records: no record rule is ever reported as not evaluable
     assert not per_job["not_evaluated"].str.contains("P09").any()
+
+
+def test_synthetic_jobs_beside_real_ones_are_labelled_apart(traced, tmp_path):
+    """A SYNTHETIC facility added to a warehouse of real traced jobs: the facility view
+    says the data are mixed, and lists a synthetic application only with its label."""
+    import shutil
+
+    from iosight.insights import facility_view
+    from iosight.synth.facility import FacilityConfig, generate_facility
+    from iosight.warehouse import Warehouse
+
+    real, wh = (Warehouse(shutil.copytree(traced[0].path, tmp_path / n)) for n in "ab")
+    generate_facility(wh, FacilityConfig(months=0.1, jobs_per_day=40))
+    compute_insights(real)
+    compute_insights(wh)
+    view = facility_view(wh, apps=50)
+    n_syn = int(wh.sql("select count_if(synthetic) n from jobs")["n"][0])
+    assert view.data == f"mixed ({n_syn:,} of {view.jobs:,} jobs SYNTHETIC)"
+    listed = [a for apps in view.rules["worst_apps"].dropna() for a in apps.split("; ")]
+    labelled = [a for a in listed if " [SYNTHETIC] (" in a]
+    assert labelled and all(a.startswith("synthetic-") for a in labelled)  # the synth exe
+    assert not any(a.startswith("synthetic-") for a in set(listed) - set(labelled))
+    assert facility_view(real).data == "real"

@@ -7,7 +7,7 @@ from iosight.warehouse._ingest import (
     discover,
     ingest,
 )
-from iosight.warehouse._provenance import data_kind
+from iosight.warehouse._provenance import data_kind, kind_of, synthetic_flag
 from iosight.warehouse._single import log_warehouse
 from iosight.warehouse._store import (
     DEFAULT_LOCK_TIMEOUT,
@@ -33,5 +33,7 @@ __all__ = [
     "ingest",
     "is_warehouse_dir",
     "job_summary",
+    "kind_of",
     "log_warehouse",
+    "synthetic_flag",
 ]

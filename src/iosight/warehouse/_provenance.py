@@ -14,11 +14,25 @@ def data_kind(warehouse: Warehouse) -> str:
     ``jobs.synthetic``; ``"unknown (no jobs)"`` when the warehouse has no job."""
     if not warehouse.has_table("jobs"):
         return "unknown (no jobs)"
-    flagged = "synthetic" in warehouse.column_names("jobs")
-    synthetic = "count_if(synthetic)" if flagged else "0"
-    n, n_syn = (int(v) for v in warehouse.sql(f"select count(*), {synthetic} from jobs").iloc[0])
+    query = f"select count(*), count_if({synthetic_flag(warehouse)}) from jobs"
+    n, n_syn = (int(v) for v in warehouse.sql(query).iloc[0])
+    return kind_of(n, n_syn)
+
+
+def synthetic_flag(warehouse: Warehouse, alias: str = "") -> str:
+    """SQL saying whether a ``jobs`` row (of table ``alias`` when given) is SYNTHETIC;
+    ``false`` when the table has no ``synthetic`` column (nothing generated it)."""
+    if "synthetic" not in warehouse.column_names("jobs"):
+        return "false"
+    return f"coalesce({alias}{'.' if alias else ''}synthetic, false)"
+
+
+def kind_of(n: int, n_synthetic: int) -> str:
+    """The label of ``n`` jobs of which ``n_synthetic`` are SYNTHETIC (see :func:`data_kind`)."""
     if n == 0:
         return "unknown (no jobs)"
-    if n_syn == 0:
+    if n_synthetic == 0:
         return "real"
-    return "SYNTHETIC" if n_syn == n else f"mixed ({n_syn:,} of {n:,} jobs SYNTHETIC)"
+    if n_synthetic == n:
+        return "SYNTHETIC"
+    return f"mixed ({n_synthetic:,} of {n:,} jobs SYNTHETIC)"
