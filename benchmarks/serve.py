@@ -65,6 +65,7 @@ def make_synthetic_jobs(path: Path, n: int, seed: int = 0) -> None:
         "partial": np.zeros(n, bool),
         "synthetic": np.ones(n, bool),
         "metadata": np.full(n, '{"generator": "benchmarks/serve.py"}'),
+        "known_at": start + run,
     }
     jobs = pa.table({"job_key": keys, **cols}, schema=_with_key(jobs_schema()))
     size = rng.lognormal(np.log(1e9), 2.5, (n, 4)).astype(np.int64)

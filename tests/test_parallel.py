@@ -32,6 +32,14 @@ def test_crashes_and_hangs_become_errors_at_the_right_item():
     assert results[4].error == "ValueError: bad input" and results[4].failed_item is None
 
 
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_a_signal_to_the_process_group_does_not_fail_the_task_in_hand(sig):
+    """A Ctrl-C or a service manager's SIGTERM reaches every worker too: stopping is the
+    parent's call, so the worker goes on and its task ends as it would have."""
+    results = _run([(0, ["a", sig, "b"])], workers=1, timeout=30)
+    assert results[0].error is None and results[0].value == ["A", sig, "B"]
+
+
 def test_workers_are_recycled_after_max_tasks():
     results = _run([(i, [str(i)]) for i in range(7)], workers=1, max_tasks=2)
     assert sorted(r.value[0] for r in results.values()) == [str(i) for i in range(7)]

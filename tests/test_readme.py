@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -31,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from data_server import serve
-from tests_support import SHARED
+from tests_support import SHARED, free_port
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 SKIP_MARK = "<!-- readme-test: skip"
@@ -122,12 +121,6 @@ def shims(folder: Path) -> Path:
     (folder / "iosight").chmod(0o755)
     (folder / "python").symlink_to(sys.executable)
     return folder
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def run_server(command: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:

@@ -9,7 +9,8 @@ SHARED = Path(os.environ.get("IOSIGHT_SHARED", Path(__file__).resolve().parents[
 
 
 def crash_or_echo(items: list[str], beat) -> list[str]:
-    """A task for worker-pool tests: 'segv' kills the process, 'sleep' hangs, else echo."""
+    """A task for worker-pool tests: 'segv' kills the process, 'sleep' hangs, 'SIGINT'
+    and 'SIGTERM' signal the worker itself, else echo."""
     out = []
     for i, arg in enumerate(items):
         beat(i)
@@ -23,6 +24,12 @@ def crash_or_echo(items: list[str], beat) -> list[str]:
             import time
 
             time.sleep(60)
+        if arg in ("SIGINT", "SIGTERM"):  # what a Ctrl-C or `kill` of the group sends
+            import signal
+            import time
+
+            os.kill(os.getpid(), getattr(signal, arg))
+            time.sleep(0.2)  # a handler that raises would do so here
         if arg == "raise":
             raise ValueError("bad input\nsecond line")
         out.append(arg.upper())
@@ -54,3 +61,60 @@ def hold_warehouse_lock(path):
     )
     assert proc.stdout.readline() == "locked\n"
     return proc
+
+
+def assert_same_warehouse(got, want, ignore=("ingested_at",)) -> None:
+    """Every table equal, sorted, value for value, apart from the columns ``ignore``
+    names (those that record when, not what: they differ between any two ingests)."""
+    assert got.tables() == want.tables()
+    for name in want.tables():
+        cols = [c for c in want.column_names(name) if c not in ignore]
+        # the same columns; their order follows whichever batch file DuckDB reads first
+        assert sorted(got.column_names(name)) == sorted(want.column_names(name)), name
+        q = f'select {", ".join(f"{chr(34)}{c}{chr(34)}" for c in cols)} from "{name}" order by all'
+        a, b = got.arrow(q), want.arrow(q)
+        assert a.num_rows == b.num_rows, name
+        assert a.equals(b), f"table {name} differs"
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (for a server a test starts)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def read_only_lock(monkeypatch, wh_path):
+    """The lock file of ``wh_path`` cannot be opened to write, as on a read-only mount
+    (chmod does not stop root, who runs these tests in CI; :func:`read_only_mount` does,
+    where the system allows it)."""
+    import builtins
+    import errno
+
+    from iosight.warehouse import _store
+
+    def fake_open(file, mode="r", *args, **kwargs):
+        if str(file) == str(wh_path / "_lock") and mode != "r":
+            raise OSError(errno.EROFS, "Read-only file system", str(file))
+        return builtins.open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(_store, "open", fake_open, raising=False)
+
+
+_RO_MOUNT = 'mount --bind "$0" "$0" && mount -o remount,ro,bind "$0" && exec "$@"'
+
+
+def read_only_mount(folder) -> list[str] | None:
+    """A command prefix that runs a command with ``folder`` mounted read-only in a
+    private mount namespace (read-only for root too: what chmod cannot give), or None
+    where this system allows no such namespace (no ``unshare``, or it is refused)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("unshare") is None:
+        return None
+    prefix = ["unshare", "--map-root-user", "--mount", "sh", "-c", _RO_MOUNT, str(folder)]
+    probe = subprocess.run([*prefix, "true"], capture_output=True)
+    return prefix if probe.returncode == 0 else None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import signal
 import sys
 import time
 from collections import deque
@@ -75,6 +76,11 @@ def _worker_main(conn: Connection, func: Callable[[Any, Beat], Any]) -> None:
     def beat(i: int) -> None:
         conn.send(("beat", i))
 
+    # a Ctrl-C or a service manager's SIGTERM reaches the whole process group; stopping
+    # is the parent's call (it kills its workers, or lets them finish the task in hand,
+    # as follow mode does), not a task failure to record against the item being read
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     while True:
         try:
             msg = conn.recv()
@@ -237,8 +243,6 @@ class LocalPool:
 
 def _death_reason(code: int | None) -> str:
     if code is not None and code < 0:
-        import signal
-
         try:
             name = signal.Signals(-code).name
         except ValueError:

@@ -20,7 +20,7 @@ def test_cli_end_to_end(tmp_path):
     w = ["-w", wh]
     out = _ok("synth", "facility", *w, "--months", "0.4", "--jobs-per-day", "200", "--seed", "2")
     assert "synthetic facility" in out
-    assert "bins of 300 s" in _ok("timeline", "build", *w, "--bin", "5min")
+    assert "bins of 5 min," in _ok("timeline", "build", *w, "--bin", "5min")
     months = _ok("timeline", "show", *w, "--rebin", "month", "--format", "csv")
     assert months.count("\n") == 2  # header and January 2024
     assert "write" in _ok("bursts", "analyze", *w)
@@ -30,6 +30,11 @@ def test_cli_end_to_end(tmp_path):
     header = next(line for line in out.splitlines() if line.startswith("direction,"))
     assert ",f1,f1_gain,skill," in header and "f1_weighted" in header
     assert "saved bursts-write-interval, per lead (5-minute bins) chosen on validation: 1: " in out
+    # off a terminal the scores, once 480-character lines with headers one letter per line,
+    # are one record per block with every header whole
+    scores = _ok("sql", "select * from burst_evaluation", *w)
+    assert "(one record per block)" in scores and "\n[1]\n" in scores
+    assert "\nhorizon_min " in scores and "\nf1_weighted " in scores
     # defaults: lead mode, feature set 4 (the synthetic jobs' state)
     out = _ok("bursts", "train", *w, "--models", "tree", "--horizons", "5,30",
               "--direction", "write", "--format", "csv")  # fmt: skip

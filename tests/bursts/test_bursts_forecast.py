@@ -209,6 +209,13 @@ def test_forecaster_save_load_predict_and_refusals(warehouse):
         load_forecaster(warehouse, "nope")
 
 
+@pytest.mark.parametrize("name", ["m" * 5000, "../models", ".hidden", "a/b", "", "a b"])
+def test_a_bad_model_name_is_one_error_line(warehouse, name):
+    """A name too long for the file system was an OSError (#26 item 13)."""
+    with pytest.raises(IosightError, match="invalid model name"):
+        load_forecaster(warehouse, name)
+
+
 def test_same_seed_same_scores():
     df = _daily_spikes(days=6)
     kw = dict(directions="write", models="forest,xgboost", horizons=[5, 15], k={"write": 3.0},

@@ -3,7 +3,12 @@
 import typer
 
 from iosight.cli import app
-from iosight.warehouse import DEFAULT_BATCH_SIZE, DEFAULT_LOCK_TIMEOUT
+from iosight.warehouse import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_INTERVAL,
+    DEFAULT_LOCK_TIMEOUT,
+    DEFAULT_SETTLE,
+)
 
 
 def test_ingest_help_states_the_library_defaults():
@@ -17,6 +22,9 @@ def test_ingest_help_states_the_library_defaults():
     )
     assert helps["lock_timeout"][0] is None
     assert helps["lock_timeout"][1].endswith(f"(default {DEFAULT_LOCK_TIMEOUT:g}).")
+    assert helps["interval"][0] is None and helps["settle"][0] is None
+    assert helps["interval"][1].endswith(f"(default {DEFAULT_INTERVAL:g}).")
+    assert helps["settle"][1].endswith(f"default {DEFAULT_SETTLE}).")
 
 
 def test_out_of_range_options_are_one_line_and_make_nothing(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 
 import pandas as pd
 import pytest
@@ -92,9 +93,9 @@ def test_job_shows_insights_under_the_summary(traced, tmp_path):
     assert out.index("per module") < out.index("I/O insights") < out.index("P06")
     assert (tmp_path / "j.png").stat().st_size > 0
     as_json = runner.invoke(app, ["job", "1301", "-w", str(wh.path), "-f", "json"])
-    rows = pd.read_json(io.StringIO(as_json.stdout))  # one JSON array
+    rows = pd.DataFrame(json.loads(as_json.stdout)["insights"]["findings"])  # the summary's
     assert rows["level"].iloc[0] == "high" and "P06" in set(rows["code"])
     assert list(rows["level"]) == sorted(rows["level"], key=["high", "warn", "info", "ok"].index)
-    as_csv = runner.invoke(app, ["job", "1306", "-w", str(wh.path), "-f", "csv"])
-    clean = pd.read_csv(io.StringIO(as_csv.stdout))
+    as_jsonl = runner.invoke(app, ["job", "1306", "-w", str(wh.path), "-f", "jsonl"])
+    clean = pd.DataFrame(json.loads(as_jsonl.stdout)["insights"]["findings"])
     assert not clean["level"].isin(["high", "warn"]).any()

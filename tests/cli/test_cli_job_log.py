@@ -53,3 +53,13 @@ def test_bracketed_names_print_verbatim(tmp_path):
     result = runner.invoke(app, ["job", str(table)])
     assert result.exit_code == 0, result.output
     assert "/bin/a[/x] [bold]run" in result.output
+
+
+def test_a_shared_file_counts_all_ranks_and_shows_its_mean_per_rank():
+    """example.darshan: 2048 ranks write one file, which Darshan keeps as one record of
+    rank -1; the per-file row says 2048 ranks and 49 s per rank beside the 1 d 3 h sum."""
+    result = runner.invoke(app, ["job", str(_log("example.darshan"))])
+    assert result.exit_code == 0, result.output
+    (row,) = [line for line in result.output.splitlines() if "vpicio.hdf5" in line]
+    assert " 2048 " in row and " 1 d 3 h " in row and " 49 s " in row, row
+    assert "run time 1 min 57 s" in result.output

@@ -8,7 +8,6 @@ import pytest
 from typer.testing import CliRunner
 
 from iosight.cli import app
-from iosight.cli._units import cell, elide_middle, human_bytes, human_duration
 from iosight.demo.step_10_characterization import example_logs
 from iosight.warehouse import Warehouse
 
@@ -59,21 +58,6 @@ def test_errors_name_each_path_once(tmp_path):
     assert out.count("bad.darshan") == 1, out
 
 
-def test_units():
-    assert human_bytes(2199023255552) == "2.2 TB"
-    assert human_bytes(512) == "512 B"
-    assert human_duration(192) == "3 min 12 s"
-    assert human_duration(0.537) == "537 ms"
-    assert human_duration(7500) == "2 h 05 min"
-    assert cell("POSIX_BYTES_READ", 1.4e9) == "1.4 GB"
-    assert cell("bytes_per_s", 1.4e9) == "1.4 GB/s"
-    assert cell("start_time", 1490000867.0) == "1490000867"  # a timestamp, not a duration
-    assert cell("jobid", 32324925) == "32324925"
-    path = "/global/cscratch1/sd/someone/" + "x" * 80 + "/file.h5"
-    short = elide_middle(path)
-    assert len(short) == 60 and short.startswith("/global") and short.endswith("/file.h5")
-
-
 def test_a_table_wider_than_the_console_keeps_every_value_whole(monkeypatch, capsys):
     """Nine columns on a 60-column console: no column is squeezed to nothing, no value cut."""
     import pandas as pd
@@ -81,6 +65,7 @@ def test_a_table_wider_than_the_console_keeps_every_value_whole(monkeypatch, cap
     from iosight.cli import _common
 
     monkeypatch.setattr(_common.console, "width", 60)
+    monkeypatch.setattr(_common, "on_terminal", lambda: True)  # Rich tables are a terminal's
     df = pd.DataFrame(
         {
             "system": ["edison/scratch2", "cscratch"],
@@ -117,3 +102,60 @@ def test_every_format_option_is_checked_before_the_command_runs(tmp_path):
         assert res.exit_code == 1, args
         assert "the 'format' option must be table, csv, json or jsonl" in res.output, args
     assert not (tmp_path / "none").exists()
+
+
+def _scores(n_cols: int, n_rows: int = 3):
+    """SYNTHETIC scores shaped like `bursts train`'s table: long headers, short values."""
+    import pandas as pd
+
+    cols = {f"f1_weighted_validation_{i:02d}": [0.5 + i / 100 + r for r in range(n_rows)]
+            for i in range(n_cols)}  # fmt: skip
+    return pd.DataFrame({"direction": ["write"] * n_rows, **cols})
+
+
+def test_a_table_off_a_terminal_is_plain_and_aligned(capsys):
+    """Piped or redirected, a table fitting PLAIN_WIDTH is one line per row, no borders,
+    headers whole, numbers right-aligned under their header."""
+    from iosight.cli import _common
+
+    df = _scores(4)
+    _common.print_frame(df, title="scores")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:2] == ["", "scores"]
+    header, rule, *rows = lines[2:]
+    assert header.split() == list(df.columns) and set(rule.replace(" ", "")) == {"-"}
+    assert len(rows) == 3 and "│" not in "".join(lines)
+    last = df.columns[-1]
+    assert [r[header.index(last) :].strip() for r in rows] == ["0.53", "1.53", "2.53"]
+    assert all(len(r) == len(header) for r in rows)  # right-aligned to the header's end
+
+
+def test_a_table_too_wide_off_a_terminal_prints_one_record_per_block(capsys):
+    """`bursts train > out.txt` wrote 480-character lines with headers one letter per line:
+    a table wider than PLAIN_WIDTH becomes blocks of ``column  value`` lines."""
+    from iosight.cli import _common
+
+    df = _scores(20, n_rows=2)
+    _common.print_frame(df, title="test-part scores")
+    out = capsys.readouterr().out
+    blocks = out.split("\n\n")
+    assert blocks[0] == "\ntest-part scores (one record per block)"
+    for i, block in enumerate(blocks[1:]):
+        head, *fields = block.strip("\n").splitlines()
+        assert head == f"[{i + 1}]"
+        assert [f.split()[0] for f in fields] == list(df.columns)  # every header whole
+        assert fields[-1].split()[1] == f"{0.69 + i:.4g}"
+    assert len(blocks) == 3 and max(map(len, out.splitlines())) < _common.PLAIN_WIDTH
+
+
+def test_piped_command_output_is_plain(wh):
+    """The command line itself, output captured (not a terminal): no box drawing, no
+    wrapped header, every job one line in human units."""
+    q = "select jobid, nprocs, run_time, nprocs * run_time as rank_seconds from jobs order by 1"
+    out = runner.invoke(app, ["sql", q, "-w", str(wh)]).stdout
+    header, rule, *rows = out.splitlines()
+    assert header.split() == ["jobid", "nprocs", "run_time", "rank_seconds"]
+    assert len(rows) == Warehouse(wh).table("jobs").num_rows
+    assert not any(ch in out for ch in "│┃━─")
+    # job 29959 of the MACSio example: 16 ranks for 4 s
+    assert rows[0].split() == ["29959", "16", "4", "s", "64", "rank-s"]

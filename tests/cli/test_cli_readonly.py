@@ -1,12 +1,19 @@
-"""Read-only commands never create a warehouse: only the commands that write sources do."""
+"""Read-only commands never create a warehouse: only the commands that write sources do.
+Every command that writes learns first, in one line, whether it can."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
 
 import pytest
 import typer
 from typer.testing import CliRunner
 
 from iosight.cli import app
+from iosight.warehouse import Warehouse, ingest
+from tests_support import read_only_lock, read_only_mount
 
 runner = CliRunner()
 
@@ -48,6 +55,18 @@ def _commands(cmd=None, prefix=()):
         yield " ".join(prefix), required + _EXTRA.get(" ".join(prefix), [])
 
 
+# commands that write an existing warehouse (derived tables, models, codings)
+UPDATERS = {
+    "insights",
+    "compact",
+    "timeline build",
+    "bursts train",
+    "similarity series",
+    "similarity codings",
+    "similarity cluster",
+    "similarity explore",
+}
+# the commands that never create a warehouse (UPDATERS among them)
 READERS = [(name, args) for name, args in _commands() if name not in WRITERS]
 
 
@@ -71,3 +90,76 @@ def test_an_existing_directory_is_not_made_a_warehouse(tmp_path):
     assert result.exit_code == 1
     assert "create one with `iosight ingest`" in result.output
     assert list(tmp_path.iterdir()) == []
+
+
+# SYNTHETIC: one made-up job in the published job-total layout
+TOTALS = (
+    "jobid,nprocs,start_time,end_time,total_POSIX_OPENS,total_POSIX_BYTES_WRITTEN\n"
+    "7,4,1600000000,1600000600,8,1000000\n"
+)
+
+
+def _writer_args(name: str, tmp_path) -> list[str]:
+    """What a writing command needs besides --warehouse to get as far as the warehouse."""
+    table = tmp_path / "totals.csv"
+    table.write_text(TOTALS)
+    samples = ["--out", str(tmp_path / "s.parquet"), "--scales", "1", "--patterns-per-scale", "1"]
+    return {
+        "ingest": [str(table)],
+        "similarity import": [str(table)],
+        "similarity import-codings": [str(table)],
+        "synth writes": ["--platform", "titan", *samples, "--to-warehouse"],
+    }.get(name, [])
+
+
+@pytest.mark.parametrize("name", sorted(WRITERS | UPDATERS))
+def test_a_writer_on_a_read_only_warehouse_says_so_before_its_work(tmp_path, monkeypatch, name):
+    """An empty warehouse: a command that worked before checking would fail on a missing
+    table (or, compact, succeed); on a real one it computed for minutes first."""
+    wh = Warehouse(tmp_path / "wh", create=True)
+    read_only_lock(monkeypatch, wh.path)
+    result = runner.invoke(app, [*name.split(), *_writer_args(name, tmp_path), "-w", str(wh.path)])
+    assert result.exit_code == 1
+    assert result.output.splitlines() == [
+        f"error: cannot write warehouse {wh.path}: its lock file: Read-only file system"
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(WRITERS))
+def test_a_new_warehouse_under_a_file_is_one_line(tmp_path, name):
+    (tmp_path / "file").write_text("")
+    target = tmp_path / "file" / "wh"
+    result = runner.invoke(app, [*name.split(), *_writer_args(name, tmp_path), "-w", str(target)])
+    assert result.exit_code == 1
+    assert result.output.splitlines() == [
+        f"error: cannot create warehouse {target}: Not a directory"
+    ]
+
+
+def test_writers_on_a_read_only_mount_say_so_in_one_line(tmp_path):
+    """A real read-only mount (root included): creating a warehouse there was an
+    OSError traceback, and insights or a timeline ran before failing at the commit."""
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    table = tmp_path / "totals.csv"
+    table.write_text(TOTALS)
+    assert ingest([table], Warehouse(ro / "wh", create=True), workers=1).ok
+    prefix = read_only_mount(ro)
+    if prefix is None:
+        pytest.skip("no private read-only mount here (unshare missing or refused)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    for args in (
+        ["ingest", str(table), "-w", str(ro / "new")],
+        ["insights", "-w", str(ro / "wh")],
+        ["timeline", "build", "-w", str(ro / "wh")],
+    ):
+        cmd = [*prefix, sys.executable, "-m", "iosight", *args]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+        assert proc.returncode == 1, proc.stderr
+        assert proc.stderr.splitlines() == [
+            f"error: cannot create warehouse {ro / 'new'}: Read-only file system"
+            if args[0] == "ingest"
+            else f"error: cannot write warehouse {ro / 'wh'}: its lock file: Read-only file system"
+        ]
+        assert proc.stdout == ""
+    assert not (ro / "new").exists()

@@ -3,7 +3,7 @@
 import base64
 import re
 
-from iosight.report._html import fig_img, fig_png, img_tag, page, subplots
+from iosight.report._html import fig_img, fig_png, html_table, img_tag, page, subplots
 
 
 def test_figures_are_inline_pngs_outside_pyplot():
@@ -52,3 +52,25 @@ def test_reports_sharing_a_folder_do_not_overwrite_each_other(tmp_path):
     (out / "notes.html").write_text("<html>not a report</html>")  # other pages are left out
     write_page(out, "schedule", "Burst-aware start times", "<p>schedule body</p>")
     assert "notes.html" not in (out / "index.html").read_text()
+
+
+def test_report_tables_use_the_units_of_every_table():
+    """Reports once printed floats as ``{:.4g}``: 1.2345e+10 bytes, 1.235e+04 seconds."""
+    import pandas as pd
+
+
+    df = pd.DataFrame(
+        {
+            "app": ["a<b>", "c"],
+            "bytes_written": [1.2345e10, 512.0],
+            "mean_run_time": [12345.6, 0.25],
+            "score": [123456.7, 0.000123],
+            "within_30": [0.1234, float("nan")],
+        }
+    )
+    out = html_table(df, percent=("within_30",))
+    cells = re.findall(r"<td>(.*?)</td>", out)
+    assert cells == ["a&lt;b&gt;", "12.3 GB", "3 h 25 min", "123,457", "12.3%",
+                     "c", "512 B", "250 ms", "0.000123", ""]  # fmt: skip
+    wide = html_table(df.set_index("app").T.reset_index())  # columns that are no strings
+    assert "e+" not in wide and "e-" not in wide

@@ -50,3 +50,27 @@ def test_a_figure_path_is_checked_before_drawing(tmp_path):
         check_figure_path(tmp_path / "a")
     with pytest.raises(IosightError, match="no folder"):
         check_figure_path(tmp_path / "no" / "a.png")
+
+
+def test_the_files_panel_labels_each_file_with_its_ranks_and_mean_per_rank():
+    """A file shared by all 2048 ranks (one record of rank -1) is labelled 2048 ranks, and
+    the sum over ranks on the axis gets its mean per rank beside it, in human units."""
+    from matplotlib.figure import Figure
+
+    from iosight._units import human_duration
+    from iosight.report import job as job_report
+    from iosight.warehouse import log_warehouse
+
+    log = next(p for p in example_logs() if p.name == "example.darshan")
+    with log_warehouse(log) as wh:
+        s = job_summary(wh, "4478544")
+    fig = Figure()
+    ax = fig.subplots()
+    job_report._top_files(ax, s)
+    fig.canvas.draw()
+    labels = [t.get_text() for t in ax.texts]
+    mean = s.files["io_time"].iloc[0] / 2048
+    assert labels == [f"{human_duration(mean)} per rank, 2048 ranks"]
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    assert "0 s" in ticks and any(" h" in t for t in ticks)
+    assert not any("e+" in t or "1e" in t for t in ticks)

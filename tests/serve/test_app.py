@@ -216,3 +216,13 @@ def test_job_timeline_holds_every_segment_of_its_job_among_others(served_path):
     assert len(seg) == n - 1 and set(seg["rank"]) <= set(
         wh.sql("select distinct rank from dxt_posix where job_key = ?", [key])["rank"]
     )
+
+
+def test_served_hosts_are_the_bound_address_and_the_names_given():
+    from iosight.serve import LOOPBACK_HOSTS, served_hosts
+
+    assert served_hosts("127.0.0.1") == list(LOOPBACK_HOSTS) == served_hosts("::1")
+    assert served_hosts("localhost", ["LocalHost"]) == list(LOOPBACK_HOSTS)
+    assert served_hosts("0.0.0.0", ["box.example.org"]) == [*LOOPBACK_HOSTS, "box.example.org"]
+    assert served_hosts("192.0.2.7") == ["192.0.2.7"]  # not the loopback names: not bound
+    assert served_hosts("2001:db8::7", ["[2001:DB8::8]"]) == ["[2001:db8::7]", "[2001:db8::8]"]

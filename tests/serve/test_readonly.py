@@ -8,10 +8,44 @@ from iosight._errors import IosightError
 from iosight.serve import JobFilter, ServedWarehouse, check_where, deadline, jobs_page
 
 
-@pytest.mark.parametrize("clause", ["nprocs >= 4", "exe like '%a%' and run_time > 1",
-                                    "start_time between 0 and 2e9 or jobid in (1, 2)"])  # fmt: skip
+@pytest.mark.parametrize("clause", [
+    "nprocs >= 4", "exe like '%a%' and run_time > 1",
+    "start_time between 0 and 2e9 or jobid in (1, 2)",
+    "lower(exe) ~ '^synth' and to_timestamp(start_time) >= timestamp '2000-01-01'",
+    "coalesce(nprocs, 0) % 2 = 0 and cast(uid as varchar) not in ('0') and exe is not null",
+    "case when nprocs > 4 then run_time else 0 end >= 0 and not exe similar to 'x.*'",
+])  # fmt: skip
 def test_conditions_pass_parenthesised(clause):
     assert check_where(clause) == f"({clause})"
+
+
+def test_an_allowed_condition_selects_what_pandas_does(served_path):
+    wh = ServedWarehouse(served_path)
+    jobs = wh.jobs()
+    clause = ("lower(exe) ~ '^synthetic-' and to_timestamp(start_time) < timestamp '2100-01-01' "
+              "and coalesce(nprocs, 0) % 2 = 0")  # fmt: skip
+    want = jobs["exe"].str.lower().str.match("synthetic-") & (jobs["nprocs"] % 2 == 0)
+    assert jobs_page(wh, JobFilter(where=clause)).total == want.sum() > 0
+
+
+@pytest.mark.parametrize(
+    ("clause", "named"),
+    [
+        ("length(repeat('x', 10000000)) > 0", "repeat()"),  # gigabytes of strings (#26)
+        ("lpad(exe, 100000000, 'x') <> ''", "lpad()"),
+        ("exe || exe <> ''", "the || operator"),
+        ("jobid in (select jobid from jobs)", "a subquery"),
+        ("exists (select 1)", "a subquery"),
+        ("cast(exe as varchar[]) is null", "a cast to list"),
+        ("[1, 2][1] = 1", "array extract"),
+        ("regexp_matches(exe, upper(exe))", "a pattern that is not a constant"),  # per row
+        ("nprocs > 0 and " * 200 + "true", "characters"),
+    ],
+)
+def test_conditions_that_could_build_or_read_anything_are_refused(clause, named):
+    with pytest.raises(IosightError, match="cannot use|at most") as err:
+        check_where(clause)
+    assert named in str(err.value)
 
 
 @pytest.mark.parametrize(
@@ -33,14 +67,17 @@ def test_anything_but_one_condition_is_refused(clause):
 def test_conditions_cannot_read_or_write_files(served_path, tmp_path):
     wh = ServedWarehouse(served_path)
     target = tmp_path / "out.csv"
-    for clause in (
-        "(select count(*) from read_csv('/etc/passwd')) > 0",
-        "(select count(*) from read_text('/etc/hostname')) > 0",
-        f"(select count(*) from read_parquet('{served_path}/../*.parquet')) >= 0",
-    ):
+    reads = (
+        "select count(*) from read_csv('/etc/passwd')",
+        "select count(*) from read_text('/etc/hostname')",
+        f"select count(*) from read_parquet('{served_path}/../*.parquet')",
+    )
+    for query in reads:
+        with pytest.raises(IosightError, match="a subquery"):  # refused in a condition
+            jobs_page(wh, JobFilter(where=f"({query}) >= 0"))
         with pytest.raises(IosightError, match="(?i)permission|disabled|cannot access"):
-            jobs_page(wh, JobFilter(where=clause))
-    with pytest.raises(Exception, match="(?i)permission|disabled"):  # even as raw SQL
+            wh.sql(query)  # and by the database, even as raw SQL
+    with pytest.raises(Exception, match="(?i)permission|disabled"):
         wh.sql(f"copy jobs to '{target}'")
     with pytest.raises(Exception, match="(?i)configuration"):
         wh.sql("set enable_external_access = true")
@@ -50,6 +87,32 @@ def test_conditions_cannot_read_or_write_files(served_path, tmp_path):
     # the warehouse's own tables are still read
     nprocs = wh.table("jobs", ["nprocs"])["nprocs"].to_numpy()
     assert jobs_page(wh, JobFilter(where="nprocs >= 1")).total == (nprocs >= 1).sum() > 0
+
+
+def test_nothing_but_the_tables_is_readable_not_even_duckdbs_temp_folder(
+    served_path, tmp_path, monkeypatch
+):
+    """DuckDB adds its temporary folder (``.tmp`` under the working directory) to the
+    readable ones (#26 item 10): the served database keeps no temporary folder."""
+    (tmp_path / ".tmp").mkdir()
+    (tmp_path / ".tmp" / "s.txt").write_text("secret")
+    monkeypatch.chdir(tmp_path)
+    wh = ServedWarehouse(served_path)
+    with pytest.raises(IosightError, match="(?i)permission|disabled") as err:
+        wh.sql("select content from read_text('.tmp/s.txt')")
+    assert "secret" not in str(err.value)
+    allowed = wh.sql("select current_setting('allowed_directories') d")["d"].iloc[0]
+    assert list(allowed) == [str((served_path / "tables").resolve()) + "/"]
+
+
+def test_the_memory_limit_holds_without_spilling(served_path):
+    wh = ServedWarehouse(served_path, memory_limit="64MB")
+    got = wh.sql("select current_setting('memory_limit') m, current_setting('temp_directory') t")
+    assert got["m"].iloc[0] == "61.0 MiB" and got["t"].iloc[0] == ""
+    with pytest.raises(IosightError, match="(?i)out of memory"):  # no temporary files
+        wh.sql("select count(distinct a::varchar) from range(20000000) t(a)")
+    with pytest.raises(IosightError, match="memory limit 'lots'"):
+        ServedWarehouse(served_path, memory_limit="lots").connect()
 
 
 def test_served_warehouse_refuses_writes(served_path):
@@ -67,6 +130,20 @@ def test_deadline_stops_a_runaway_query(served_path):
     with pytest.raises(IosightError, match="longer than"), deadline(cur, 0.3):
         cur.execute("select count(*) from range(1000000000000) a").fetchall()
     assert cur.execute("select 1").fetchall() == [(1,)]  # the cursor is usable afterwards
+
+
+def test_deadline_stops_a_statement_that_starts_after_the_time_is_up(served_path):
+    """DuckDB drops an interrupt that arrives between two statements (#26 item 11)."""
+    import time
+
+    wh = ServedWarehouse(served_path)
+    cur = wh.connect()
+    t = time.monotonic()
+    with pytest.raises(IosightError, match="longer than"), deadline(cur, 0.2):
+        time.sleep(0.4)  # the time is up while no statement runs
+        cur.execute("select sum(a) from range(20000000000) t(a)").fetchall()
+    assert time.monotonic() - t < 0.4 + 1.5
+    assert cur.execute("select 1").fetchall() == [(1,)]
 
 
 def test_each_thread_gets_its_own_cursor(served_path):

@@ -17,10 +17,8 @@ import pytest
 
 from iosight.demo.step_10_characterization import example_logs
 from iosight.warehouse import Warehouse, ingest
-from tests_support import hold_warehouse_lock
+from tests_support import assert_same_warehouse, hold_warehouse_lock
 
-# columns that record when, not what: they differ between any two ingests
-_WHEN = {"ingested_at"}
 _INGEST = (
     "import sys; from iosight.warehouse import Warehouse, ingest\n"
     "ingest(sys.argv[2:], Warehouse(sys.argv[1], create=True), workers=1, batch_size=1)\n"
@@ -42,19 +40,6 @@ def reference(tmp_path_factory) -> Warehouse:
     assert ingest(_logs(), wh, workers=1).ok
     assert len(wh.jobs()) == len(wh.table("sources")) == _unique_logs()
     return wh
-
-
-def assert_same_warehouse(got: Warehouse, want: Warehouse) -> None:
-    """Every table equal, sorted, value for value (apart from ingest times)."""
-    assert got.tables() == want.tables()
-    for name in want.tables():
-        cols = [c for c in want.column_names(name) if c not in _WHEN]
-        # the same columns; their order follows whichever batch file DuckDB reads first
-        assert sorted(got.column_names(name)) == sorted(want.column_names(name)), name
-        q = f'select {", ".join(f"{chr(34)}{c}{chr(34)}" for c in cols)} from "{name}" order by all'
-        a, b = got.arrow(q), want.arrow(q)
-        assert a.num_rows == b.num_rows, name
-        assert a.equals(b), f"table {name} differs"
 
 
 def _unique_logs() -> int:

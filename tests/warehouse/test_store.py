@@ -5,7 +5,7 @@ import pytest
 
 from iosight._errors import IosightError, MissingTableError
 from iosight.warehouse import Warehouse
-from tests_support import hold_warehouse_lock
+from tests_support import hold_warehouse_lock, read_only_lock
 
 
 def _t(keys, vals):
@@ -154,26 +154,10 @@ def test_a_writer_gives_up_after_its_lock_timeout(tmp_path):
         holder.communicate("done\n", timeout=10)
 
 
-def _read_only_lock(monkeypatch, wh_path):
-    """The lock file of ``wh_path`` cannot be opened to write, as on a read-only mount
-    (chmod does not stop root, who runs these tests in CI)."""
-    import builtins
-    import errno
-
-    from iosight.warehouse import _store
-
-    def fake_open(file, mode="r", *args, **kwargs):
-        if str(file) == str(wh_path / "_lock") and mode != "r":
-            raise OSError(errno.EROFS, "Read-only file system", str(file))
-        return builtins.open(file, mode, *args, **kwargs)
-
-    monkeypatch.setattr(_store, "open", fake_open, raising=False)
-
-
 def test_a_read_only_warehouse_is_read_and_refuses_writes_clearly(tmp_path, monkeypatch):
     wh = Warehouse(tmp_path / "wh", create=True)
     wh.commit({"jobs": [_t(["a", "b"], [1, 2])]})
-    _read_only_lock(monkeypatch, wh.path)
+    read_only_lock(monkeypatch, wh.path)
     reader = Warehouse(wh.path, create=False)
     assert reader.sql("select sum(v) s from jobs")["s"][0] == 3
     for write in (
@@ -202,3 +186,46 @@ def test_a_warehouse_without_write_permission_is_read(tmp_path):
     finally:
         for p in reversed(paths):
             p.chmod(modes[p])
+
+
+def test_a_warehouse_that_cannot_be_made_is_one_clear_error(tmp_path):
+    """A regular file on the way used to raise NotADirectoryError with a traceback."""
+    (tmp_path / "file").write_text("")
+    with pytest.raises(IosightError, match=r"cannot create warehouse .*file/wh: Not a directory"):
+        Warehouse(tmp_path / "file" / "wh", create=True)
+    assert (tmp_path / "file").read_text() == ""
+
+
+def test_a_folder_without_write_permission_is_one_clear_error(tmp_path):
+    """PermissionError used to be a traceback (creating) or come only at the commit."""
+    import os
+    import stat
+
+    parent = tmp_path / "parent"
+    parent.mkdir()
+    wh = Warehouse(parent / "wh", create=True)
+    folders = [parent, wh.path, *wh.path.iterdir()]
+    try:
+        for p in folders:
+            p.chmod(stat.S_IRUSR | stat.S_IXUSR)
+        if os.access(parent, os.W_OK):
+            pytest.skip("chmod does not stop this user (root) from writing")
+        with pytest.raises(IosightError, match="cannot create warehouse .*Permission denied"):
+            Warehouse(parent / "new", create=True)
+        with pytest.raises(IosightError, match="cannot write warehouse .*Permission denied"):
+            Warehouse(wh.path, create=False).check_writable()
+    finally:
+        for p in folders:
+            p.chmod(stat.S_IRWXU)
+
+
+def test_check_writable_says_at_once_that_a_read_only_warehouse_cannot_be_written(
+    tmp_path, monkeypatch
+):
+    wh = Warehouse(tmp_path / "wh", create=True)
+    wh.check_writable()  # the warehouse this process just made
+    read_only_lock(monkeypatch, wh.path)
+    reader = Warehouse(wh.path, create=False)
+    with pytest.raises(IosightError, match="cannot write warehouse .*Read-only file system"):
+        reader.check_writable()
+    assert wh.tables() == []  # nothing written on the way

@@ -53,3 +53,39 @@ def test_key_prefixes_are_literal_and_long_enough(jobs):
     ):
         with pytest.raises(IosightError, match=message):
             find_job(jobs, ident)
+
+
+def _summary_of(log_name: str):
+    """The summary of one PyDarshan example log (real data) and its POSIX records' ranks."""
+    from iosight.demo.step_10_characterization import example_logs
+    from iosight.warehouse import job_summary, log_warehouse
+
+    log = next(p for p in example_logs() if p.name == log_name)
+    with log_warehouse(log) as wh:
+        key = wh.sql("select job_key from jobs")["job_key"][0]
+        return job_summary(wh, key), wh.sql("select rank from posix")["rank"]
+
+
+def test_a_shared_record_counts_all_the_jobs_ranks():
+    """Darshan keeps a file every rank opened as one record of rank -1: 2048 ranks, not 1."""
+    s, ranks = _summary_of("example.darshan")
+    assert list(ranks) == [-1] and s.job["nprocs"] == 2048
+    assert list(s.files["ranks"]) == [2048]
+    assert len(s.osts) == 24 and set(s.osts["ranks"]) == {2048}
+    for table in (s.files, s.osts):
+        assert table["io_time_per_rank"].tolist() == (table["io_time"] / 2048).tolist()
+
+
+def test_per_rank_records_count_one_rank_each():
+    s, ranks = _summary_of("sample-badost.darshan")  # file per process, 2048 ranks
+    assert (ranks >= 0).all() and set(s.files["ranks"]) == {1}
+    assert s.files["ranks"].sum() == len(ranks)
+    assert (s.files["io_time_per_rank"] == s.files["io_time"]).all()
+
+
+def test_modules_show_the_mean_io_time_per_rank_beside_the_sum():
+    s, _ = _summary_of("ior_hdf5_example.darshan")
+    m = s.modules.set_index("module")
+    total = m["read_time"] + m["write_time"] + m["meta_time"]
+    assert (m["io_time"] == total).all()
+    assert (m["io_time_per_rank"] == total / s.job["nprocs"]).all() and s.job["nprocs"] == 4

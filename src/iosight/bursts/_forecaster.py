@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import platform
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,12 +43,19 @@ if TYPE_CHECKING:
     from iosight.warehouse import Warehouse
 
 MAX_LEAD = 24  # two hours of 5-minute bins (§V-B)
+_MODEL_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 _FORMAT = 2  # 2: per-lead chosen candidate (persistence possible), cuts, set 4
 
 
 def model_dir(warehouse: Warehouse, name: str) -> Path:
-    if not name or "/" in name or name.startswith("."):
-        raise IosightError(f"invalid model name {name!r}")
+    """``models/<name>/``: a name is one short path component (letters, digits, ``._-``),
+    so no name escapes ``models/`` or makes the file system fail (too long)."""
+    if not _MODEL_NAME.fullmatch(name):
+        shown = name if len(name) <= 80 else name[:80] + "..."
+        raise IosightError(
+            f"invalid model name {shown!r}: up to 128 letters, digits, '.', '_' or '-', "
+            "not starting with '.'"
+        )
     return warehouse.path / "models" / name
 
 

@@ -62,12 +62,17 @@ def cli_errors() -> Iterator[None]:
         raise typer.Exit(code=130) from None
 
 
-def open_warehouse(path: Path | None, *, create: bool = False, **options):
+def open_warehouse(path: Path | None, *, create: bool = False, write: bool = False, **options):
     """Open the warehouse named on the command line (an error if it is none, unless
-    ``create``); ``options`` go to :class:`~iosight.warehouse.Warehouse`."""
+    ``create``); ``options`` go to :class:`~iosight.warehouse.Warehouse`. A command
+    that writes it (``write``, or ``create``) learns now, before its work, whether it
+    can (:meth:`~iosight.warehouse.Warehouse.check_writable`)."""
     from iosight.warehouse import Warehouse
 
-    return Warehouse(path, create=create, **options)
+    wh = Warehouse(path, create=create, **options)
+    if create or write:
+        wh.check_writable()
+    return wh
 
 
 class RichProgress:
@@ -182,7 +187,7 @@ class Eta:
 
     def describe(self, final: bool = False) -> str:
         """``12/100 (12%), 3.4/s, ETA 26 s`` (or ``... in 29 s`` once finished)."""
-        from iosight.cli._units import human_duration
+        from iosight._units import human_duration
 
         rate = self.rate()
         done = f"{self.done}/{self.total}" if self.total else f"{self.done}"
@@ -199,7 +204,7 @@ def _eta_column(eta: Eta):
     from rich.progress import ProgressColumn
     from rich.text import Text
 
-    from iosight.cli._units import human_duration
+    from iosight._units import human_duration
 
     class EtaColumn(ProgressColumn):
         """Items per second and time left, smoothed over the whole run."""
@@ -226,10 +231,12 @@ def check_format(fmt: str) -> str:
 
 
 def print_frame(df, fmt: str = "table", title: str | None = None, max_rows: int = 50) -> None:
-    """Render a DataFrame as a Rich table, CSV, one JSON array or JSON Lines on stdout.
+    """Render a DataFrame as a table, CSV, one JSON array or JSON Lines on stdout.
 
-    Tables show human units (bytes, rates, durations) and elide long paths in the middle;
-    CSV and JSON keep raw values, integers as integers.
+    Tables show human units (bytes, rates, durations) and elide long paths in the middle:
+    in a terminal a Rich table fitted to its width, elsewhere (a file, a pipe) plain text
+    that never wraps (:func:`plain_table`). CSV and JSON keep raw values, integers as
+    integers.
     """
     check_format(fmt)
     if fmt == "csv":
@@ -238,20 +245,72 @@ def print_frame(df, fmt: str = "table", title: str | None = None, max_rows: int 
     if fmt in ("json", "jsonl"):
         sys.stdout.write(frame_json(df, lines=fmt == "jsonl"))
         return
-    from rich.table import Table
-
-    from iosight.cli._units import cell
+    from iosight._units import cell
 
     columns = [str(c) for c in df.columns]
     rows = [
         [cell(col, v) for col, v in zip(columns, row, strict=True)]
         for row in df.head(max_rows).itertuples(index=False)
     ]
+    numeric = [dtype.kind in "iufb" for dtype in df.dtypes]
+    if on_terminal():
+        _rich_table(columns, rows, numeric, title)
+    else:
+        console.print(plain_table(columns, rows, numeric, title), soft_wrap=True, highlight=False)
+    if len(df) > max_rows:
+        console.print(f"... {len(df) - max_rows} more rows (use --format csv for all)")
+
+
+def on_terminal() -> bool:
+    """Whether standard output is a terminal (Rich tables), not a file or a pipe."""
+    return console.is_terminal
+
+
+# off a terminal, the widest line of a plain table: a wider one prints one record per block
+PLAIN_WIDTH = 200
+
+
+def plain_table(
+    columns: list[str], rows: list[list[str]], numeric: list[bool], title: str | None = None
+) -> str:
+    """Cells as plain text for a file or a pipe: aligned columns (numbers to the right)
+    under a header, no line wrapped; wider than :data:`PLAIN_WIDTH`, one record per block
+    (one ``column  value`` line each), so no header is broken over lines."""
+    widths = [max([len(c), *(len(r[i]) for r in rows)]) for i, c in enumerate(columns)]
+    if sum(widths) + 2 * (len(widths) - 1) > PLAIN_WIDTH:
+        return _record_blocks(columns, rows, title)
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(
+            c.rjust(w) if num else c.ljust(w)
+            for c, w, num in zip(cells, widths, numeric, strict=True)
+        ).rstrip()
+
+    lines = ["", title] if title else []  # a blank line parts titled tables
+    lines += [line(columns), line(["-" * w for w in widths]), *map(line, rows)]
+    return "\n".join(lines)
+
+
+def _record_blocks(columns: list[str], rows: list[list[str]], title: str | None) -> str:
+    key = max(map(len, columns))
+    lines = ["", f"{title or 'records'} (one record per block)"]
+    for i, row in enumerate(rows, 1):
+        lines += ["", f"[{i}]"]
+        lines += [f"{c.ljust(key)}  {v}".rstrip() for c, v in zip(columns, row, strict=True)]
+    return "\n".join(lines)
+
+
+def _rich_table(
+    columns: list[str], rows: list[list[str]], numeric: list[bool], title: str | None
+) -> None:
+    """A Rich table fitted to the terminal: columns narrowed in proportion, never to nothing."""
+    from rich.table import Table
+
     longest = [max([len(col), *(len(r[i]) for r in rows)]) for i, col in enumerate(columns)]
     # numbers never break mid-token (their header may wrap); text keeps a readable width
     narrowest = [
-        max([1, *(len(r[i]) for r in rows)]) if dtype.kind in "iufb" else min(n, 12)
-        for i, (dtype, n) in enumerate(zip(df.dtypes, longest, strict=True))
+        max([1, *(len(r[i]) for r in rows)]) if num else min(n, 12)
+        for i, (num, n) in enumerate(zip(numeric, longest, strict=True))
     ]
     # each column adds its padding and right border, the table its left border
     fits = 1 + sum(n + 3 for n in longest) <= console.width
@@ -266,8 +325,6 @@ def print_frame(df, fmt: str = "table", title: str | None = None, max_rows: int 
         table.add_row(*r)
     too_wide = needed > console.width
     console.print(table, width=needed if too_wide else None, crop=not too_wide)
-    if len(df) > max_rows:
-        console.print(f"... {len(df) - max_rows} more rows (use --format csv for all)")
 
 
 def _share_width(narrowest: list[int], longest: list[int], spare: int) -> list[int]:
@@ -284,12 +341,18 @@ def _share_width(narrowest: list[int], longest: list[int], spare: int) -> list[i
 
 def frame_json(df, *, lines: bool = False) -> str:
     """``df`` as one JSON array of objects, or JSON Lines; ints stay ints, NaN is null."""
+    records = df.to_dict("records")
+    if lines:
+        return "".join(document_json(r, one_line=True) for r in records)
+    return document_json(records)
+
+
+def document_json(doc, *, one_line: bool = False) -> str:
+    """``doc`` (dicts and lists of numpy, pandas and plain values) as one JSON document,
+    indented or on ``one_line``; ints stay ints, NaN is null."""
     import json
 
-    records = [{str(k): _json_value(v) for k, v in r.items()} for r in df.to_dict("records")]
-    if lines:
-        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-    return json.dumps(records, ensure_ascii=False, indent=1) + "\n"
+    return json.dumps(_json_value(doc), ensure_ascii=False, indent=None if one_line else 1) + "\n"
 
 
 def _json_value(v):
@@ -299,6 +362,8 @@ def _json_value(v):
     import numpy as np
     import pandas as pd
 
+    if isinstance(v, dict):
+        return {str(k): _json_value(x) for k, x in v.items()}
     if isinstance(v, np.ndarray | list | tuple):
         return [_json_value(x) for x in v]
     if isinstance(v, np.generic):

@@ -81,7 +81,7 @@ def train(
         from iosight.bursts import describe_choice, train_bursts
 
         r = train_bursts(
-            open_warehouse(warehouse), directions=direction, models=models,
+            open_warehouse(warehouse, write=True), directions=direction, models=models,
             feature_sets=features, modes=mode, horizons=horizons, targets=target,
             k=_k(k_read, k_write), target_fraction=target_fraction,
             threshold_from=threshold_from, search_iter=search_iter, cv_splits=cv_splits,

@@ -37,7 +37,7 @@ def insights(
     from iosight.insights import compute_insights, facility_view, load_thresholds
 
     with cli_errors():
-        wh = open_warehouse(warehouse)
+        wh = open_warehouse(warehouse, write=True)
         t = load_thresholds(thresholds)
         if report:
             from iosight.report.insights import report_dir

@@ -95,7 +95,7 @@ def series_cmd(
 
     with cli_errors():
         counts = series_from_darshan(
-            open_warehouse(warehouse),
+            open_warehouse(warehouse, write=True),
             source=source,
             segment_s=segment,
             categories=_categories(categories),
@@ -131,7 +131,7 @@ def codings_cmd(
 
     with cli_errors():
         counts = build_codings(
-            open_warehouse(warehouse),
+            open_warehouse(warehouse, write=True),
             categories=_categories(categories),
             quantiles=None
             if quantiles is None
@@ -155,7 +155,7 @@ def cluster_cmd(
 
     with cli_errors():
         run = cluster(
-            open_warehouse(warehouse),
+            open_warehouse(warehouse, write=True),
             coding,
             algorithm=algorithm,
             sim=sim,
@@ -186,7 +186,7 @@ def explore_cmd(
         values = parse_list(sim if algorithm == "density" else eps, float, "sim/eps")
         extra = {"sample": sample} if algorithm == "tree" else {}
         df = explore(
-            open_warehouse(warehouse),
+            open_warehouse(warehouse, write=True),
             coding,
             values,
             algorithm=algorithm,

@@ -93,14 +93,15 @@ def writes(
         for path in (out, runs_out):  # before simulating, not after
             if path is not None:
                 check_table_path(path)
+        wh = open_warehouse(warehouse, create=True) if to_warehouse else None
         plat = load_platform(platform)
         cfg = WriteSimConfig(scales=scale_list, patterns_per_scale=patterns_per_scale, seed=seed)
         runs, samples = simulate_samples(plat, cfg, progress=RichProgress())
         write_table(samples, out)
         if runs_out is not None:
             write_table(runs, runs_out)
-        if to_warehouse:
-            n = runs_to_warehouse(open_warehouse(warehouse, create=True), runs, plat, seed=seed)
+        if wh is not None:
+            n = runs_to_warehouse(wh, runs, plat, seed=seed)
             console.print(f"wrote {n} synthetic jobs to the warehouse")
         console.print(
             f"SYNTHETIC: {len(runs)} runs -> {len(samples)} samples "

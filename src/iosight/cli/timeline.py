@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from iosight._units import human_bytes, human_duration
 from iosight.cli._common import (
     FORMAT_OPT,
     WAREHOUSE_OPT,
@@ -44,7 +45,7 @@ def build(
 
         from iosight.timeline import build_timeline, parse_duration, parse_time
 
-        wh = open_warehouse(warehouse)
+        wh = open_warehouse(warehouse, write=True)
         t = build_timeline(
             wh,
             bin_width=parse_duration(bin),
@@ -58,8 +59,9 @@ def build(
         )
         df = t.to_pandas()
         console.print(
-            f"timeline: {len(df)} bins of {df['bin_width'].iloc[0]:g} s, "
-            f"{df['read_bytes'].sum():.4g} bytes read, {df['write_bytes'].sum():.4g} written"
+            f"timeline: {len(df)} bins of {human_duration(df['bin_width'].iloc[0])}, "
+            f"{human_bytes(df['read_bytes'].sum())} read, "
+            f"{human_bytes(df['write_bytes'].sum())} written"
         )
         if len(df) > 1_000_000:  # years of 5-min bins: often a few jobs with odd start times
             first, last = (pd.to_datetime(df["bin_start"].iloc[i], unit="s") for i in (0, -1))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -13,8 +14,10 @@ from iosight.cli._common import (
     FORMAT_OPT,
     WAREHOUSE_OPT,
     RichProgress,
+    check_format,
     cli_errors,
     console,
+    document_json,
     err_console,
     open_warehouse,
     print_frame,
@@ -38,11 +41,38 @@ def ingest(
     reader: str = typer.Option(
         "native", help="How 3.x logs are read: native, or libdarshan (PyDarshan's C library)."
     ),
+    follow: bool = typer.Option(
+        False,
+        "--follow",
+        help="Keep ingesting the one directory named as logs land, until Ctrl-C or SIGTERM "
+        "(the batch in hand is committed first).",
+    ),
+    interval: float = typer.Option(
+        None, help="With --follow: seconds between polls (default 10)."
+    ),
+    settle: int = typer.Option(
+        None,
+        help="With --follow: polls on which a file must keep its size and time before it "
+        "is read (1: at first sight; default 2).",
+    ),
 ) -> None:
     """Read Darshan logs (3.x, 2.x, parser text) and job-total tables into the warehouse."""
     from iosight.warehouse import check_ingest_args
     from iosight.warehouse import ingest as run_ingest
 
+    if follow:
+        _follow(
+            paths,
+            warehouse,
+            force=force,
+            lock_timeout=lock_timeout,
+            interval=interval,
+            settle=settle,
+            scheduler=scheduler,
+            ingest_args={"workers": workers, "timeout": timeout, "batch_size": batch_size}
+            | {"reader": reader},
+        )
+        return
     with cli_errors():
         # before the warehouse is made: bad arguments leave nothing behind
         check_ingest_args(
@@ -52,9 +82,7 @@ def ingest(
             warehouse,
             create=True,
             lock_timeout=lock_timeout,
-            on_lock_wait=lambda msg: err_console.print(
-                msg, highlight=False, markup=False, soft_wrap=True
-            ),
+            on_lock_wait=_say,
         )
         report = run_ingest(
             paths,
@@ -68,13 +96,83 @@ def ingest(
             reader=reader,
         )
     console.print(report.summary())
-    for path, reason in report.errors[:20]:
-        # readers name the file in their messages; print it once
-        err_console.print(f"  failed: {path}: {reason.removeprefix(f'{path}: ')}", highlight=False)
-    if len(report.errors) > 20:
-        err_console.print(f"  ... {len(report.errors) - 20} more (iosight errors)")
+    _print_failures(report.errors)
     if not report.ok:
         raise typer.Exit(code=2)
+
+
+def _say(message: str) -> None:
+    """A line on stderr, as it is (a path is no Rich markup)."""
+    err_console.print(message, highlight=False, markup=False, soft_wrap=True)
+
+
+def _print_failures(errors: list[tuple[str, str]]) -> None:
+    for path, reason in errors[:20]:
+        # readers name the file in their messages; print it once
+        err_console.print(f"  failed: {path}: {reason.removeprefix(f'{path}: ')}", highlight=False)
+    if len(errors) > 20:
+        err_console.print(f"  ... {len(errors) - 20} more (iosight errors)")
+
+
+def _follow(
+    paths: list[Path],
+    warehouse: Path | None,
+    *,
+    force: bool,
+    lock_timeout: float | None,
+    interval: float | None,
+    settle: int | None,
+    scheduler: str | None,
+    ingest_args: dict,
+) -> None:
+    """``ingest --follow``: one directory, polled until a signal stops it;
+    ``ingest_args``: the options checked as :func:`ingest` checks them."""
+    from iosight.warehouse import check_follow_args, follow
+
+    given = {"interval": interval, "settle": settle}  # None: the library's default
+    ingest_args |= {k: v for k, v in given.items() if v is not None}
+    with cli_errors():
+        if len(paths) != 1:
+            raise IosightError(f"--follow takes one directory, not {len(paths)} paths")
+        if force:
+            raise IosightError("--follow reads each log once; --force does not go with it")
+        check_follow_args(paths[0], **ingest_args)
+        wh = open_warehouse(warehouse, create=True, lock_timeout=lock_timeout, on_lock_wait=_say)
+        console.print(f"following {paths[0]} (stop: Ctrl-C or SIGTERM)")
+        report = follow(
+            paths[0],
+            wh,
+            scheduler=scheduler,
+            on_batch=_after_follow_batch(wh),
+            **ingest_args,
+        )
+    console.print(report.summary())
+
+
+def _after_follow_batch(wh):
+    """What follows each committed batch: its line, its failures, and the derived tables
+    brought up to date for its new jobs (insights evaluates only jobs it has not seen)."""
+    from iosight.insights import compute_insights
+
+    def after(batch) -> None:
+        console.print(batch.line(), highlight=False)
+        _print_failures(batch.report.errors)
+        if batch.report.ingested:
+            compute_insights(wh)
+            update_timeline_for_new_jobs(wh)
+
+    return after
+
+
+def update_timeline_for_new_jobs(wh) -> None:
+    """Follow mode's timeline hook, where the incremental timeline update (issue #27)
+    goes. Until then: a full rebuild, and only of a warehouse that has a timeline (its
+    bin width kept, the default spread), so a follow does not start one unasked."""
+    if not wh.has_table("timeline"):
+        return
+    from iosight.timeline import bin_width_of, build_timeline, load_timeline
+
+    build_timeline(wh, bin_width=bin_width_of(load_timeline(wh)))
 
 
 def jobs(
@@ -99,13 +197,30 @@ def jobs(
         print_frame(df.head(limit) if limit else df, fmt, title=f"jobs in {wh.path}")
 
 
+def _job_format(value: str) -> str:
+    """``iosight job``'s --format, checked while the command line is parsed: a summary is
+    several tables, which one CSV table cannot hold."""
+    with cli_errors():
+        if value == "csv":
+            raise IosightError(
+                "a job summary is several tables, which one CSV cannot hold: use --format "
+                "json or jsonl (one document), or 'iosight sql ... -f csv' for one table"
+            )
+        return check_format(value)
+
+
 def job(
     ident: str = typer.Argument(..., help="Job id, job_key prefix, or a log file to read."),
     warehouse: Path = WAREHOUSE_OPT,
     files: int = typer.Option(15, help="Rows of the per-file table."),
     plot: Path = typer.Option(None, help="Also draw the job's figure to this PNG/SVG/PDF file."),
     fmt: str = typer.Option(
-        "table", "--format", "-f", help="table (summary and insights), or the insights as csv/json."
+        "table",
+        "--format",
+        "-f",
+        help="table, or the whole summary and its insights as one JSON document: json "
+        "(indented) or jsonl (one line; docs/job.md gives its schema).",
+        callback=_job_format,
     ),
 ) -> None:
     """One job's I/O summary (modules, access sizes, files, OSTs) and its I/O insights.
@@ -132,7 +247,8 @@ def job(
         s = job_summary(wh, ident)
         found = job_insights(wh, s.job["job_key"])
         if fmt != "table":
-            print_frame(found.findings, fmt)
+            doc = {**s.to_dict(), "insights": found.to_dict()}
+            sys.stdout.write(document_json(doc, one_line=fmt == "jsonl"))
             return
         render_job_summary(s, files)
         render_job_insights(found)
@@ -143,19 +259,20 @@ def job(
 
 
 def render_job_insights(found) -> None:
-    """The findings ordered by level, then the rules the job's data could not evaluate."""
+    """The findings ordered by level, then the rules the job's data could not evaluate
+    and what each needs (a rule without its data is never judged)."""
     if not found.findings.empty:
         print_frame(found.table(), title="I/O insights (Drishti-style rules; iosight insights)")
     if not found.not_evaluated.empty:
-        codes = ", ".join(found.not_evaluated["code"])
-        console.print(
-            f"  [yellow]not evaluated:[/] {escape(codes)} (the job's data lacks what they need)",
-            markup=True,
+        print_frame(
+            found.not_evaluated, title="not evaluated: the job's data lacks what these rules need"
         )
 
 
 def render_job_summary(s, files: int = 15) -> None:
     import datetime as dt
+
+    from iosight._units import human_duration
 
     j = s.job
     start = dt.datetime.fromtimestamp(j["start_time"], dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
@@ -163,7 +280,8 @@ def render_job_summary(s, files: int = 15) -> None:
         f"[bold]job {escape(str(j['jobid']))}[/] ({j['job_key'][:12]}) "
         + escape(
             f"{j['exe'][:80]}\n"
-            f"  {j['nprocs']} processes, start {start} UTC, run time {j['run_time']:.1f} s, "
+            f"  {j['nprocs']} processes, start {start} UTC, "
+            f"run time {human_duration(j['run_time'])}, "
             f"Darshan {j['lib_version'] or j['log_version']} ({j['source_format']})\n"
             f"  modules: {j['modules']}"
         ),
@@ -173,11 +291,14 @@ def render_job_summary(s, files: int = 15) -> None:
     for note in s.notes:
         console.print(f"  [yellow]note:[/] {escape(note)}", markup=True)
     if not s.modules.empty:
-        print_frame(s.modules, title="per module: bytes, operations, I/O time (s, summed)")
+        print_frame(
+            s.modules,
+            title="per module: bytes, operations, I/O time (summed over ranks; its mean per rank)",
+        )
     if not s.access_sizes.empty:
         print_frame(s.access_sizes, title="access sizes (operations per size bin)")
     if not s.files.empty:
-        print_frame(s.files, title="per file", max_rows=files)
+        print_frame(s.files, title="per file (a shared record counts all ranks)", max_rows=files)
     if not s.osts.empty:
         print_frame(s.osts, title="Lustre OSTs: files, ranks and I/O time per OST")
 
@@ -234,7 +355,7 @@ def tables(warehouse: Path = WAREHOUSE_OPT) -> None:
 def compact(warehouse: Path = WAREHOUSE_OPT) -> None:
     """Merge each table's batch files into one (faster queries on big warehouses)."""
     with cli_errors():
-        open_warehouse(warehouse).compact()
+        open_warehouse(warehouse, write=True).compact()
 
 
 def register(app: typer.Typer) -> None:

@@ -50,7 +50,7 @@ from iosight.darshan._darshan2_counters import (
     MPIIO_COLUMNS,
     POSIX_COLUMNS,
 )
-from iosight.darshan._tables import JOB_COLUMNS, jobs_schema
+from iosight.darshan._tables import jobs_schema
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -409,6 +409,6 @@ def _read(path: Path) -> dict[str, pa.Table]:
         "synthetic": False,
         "metadata": meta_text,
     }
-    tables["jobs"] = pa.Table.from_pylist([{c: row[c] for c in JOB_COLUMNS}], jobs_schema())
+    tables["jobs"] = pa.Table.from_pylist([row], jobs_schema())  # known_at: null, ingest sets it
     tables["job_totals"] = job_totals(tables)
     return tables

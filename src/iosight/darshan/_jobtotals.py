@@ -9,6 +9,8 @@ Counters are numbers whatever the file holds: a cell that is not one (``xyz``,
 ``N/A``) is stored as null and its job's ``metadata`` gains an ``iosight_warning=``
 line naming the columns, so one bad cell neither fails the table nor turns a
 ``total_*`` column into text (which would break every sum over the warehouse).
+A ``known_at`` column (when each job became known, e.g. a replay's landing times) is
+kept as the jobs' ``known_at``, read like the other times; without it ingest sets it.
 Identifiers (``jobid``, ``uid``) that are not integers (anonymised data sets hash
 them) become stable int64 hashes, each on its own; ``nprocs`` is a count, so a
 missing or unusable one is -1, the ``jobs`` table's "not known" (with a warning
@@ -39,6 +41,7 @@ _ALIASES = {
     "end_time": ("end_time", "END_TIME", "end"),
     "run_time": ("runtime", "run_time", "RUN_TIME"),
     "log_version": ("darshan_log_version", "log_version"),
+    "known_at": ("known_at",),
 }
 
 
@@ -75,6 +78,9 @@ def read_job_totals(path: str | Path) -> LogTables:
     counters, warnings = _numeric_totals(df, totals)
     start = _times(df[col["start_time"]], warnings, "start_time")
     end = _times(df[col["end_time"]], warnings, "end_time")
+    known = (
+        _times(df[col["known_at"]], warnings, "known_at") if col["known_at"] else np.full(n, np.nan)
+    )
     run = _numbers(df[col["run_time"]]) if col["run_time"] else np.full(n, np.nan)
     run = np.where(np.isnan(run), end - start, run)
     nprocs = _counts(df[col["nprocs"]], warnings, "nprocs") if col["nprocs"] else np.full(n, -1)
@@ -98,6 +104,8 @@ def read_job_totals(path: str | Path) -> LogTables:
             "partial": pa.array(np.zeros(n, bool)),
             "synthetic": pa.array(np.zeros(n, bool)),
             "metadata": pa.array(warnings),
+            # when the table says when each job became known; else ingest sets it
+            "known_at": pa.array(known, mask=np.isnan(known)),
         },
         schema=jobs_schema(),
     ).append_column("_row", pa.array(np.arange(n, dtype=np.int64)))

@@ -66,7 +66,7 @@ from iosight.darshan._parser_text_rows import (
     _record_rows,
 )
 from iosight.darshan._parser_text_totals import _printed_totals
-from iosight.darshan._tables import JOB_COLUMNS, MODULE_TABLES, jobs_schema, table_for_module
+from iosight.darshan._tables import MODULE_TABLES, jobs_schema, table_for_module
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -163,7 +163,7 @@ def _read(path: Path) -> dict[str, pa.Table]:
         "synthetic": False,
         "metadata": "\n".join(f"{k}={v}" for k, v in head["metadata"].items()),
     }
-    tables["jobs"] = pa.Table.from_pylist([{c: row[c] for c in JOB_COLUMNS}], jobs_schema())
+    tables["jobs"] = pa.Table.from_pylist([row], jobs_schema())  # known_at: null, ingest sets it
     tables["job_totals"] = _printed_totals(text, head["perf"]) or job_totals(tables)
     return {k: v for k, v in tables.items() if v.num_columns}  # no counters: no job_totals
 

@@ -10,9 +10,16 @@ Table columns (besides ``job_key``):
 ``jobs``
     ``source_path, source_format, log_version, lib_version, jobid, uid, exe,
     nprocs, start_time, end_time, run_time, modules, partial_modules, partial,
-    synthetic, metadata`` — times are float seconds since the epoch (UTC);
+    synthetic, metadata, known_at`` — times are float seconds since the epoch (UTC);
     ``modules`` and ``partial_modules`` are comma-separated module names; ``uid``
     and ``nprocs`` are -1 when the source does not say (job-total tables).
+    ``known_at`` is when the job became known, so a decision made at time T can use
+    only what was known by T: readers leave it null unless the source says (a
+    job-total table's ``known_at`` column); ingest fills the rest, with the job's
+    end time in a batch ingest and the log's arrival in follow mode. A null, or no
+    column at all (a warehouse written before it existed), reads as the end time:
+    ``iosight.warehouse.KNOWN_AT``. Records in the module tables are known when
+    their job is.
 ``names``
     ``record_id, name, mount_point, fs_type``
 ``mounts``
@@ -81,6 +88,7 @@ JOB_COLUMNS: tuple[str, ...] = (
     "partial",
     "synthetic",
     "metadata",
+    "known_at",
 )
 
 
@@ -129,6 +137,7 @@ def jobs_schema() -> pa.Schema:
             ("partial", pa.bool_()),
             ("synthetic", pa.bool_()),
             ("metadata", pa.string()),
+            ("known_at", pa.float64()),
         ]
     )
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from iosight._units import human_bytes
 from iosight.insights._frame import JobData, per_job, top_files
-from iosight.insights._rules import findings, human_bytes, pct, rule, share
+from iosight.insights._rules import findings, pct, rule, share
 from iosight.insights._thresholds import Thresholds
 
 
@@ -63,6 +64,13 @@ def redundant_writes(d: JobData, t: Thresholds) -> pd.DataFrame:
     return _redundant(d, t, "write")
 
 
+# what P11-P14 decide on; the "ok" findings also report the consecutive share
+_RANDOM_READ = ("reads", "seq_reads")
+_RANDOM_WRITE = ("writes", "seq_writes")
+_SEQ_READ = (*_RANDOM_READ, "consec_reads")
+_SEQ_WRITE = (*_RANDOM_WRITE, "consec_writes")
+
+
 def _pattern(d: JobData, t: Thresholds, op: str, random: bool) -> pd.DataFrame:
     j, f = d.jobs, d.files
     ops = j[f"{op}s"].fillna(0).to_numpy(dtype=float)
@@ -105,21 +113,21 @@ def _pattern(d: JobData, t: Thresholds, op: str, random: bool) -> pd.DataFrame:
     )
 
 
-@rule("P11", "access", "random reads")
+@rule("P11", "access", "random reads", counters=_RANDOM_READ)
 def random_reads(d: JobData, t: Thresholds) -> pd.DataFrame:
     return _pattern(d, t, "read", True)
 
 
-@rule("P12", "access", "sequential reads")
+@rule("P12", "access", "sequential reads", counters=_SEQ_READ)
 def sequential_reads(d: JobData, t: Thresholds) -> pd.DataFrame:
     return _pattern(d, t, "read", False)
 
 
-@rule("P13", "access", "random writes")
+@rule("P13", "access", "random writes", counters=_RANDOM_WRITE)
 def random_writes(d: JobData, t: Thresholds) -> pd.DataFrame:
     return _pattern(d, t, "write", True)
 
 
-@rule("P14", "access", "sequential writes")
+@rule("P14", "access", "sequential writes", counters=_SEQ_WRITE)
 def sequential_writes(d: JobData, t: Thresholds) -> pd.DataFrame:
     return _pattern(d, t, "write", False)

@@ -8,6 +8,7 @@ running again after an ingest evaluates only the new jobs.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 
@@ -17,8 +18,9 @@ import pyarrow as pa
 
 from iosight._errors import IosightError
 from iosight._progress import Progress, ensure_progress
+from iosight._units import human_bytes, human_rank_time
 from iosight.insights import _frame
-from iosight.insights._rules import FINDING_COLUMNS, LEVELS, NEEDS, RULES, human_bytes
+from iosight.insights._rules import FINDING_COLUMNS, LEVELS, RULES, Rule
 from iosight.insights._thresholds import Thresholds
 from iosight.warehouse import Warehouse, find_job
 
@@ -70,14 +72,10 @@ def evaluate(data: _frame.JobData, t: Thresholds) -> tuple[pd.DataFrame, pd.Data
     parts = []
     not_eval = np.full(len(jobs), "", dtype=object)
     for code, r in RULES.items():
-        if r.needs == "records":
-            blind = jobs["records_missing"].to_numpy(dtype=bool)
-        elif r.needs == "nodes":
-            blind = jobs["modules"].str.contains("MPI-IO", regex=False).to_numpy()
-        else:
-            blind = np.zeros(len(jobs), bool)
+        blind = _blind(jobs, r)
         not_eval = np.where(blind, not_eval + code + ",", not_eval)
         found = r.evaluate(data, t)
+        found = found[~found["job_key"].isin(jobs["job_key"][blind])]
         if len(found):
             parts.append(found.assign(code=code, family=r.family))
     found = (
@@ -97,6 +95,15 @@ def evaluate(data: _frame.JobData, t: Thresholds) -> tuple[pd.DataFrame, pd.Data
         per_job[f"n_{lv}"] = col.reindex(per_job["job_key"]).fillna(0).astype(np.int64).to_numpy()
     per_job["not_evaluated"] = pd.Series(not_eval).str.rstrip(",").to_numpy()
     return found, per_job
+
+
+def _blind(jobs: pd.DataFrame, r: Rule) -> np.ndarray:
+    """The jobs whose data lacks what rule ``r`` needs: not evaluated, and no finding."""
+    if r.needs == "records":
+        return jobs["records_missing"].to_numpy(dtype=bool)
+    if r.needs == "nodes":
+        return jobs["modules"].str.contains("MPI-IO", regex=False).to_numpy()
+    return _frame.lacking(jobs, r.counters)
 
 
 def compute_insights(
@@ -158,11 +165,20 @@ class JobInsights:
     def table(self) -> pd.DataFrame:
         """Findings for reading: level, code, message, at stake, files, recommendation."""
         f = self.findings
-        secs = f["stake_s"].map(lambda v: f"{v:.4g} rank-s" if pd.notna(v) and v > 0 else "")
+        secs = f["stake_s"].map(lambda v: human_rank_time(v) if pd.notna(v) and v > 0 else "")
         size = f["stake_bytes"].map(lambda v: human_bytes(v) if pd.notna(v) and v > 0 else "")
         stake = (secs + ", " + size).str.strip(", ")
         out = f[["level", "code", "message"]].assign(at_stake=stake)
         return out.assign(files=f["files"], recommendation=f["recommendation"])
+
+    def to_dict(self) -> dict:
+        """Raw values for machines: ``findings`` (each with its evidence as an object, its
+        stake in rank-seconds and bytes) and ``not_evaluated`` (code, title, needs)."""
+        found = self.findings.drop(columns="job_key").to_dict("records")
+        for f in found:
+            ev = f["evidence"]
+            f["evidence"] = json.loads(ev) if isinstance(ev, str) and ev else {}
+        return {"findings": found, "not_evaluated": self.not_evaluated.to_dict("records")}
 
 
 def job_insights(
@@ -193,7 +209,7 @@ def job_insights(
         {
             "code": codes,
             "title": [RULES.get(c).title for c in codes],
-            "needs": [NEEDS[RULES.get(c).needs] for c in codes],
+            "needs": [RULES.get(c).needs_text() for c in codes],
         }
     )
     return JobInsights(key, found.drop(columns="_o").reset_index(drop=True), missing)

@@ -25,9 +25,9 @@ APP_SQL = (
 
 @dataclass
 class FacilityView:
-    """Per rule (``rules``), per rule that could not run (``not_evaluated``), per month;
-    ``data`` says whether the jobs are real, SYNTHETIC or mixed
-    (:func:`iosight.warehouse.kind_of`)."""
+    """Per rule (``rules``), per rule that could not run (``not_evaluated``: code, jobs,
+    title, what it needs), per month; ``data`` says whether the jobs are real, SYNTHETIC
+    or mixed (:func:`iosight.warehouse.kind_of`)."""
 
     jobs: int  # evaluated jobs in scope
     rules: pd.DataFrame
@@ -36,7 +36,8 @@ class FacilityView:
     data: str = "real"
 
     def summary_table(self) -> pd.DataFrame:
-        """The per-rule table rounded for reading: percent of jobs, core-hours, GiB."""
+        """The per-rule table rounded for reading: percent of jobs, core-hours, and the
+        bytes at stake (raw: tables show them in human units)."""
         if self.rules.empty:
             return self.rules
         r = self.rules
@@ -49,7 +50,7 @@ class FacilityView:
                 "% jobs": (100 * r["share_of_jobs"]).round(1),
                 "job core-h": r["job_core_hours"].round(0),
                 "core-h at stake": r["stake_core_hours"].round(1),
-                "GiB at stake": (r["stake_bytes"] / 2**30).round(1),
+                "bytes at stake": r["stake_bytes"],
                 "worst applications": r["worst_apps"],
             }
         )
@@ -96,6 +97,8 @@ def facility_view(warehouse: Warehouse, *, where: str | None = None, apps: int =
                 where i.not_evaluated <> '')
             group by code order by code"""
     )
+    blind["title"] = blind["code"].map(lambda c: RULES.get(c).title)
+    blind["needs"] = blind["code"].map(lambda c: RULES.get(c).needs_text())
     trend = _trend(warehouse, scope) if has_findings else pd.DataFrame()
     return FacilityView(n, rules, blind, trend, kind_of(n, n_syn))
 

@@ -5,6 +5,11 @@ has (``job_totals``) and the per-job sums of the per-file frame. ``files``: one 
 per (job, file) from the POSIX records, where the job has records (not for job-total
 tables), with the per-file quantities Drishti's record-level checks use. ``dxt``:
 per (job, op, rank) counts of small traced segments, where DXT is present.
+
+A counter the job's source does not hold is null in ``jobs``, never 0: a published
+job-total table may carry only some of Darshan's counters (the Summit 2021 CSV has no
+SEQ/CONSEC ones), and reading the missing ones as 0 would call every read random.
+:func:`lacking` tells which jobs cannot be judged on a rule's counters.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from iosight._units import human_number
 from iosight.insights._thresholds import Thresholds
 from iosight.warehouse import Warehouse
 
@@ -54,6 +60,15 @@ _TOTALS = {
     "MPIIO_F_READ_TIME": "mpiio_read_time",
     "MPIIO_F_WRITE_TIME": "mpiio_write_time",
 }
+# frame column -> the Darshan counter(s) it comes from, or the jobs column
+_SMALL = {f"small_{op.lower()}s": f"POSIX_SIZE_{op}_* below 1 MiB" for op in ("READ", "WRITE")}
+COUNTERS = (
+    {name: counter for counter, name in _TOTALS.items()}
+    | _SMALL
+    | {"nprocs": "nprocs (the job's process count)"}
+)
+# frame column -> the module that records it (no module: a jobs column)
+_MODULE = {name: COUNTERS[name].split("_")[0] for name in [*_TOTALS.values(), *_SMALL]}
 
 
 @dataclass
@@ -97,8 +112,10 @@ def _jobs(wh: Warehouse, tables: set[str]) -> pd.DataFrame:
     select += [f"({small['READ']})::double as small_reads"]
     select += [f"({small['WRITE']})::double as small_writes"]
     join = "left join job_totals t using (job_key)" if have else ""
+    # nprocs -1 is the jobs table's "not known": null here, like a missing counter
     return wh.sql(
-        f"""select j.job_key, j.jobid, j.exe, j.uid, j.nprocs, j.start_time, j.run_time,
+        f"""select j.job_key, j.jobid, j.exe, j.uid,
+                  case when j.nprocs >= 1 then j.nprocs end as nprocs, j.start_time, j.run_time,
                   j.source_format, coalesce(j.modules, '') as modules,
                   {", ".join(select)}
            from jobs j join {KEYS_VIEW} using (job_key) {join}"""
@@ -193,6 +210,25 @@ def _add_record_sums(jobs: pd.DataFrame, files: pd.DataFrame) -> pd.DataFrame:
     return jobs
 
 
+def lacking(jobs: pd.DataFrame, columns: tuple[str, ...]) -> np.ndarray:
+    """Per job, whether its source lacks one of ``columns`` (frame columns of ``jobs``).
+
+    A module's counter is lacking when it is null while another counter of that module
+    is not: the source recorded the module but not this counter. A module the job did
+    not use has every counter null; its rules have nothing to judge, so they are
+    evaluated (and do not fire). A column of no module (``nprocs``) lacks when null.
+    """
+    out = np.zeros(len(jobs), bool)
+    for col in columns:
+        null = jobs[col].isna().to_numpy()
+        module = _MODULE.get(col)
+        if module is not None:
+            peers = [c for c, m in _MODULE.items() if m == module]
+            null = null & jobs[peers].notna().any(axis=1).to_numpy()
+        out = out | null
+    return out
+
+
 def per_job(files: pd.DataFrame, mask: pd.Series, value: pd.Series | None = None) -> pd.Series:
     """Sum ``value`` (or count rows) over the files where ``mask`` holds, per job_key."""
     if value is None:
@@ -207,7 +243,7 @@ def top_files(files: pd.DataFrame, metric: pd.Series, mask: pd.Series, n: int = 
         return pd.Series(dtype=object)
     sel = sel.sort_values(["job_key", "m"], ascending=[True, False], kind="mergesort")
     sel = sel.groupby("job_key", sort=False).head(n)
-    label = sel["name"].astype(str) + " (" + sel["m"].map("{:.4g}".format) + ")"
+    label = sel["name"].astype(str) + " (" + sel["m"].map(human_number) + ")"
     return label.groupby(sel["job_key"], sort=False).agg(", ".join)
 
 

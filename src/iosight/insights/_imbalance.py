@@ -13,8 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from iosight._units import human_bytes, human_duration
 from iosight.insights._frame import JobData, per_job, top_files
-from iosight.insights._rules import findings, human_bytes, no_findings, pct, rule, share
+from iosight.insights._rules import findings, no_findings, pct, rule, share
 from iosight.insights._thresholds import Thresholds
 
 
@@ -103,7 +104,7 @@ def straggler_time(d: JobData, t: Thresholds) -> pd.DataFrame:
         level="high",
         message=lambda x: [
             f"Time imbalance caused by stragglers on {n:.0f} shared file(s): the slowest rank "
-            f"spent {s:.3g} s more in I/O than the fastest"
+            f"spent {human_duration(s)} more in I/O than the fastest"
             for n, s in zip(count[x.index], gap_s[x.index], strict=True)
         ],
         evidence={"files": count, "slowest_minus_fastest_s": gap_s},

@@ -8,9 +8,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from iosight._units import human_bytes
 from iosight.insights._frame import JobData
-from iosight.insights._rules import findings, human_bytes, pct, rule, share
+from iosight.insights._rules import findings, pct, rule, share
 from iosight.insights._thresholds import Thresholds
+
+_OPS = ("reads", "writes")
+_BYTES = ("bytes_read", "bytes_written")
 
 
 def _intensive(d: JobData, t: Thresholds, a: str, b: str, what: str, unit: str) -> pd.DataFrame:
@@ -33,21 +37,21 @@ def _intensive(d: JobData, t: Thresholds, a: str, b: str, what: str, unit: str) 
     )
 
 
-@rule("P01", "intensity", "write-intensive by operations")
+@rule("P01", "intensity", "write-intensive by operations", counters=_OPS)
 def write_count(d: JobData, t: Thresholds) -> pd.DataFrame:
     return _intensive(d, t, "writes", "reads", "write", "operations")
 
 
-@rule("P02", "intensity", "read-intensive by operations")
+@rule("P02", "intensity", "read-intensive by operations", counters=_OPS)
 def read_count(d: JobData, t: Thresholds) -> pd.DataFrame:
     return _intensive(d, t, "reads", "writes", "read", "operations")
 
 
-@rule("P03", "intensity", "write-intensive by bytes")
+@rule("P03", "intensity", "write-intensive by bytes", counters=_BYTES)
 def write_size(d: JobData, t: Thresholds) -> pd.DataFrame:
     return _intensive(d, t, "bytes_written", "bytes_read", "write", "bytes")
 
 
-@rule("P04", "intensity", "read-intensive by bytes")
+@rule("P04", "intensity", "read-intensive by bytes", counters=_BYTES)
 def read_size(d: JobData, t: Thresholds) -> pd.DataFrame:
     return _intensive(d, t, "bytes_read", "bytes_written", "read", "bytes")

@@ -8,8 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from iosight._units import human_bytes
 from iosight.insights._frame import JobData
-from iosight.insights._rules import findings, human_bytes, pct, rule, share
+from iosight.insights._rules import findings, pct, rule, share
 from iosight.insights._thresholds import Thresholds
 
 
@@ -17,7 +18,13 @@ def _f(df: pd.DataFrame, col: str) -> np.ndarray:
     return df[col].fillna(0).to_numpy(dtype=float)
 
 
-@rule("S01", "interface", "STDIO moves a large share of the data")
+# MPI-IO bytes are not needed: POSIX already counts them, and they only move between terms
+@rule(
+    "S01",
+    "interface",
+    "STDIO moves a large share of the data",
+    counters=("stdio_bytes_read", "stdio_bytes_written", "bytes_read", "bytes_written"),
+)
 def stdio_share(d: JobData, t: Thresholds) -> pd.DataFrame:
     j = d.jobs
     stdio = _f(j, "stdio_bytes_read") + _f(j, "stdio_bytes_written")
@@ -50,6 +57,7 @@ def stdio_share(d: JobData, t: Thresholds) -> pd.DataFrame:
     "M01",
     "interface",
     "parallel job without MPI-IO",
+    counters=("nprocs",),
 )
 def no_mpiio(d: JobData, t: Thresholds) -> pd.DataFrame:
     j = d.jobs

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from iosight._units import human_duration
 from iosight.insights._frame import JobData, per_job, top_files
 from iosight.insights._rules import findings, rule
 from iosight.insights._thresholds import Thresholds
@@ -30,7 +31,7 @@ def long_metadata(d: JobData, t: Thresholds) -> pd.DataFrame:
         level="high",
         message=lambda x: [
             f"{n:.0f} record(s) spend over {t.metadata_time_rank:g} s in metadata operations "
-            f"({s:.4g} s in all)"
+            f"({human_duration(s)} in all)"
             for n, s in zip(count[x.index], time[x.index], strict=True)
         ],
         evidence={"slow_records": count, "slow_meta_time_s": time},

@@ -14,6 +14,12 @@ from iosight.insights._frame import JobData
 from iosight.insights._rules import findings, no_findings, pct, rule, share
 from iosight.insights._thresholds import Thresholds
 
+# what M02-M05 (collective) and M06/M07 (non-blocking) decide on
+_CALLS_READ = ("indep_reads", "coll_reads")
+_CALLS_WRITE = ("indep_writes", "coll_writes")
+_NB_READ = (*_CALLS_READ, "nb_reads")
+_NB_WRITE = (*_CALLS_WRITE, "nb_writes")
+
 
 def _uses_mpiio(d: JobData) -> np.ndarray:
     return d.jobs["modules"].str.contains("MPI-IO", regex=False).to_numpy()
@@ -57,22 +63,22 @@ def _collective(d: JobData, t: Thresholds, op: str, ok: bool) -> pd.DataFrame:
     )
 
 
-@rule("M02", "mpiio", "independent MPI-IO reads only")
+@rule("M02", "mpiio", "independent MPI-IO reads only", counters=_CALLS_READ)
 def no_collective_reads(d: JobData, t: Thresholds) -> pd.DataFrame:
     return _collective(d, t, "read", False)
 
 
-@rule("M03", "mpiio", "independent MPI-IO writes only")
+@rule("M03", "mpiio", "independent MPI-IO writes only", counters=_CALLS_WRITE)
 def no_collective_writes(d: JobData, t: Thresholds) -> pd.DataFrame:
     return _collective(d, t, "write", False)
 
 
-@rule("M04", "mpiio", "collective MPI-IO reads")
+@rule("M04", "mpiio", "collective MPI-IO reads", counters=_CALLS_READ)
 def collective_reads(d: JobData, t: Thresholds) -> pd.DataFrame:
     return _collective(d, t, "read", True)
 
 
-@rule("M05", "mpiio", "collective MPI-IO writes")
+@rule("M05", "mpiio", "collective MPI-IO writes", counters=_CALLS_WRITE)
 def collective_writes(d: JobData, t: Thresholds) -> pd.DataFrame:
     return _collective(d, t, "write", True)
 
@@ -104,12 +110,12 @@ def _blocking(d: JobData, op: str) -> pd.DataFrame:
     )
 
 
-@rule("M06", "mpiio", "blocking MPI-IO reads")
+@rule("M06", "mpiio", "blocking MPI-IO reads", counters=_NB_READ)
 def blocking_reads(d: JobData, t: Thresholds) -> pd.DataFrame:
     return _blocking(d, "read")
 
 
-@rule("M07", "mpiio", "blocking MPI-IO writes")
+@rule("M07", "mpiio", "blocking MPI-IO writes", counters=_NB_WRITE)
 def blocking_writes(d: JobData, t: Thresholds) -> pd.DataFrame:
     return _blocking(d, "write")
 

@@ -52,12 +52,12 @@ def _small(d: JobData, t: Thresholds, op: str) -> pd.DataFrame:
     )
 
 
-@rule("P05", "requests", "many small reads")
+@rule("P05", "requests", "many small reads", counters=("reads", "small_reads"))
 def small_reads(d: JobData, t: Thresholds) -> pd.DataFrame:
     return _small(d, t, "read")
 
 
-@rule("P06", "requests", "many small writes")
+@rule("P06", "requests", "many small writes", counters=("writes", "small_writes"))
 def small_writes(d: JobData, t: Thresholds) -> pd.DataFrame:
     return _small(d, t, "write")
 
@@ -82,14 +82,24 @@ def _misaligned(d: JobData, t: Thresholds, col: str, what: str, rec) -> pd.DataF
     )
 
 
-@rule("P07", "requests", "misaligned memory requests")
+@rule(
+    "P07",
+    "requests",
+    "misaligned memory requests",
+    counters=("reads", "writes", "mem_not_aligned"),
+)
 def misaligned_memory(d: JobData, t: Thresholds) -> pd.DataFrame:
     return _misaligned(
         d, t, "mem_not_aligned", "memory", "Allocate I/O buffers aligned (posix_memalign)"
     )
 
 
-@rule("P08", "requests", "misaligned file requests")
+@rule(
+    "P08",
+    "requests",
+    "misaligned file requests",
+    counters=("reads", "writes", "file_not_aligned"),
+)
 def misaligned_file(d: JobData, t: Thresholds) -> pd.DataFrame:
     rec = np.where(
         _hdf5(d),

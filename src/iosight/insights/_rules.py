@@ -3,7 +3,9 @@
 A rule is a function of the per-job frame (one row per job, see ``_frame.py``)
 that returns its findings for all jobs at once: one row per job it fires on, with
 the level, the evidence, the time or bytes at stake and how they were estimated.
-Codes are Drishti's (``drishti/includes/config.py``) so the two tools' reports line up.
+A rule names the data it needs; a job whose data lacks it is listed as not evaluated
+for that rule, never judged on a guess. Codes are Drishti's
+(``drishti/includes/config.py``) so the two tools' reports line up.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from iosight._registry import Registry
+from iosight.insights._frame import COUNTERS
 from iosight.insights._thresholds import Thresholds
 
 LEVELS = ("high", "warn", "info", "ok")
@@ -22,7 +25,7 @@ NOT_EVALUATED = "n/a"
 
 # what a rule's data has to hold, and what to say when a job's data does not
 NEEDS = {
-    "totals": "job-level counter totals (every source has them)",
+    "totals": "job totals of these counters (a job-total table may hold only some)",
     "records": "per-file records (job-total tables have only job totals)",
     "nodes": "the job's node count, which Darshan logs do not hold (Drishti asks Slurm's sacct)",
 }
@@ -51,18 +54,35 @@ class Rule:
     title: str
     needs: str
     evaluate: Callable[[pd.DataFrame, Thresholds], pd.DataFrame]
+    # the per-job frame columns whose values decide whether it fires ("totals" rules)
+    counters: tuple[str, ...] = ()
+
+    def needs_text(self) -> str:
+        """What a job's data must hold for this rule, for "not evaluated" lists."""
+        if self.needs != "totals":
+            return NEEDS[self.needs]
+        return f"{NEEDS['totals']}: " + ", ".join(COUNTERS[c] for c in self.counters)
 
 
 RULES: Registry[Rule] = Registry("insight rule")
 
 
-def rule(code: str, family: str, title: str, *, needs: str = "totals"):
-    """Register ``fn(frame, thresholds) -> findings`` as rule ``code``."""
+def rule(
+    code: str, family: str, title: str, *, needs: str = "totals", counters: tuple[str, ...] = ()
+):
+    """Register ``fn(frame, thresholds) -> findings`` as rule ``code``; a "totals" rule
+    names the frame ``counters`` it decides on (a job whose source lacks one is not
+    evaluated)."""
     if needs not in NEEDS:
         raise ValueError(f"needs must be one of {sorted(NEEDS)}")
+    if (needs == "totals") != bool(counters):
+        raise ValueError("a 'totals' rule names its counters, and only a 'totals' rule does")
+    unknown = set(counters) - set(COUNTERS)
+    if unknown:
+        raise ValueError(f"unknown frame counters {sorted(unknown)}")
 
     def add(fn: Callable[[pd.DataFrame, Thresholds], pd.DataFrame]):
-        RULES.register(code)(Rule(code, family, title, needs, fn))
+        RULES.register(code)(Rule(code, family, title, needs, fn, counters))
         return fn
 
     return add
@@ -135,10 +155,3 @@ def pct(x: float) -> str:
     return f"{100.0 * x:.2f}%"
 
 
-def human_bytes(n: float) -> str:
-    """Bytes in binary units, as Drishti prints them (``1.5 MB`` meaning MiB)."""
-    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if abs(n) < 1024 or unit == "PiB":
-            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.2f} {unit}"
-        n /= 1024
-    return f"{n:.2f} PiB"

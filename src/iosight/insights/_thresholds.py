@@ -15,6 +15,10 @@ from pathlib import Path
 
 from iosight._errors import IosightError
 
+# raised when what a rule decides changes, so that stored insights are evaluated again
+# (2: a job whose source lacks a rule's counters is not evaluated, where 1 read them as 0)
+RULES_VERSION = 2
+
 
 @dataclass(frozen=True, kw_only=True)
 class Thresholds:
@@ -38,8 +42,9 @@ class Thresholds:
     redundant_bytes_ratio: float = 0.1  # share of bytes moved more than once that raises P09/P10
 
     def digest(self) -> str:
-        """A short hash of the values: stored insights computed with other values are stale."""
-        text = json.dumps(dataclasses.asdict(self), sort_keys=True)
+        """A short hash of the values and :data:`RULES_VERSION`: stored insights computed
+        with other values, or by rules that have changed since, are stale."""
+        text = json.dumps({**dataclasses.asdict(self), "rules": RULES_VERSION}, sort_keys=True)
         return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 

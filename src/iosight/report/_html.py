@@ -10,6 +10,8 @@ import re
 import shutil
 from pathlib import Path
 
+from iosight._units import cell, missing
+
 # one look for every report page
 CSS = (
     "body{font-family:sans-serif;margin:2em;max-width:1200px}"
@@ -48,6 +50,19 @@ def img_tag(png: bytes, alt: str = "") -> str:
 def fig_img(fig, dpi: int = 90) -> str:
     """A matplotlib figure as an inline ``<img>`` element."""
     return img_tag(fig_png(fig, dpi))
+
+
+def html_table(df, percent: tuple[str, ...] = ()) -> str:
+    """``df`` as an HTML table in the units of every iosight table (:mod:`iosight._units`:
+    bytes, durations, no exponents); the ``percent`` columns, shares of 1, as ``12.3%``."""
+    shown = df.astype(object)
+    for i, column in enumerate(df.columns):
+        name = str(column)
+        shown.iloc[:, i] = [
+            ("" if missing(v) else f"{100 * v:.1f}%") if name in percent else cell(name, v)
+            for v in df.iloc[:, i]
+        ]
+    return shown.to_html(index=False, border=0)
 
 
 def page(title: str, body: str, *, name: str | None = None) -> str:

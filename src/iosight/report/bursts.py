@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from iosight._errors import IosightError
-from iosight.report._html import fig_img, subplots, write_page
+from iosight.report._html import fig_img, html_table, subplots, write_page
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -17,10 +17,6 @@ if TYPE_CHECKING:
 
 _TB = 1e12
 _TASK = ["direction", "feature_set", "mode", "horizon_min"]
-
-
-def _table(df: pd.DataFrame, digits: int = 3) -> str:
-    return df.to_html(index=False, float_format=lambda v: f"{v:.{digits}g}", border=0)
 
 
 def describe_data(wh: Warehouse) -> str:
@@ -156,7 +152,7 @@ def _section(wh: Warehouse) -> str:
     parts = [f"<h2>{html.escape(describe_data(wh))}</h2>",
              f"<p>Timeline: {len(df)} bins of {df['bin_width'].iloc[0]:g} s. Layers counted: "
              "POSIX + STDIO (MPI-IO is already in POSIX).</p>",
-             "<h3>Thresholds and burst statistics (bytes per bin)</h3>", _table(a.summary),
+             "<h3>Thresholds and burst statistics (bytes per bin)</h3>", html_table(a.summary),
              "<h3>Fig. 3: hourly, daily and monthly I/O</h3>", _fig3(a.totals),
              "<h3>Fig. 4: bins by distance from the mean</h3>", _fig4(a.histograms, a.summary),
              "<h3>Fig. 5: runs of consecutive bursts</h3>", _fig5(a.runs)]  # fmt: skip
@@ -196,16 +192,16 @@ def _section(wh: Warehouse) -> str:
                   "<p>Burst-class F1 is what a scheduler needs. The paper's framing weights "
                   "the F1 of both classes by their support, so the calm class (about 99% of "
                   "bins) dominates it; both are shown, neither alone tells the story.</p>",
-                  _table(tab.reset_index())]  # fmt: skip
+                  html_table(tab.reset_index())]  # fmt: skip
     sev = ev[ev["target"] == "severity"]
     if len(sev):
         tab = sev.pivot_table(index="model", columns=["direction", "horizon_min"],
                               values=["f1_weighted", "f1_macro"])  # fmt: skip
         tab.columns = [f"{v} {d} {h:g}min" for v, d, h in tab.columns]
         parts += ["<h3>Table I: severity classes (0-5), test part</h3>",
-                  _table(tab.reset_index())]  # fmt: skip
+                  html_table(tab.reset_index())]  # fmt: skip
     shown = ev.drop(columns=["trained_at", "params", "n_train", "k"], errors="ignore")
-    parts += ["<h3>Every model beside the baselines</h3>", _table(shown)]
+    parts += ["<h3>Every model beside the baselines</h3>", html_table(shown)]
     return "\n".join(parts)
 
 

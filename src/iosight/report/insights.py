@@ -7,7 +7,7 @@ from pathlib import Path
 
 from iosight._errors import IosightError
 from iosight.insights import FacilityView
-from iosight.report._html import fig_img, page
+from iosight.report._html import fig_img, html_table, page
 
 _COLORS = {"high": "tab:red", "warn": "tab:orange", "info": "tab:blue", "ok": "tab:green"}
 
@@ -38,7 +38,7 @@ def write_insights_report(view: FacilityView, out_dir: str | Path, *, title: str
             "<p>Time at stake is each finding's estimate (rank-seconds of I/O time, see each "
             "rule's <code>stake_how</code>) in core-hours; job core-hours are nprocs x run time "
             "of the jobs the rule fires on.</p>",
-            _table(view.summary_table()),
+            html_table(view.summary_table()),
         ]
     trend = view.trend_table()
     if not trend.empty:
@@ -46,16 +46,12 @@ def write_insights_report(view: FacilityView, out_dir: str | Path, *, title: str
             "<h2>Monthly trend (percent of the month's jobs)</h2>",
             fig_img(_trend_figure(trend)),
         ]
-        body.append(_table(trend))
+        body.append(html_table(trend))
     if not view.not_evaluated.empty:
-        body += ["<h2>Rules the data could not evaluate</h2>", _table(view.not_evaluated)]
+        body += ["<h2>Rules the data could not evaluate</h2>", html_table(view.not_evaluated)]
     path = out / "insights.html"
     path.write_text(page(title, "\n".join(body)))
     return path
-
-
-def _table(df) -> str:
-    return df.to_html(index=False, float_format=lambda v: f"{v:.4g}", border=0)
 
 
 def _rules_figure(view: FacilityView):

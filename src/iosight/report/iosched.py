@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from iosight._errors import IosightError
-from iosight.report._html import img_tag, subplots, write_page
+from iosight.report._html import html_table, img_tag, subplots, write_page
 from iosight.sched.ioresources import Finding, conclusions, findings_frame
 
 ALLOC_ORDER = ["BestBdw", "Nsys", "TCPU", "Static", "Random", "MCKP", "MCKP-0"]
@@ -290,10 +290,10 @@ def build_report(
         "<h2>The paper's conclusions on our runs</h2>",
         "<p>Paired relative differences 100 (A / B - 1) per load bin of I/O-load(π_sys): "
         "mean [95% confidence interval] (application sets).</p>",
-        table.to_html(index=False),
+        html_table(table),
     ]
     if profiles is not None:
-        parts += ["<h2>Profile families (robustness study)</h2>", profiles.to_html(index=False)]
+        parts += ["<h2>Profile families (robustness study)</h2>", html_table(profiles)]
     for path, title in written:
         parts.append(f"<h2>{title}</h2>{img_tag(path.read_bytes(), path.name)}")
     html = write_page(out, "iosched", "iosight iosched report", "\n".join(parts))

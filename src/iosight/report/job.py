@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from iosight._errors import IosightError
+from iosight._units import human_duration, per_rank_label
 from iosight.insights import JobInsights
 from iosight.report._html import subplots
 from iosight.warehouse import JobSummary, Warehouse
@@ -92,18 +93,28 @@ def _access_sizes(ax, s: JobSummary) -> None:
 
 
 def _top_files(ax, s: JobSummary, n: int = 10) -> None:
+    """The files with the most I/O time: bars of the time summed over ranks, each labelled
+    with its ranks (a shared record's all ranks) and its mean per rank."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
     df = s.files.head(n)
     if df.empty:
         ax.text(0.5, 0.5, "no POSIX records", ha="center", transform=ax.transAxes)
         ax.set_axis_off()
         return
-    labels = [f if len(f) < 50 else "..." + f[-47:] for f in df["file"]]
+    names = [f if len(f) < 50 else "..." + f[-47:] for f in df["file"]]
     rows = max(len(df), 5)  # a lone file gets a bar at the top, not the whole panel
     ys = [rows - 1 - i for i in range(len(df))]
-    ax.barh(ys, df["io_time"], color="tab:purple")
-    ax.set_yticks(ys, labels, fontsize=8)
+    bars = ax.barh(ys, df["io_time"], color="tab:purple")
+    labels = [per_rank_label(r.io_time_per_rank, r.ranks) for r in df.itertuples()]
+    ax.bar_label(bars, labels, padding=3, fontsize=8)
+    ax.set_yticks(ys, names, fontsize=8)
     ax.set_ylim(-0.5, rows - 0.5)
-    ax.set_xlabel("I/O time summed over ranks (s)")
+    longest = float(df["io_time"].max())
+    ax.set_xlim(0, longest * 1.35 if longest > 0 else 1)  # room for the labels
+    ax.xaxis.set_major_locator(MaxNLocator(4))  # durations in words are wide
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: human_duration(v)))
+    ax.set_xlabel("I/O time summed over ranks")
     ax.set_title(f"files with the most I/O time (top {len(df)})")
 
 

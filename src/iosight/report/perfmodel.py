@@ -14,22 +14,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from iosight.report._html import fig_img, subplots, write_page
+from iosight.report._html import fig_img, html_table, subplots, write_page
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from iosight.perfmodel import WriteModel
-
-
-def _table(df: pd.DataFrame, pct: tuple[str, ...] = ()) -> str:
-    d = df.copy()
-    for c in d.columns:
-        if c in pct:
-            d[c] = [f"{100 * v:.1f}%" if v == v else "" for v in d[c]]
-        elif d[c].dtype.kind == "f":
-            d[c] = [f"{v:.4g}" for v in d[c]]
-    return d.to_html(index=False, escape=True, border=0)
 
 
 _PCT = (
@@ -95,16 +85,16 @@ def tokio_section(
         "retrained monthly. Deployed: the one of the three with the best within-30% share "
         f"on {VALIDATION_WINDOWS} walk-forward validation windows covering the last "
         f"{100 * VALIDATION_SHARE:.0f}% of the training part (docs/perfmodel.md).</p>",
-        _table(deploy, pct=tuple(c for c in deploy.columns if c.endswith("%"))),
+        html_table(deploy, percent=tuple(c for c in deploy.columns if c.endswith("%"))),
         "<h3>Paper pipeline, every family: share within 30% (same split)</h3>",
-        _table(wide, pct=tuple(c for c in wide.columns if c != "system")),
+        html_table(wide, percent=tuple(c for c in wide.columns if c != "system")),
         "<h3>All test sets and families</h3>",
-        _table(accuracy.drop(columns=["validation_mse"], errors="ignore"), pct=_PCT),
+        html_table(accuracy.drop(columns=["validation_mse"], errors="ignore"), percent=_PCT),
     ]
     for system, coef in coefs.items():
         parts += [
             f"<h3>Lasso features selected on {html.escape(system)}</h3>",
-            _table(coef.head(12)),
+            html_table(coef.head(12)),
         ]
     return "\n".join(parts)
 
@@ -172,18 +162,18 @@ def model_section(model: WriteModel) -> str:
         )
         + "</p>",
         "<h3>Search outcome per family (chosen by validation MSE)</h3>",
-        _table(chosen),
+        html_table(chosen),
         "<h3>Accuracy on the test sets (Table VI)</h3>",
-        _table(model.accuracy, pct=_PCT),
+        html_table(model.accuracy, percent=_PCT),
         f"<h3>Paper, Table VI, Lasso_best on {paper_key.title()}</h3>",
-        _table(paper, pct=("within_20", "within_30")),
+        html_table(paper, percent=("within_20", "within_30")),
         "<h3>Relative errors sorted by measured time (Fig. 4/5)</h3>",
         img,
     ]
     if model.coefficients is not None:
         parts += [
             "<h3>Selected features and coefficients (Table V)</h3>",
-            _table(model.coefficients),
+            html_table(model.coefficients),
         ]
     return "\n".join(parts)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from iosight._errors import IosightError
-from iosight.report._html import fig_png, img_tag, subplots, write_page
+from iosight.report._html import fig_png, html_table, img_tag, subplots, write_page
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -108,7 +108,7 @@ def write_schedule_report(
         f" burst; {sim.n_patterns} distinct patterns. Settings: "
         f"{html.escape(str(sim.settings))}.</p>",
         "<h2>Mean per app and policy (Fig. 10)</h2>",
-        summary.to_html(index=False, float_format=lambda v: f"{v:.1f}"),
+        html_table(summary),
     ]
     if comparison is not None:
         comparison.to_csv(out / "forecast_vs_oracle.csv", index=False)
@@ -117,7 +117,7 @@ def write_schedule_report(
             "<p>Run times are charged on the actual bursts in both; <i>oracle</i> chooses on "
             "the actual next 24 bins (the paper's simulation), <i>mean_est_run_time</i> is "
             "what the algorithm expected from the forecast.</p>",
-            comparison.to_html(index=False, float_format=lambda v: f"{v:.1f}"),
+            html_table(comparison),
         ]
     if emulation is not None:
         emulation.runs.to_csv(out / "emulation.csv", index=False)

@@ -17,7 +17,7 @@ import numpy as np
 
 from iosight._errors import IosightError
 from iosight._progress import Progress
-from iosight.report._html import fig_img, subplots, write_page
+from iosight.report._html import fig_img, html_table, subplots, write_page
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -26,10 +26,6 @@ if TYPE_CHECKING:
 
 PAPER_SIMS = (0.1, 0.3, 0.5, 0.7, 0.9, 0.95, 0.99)
 PAPER_EPS = (0.03, 0.06, 0.09, 0.1, 0.2, 0.3)
-
-
-def _table(df: pd.DataFrame) -> str:
-    return df.to_html(index=False, float_format=lambda v: f"{v:.4g}", border=0)
 
 
 def _fig3_fig4(wh: Warehouse, runs: pd.DataFrame, title: str) -> str:
@@ -142,7 +138,7 @@ def _real_section(
 <p>{counts["jobs"]:,} jobs; zero jobs {counts["zero_jobs"]:,} ({share:.2%}); the paper
 states "about 40%". Clustering order: jobid, ascending.</p>
 {
-        _table(
+        html_table(
             runs_df[
                 [
                     "coding",
@@ -161,10 +157,10 @@ states "about 40%". Clustering order: jobid, ascending.</p>
 with >= 2 jobs falls after SIM 0.7; at 0.99 BIN barely groups jobs.</p>
 {_fig3_fig4(wh, runs_df, "real DKRZ codings")}
 <h3>Table 2: cluster of job {html.escape(chosen)} (coding {html.escape(code)})</h3>
-{_table(t2[["run_id", "cluster", "cluster_size", "job_types"]])}
+{html_table(t2[["run_id", "cluster", "cluster_size", "job_types"]])}
 <h3>The 10 jobs most similar to it (BIN_ALL, exact search:
 {near.attrs["compared"]:,} of {near.attrs["candidates"]:,} jobs compared)</h3>
-{_table(near)}
+{html_table(near)}
 """
     return body, lines
 
@@ -228,18 +224,18 @@ def _synthetic_section(
 <p>{n_jobs:,} synthetic jobs ('iosight synth monitoring'); quality measured on the non-zero
 jobs of each run. ARI: adjusted Rand index; purity: share of jobs in their cluster's
 majority class.</p>
-<h3>Best run per coding and algorithm</h3>{_table(best[cols])}
+<h3>Best run per coding and algorithm</h3>{html_table(best[cols])}
 <p><b>The best time-series clustering ({html.escape(str(temporal["coding"]))}, SIM
 {temporal["param"]:g}, ARI {temporal["ari"]:.3f}) {verdict} the best profile-based
 clustering ({html.escape(str(profile["coding"]))}, eps {profile["param"]:g}, ARI
 {profile["ari"]:.3f}).</b></p>
-<h3>Every run</h3>{_table(q[cols + ["clusters_ge2", "completeness", "seconds"]])}
+<h3>Every run</h3>{html_table(q[cols + ["clusters_ge2", "completeness", "seconds"]])}
 {_fig3_fig4(wh, q[q["algorithm"] == "density"], "synthetic jobs (SYNTHETIC)")}
 <h3>Table 2 on synthetic data: cluster of job {html.escape(chosen)}</h3>
-{_table(t2[["run_id", "cluster", "cluster_size", "job_types"]])}
+{html_table(t2[["run_id", "cluster", "cluster_size", "job_types"]])}
 <h3>Series of job {html.escape(chosen)} (class {html.escape(", ".join(mine))}) and its
 nearest neighbours (BIN_AGGZEROS)</h3>
-{_table(near)}
+{html_table(near)}
 {_series_plot(wh, [chosen, *near["job_key"]], [None, *near["similarity"]])}
 """
     return body, lines
@@ -270,11 +266,11 @@ def _warehouse_section(wh: Warehouse) -> tuple[str, list[str]]:
         f"{zero} are zero jobs (no segment above LowIO). With few jobs or little temporal "
         "data the clusters below say little; the paper's results need the DKRZ codings "
         "(<code>iosight data fetch dkrz-codings</code>, then <code>--codings</code>).</p>",
-        _table(jobs.head(200)),
+        html_table(jobs.head(200)),
     ]
     if wh.has_table("sim_runs"):
         runs = wh.sql("select * from sim_runs order by coding, algorithm, param")
-        body += ["<h3>Stored clusterings</h3>", _table(runs)]
+        body += ["<h3>Stored clusterings</h3>", html_table(runs)]
         lines += [f"run {r.run_id}: {r.n_clusters} clusters" for r in runs.itertuples()]
     return "".join(body), lines
 

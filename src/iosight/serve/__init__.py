@@ -5,7 +5,15 @@ DuckDB, job summaries and figures, the system timeline with burst thresholds, th
 saved burst forecaster and Algorithm 1's recommended start. See ``docs/serve.md``.
 """
 
-from iosight.serve._app import BackgroundServer, create_app, is_loopback, plotly_js, run
+from iosight.serve._app import (
+    LOOPBACK_HOSTS,
+    BackgroundServer,
+    create_app,
+    is_loopback,
+    plotly_js,
+    run,
+    served_hosts,
+)
 from iosight.serve._pages import (
     SORTS,
     JobFilter,
@@ -21,6 +29,7 @@ from iosight.serve._pages import (
 from iosight.serve._readonly import ServedWarehouse, check_where, deadline
 
 __all__ = [
+    "LOOPBACK_HOSTS",
     "SORTS",
     "BackgroundServer",
     "JobFilter",
@@ -37,6 +46,7 @@ __all__ = [
     "jobs_page",
     "plotly_js",
     "run",
+    "served_hosts",
     "similar_jobs",
     "timeline_window",
 ]

@@ -3,8 +3,10 @@
 Pages are rendered on the server (Jinja2 with autoescaping: every value from a log
 is escaped); the only scripts are plotly.js (its basic bundle, shipped in
 ``static/``) and ``static/app.js``, both served from this process, and a Content-Security-Policy
-forbids any other script. Handlers are plain functions, which Starlette runs on its
-thread pool; each thread queries through its own DuckDB cursor.
+forbids any other script. Every response carries the security headers, errors too; a
+request whose ``Host`` is not one the server answers to is refused (DNS rebinding).
+Handlers are plain functions, which Starlette runs on its thread pool; each thread
+queries through its own DuckDB cursor.
 """
 
 from __future__ import annotations
@@ -12,13 +14,16 @@ from __future__ import annotations
 import datetime as dt
 import ipaddress
 import math
+import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from iosight._errors import IosightError
+from iosight._units import cell, human_bytes, human_duration, human_number, missing
 from iosight.serve import _figures as figs
 from iosight.serve import _pages as pages
-from iosight.serve._readonly import ServedWarehouse
+from iosight.serve._readonly import MEMORY_LIMIT, WHERE_TIMEOUT_S, ServedWarehouse
 from iosight.warehouse import find_job
 
 if TYPE_CHECKING:
@@ -32,7 +37,14 @@ CSP = (
     "img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; "
     "frame-ancestors 'none'"
 )  # plotly.js adds <style> elements at run time, hence 'unsafe-inline' for styles only
+_HEADERS = (
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+)
 _FILES_PAGE = 25
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+_HOST_NAME = re.compile(r"[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?")  # a DNS name, no wildcard
 
 
 def plotly_js() -> Path:
@@ -58,6 +70,31 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def served_hosts(bind: str, extra: Sequence[str] = ()) -> list[str]:
+    """The ``Host`` names a server bound to ``bind`` answers to: ``bind`` itself, the
+    loopback names when it is a loopback or wildcard address, and ``extra``.
+
+    Anything else is refused, so a web page cannot point a name it controls at this
+    server (DNS rebinding) and read the warehouse through a visitor's browser.
+    """
+    wildcard = bind in ("", "0.0.0.0", "::")
+    names = [*(LOOPBACK_HOSTS if wildcard or is_loopback(bind) else ()),
+             *([] if wildcard else [bind]), *extra]  # fmt: skip
+    return list(dict.fromkeys(map(_host_name, names)))
+
+
+def _host_name(text: str) -> str:
+    """``text`` as a ``Host`` header holds it: lower case, IPv6 in brackets."""
+    name = text.strip().lower()
+    try:
+        ip = ipaddress.ip_address(name.strip("[]"))
+    except ValueError:
+        if not _HOST_NAME.fullmatch(name):
+            raise IosightError(f"not a host name or IP address: {text!r}") from None
+        return name
+    return f"[{ip}]" if ip.version == 6 else str(ip)
+
+
 # ------------------------------------------------------------------------ formatting
 def _utc(epoch) -> str:
     if epoch is None or (isinstance(epoch, float) and not math.isfinite(epoch)):
@@ -65,23 +102,9 @@ def _utc(epoch) -> str:
     return dt.datetime.fromtimestamp(float(epoch), dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def _bytes(v) -> str:
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return ""
-    v = float(v)
-    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
-        if abs(v) < 1000 or unit == "PB":
-            return f"{v:.0f} {unit}" if unit == "B" else f"{v:.1f} {unit}"
-        v /= 1000
-    return ""
-
-
-def _num(v) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return "" if not math.isfinite(v) else f"{v:.6g}"
-    return str(v)
+def _shown(show):
+    """A Jinja filter of ``show``: blank for a missing value (None, NaN)."""
+    return lambda v: "" if missing(v) else show(float(v))
 
 
 def _templates():
@@ -92,7 +115,14 @@ def _templates():
         autoescape=True,
         undefined=jinja2.StrictUndefined,
     )
-    env.filters.update(utc=_utc, human_bytes=_bytes, num=_num)
+    # the units of the command line's tables (iosight._units): one convention everywhere
+    env.filters.update(
+        utc=_utc,
+        human_bytes=_shown(human_bytes),
+        duration=_shown(human_duration),
+        num=human_number,
+        cell=lambda v, column: cell(column, v),
+    )
     return env
 
 
@@ -149,8 +179,8 @@ def _link_params(request: Request, **changes) -> str:
 class _Site:
     """The warehouse, the templates and small per-warehouse facts computed once."""
 
-    def __init__(self, path: Path) -> None:
-        self.wh = ServedWarehouse(path)
+    def __init__(self, wh: ServedWarehouse) -> None:
+        self.wh = wh
         self.env = _templates()
         self._thresholds: pages.Thresholds | None = None
         self._synthetic: bool | None = None
@@ -180,15 +210,28 @@ class _Site:
         return HTMLResponse(body, status_code=status)
 
 
-def create_app(path: str | Path) -> Starlette:
-    """The Starlette application serving the warehouse at ``path`` (read-only)."""
+def create_app(
+    path: str | Path,
+    *,
+    hosts: Sequence[str] = LOOPBACK_HOSTS,
+    memory_limit: str = MEMORY_LIMIT,
+    query_timeout: float = WHERE_TIMEOUT_S,
+) -> Starlette:
+    """The Starlette application serving the warehouse at ``path`` (read-only).
+
+    ``hosts`` are the ``Host`` names it answers to (:func:`served_hosts`);
+    ``memory_limit`` and ``query_timeout`` bound DuckDB (:class:`ServedWarehouse`).
+    """
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
+    from starlette.middleware.trustedhost import TrustedHostMiddleware
     from starlette.responses import FileResponse, JSONResponse, RedirectResponse
     from starlette.routing import Mount, Route
     from starlette.staticfiles import StaticFiles
 
-    site = _Site(Path(path))
+    wh = ServedWarehouse(path, memory_limit=memory_limit, query_timeout=query_timeout)
+    wh.connect()  # a bad memory limit fails here, not on the first request
+    site = _Site(wh)
     plotly_path = plotly_js()
 
     def page(name: str, fn):
@@ -267,7 +310,8 @@ def create_app(path: str | Path) -> Starlette:
                 rec_error = str(err)
         title = "system I/O rate" + (" (SYNTHETIC jobs present)" if site.has_synthetic() else "")
         return site.render(
-            "facility.html", request, error=None, thr=thr, models=models, ask=ask, policy=policy,
+            "facility.html", request, status=400 if rec_error else 200,
+            error=None, thr=thr, models=models, ask=ask, policy=policy,
             fig_facility=figs.facility_figure(df, thr, title), bin_width=df.attrs["bin_width"],
             rec=rec, rec_error=rec_error, fig_rec=fig_rec, span=pages.timeline_span(site.wh),
             train=pages.cli_command(site.wh, "bursts train"),
@@ -300,7 +344,11 @@ def create_app(path: str | Path) -> Starlette:
         Route("/static/plotly.min.js", lambda r: FileResponse(plotly_path, headers=_CACHE)),
         Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ]
-    app = Starlette(routes=routes, middleware=[Middleware(_SecurityHeaders)])
+    middleware = [  # the first wraps the others: its headers go on their refusals too
+        Middleware(_SecurityHeaders),
+        Middleware(TrustedHostMiddleware, allowed_hosts=list(hosts), www_redirect=False),
+    ]
+    app = Starlette(routes=routes, middleware=middleware)
     app.state.warehouse = site.wh.path
     return app
 
@@ -319,24 +367,38 @@ def _empty(name: str) -> dict:
 
 
 class _SecurityHeaders:
-    """Pure ASGI middleware adding the CSP and no-sniff headers to every response."""
+    """Pure ASGI middleware adding the CSP and no-sniff headers to every response.
+
+    A handler's unexpected exception becomes a plain 500 that carries them too (then
+    goes on to the server's log), where Starlette's own error page would not.
+    """
 
     def __init__(self, app) -> None:
         self.app = app
 
     async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
         async def add(message) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
-                headers = list(message.get("headers", []))
-                headers += [
-                    (b"content-security-policy", CSP.encode()),
-                    (b"x-content-type-options", b"nosniff"),
-                    (b"referrer-policy", b"no-referrer"),
-                ]
-                message = {**message, "headers": headers}
+                started = True
+                message = {**message, "headers": [*message.get("headers", []), *_HEADERS]}
             await send(message)
 
-        await self.app(scope, receive, add)
+        try:
+            await self.app(scope, receive, add)
+        except Exception:
+            if not started:
+                from starlette.responses import PlainTextResponse
+
+                await PlainTextResponse("Internal Server Error", status_code=500)(
+                    scope, receive, add
+                )
+            raise
 
 
 def run(app: Starlette, *, host: str = "127.0.0.1", port: int = 8050) -> None:

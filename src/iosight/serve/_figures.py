@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from iosight._units import human_duration, per_rank_label
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -52,14 +54,20 @@ def access_sizes_figure(df: pd.DataFrame) -> dict | None:
 
 
 def top_files_figure(df: pd.DataFrame, n: int = 15) -> dict | None:
-    """The files with the most I/O time (summed over ranks)."""
+    """The files with the most I/O time (summed over ranks), each bar labelled with its sum,
+    its mean per rank and its ranks."""
     top = df.head(n)
     if top.empty:
         return None
     names = [html.escape(f if len(f) <= 60 else "..." + f[-57:]) for f in top["file"].astype(str)]
+    text = [
+        f"{human_duration(r.io_time)}: {per_rank_label(r.io_time_per_rank, r.ranks)}"
+        for r in top.itertuples()
+    ]
     return {
         "data": [{"type": "bar", "orientation": "h", "x": top["io_time"].astype(float).tolist(),
-                  "y": names, "marker": {"color": "#9467bd"}}],
+                  "y": names, "text": text, "textposition": "auto",
+                  "marker": {"color": "#9467bd"}}],
         "layout": _layout(f"files with the most I/O time (top {len(top)})",
                           height=max(240, 26 * len(top) + 90),
                           margin={"l": 360, "r": 20, "t": 40, "b": 50},

@@ -116,7 +116,7 @@ def jobs_page(wh: ServedWarehouse, f: JobFilter) -> JobsPage:
     import duckdb
 
     try:
-        with deadline(cursor):
+        with deadline(cursor, wh.query_timeout):
             where = (" where " + " and ".join(conds)) if conds else ""
             # a left join adds no rows: count without it unless a bytes filter needs it
             counted = frm if f.bytes_min is not None or f.bytes_max is not None else plain

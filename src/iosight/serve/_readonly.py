@@ -6,9 +6,11 @@ as DuckDB asks of threaded callers. Before the first cursor is handed out the
 database is locked down: DuckDB may read only the warehouse's ``tables/`` folder
 (``allowed_directories``), nothing else on disk (``enable_external_access=false``:
 no ``read_csv('/etc/passwd')``, no ``COPY ... TO``, no ``ATTACH``, no extension
-install) and the configuration cannot be changed back (``lock_configuration``).
-User SQL (the Jobs page's ``where`` box) must also parse as one condition of one
-``SELECT`` (:func:`check_where`) and is interrupted after a time limit
+install), keeps no temporary files (DuckDB adds its temporary folder, ``.tmp`` under
+the working directory by default, to the readable ones), uses at most a memory
+limit, and the configuration cannot be changed back (``lock_configuration``).
+User SQL (the Jobs page's ``where`` box) must also parse as one condition on one
+job's columns (:func:`check_where`) and is interrupted after a time limit
 (:func:`deadline`).
 """
 
@@ -28,7 +30,39 @@ if TYPE_CHECKING:
     import duckdb
 
 WHERE_TIMEOUT_S = 10.0
+MEMORY_LIMIT = "1GB"
+_REPEAT_S = 0.05
 T = TypeVar("T")
+# What a 'where' condition may use: expressions whose result is no larger than their
+# inputs, so a short condition cannot make DuckDB build gigabytes of strings
+# (repeat(), lpad(), ||), which DuckDB's memory_limit does not count; no subquery, so
+# it reads the jobs row it filters and nothing else; regular expressions compiled once
+# (a constant pattern), not once per row. DuckDB checks for an interrupt between
+# vectors of rows, so these bounds also bound how long the deadline can be overrun.
+MAX_WHERE_CHARS = 2000
+_REGEX = frozenset({"regexp_matches", "regexp_full_match"})
+_CLASSES = frozenset({"BETWEEN", "CASE", "CAST", "COLLATE", "COLUMN_REF", "COMPARISON",
+                      "CONJUNCTION", "CONSTANT", "FUNCTION", "OPERATOR"})  # fmt: skip
+_OPERATORS = frozenset({"COMPARE_IN", "COMPARE_NOT_IN", "OPERATOR_COALESCE", "OPERATOR_IS_NOT_NULL",
+                        "OPERATOR_IS_NULL", "OPERATOR_NOT"})  # fmt: skip
+_FUNCTIONS = frozenset({
+    "+", "-", "*", "/", "//", "%", "^", "**", "~~", "!~~", "~~*", "!~~*", "~~~", "!~~~", "^@",
+    "abs", "ceil", "ceiling", "floor", "round", "trunc", "sign", "sqrt", "ln", "log", "log10",
+    "log2", "pow", "power", "greatest", "least", "nullif", "ifnull",
+    "length", "strlen", "lower", "upper", "lcase", "ucase", "trim", "ltrim", "rtrim", "left",
+    "right", "substr", "substring", "contains", "starts_with", "ends_with", "prefix", "suffix",
+    "instr", "position", "strpos", "regexp_matches", "regexp_full_match",
+    "to_timestamp", "epoch", "date_part", "datepart", "date_trunc", "datetrunc", "year",
+    "month", "day", "hour", "minute", "second", "dayofweek", "dayofyear", "strftime",
+    "to_years", "to_months", "to_days", "to_hours", "to_minutes", "to_seconds",
+    "to_milliseconds", "to_microseconds",
+})  # fmt: skip
+_CAST_TYPES = frozenset({
+    "bool", "boolean", "tinyint", "smallint", "int", "integer", "int4", "int8", "bigint",
+    "hugeint", "utinyint", "usmallint", "uinteger", "ubigint", "float", "real", "double",
+    "decimal", "numeric", "varchar", "text", "string", "date", "time", "timestamp",
+    "timestamptz", "timestamp with time zone", "interval",
+})  # fmt: skip
 
 
 class ServedWarehouse(Warehouse):
@@ -38,11 +72,22 @@ class ServedWarehouse(Warehouse):
     every library function that takes a warehouse (``job_summary``,
     ``recommend_start``, ...) works on it unchanged. Writing raises. When tables
     appear or vanish on disk (``iosight timeline build`` while the server runs),
-    :meth:`refresh` rebuilds the views.
+    :meth:`refresh` rebuilds the views. ``memory_limit`` is DuckDB's (e.g. ``"1GB"``);
+    ``query_timeout`` (seconds) is the deadline of user SQL.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        memory_limit: str = MEMORY_LIMIT,
+        query_timeout: float = WHERE_TIMEOUT_S,
+    ) -> None:
         super().__init__(path, create=False)
+        if not query_timeout > 0:
+            raise IosightError(f"the query timeout must be above 0 s. Got {query_timeout!r}.")
+        self.memory_limit = memory_limit
+        self.query_timeout = float(query_timeout)
         self._guard = threading.Lock()
         self._local = threading.local()
         self._generation = 0
@@ -72,15 +117,32 @@ class ServedWarehouse(Warehouse):
             with self._guard:
                 if self._con is None:
                     self._known = self.tables()
-                    con = super().connect()  # the views, over read_parquet of tables/
-                    tables = (str((self.path / "tables").resolve()) + "/").replace("'", "''")
-                    con.execute(f"set allowed_directories = ['{tables}']")
-                    con.execute("set parquet_metadata_cache = true")  # footers of wide tables
-                    con.execute("set enable_external_access = false")
-                    con.execute("set lock_configuration = true")
+                    self._lock_down(super().connect())  # the views, over tables/
                 local.cursor = self._con.cursor()
                 local.generation = self._generation
         return local.cursor
+
+    def _lock_down(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Let ``con`` read the warehouse's tables and nothing else, within the memory limit.
+
+        A connection that cannot be locked down (a bad memory limit) is closed, never kept.
+        """
+        import duckdb
+
+        tables = (str((self.path / "tables").resolve()) + "/").replace("'", "''")
+        limit = self.memory_limit.replace("'", "''")
+        try:
+            con.execute(f"set memory_limit = '{limit}'")
+            con.execute("set temp_directory = ''")  # else its folder becomes readable
+            con.execute(f"set allowed_directories = ['{tables}']")
+            con.execute("set parquet_metadata_cache = true")  # footers of wide tables
+            con.execute("set enable_external_access = false")
+            con.execute("set lock_configuration = true")
+        except duckdb.Error as err:
+            self._invalidate()
+            raise IosightError(
+                f"cannot serve with the memory limit {self.memory_limit!r}: {_first_line(err)}"
+            ) from None
 
     def commit(self, *args, **kwargs) -> str:
         raise IosightError(f"the served warehouse {self.path} is read-only")
@@ -93,14 +155,20 @@ def check_where(
 
     DuckDB parses ``SELECT * FROM <table> WHERE (<clause>)``; anything but a single
     plain select over ``table`` (a second statement, a ``UNION`` smuggled past the
-    parentheses, an ``ORDER BY``/``LIMIT``, a ``WITH``) is refused. The database's
-    own lock-down (see the module docstring) still applies to what a condition calls.
+    parentheses, an ``ORDER BY``/``LIMIT``, a ``WITH``) is refused, and so is a
+    condition using anything outside a short list (:func:`_refused`): no subquery, no
+    function that builds larger values than it gets. The database's own lock-down
+    (see the module docstring) still applies to what a condition calls.
     """
     import duckdb
 
     clause = clause.strip()
     if not clause:
         raise IosightError("the 'where' condition is empty")
+    if len(clause) > MAX_WHERE_CHARS:
+        raise IosightError(
+            f"the 'where' condition has {len(clause)} characters; at most {MAX_WHERE_CHARS}"
+        )
     wrapped = f"({clause})"
     query = f'SELECT * FROM "{table}" WHERE {wrapped}'
     try:
@@ -137,22 +205,69 @@ def check_where(
             f"the 'where' condition must be a condition on {table} columns, "
             f"e.g. nprocs >= 1024 and exe like '%lammps%'. Got {clause!r} instead."
         )
+    what = _refused(node["where_clause"])
+    if what:
+        raise IosightError(
+            f"the 'where' condition cannot use {what}; it may use {table} columns, constants, "
+            "comparisons, and/or/not, arithmetic, like/ilike/glob, in, between, is null, case, "
+            f"coalesce, casts to scalar types and these functions: {_listed(_FUNCTIONS)}"
+        )
     return wrapped
+
+
+def _refused(node) -> str | None:
+    """The first thing in a parsed expression (DuckDB's ``json_serialize_sql``) that is
+    not allowed in a condition, named for the user; None when all of it is."""
+    if isinstance(node, list):
+        return next((w for w in map(_refused, node) if w), None)
+    if not isinstance(node, dict):
+        return None
+    kind = node.get("class")
+    if kind is not None and kind not in _CLASSES:
+        return "a subquery" if kind == "SUBQUERY" else kind.lower().replace("_", " ")
+    if kind == "OPERATOR" and node.get("type") not in _OPERATORS:
+        return node.get("type", "?").removeprefix("OPERATOR_").lower().replace("_", " ")
+    name = str(node.get("function_name", "")).lower()
+    if kind == "FUNCTION" and name not in _FUNCTIONS:
+        return f"{name}()" if name[:1].isalpha() else f"the {name} operator"
+    if kind == "FUNCTION" and name in _REGEX and any(
+        arg["expression"].get("class") != "CONSTANT" for arg in node["arguments"][1:]
+    ):
+        return f"{name}() with a pattern that is not a constant"
+    if kind == "CAST":
+        target = str(node.get("type_expr", {}).get("type_name", "")).lower()
+        if target not in _CAST_TYPES:
+            return f"a cast to {target}"
+    return _refused([v for k, v in node.items() if k != "type_expr"])
+
+
+def _listed(names) -> str:
+    return ", ".join(sorted(n for n in names if n[0].isalpha()))
 
 
 @contextmanager
 def deadline(cursor: duckdb.DuckDBPyConnection, seconds: float = WHERE_TIMEOUT_S) -> Iterator[None]:
-    """Interrupt ``cursor``'s query after ``seconds``; raise a clear error when it was."""
+    """Interrupt ``cursor``'s queries after ``seconds``; raise a clear error when it did.
+
+    DuckDB drops an interrupt that arrives between two statements (the next one starts
+    afresh), so once the time is up the cursor is interrupted again every
+    ``_REPEAT_S`` until the block ends: no statement of the block runs on past it.
+    """
     import duckdb
 
-    fired = threading.Event()
+    done, fired = threading.Event(), threading.Event()
 
     def stop() -> None:
+        if done.wait(seconds):
+            return
         fired.set()
-        cursor.interrupt()
+        while True:
+            cursor.interrupt()
+            if done.wait(_REPEAT_S):
+                return
 
-    timer = threading.Timer(seconds, stop)
-    timer.start()
+    watcher = threading.Thread(target=stop, daemon=True)
+    watcher.start()
     try:
         yield
     except (duckdb.InterruptException, RuntimeError) as err:
@@ -162,7 +277,8 @@ def deadline(cursor: duckdb.DuckDBPyConnection, seconds: float = WHERE_TIMEOUT_S
             ) from None
         raise err
     finally:
-        timer.cancel()
+        done.set()
+        watcher.join()  # no interrupt may reach the cursor's next query
 
 
 def _first_line(err: Exception) -> str:

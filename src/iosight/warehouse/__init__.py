@@ -1,5 +1,13 @@
 """The warehouse: every analysis reads it, ingest writes it (DESIGN.md)."""
 
+from iosight.warehouse._follow import (
+    DEFAULT_INTERVAL,
+    DEFAULT_SETTLE,
+    FollowBatch,
+    FollowReport,
+    check_follow_args,
+    follow,
+)
 from iosight.warehouse._ingest import (
     DEFAULT_BATCH_SIZE,
     IngestReport,
@@ -7,7 +15,9 @@ from iosight.warehouse._ingest import (
     discover,
     ingest,
 )
+from iosight.warehouse._known import KNOWN_AT
 from iosight.warehouse._provenance import data_kind, kind_of, synthetic_flag
+from iosight.warehouse._replay import DEFAULT_GROUP, ReplayReport, check_replay_args, replay
 from iosight.warehouse._single import log_warehouse
 from iosight.warehouse._store import (
     DEFAULT_LOCK_TIMEOUT,
@@ -20,20 +30,31 @@ from iosight.warehouse._summary import JobSummary, find_job, job_summary
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
+    "DEFAULT_GROUP",
+    "DEFAULT_INTERVAL",
     "DEFAULT_LOCK_TIMEOUT",
+    "DEFAULT_SETTLE",
     "DEFAULT_WAREHOUSE",
+    "KNOWN_AT",
+    "FollowBatch",
+    "FollowReport",
     "IngestReport",
     "JobSummary",
+    "ReplayReport",
     "Warehouse",
+    "check_follow_args",
     "check_ingest_args",
+    "check_replay_args",
     "data_kind",
     "default_path",
     "discover",
     "find_job",
+    "follow",
     "ingest",
     "is_warehouse_dir",
     "job_summary",
     "kind_of",
     "log_warehouse",
+    "replay",
     "synthetic_flag",
 ]

@@ -1,7 +1,9 @@
 """Ingest: sources on disk -> readers in worker processes -> atomic warehouse batches.
 
 A source is identified by a hash of its content (``source_key``); a Darshan log's
-``job_key`` is that hash, a job-total table's rows get ``<source_key>-<row>``.
+``job_key`` is that hash, a job-total table's rows get ``<source_key>-<row>``. Each job's
+``known_at`` is what its source says, else when the source arrived (follow mode names
+it), else the job's end time.
 Sources already in ``sources`` or ``ingest_errors`` are skipped unless ``force``,
 so re-running an interrupted ingest finishes the rest and adds nothing twice; a
 source whose error is a timeout (a busy machine, a timeout set too short) is read
@@ -16,7 +18,7 @@ import os
 import shutil
 import stat
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,11 +150,42 @@ def ingest(
     """
     paths = list(paths)  # used twice: checked here, walked under the lock
     check_ingest_args(paths, workers=workers, timeout=timeout, batch_size=batch_size, reader=reader)
+    return ingest_files(
+        lambda: discover(paths),
+        warehouse,
+        workers=workers,
+        force=force,
+        timeout=timeout,
+        scheduler=scheduler,
+        batch_size=batch_size,
+        progress=progress,
+        reader=reader,
+    )
+
+
+def ingest_files(
+    files: Callable[[], list[Path]],
+    warehouse: Warehouse,
+    *,
+    workers: int = 0,
+    force: bool = False,
+    timeout: float | None = 300.0,
+    scheduler: str | None = None,
+    batch_size: int | None = None,
+    progress: Progress | None = None,
+    reader: str = "native",
+    arrivals: Mapping[str, float] | None = None,
+    on_commit: Callable[[list[str]], None] | None = None,
+) -> IngestReport:
+    """:func:`ingest` of the files that ``files()`` lists under the write lock, arguments
+    checked already (follow mode). ``arrivals`` maps a file (as listed) to when it
+    arrived: its jobs' ``known_at`` where the source does not say. ``on_commit`` is
+    called with the paths of the sources each committed batch ingested."""
     progress = ensure_progress(progress)
     report = IngestReport()
     t0 = time.monotonic()
     with warehouse.writer_lock():
-        files = discover(paths)
+        files = files()
         report.sources = len(files)
         logs = _PerLog(progress, report)
         # the local pool starts its fork server now: its imports overlap the hashing
@@ -162,12 +195,13 @@ def ingest(
             else nullcontext() as pool
         ):
             known, timed_out = _known_sources(warehouse)
-            items = _new_items(files, known - timed_out, force, report, warehouse)
-            report.retried = sum(key in timed_out for key, _ in items)
+            items = _new_items(files, known - timed_out, force, report, warehouse, arrivals or {})
+            report.retried = sum(key in timed_out for key, *_ in items)
             progress.start(len(items), "ingest")
             committer = _Committer(
                 warehouse, force=force, known=known, timed_out=timed_out, report=report
             )
+            committer.on_commit = on_commit
             size = batch_size or DEFAULT_BATCH_SIZE
             if scheduler:
                 batches = [items[i : i + size] for i in range(0, len(items), size)]
@@ -218,9 +252,15 @@ def _shrinking_batches(items: list, size: int, workers: int) -> list[list]:
 
 
 def _new_items(
-    files: list[Path], known: set[str], force: bool, report: IngestReport, warehouse: Warehouse
-) -> list[tuple[str, str]]:
-    """(content key, path) of the sources to read. A source that cannot even be hashed
+    files: list[Path],
+    known: set[str],
+    force: bool,
+    report: IngestReport,
+    warehouse: Warehouse,
+    arrivals: Mapping[str, float],
+) -> list[tuple[str, str, float | None]]:
+    """(content key, path, arrival or ``None``) of the sources to read (see
+    :func:`ingest_files`). A source that cannot even be hashed
     (a FIFO, a symlink loop, no permission) becomes an ``ingest_errors`` row keyed by
     its path, replaced on every try and dropped once the path reads."""
     items, seen, unreadable, healed = [], set(), [], []
@@ -249,7 +289,7 @@ def _new_items(
             report.skipped += 1
             continue
         seen.add(key)
-        items.append((key, str(f)))
+        items.append((key, str(f), arrivals.get(str(f))))
     if unreadable or healed:
         keys = healed + [row["source_key"] for row in unreadable]
         warehouse.commit(
@@ -378,6 +418,7 @@ class _Committer:
     ) -> None:
         self.warehouse, self.force, self.known, self.report = warehouse, force, known, report
         self.timed_out = timed_out  # keys whose timeout row the next try replaces
+        self.on_commit: Callable[[list[str]], None] | None = None  # told each batch's paths
 
     def commit(self, batch_id: str, result: dict) -> None:
         delete = None
@@ -388,6 +429,8 @@ class _Committer:
             retried = [k for k in result["keys"] if k in self.timed_out]
             delete = {"ingest_errors": {"source_key": retried}} if retried else None
         self.warehouse.commit_staged(batch_id, result["tables"], delete_keys=delete)
+        if self.on_commit is not None:
+            self.on_commit(result["paths"])
         self.report.ingested += result["ingested"]
         self.report.jobs += result["jobs"]
         self.report.bytes_read += result["bytes"]
@@ -407,7 +450,7 @@ class _Committer:
             if len(batch) > 1:
                 return [(new_batch_id(), [item]) for item in batch]
             i = 0
-        key, path = batch[i]
+        key, path = batch[i][:2]
         self.error_row(key, path, res.error)
         progress.advance(1, failed=self.report.failed)
         rest = batch[:i] + batch[i + 1 :]
@@ -438,12 +481,13 @@ class _Committer:
 
 
 # ---------------------------------------------------------------- in the workers
-def ingest_batch(arg: tuple[str, list[tuple[str, str]], str], beat) -> dict:
+def ingest_batch(arg: tuple[str, list[tuple[str, str, float | None]], str], beat) -> dict:
     """Worker task: read a batch of sources and stage their rows as Parquet.
 
     Returns what the committer needs: the table names staged, the keys read, job
-    and byte counts, and the (path, reason) of sources that failed to read (also
-    staged as ``ingest_errors`` rows). Memory stays bounded: see :class:`_Parts`.
+    and byte counts, the paths of the sources read, and the (path, reason) of sources
+    that failed to read (also staged as ``ingest_errors`` rows). Memory stays bounded:
+    see :class:`_Parts`.
     """
     from iosight.darshan import read_source
     from iosight.parallel import one_line
@@ -452,7 +496,7 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str]], str], beat) -> dict:
     out = {"tables": set(), "keys": [], "ingested": 0, "jobs": 0, "bytes": 0, "errors": []}
     parts = _Parts(staging)
     sources: list[dict] = []
-    for i, (key, path) in enumerate(items):
+    for i, (key, path, arrival) in enumerate(items):
         beat(i)
         now = time.time()
         out["keys"].append(key)
@@ -465,6 +509,7 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str]], str], beat) -> dict:
             row = {"source_key": key, "source_path": path, "error": reason, "ingested_at": now}
             parts.add("ingest_errors", pa.Table.from_pylist([row]))
             continue
+        tables["jobs"] = _with_known_at(tables["jobs"], arrival)
         jobs = tables["jobs"].num_rows
         for name, t in tables.items():
             parts.add(name, *_job_keys(key, t))
@@ -484,11 +529,22 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str]], str], beat) -> dict:
         out["jobs"] += jobs
     if sources:  # one table for the batch, not one per source
         parts.add("sources", pa.Table.from_pylist(sources))
+    out["paths"] = [s["source_path"] for s in sources]
     out["tables"] = sorted(parts.finish())
     return out
 
 
 _ONE_ROW = pa.table({"_": [0]}).drop_columns(["_"])  # one row, no column
+
+
+def _with_known_at(jobs: pa.Table, arrival: float | None) -> pa.Table:
+    """``jobs`` with ``known_at`` set where the source left it null: to the source's
+    ``arrival`` when known (follow mode), else to the job's end time."""
+    import pyarrow.compute as pc
+
+    fill = jobs["end_time"] if arrival is None else pa.scalar(arrival, pa.float64())
+    at = jobs.schema.get_field_index("known_at")
+    return jobs.set_column(at, "known_at", pc.coalesce(jobs["known_at"], fill))
 
 
 class _Parts:

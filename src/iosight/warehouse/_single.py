@@ -28,7 +28,7 @@ def log_warehouse(path: str | os.PathLike) -> Iterator[Warehouse]:
         wh = Warehouse(Path(tmp) / "wh", create=True)
         batch = new_batch_id()
         staged = ingest_batch(
-            (str(wh.staging_dir(batch)), [(content_key(path), str(path))], "native"),
+            (str(wh.staging_dir(batch)), [(content_key(path), str(path), None)], "native"),
             lambda i: None,
         )
         if staged["errors"]:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from iosight._errors import IosightError, MissingTableError, check_param
+from iosight.warehouse._known import view_query
 
 if TYPE_CHECKING:
     import duckdb
@@ -148,18 +149,7 @@ class Warehouse:
                 raise IosightError(
                     f"not an iosight warehouse: {self.path} (create one with `iosight ingest`)"
                 )
-            if self.path.exists() and not self.path.is_dir():
-                raise IosightError(f"warehouse path {self.path} exists and is not a directory")
-            others = self._foreign_entries()
-            if others:
-                raise IosightError(
-                    f"warehouse path {self.path} is a folder that holds other files "
-                    f"({', '.join(others)}) and is not an iosight warehouse; "
-                    "name a new or empty folder for the warehouse"
-                )
-            self.path.mkdir(parents=True, exist_ok=True)
-            for sub in (_TABLES, _STAGING, _COMMITS):
-                (self.path / sub).mkdir(exist_ok=True)
+            self._create()
         self._con: duckdb.DuckDBPyConnection | None = None
         self._lock_fh = None
         self._lock_depth = 0
@@ -172,6 +162,28 @@ class Warehouse:
             # recovery is only needed before writing, and a write says why it cannot
             if create:
                 raise
+
+    def _create(self) -> None:
+        """Make ``path`` a new warehouse: a new or empty folder only; a folder that
+        cannot be made (read-only, no permission, a file on the way) is one error line."""
+        if self.path.exists() and not self.path.is_dir():
+            raise IosightError(f"warehouse path {self.path} exists and is not a directory")
+        try:
+            others = self._foreign_entries()
+            if others:
+                raise IosightError(
+                    f"warehouse path {self.path} is a folder that holds other files "
+                    f"({', '.join(others)}) and is not an iosight warehouse; "
+                    "name a new or empty folder for the warehouse"
+                )
+            self.path.mkdir(parents=True, exist_ok=True)
+            for sub in (_TABLES, _STAGING, _COMMITS):
+                (self.path / sub).mkdir(exist_ok=True)
+        except OSError as err:
+            where = f" ({err.filename})" if err.filename not in (None, str(self.path)) else ""
+            raise IosightError(
+                f"cannot create warehouse {self.path}: {err.strerror or err}{where}"
+            ) from None
 
     def _foreign_entries(self) -> list[str]:
         """Up to three names in ``path`` that a warehouse being made would not hold
@@ -204,10 +216,9 @@ class Warehouse:
             self._con = duckdb.connect()
             for name in self.tables():
                 glob = str(self.path / _TABLES / name / "*.parquet").replace("'", "''")
-                self._con.execute(
-                    f'create or replace view "{name}" as select * from '
-                    f"read_parquet('{glob}', union_by_name=true)"
-                )
+                rows = f"read_parquet('{glob}', union_by_name=true)"
+                query = view_query(self._con, name, rows)
+                self._con.execute(f'create or replace view "{name}" as {query}')
         return self._con
 
     def _invalidate(self) -> None:
@@ -355,14 +366,28 @@ class Warehouse:
                 self._lock_fh.close()
                 self._lock_fh = None
 
-    def _acquire(self, timeout: float):
-        """The lock file, locked by this process and naming it; waits up to ``timeout`` s."""
+    def check_writable(self) -> None:
+        """Fail now, in one line, when this process cannot write the warehouse (a
+        read-only mount, no permission): every writing command checks this before its
+        work, instead of computing for minutes and failing at the commit."""
+        self._open_lock().close()
+        for folder in (self.path, self.path / _TABLES, self.path / _STAGING, self.path / _COMMITS):
+            if not os.access(folder, os.W_OK):
+                raise _ReadOnly(f"cannot write warehouse {self.path}: {folder} is not writable")
+
+    def _open_lock(self):
+        """The lock file opened to write (unlocked): a warehouse this process cannot
+        write fails here, with one line."""
         try:
-            fh = open(self.path / _LOCK, "a+")
+            return open(self.path / _LOCK, "a+")
         except OSError as err:
             raise _ReadOnly(
                 f"cannot write warehouse {self.path}: its lock file: {err.strerror or err}"
             ) from None
+
+    def _acquire(self, timeout: float):
+        """The lock file, locked by this process and naming it; waits up to ``timeout`` s."""
+        fh = self._open_lock()
         deadline = time.monotonic() + timeout
         told = False
         while True:

@@ -39,6 +39,20 @@ class JobSummary:
     osts: pd.DataFrame
     notes: list[str] = field(default_factory=list)
 
+    def to_dict(self) -> dict:
+        """The summary as one document of raw values (the ``iosight job --format json``
+        document less its insights): ``job`` (the jobs row), ``notes``, and each table
+        as a list of records (the schema is in docs/job.md)."""
+        return {
+            "job": self.job.to_dict(),
+            "notes": list(self.notes),
+            **{name: getattr(self, name).to_dict("records") for name in _TABLES},
+        }
+
+
+# the tables of a summary, in the order they are shown
+_TABLES = ("modules", "access_sizes", "files", "osts")
+
 
 # shortest job_key prefix looked up: shorter ones would match keys by chance (a key is
 # hex, so a mistyped job id of a few digits is one too)
@@ -79,21 +93,41 @@ def job_summary(warehouse: Warehouse, ident: str) -> JobSummary:
     key = find_job(warehouse, ident)
     job = warehouse.sql("select * from jobs where job_key = ?", [key]).iloc[0]
     tables = set(warehouse.tables())
+    nprocs = _nprocs(job)
     return JobSummary(
         job=job,
-        modules=_module_rows(warehouse, key, tables),
+        modules=_module_rows(warehouse, key, tables, nprocs),
         access_sizes=_access_sizes(warehouse, key, tables),
-        files=_files(warehouse, key, tables),
-        osts=_osts(warehouse, key, tables),
+        files=_files(warehouse, key, tables, nprocs),
+        osts=_osts(warehouse, key, tables, nprocs),
         notes=_notes(job),
     )
+
+
+def _nprocs(job: pd.Series) -> int | None:
+    """The job's process count, or None when its source does not say (or says nonsense)."""
+    n = job.get("nprocs")
+    return int(n) if n is not None and pd.notna(n) and n > 0 else None
+
+
+# ranks that touched a group of records: Darshan reduces a file every rank opened into one
+# shared record of rank -1 (Snyder et al. 2016, §II), which stands for all nprocs ranks
+_RANKS = "case when bool_or({r} = -1) then cast(? as bigint) else count(distinct {r}) end"
 
 
 def _cols(warehouse: Warehouse, table: str) -> set[str]:
     return set(warehouse.column_names(table))
 
 
-def _module_rows(warehouse: Warehouse, key: str, tables: set[str]) -> pd.DataFrame:
+def _count(expr: str) -> str:
+    """SQL summing counter ``expr`` as an integer (DuckDB's sum of BIGINTs is a HUGEINT,
+    which pandas turns into floats): JSON and CSV keep counts whole."""
+    return f"cast(sum({expr}) as bigint)"
+
+
+def _module_rows(
+    warehouse: Warehouse, key: str, tables: set[str], nprocs: int | None
+) -> pd.DataFrame:
     rows = []
     for table, p in _LAYERS.items():
         if table not in tables:
@@ -112,8 +146,9 @@ def _module_rows(warehouse: Warehouse, key: str, tables: set[str]) -> pd.DataFra
         writes = _ops(cols, p, "WRITE")
         df = warehouse.sql(
             f"select count(*) records, count(distinct record_id) files, "
-            f"sum({p}_BYTES_READ) bytes_read, sum({p}_BYTES_WRITTEN) bytes_written, "
-            f"sum({reads}) reads, sum({writes}) writes, "
+            f"{_count(f'{p}_BYTES_READ')} bytes_read, "
+            f"{_count(f'{p}_BYTES_WRITTEN')} bytes_written, "
+            f"{_count(reads)} reads, {_count(writes)} writes, "
             f"sum({p}_F_READ_TIME) read_time, sum({p}_F_WRITE_TIME) write_time, "
             f'sum({p}_F_META_TIME) meta_time from "{table}" where job_key = ?',
             [key],
@@ -123,6 +158,8 @@ def _module_rows(warehouse: Warehouse, key: str, tables: set[str]) -> pd.DataFra
     if not rows:
         return pd.DataFrame()
     out = pd.concat(rows, ignore_index=True)
+    out["io_time"] = out["read_time"] + out["write_time"] + out["meta_time"]
+    out["io_time_per_rank"] = out["io_time"] / nprocs if nprocs else float("nan")
     return out[["module"] + [c for c in out.columns if c != "module"]]
 
 
@@ -152,7 +189,7 @@ def _access_sizes(warehouse: Warehouse, key: str, tables: set[str]) -> pd.DataFr
             names = [prefix + b for b in ACCESS_SIZE_BINS if prefix + b in cols]
             if not names:
                 continue
-            sums = ", ".join(f'sum("{n}") "{n[len(prefix) :]}"' for n in names)
+            sums = ", ".join(_count(f'"{n}"') + f' "{n[len(prefix) :]}"' for n in names)
             df = warehouse.sql(
                 f'select count(*) as _n, {sums} from "{table}" where job_key = ?', [key]
             )
@@ -160,11 +197,12 @@ def _access_sizes(warehouse: Warehouse, key: str, tables: set[str]) -> pd.DataFr
                 rows.append(df.drop(columns="_n").assign(module=p, op=what.lower()))
     if not rows:
         return pd.DataFrame()
-    out = pd.concat(rows, ignore_index=True).fillna(0)
-    return out[["module", "op"] + [b for b in ACCESS_SIZE_BINS if b in out.columns]]
+    out = pd.concat(rows, ignore_index=True)
+    bins = [b for b in ACCESS_SIZE_BINS if b in out.columns]
+    return out[["module", "op"]].join(out[bins].fillna(0).astype("int64"))
 
 
-def _files(warehouse: Warehouse, key: str, tables: set[str]) -> pd.DataFrame:
+def _files(warehouse: Warehouse, key: str, tables: set[str], nprocs: int | None) -> pd.DataFrame:
     if "posix" not in tables:
         return pd.DataFrame()
     name = (
@@ -177,29 +215,39 @@ def _files(warehouse: Warehouse, key: str, tables: set[str]) -> pd.DataFrame:
         if "names" in tables
         else ""
     )
-    return warehouse.sql(
-        f"""select {name} as file, count(*) as ranks,
+    df = warehouse.sql(
+        f"""select {name} as file, {_RANKS.format(r="p.rank")} as ranks,
                max(POSIX_MAX_BYTE_READ + 1) filter (where POSIX_BYTES_READ > 0) as read_extent,
                max(POSIX_MAX_BYTE_WRITTEN + 1) as size_estimate,
-               sum(POSIX_BYTES_READ) as bytes_read, sum(POSIX_BYTES_WRITTEN) as bytes_written,
+               {_count("POSIX_BYTES_READ")} as bytes_read,
+               {_count("POSIX_BYTES_WRITTEN")} as bytes_written,
                sum(POSIX_F_READ_TIME + POSIX_F_WRITE_TIME + POSIX_F_META_TIME) as io_time,
-               sum(POSIX_READS + POSIX_WRITES + POSIX_OPENS + POSIX_SEEKS + POSIX_STATS)
+               {_count("POSIX_READS + POSIX_WRITES + POSIX_OPENS + POSIX_SEEKS + POSIX_STATS")}
                    as operations,
-               sum(POSIX_SEEKS) as seeks
+               {_count("POSIX_SEEKS")} as seeks
             from posix p {join}
             where p.job_key = ?
             group by 1 order by io_time desc""",
-        [key],
+        [nprocs, key],
     )
+    return _with_mean_per_rank(df)
 
 
-def _osts(warehouse: Warehouse, key: str, tables: set[str]) -> pd.DataFrame:
+def _with_mean_per_rank(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with ``io_time_per_rank`` (its ``io_time``, summed over ranks, over its
+    ``ranks``) beside ``io_time``: a sum over 2048 ranks is no wall-clock time."""
+    mean = df["io_time"] / df["ranks"].where(df["ranks"] > 0)
+    df.insert(df.columns.get_loc("io_time") + 1, "io_time_per_rank", mean.astype(float))
+    return df
+
+
+def _osts(warehouse: Warehouse, key: str, tables: set[str], nprocs: int | None) -> pd.DataFrame:
     if "lustre" not in tables or "posix" not in tables:
         return pd.DataFrame()
     if "ost_ids" not in _cols(warehouse, "lustre"):
         return pd.DataFrame()
-    return warehouse.sql(
-        """with l as (
+    df = warehouse.sql(
+        f"""with l as (
                select record_id, unnest(ost_ids) as ost from lustre where job_key = ?
            ), p as (
                select record_id, rank,
@@ -208,11 +256,13 @@ def _osts(warehouse: Warehouse, key: str, tables: set[str]) -> pd.DataFrame:
                from posix where job_key = ?
            )
            select l.ost, count(distinct l.record_id) as files,
-                  count(distinct p.rank) as ranks, sum(p.t) as io_time, sum(p.b) as bytes
+                  {_RANKS.format(r="p.rank")} as ranks, sum(p.t) as io_time,
+                  {_count("p.b")} as bytes
            from l join p using (record_id)
            group by l.ost order by l.ost""",
-        [key, key],
+        [key, key, nprocs],
     )
+    return _with_mean_per_rank(df)
 
 
 def _notes(job: pd.Series) -> list[str]:

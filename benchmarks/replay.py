@@ -1,0 +1,167 @@
+"""Follow mode driven by a replayed year: Summit 2021's job totals through ``ingest --follow``.
+
+A recorded warehouse (default: the Summit 2021 job totals of ../shared, batch-ingested
+here into a temporary warehouse; or ``--warehouse WH``) is replayed by ``iosight replay``
+(its own process, as a facility's log directory fills) into a log directory, while
+follow mode (``iosight.warehouse.follow``, in this process) ingests it and, after each
+batch, evaluates the new jobs' insights as ``ingest --follow`` does. Job-total rows land
+in one table per poll of recorded time (``--interval`` x ``--speed``).
+
+Printed: sources and jobs per second through follow (wall time of the follow, which
+includes the waits for the replay), the busy share (time in batches over wall time),
+lag from a table landing (its modification time) to the commit of its jobs (p50, p95,
+max), and this process's resident memory (peak over the first and over the last quarter
+of the batches: "flat over the year" means the two are alike). The load average is
+printed before and after: on a shared machine the rates are only comparable within a run.
+
+    python benchmarks/replay.py                 # the year at 86400x (a day a second: 6 min)
+    python benchmarks/replay.py --quick         # its first 7 days at 10080x (1 min)
+    python benchmarks/replay.py --warehouse WH --days 60   # another recorded warehouse
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+
+SUMMIT = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "summit_darshan_total_2021"
+
+
+def recorded(path: str | None, tmp: Path):
+    """The warehouse to replay: ``path``, or Summit 2021's tables batch-ingested."""
+    from iosight.warehouse import Warehouse, ingest
+
+    if path:
+        return Warehouse(path, create=False)
+    wh = Warehouse(tmp / "recorded", create=True)
+    t = time.perf_counter()
+    report = ingest([SUMMIT / "darshan_total"], wh, workers=1)
+    print(f"recorded: {report.jobs} Summit jobs ingested in {time.perf_counter() - t:.0f} s")
+    return wh
+
+
+def start_replay(wh, out: Path, args) -> subprocess.Popen:
+    """``iosight replay`` of the window, in a process of its own."""
+    from iosight.warehouse import KNOWN_AT
+
+    first = wh.sql(f"select min({KNOWN_AT}) t from jobs")["t"][0]
+    since = first if args.since is None else args.since
+    until = since + args.days * 86400
+    n = wh.sql(
+        f"select count(*) n from jobs where {KNOWN_AT} >= {since} and {KNOWN_AT} < {until}"
+    )["n"][0]
+    print(
+        f"replaying {n} jobs known in {args.days:g} days from "
+        f"{time.strftime('%Y-%m-%d', time.gmtime(since))} at {args.speed:g}x "
+        f"(about {args.days * 86400 / args.speed:.0f} s), tables of {args.interval * args.speed:g} "
+        f"recorded s; follow polls every {args.interval:g} s"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    cmd = [sys.executable, "-m", "iosight", "replay", str(wh.path), "--to", str(out)]
+    cmd += ["--speed", str(args.speed), "--since", str(since), "--until", str(until)]
+    cmd += ["--group", str(args.interval * args.speed)]
+    return subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+
+
+def run(args) -> None:
+    from iosight.insights import compute_insights
+    from iosight.warehouse import Warehouse, follow
+
+    print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    with tempfile.TemporaryDirectory(prefix="iosight-replay-") as tmp:
+        tmp = Path(tmp)
+        source = recorded(args.warehouse, tmp)
+        out = tmp / "logs"
+        out.mkdir()
+        replayer = start_replay(source, out, args)
+        wh = Warehouse(tmp / "followed", create=True)
+        me = psutil.Process()
+        batches, rss, busy, stop = [], [], [0.0], threading.Event()
+
+        def after(batch) -> None:
+            t = time.perf_counter()
+            if batch.report.ingested and not args.no_insights:
+                compute_insights(wh)
+            busy[0] += batch.report.seconds + time.perf_counter() - t
+            batches.append(batch)
+            rss.append(me.memory_info().rss)
+            if replayer.poll() is not None and _all_in(out, batches):
+                stop.set()
+
+        def watch() -> None:  # the last landing may come in a poll with nothing new
+            replayer.wait()
+            while not _all_in(out, batches) and not stop.is_set():
+                time.sleep(args.interval)
+            stop.set()
+
+        threading.Thread(target=watch, daemon=True).start()
+        t = time.perf_counter()
+        report = follow(
+            out,
+            wh,
+            interval=args.interval,
+            settle=args.settle,
+            workers=1,
+            on_batch=after,
+            stop=stop,
+        )
+        wall = time.perf_counter() - t
+        print(replayer.stdout.read().strip())
+        jobs = wh.sql("select count(*) n from jobs")["n"][0]
+        lags = np.array(report.lags)
+        quarter = max(1, len(rss) // 4)
+        print(
+            f"follow: {report.ingested} tables, {jobs} jobs in {report.batches} batches, "
+            f"{report.polls} polls, {wall:.1f} s: {report.ingested / wall:.2f} sources/s, "
+            f"{jobs / wall:.1f} jobs/s; busy {busy[0] / wall:.0%} of the time "
+            f"({jobs / max(busy[0], 1e-9):.1f} jobs per busy second)"
+        )
+        print(
+            f"lag landing -> committed: p50 {np.percentile(lags, 50):.2f} s, "
+            f"p95 {np.percentile(lags, 95):.2f} s, max {lags.max():.2f} s "
+            f"(polls every {args.interval:g} s, settle {args.settle})"
+        )
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(
+            f"memory (RSS of this process after each batch): first quarter peak "
+            f"{max(rss[:quarter]) / 2**20:.0f} MB, last quarter peak "
+            f"{max(rss[-quarter:]) / 2**20:.0f} MB; peak over the run {peak:.0f} MB"
+        )
+    print(f"load average after: {os.getloadavg()[0]:.1f} (a shared machine: compare within a run)")
+
+
+def _all_in(out: Path, batches: list) -> bool:
+    """Whether follow has seen every table the replay wrote."""
+    return sum(b.report.sources for b in batches) >= sum(1 for _ in out.rglob("*.parquet"))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--warehouse", help="recorded warehouse (default: Summit 2021, ingested)")
+    p.add_argument("--days", type=float, default=366.0, help="recorded days to replay")
+    p.add_argument("--since", type=float, help="epoch s to start at (default: the first job)")
+    p.add_argument("--speed", type=float, default=86400.0, help="recorded s per second")
+    p.add_argument("--interval", type=float, default=1.0, help="follow's poll interval, s")
+    p.add_argument("--settle", type=int, default=2, help="follow's polls before reading")
+    p.add_argument("--no-insights", action="store_true", help="skip insights per batch")
+    p.add_argument("--quick", action="store_true", help="7 days at 10080x (a week a minute)")
+    args = p.parse_args()
+    if args.quick:
+        args.days, args.speed = 7.0, 10080.0
+    run(args)
+
+
+if __name__ == "__main__":
+    main()

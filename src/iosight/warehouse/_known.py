@@ -1,0 +1,28 @@
+"""When each job became known (``jobs.known_at``), for decisions made as of a time.
+
+A forecast or a schedule made at time T may use only what was known by T. Ingest sets
+``known_at``: a batch ingest to the job's end time (a job-total table may say
+otherwise), follow mode to the time the log was found complete. Warehouses written
+before the column existed read it as null, and a null means the end time: every reader
+uses :data:`KNOWN_AT`, never the bare column.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import duckdb
+
+#: SQL for a ``jobs`` row's known-at time (epoch s, UTC): its ``known_at``, else its end.
+KNOWN_AT = "coalesce(known_at, end_time)"
+
+
+def view_query(con: duckdb.DuckDBPyConnection, name: str, rows: str) -> str:
+    """The query of table ``name``'s view over ``rows`` (a ``read_parquet`` call): every
+    column, and for a ``jobs`` table that has no ``known_at`` yet (an old warehouse),
+    that column as null, so :data:`KNOWN_AT` works on every warehouse."""
+    query = f"select * from {rows}"
+    if name != "jobs" or "known_at" in {r[0] for r in con.execute(f"describe {query}").fetchall()}:
+        return query
+    return f"select *, null::double as known_at from {rows}"
