@@ -16,4 +16,4 @@ def shared():
 def warehouse(tmp_path):
     from iosight.warehouse import Warehouse
 
-    return Warehouse(tmp_path / "wh")
+    return Warehouse(tmp_path / "wh", create=True)

@@ -92,7 +92,7 @@ def test_facility_says_why_a_mostly_empty_timeline_has_no_threshold(tmp_path):
     from iosight.timeline import build_timeline
     from iosight.warehouse import Warehouse, ingest
 
-    wh = Warehouse(tmp_path / "wh")
+    wh = Warehouse(tmp_path / "wh", create=True)
     ingest(example_logs(), wh, workers=1)
     build_timeline(wh, bin_width=3600.0)
     with BackgroundServer(create_app(wh.path)) as srv:

@@ -14,7 +14,7 @@ def test_real_logs_conserve_bytes(shared, tmp_path):
     root = shared("darshan-logs")
     paths = sorted({p for pat in PATTERNS for p in root.glob(pat)})
     assert len(paths) >= 8
-    wh = Warehouse(tmp_path / "wh")
+    wh = Warehouse(tmp_path / "wh", create=True)
     ingest(paths, wh, workers=2)
     assert wh.has_table("dxt_posix") and wh.has_table("heatmap")
     # every job: the 2024 dlio log is more than 3 interquartile ranges past these 2020-2022
@@ -41,7 +41,7 @@ def test_jobs_are_active_wherever_their_io_lands(shared, tmp_path):
 
     paths = sorted(shared("darshan-logs").glob("*nonmpi_workflow*"))
     assert len(paths) == 7
-    wh = Warehouse(tmp_path / "wh")
+    wh = Warehouse(tmp_path / "wh", create=True)
     ingest(paths, wh, workers=2)
     t = build_timeline(wh, bin_width=1.0).to_pandas()
     io = (t[list(VALUE_COLUMNS)] != 0).any(axis=1)

@@ -25,7 +25,7 @@ def old_and_new(shared, tmp_path):
     root = shared("darshan-logs")
     paths = [*root.glob(OLD_LOG), *root.glob("*nonmpi_workflow*")]
     assert len(paths) == 8
-    wh = Warehouse(tmp_path / "wh")
+    wh = Warehouse(tmp_path / "wh", create=True)
     ingest(paths, wh, workers=2)
     return wh
 

@@ -15,7 +15,7 @@ def app1(tmp_path_factory):
     from tests_support import shared_path
 
     src = shared_path("datasets", "summit_darshan_total_2021", "darshan_total", "App1.parquet")
-    wh = Warehouse(tmp_path_factory.mktemp("summit") / "wh")
+    wh = Warehouse(tmp_path_factory.mktemp("summit") / "wh", create=True)
     ingest([src], wh, workers=1)
     return pd.read_parquet(src), build_timeline(wh).to_pandas()
 

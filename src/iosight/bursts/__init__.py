@@ -41,6 +41,7 @@ from iosight.bursts._forecast import (
 from iosight.bursts._forecaster import (
     MAX_LEAD,
     Forecaster,
+    describe_choice,
     list_forecasters,
     load_forecaster,
     train_forecaster,
@@ -59,7 +60,6 @@ from iosight.bursts._models import MODELS, make_pipeline, model_names, search_pa
 from iosight.bursts._workflow import (
     EVALUATION_TABLE,
     TrainResult,
-    describe_choice,
     load_evaluation,
     train_bursts,
 )

@@ -219,7 +219,8 @@ def find_cmd(
         if fmt == "table":
             console.print(
                 f"query {job}: {df.attrs['query_code']}  ({df.attrs['compared']} of "
-                f"{df.attrs['candidates']} jobs compared exactly)"
+                f"{df.attrs['candidates']} jobs of its source {df.attrs['source']!r} "
+                "compared exactly)"
             )
             if df.empty:
                 console.print(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -238,10 +239,16 @@ def job_insights_table(wh: ServedWarehouse, key: str) -> tuple[pd.DataFrame | No
         return None, str(err)
 
 
+def cli_command(wh: ServedWarehouse, args: str) -> str:
+    """The command line ``iosight ARGS`` on this warehouse, ready to paste (for hints)."""
+    return f"iosight {args} -w {shlex.quote(str(wh.path))}"
+
+
 def similar_jobs(wh: ServedWarehouse, key: str, top: int = 10) -> tuple[pd.DataFrame | None, str]:
     """Jobs like this one from the similarity codings, where they were built."""
     if not wh.has_table("sim_codings"):
-        return None, "no similarity codings: run 'iosight similarity codings' to build them"
+        build = cli_command(wh, "similarity series --from darshan")
+        return None, f"no similarity codings; build them with: {build}"
     try:
         from iosight.similarity import find_similar
 
