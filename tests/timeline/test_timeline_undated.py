@@ -13,10 +13,10 @@ from tests_support import garbage_job_logs
 def test_jobs_without_start_are_left_out_and_counted(shared, tmp_path):
     plain = sorted(shared("darshan-logs").glob("*dlio_logs*2110482*"))
     assert plain
-    wh = Warehouse(tmp_path / "wh")
+    wh = Warehouse(tmp_path / "wh", create=True)
     ingest(garbage_job_logs() + plain, wh, workers=1)
     assert wh.sql("select count(*) n from jobs where start_time is null")["n"].item() == 6
-    only = Warehouse(tmp_path / "only")
+    only = Warehouse(tmp_path / "only", create=True)
     ingest(plain, only, workers=1)
     got = build_timeline(wh, bin_width=3600.0, span="all")
     want = build_timeline(only, bin_width=3600.0, span="all")
