@@ -50,7 +50,13 @@ def build(
     with cli_errors():
         import pandas as pd
 
-        from iosight.timeline import build_timeline, left_out, parse_duration, parse_time
+        from iosight.timeline import (
+            build_timeline,
+            left_out,
+            parse_duration,
+            parse_time,
+            undated_jobs,
+        )
 
         wh = open_warehouse(warehouse, write=True)
         t = build_timeline(
@@ -74,6 +80,12 @@ def build(
         left = left_out(t)
         if left is not None:
             console.print(_left_out_line(left))
+        undated = undated_jobs(t)
+        if undated:
+            console.print(
+                f"left out {undated:,} job{'s' if undated != 1 else ''} without a start time "
+                "(a garbage job record; iosight jobs --where 'start_time is null')"
+            )
         if len(df) > 1_000_000:  # years of 5-min bins
             first, last = (pd.to_datetime(df["bin_start"].iloc[i], unit="s") for i in (0, -1))
             console.print(

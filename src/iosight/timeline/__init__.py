@@ -8,6 +8,7 @@ from iosight.timeline._build import (
     build_timeline,
     job_totals_intervals,
     timeline_from_job_totals,
+    undated_jobs,
 )
 from iosight.timeline._frame import bin_width_of, load_timeline, parse_duration, parse_time, rebin
 from iosight.timeline._span import SPANS, LeftOut, left_out
@@ -31,4 +32,5 @@ __all__ = [
     "rebin",
     "spread_fractions",
     "timeline_from_job_totals",
+    "undated_jobs",
 ]

@@ -709,7 +709,25 @@ def build_timeline(
     if not len(acc.sums):
         raise IosightError("no jobs with start times to build a timeline from")
     table = _assemble(acc.origin, bin_width, acc.sums, acc.active)
-    if left is not None:
-        table = table.replace_schema_metadata(left.metadata())
+    metadata = {**(left.metadata() if left is not None else {}), **_undated(warehouse)}
+    if metadata:
+        table = table.replace_schema_metadata(metadata)
     warehouse.write_table("timeline", table)
     return table
+
+
+_UNDATED_KEY = b"iosight.undated_jobs"
+
+
+def _undated(warehouse: Warehouse) -> dict[bytes, bytes]:
+    """Schema metadata saying how many jobs have no start time (none: empty)."""
+    n = warehouse.connect().execute("select count(*) from jobs where start_time is null")
+    count = int(n.fetchall()[0][0])
+    return {_UNDATED_KEY: str(count).encode()} if count else {}
+
+
+def undated_jobs(table: pa.Table) -> int:
+    """Jobs the timeline ``table`` (from :func:`build_timeline`) could not place: those
+    without a start time, e.g. Darshan logs whose job record is garbage (read for their
+    records, their job fields unknown)."""
+    return int((table.schema.metadata or {}).get(_UNDATED_KEY, b"0"))
