@@ -110,15 +110,18 @@ def test_simulate_needs_a_timeline(tmp_path):
 
 
 def test_simulate_says_which_data_the_warehouse_holds(tmp_path):
-    """Real logs: 'real', no SYNTHETIC label. A SYNTHETIC facility added to the same
-    warehouse (as the README once did): 'mixed' with the counts, not 'SYNTHETIC'."""
-    from iosight.demo.step_10_characterization import example_logs
+    """Real jobs (Summit 2021's App1: enough of them for burst thresholds, which a few
+    example logs spread over years do not give): 'real', no SYNTHETIC label. A SYNTHETIC
+    facility added to the same warehouse (as the README once did): 'mixed' with the
+    counts, not 'SYNTHETIC'."""
     from iosight.synth.facility import FacilityConfig, generate_facility
     from iosight.timeline import build_timeline
     from iosight.warehouse import ingest
+    from tests_support import shared_path
 
+    app1 = shared_path("datasets", "summit_darshan_total_2021", "darshan_total", "App1.parquet")
     wh = Warehouse(tmp_path / "wh", create=True)
-    ingest(example_logs(), wh, workers=1)
+    ingest([app1], wh, workers=1)
     build_timeline(wh, bin_width=3600.0)
     args = ["schedule", "simulate", "-w", str(wh.path), "--bin", "3600", "--policy", "MDT"]
     res = runner.invoke(app, args)
