@@ -166,13 +166,13 @@ def _after_follow_batch(wh):
 
 def update_timeline_for_new_jobs(wh) -> None:
     """Follow mode's timeline hook, where the incremental timeline update (issue #27)
-    goes. Until then: a full rebuild, and only of a warehouse that has a timeline (its
-    bin width kept, the default spread), so a follow does not start one unasked."""
+    goes. Until then: a full rebuild with the stored timeline's own options, and only of
+    a warehouse that has a timeline, so a follow does not start one unasked."""
     if not wh.has_table("timeline"):
         return
-    from iosight.timeline import bin_width_of, build_timeline, load_timeline
+    from iosight.timeline import rebuild_timeline
 
-    build_timeline(wh, bin_width=bin_width_of(load_timeline(wh)))
+    rebuild_timeline(wh)
 
 
 def jobs(

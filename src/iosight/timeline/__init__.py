@@ -7,6 +7,7 @@ from iosight.timeline._build import (
     VALUE_COLUMNS,
     build_timeline,
     job_totals_intervals,
+    rebuild_timeline,
     timeline_from_job_totals,
     undated_jobs,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "parse_duration",
     "parse_time",
     "rebin",
+    "rebuild_timeline",
     "spread_fractions",
     "timeline_from_job_totals",
     "undated_jobs",

@@ -34,6 +34,7 @@ time grows with records x chunks: a larger ``chunk_jobs`` trades memory back for
 
 from __future__ import annotations
 
+import json
 import numbers
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -697,7 +698,7 @@ def build_timeline(
         check_param(name, t, ok, "a finite time in epoch seconds")
     check_param("span", span, span in SPANS, "'dense' or 'all'")
     warehouse.require("jobs")
-    left = None
+    left, asked = None, (since, until)
     if span == "dense":
         since, until, left = _dense_span(warehouse, since, until)
     acc_args = (float(bin_width), spread)
@@ -709,11 +710,39 @@ def build_timeline(
     if not len(acc.sums):
         raise IosightError("no jobs with start times to build a timeline from")
     table = _assemble(acc.origin, bin_width, acc.sums, acc.active)
-    metadata = {**(left.metadata() if left is not None else {}), **_undated(warehouse)}
-    if metadata:
-        table = table.replace_schema_metadata(metadata)
+    since_, until_ = (None if t is None else float(t) for t in asked)
+    options = {"bin_width": float(bin_width), "spread": spread, "since": since_,
+               "until": until_, "span": span}  # fmt: skip
+    metadata = {
+        **(left.metadata() if left is not None else {}),
+        **_undated(warehouse),
+        _OPTIONS_KEY: json.dumps(options).encode(),
+    }
+    table = table.replace_schema_metadata(metadata)
     warehouse.write_table("timeline", table)
     return table
+
+
+_OPTIONS_KEY = b"iosight.build_options"
+
+
+def rebuild_timeline(warehouse: Warehouse, **kwargs) -> pa.Table:
+    """Build the timeline again with the options its stored build was given (bin width,
+    spread, since/until, span; ``kwargs`` such as ``progress`` are passed on), e.g. after
+    new jobs came in. A timeline stored before its options were kept: its bin width and
+    the defaults."""
+    import pyarrow.parquet as pq
+
+    warehouse.require("timeline")
+    files = warehouse.table_files("timeline")
+    stored = (pq.read_schema(files[0]).metadata or {}) if files else {}
+    if _OPTIONS_KEY in stored:
+        options = json.loads(stored[_OPTIONS_KEY])
+    else:
+        from iosight.timeline._frame import bin_width_of, load_timeline
+
+        options = {"bin_width": bin_width_of(load_timeline(warehouse))}
+    return build_timeline(warehouse, **options, **kwargs)
 
 
 _UNDATED_KEY = b"iosight.undated_jobs"
