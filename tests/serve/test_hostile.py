@@ -185,6 +185,16 @@ def test_a_bad_model_name_is_a_400_with_the_security_headers(live):
     assert status == 400 and "invalid model name" in body
 
 
+def test_long_parameters_and_deep_conditions_are_a_400(live):
+    """A deeply nested 'where' raised RecursionError (a 500); an exe filter had no length
+    bound."""
+    status, headers, body = live.get("/jobs?where=" + "not%20" * 300 + "true")
+    assert status == 400 and "nested too deeply" in body
+    assert "script-src 'self'" in headers["content-security-policy"]
+    status, _, body = live.get("/jobs?exe=" + "x" * 5000)
+    assert status == 400 and "at most 4,096" in body
+
+
 def test_an_unexpected_error_is_a_500_with_the_security_headers(served_path):
     """Item 13: Starlette's own 500 page went out without the headers."""
     from starlette.routing import Route

@@ -40,12 +40,21 @@ def test_an_allowed_condition_selects_what_pandas_does(served_path):
         ("[1, 2][1] = 1", "array extract"),
         ("regexp_matches(exe, upper(exe))", "a pattern that is not a constant"),  # per row
         ("nprocs > 0 and " * 200 + "true", "characters"),
+        ("length(strftime(to_timestamp(start_time), '" + "%c" * 40 + "')) = 0", "strftime()"),
+        ("strftime(to_timestamp(start_time), exe) = ''", "strftime()"),  # a format per row
     ],
 )
 def test_conditions_that_could_build_or_read_anything_are_refused(clause, named):
     with pytest.raises(IosightError, match="cannot use|at most") as err:
         check_where(clause)
     assert named in str(err.value)
+
+
+@pytest.mark.parametrize("clause", ["not " * 300 + "true", "nprocs" + " + 1" * 450 + " > 0"])
+def test_conditions_nested_too_deeply_are_refused_in_one_line(clause):
+    assert len(clause) <= 2000  # short enough for the length check: the depth refuses it
+    with pytest.raises(IosightError, match="nested too deeply"):
+        check_where(clause)
 
 
 @pytest.mark.parametrize(

@@ -127,10 +127,15 @@ def _templates():
 
 
 # ------------------------------------------------------------------------ query params
+MAX_PARAM_CHARS = 4096  # any query parameter (a 'where' has its own, lower bound)
+
+
 def _opt(request: Request, name: str, cast=str):
     raw = request.query_params.get(name, "").strip()
     if not raw:
         return None
+    if len(raw) > MAX_PARAM_CHARS:
+        raise IosightError(f"{name} has {len(raw):,} characters; at most {MAX_PARAM_CHARS:,}")
     try:
         return cast(raw)
     except (ValueError, IosightError):

@@ -40,6 +40,8 @@ T = TypeVar("T")
 # (a constant pattern), not once per row. DuckDB checks for an interrupt between
 # vectors of rows, so these bounds also bound how long the deadline can be overrun.
 MAX_WHERE_CHARS = 2000
+MAX_FORMAT = 64  # characters of a strftime format in a 'where'
+_TOO_DEEP = "the 'where' condition is nested too deeply"
 _REGEX = frozenset({"regexp_matches", "regexp_full_match"})
 _CLASSES = frozenset({"BETWEEN", "CASE", "CAST", "COLLATE", "COLUMN_REF", "COMPARISON",
                       "CONJUNCTION", "CONSTANT", "FUNCTION", "OPERATOR"})  # fmt: skip
@@ -180,6 +182,8 @@ def check_where(
     parser = con if con is not None else duckdb.connect()
     try:
         tree = json.loads(parser.execute("select json_serialize_sql(?)", [query]).fetchall()[0][0])
+    except RecursionError:
+        raise IosightError(_TOO_DEEP) from None
     finally:
         if con is None:
             parser.close()
@@ -205,7 +209,10 @@ def check_where(
             f"the 'where' condition must be a condition on {table} columns, "
             f"e.g. nprocs >= 1024 and exe like '%lammps%'. Got {clause!r} instead."
         )
-    what = _refused(node["where_clause"])
+    try:
+        what = _refused(node["where_clause"])
+    except RecursionError:
+        raise IosightError(_TOO_DEEP) from None
     if what:
         raise IosightError(
             f"the 'where' condition cannot use {what}; it may use {table} columns, constants, "
@@ -234,11 +241,20 @@ def _refused(node) -> str | None:
         arg["expression"].get("class") != "CONSTANT" for arg in node["arguments"][1:]
     ):
         return f"{name}() with a pattern that is not a constant"
+    if kind == "FUNCTION" and name == "strftime" and not _short_constant(node["arguments"][1:]):
+        return f"strftime() with a format that is not a constant of at most {MAX_FORMAT} characters"
     if kind == "CAST":
         target = str(node.get("type_expr", {}).get("type_name", "")).lower()
         if target not in _CAST_TYPES:
             return f"a cast to {target}"
     return _refused([v for k, v in node.items() if k != "type_expr"])
+
+
+def _short_constant(arguments: list) -> bool:
+    """Every argument is a constant of at most MAX_FORMAT characters (a strftime format
+    repeats its output per row: a long one would build large strings)."""
+    texts = [(a["expression"].get("literal") or {}).get("text") for a in arguments]
+    return all(isinstance(t, str) and len(t) <= MAX_FORMAT for t in texts)
 
 
 def _listed(names) -> str:
