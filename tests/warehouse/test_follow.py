@@ -231,3 +231,20 @@ def test_bad_follow_options_are_one_line_and_make_nothing(tmp_path, args, expect
     assert result.exit_code == 1, result.output
     assert expected in result.output and "Traceback" not in result.output
     assert not wh.exists()
+
+
+def test_the_scanner_forgets_files_gone_from_the_folder(tmp_path):
+    """A follow runs for years: what it has read is kept only while it is on disk."""
+    from iosight.warehouse._follow import _Scanner
+
+    log = tmp_path / "2024" / "1" / "2" / "a.darshan"
+    log.parent.mkdir(parents=True)
+    log.write_bytes(b"not read here")
+    scan = _Scanner(tmp_path, settle=1)
+    _, ready = scan.poll()
+    assert [p for p, _ in ready] == [str(log)]
+    scan.taken(ready)
+    assert scan.poll()[1] == [] and scan.done == {str(log)}
+    log.unlink()
+    scan.poll()
+    assert scan.done == set()

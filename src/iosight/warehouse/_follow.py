@@ -23,6 +23,7 @@ import os
 import signal
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ from iosight.warehouse._store import Warehouse
 
 DEFAULT_INTERVAL = 10.0  # seconds between polls
 DEFAULT_SETTLE = 2  # polls a file must look the same on before it is read
+MAX_LAGS = 100_000  # lags a FollowReport keeps (for its p95)
 
 
 @dataclass
@@ -83,7 +85,8 @@ class FollowReport:
     jobs: int = 0
     skipped: int = 0
     failed: int = 0
-    lags: list[float] = field(default_factory=list)
+    #: the last MAX_LAGS lags (a follow may run for years)
+    lags: deque[float] = field(default_factory=lambda: deque(maxlen=MAX_LAGS))
 
     def add(self, batch: FollowBatch) -> None:
         r = batch.report
@@ -220,9 +223,10 @@ class _Scanner:
     def poll(self) -> tuple[float, list[tuple[str, float]]]:
         """The poll's time and the (path, modification time) of the files found complete."""
         now = time.time()
-        ready, pending = [], {}
+        ready, pending, seen = [], {}, set()
         for path in _walk(self.root):
             name = str(path)
+            seen.add(name)
             if name in self.done:
                 continue
             try:
@@ -237,6 +241,7 @@ class _Scanner:
             else:
                 pending[name] = (look, polls)
         self.pending = pending
+        self.done &= seen  # a file gone from the folder is forgotten: done never outgrows it
         return now, sorted(ready)  # as a batch ingest walks: of two copies, it keeps the first
 
     def taken(self, files: list[tuple[str, float]]) -> None:
