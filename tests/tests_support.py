@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -165,3 +167,27 @@ def garbage_job_logs() -> list[Path]:
     logs = sorted(shared_path("darshan-logs").glob("*example_logs*_ior-*"))
     assert len(logs) == 6, logs
     return logs
+
+
+_AUDIT = """
+import atexit, sys
+_out = sys.argv.pop(1)
+atexit.register(lambda: open(_out, "w").write("\\n".join(sys.modules)))
+"""
+
+
+def imported_modules(
+    code: str, *args: str, tmp_path: Path
+) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """Run ``code`` in a fresh interpreter with ``args`` as its ``sys.argv[1:]``; its
+    result and the top-level packages it had imported when it exited (what a command
+    costs to start: a test of which modules load times nothing)."""
+    out = tmp_path / "modules.txt"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    result = subprocess.run(
+        [sys.executable, "-c", _AUDIT + code, str(out), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    return result, {name.split(".")[0] for name in out.read_text().split()}

@@ -1,38 +1,26 @@
-"""System-level binned I/O timeline (Saeedizade et al. §IV)."""
+"""System-level binned I/O timeline (Saeedizade et al. §IV).
 
-from iosight.timeline._binning import SPREADS, bin_intervals, count_active, spread_fractions
-from iosight.timeline._build import (
-    LAYERS,
-    TIMELINE_COLUMNS,
-    VALUE_COLUMNS,
-    build_timeline,
-    job_totals_intervals,
-    rebuild_timeline,
-    timeline_from_job_totals,
-    undated_jobs,
+Exports load on first use (:mod:`iosight._lazy`): showing a stored timeline does not
+import the binning's numpy and scipy.
+"""
+
+from iosight._lazy import lazy_exports
+
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        "_binning": ("SPREADS", "bin_intervals", "count_active", "spread_fractions"),
+        "_build": (
+            "LAYERS",
+            "TIMELINE_COLUMNS",
+            "VALUE_COLUMNS",
+            "build_timeline",
+            "job_totals_intervals",
+            "rebuild_timeline",
+            "timeline_from_job_totals",
+            "undated_jobs",
+        ),
+        "_frame": ("bin_width_of", "load_timeline", "parse_duration", "parse_time", "rebin"),
+        "_span": ("SPANS", "LeftOut", "left_out"),
+    },
 )
-from iosight.timeline._frame import bin_width_of, load_timeline, parse_duration, parse_time, rebin
-from iosight.timeline._span import SPANS, LeftOut, left_out
-
-__all__ = [
-    "LAYERS",
-    "SPANS",
-    "SPREADS",
-    "TIMELINE_COLUMNS",
-    "VALUE_COLUMNS",
-    "LeftOut",
-    "bin_intervals",
-    "bin_width_of",
-    "build_timeline",
-    "count_active",
-    "job_totals_intervals",
-    "left_out",
-    "load_timeline",
-    "parse_duration",
-    "parse_time",
-    "rebin",
-    "rebuild_timeline",
-    "spread_fractions",
-    "timeline_from_job_totals",
-    "undated_jobs",
-]
