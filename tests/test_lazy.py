@@ -6,7 +6,7 @@ import importlib
 
 import pytest
 
-LAZY = ["iosight", "iosight.warehouse", "iosight.timeline"]
+LAZY = ["iosight", "iosight.darshan", "iosight.warehouse", "iosight.timeline"]
 
 
 @pytest.mark.parametrize("package", LAZY)

@@ -180,8 +180,9 @@ def imported_modules(
     code: str, *args: str, tmp_path: Path
 ) -> tuple[subprocess.CompletedProcess[str], set[str]]:
     """Run ``code`` in a fresh interpreter with ``args`` as its ``sys.argv[1:]``; its
-    result and the top-level packages it had imported when it exited (what a command
-    costs to start: a test of which modules load times nothing)."""
+    result and the modules it had imported when it exited, top-level packages and
+    dotted names both (what a command costs to start: a test of which modules load
+    times nothing)."""
     out = tmp_path / "modules.txt"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     result = subprocess.run(
@@ -190,4 +191,5 @@ def imported_modules(
         text=True,
         env=env,
     )
-    return result, {name.split(".")[0] for name in out.read_text().split()}
+    names = set(out.read_text().split())
+    return result, names | {name.split(".")[0] for name in names}

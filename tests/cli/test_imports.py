@@ -52,3 +52,15 @@ def test_help_loads_no_data_library(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "jobs" in result.stdout
     assert loaded.isdisjoint(HEAVY | {"duckdb"}), loaded & (HEAVY | {"duckdb"})
+
+
+def test_job_loads_no_reader_and_no_model_library(wh, tmp_path):
+    """A job's summary of a warehouse's job reads the warehouse: the log readers (and
+    ingest) load only for ``iosight job LOG``, the plotting and model libraries never
+    without --plot."""
+    result, loaded = imported_modules(COMMAND, "job", "4478544", "-w", str(wh), tmp_path=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "vpicio_uni" in result.stdout
+    unused = {"iosight.warehouse._ingest", "iosight.darshan._darshan3", "iosight.darshan._sources"}
+    unused |= {"scipy", "sklearn", "xgboost", "matplotlib", "dask"}
+    assert loaded.isdisjoint(unused), loaded & unused

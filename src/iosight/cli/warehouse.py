@@ -242,7 +242,7 @@ def job(
     summary LOG``).
     """
     from iosight.insights import job_insights
-    from iosight.warehouse import job_summary, log_warehouse
+    from iosight.warehouse import job_summary
 
     with cli_errors(), ExitStack() as stack:
         if plot:  # before any work: a figure that cannot be written is said at once
@@ -250,6 +250,8 @@ def job(
 
             check_figure_path(plot)
         if Path(ident).is_file():  # one log, no warehouse (like `darshan summary LOG`)
+            from iosight.warehouse import log_warehouse  # the readers: only for a log
+
             wh = stack.enter_context(log_warehouse(ident))
             keys = wh.sql("select job_key from jobs")["job_key"]
             if len(keys) != 1:
