@@ -197,3 +197,22 @@ def test_rows_keep_big_integers_and_write_lists_as_lists(wh, capsys):
     assert json.loads(capsys.readouterr().out) == [{"huge": 2**70}]
     _common.print_frame(warehouse.rows("select [7, 9, 23] as osts"), "csv")
     assert capsys.readouterr().out == 'osts\n"[7, 9, 23]"\n'
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "json", "jsonl"])
+def test_rows_of_arrays_print_as_their_data_frame(fmt, capsys):
+    """``iosight schedule start`` prints Algorithm 1's options from numpy arrays without
+    pandas: the same output as the DataFrame of those arrays."""
+    import numpy as np
+    import pandas as pd
+
+    from iosight.cli import _common
+    from iosight.sched.burst_aware import choose_start
+    from iosight.warehouse import Rows
+
+    columns = choose_start("0001100001111000", 100, 1000, alpha=0.3).options_columns()
+    columns["note"] = np.where(columns["chosen"], "chosen/start", "")
+    _common.print_frame(pd.DataFrame(columns), fmt, title="options")
+    want = capsys.readouterr().out
+    _common.print_frame(Rows.from_columns(columns), fmt, title="options")
+    assert capsys.readouterr().out == want

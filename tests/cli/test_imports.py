@@ -64,3 +64,13 @@ def test_job_loads_no_reader_and_no_model_library(wh, tmp_path):
     unused = {"iosight.warehouse._ingest", "iosight.darshan._darshan3", "iosight.darshan._sources"}
     unused |= {"scipy", "sklearn", "xgboost", "matplotlib", "dask"}
     assert loaded.isdisjoint(unused), loaded & unused
+
+
+def test_schedule_start_from_a_pattern_loads_no_data_frame_library(tmp_path):
+    """Algorithm 1 on a given burst pattern is numpy work; its table needs no pandas."""
+    args = ["schedule", "start", "--min-time", "100", "--max-time", "200"]
+    args += ["--pattern", "000110000", "--policy", "MDT"]
+    result, loaded = imported_modules(COMMAND, *args, tmp_path=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "start options" in result.stdout
+    assert loaded.isdisjoint(HEAVY - {"numpy"}), loaded & HEAVY

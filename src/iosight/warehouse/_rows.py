@@ -7,6 +7,7 @@ DuckDB fetches without either: column names, their SQL types and tuples of value
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING
@@ -40,6 +41,15 @@ class Rows:
             values = [_floats(row, decimal) for row in values]
         return cls(list(rel.columns), types, values)
 
+    @classmethod
+    def from_columns(cls, columns: Mapping[str, Sequence]) -> Rows:
+        """Rows of equal-length ``columns`` (numpy arrays or lists; a numpy array's
+        kind of values gives its column's type, as a DataFrame's dtype would)."""
+        names = list(columns)
+        types = [_type_of(columns[c]) for c in names]
+        lists = [_as_list(columns[c]) for c in names]
+        return cls(names, types, list(zip(*lists, strict=True)))
+
     def __len__(self) -> int:
         return len(self.values)
 
@@ -50,6 +60,20 @@ class Rows:
     def records(self) -> list[dict]:
         """One ``{column: value}`` dict per row."""
         return [dict(zip(self.columns, row, strict=True)) for row in self.values]
+
+
+# numpy's kinds of values: bool, signed and unsigned integers, floats
+_KINDS = {"b": "BOOLEAN", "i": "BIGINT", "u": "UBIGINT", "f": "DOUBLE"}
+
+
+def _type_of(values: Sequence) -> str:
+    kind = getattr(getattr(values, "dtype", None), "kind", None)
+    return _KINDS.get(kind, "VARCHAR")
+
+
+def _as_list(values: Sequence) -> list:
+    """Plain Python values (a numpy array's ``tolist``)."""
+    return values.tolist() if hasattr(values, "tolist") else list(values)
 
 
 def _floats(row: tuple, columns: list[int]) -> tuple:
