@@ -5,9 +5,9 @@ in a temporary folder, then runs each command in a fresh interpreter ``--runs`` 
 and prints the min and median wall time, the min CPU time (user + system of the child)
 and the load average. The machine may be shared, so it also prints each command's
 import time from ``python -X importtime`` (the sum over the modules imported at top
-level), which ranks commands the same under any load. ``--compare SRC`` runs the same
-commands with another checkout's ``src`` folder first on the path (e.g. ``main``'s),
-side by side; the baseline is ``python -c "import pandas"``.
+level, least of 3 runs), which ranks commands the same under any load. ``--compare
+SRC`` runs the same commands with another checkout's ``src`` folder first on the path
+(e.g. ``main``'s), side by side; the baseline is ``python -c "import pandas"``.
 
     python benchmarks/startup.py                        # 10 runs per command
     python benchmarks/startup.py --compare ../main/src  # this checkout against another
@@ -39,6 +39,7 @@ COMMANDS = [
     ["errors"],
     ["timeline", "show"],
     ["job", "4478544"],
+    "schedule start --min-time 100 --max-time 200 --pattern 0001100 --policy MDT".split(),
 ]
 
 
@@ -77,8 +78,13 @@ def timings(argv: list[str], runs: int, src: str | None) -> tuple[float, float, 
     return min(wall), statistics.median(wall), min(cpu)
 
 
-def import_seconds(argv: list[str], src: str | None) -> float:
-    """Seconds ``python -X importtime`` reports for the modules imported at top level."""
+def import_seconds(argv: list[str], src: str | None, runs: int) -> float:
+    """The least seconds ``python -X importtime`` reports, over ``runs`` runs, for the
+    modules imported at top level."""
+    return min(_imports_once(argv, src) for _ in range(runs))
+
+
+def _imports_once(argv: list[str], src: str | None) -> float:
     err = run([sys.executable, "-X", "importtime", *argv[1:]], src).stderr
     total = 0
     for line in err.splitlines():
@@ -101,14 +107,13 @@ def main() -> None:
         wh = str(one_job_warehouse(Path(tmp)))
         print(f"load average before: {os.getloadavg()[0]:.2f}; {runs} runs per command")
         cases = [("import pandas", [sys.executable, "-c", "import pandas"])]
-        cases += [
-            (" ".join(c), [sys.executable, "-m", "iosight", *c, *(["-w", wh] * (c[0] != "--help"))])
-            for c in COMMANDS
-        ]
+        for c in COMMANDS:
+            warehouse = [] if c == ["--help"] else ["-w", wh]
+            cases.append((" ".join(c), [sys.executable, "-m", "iosight", *c, *warehouse]))
         for label, argv in cases:
             for side, src in sides.items():
                 lo, mid, cpu = timings(argv, runs, src)
-                imports = import_seconds(argv, src)
+                imports = import_seconds(argv, src, min(runs, 3))
                 print(
                     f"{side:8s} wall min {lo:.3f} s, median {mid:.3f} s; CPU min {cpu:.3f} s; "
                     f"imports {imports:.3f} s; load {os.getloadavg()[0]:.2f}  {label}",
