@@ -26,7 +26,7 @@ MILLION_SEGMENTS = 1_000_000
 def million_segment_log(tmp_path_factory):
     """A 1,024-rank job log of 1,000,448 DXT segments made with iosight's tracer (one
     process traced for real, replicated as every rank: synthetic repetition); ~2 s."""
-    from iosight.trace._heavy import dxt_heavy_log
+    from iosight.trace import dxt_heavy_log
 
     return dxt_heavy_log(tmp_path_factory.mktemp("dxt") / "million.darshan", MILLION_SEGMENTS)
 

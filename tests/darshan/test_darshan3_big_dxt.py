@@ -51,7 +51,7 @@ def _rows_and_peak(log) -> tuple[int, int]:
 
 
 def test_a_million_segments_go_into_a_warehouse_in_bounded_memory(million_segment_log, tmp_path):
-    from iosight.trace._heavy import dxt_heavy_log
+    from iosight.trace import dxt_heavy_log
 
     small = dxt_heavy_log(tmp_path / "quarter.darshan", 250_000)
     rows_small, peak_small = _rows_and_peak(small)
@@ -83,7 +83,7 @@ def test_pieces_are_the_segments_of_a_real_dxt_log(monkeypatch):
 
 
 def test_pieces_are_the_segments_of_a_traced_log(tmp_path, monkeypatch):
-    from iosight.trace._heavy import dxt_heavy_log
+    from iosight.trace import dxt_heavy_log
 
     log = dxt_heavy_log(tmp_path / "small.darshan", 20_000, ranks=8)
     assert _pieces_equal_whole(log, monkeypatch) == 20_000  # 2,500 a rank, cut at 1,000s
@@ -94,7 +94,7 @@ def test_pieces_are_the_segments_of_a_traced_log(tmp_path, monkeypatch):
 
 
 def test_a_log_without_dxt_segments_has_no_dxt_table(tmp_path):
-    from iosight.trace._heavy import dxt_heavy_log
+    from iosight.trace import dxt_heavy_log
 
     log = dxt_heavy_log(tmp_path / "none.darshan", 0, ranks=2)
     assert "dxt_posix" not in read_darshan3(log, chunked=True)
