@@ -287,7 +287,8 @@ def _dxt(
 
 
 def _dxt_table(words: _Words, recs: _DxtRecords, mod: str, ver: int, lo: int, hi: int):
-    """The table of the job's DXT segments ``lo .. hi - 1`` (counted over its records)."""
+    """The table of the job's DXT segments ``lo .. hi - 1`` (counted over its records).
+    DXT_MPIIO v1 recorded no offsets (-1, as libdarshan-util says)."""
     with_tid = _with_tid(mod, ver)
     seg = 40 if with_tid else 32
     index = np.arange(lo, hi, dtype=np.int64)

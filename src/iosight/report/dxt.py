@@ -87,42 +87,85 @@ def dxt_view(
     max_points: int = MAX_DXT_POINTS,
 ) -> DxtView:
     """The job's DXT POSIX segments in ``window``: each one when at most ``max_points``,
-    else per rank bin and time bin (at most ``max_points`` cells, none empty)."""
+    else per rank bin and time bin (at most ``max_points`` cells, none empty).
+
+    The grid is counted first (one scan of the job's segments); only a window of few
+    segments is read again for them (and the rank bounds of a zoom prune that read to
+    the row groups of its ranks)."""
     window = window or DxtWindow()
     params = [key, *window.bounds()]
-    ext = warehouse.sql(
-        'select count(*) n, min(start) t0, max("end") t1, min(rank) r0, max(rank) r1 '
-        f"from dxt_posix where {_WHERE}",
-        params,
-    ).iloc[0]
-    total = int(ext["n"])
-    if total <= max_points:
-        rows = warehouse.sql(
-            'select rank, op, "offset", length, start, "end" from dxt_posix '
-            f"where {_WHERE} order by rank, start, op",
-            params,
-        )
-        return DxtView("segments", rows, total)
-    return _cells(warehouse, params, window, ext, max_points)
-
-
-def _cells(warehouse: Warehouse, params: list, window: DxtWindow, ext, max_points: int):
-    """The grid: ranks in at most ``max_points // _TIME_COLUMNS`` bins (whole ranks each),
-    the window's time (clipped to its segments) in :data:`_TIME_COLUMNS` bins; a segment
-    counts in the bin of its start (or the first bin, when it started before)."""
-    t0 = max(float(ext["t0"]), window.start if window.start is not None else -math.inf)
-    t1 = min(float(ext["t1"]), window.end if window.end is not None else math.inf)
-    r0, r1 = int(ext["r0"]), int(ext["r1"])
-    columns = min(_TIME_COLUMNS, max_points)
-    rows = max(1, max_points // columns)
-    rank_width = -(-(r1 - r0 + 1) // rows)
-    time_width = (t1 - t0) / columns if t1 > t0 else 1.0
+    grid = _Grid.of(*_bounds(warehouse, key, window, params), max_points)
     cells = warehouse.sql(
-        "select ? + floor((rank - ?) / ?)::bigint * ? as rank, "
+        "select ? + least(greatest(floor((rank - ?) / ?), 0), ?)::bigint * ? as rank, "
         "? + least(greatest(floor((start - ?) / ?), 0), ?) * ? as start, "
         "count(*) as ops, count(*) filter (where op = 'write') as writes, "
         "sum(length) as bytes "
         f"from dxt_posix where {_WHERE} group by all order by 1, 2",
-        [r0, r0, rank_width, rank_width, t0, t0, time_width, columns - 1, time_width, *params],
+        [*grid.params(), *params],
     )
-    return DxtView("cells", cells, int(ext["n"]), rank_width, time_width)
+    total = int(cells["ops"].sum())
+    if total > max_points:
+        return DxtView("cells", cells, total, grid.rank_width, grid.time_width)
+    rows = warehouse.sql(
+        'select rank, op, "offset", length, start, "end" from dxt_posix '
+        f"where {_WHERE} order by rank, start, op",
+        params,
+    )
+    return DxtView("segments", rows, total)
+
+
+def _bounds(warehouse: Warehouse, key: str, window: DxtWindow, params: list) -> tuple:
+    """``(t0, t1, r0, r1)``: the window's bounds, the open ones those of the job's record
+    (0 to its run time, ranks 0 to nprocs - 1: no scan), or of its segments where the
+    record does not say (a garbage job record's unknown fields)."""
+    job = warehouse.sql("select run_time, nprocs from jobs where job_key = ?", [key])
+    run_time = _known(job["run_time"].iloc[0]) if len(job) else None
+    nprocs = int(job["nprocs"].iloc[0]) if len(job) else -1
+    if run_time is None or nprocs < 1:
+        ext = warehouse.sql(
+            f'select max("end") t1, max(rank) r1 from dxt_posix where {_WHERE}', params
+        ).iloc[0]
+        run_time = _known(ext["t1"]) or 0.0
+        nprocs = int(_known(ext["r1"]) or 0) + 1
+    return (
+        _closed(window.start, 0.0),
+        _closed(window.end, float(run_time)),
+        _closed(window.rank_min, 0),
+        _closed(window.rank_max, nprocs - 1),
+    )
+
+
+def _known(value) -> float | None:
+    """``value`` as a finite float, or None (null, NaN, infinite)."""
+    return float(value) if value is not None and math.isfinite(value) else None
+
+
+def _closed(given, default):
+    """A window's bound, or ``default`` where it is open."""
+    return default if given is None else given
+
+
+@dataclass(frozen=True)
+class _Grid:
+    """Rank bins of whole ranks from ``r0`` and time bins from ``t0``: at most ``rows``
+    by ``columns`` (a segment outside the bounds counts in the nearest bin)."""
+
+    t0: float
+    time_width: float
+    columns: int
+    r0: int
+    rank_width: int
+    rows: int
+
+    @classmethod
+    def of(cls, t0: float, t1: float, r0: int, r1: int, max_points: int) -> _Grid:
+        columns = min(_TIME_COLUMNS, max_points)
+        rows = max(1, max_points // columns)
+        rank_width = -(-(max(r1, r0) - r0 + 1) // rows)
+        time_width = (t1 - t0) / columns if t1 > t0 else 1.0
+        return cls(t0, time_width, columns, r0, rank_width, rows)
+
+    def params(self) -> list:
+        """The grid query's parameters (its bins' first rank and first second)."""
+        ranks = [self.r0, self.r0, self.rank_width, self.rows - 1, self.rank_width]
+        return [*ranks, self.t0, self.t0, self.time_width, self.columns - 1, self.time_width]

@@ -58,17 +58,21 @@ def _traced_rank(tmp: Path, ops: int, ranks: int) -> LogContent:
 
 def _as_rank(log: LogContent, rank: int) -> LogContent:
     """``log`` (rank 0's) as rank ``rank``'s: its records and DXT heads name that rank and
-    its start is ``rank`` tenths of a millisecond later (the merge shifts its times by as much)."""
+    its start and end are ``rank`` tenths of a millisecond later (the merge shifts its
+    times by as much)."""
     records = {}
     for mod, recs in log.records.items():
         recs = recs.copy()
         recs["rank"] = rank
         records[mod] = recs
     start_ns = log.job.start_time_nsec + 100_000 * rank
+    end_ns = log.job.end_time_nsec + 100_000 * rank
     job = dataclasses.replace(
         log.job,
         start_time_sec=log.job.start_time_sec + start_ns // 10**9,
         start_time_nsec=start_ns % 10**9,
+        end_time_sec=log.job.end_time_sec + end_ns // 10**9,
+        end_time_nsec=end_ns % 10**9,
     )
     blobs = dict(log.blobs)
     if "DXT_POSIX" in blobs:
