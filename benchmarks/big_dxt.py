@@ -18,7 +18,7 @@ time and peak RSS (``VmHWM``; ru_maxrss would carry the parent's over exec).
    and worst of repeated requests, and the points each response sends.
 
     python benchmarks/big_dxt.py                    # 10 M segments, PyDarshan under 2 GiB
-    python benchmarks/big_dxt.py --segments 1000000 --pydarshan-limit-gib 1
+    python benchmarks/big_dxt.py --quick            # 1 M segments, PyDarshan under 0.5 GiB
 """
 
 from __future__ import annotations
@@ -201,7 +201,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--pydarshan-limit-gib", type=float, default=2.0, help="PyDarshan's limit")
     p.add_argument("--repeat", type=int, default=10, help="requests per page")
     p.add_argument("--workdir", default=None, help="where the logs and warehouse go")
+    p.add_argument("--quick", action="store_true", help="1 M segments, PyDarshan under 0.5 GiB")
     a = p.parse_args(argv)
+    if a.quick:
+        a.segments, a.pydarshan_limit_gib, a.repeat = 1_000_000, 0.5, 3
     workdir = Path(a.workdir or tempfile.mkdtemp(prefix="iosight-big-dxt-"))
     workdir.mkdir(parents=True, exist_ok=True)
     print(f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; logs in {workdir}")

@@ -12,9 +12,10 @@ from iosight.warehouse import Warehouse, ingest
 
 @pytest.fixture(scope="module")
 def dxt_job(tmp_path_factory):
-    """PyDarshan's real ``dxt.darshan`` beside the other example logs."""
+    """PyDarshan's real ``dxt.darshan`` beside another real DXT log."""
     warehouse = Warehouse(tmp_path_factory.mktemp("dxt") / "wh", create=True)
-    ingest(example_logs(), warehouse, workers=1)
+    logs = [p for p in example_logs() if p.name in ("dxt.darshan", "sample-dxt-simple.darshan")]
+    ingest(logs, warehouse, workers=1)
     key = warehouse.sql("select job_key from jobs where source_path like '%dxt.darshan'")
     return warehouse, key["job_key"][0]
 
