@@ -93,8 +93,10 @@ class _FakeForecaster:
     def predict_next(self, warehouse, at=None):
         import pandas as pd
 
+        from iosight.bursts import BurstPrediction
+
         t = T0 if at is None else at
-        return pd.DataFrame(
+        table = pd.DataFrame(
             {
                 "lead": np.arange(24, 0, -1),  # unsorted on purpose
                 "bin_start": t + 300.0 * np.arange(24, 0, -1),
@@ -103,6 +105,7 @@ class _FakeForecaster:
                 "severity": np.zeros(24, dtype=int),
             }
         )
+        return BurstPrediction("fake", table)
 
 
 def test_recommend_start_runs_algorithm_1_on_the_forecast(warehouse, monkeypatch):
