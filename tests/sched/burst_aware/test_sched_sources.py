@@ -135,7 +135,7 @@ class _NeverBursts:
 
 def test_forecast_study_chooses_on_forecasts_and_charges_actual(warehouse, monkeypatch):
     import iosight.bursts
-    from iosight.bursts import FittedModel, Forecaster
+    from iosight.bursts import FittedModel, Forecaster, ForecasterSettings
     from iosight.sched.burst_aware import forecast_study
 
     write = write_timeline(warehouse, 400, 300.0, [100, 101, 250])
@@ -145,12 +145,14 @@ def test_forecast_study_chooses_on_forecasts_and_charges_actual(warehouse, monke
         "bin_width": 300.0, "training_window": [T0, T0 + 300.0 * 199],
         "thresholds": {"mean": mean, "std": std, "k": 3.0},
     }  # fmt: skip
+    settings = ForecasterSettings(model="tree", feature_set=1, name="fake")
     classes = np.array([0, 1])
     binary = {
         lead: FittedModel(_AlwaysEarlyBursts() if lead <= 3 else _NeverBursts(), classes, {})
         for lead in range(1, 25)
     }
-    monkeypatch.setattr(iosight.bursts, "load_forecaster", lambda wh, n: Forecaster(md, binary))
+    fake = Forecaster(settings, md, binary)
+    monkeypatch.setattr(iosight.bursts, "load_forecaster", lambda wh, n: fake)
     study = forecast_study(warehouse, "fake", policies=["MDT", "MRT"])
     fw, ow = study.forecast.windows, study.oracle.windows
     # decisions after the training window (bins 200..375), all predicted to burst at once
