@@ -123,3 +123,28 @@ def test_a_pickle_planted_in_a_warehouse_is_refused_not_run(forecaster, tmp_path
     assert not marker.exists()
     shutil.rmtree(path)
     assert fc.save(wh) == path and Forecaster.load(wh, fc.name).settings == fc.settings
+
+
+def test_the_commands_refuse_a_planted_pickle_in_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from iosight.cli import app
+
+    marker = tmp_path / "ran"
+    wh = Warehouse(tmp_path / "wh", create=True)
+    _plant_old_forecaster(wh, "old", marker)
+    old_write_model = tmp_path / "write-model"  # what 'perfmodel fit --out' wrote before
+    old_write_model.mkdir()
+    (old_write_model / "metadata.json").write_text("{}")
+    (old_write_model / "model.pkl").write_bytes(planted_pickle(marker))
+    runs = [
+        ["bursts", "predict", "--warehouse", str(wh.path), "--model", "old"],
+        ["perfmodel", "predict", "--model", str(old_write_model), "--nodes", "4", "--cores",
+         "8", "--size", "1GiB"],
+    ]  # fmt: skip
+    for args, retrain in zip(runs, ("bursts train", "perfmodel fit"), strict=True):
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code != 0 and "Traceback" not in res.output
+        (line,) = res.output.strip().splitlines()
+        assert "is a pickle file" in line and f"'iosight {retrain}'" in line
+    assert not marker.exists()
