@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import pickle
+import stat
 import subprocess
 import sys
 
@@ -45,8 +47,10 @@ save_model(target, ModelKind("test model", "iosight test retrain"), {"v": versio
 
 
 def _save_killed(target, version: int, kill_at: int) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}  # this iosight
     return subprocess.run([sys.executable, "-c", KILLED_SAVE, str(target), str(version),
-                           str(kill_at)], capture_output=True, text=True, timeout=60)  # fmt: skip
+                           str(kill_at)], capture_output=True, text=True, timeout=60,
+                          env=env)  # fmt: skip
 
 
 def test_a_save_killed_at_any_step_leaves_a_loadable_model(tmp_path):
@@ -68,6 +72,13 @@ def test_a_save_killed_at_any_step_leaves_a_loadable_model(tmp_path):
     assert sorted(p.name for p in target.parent.iterdir() if not p.name.startswith(".m.tmp")) == [
         "m"
     ]
+
+
+def test_a_saved_folder_has_the_mode_any_new_folder_has(tmp_path):
+    """A server running as another user must be able to read a saved model."""
+    (tmp_path / "plain").mkdir()
+    path = save_model(tmp_path / "m", KIND, {}, [1])
+    assert stat.S_IMODE(path.stat().st_mode) == stat.S_IMODE((tmp_path / "plain").stat().st_mode)
 
 
 def test_another_version_or_format_is_one_clear_line(tmp_path):

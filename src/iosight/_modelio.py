@@ -19,8 +19,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import secrets
 import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,7 +86,8 @@ def save_model(
     _check_replaceable(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     _recover(target)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    tmp = target.parent / f".{target.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+    tmp.mkdir()  # as any folder is made (the umask's mode), not private as mkdtemp's
     try:
         writer = _Writer(tmp, kind)
         tree = writer.encode(fitted)
