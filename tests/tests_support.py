@@ -165,3 +165,50 @@ def garbage_job_logs() -> list[Path]:
     logs = sorted(shared_path("darshan-logs").glob("*example_logs*_ior-*"))
     assert len(logs) == 6, logs
     return logs
+
+
+def daily_spikes(days: int = 20, width: float = 300.0, seed: int = 0):
+    """A SYNTHETIC timeline: background noise plus a write burst at 08:20 UTC every day,
+    announced by a storm of write operations in the bin before (so feature sets 2 and 3
+    can see it coming)."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    n = int(days * 86400 / width)
+    t0 = pd.Timestamp("2021-06-01", tz="UTC").timestamp()
+    start = t0 + width * np.arange(n)
+    write = rng.lognormal(20, 0.5, n)
+    burst = np.flatnonzero((start % 86400) == 8 * 3600 + 1200)
+    write[burst] = 1e12
+    ops = write / 1e6
+    ops[burst - 1] = 1e9
+    return pd.DataFrame(
+        {
+            "bin_start": start,
+            "bin_width": width,
+            "read_bytes": rng.lognormal(20, 1, n),
+            "write_bytes": write,
+            "read_ops": 1.0,
+            "write_ops": ops,
+            "read_time": 1.0,
+            "write_time": write / 1e9,
+            "active_jobs": 3,
+        }
+    )
+
+
+class _Planted:
+    """Unpickling it creates the folder ``marker``: proof that a pickle was run."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.mkdir, (str(self.marker),))
+
+
+def planted_pickle(marker: Path) -> bytes:
+    """A pickle that creates ``marker`` when loaded (what an attacker could plant)."""
+    import pickle
+
+    return pickle.dumps(_Planted(marker))

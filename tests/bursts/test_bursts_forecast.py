@@ -16,33 +16,7 @@ from iosight.bursts import (
     running_jobs_share,
     train_forecaster,
 )
-
-
-def _daily_spikes(days=20, width=300.0, seed=0):
-    """Background noise plus a write burst at 08:20 UTC every day, announced by a storm of
-    write operations in the bin before (so feature sets 2 and 3 can see it coming)."""
-    rng = np.random.default_rng(seed)
-    n = int(days * 86400 / width)
-    t0 = pd.Timestamp("2021-06-01", tz="UTC").timestamp()
-    start = t0 + width * np.arange(n)
-    write = rng.lognormal(20, 0.5, n)
-    burst = np.flatnonzero((start % 86400) == 8 * 3600 + 1200)
-    write[burst] = 1e12
-    ops = write / 1e6
-    ops[burst - 1] = 1e9
-    return pd.DataFrame(
-        {
-            "bin_start": start,
-            "bin_width": width,
-            "read_bytes": rng.lognormal(20, 1, n),
-            "write_bytes": write,
-            "read_ops": 1.0,
-            "write_ops": ops,
-            "read_time": 1.0,
-            "write_time": write / 1e9,
-            "active_jobs": 3,
-        }
-    )
+from tests_support import daily_spikes as _daily_spikes
 
 
 def test_dataset_split_never_trains_on_test_targets():
@@ -189,12 +163,12 @@ def test_forecaster_save_load_predict_and_refusals(warehouse):
     assert md["chosen"]["1"] == "tree"  # the precursor is only visible to the model
     # at 08:15 of the last day the precursor is seen: the next bin (08:20) is a burst
     at = df["bin_start"].iloc[-1] - df["bin_start"].iloc[-1] % 86400 + 8 * 3600 + 900 + 7
-    p = loaded.predict_next(warehouse, at=at)
+    p = loaded.predict_next(warehouse, at=at).table
     assert p["lead"].tolist() == [1, 2, 3, 4]
     assert p["bin_start"].tolist() == [at - 7 + 300 * i for i in range(1, 5)]
     assert p["burst"].iloc[0] and p["probability"].iloc[0] == p["probability"].max()
     assert (p["severity"] > 0).tolist() == p["burst"].tolist()
-    last = loaded.predict_next(warehouse)
+    last = loaded.predict_next(warehouse).table
     assert last["bin_start"].iloc[0] == df["bin_start"].iloc[-1] + 300
     with pytest.raises(IosightError, match="feature set 3, not 1"):
         loaded.predict_next(warehouse, feature_set=1)
@@ -272,11 +246,11 @@ def test_predict_refuses_a_timeline_with_nan_as_analysis_does():
 
     df = _daily_spikes(days=6)
     fc = train_forecaster(df, direction="write", model="tree", max_lead=1, k=3.0, n_jobs=1)
-    assert len(fc.predict_frame(df)) == 1
+    assert len(fc.predict(df).table) == 1
     holed = df.copy()
     holed.loc[len(df) - 3, "read_ops"] = np.nan
     with pytest.raises(IosightError, match="the timeline has NaN or infinite values"):
-        fc.predict_frame(holed)
+        fc.predict(holed)
     holed.loc[len(df) - 3, "write_bytes"] = np.inf
     with pytest.raises(IosightError, match="NaN or infinite values"):
         label_bursts(holed["write_bytes"].to_numpy())

@@ -40,7 +40,9 @@ from iosight.bursts._forecast import (
 )
 from iosight.bursts._forecaster import (
     MAX_LEAD,
+    BurstPrediction,
     Forecaster,
+    ForecasterSettings,
     describe_choice,
     list_forecasters,
     load_forecaster,
@@ -82,10 +84,12 @@ __all__ = [
     "VAL_FRACTION",
     "BurstAnalysis",
     "BurstLabels",
+    "BurstPrediction",
     "Candidate",
     "Dataset",
     "FittedModel",
     "Forecaster",
+    "ForecasterSettings",
     "JobState",
     "Persistence",
     "TrainResult",

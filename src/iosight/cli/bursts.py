@@ -110,7 +110,7 @@ def predict(
 
         wh = open_warehouse(warehouse)
         fc = load_forecaster(wh, model)
-        p = fc.predict_next(wh, None if at is None else parse_time(at), feature_set=features)
+        p = fc.predict_next(wh, None if at is None else parse_time(at), feature_set=features).table
         if fmt == "table":  # on screen the UTC time says what bin_start (epoch s) says
             p = p.drop(columns="bin_start")
         print_frame(p, fmt, title=f"{model}: {fc.describe()}")

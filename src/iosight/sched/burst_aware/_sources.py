@@ -233,7 +233,7 @@ def recommend_start(
         raise IosightError(
             "this iosight has no burst forecaster; pass --pattern instead of --model"
         ) from None
-    forecast = load_forecaster(warehouse, model).predict_next(warehouse, at=at)
+    forecast = load_forecaster(warehouse, model).predict_next(warehouse, at=at).table
     if forecast.empty:
         raise IosightError(f"burst model {model!r} returned no forecast")
     forecast = forecast.sort_values("lead", kind="mergesort").reset_index(drop=True)
