@@ -786,6 +786,13 @@ def build_options(metadata: dict[bytes, bytes]) -> dict | None:
     return None if raw is None else json.loads(raw)
 
 
+def build_options_of(table: pa.Table) -> dict | None:
+    """The options the timeline ``table`` (from :func:`build_timeline`) was built with:
+    bin width, spread, since, until, span and as-of; None for one stored before they
+    were kept."""
+    return build_options(table.schema.metadata or {})
+
+
 def stored_options(warehouse: Warehouse) -> dict:
     """The stored timeline's build options (one stored before they were kept: its bin
     width, the rest the defaults)."""
