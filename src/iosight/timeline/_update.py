@@ -244,10 +244,10 @@ class _NewRows:
         used = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", " ".join(queries))) | _JOB_COLUMNS
         self._con = _engine().cursor()  # a connection of its own costs 35-140 ms
         self._keep = []  # the registered Arrow tables live as long as this
-        for name, parquet_files in opened.items():
-            wanted = (self.schema.get(name, set()) | names[name]) & used
+        for name in {*opened, *self.schema}:  # a table the new batches lack: empty
+            wanted = (self.schema.get(name, set()) | names.get(name, set())) & used
             wanted |= _JOB_COLUMNS if name == "jobs" else set()
-            self._register(name, parquet_files, sorted(wanted))
+            self._register(name, opened.get(name, []), sorted(wanted))
         if all_jobs:
             self._all_jobs([e.path for e in files["jobs"]])
         self.tables = list(new)
@@ -257,13 +257,11 @@ class _NewRows:
         """Table ``name``: ``columns`` of the Parquet ``files``, those absent as null."""
         import pyarrow as pa
 
-        parts = []
-        for f in files:
-            parts.append(f.read(columns=[c for c in columns if c in f.schema_arrow.names]))
-        table = pa.concat_tables(parts, promote_options="permissive")
+        parts = [f.read(columns=[c for c in columns if c in f.schema_arrow.names]) for f in files]
+        table = pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
         for c in columns:
-            if c not in table.column_names:
-                table = table.append_column(c, pa.nulls(table.num_rows, pa.float64()))
+            if c not in table.column_names:  # null typed: compares with numbers and text
+                table = table.append_column(c, pa.nulls(table.num_rows))
         self._keep.append(table)
         self._con.register(name, table)
 
