@@ -424,8 +424,12 @@ class Bins:
 
 
 @contextmanager
-def _duckdb_memory(warehouse: Warehouse, limit: str):
-    """Cap DuckDB's memory while the timeline streams (joins spill to disk beyond it)."""
+def _duckdb_memory(warehouse: Warehouse, limit: str | None):
+    """Cap DuckDB's memory while the timeline streams (joins spill to disk beyond it);
+    None: leave it (rows already in memory)."""
+    if limit is None:
+        yield
+        return
     con = warehouse.connect()
     before = con.execute("select current_setting('memory_limit')").fetchone()[0]
     con.execute(f"set memory_limit = '{limit}'")
@@ -519,14 +523,16 @@ def accumulate(
     *,
     as_of: float | None = None,
     schema: dict[str, set[str]] | None = None,
+    memory: str | None = DUCKDB_MEMORY,
 ) -> Bins:
     """The timeline sums of the jobs in ``[since, until)``, known by ``as_of`` and in
     partition ``part``, streamed chunk of jobs by chunk, query by query. ``schema``: the
-    columns the queries may use (default: the warehouse's, :func:`_schema`)."""
+    columns the queries may use (default: the warehouse's, :func:`_schema`); ``memory``:
+    DuckDB's memory limit meanwhile (None: as it is)."""
     acc = Bins(*acc_args)
     prog = ensure_progress(progress)
     schema = _schema(warehouse) if schema is None else schema
-    with _duckdb_memory(warehouse, DUCKDB_MEMORY):
+    with _duckdb_memory(warehouse, memory):
         jobs_where = _job_condition(since, until, part, as_of=as_of)
         ranges = _key_ranges(warehouse, jobs_where, chunk_jobs)
         for i, keys in enumerate(ranges):

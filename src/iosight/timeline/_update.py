@@ -144,7 +144,7 @@ def _bin_new(warehouse, metadata, options, state, files, rows, progress) -> Time
         raise _Rebuild(f"the dense span leaves out {stats['outside']:,} of the new jobs")
     acc_args = (float(options["bin_width"]), options["spread"])
     acc = accumulate(rows, since, until, (0, 1), acc_args, CHUNK_JOBS, progress, as_of=as_of,
-                     schema=rows.schema)  # fmt: skip
+                     schema=rows.schema, memory=None)  # fmt: skip
     meta = {
         **_left_out_meta(metadata, stats["lo"], stats["hi"]),
         **undated_metadata(undated_jobs(_carrier(metadata)) + stats["undated"]),
@@ -203,6 +203,7 @@ def _engine() -> duckdb.DuckDBPyConnection:
 _ALL_JOBS = "all_jobs"  # the view of every job, old and new, beside the new batches'
 _JOB_COLUMNS = {"job_key", "start_time", "end_time", "known_at"}  # what the timeline reads
 MAX_NEW_BYTES = 256 * 2**20  # new batches read into memory by an update, at most
+MAX_ALL_JOBS = 4_000_000  # jobs whose times an update reads into memory (96 MB), at most
 
 
 class _NewRows:
@@ -257,7 +258,7 @@ class _NewRows:
         """Table ``name``: ``columns`` of the Parquet ``files``, those absent as null."""
         import pyarrow as pa
 
-        parts = [f.read(columns=[c for c in columns if c in f.schema_arrow.names]) for f in files]
+        parts = [f.read(columns=sorted(set(columns) & set(f.schema_arrow.names))) for f in files]
         table = pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
         for c in columns:
             if c not in table.column_names:  # null typed: compares with numbers and text
@@ -266,12 +267,17 @@ class _NewRows:
         self._con.register(name, table)
 
     def _all_jobs(self, paths: list[str]) -> None:
-        """View :data:`_ALL_JOBS`: the start, end and known-at times of every job (a
-        ``known_at`` no file has yet: null, as in the warehouse's own ``jobs`` view)."""
+        """Table :data:`_ALL_JOBS`: the start, end and known-at times of every job (a
+        ``known_at`` a file lacks: null, as in the warehouse's own ``jobs`` view). Read
+        into memory (24 bytes a job) up to :data:`MAX_ALL_JOBS` jobs, where a query over
+        them takes a few milliseconds; a view over the files beyond."""
         import pyarrow.parquet as pq
 
+        files = [pq.ParquetFile(p) for p in paths]
+        if sum(f.metadata.num_rows for f in files) <= MAX_ALL_JOBS:
+            return self._register(_ALL_JOBS, files, ["start_time", "end_time", "known_at"])
         listed = ", ".join("'" + p.replace("'", "''") + "'" for p in paths)
-        known = any("known_at" in pq.read_schema(p).names for p in paths)
+        known = any("known_at" in f.schema_arrow.names for f in files)
         self._con.execute(
             f"create temp view {_ALL_JOBS} as select start_time, end_time, "
             f"{'known_at' if known else 'null::double as known_at'} "
