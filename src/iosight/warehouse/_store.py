@@ -289,6 +289,7 @@ class Warehouse:
         delete_keys: Mapping[str, Iterable[str] | Mapping[str, Iterable[str]]] | None = None,
         replace_tables: Iterable[str] = (),
         key_column: str = "job_key",
+        drop_files: Mapping[str, Iterable[str]] | None = None,
     ) -> str:
         """Commit several tables as one atomic batch and return its id.
 
@@ -296,7 +297,7 @@ class Warehouse:
         ``delete_keys`` removes rows whose ``key_column`` is in the given set from
         the named tables first (``--force`` re-ingest); a value may instead map
         another column name to its keys. ``replace_tables`` drops all earlier
-        files of those tables.
+        files of those tables, ``drop_files`` the named files of tables.
         """
         batch_id = new_batch_id()
         with self.writer_lock():
@@ -307,6 +308,7 @@ class Warehouse:
                 delete_keys=delete_keys,
                 replace_tables=replace_tables,
                 key_column=key_column,
+                drop_files=drop_files,
             )
         return batch_id
 
