@@ -26,6 +26,22 @@ def app1() -> pd.DataFrame:
     return pd.read_parquet(path)
 
 
+@pytest.fixture(scope="module")
+def pending(app1, tmp_path_factory):
+    """A warehouse of App1's jobs whose timeline was built before its last 10% (by end
+    time) landed, and those jobs: copy it (``_copy``) to update it."""
+    first, rest = _by_end(app1, 0.9)
+    wh = Warehouse(tmp_path_factory.mktemp("pending") / "wh", create=True)
+    _ingest_rows(first, wh, "first.parquet")
+    build_timeline(wh)
+    _ingest_rows(rest, wh, "rest.parquet")
+    return wh.path, rest
+
+
+def _copy(path, to) -> Warehouse:
+    return Warehouse(shutil.copytree(path, to))
+
+
 def _ingest_rows(rows: pd.DataFrame, wh: Warehouse, name: str) -> None:
     """Ingest ``rows`` of a job-total table, written as the file ``name`` beside ``wh``."""
     path = wh.path.parent / name
@@ -126,17 +142,13 @@ def _strip_sources(wh: Warehouse) -> None:
         (lambda wh: wh.compact("jobs"), "replaced or removed"),
     ],
 )
-def test_an_update_that_cannot_be_exact_is_a_rebuild_that_says_why(app1, tmp_path, change, why):
-    first, rest = _by_end(app1, 0.5)
-    wh = Warehouse(tmp_path / "wh", create=True)
-    _ingest_rows(first, wh, "first.parquet")
-    build_timeline(wh, bin_width=900.0)
-    _ingest_rows(rest, wh, "rest.parquet")
+def test_an_update_that_cannot_be_exact_is_a_rebuild_that_says_why(pending, tmp_path, change, why):
+    wh = _copy(pending[0], tmp_path / "wh")
     change(wh)
     done = update_timeline(wh)
     assert done.rebuilt is not None and why in done.rebuilt, done.line()
     assert done.line().startswith("timeline rebuilt in full") and "\n" not in done.line()
-    _assert_as_rebuilt(wh, tmp_path / "rebuilt", bin_width=900.0)
+    _assert_as_rebuilt(wh, tmp_path / "rebuilt")
     assert update_timeline(wh).rebuilt is None  # and it records what it read again
 
 
@@ -144,7 +156,7 @@ def test_a_job_the_dense_span_leaves_out_is_a_rebuild(shared, tmp_path):
     """Real logs of 2020-2022, then a 2024 log that lies past their fences."""
     root = shared("darshan-logs")
     wh = Warehouse(tmp_path / "wh", create=True)
-    ingest(sorted(root.glob("*heatmap*")) + sorted(root.glob("*dxt-*")), wh, workers=1)
+    ingest(sorted(root.glob("*heatmap*")) + sorted(root.glob("*sample-dxt-simple*")), wh, workers=1)
     build_timeline(wh, bin_width=86400.0)
     ingest(sorted(root.glob("*dlio_logs*2110482*")), wh, workers=1)
     done = update_timeline(wh)
@@ -156,12 +168,8 @@ _UPDATE = "from iosight.timeline import update_timeline; from iosight.warehouse 
 
 
 @pytest.mark.parametrize("point", ["staged", "published", "applied"])
-def test_update_killed_at_each_commit_step_then_rerun_equals_a_rebuild(app1, tmp_path, point):
-    first, rest = _by_end(app1, 0.9)
-    wh = Warehouse(tmp_path / "wh", create=True)
-    _ingest_rows(first, wh, "first.parquet")
-    build_timeline(wh)
-    _ingest_rows(rest, wh, "rest.parquet")
+def test_update_killed_at_each_commit_step_then_rerun_equals_a_rebuild(pending, tmp_path, point):
+    wh, rest = _copy(pending[0], tmp_path / "wh"), pending[1]
     env = {**os.environ, "IOSIGHT_TEST_CRASH_AT": f"{point}:1"}
     code = _UPDATE + f"update_timeline(Warehouse({str(wh.path)!r}))"
     killed = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True)
@@ -171,3 +179,21 @@ def test_update_killed_at_each_commit_step_then_rerun_equals_a_rebuild(app1, tmp
     assert done.rebuilt is None and done.jobs == (len(rest) if point == "staged" else 0)
     got = _assert_as_rebuilt(wh, tmp_path / "rebuilt")
     assert got["bin_start"].is_unique and not any((wh.path / "_staging").iterdir())
+
+
+def test_a_batch_with_records_of_jobs_it_holds_is_a_rebuild(warehouse, tmp_path):
+    """SYNTHETIC rows: a later batch that adds totals to a job the timeline already holds
+    (its totals would move out of the POSIX-less placement) cannot be added alone."""
+    import pyarrow as pa
+
+    def totals(keys: list[str]) -> pa.Table:
+        return pa.table({"job_key": keys, "total_POSIX_BYTES_READ": [1e6] * len(keys)})
+
+    jobs = pa.table({"job_key": ["a"], "start_time": [0.0], "end_time": [3000.0]})
+    warehouse.commit({"jobs": [jobs], "job_totals": [totals(["a"])]})
+    build_timeline(warehouse)
+    later = pa.table({"job_key": ["b"], "start_time": [600.0], "end_time": [900.0]})
+    warehouse.commit({"jobs": [later], "job_totals": [totals(["a", "b"])]})
+    done = update_timeline(warehouse)
+    assert done.rebuilt is not None and "records of jobs it already holds" in done.rebuilt
+    _assert_as_rebuilt(warehouse, tmp_path / "rebuilt")
