@@ -138,7 +138,8 @@ def _strip_sources(wh: Warehouse) -> None:
 @pytest.mark.parametrize(
     ("change", "why"),
     [
-        (_strip_sources, "written by an older iosight"),
+        (_strip_sources, "an older iosight"),
+        (lambda wh: wh.compact("timeline"), "compacted"),
         (lambda wh: wh.compact("jobs"), "replaced or removed"),
     ],
 )

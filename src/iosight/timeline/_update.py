@@ -121,7 +121,7 @@ def update_timeline(warehouse: Warehouse, *, progress: Progress | None = None) -
 def _add_new(warehouse: Warehouse, metadata: dict, progress) -> TimelineUpdate:
     options, state = build_options(metadata), stored_state(metadata)
     if options is None or state is None:
-        raise _Rebuild("it was written by an older iosight, which did not record what it read")
+        raise _Rebuild("it does not record what it read (an older iosight, or compacted)")
     files = source_files(warehouse)
     new = {batch_of(e.name) for e in files.get("jobs", [])} - set(state["jobs_batches"])
     if digest(files, frozenset(new)) != state["digest"]:
