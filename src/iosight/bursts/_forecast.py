@@ -28,8 +28,10 @@ from iosight._progress import Progress, ensure_progress
 from iosight.bursts._analysis import check_direction
 from iosight.bursts._features import check_feature_set, make_features
 from iosight.bursts._jobstate import bytes_by_start, started_by
+from iosight.bursts._known import check_information, known_rows, known_share
 from iosight.bursts._labels import BurstLabels, label_bursts, severity_classes
 from iosight.bursts._models import check_search, make_pipeline, model_names, search_params
+from iosight.bursts._nowcast import nowcast_accuracy
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -58,6 +60,11 @@ class Dataset:
     # bytes of the target bin from the jobs started by t, in hindsight (None: no jobs, or
     # a timeline that is not the jobs' totals spread over their runs; :func:`started_by`)
     known: np.ndarray | None = None
+    information: str = "live"  # what the features know at t (:mod:`iosight.bursts._known`)
+    # logs: share of a bin's bytes known `step` bins after its end, and (set 4) how good
+    # the nowcast of the current bin is on the test part (:func:`nowcast_accuracy`)
+    known_share: float = 1.0
+    nowcast: dict = field(default_factory=dict)
 
 
 def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
@@ -78,9 +85,11 @@ def make_dataset(
     threshold_from: str = "train",
     val_fraction: float = VAL_FRACTION,
     jobs: pd.DataFrame | None = None,
+    information: str = "live",
+    known: pd.DataFrame | None = None,
 ) -> Dataset:
     """Build one forecasting task from a timeline (parameters as :func:`evaluate_forecasts`)."""
-    return _Builder(df, jobs).dataset(
+    return _Builder(df, jobs, information, known).dataset(
         direction=direction, feature_set=feature_set, mode=mode, horizon_min=horizon_min,
         target=target, k=k, target_fraction=target_fraction, train_fraction=train_fraction,
         threshold_from=threshold_from, val_fraction=val_fraction,
@@ -89,10 +98,17 @@ def make_dataset(
 
 class _Builder:
     """Datasets of one timeline, sharing series, labels and feature matrices between tasks
-    (lead-mode tasks differ only in how far the target is shifted)."""
+    (lead-mode tasks differ only in how far the target is shifted). Under ``logs`` the
+    features are what the logs held (``known``: the ``timeline_known`` rows); labels stay
+    the complete timeline's."""
 
-    def __init__(self, df: pd.DataFrame, jobs: pd.DataFrame | None) -> None:
+    def __init__(self, df: pd.DataFrame, jobs: pd.DataFrame | None, information: str = "live",
+                 known: pd.DataFrame | None = None) -> None:  # fmt: skip
+        check_information(information)
+        if information == "logs" and known is None:
+            raise IosightError("the 'logs' regime needs the known-at timeline (timeline_known)")
         self.df, self.jobs, self._cache = df, jobs, {}
+        self.information, self.known = information, known if information == "logs" else None
 
     def _cached(self, key, make):
         if key not in self._cache:
@@ -119,6 +135,8 @@ class _Builder:
             )
         check_param("val_fraction", val_fraction, 0 < val_fraction < 1, "in (0, 1)")
         rebinned = mode == "interval" and round(ratio) != 1
+        if rebinned and self.known is not None:
+            raise IosightError("the 'logs' regime forecasts in lead mode only (--mode lead)")
         if rebinned:
             series = self._cached(("series", ratio), lambda: rebin(df, horizon_min * 60.0))
             step = 1
@@ -144,7 +162,14 @@ class _Builder:
             raise IosightError("feature set 4 needs the warehouse's jobs (load_jobs)")
         feats = self._cached(("features", *key, feature_set), lambda: make_features(
             series, direction, feature_set, jobs=self.jobs, threshold=labels.threshold,
+            known=self.known,
         ).to_numpy(np.float64))  # fmt: skip
+        if self.known is not None:  # the current state is what the logs hold
+            sigma = labels.sigma(feats[:, 0])
+            lab_now = (sigma > labels.k).astype(np.int64) if target == "binary" else \
+                severity_classes(sigma, labels.k)  # fmt: skip
+        else:
+            lab_now = lab
         starts = series["bin_start"].to_numpy(np.float64)
         triples = self._cached(
             ("jobs", ratio if rebinned else 1, direction),
@@ -153,7 +178,7 @@ class _Builder:
         return Dataset(
             X=feats[: n - step],
             y=lab[step:],
-            current=lab[: n - step],
+            current=lab_now[: n - step],
             target_start=starts[step:],
             n_train=split - step,
             n_fit=n_fit,
@@ -164,7 +189,29 @@ class _Builder:
             known=None
             if triples is None
             else started_by(triples, starts, series_width, step)[step:],
+            information=self.information,
+            **self._known_scores(series, direction, step, split, labels.threshold, feats,
+                                 feature_set),  # fmt: skip
         )
+
+    def _known_scores(self, series: pd.DataFrame, direction: str, step: int, split: int,
+                      threshold: float, feats: np.ndarray, feature_set: int) -> dict:  # fmt: skip
+        """Under ``logs``: the share of the test part's bytes known ``step`` bins after
+        their bin's end and, set 4, the nowcast's accuracy on the test part's feature
+        bins (the nowcast is set 4's last column)."""
+        if self.known is None:
+            return {}
+        from iosight.timeline import bin_width_of
+
+        rows = self._cached(("known_rows", len(series)), lambda: known_rows(
+            self.known, series["bin_start"].to_numpy(np.float64), bin_width_of(series)))
+        col, n = f"{direction}_bytes", len(series)
+        te = slice(split - step, n - step)
+        out = {"known_share": known_share(rows, col, step, slice(split, n))}
+        if feature_set == 4:
+            x = series[col].to_numpy(np.float64)
+            out["nowcast"] = nowcast_accuracy(feats[te, -1], x[te], threshold)
+        return out
 
     def _job_bytes(self, starts: np.ndarray, width: float, x: np.ndarray, direction: str):
         """:func:`bytes_by_start` of the jobs on bins ``starts``, or None without jobs or
@@ -584,11 +631,13 @@ def evaluate_forecasts(
     cv_splits: int = 3,
     seed: int = 0,
     jobs: pd.DataFrame | None = None,
+    information: str | list[str] = "live",
+    known: pd.DataFrame | None = None,
     n_jobs: int = -1,
     progress: Progress | None = None,
 ) -> pd.DataFrame:
     """Train and test every model on every task, beside the two baselines (§V, Fig. 6-7,
-    Table I).
+    Table I), under each information regime against the same labels.
 
     Parameters
     ----------
@@ -609,6 +658,12 @@ def evaluate_forecasts(
         Seed of every model and search.
     jobs : DataFrame, optional
         :func:`iosight.bursts.load_jobs`, needed by feature set 4.
+    information : {"live", "logs"} or a list of them
+        What the features know at t: ``live``, the system's bytes up to t (server-side
+        monitoring); ``logs``, only the logs landed by t and the scheduler's view of the
+        running jobs (needs ``known``; lead mode only).
+    known : DataFrame, optional
+        The ``timeline_known`` rows of the timeline (:mod:`iosight.bursts._known`).
     n_jobs : int
         Tasks fitted at once (threads; -1: every core).
 
@@ -623,7 +678,11 @@ def evaluate_forecasts(
         ceiling of forecasts that foresee no new burst), running_jobs_share
         (:func:`running_jobs_share`: the share of the test bursts that the jobs running
         at t make on their own; NaN without ``jobs`` or when the timeline is not their
-        totals spread over their runs), k and the params (JSON). Model
+        totals spread over their runs), k, the params (JSON), ``information``,
+        ``known_share`` (1 under live; under logs the share of the test part's bytes known
+        one lead after their bin's end) and under logs with set 4 the nowcast's
+        ``nowcast_corr``, ``nowcast_error`` and ``nowcast_f1``
+        (:func:`iosight.bursts._nowcast.nowcast_accuracy`). Model
         ``chosen`` repeats the candidate picked on validation (its name in ``chosen``).
     """
     import pandas as pd
@@ -636,22 +695,25 @@ def evaluate_forecasts(
     horizon_list = parse_list(horizons, float, "horizons")
     target_list = parse_list(targets, name="targets")
     names = model_names(models)
-    builder = _Builder(df, jobs)
+    builders = {i: _Builder(df, jobs, i, known)
+                for i in parse_list(information, name="information")}  # fmt: skip
     specs = [
-        {"direction": d, "feature_set": fs, "mode": m, "horizon_min": h, "target": t}
+        {"information": i, "direction": d, "feature_set": fs, "mode": m, "horizon_min": h,
+         "target": t}
+        for i in builders
         for d in dirs
         for fs in fs_list
         for m in mode_list
         for h in horizon_list
         for t in target_list
     ]
-    items = [
-        (spec, builder.dataset(
+    def task(information: str, **spec) -> Dataset:
+        return builders[information].dataset(
             **spec, k=(k or {}).get(spec["direction"]), target_fraction=target_fraction,
             train_fraction=train_fraction, threshold_from=threshold_from,
-            val_fraction=val_fraction))
-        for spec in specs
-    ]  # fmt: skip
+            val_fraction=val_fraction)  # fmt: skip
+
+    items = [(spec, task(**spec)) for spec in specs]
     prog = ensure_progress(progress)
     prog.start(len(items) * len(names), "burst models")
 
@@ -670,6 +732,6 @@ def evaluate_forecasts(
                 "f1_no_new_bursts": no_new_bursts_f1(ds.current[te], ds.y[te]),
                 "running_jobs_share": float("nan") if ds.known is None else
                     running_jobs_share(ds.known[te], ds.labels.threshold, ds.y[te]),
-                "k": ds.labels.k}  # fmt: skip
+                "k": ds.labels.k, "known_share": ds.known_share, **ds.nowcast}  # fmt: skip
         rows += [{**base, **r} for r in task_rows]
     return pd.DataFrame(rows)

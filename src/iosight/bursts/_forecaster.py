@@ -103,12 +103,24 @@ class Forecaster:
                 "train a model with that feature set"
             )
 
-    def features(self, df: pd.DataFrame, jobs: pd.DataFrame | None = None) -> np.ndarray:
+    @property
+    def information(self) -> str:
+        """The regime its features were made under (``live`` for forecasters saved before
+        regimes existed)."""
+        return self.metadata.get("information", "live")
+
+    def features(
+        self, df: pd.DataFrame, jobs: pd.DataFrame | None = None, known: pd.DataFrame | None = None
+    ) -> np.ndarray:
         """The model's feature matrix of a timeline (one row per bin); set 4 needs the
-        warehouse's jobs (:func:`iosight.bursts.load_jobs`)."""
+        warehouse's jobs (:func:`iosight.bursts.load_jobs`), regime ``logs`` its
+        ``timeline_known`` rows."""
         md = self.metadata
         thr = md["thresholds"].get("threshold")  # set 4 only
-        feats = make_features(df, md["direction"], md["feature_set"], jobs=jobs, threshold=thr)
+        if self.information == "logs" and known is None:
+            raise IosightError(f"model {md['name']!r} needs the known-at timeline (logs)")
+        feats = make_features(df, md["direction"], md["feature_set"], jobs=jobs, threshold=thr,
+                              known=known if self.information == "logs" else None)  # fmt: skip
         return feats.to_numpy(np.float64)
 
     def predict_frame(
@@ -118,9 +130,11 @@ class Forecaster:
         *,
         feature_set: int | None = None,
         jobs: pd.DataFrame | None = None,
+        known: pd.DataFrame | None = None,
     ) -> pd.DataFrame:
         """Forecast from a timeline frame using the bins up to ``at`` (default: all) and,
-        for feature set 4, the jobs started before the end of the last bin used."""
+        for feature set 4, the jobs started before the end of the last bin used; under
+        ``logs``, only the ``known`` rows known by the end of that bin."""
         import pandas as pd
 
         from iosight.timeline import VALUE_COLUMNS, bin_width_of, rebin
@@ -146,7 +160,7 @@ class Forecaster:
             complete = np.isclose(last + width, (np.floor(last / step_s) + 1) * step_s)
             if not complete and len(series) > 1:
                 series = series.iloc[:-1]  # the h-minute bin holding `at` is not over yet
-        X = self.features(series, jobs)[-1:]
+        X = self.features(series, jobs, known)[-1:]
         t = float(series["bin_start"].iloc[-1])
         rows = []
         for lead in sorted(self.binary):
@@ -170,10 +184,13 @@ class Forecaster:
         (0-5, 0 exactly when ``burst`` is false) and ``time`` (UTC timestamp).
         """
         from iosight.bursts._jobstate import load_jobs
+        from iosight.bursts._known import load_known
         from iosight.timeline import load_timeline
 
         jobs = load_jobs(warehouse) if self.metadata["feature_set"] == 4 else None
-        return self.predict_frame(load_timeline(warehouse), at, feature_set=feature_set, jobs=jobs)
+        known = load_known(warehouse) if self.information == "logs" else None
+        return self.predict_frame(load_timeline(warehouse), at, feature_set=feature_set,
+                                  jobs=jobs, known=known)  # fmt: skip
 
     def save(self, warehouse: Warehouse) -> Path:
         """Write ``metadata.json`` and ``model.joblib`` under ``models/<name>/``."""
@@ -230,6 +247,8 @@ def train_forecaster(
     severity: bool = True,
     name: str | None = None,
     jobs: pd.DataFrame | None = None,
+    information: str = "live",
+    known: pd.DataFrame | None = None,
     n_jobs: int = -1,
     progress: Progress | None = None,
 ) -> Forecaster:
@@ -245,7 +264,9 @@ def train_forecaster(
     skips the severity models (the severity of a predicted burst is then the current
     bin's class, at least 1). Hyper-parameters are the
     registered defaults unless ``search_iter`` > 0 (then searched per lead). Test scores of
-    the chosen candidate and of persistence are stored in the metadata.
+    the chosen candidate and of persistence are stored in the metadata. ``information``
+    ``logs`` makes every feature (persistence's too) from what the logs held at t
+    (``known``: the ``timeline_known`` rows), recorded in ``metadata["information"]``.
     """
     from iosight.timeline import bin_width_of
 
@@ -256,7 +277,7 @@ def train_forecaster(
     names = model_names(model)
     width = bin_width_of(df)
     leads = list(range(1, max_lead + 1)) if mode == "lead" else [1]
-    builder = _Builder(df, jobs)
+    builder = _Builder(df, jobs, information, known)
 
     def task(lead: int, target: str) -> Dataset:
         return builder.dataset(
@@ -315,7 +336,8 @@ def train_forecaster(
         "chosen": chosen,
         "mode": mode,
         "feature_set": feature_set,
-        "features": feature_names(direction, feature_set),
+        "information": information,
+        "features": feature_names(direction, feature_set, information),
         "bin_width": width,
         "horizon_min": horizon_min if mode == "interval" else width / 60.0,
         "leads": leads,
