@@ -71,22 +71,16 @@ def test_known_ema_equals_the_ema_of_the_series_known_at_each_time():
     assert (k > b).any() and got[143] > 0
 
 
-def test_no_logs_feature_looks_ahead():
-    jobs = _jobs(days=4)
-    n = 4 * 288
-    known = known_frame(jobs, n)
-    df = timeline_of(known, n)
-    t = 2 * 288 + 17  # features at bins <= t
+def _perturbed_after(jobs, known, df, t):
+    """Everything known after the end of bin t changed: rows known in a later bin, the
+    complete timeline, the end and totals of the jobs running at t, the jobs started
+    after t."""
     T = T0 + (t + 1) * W
-    before = make_features(df, "write", 4, jobs=jobs, threshold=5e10, known=known)
-    # anything known after t: rows known in a later bin, the complete timeline after t
     late = known.copy()
     future = late["known_start"] > T - W
-    assert future.any() and (late.loc[future, "bin_start"] <= T - W).any()
     late.loc[future, ["write_bytes", "write_ops", "write_time"]] *= 50
     fut = df.copy()
     fut.loc[:, ["write_bytes", "write_ops", "write_time"]] *= 3  # never a logs feature
-    # running at t: other end and totals; started after t: anything
     changed = jobs.copy()
     running = (changed["start_time"] < T) & (changed["end_time"] > T)
     assert running.any()
@@ -95,10 +89,25 @@ def test_no_logs_feature_looks_ahead():
     after_t = changed["start_time"] >= T
     changed.loc[after_t, "exe"] = "other"
     changed.loc[after_t, "write_bytes"] *= 100
-    after = make_features(fut, "write", 4, jobs=changed, threshold=5e10, known=late)
-    pd.testing.assert_frame_equal(before.iloc[: t + 1], after.iloc[: t + 1])
-    assert not np.allclose(before.iloc[t + 1 :], after.iloc[t + 1 :])
-    # the live features of bin t do see its complete bytes: the regimes differ
+    return changed, late, fut
+
+
+def test_no_logs_feature_looks_ahead():
+    jobs = _jobs(days=4)
+    n = 4 * 288
+    known = known_frame(jobs, n)
+    df = timeline_of(known, n)
+    before = make_features(df, "write", 4, jobs=jobs, threshold=5e10, known=known)
+    # bins whose bytes are partly known only at the next bin's end, past the first days
+    b, k = ((known[c] - T0) // W for c in ("bin_start", "known_start"))
+    straddle = np.unique(b[(k == b + 1) & (b > 2 * 288)])
+    assert straddle.size >= 3
+    for t in straddle[:3].astype(int):
+        changed, late, fut = _perturbed_after(jobs, known, df, t)
+        after = make_features(fut, "write", 4, jobs=changed, threshold=5e10, known=late)
+        pd.testing.assert_frame_equal(before.iloc[: t + 1], after.iloc[: t + 1])
+        assert not np.allclose(before.iloc[t + 1 :], after.iloc[t + 1 :])
+    # the live features of a bin see its complete bytes: the regimes differ
     live = make_features(df, "write", 4, jobs=jobs, threshold=5e10)
     assert not np.allclose(live["write_bytes"], before["write_bytes"])
 
