@@ -66,6 +66,11 @@ class Dataset:
     known_share: float = 1.0
     nowcast: dict = field(default_factory=dict)
 
+    @property
+    def feature_start(self) -> np.ndarray:
+        """bin_start of each row's features' bin (what a time-of-day forecast reads)."""
+        return self.target_start - self.step * self.bin_width
+
 
 def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
     check_param(name, value, value in allowed, " or ".join(repr(a) for a in allowed))
@@ -281,7 +286,7 @@ class FittedModel:
     params: dict
     cut: float | None = None
 
-    def predict(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def predict(self, X: np.ndarray, starts=None) -> tuple[np.ndarray, np.ndarray]:
         """Predicted classes and the probability of a burst (any class above 0)."""
         proba = self.pipeline.predict_proba(X)
         p_burst = proba[:, self.classes > 0].sum(axis=1)
@@ -304,7 +309,7 @@ class Persistence:
     severity: bool = False
     params: dict = field(default_factory=dict)
 
-    def predict(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def predict(self, X: np.ndarray, starts=None) -> tuple[np.ndarray, np.ndarray]:
         sigma = (np.asarray(X, np.float64)[:, 0] - self.mean) / self.std
         burst = sigma > self.k
         pred = severity_classes(sigma, self.k) if self.severity else burst.astype(np.int64)
@@ -313,6 +318,41 @@ class Persistence:
     @classmethod
     def of(cls, labels: BurstLabels, severity: bool = False) -> Persistence:
         return cls(labels.mean, labels.std, labels.k, severity)
+
+
+@dataclass
+class TimeOfDay:
+    """Time-of-day climatology as a model: the burst rate of the target bin's slot of the
+    day, a burst where it reaches ``cut``. It reads the clock, not the features:
+    ``predict`` needs the start times of the features' bins."""
+
+    rate: np.ndarray  # per slot of the day
+    cut: float
+    bin_width: float
+    ahead: float  # seconds from a features' bin start to its target bin start
+    params: dict = field(default_factory=dict)
+
+    def slots(self, target_start: np.ndarray) -> np.ndarray:
+        t = np.asarray(target_start, np.float64)
+        return ((t % 86400.0) // self.bin_width).astype(np.int64) % self.rate.size
+
+    def predict(self, X: np.ndarray, starts=None) -> tuple[np.ndarray, np.ndarray]:
+        if starts is None:
+            raise IosightError("a time-of-day forecast needs the start times of its bins")
+        prob = self.rate[self.slots(np.asarray(starts, np.float64) + self.ahead)]
+        return (prob >= self.cut).astype(np.int64), prob
+
+    @classmethod
+    def fit(cls, ds: Dataset, rows: slice) -> TimeOfDay:
+        """Rates of the slots over ``rows`` and the cut with the best F1 there."""
+        n_slots = max(1, int(round(86400.0 / ds.bin_width)))
+        model = cls(np.zeros(n_slots), float("inf"), ds.bin_width, ds.step * ds.bin_width)
+        slot = model.slots(ds.target_start[rows])
+        yb = ds.y[rows] > 0
+        counts = np.bincount(slot, minlength=n_slots)
+        model.rate = np.bincount(slot, weights=yb, minlength=n_slots) / np.maximum(counts, 1)
+        model.cut = best_cut(yb, model.rate[slot])[0]
+        return model
 
 
 def best_cut(
@@ -369,7 +409,7 @@ class SplitModel:
             prob[rows] = np.nan_to_num(p, nan=float(state))  # degenerate fit: persistence
         return now, prob
 
-    def predict(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def predict(self, X: np.ndarray, starts=None) -> tuple[np.ndarray, np.ndarray]:
         now, prob = self.burst_probability(X)
         return (prob >= np.where(now, self.cuts[1], self.cuts[0])).astype(np.int64), prob
 
@@ -477,10 +517,10 @@ def fit_candidates(
     params: dict[str, dict] | None = None,
     split: bool = True,
 ) -> dict[str, Candidate]:
-    """Persistence and every model, fitted on the rows before the validation slice; the
-    binary models' cuts tuned for F1 on its first half, every candidate scored on its
-    second half (``val_f1``). Binary models are :class:`SplitModel` (calm now / burst
-    now) unless ``split`` is false.
+    """Persistence, time of day (binary targets) and every model, fitted on the rows
+    before the validation slice; the binary models' cuts tuned for F1 on its first half,
+    every candidate scored on its second half (``val_f1``). Binary models are
+    :class:`SplitModel` (calm now / burst now) unless ``split`` is false.
 
     The slice is the end of the training part, the period nearest the test part, so the
     cut and the choice are made on data like what follows (labels and burst shares drift
@@ -492,6 +532,10 @@ def fit_candidates(
     binary = ds.y.max(initial=0) <= 1
     out = {"persistence": Candidate.scored(Persistence.of(ds.labels, not binary), yv,
                                            ds.current[val] > 0)}  # fmt: skip
+    if binary:
+        tod = TimeOfDay.fit(ds, fit)
+        pv = tod.predict(ds.X[val], ds.feature_start[val])[0] > 0
+        out["time_of_day"] = Candidate.scored(tod, yv, pv)
     for name in names:
         if binary and split:
             m = fit_split(name, ds, seed=seed, search_iter=search_iter, cv_splits=cv_splits)
@@ -506,15 +550,19 @@ def fit_candidates(
 
 
 def choose(candidates: dict[str, Candidate], margin: float = CHOICE_MARGIN) -> str:
-    """Persistence, unless a model beats it on validation robustly: by at least ``margin``
-    F1 on the compare half *and* by no less than zero on each of its windows; then the
-    best such model. A model that wins on the half by one lucky stretch of bursts lost on
-    the test months (Summit, docs/bursts.md), so one losing window keeps persistence."""
-    base = candidates["persistence"]
-    ok = [n for n, c in candidates.items() if n != "persistence"
+    """The best baseline on validation (persistence; time of day where it scores higher
+    on the compare half), unless a model beats it robustly: by at least ``margin`` F1 on
+    the compare half *and* by no less than zero on each of its windows; then the best
+    such model. A model that wins on the half by one lucky stretch of bursts lost on the
+    test months (Summit, docs/bursts.md), so one losing window keeps the baseline. So the
+    choice is never worse than the best baseline on validation."""
+    baselines = [n for n in BASELINES if n in candidates]
+    best = max(baselines, key=lambda n: candidates[n].val_f1)  # ties: persistence
+    base = candidates[best]
+    ok = [n for n, c in candidates.items() if n not in BASELINES
           and c.val_f1 >= base.val_f1 + margin
           and all(w >= b for w, b in zip(c.window_f1, base.window_f1, strict=True))]  # fmt: skip
-    return max(ok, key=lambda n: candidates[n].val_f1) if ok else "persistence"
+    return max(ok, key=lambda n: candidates[n].val_f1) if ok else best
 
 
 def _cut_text(model) -> str:
@@ -533,21 +581,17 @@ def _f1(yb: np.ndarray, pb: np.ndarray) -> float:
 def _time_of_day(ds: Dataset) -> tuple[np.ndarray, np.ndarray]:
     """Climatology baseline: burst rate of the target's slot of the day in the training part,
     predicted a burst where the rate reaches the cut that maximises the training F1."""
-    n_slots = max(1, int(round(86400.0 / ds.bin_width)))
-    slot = ((ds.target_start % 86400.0) // ds.bin_width).astype(np.int64) % n_slots
     tr = slice(0, ds.n_train)
-    yb = ds.y[tr] > 0
-    counts = np.bincount(slot[tr], minlength=n_slots)
-    rate = np.bincount(slot[tr], weights=yb, minlength=n_slots) / np.maximum(counts, 1)
-    thr = best_cut(yb, rate[slot[tr]])[0]
+    model = TimeOfDay.fit(ds, tr)
+    slot, n_slots = model.slots(ds.target_start), model.rate.size
     # the class predicted for a burst slot: the commonest burst class of the slot
     cls = np.ones(n_slots, np.int64)
     if ds.y.max() > 1:
         hit = ds.y[tr] > 0
         for s in np.unique(slot[tr][hit]):
             cls[s] = np.bincount(ds.y[tr][hit & (slot[tr] == s)]).argmax()
-    prob = rate[slot]
-    return np.where(prob >= thr, cls[slot], 0), prob
+    prob = model.rate[slot]
+    return np.where(prob >= model.cut, cls[slot], 0), prob
 
 
 def parallel_map(func, items: list, n_jobs: int, progress: Progress, weight=lambda item: 1):
@@ -594,7 +638,8 @@ def score_task(ds: Dataset, names: list[str], target: str, *, seed: int = 0,
                "time_of_day": (tod_pred[te], tod_prob[te])}  # fmt: skip
     for name in names:
         results[name] = cands[name].model.predict(ds.X[te])
-    results["chosen"] = results[chosen]
+    results["chosen"] = results["persistence"] if chosen == "persistence" else \
+        cands[chosen].model.predict(ds.X[te], ds.feature_start[te])  # fmt: skip
     scores = {name: _metrics(y, pred, prob, target) for name, (pred, prob) in results.items()}
     ref = scores["persistence"]["f1"]
     rows = []

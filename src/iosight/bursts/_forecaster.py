@@ -23,6 +23,7 @@ from iosight._errors import IosightError, check_param, check_seed
 from iosight._progress import Progress, ensure_progress
 from iosight.bursts._features import feature_names, make_features
 from iosight.bursts._forecast import (
+    BASELINES,
     VAL_FRACTION,
     Dataset,
     FittedModel,
@@ -164,7 +165,7 @@ class Forecaster:
         t = float(series["bin_start"].iloc[-1])
         rows = []
         for lead in sorted(self.binary):
-            pred, prob = self.binary[lead].predict(X)
+            pred, prob = self.binary[lead].predict(X, [t])
             sev = int(self.severity[lead].predict(X)[0][0]) if lead in self.severity else 0
             burst = bool(pred[0] > 0)
             sev = max(sev, 1) if burst else 0
@@ -297,13 +298,14 @@ def train_forecaster(
                                cv_splits=cv_splits)  # fmt: skip
         best = choose(cands)
         te = slice(ds.n_train, None)
-        scores = {n: _metrics(ds.y[te], *cands[n].model.predict(ds.X[te]), "binary")
+        scores = {n: _metrics(ds.y[te], *cands[n].model.predict(ds.X[te], ds.feature_start[te]),
+                              "binary")
                   for n in {best, "persistence"}}  # fmt: skip
         sev = Persistence.of(ds.labels, severity=True)
         sv = item["severity"]
         if sv is not None:
             fit_rows = slice(0, sv.n_fit)
-            if best != "persistence" and np.unique(sv.y[fit_rows]).size >= 2:
+            if best not in BASELINES and np.unique(sv.y[fit_rows]).size >= 2:
                 sev = fit_model(best, sv.X[fit_rows], sv.y[fit_rows], seed=seed,
                                 params=cands[best].model.params)  # fmt: skip
         return best, cands, scores, sev
