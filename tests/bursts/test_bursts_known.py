@@ -8,7 +8,8 @@ import pytest
 from iosight._errors import IosightError
 from iosight.bursts import evaluate_forecasts, make_features
 from iosight.bursts._known import known_ema, known_rows
-from iosight.timeline import VALUE_COLUMNS, spread_fractions
+from iosight.timeline import VALUE_COLUMNS
+from tests_support import known_frame
 
 W = 300.0
 T0 = 1.6e9
@@ -31,24 +32,6 @@ def _jobs(seed: int = 0, days: int = 4) -> pd.DataFrame:
     })  # fmt: skip
 
 
-def known_frame(jobs: pd.DataFrame, n: int) -> pd.DataFrame:
-    """The ``timeline_known`` rows of ``jobs`` on n bins from T0 (SYNTHETIC ops and times:
-    bytes / 1e6 and bytes / 1e9)."""
-    rows, bins, frac = spread_fractions(jobs["start_time"].to_numpy() - T0,
-                                        jobs["end_time"].to_numpy() - T0, W)  # fmt: skip
-    kb = np.maximum(np.floor((jobs["known_at"].to_numpy()[rows] - T0) / W), bins)
-    out = pd.DataFrame({"b": bins, "k": kb.astype(np.int64)})
-    for d in ("read", "write"):
-        v = jobs[f"{d}_bytes"].to_numpy()[rows] * frac
-        out[f"{d}_bytes"], out[f"{d}_ops"], out[f"{d}_time"] = v, v / 1e6, v / 1e9
-    out["active_jobs"] = 1
-    out = out[(out["b"] >= 0) & (out["b"] < n)].groupby(["b", "k"]).sum().reset_index()
-    out.insert(0, "bin_start", T0 + W * out.pop("b"))
-    out.insert(1, "bin_width", W)
-    out.insert(2, "known_start", T0 + W * out.pop("k"))
-    return out
-
-
 def timeline_of(known: pd.DataFrame, n: int) -> pd.DataFrame:
     """The complete timeline: the known rows summed over their known-at bins."""
     tl = known.groupby("bin_start")[[*VALUE_COLUMNS, "active_jobs"]].sum()
@@ -59,7 +42,7 @@ def timeline_of(known: pd.DataFrame, n: int) -> pd.DataFrame:
 def test_known_ema_equals_the_ema_of_the_series_known_at_each_time():
     jobs = _jobs(days=1)
     n = 288
-    known = known_frame(jobs, n)
+    known = known_frame(jobs, T0 + W * np.arange(n))
     rows = known_rows(known, T0 + W * np.arange(n), W)
     got = known_ema(rows, "write_bytes", 12)
     a, v = 2 / 13, known["write_bytes"].to_numpy()
@@ -95,7 +78,7 @@ def _perturbed_after(jobs, known, df, t):
 def test_no_logs_feature_looks_ahead():
     jobs = _jobs(days=4)
     n = 4 * 288
-    known = known_frame(jobs, n)
+    known = known_frame(jobs, T0 + W * np.arange(n))
     df = timeline_of(known, n)
     before = make_features(df, "write", 4, jobs=jobs, threshold=5e10, known=known)
     # bins whose bytes are partly known only at the next bin's end, past the first days
@@ -115,7 +98,7 @@ def test_no_logs_feature_looks_ahead():
 def test_logs_regime_scores_beside_live_against_the_same_labels():
     jobs = _jobs(seed=1, days=10)
     n = 10 * 288
-    known = known_frame(jobs, n)
+    known = known_frame(jobs, T0 + W * np.arange(n))
     df = timeline_of(known, n)
     ev = evaluate_forecasts(df, directions="write", models="tree", feature_sets=4,
                             modes="lead", horizons=[5, 30], jobs=jobs,
@@ -125,6 +108,8 @@ def test_logs_regime_scores_beside_live_against_the_same_labels():
     for h in (5, 30):  # same labels: same test bursts
         bursts = [per.loc[(i, h, "tree"), "test_bursts"] for i in ("live", "logs")]
         assert bursts[0] == bursts[1] > 0
+    models = ev.groupby("information")["model"].agg(set)
+    assert models["logs"] == models["live"] | {"nowcast"}
     logs = ev[ev["information"] == "logs"]
     assert logs["known_share"].between(0, 1).all()
     assert (ev.loc[ev["information"] == "live", "known_share"] == 1).all()

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 MODES = ("interval", "lead")
 TARGETS = ("binary", "severity")
-BASELINES = ("persistence", "time_of_day")
+BASELINES = ("persistence", "time_of_day", "nowcast")  # nowcast: logs, feature set 4
 DEFAULT_HORIZONS = (5, 15, 30, 60, 120)  # minutes
 VAL_FRACTION = 0.2  # of the training part, at its end: decision thresholds and model choice
 
@@ -65,6 +65,7 @@ class Dataset:
     # the nowcast of the current bin is on the test part (:func:`nowcast_accuracy`)
     known_share: float = 1.0
     nowcast: dict = field(default_factory=dict)
+    nowcast_column: int | None = None  # of X: logs, feature set 4
 
     @property
     def feature_start(self) -> np.ndarray:
@@ -195,6 +196,8 @@ class _Builder:
             if triples is None
             else started_by(triples, starts, series_width, step)[step:],
             information=self.information,
+            nowcast_column=feats.shape[1] - 1 if self.known is not None and feature_set == 4
+            else None,  # fmt: skip
             **self._known_scores(series, direction, step, split, labels.threshold, feats,
                                  feature_set),  # fmt: skip
         )
@@ -299,7 +302,8 @@ class FittedModel:
 class Persistence:
     """Persistence ("what is happening now") as a model: bin t + L is what bin t is.
 
-    ``X[:, 0]`` is the current bin's bytes in every feature set; a burst when it exceeds
+    ``X[:, column]`` is the current bin's bytes (column 0 in every feature set; under
+    ``logs`` the part the logs hold, or the nowcast's column); a burst when it exceeds
     ``mean + k * std`` (severity: the current bin's class, §V-A).
     """
 
@@ -308,16 +312,17 @@ class Persistence:
     k: float
     severity: bool = False
     params: dict = field(default_factory=dict)
+    column: int = 0
 
     def predict(self, X: np.ndarray, starts=None) -> tuple[np.ndarray, np.ndarray]:
-        sigma = (np.asarray(X, np.float64)[:, 0] - self.mean) / self.std
+        sigma = (np.asarray(X, np.float64)[:, self.column] - self.mean) / self.std
         burst = sigma > self.k
         pred = severity_classes(sigma, self.k) if self.severity else burst.astype(np.int64)
         return pred, burst.astype(np.float64)
 
     @classmethod
-    def of(cls, labels: BurstLabels, severity: bool = False) -> Persistence:
-        return cls(labels.mean, labels.std, labels.k, severity)
+    def of(cls, labels: BurstLabels, severity: bool = False, column: int = 0) -> Persistence:
+        return cls(labels.mean, labels.std, labels.k, severity, column=column)
 
 
 @dataclass
@@ -536,6 +541,9 @@ def fit_candidates(
         tod = TimeOfDay.fit(ds, fit)
         pv = tod.predict(ds.X[val], ds.feature_start[val])[0] > 0
         out["time_of_day"] = Candidate.scored(tod, yv, pv)
+    if ds.nowcast_column is not None:
+        now = Persistence.of(ds.labels, not binary, ds.nowcast_column)
+        out["nowcast"] = Candidate.scored(now, yv, now.predict(ds.X[val])[0] > 0)
     for name in names:
         if binary and split:
             m = fit_split(name, ds, seed=seed, search_iter=search_iter, cv_splits=cv_splits)
@@ -638,6 +646,8 @@ def score_task(ds: Dataset, names: list[str], target: str, *, seed: int = 0,
                "time_of_day": (tod_pred[te], tod_prob[te])}  # fmt: skip
     for name in names:
         results[name] = cands[name].model.predict(ds.X[te])
+    if "nowcast" in cands:
+        results["nowcast"] = cands["nowcast"].model.predict(ds.X[te])
     results["chosen"] = results["persistence"] if chosen == "persistence" else \
         cands[chosen].model.predict(ds.X[te], ds.feature_start[te])  # fmt: skip
     scores = {name: _metrics(y, pred, prob, target) for name, (pred, prob) in results.items()}
@@ -727,7 +737,9 @@ def evaluate_forecasts(
         ``known_share`` (1 under live; under logs the share of the test part's bytes known
         one lead after their bin's end) and under logs with set 4 the nowcast's
         ``nowcast_corr``, ``nowcast_error`` and ``nowcast_f1``
-        (:func:`iosight.bursts._nowcast.nowcast_accuracy`). Model
+        (:func:`iosight.bursts._nowcast.nowcast_accuracy`). Under logs, persistence is the
+        known part of the current bin and model ``nowcast`` (set 4) is persistence of the
+        nowcast. Model
         ``chosen`` repeats the candidate picked on validation (its name in ``chosen``).
     """
     import pandas as pd

@@ -301,7 +301,7 @@ def train_forecaster(
         scores = {n: _metrics(ds.y[te], *cands[n].model.predict(ds.X[te], ds.feature_start[te]),
                               "binary")
                   for n in {best, "persistence"}}  # fmt: skip
-        sev = Persistence.of(ds.labels, severity=True)
+        sev = Persistence.of(ds.labels, severity=True, column=ds.nowcast_column or 0)
         sv = item["severity"]
         if sv is not None:
             fit_rows = slice(0, sv.n_fit)

@@ -43,7 +43,7 @@ def load_known(warehouse: Warehouse) -> pd.DataFrame:
 class KnownRows:
     """``timeline_known`` rows on the bins of one series: ``bin`` (index of the bin
     contributed to) and ``known`` (index of the bin at whose end the row is known, never
-    before ``bin``), only rows known by the end of the series' last bin."""
+    before ``bin``; ``n_bins`` or more: known only after the series' last bin)."""
 
     bin: np.ndarray
     known: np.ndarray
@@ -69,7 +69,7 @@ def known_rows(known: pd.DataFrame, bin_start: np.ndarray, width: float) -> Know
     b = np.rint((known["bin_start"].to_numpy(np.float64) - origin) / width).astype(np.int64)
     k = np.rint((known["known_start"].to_numpy(np.float64) - origin) / width).astype(np.int64)
     k = np.maximum(k, b)  # nothing is known before it happens
-    keep = (b >= 0) & (k < n)
+    keep = (b >= 0) & (b < n)
     return KnownRows(b[keep], k[keep], known.loc[keep].reset_index(drop=True), n)
 
 
@@ -89,7 +89,7 @@ def known_ema(rows: KnownRows, column: str, n: int) -> np.ndarray:
     a = 2.0 / (n + 1)
     w = 1.0 - a
     gain = np.power(w, (rows.known - rows.bin).astype(np.float64)) * rows.values(column)
-    arriving = np.bincount(rows.known, weights=gain, minlength=rows.n_bins)
+    arriving = np.bincount(rows.known, weights=gain, minlength=rows.n_bins)[: rows.n_bins]
     return a * lfilter([1.0], [1.0, -w], arriving)
 
 
