@@ -396,15 +396,16 @@ class SplitModel:
     as frequent in the test part) cannot make it forget that a burst now is the best sign
     of a burst soon (docs/bursts.md, "Why the models lost")."""
 
-    threshold: float  # X[:, 0] (bytes of the current bin) above it: a burst now
+    threshold: float  # X[:, column] (bytes of the current bin) above it: a burst now
     parts: tuple  # (calm-now, burst-now): FittedModel, or a constant burst probability
     cuts: tuple[float, float] = (0.5, 0.5)
     params: dict = field(default_factory=dict)
+    column: int = 0  # under logs (set 4) the nowcast's
 
     classes = np.array([0, 1])
 
     def burst_probability(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        now = np.asarray(X, np.float64)[:, 0] > self.threshold
+        now = np.asarray(X, np.float64)[:, self.column] > self.threshold
         prob = np.empty(len(X))
         for state, part in enumerate(self.parts):
             rows = now == bool(state)
@@ -432,11 +433,14 @@ def fit_split(
 ) -> SplitModel:
     """A :class:`SplitModel` fitted on the rows before the validation slice, its two cuts
     tuned together for F1 on the slice's first half (calm part first, then the burst
-    part given it)."""
+    part given it). Under logs with a nowcast the state is the nowcast's (the part of the
+    current bin the logs hold says little of it)."""
     fit, val = slice(0, ds.n_fit), validation_halves(ds)[0]
     parts, params = [], {}
+    col = ds.nowcast_column
+    current = ds.current if col is None else (ds.X[:, col] > ds.labels.threshold).astype(int)
     for state in (0, 1):
-        rows = np.flatnonzero(ds.current[fit] == state)
+        rows = np.flatnonzero(current[fit] == state)
         y = ds.y[fit][rows]
         if rows.size == 0 or np.unique(y).size < 2:
             parts.append(float(y.mean()) if rows.size else float(state))
@@ -445,7 +449,7 @@ def fit_split(
                       cv_splits=cv_splits)  # fmt: skip
         parts.append(m)
         params = m.params
-    model = SplitModel(ds.labels.threshold, tuple(parts), params=params)
+    model = SplitModel(ds.labels.threshold, tuple(parts), params=params, column=col or 0)
     now, prob = model.burst_probability(ds.X[val])
     yv = ds.y[val] > 0
     # start from persistence (calm: never, burst: always), then tune calm, then burst
