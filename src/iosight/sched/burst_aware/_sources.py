@@ -305,7 +305,7 @@ def forecast_study(
     the model's training window, so no window was seen in training. Run times are
     charged on the actual bins, also past the 24 (bursts past the timeline's end).
     """
-    from iosight.bursts import load_forecaster, load_jobs
+    from iosight.bursts import load_forecaster, load_jobs, load_known
     from iosight.timeline import bin_width_of, load_timeline
 
     fc = load_forecaster(warehouse, model)
@@ -330,7 +330,9 @@ def forecast_study(
         decisions = decisions[starts[decisions] > md["training_window"][1]]
     if len(decisions) == 0:
         raise IosightError("no decision time after the model's training window to simulate")
-    X = fc.features(df, load_jobs(warehouse) if md["feature_set"] == 4 else None)[decisions]
+    jobs = load_jobs(warehouse) if md["feature_set"] == 4 else None
+    known = load_known(warehouse) if fc.information == "logs" else None
+    X = fc.features(df, jobs, known)[decisions]
     predicted = np.ones((len(decisions), n_options), dtype=bool)  # leads past the model: bursts
     for lead in leads:
         predicted[:, lead - 1] = fc.binary[lead].predict(X, starts[decisions])[0] > 0
