@@ -78,8 +78,9 @@ def train(
     ),
     fmt: str = FORMAT_OPT,
 ) -> None:
-    """Evaluate models beside persistence and time-of-day baselines; save per direction
-    and lead persistence unless a model beat it robustly on validation."""
+    """Evaluate models beside persistence and time-of-day baselines (per information
+    regime); save per direction and lead the best baseline unless a model beat it
+    robustly on validation."""
     with cli_errors():
         from iosight.bursts import describe_choice, train_bursts
 
