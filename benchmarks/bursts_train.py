@@ -63,7 +63,7 @@ def main() -> None:
     print(f"{os.cpu_count()} cores; horizons {horizons} min; warehouse {src.path}")
     with tempfile.TemporaryDirectory() as tmp:
         # the new default saves forecasters: train on a copy so the warehouse is untouched
-        wh = Warehouse(os.path.join(tmp, "wh"))
+        wh = Warehouse(os.path.join(tmp, "wh"), create=True)
         for name in ("jobs", "job_totals", "timeline", "posix", "stdio"):
             if src.has_table(name):
                 wh.write_table(name, src.table(name))

@@ -89,7 +89,7 @@ def pool(files: list[str], workers: int, forked: Callable[[], None]) -> dict:
 def iosight_side(files: list[str], workers: int, wh: str, reader: str) -> dict:
     from iosight.warehouse import Warehouse, ingest
 
-    rep = ingest(files, Warehouse(wh), workers=workers, reader=reader)
+    rep = ingest(files, Warehouse(wh, create=True), workers=workers, reader=reader)
     return {"ok": rep.ingested, "failed": rep.failed}
 
 

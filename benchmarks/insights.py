@@ -93,7 +93,7 @@ def run_iosight(logs: list[Path], workers: int) -> dict:
     from iosight.warehouse import Warehouse, ingest
 
     with tempfile.TemporaryDirectory(prefix="iosight-insights-") as tmp:
-        wh = Warehouse(Path(tmp) / "wh")
+        wh = Warehouse(Path(tmp) / "wh", create=True)
         t0 = time.perf_counter()
         report = ingest(logs, wh, workers=workers)
         t1 = time.perf_counter()
@@ -147,7 +147,7 @@ def summit(workers: int) -> dict | None:
     from iosight.warehouse import Warehouse, ingest
 
     with tempfile.TemporaryDirectory(prefix="iosight-summit-") as tmp:
-        wh = Warehouse(Path(tmp) / "wh")
+        wh = Warehouse(Path(tmp) / "wh", create=True)
         t0 = time.perf_counter()
         ingest([SUMMIT], wh, workers=workers)
         t1 = time.perf_counter()

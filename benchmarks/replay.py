@@ -43,7 +43,7 @@ def recorded(path: str | None, tmp: Path):
 
     if path:
         return Warehouse(path, create=False)
-    wh = Warehouse(tmp / "recorded")
+    wh = Warehouse(tmp / "recorded", create=True)
     t = time.perf_counter()
     report = ingest([SUMMIT / "darshan_total"], wh, workers=1)
     print(f"recorded: {report.jobs} Summit jobs ingested in {time.perf_counter() - t:.0f} s")
@@ -86,7 +86,7 @@ def run(args) -> None:
         out = tmp / "logs"
         out.mkdir()
         replayer = start_replay(source, out, args)
-        wh = Warehouse(tmp / "followed")
+        wh = Warehouse(tmp / "followed", create=True)
         me = psutil.Process()
         batches, rss, busy, stop = [], [], [0.0], threading.Event()
 

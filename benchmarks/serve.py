@@ -41,7 +41,7 @@ def make_synthetic_jobs(path: Path, n: int, seed: int = 0) -> None:
     from iosight.darshan import jobs_schema
     from iosight.warehouse import Warehouse
 
-    wh = Warehouse(path)
+    wh = Warehouse(path, create=True)
     if wh.has_table("jobs"):
         raise SystemExit(f"{path} already has jobs; give an empty directory")
     rng = np.random.default_rng(seed)

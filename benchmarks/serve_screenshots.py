@@ -46,7 +46,7 @@ def example_warehouse(root: Path) -> Path:
     logs = sorted((Path(darshan.__file__).parent / "examples" / "example_logs").glob("*.darshan"))
     bad = root / "truncated-copy.darshan"
     bad.write_bytes(logs[0].read_bytes()[:600])
-    wh = Warehouse(root / "examples-wh")
+    wh = Warehouse(root / "examples-wh", create=True)
     ingest([*logs, bad], wh, workers=1)
     return wh.path
 

@@ -146,7 +146,7 @@ def make_facility(path: Path, records: int, seed: int, chunk: int = 250_000) -> 
 
     from iosight.warehouse import Warehouse
 
-    wh = Warehouse(path)
+    wh = Warehouse(path, create=True)
     rng = np.random.default_rng(seed)
     for lo in range(0, records, chunk):
         n = min(chunk, records - lo)

@@ -2,19 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from tests_support import SHARED
-
-
-def shared_path(*parts: str) -> Path:
-    """A path under ../shared, skipping the test when it is absent (a fresh clone)."""
-    p = SHARED.joinpath(*parts)
-    if not p.exists():
-        pytest.skip(f"{p} not present (../shared is only beside CI and dev checkouts)")
-    return p
+from tests_support import shared_path
 
 
 @pytest.fixture
@@ -26,4 +16,4 @@ def shared():
 def warehouse(tmp_path):
     from iosight.warehouse import Warehouse
 
-    return Warehouse(tmp_path / "wh")
+    return Warehouse(tmp_path / "wh", create=True)

@@ -8,10 +8,11 @@ import bz2
 import struct
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 MODULES_341 = {"POSIX": 1, "MPI-IO": 2, "LUSTRE": 8, "STDIO": 9, "DXT_POSIX": 10}
 MODULES_341.update({"DXT_MPIIO": 11, "HEATMAP": 15, "H5F": 3, "H5D": 4})
+MODULES_341.update({"PNETCDF_FILE": 5, "PNETCDF_VAR": 6, "BG/Q": 7, "DFS": 16, "DAOS": 17})
 MODULES_321 = {"POSIX": 1, "MPI-IO": 2, "LUSTRE": 7, "STDIO": 8, "DXT_POSIX": 9}
 MODULES_321.update({"DXT_MPIIO": 10, "HEATMAP": 14, "H5F": 3, "H5D": 4})
 
@@ -28,6 +29,15 @@ class Log:
     names: bytes
     modules: dict[int, bytes]  # module id -> inflated region
     versions: list[int]
+    deflated: dict[int, bytes] = field(default_factory=dict)  # module id -> zlib region
+    deflated_names: bytes = b""  # the name records' zlib region, instead of ``names``
+
+    def set_deflated(self, name: str, version: int, region: bytes) -> None:
+        """Module ``name`` of ``version`` with ``region`` as its file bytes (zlib)."""
+        i = self.module_id(name)
+        self.modules.pop(i, None)
+        self.deflated[i] = region
+        self.versions[i] = version
 
     def module_id(self, name: str) -> int:
         return (MODULES_341 if self.nmods == 64 else MODULES_321)[name]
@@ -82,13 +92,13 @@ def join(log: Log, comp: int | None = None) -> bytes:
     size = map_at + 16 + 20 * nmods
     body = bytearray(_deflate(log.job, comp))
     name_map = (0, 0)
-    if log.names:
-        raw = _deflate(log.names, comp)
+    if log.names or log.deflated_names:
+        raw = log.deflated_names or _deflate(log.names, comp)
         name_map = (size + len(body), len(raw))
         body += raw
     maps = [0] * (2 * nmods)
-    for i in sorted(log.modules):
-        raw = _deflate(log.modules[i], comp)
+    for i in sorted({*log.modules, *log.deflated}):
+        raw = log.deflated[i] if i in log.deflated else _deflate(log.modules[i], comp)
         maps[2 * i], maps[2 * i + 1] = size + len(body), len(raw)
         body += raw
     head = bytearray(size)
@@ -117,3 +127,13 @@ def map_dxt_segments(region: bytes, segment: Callable[[bytes, int], bytes]) -> b
             pos += 32
             k += 1
     return bytes(out)
+
+
+def zlib_repeated(unit: bytes, size: int) -> bytes:
+    """A zlib region inflating to ``unit`` over and over, ``size`` bytes in all (``unit``
+    divides 1 MiB evenly or repeats in whole units): back-to-back streams of one MiB each,
+    as Darshan writes a stream per rank's share. 1 MiB of zeros deflates to ~1 KB, so a
+    region of 1 GiB is a file of 1 MB."""
+    per = max(1, (1 << 20) // len(unit))
+    stream = zlib.compress(unit * per, 9)
+    return stream * max(1, size // (per * len(unit)))

@@ -101,7 +101,7 @@ def trace_and_ingest(root):
             proc = ProcessInfo(rank=rank, nprocs=nprocs, jobid=jobid)
             with trace(logs, proc=proc, dxt=name == "small_writes"):
                 fn(data, rank)
-    wh = Warehouse(root / "wh")
+    wh = Warehouse(root / "wh", create=True)
     report = ingest(sorted(logs.glob("*.darshan")), wh, workers=1)
     assert report.ok, report.errors
     keys = {name: find_job(wh, str(jobid)) for name, (_, _, jobid) in WORKLOADS.items()}

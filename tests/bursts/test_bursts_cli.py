@@ -13,6 +13,9 @@ def _ok(*args):
 
 
 def test_cli_end_to_end(tmp_path):
+    from iosight.bursts import describe_choice, load_forecaster
+    from iosight.warehouse import Warehouse
+
     wh = str(tmp_path / "wh")
     w = ["-w", wh]
     out = _ok("synth", "facility", *w, "--months", "0.4", "--jobs-per-day", "200", "--seed", "2")
@@ -37,8 +40,14 @@ def test_cli_end_to_end(tmp_path):
               "--direction", "write", "--format", "csv")  # fmt: skip
     assert out.count(",chosen,") == 2 and "saved bursts-write, per lead" in out
     lead = _ok("bursts", "predict", *w, "--at", "2024-01-05 12:00", "--features", "4")
-    assert "bursts-write" in lead
+    # the title names what predicts each lead (as saved), never a candidate it did not keep
+    saved = load_forecaster(Warehouse(wh), "bursts-write").metadata["chosen"]
+    title = f"bursts-write: {describe_choice(saved)} (lead mode, per lead)"
+    assert title in " ".join(lead.split())  # the table's title may wrap
     at = ["--at", "2024-01-05 12:00", "--model", "bursts-write-interval"]
+    (kept,) = load_forecaster(Warehouse(wh), "bursts-write-interval").metadata["chosen"].values()
+    titles = [line.strip() for line in _ok("bursts", "predict", *w, *at).splitlines()]
+    assert f"bursts-write-interval: {kept} (interval mode, the next 5 min)" in titles
     out = _ok("bursts", "predict", *w, *at, "--format", "csv")
     assert out.startswith("lead,bin_start,burst,probability,severity")
     assert out.splitlines()[1].startswith("1,1704456300.0,")  # 12:05, the next 5-min bin
@@ -62,7 +71,7 @@ def test_cli_errors_are_one_line(tmp_path, args, message):
 
     from iosight.warehouse import Warehouse
 
-    wh = Warehouse(tmp_path / "wh")
+    wh = Warehouse(tmp_path / "wh", create=True)
     wh.commit({"jobs": [pa.table({"job_key": ["a"], "start_time": [0.0], "end_time": [1.0]})]})
     r = runner.invoke(app, [*args, "-w", str(wh.path)])
     assert r.exit_code == 1 and message in r.output and "Traceback" not in r.output
@@ -99,3 +108,21 @@ def test_cli_train_and_predict_under_logs(tmp_path):
     p = _ok("bursts", "predict", *w, "--model", "bursts-write-logs", "--at",
             "2024-01-05 12:00", "--format", "csv")  # fmt: skip
     assert p.startswith("lead,bin_start,burst,probability,severity") and p.count("\n") == 25
+
+
+def test_mostly_empty_timeline_has_no_burst_threshold(tmp_path):
+    """PyDarshan's example logs (real) span 2017-2023: their hourly timeline is nearly all
+    empty, so a threshold for 1% bursts would be 0 B; analyze and train refuse in one line."""
+    from iosight.demo.step_10_characterization import example_logs
+    from iosight.warehouse import Warehouse, ingest
+
+    w = ["-w", str(tmp_path / "wh")]
+    ingest(example_logs(), Warehouse(tmp_path / "wh", create=True), workers=1)
+    _ok("timeline", "build", *w, "--bin", "1h")
+    train = ["bursts", "train", "--models", "logreg", "--horizons", "60"]
+    for args in (["bursts", "analyze"], train):
+        r = runner.invoke(app, [*args, *w])
+        errors = [line for line in r.output.splitlines() if line.startswith("error:")]
+        assert r.exit_code == 1 and len(errors) == 1 and "Traceback" not in r.output
+        assert " bytes per " in errors[0] and " bin has no bursts to find: " in errors[0]
+        assert "bins are empty and the threshold for 1% bursts is not above the mean" in errors[0]

@@ -91,3 +91,21 @@ def test_analyze_bursts_summary():
     assert s.loc["write", "fraction"] == pytest.approx(0.01, abs=1e-3)
     assert len(a.totals["monthly"]) == 3 and len(a.totals["hourly"]) == n // 12
     assert a.runs["write"]["bursts"].sum() == s.loc["write", "bursts"]
+
+
+def test_threshold_not_above_the_mean_is_refused():
+    """SYNTHETIC mostly empty series (5 busy bins of 1,000): the threshold for 1% bursts
+    is an empty bin, k < 0, and every bin with any I/O would be a burst; refused."""
+    v = np.zeros(1000)
+    v[[10, 200, 201, 600, 900]] = [5e9, 1e6, 3e7, 2e3, 8e8]
+    with pytest.raises(IosightError) as err:
+        label_bursts(v, name="write bytes per bin")
+    msg = str(err.value)
+    assert msg.startswith("write bytes per bin has no bursts to find: 995 of its 1,000 bins")
+    assert "the threshold for 1% bursts is not above the mean (k = -" in msg
+    assert "\n" not in msg
+    for k in (0.0, -1.0):
+        with pytest.raises(IosightError, match="'k' parameter must be a positive"):
+            label_bursts(v, k=k)
+    # 0.2% of the bins: the 3rd largest (3e7) is above the mean (5.8e6), so 2 bursts
+    assert label_bursts(v, target_fraction=0.002).is_burst.sum() == 2

@@ -63,3 +63,17 @@ def test_a_shared_file_counts_all_ranks_and_shows_its_mean_per_rank():
     (row,) = [line for line in result.output.splitlines() if "vpicio.hdf5" in line]
     assert " 2048 " in row and " 1 d 3 h " in row and " 49 s " in row, row
     assert "run time 1 min 57 s" in result.output
+
+
+def test_a_log_whose_job_record_is_garbage_says_what_is_unknown():
+    """A pre-release 3.4 log: its records summarised, its job fields "unknown" (not a
+    traceback for a null start time), the reader's warning line as a note."""
+    from tests_support import garbage_job_logs
+
+    log = next(p for p in garbage_job_logs() if "PNETCDF" in p.name)
+    result = runner.invoke(app, ["job", str(log)])
+    assert result.exit_code == 0, result.output
+    assert "job unknown" in result.output
+    assert "processes unknown, start unknown, run time unknown" in result.output
+    assert "note: job record not in the format 3.41 layout" in result.output
+    assert "per module" in result.output and "testFile" in result.output

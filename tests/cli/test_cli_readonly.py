@@ -116,7 +116,7 @@ def _writer_args(name: str, tmp_path) -> list[str]:
 def test_a_writer_on_a_read_only_warehouse_says_so_before_its_work(tmp_path, monkeypatch, name):
     """An empty warehouse: a command that worked before checking would fail on a missing
     table (or, compact, succeed); on a real one it computed for minutes first."""
-    wh = Warehouse(tmp_path / "wh")
+    wh = Warehouse(tmp_path / "wh", create=True)
     read_only_lock(monkeypatch, wh.path)
     result = runner.invoke(app, [*name.split(), *_writer_args(name, tmp_path), "-w", str(wh.path)])
     assert result.exit_code == 1
@@ -143,7 +143,7 @@ def test_writers_on_a_read_only_mount_say_so_in_one_line(tmp_path):
     ro.mkdir()
     table = tmp_path / "totals.csv"
     table.write_text(TOTALS)
-    assert ingest([table], Warehouse(ro / "wh"), workers=1).ok
+    assert ingest([table], Warehouse(ro / "wh", create=True), workers=1).ok
     prefix = read_only_mount(ro)
     if prefix is None:
         pytest.skip("no private read-only mount here (unshare missing or refused)")

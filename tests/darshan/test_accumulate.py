@@ -4,7 +4,9 @@ arrays; the value-by-value oracle on real logs is test_job_totals_need_no_c_libr
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from iosight.darshan import _accumulate
 from iosight.darshan._accumulate import (
     _TOP4_VECTOR_MIN,
     _clamped_sums,
@@ -24,12 +26,16 @@ def _c_clamped_sum(values: list[int]) -> int:
     return agg
 
 
-def test_clamped_sum_equals_the_c_recursion() -> None:
+@pytest.mark.parametrize("rows", [3, _accumulate._ROWS])
+def test_clamped_sum_equals_the_c_recursion(monkeypatch, rows: int) -> None:
+    """Also when the records are summed a few at a time (``rows``), carrying the sum and
+    its minimum from block to block."""
+    monkeypatch.setattr(_accumulate, "_ROWS", rows)
     rng = np.random.default_rng(7)  # synthetic counters, -1 ("invalid") among them
     for _ in range(200):
-        block = rng.choice([-1, -1, 0, 1, 5, 40, -3], size=(rng.integers(1, 12), 5))
-        want = [_c_clamped_sum(col) for col in block.T.tolist()]
-        assert _clamped_sums(block).tolist() == want, block
+        block = rng.choice([-1, -1, 0, 1, 5, 40, -3], size=(rng.integers(1, 12), 6))
+        want = [_c_clamped_sum(col) for col in block.T.tolist()[:5]]
+        assert _clamped_sums(block, [0, 1, 2, 3, 4]).tolist() == want, block
 
 
 def test_top4_merge_keeps_the_most_common_values() -> None:
@@ -117,7 +123,7 @@ def test_stdio_rules_equal_the_c_fold() -> None:
         recs = np.column_stack(
             [ids, ranks.view(np.uint64), ints.view(np.uint64), fl.view(np.uint64)]
         )
-        got = accumulate("STDIO", recs, 3)
+        got = accumulate("STDIO", recs)
         c, f = _c_stdio_fold(recs)
         want = dict(zip(["total_" + x for x in names], c + f, strict=True))
         assert {k: got[k] for k in want} == want, (recs, got, want)

@@ -5,6 +5,7 @@ DXT_MPIIO v3, darshan's development branch) and modules of an unknown future ver
 from __future__ import annotations
 
 import struct
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 import darshan3_logs as dl
+from iosight.darshan import warnings_in
 from iosight.darshan._darshan3 import read_darshan3
 from tests_support import SHARED
 
@@ -124,3 +126,53 @@ def test_heatmap_records_of_other_bin_counts_read_one_by_one(tmp_path: Path) -> 
     keep = np.ones(want.num_rows, bool)
     keep[k - 1] = False  # the first record's last bin
     assert read_darshan3(changed)["heatmap"].equals(want.filter(pa.array(keep)))
+
+
+def test_claimed_nprocs_costs_no_memory(tmp_path: Path) -> None:
+    """A job record claiming 10^8 processes (the most the reader accepts) over one
+    rank's records: the job totals (the slowest rank's time among them) cost memory for
+    the records, not for every rank the log claims, and come out the same."""
+    path = _log(SAMPLES[1])
+    log = dl.split(path.read_bytes())
+    job = bytearray(log.job)
+    struct.pack_into("<q", job, 40, 10**8)  # 3.41: uid, start s/ns, end s/ns, nprocs
+    log.job = bytes(job)
+    claimed = tmp_path / "claimed.darshan"
+    claimed.write_bytes(dl.join(log))
+    tracemalloc.start()
+    try:
+        got = read_darshan3(claimed)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert got["jobs"]["nprocs"][0].as_py() == 10**8
+    assert got["job_totals"].equals(read_darshan3(path)["job_totals"])
+    assert peak < 32 << 20, peak
+
+
+@pytest.mark.parametrize(
+    ("word", "value", "unknown", "said"),
+    [
+        (3, -5, {"nprocs": -1}, "garbage nprocs -5 (outside 1..10^8); nprocs unknown"),
+        (1, 10**12, {"start_time": None, "run_time": None}, "implausible start time 10000"),
+    ],
+    ids=["nprocs", "start"],
+)
+def test_garbage_job_field_is_unknown_not_the_log(
+    tmp_path: Path, word: int, value: int, unknown: dict, said: str
+) -> None:
+    """A job record field out of its plausible range (nprocs outside 1..10^8, a time
+    outside 1990-2100) is unknown (-1 or null) with a warning line; the records stay."""
+    path = _log(SAMPLES[0])  # 3.21: uid, start, end, nprocs, jobid
+    log = dl.split(path.read_bytes())
+    job = bytearray(log.job)
+    struct.pack_into("<q", job, 8 * word, value)
+    log.job = bytes(job)
+    changed = tmp_path / "garbage.darshan"
+    changed.write_bytes(dl.join(log))
+    got, want = read_darshan3(changed), read_darshan3(path)
+    row = got["jobs"].to_pylist()[0]
+    assert {k: row[k] for k in unknown} == unknown
+    assert any(w.startswith(said) for w in warnings_in(row["metadata"])), row["metadata"]
+    for table in set(want) - {"jobs"}:
+        assert got[table].equals(want[table]), table

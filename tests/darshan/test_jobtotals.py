@@ -39,7 +39,7 @@ def test_one_bad_cell_does_not_break_sums_over_the_warehouse(tmp_path):
     good, bad = tmp_path / "a.csv", tmp_path / "b.csv"
     good.write_text(HEADER + "1,4,1600000000,1600000100,100,3\n")
     bad.write_text(HEADER + "2,4,1600000000,1600000100,xyz,5\n3,8,1600000000,1600000100,7,1\n")
-    wh = Warehouse(tmp_path / "wh")
+    wh = Warehouse(tmp_path / "wh", create=True)
     report = ingest([good, bad], wh, workers=1)
     assert (report.ingested, report.failed, report.jobs) == (2, 0, 3)
     total = wh.sql("select sum(total_POSIX_BYTES_READ) s, count(*) n from job_totals").iloc[0]

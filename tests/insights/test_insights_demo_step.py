@@ -12,7 +12,7 @@ def test_demo_step_runs_on_the_example_logs(tmp_path):
     shown: dict[str, object] = {}
     ctx = DemoContext(
         workdir=tmp_path,
-        warehouse=Warehouse(tmp_path / "wh"),
+        warehouse=Warehouse(tmp_path / "wh", create=True),
         say=lambda s: None,
         show=lambda df, title: shown.setdefault(title, df),
     )

@@ -18,7 +18,7 @@ def test_parser_text_dump_gets_the_same_insights_as_its_log(traced, tmp_path):
     _, tables = read_source(log["source_path"][0])
     dump = tmp_path / "unequal.txt"
     write_parser_text(tables, dump, exact=True)
-    other = Warehouse(tmp_path / "wh2")
+    other = Warehouse(tmp_path / "wh2", create=True)
     assert ingest([dump], other, workers=1).ok
     compute_insights(other)
     assert other.sql("select source_format from jobs")["source_format"][0] == "parser-text"
@@ -134,7 +134,7 @@ def test_the_summit_csv_fires_only_what_its_parquet_files_fire(shared, tmp_path)
     csv = tmp_path / "app1.csv"
     rows[rows["app"] == "App1"].to_csv(csv, index=False)
     sources = {"csv": csv, "parquet": root / "darshan_total" / "App1.parquet"}
-    whs = {name: Warehouse(tmp_path / name) for name in sources}
+    whs = {name: Warehouse(tmp_path / name, create=True) for name in sources}
     for name, wh in whs.items():
         assert ingest([sources[name]], wh, workers=1).ok
         compute_insights(wh)
@@ -168,3 +168,24 @@ def test_the_summit_csv_fires_only_what_its_parquet_files_fire(shared, tmp_path)
             assert all(no_nonblocking <= c for c in codes[mpiio])
         else:
             assert not any((no_seq_sizes_alignment | no_nonblocking) & c for c in codes)
+
+
+def test_synthetic_jobs_beside_real_ones_are_labelled_apart(traced, tmp_path):
+    """A SYNTHETIC facility added to a warehouse of real traced jobs: the facility view
+    says the data are mixed, and lists a synthetic application only with its label."""
+    import shutil
+
+    from iosight.synth.facility import FacilityConfig, generate_facility
+
+    real, wh = (Warehouse(shutil.copytree(traced[0].path, tmp_path / n)) for n in "ab")
+    generate_facility(wh, FacilityConfig(months=0.1, jobs_per_day=40))
+    compute_insights(real)
+    compute_insights(wh)
+    view = facility_view(wh, apps=50)
+    n_syn = int(wh.sql("select count_if(synthetic) n from jobs")["n"][0])
+    assert view.data == f"mixed ({n_syn:,} of {view.jobs:,} jobs SYNTHETIC)"
+    listed = [a for apps in view.rules["worst_apps"].dropna() for a in apps.split("; ")]
+    labelled = [a for a in listed if " [SYNTHETIC] (" in a]
+    assert labelled and all(a.startswith("synthetic-") for a in labelled)  # the synth exe
+    assert not any(a.startswith("synthetic-") for a in set(listed) - set(labelled))
+    assert facility_view(real).data == "real"

@@ -152,7 +152,9 @@ def test_negative_seeds_are_refused(small_model, tmp_path):
     calls = [
         lambda: fit_model(samples, plat, seed=-1),
         lambda: simulate_writes(plat, WriteSimConfig(patterns_per_scale=1, seed=-1)),
-        lambda: runs_to_warehouse(Warehouse(tmp_path / "w"), samples.head(0), plat, seed=-1),
+        lambda: runs_to_warehouse(
+            Warehouse(tmp_path / "w", create=True), samples.head(0), plat, seed=-1
+        ),
         lambda: evaluate_tokio_files([tmp_path / "missing.csv.gz"], seed=-1),
         lambda: place_nodes(plat, 2, seed=-1),
     ]

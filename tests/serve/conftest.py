@@ -66,7 +66,7 @@ def served_path(tmp_path_factory) -> Path:
     from iosight.warehouse import Warehouse, ingest
 
     root = tmp_path_factory.mktemp("serve")
-    wh = Warehouse(root / "wh")
+    wh = Warehouse(root / "wh", create=True)
     generate_facility(wh, FacilityConfig(months=8 / 30, seed=1, jobs_per_day=60))
     build_timeline(wh, bin_width=300.0)
     train_bursts(wh, directions="write", models="tree", modes="lead", horizons=[5],

@@ -84,6 +84,25 @@ def test_facility_recommends_a_start(server):
     assert body.count("<tr") == 1 + 24  # the forecaster's next 24 bins
 
 
+def test_facility_says_why_a_mostly_empty_timeline_has_no_threshold(tmp_path):
+    """PyDarshan's example logs (real, 2017-2023) in hourly bins: nearly every bin is
+    empty, so neither direction has a burst threshold, and the page says why."""
+    from iosight.demo.step_10_characterization import example_logs
+    from iosight.serve import BackgroundServer, create_app
+    from iosight.timeline import build_timeline
+    from iosight.warehouse import Warehouse, ingest
+
+    wh = Warehouse(tmp_path / "wh", create=True)
+    ingest(example_logs(), wh, workers=1)
+    build_timeline(wh, bin_width=3600.0)
+    with BackgroundServer(create_app(wh.path)) as srv:
+        status, _, body = get(srv, "/facility")
+    assert status == 200 and 'id="fig-facility"' in body
+    assert "write none/s, read none/s" in " ".join(body.split())
+    for d in ("read", "write"):
+        assert f"No burst threshold: {d} bytes per bin has no bursts to find: " in body
+
+
 def test_timeline_api_zooms(server):
     _, _, body = get(server, "/api/timeline")
     whole = json.loads(body)

@@ -23,7 +23,7 @@ def _fails_in_one_line(args: list[str], match: str) -> None:
 @pytest.fixture
 def synth_wh(tmp_path):
     path = tmp_path / "wh"
-    synth_monitoring(Warehouse(path), 40, seed=3)
+    synth_monitoring(Warehouse(path, create=True), 40, seed=3)
     return path
 
 

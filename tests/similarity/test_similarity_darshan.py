@@ -104,3 +104,29 @@ def test_real_log_conserves_bytes_and_calls(shared, warehouse):
     for op in ("read", "write"):
         if op in calls:
             assert total[f"{op}_calls"] == pytest.approx(calls[op], rel=1e-9)
+
+
+def test_a_job_without_run_time_gets_no_series(warehouse):
+    """Synthetic tables: job ``b`` has the same HEATMAP bin as ``a`` but no run time (a
+    Darshan log whose job record is garbage keeps its records, not its times). It has no
+    time axis to cut: no series (once, every rate divided by 1 ms), counted as untimed."""
+    _put(
+        warehouse,
+        "jobs",
+        {"job_key": ["a", "b"], "jobid": [7, None], "run_time": [900.0, None]},
+    )
+    bin_row = {
+        "module": "POSIX",
+        "rank": 0,
+        "record_id": 1,
+        "bin": 0,
+        "bin_width": 30.0,
+        "bin_start": 590.0,
+        "read_bytes": 0,
+        "write_bytes": 300,
+    }
+    _put(warehouse, "heatmap", [{"job_key": k, **bin_row} for k in ("a", "b")])
+    series, jobs = darshan_series(warehouse)
+    assert jobs["job"].tolist() == ["a"] and set(series["job"]) == {"a"}
+    counts = series_from_darshan(warehouse)
+    assert (counts["jobs"], counts["time_resolved"], counts["untimed"]) == (1, 1, 1)

@@ -15,7 +15,7 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def wh(tmp_path_factory):
-    w = Warehouse(tmp_path_factory.mktemp("plain") / "wh")
+    w = Warehouse(tmp_path_factory.mktemp("plain") / "wh", create=True)
     ingest(example_logs(), w, workers=1)
     return w
 
@@ -52,3 +52,27 @@ def test_find_never_lists_unrelated_jobs_and_report_renders(wh, tmp_path):
     assert result.exit_code == 0, result.output
     page = (tmp_path / "similarity.html").read_text()
     assert "The warehouse's jobs" in page and "time-resolved" in page
+
+
+def test_find_compares_only_jobs_of_the_same_source(shared, tmp_path):
+    """Real Darshan logs and real DKRZ codings (their first 3,000 jobs) in one warehouse:
+    a log's similar jobs are logs, never DKRZ jobs whose codes merely look alike."""
+    from iosight.similarity import import_codings, series_from_darshan
+
+    dkrz = shared("datasets", "dkrz_mistral_bcoding_100k", "coding_job_abs_mode_False.csv")
+    head = tmp_path / "dkrz-head.csv"
+    head.write_text("\n".join(dkrz.read_text().splitlines()[:3001]) + "\n")
+    mixed = Warehouse(tmp_path / "wh", create=True)
+    ingest(example_logs(), mixed, workers=1)
+    series_from_darshan(mixed)
+    import_codings(mixed, head)
+    sources = dict(mixed.sql("select job_key, source from sim_jobs").values)
+    logs = mixed.sql(
+        "select job_key from sim_codings join sim_jobs using (job_key) "
+        "where coding = 'bin-aggzeros' and not zero and source = 'darshan'"
+    )["job_key"]
+    assert len(logs) > 0
+    for key in logs:
+        found = find_similar(mixed, key, top=20)
+        assert {sources[k] for k in found["job_key"]} <= {"darshan"}, key
+        assert found.attrs["source"] == "darshan"

@@ -131,7 +131,7 @@ def test_sparse_monitoring_with_job_columns_gives_the_dense_codings(tmp_path):
         "sparse+jobs": sparse.merge(per_job, left_on="job", right_index=True),
     }.items():
         df.to_parquet(tmp_path / f"{name}.parquet", index=False)
-        wh = Warehouse(tmp_path / name)
+        wh = Warehouse(tmp_path / name, create=True)
         import_monitoring(wh, tmp_path / f"{name}.parquet", categories=CATS)
         got[name] = (wh.sql(codes), wh.sql("select * from sim_profiles order by job_key"))
     assert got["sparse+jobs"][0].equals(got["dense"][0])
@@ -265,7 +265,7 @@ def test_reimported_codings_are_one_batch_a_kill_after_it_loses_nothing(tmp_path
     from iosight.warehouse import Warehouse
 
     path = tmp_path / "wh"
-    import_codings(Warehouse(path), codings_csv)
+    import_codings(Warehouse(path, create=True), codings_csv)
     codes = "select job_key, coding, code from sim_codings order by all"
     before = Warehouse(path).sql(codes)
     script = (

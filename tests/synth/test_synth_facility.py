@@ -13,7 +13,7 @@ SMALL = FacilityConfig(months=0.5, seed=7, jobs_per_day=300, storms_per_month=4)
 def facility(tmp_path_factory):
     from iosight.warehouse import Warehouse
 
-    wh = Warehouse(tmp_path_factory.mktemp("fac") / "wh")
+    wh = Warehouse(tmp_path_factory.mktemp("fac") / "wh", create=True)
     summary = generate_facility(wh, SMALL)
     build_timeline(wh)
     return wh, summary
@@ -58,12 +58,12 @@ def test_same_seed_same_data(tmp_path):
     from iosight.warehouse import Warehouse
 
     cfg = FacilityConfig(months=0.1, seed=3, jobs_per_day=50)
-    a, b = Warehouse(tmp_path / "a"), Warehouse(tmp_path / "b")
+    a, b = Warehouse(tmp_path / "a", create=True), Warehouse(tmp_path / "b", create=True)
     generate_facility(a, cfg)
     generate_facility(b, cfg)
     q = "select job_key, POSIX_BYTES_WRITTEN from posix order by job_key, record_id"
     assert a.sql(q).equals(b.sql(q))
-    c = Warehouse(tmp_path / "c")
+    c = Warehouse(tmp_path / "c", create=True)
     generate_facility(c, FacilityConfig(months=0.1, seed=4, jobs_per_day=50))
     assert not np.array_equal(a.sql(q)["POSIX_BYTES_WRITTEN"], c.sql(q)["POSIX_BYTES_WRITTEN"])
 
@@ -72,7 +72,7 @@ def test_bad_config(tmp_path):
     from iosight.warehouse import Warehouse
 
     with pytest.raises(IosightError, match="months"):
-        generate_facility(Warehouse(tmp_path / "x"), FacilityConfig(months=0))
+        generate_facility(Warehouse(tmp_path / "x", create=True), FacilityConfig(months=0))
 
 
 @pytest.mark.parametrize(
@@ -92,4 +92,4 @@ def test_out_of_range_configs_are_refused_before_allocating(tmp_path, cfg, match
     from iosight.warehouse import Warehouse
 
     with pytest.raises(IosightError, match=match):
-        generate_facility(Warehouse(tmp_path / "x"), cfg)
+        generate_facility(Warehouse(tmp_path / "x", create=True), cfg)

@@ -116,3 +116,34 @@ def test_value_layouts_give_the_same_bins():
     want = bin_intervals(s, e, np.ascontiguousarray(wide[:, ::2]), width=3.0, n_bins=240)
     for v in (wide[:, ::2], np.asfortranarray(wide[:, ::2])):
         assert np.allclose(bin_intervals(s, e, v, width=3.0, n_bins=240), want, rtol=1e-12)
+
+
+def _heavy_tailed(n: int, seed: int, span: float):
+    """SYNTHETIC intervals over ``span`` s: durations and values over many magnitudes (the
+    mix that leaves a float difference array's rounding behind in empty bins)."""
+    rng = np.random.default_rng(seed)
+    s = rng.uniform(0, span, n)
+    e = np.minimum(s + rng.lognormal(5, 2.5, n) * (rng.random(n) > 0.1), span)
+    return s, e, rng.lognormal(18, 5, (n, 2))
+
+
+def test_untouched_bins_are_exactly_zero_and_none_is_negative():
+    s, e, v = _heavy_tailed(1000, 5, 1e6)
+    out = bin_intervals(s, e, v, width=10.0, n_bins=100_001)
+    act = count_active(s, e, width=10.0, n_bins=100_001)
+    assert (act == 0).sum() > 10_000  # many gaps between the intervals
+    assert (out[act == 0] == 0).all()
+    assert (out >= 0).all() and (out[act > 0].sum(axis=1) > 0).all()
+
+
+def test_bins_equal_an_exact_computation():
+    """Every bin is within one unit (a byte) of the exact sum (``Fraction``s), at values of
+    up to 1e15."""
+    from tests_support import exact_bins, max_abs_error
+
+    s, e, v = _heavy_tailed(200, 6, 10_000.0)
+    v = np.minimum(v, 1e15)
+    out = bin_intervals(s, e, v, width=10.0, n_bins=1_001)
+    for c in range(v.shape[1]):
+        want = exact_bins(s, e, v[:, c], 10.0, 10.0 * np.arange(1_001))
+        assert max_abs_error(out[:, c], want) <= 1

@@ -27,7 +27,7 @@ class _Steps:
 def facility(tmp_path_factory):
     """A SYNTHETIC facility (three weeks: POSIX, STDIO, job totals) plus DXT segments and
     heatmap bins for some of its POSIX records, so that every placement path runs."""
-    wh = Warehouse(tmp_path_factory.mktemp("facility") / "wh")
+    wh = Warehouse(tmp_path_factory.mktemp("facility") / "wh", create=True)
     generate_facility(wh, FacilityConfig(months=0.7, jobs_per_day=120, seed=3))
     rng = np.random.default_rng(0)
     rec = wh.sql(

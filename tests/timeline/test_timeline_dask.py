@@ -27,7 +27,7 @@ def _random_warehouse(path, jobs=60, seed=0):
         "POSIX_F_READ_END_TIMESTAMP": t0 + rng.uniform(0, 1, 400) * (run[job] - t0),
     }
     totals = {"job_key": keys[-10:], "total_POSIX_BYTES_READ": rng.lognormal(15, 2, 10)}
-    wh = Warehouse(path)
+    wh = Warehouse(path, create=True)
     wh.commit(
         {
             "jobs": [pa.table({"job_key": keys, "start_time": start, "end_time": start + run})],

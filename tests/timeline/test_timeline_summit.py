@@ -3,24 +3,33 @@
 import numpy as np
 import pytest
 
-from iosight.timeline import build_timeline
+from iosight.timeline import VALUE_COLUMNS, build_timeline
 
 
-def test_summit_app_timeline(shared, tmp_path):
+@pytest.fixture(scope="module")
+def app1(tmp_path_factory):
+    """Summit's App1 (2,884 real jobs) ingested, its raw rows and its 5-minute timeline."""
     import pandas as pd
 
     from iosight.warehouse import Warehouse, ingest
+    from tests_support import shared_path
 
-    src = shared("datasets", "summit_darshan_total_2021", "darshan_total", "App1.parquet")
-    wh = Warehouse(tmp_path / "wh")
+    src = shared_path("datasets", "summit_darshan_total_2021", "darshan_total", "App1.parquet")
+    wh = Warehouse(tmp_path_factory.mktemp("summit") / "wh", create=True)
     ingest([src], wh, workers=1)
-    t = build_timeline(wh).to_pandas()
-    raw = pd.read_parquet(src)
+    return pd.read_parquet(src), build_timeline(wh).to_pandas()
+
+
+def _bytes(raw, counter: str) -> np.ndarray:
+    """POSIX + STDIO bytes of each job (MPI-IO is already in POSIX)."""
+    cols = [raw[f"total_{layer}_{counter}"].clip(lower=0) for layer in ("POSIX", "STDIO")]
+    return np.nansum(np.column_stack(cols), axis=1)
+
+
+def test_summit_app_timeline(app1):
+    raw, t = app1
     for d, c in (("read", "BYTES_READ"), ("write", "BYTES_WRITTEN")):
-        want = np.nansum(raw[f"total_POSIX_{c}"].clip(lower=0)) + np.nansum(
-            raw[f"total_STDIO_{c}"].clip(lower=0)
-        )
-        assert t[f"{d}_bytes"].sum() == pytest.approx(want, rel=1e-12)  # MPI-IO not added
+        assert t[f"{d}_bytes"].sum() == pytest.approx(_bytes(raw, c).sum(), rel=1e-12)
     origin = np.floor(raw["start_time"].min() / 300) * 300
     span = raw["end_time"].max() - origin
     assert len(t) == int(span // 300) + 1
@@ -29,3 +38,23 @@ def test_summit_app_timeline(shared, tmp_path):
     first = np.floor((raw["start_time"] - origin) / 300)
     last = np.maximum(np.ceil((raw["end_time"] - origin) / 300) - 1, first)
     assert t["active_jobs"].sum() == (last - first + 1).sum()
+
+
+def test_summit_timeline_is_exact(app1):
+    """Bins no job runs in are exactly 0, none is negative, and sampled bins (the busiest
+    and random ones) are within a byte of an exact computation with ``Fraction``s."""
+    from tests_support import exact_bins, max_abs_error
+
+    raw, t = app1
+    idle = t["active_jobs"] == 0
+    assert idle.sum() > 10_000
+    assert (t.loc[idle, list(VALUE_COLUMNS)] == 0).all().all()
+    assert (t[list(VALUE_COLUMNS)] >= 0).all().all()
+    rng = np.random.default_rng(0)
+    for d, c in (("read", "BYTES_READ"), ("write", "BYTES_WRITTEN")):
+        rows = np.union1d(t[f"{d}_bytes"].nlargest(20).index, rng.choice(len(t), 40))
+        start = raw["start_time"].to_numpy(float)
+        end = np.maximum(raw["end_time"].to_numpy(float), start)
+        want = exact_bins(start, end, _bytes(raw, c), 300.0, t["bin_start"].to_numpy()[rows])
+        got = t[f"{d}_bytes"].to_numpy()[rows]
+        assert max_abs_error(got, want) <= 1

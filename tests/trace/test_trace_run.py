@@ -174,7 +174,10 @@ def test_demo_step_traces_and_reads_back(tmp_path):
 
     shown = []
     ctx = DemoContext(
-        tmp_path, Warehouse(tmp_path / "wh"), lambda s: None, lambda df, t: shown.append(df)
+        tmp_path,
+        Warehouse(tmp_path / "wh", create=True),
+        lambda s: None,
+        lambda df, t: shown.append(df),
     )
     step.run(ctx)
     summary, posix, modules = shown

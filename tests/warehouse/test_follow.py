@@ -94,7 +94,7 @@ def reference(tmp_path_factory):
     """The directory's logs, and one batch ingest of them (insights evaluated too)."""
     root = tmp_path_factory.mktemp("follow")
     files = _lay_out(root / "logs")
-    wh = Warehouse(root / "batch")
+    wh = Warehouse(root / "batch", create=True)
     report = ingest([root / "logs"], wh, workers=1)
     assert report.failed == 1 and report.sources == len(files)
     compute_insights(wh)
@@ -141,7 +141,7 @@ def test_partial_and_growing_logs_are_read_only_once_complete(tmp_path):
     """A ``.darshan_partial`` log waits for its rename; a log copied in slowly waits
     until it stops growing; each is then in the warehouse within two polls."""
     interval = 1.0
-    logs, wh = tmp_path / "logs", Warehouse(tmp_path / "wh")
+    logs, wh = tmp_path / "logs", Warehouse(tmp_path / "wh", create=True)
     logs.mkdir()
     batches, stop = [], threading.Event()
     runner = threading.Thread(
@@ -191,7 +191,7 @@ def test_sigint_stops_follow_after_the_batch_in_hand(tmp_path):
     for log in example_logs()[:3]:
         shutil.copy(log, logs)
     target = tmp_path / "wh"
-    Warehouse(target)
+    Warehouse(target, create=True)
     holder = hold_warehouse_lock(target)
     proc = _follow_cli(logs, target)
     try:  # its first batch waits for the lock: the signal lands in the batch

@@ -62,7 +62,7 @@ def test_second_run_adds_nothing_and_force_replaces(warehouse, bad_inputs):
 
 def test_summit_job_totals_ingest(shared, tmp_path):
     src = shared("datasets", "summit_darshan_total_2021", "darshan_total")
-    wh = Warehouse(tmp_path / "summit")
+    wh = Warehouse(tmp_path / "summit", create=True)
     report = ingest([src], wh, workers=2)
     assert report.ok and report.jobs == 53546
     row = wh.sql(
@@ -174,7 +174,7 @@ def test_a_warehouse_inside_the_sources_is_not_read_back(tmp_path):
     for log in logs:
         (tmp_path / log.name).write_bytes(log.read_bytes())
     (tmp_path / ".hidden.darshan").write_bytes(logs[0].read_bytes())
-    wh = Warehouse(tmp_path / "iosight-warehouse")
+    wh = Warehouse(tmp_path / "iosight-warehouse", create=True)
     first = ingest([tmp_path], wh, workers=1)
     assert (first.ingested, first.failed) == (3, 0)
     again = ingest([tmp_path], wh, workers=1)
@@ -243,7 +243,10 @@ def test_native_and_libdarshan_ingests_give_the_same_warehouse(tmp_path):
     pytest.importorskip("darshan")
     from test_ingest_crash import assert_same_warehouse
 
-    native, oracle = Warehouse(tmp_path / "native"), Warehouse(tmp_path / "libdarshan")
+    native, oracle = (
+        Warehouse(tmp_path / "native", create=True),
+        Warehouse(tmp_path / "libdarshan", create=True),
+    )
     assert ingest(example_logs(), native, workers=1).ok
     assert ingest(example_logs(), oracle, workers=1, reader="libdarshan").ok
     assert native.table("job_totals").num_rows == len(native.jobs())

@@ -21,7 +21,7 @@ from tests_support import assert_same_warehouse, hold_warehouse_lock
 
 _INGEST = (
     "import sys; from iosight.warehouse import Warehouse, ingest\n"
-    "ingest(sys.argv[2:], Warehouse(sys.argv[1]), workers=1, batch_size=1)\n"
+    "ingest(sys.argv[2:], Warehouse(sys.argv[1], create=True), workers=1, batch_size=1)\n"
 )
 
 
@@ -36,7 +36,7 @@ def _logs() -> list[str]:
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory) -> Warehouse:
     """One clean ingest of every example log."""
-    wh = Warehouse(tmp_path_factory.mktemp("clean") / "wh")
+    wh = Warehouse(tmp_path_factory.mktemp("clean") / "wh", create=True)
     assert ingest(_logs(), wh, workers=1).ok
     assert len(wh.jobs()) == len(wh.table("sources")) == _unique_logs()
     return wh
@@ -82,7 +82,7 @@ def test_two_ingests_at_once_equal_one(tmp_path, reference):
     # one path per content: of two copies, the reference records the first it met
     logs = list({open(p, "rb").read(): p for p in reversed(_logs())}.values())[::-1]
     target = tmp_path / "wh"
-    Warehouse(target)
+    Warehouse(target, create=True)
     holder = hold_warehouse_lock(target)
     runs = [
         subprocess.Popen(

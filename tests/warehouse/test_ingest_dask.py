@@ -9,12 +9,12 @@ from iosight.warehouse import Warehouse, ingest
 def test_dask_scheduler_ingest_equals_local(tmp_path):
     distributed = pytest.importorskip("distributed")
     logs = example_logs()
-    local = Warehouse(tmp_path / "local")
+    local = Warehouse(tmp_path / "local", create=True)
     ingest(logs, local, workers=1)
     with distributed.LocalCluster(
         n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
     ) as cluster:
-        remote = Warehouse(tmp_path / "dask")
+        remote = Warehouse(tmp_path / "dask", create=True)
         report = ingest(logs, remote, scheduler=cluster.scheduler_address)
     assert report.ok
     q = "select job_key, nprocs, start_time from jobs order by job_key"
@@ -54,7 +54,7 @@ def test_dask_timeout_turns_a_hung_log_into_one_error_row(tmp_path):
         (src / name).write_bytes(log.read_bytes())
     preload = tmp_path / "hanging_reader.py"
     preload.write_text(_HANGING_READER)
-    wh = Warehouse(tmp_path / "wh")
+    wh = Warehouse(tmp_path / "wh", create=True)
     with distributed.LocalCluster(
         n_workers=1,
         threads_per_worker=1,
@@ -66,7 +66,7 @@ def test_dask_timeout_turns_a_hung_log_into_one_error_row(tmp_path):
     assert (report.ingested, report.failed) == (3, 1)
     errors = wh.sql("select source_path, error from ingest_errors")
     assert errors.values.tolist() == [[str(src / "a_hang.darshan"), "timed out after 3 s"]]
-    ref = Warehouse(tmp_path / "ref")
+    ref = Warehouse(tmp_path / "ref", create=True)
     ingest([src / f"b{i}.darshan" for i in range(1, 4)], ref, workers=1)
     q = "select job_key, nprocs, start_time from jobs order by job_key"
     assert wh.sql(q).equals(ref.sql(q))

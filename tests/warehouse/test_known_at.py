@@ -51,7 +51,7 @@ def test_a_job_total_table_says_when_its_jobs_became_known(warehouse, tmp_path):
 def test_a_warehouse_written_before_known_at_reads_it_as_the_end_time(tmp_path):
     """Old part files lack the column; mixed with new ones, or alone, KNOWN_AT is the
     end time for their jobs and the column itself reads as null."""
-    wh = Warehouse(tmp_path / "wh")
+    wh = Warehouse(tmp_path / "wh", create=True)
     assert ingest(example_logs()[:2], wh, workers=1).ok
     for part in wh.table_files("jobs"):  # what an ingest before the column wrote
         pq.write_table(pq.read_table(part).drop_columns(["known_at"]), part)

@@ -47,7 +47,7 @@ def test_a_replayed_slice_of_logs_followed_is_the_recorded_warehouse(tmp_path):
     """Real logs, replayed at a speed that spreads the slice over about two seconds while
     follow reads them: no log lands early, each lands in its day's folder, and the jobs
     of the slice come back with every record equal."""
-    original = Warehouse(tmp_path / "recorded")
+    original = Warehouse(tmp_path / "recorded", create=True)
     logs = tmp_path / "sources"
     logs.mkdir()
     for log in example_logs():  # a warehouse's logs stay where they were ingested from
@@ -76,7 +76,7 @@ def test_a_replayed_slice_of_logs_followed_is_the_recorded_warehouse(tmp_path):
 
     writer = threading.Thread(target=write)
     writer.start()
-    replayed = Warehouse(tmp_path / "followed")
+    replayed = Warehouse(tmp_path / "followed", create=True)
     _follow_all(out, replayed, len(keys))
     writer.join(timeout=120)
     # never early: each landing waits for its (scaled) time since the first
@@ -132,14 +132,14 @@ def _by_job(wh: Warehouse) -> pd.DataFrame:
 
 
 def _replay_job_totals(tables: list[Path], tmp_path: Path, group: float) -> None:
-    original = Warehouse(tmp_path / "recorded")
+    original = Warehouse(tmp_path / "recorded", create=True)
     assert ingest(tables, original, workers=1).ok
     out = tmp_path / "replayed-logs"
     report = replay(original, out, speed=float("inf"), group=group)
     assert report.jobs == len(original.jobs()) and report.logs == 0
     files = _files(out)
     assert len(files) == report.tables == report.landings
-    replayed = Warehouse(tmp_path / "followed")
+    replayed = Warehouse(tmp_path / "followed", create=True)
     assert _follow_all(out, replayed, len(files)).ingested == len(files)
     want, got = _by_job(original), _by_job(replayed)
     # a counter no replayed job has a value of is not written: all null in the recorded
@@ -173,7 +173,7 @@ def test_what_cannot_be_replayed_is_one_line_and_writes_nothing(tmp_path):
     logs.mkdir()
     for log in example_logs()[:3]:
         shutil.copy(log, logs)
-    wh = Warehouse(tmp_path / "recorded")
+    wh = Warehouse(tmp_path / "recorded", create=True)
     assert ingest([logs], wh, workers=1).ok
     (logs / example_logs()[1].name).unlink()
     out = tmp_path / "out"

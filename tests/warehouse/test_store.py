@@ -36,7 +36,7 @@ def test_write_table_replace_and_append(warehouse):
 
 
 def test_roll_forward_of_killed_commit(tmp_path):
-    wh = Warehouse(tmp_path / "wh")
+    wh = Warehouse(tmp_path / "wh", create=True)
     wh.commit({"jobs": [_t(["a"], [1])]})
     # simulate a writer killed after its commit record but before moving files
     staging = wh.path / "_staging" / "00000000000000000001-deadbeef"
@@ -74,6 +74,19 @@ def test_missing_table_and_warehouse_errors(tmp_path, warehouse):
         warehouse.sql("select * from not_a_table")
 
 
+def test_opening_a_path_that_holds_no_warehouse_creates_nothing(tmp_path):
+    """``Warehouse(path)`` opens one to read: a mistyped path is the one-line error, not a
+    new empty warehouse; only ``create=True`` (what brings data in) makes one."""
+    import iosight
+
+    for path in (tmp_path / "typo", tmp_path / "empty"):
+        with pytest.raises(IosightError, match=f"not an iosight warehouse: {path} "):
+            iosight.Warehouse(path)
+        (tmp_path / "empty").mkdir(exist_ok=True)
+    assert not (tmp_path / "typo").exists() and not any((tmp_path / "empty").iterdir())
+    assert iosight.Warehouse(tmp_path / "typo", create=True).tables() == []
+
+
 def test_a_warehouse_is_made_only_in_a_new_or_empty_folder(tmp_path):
     """A folder of other files (the logs to ingest) is refused before anything is made
     in it; a creation cut short (only the warehouse's own folders) goes on."""
@@ -81,14 +94,14 @@ def test_a_warehouse_is_made_only_in_a_new_or_empty_folder(tmp_path):
     logs.mkdir()
     (logs / "a.darshan").write_bytes(b"x")
     with pytest.raises(IosightError, match=r"holds other files \(a.darshan\)"):
-        Warehouse(logs)
+        Warehouse(logs, create=True)
     assert [p.name for p in logs.iterdir()] == ["a.darshan"]
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert Warehouse(empty).tables() == []
+    assert Warehouse(empty, create=True).tables() == []
     cut = tmp_path / "cut"
     (cut / "tables").mkdir(parents=True)
-    assert Warehouse(cut).tables() == [] and (cut / "_commits").is_dir()
+    assert Warehouse(cut, create=True).tables() == [] and (cut / "_commits").is_dir()
 
 
 def test_errors_raised_while_a_query_runs_are_one_line(warehouse):
@@ -110,7 +123,7 @@ def test_errors_raised_while_a_query_runs_are_one_line(warehouse):
 def test_a_writer_waits_for_the_lock_and_names_its_holder(tmp_path):
     import socket
 
-    Warehouse(tmp_path / "wh")
+    Warehouse(tmp_path / "wh", create=True)
     holder = hold_warehouse_lock(tmp_path / "wh")
     told = []
 
@@ -130,7 +143,7 @@ def test_a_writer_waits_for_the_lock_and_names_its_holder(tmp_path):
 
 
 def test_a_writer_gives_up_after_its_lock_timeout(tmp_path):
-    Warehouse(tmp_path / "wh")
+    Warehouse(tmp_path / "wh", create=True)
     holder = hold_warehouse_lock(tmp_path / "wh")
     try:
         wh = Warehouse(tmp_path / "wh", lock_timeout=0.3)
@@ -142,14 +155,14 @@ def test_a_writer_gives_up_after_its_lock_timeout(tmp_path):
 
 
 def test_a_read_only_warehouse_is_read_and_refuses_writes_clearly(tmp_path, monkeypatch):
-    wh = Warehouse(tmp_path / "wh")
+    wh = Warehouse(tmp_path / "wh", create=True)
     wh.commit({"jobs": [_t(["a", "b"], [1, 2])]})
     read_only_lock(monkeypatch, wh.path)
     reader = Warehouse(wh.path, create=False)
     assert reader.sql("select sum(v) s from jobs")["s"][0] == 3
     for write in (
         lambda: reader.commit({"jobs": [_t(["c"], [3])]}),
-        lambda: Warehouse(wh.path),  # a writer opens with create=True
+        lambda: Warehouse(wh.path, create=True),  # as a writer opens it
     ):
         with pytest.raises(IosightError, match="cannot write warehouse .*Read-only file system"):
             write()
@@ -160,7 +173,7 @@ def test_a_warehouse_without_write_permission_is_read(tmp_path):
     import os
     import stat
 
-    wh = Warehouse(tmp_path / "wh")
+    wh = Warehouse(tmp_path / "wh", create=True)
     wh.commit({"jobs": [_t(["a"], [1])]})
     paths = [wh.path, *wh.path.rglob("*")]
     modes = {p: p.stat().st_mode for p in paths}
@@ -179,7 +192,7 @@ def test_a_warehouse_that_cannot_be_made_is_one_clear_error(tmp_path):
     """A regular file on the way used to raise NotADirectoryError with a traceback."""
     (tmp_path / "file").write_text("")
     with pytest.raises(IosightError, match=r"cannot create warehouse .*file/wh: Not a directory"):
-        Warehouse(tmp_path / "file" / "wh")
+        Warehouse(tmp_path / "file" / "wh", create=True)
     assert (tmp_path / "file").read_text() == ""
 
 
@@ -190,7 +203,7 @@ def test_a_folder_without_write_permission_is_one_clear_error(tmp_path):
 
     parent = tmp_path / "parent"
     parent.mkdir()
-    wh = Warehouse(parent / "wh")
+    wh = Warehouse(parent / "wh", create=True)
     folders = [parent, wh.path, *wh.path.iterdir()]
     try:
         for p in folders:
@@ -198,7 +211,7 @@ def test_a_folder_without_write_permission_is_one_clear_error(tmp_path):
         if os.access(parent, os.W_OK):
             pytest.skip("chmod does not stop this user (root) from writing")
         with pytest.raises(IosightError, match="cannot create warehouse .*Permission denied"):
-            Warehouse(parent / "new")
+            Warehouse(parent / "new", create=True)
         with pytest.raises(IosightError, match="cannot write warehouse .*Permission denied"):
             Warehouse(wh.path, create=False).check_writable()
     finally:
@@ -209,7 +222,7 @@ def test_a_folder_without_write_permission_is_one_clear_error(tmp_path):
 def test_check_writable_says_at_once_that_a_read_only_warehouse_cannot_be_written(
     tmp_path, monkeypatch
 ):
-    wh = Warehouse(tmp_path / "wh")
+    wh = Warehouse(tmp_path / "wh", create=True)
     wh.check_writable()  # the warehouse this process just made
     read_only_lock(monkeypatch, wh.path)
     reader = Warehouse(wh.path, create=False)

@@ -42,6 +42,7 @@ from iosight.bursts._forecast import (
 from iosight.bursts._forecaster import (
     MAX_LEAD,
     Forecaster,
+    describe_choice,
     list_forecasters,
     load_forecaster,
     train_forecaster,
@@ -62,7 +63,6 @@ from iosight.bursts._nowcast import nowcast, nowcast_accuracy
 from iosight.bursts._workflow import (
     EVALUATION_TABLE,
     TrainResult,
-    describe_choice,
     load_evaluation,
     train_bursts,
 )

@@ -162,6 +162,7 @@ class _Builder:
         labels = self._cached(("labels", *key), lambda: label_bursts(
             x, k=k, target_fraction=target_fraction,
             reference=x[:split] if threshold_from == "train" else None,
+            name=f"{direction} bytes per {series_width:g} s bin",
         ))  # fmt: skip
         lab = labels.is_burst.astype(np.int64) if target == "binary" else labels.severity
         if feature_set == 4 and self.jobs is None:

@@ -72,6 +72,18 @@ def _versions() -> dict[str, str]:
             "pandas": pandas.__version__, "python": platform.python_version()}  # fmt: skip
 
 
+def describe_choice(chosen: dict[str, str]) -> str:
+    """``"1-6: xgboost; 7-24: persistence"`` from ``{lead: candidate}``."""
+    parts, run = [], None
+    for lead, name in sorted(((int(k), v) for k, v in chosen.items())):
+        if run and run[2] == name and run[1] == lead - 1:
+            run[1] = lead
+        else:
+            run = [lead, lead, name]
+            parts.append(run)
+    return "; ".join(f"{a}-{b}: {n}" if a != b else f"{a}: {n}" for a, b, n in parts)
+
+
 @dataclass
 class Forecaster:
     """Binary and severity models for each lead of one direction (or one interval horizon).
@@ -88,6 +100,14 @@ class Forecaster:
     @property
     def name(self) -> str:
         return self.metadata["name"]
+
+    def describe(self) -> str:
+        """What predicts: per lead, the candidate chosen on validation (persistence
+        unless a model beat it), not the candidates that were tried."""
+        md = self.metadata
+        if md["mode"] == "interval":
+            return f"{md['chosen']['1']} (interval mode, the next {md['horizon_min']:g} min)"
+        return f"{describe_choice(md['chosen'])} (lead mode, per lead)"
 
     def check_compatible(self, *, bin_width: float, feature_set: int | None = None) -> None:
         """Refuse a timeline of another bin width, or another expected feature set."""

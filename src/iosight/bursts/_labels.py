@@ -85,8 +85,14 @@ def label_bursts(
     k: float | None = None,
     target_fraction: float = 0.01,
     reference: np.ndarray | None = None,
+    name: str = "the series",
 ) -> BurstLabels:
     """Label burst bins of one series (read or write bytes per bin), §IV.
+
+    A burst lies above the mean, so a threshold at or below it (``k <= 0``, or a
+    threshold <= 0) is refused with an error saying why: on a mostly empty timeline the
+    ``target_fraction`` largest bins include empty ones, and every bin with any I/O
+    would be a "burst".
 
     Parameters
     ----------
@@ -99,15 +105,21 @@ def label_bursts(
     reference : ndarray, optional
         Bins that define mean, stdev and k (e.g. only the training part, so a test
         period does not leak into its own labels); default ``values`` (the paper).
+    name : str
+        What the series is, for the error messages (e.g. "write bytes per bin").
     """
     v = _check_values(values, allow_empty=reference is not None)
     ref = v if reference is None else _check_values(reference)
     mean, std = float(ref.mean()), float(ref.std())
     if std == 0:
-        raise IosightError("the series is constant; it has no bursts")
-    if k is None:
+        raise IosightError(f"{name} is constant; it has no bursts")
+    chosen = k is None
+    if chosen:
         k = choose_k(ref, target_fraction)
-    check_param("k", k, bool(np.isfinite(k)), "a finite number of standard deviations")
+    else:
+        ok = bool(np.isfinite(k)) and k > 0
+        check_param("k", k, ok, "a positive, finite number of standard deviations")
+    _check_threshold(ref, k, mean + k * std, target_fraction if chosen else None, name)
     sigma = (v - mean) / std
     return BurstLabels(
         mean=mean,
@@ -116,6 +128,21 @@ def label_bursts(
         threshold=mean + float(k) * std,
         is_burst=sigma > k,
         severity=severity_classes(sigma, float(k)),
+    )
+
+
+def _check_threshold(ref, k: float, threshold: float, fraction: float | None, name: str):
+    """Refuse, in one line, a threshold at or below the mean (``k <= 0``, e.g. chosen for
+    ``fraction`` bursts on mostly empty bins) or at or below 0."""
+    if k > 0 and threshold > 0:
+        return
+    empty = int(np.count_nonzero(ref == 0))
+    target = f" for {fraction:.0%} bursts" if fraction is not None else ""
+    above = f"the mean (k = {k:.3g})" if k <= 0 else f"0 (mean + k * std = {threshold:.4g})"
+    raise IosightError(
+        f"{name} has no bursts to find: {empty:,} of its {ref.size:,} bins are empty and "
+        f"the threshold{target} is not above {above}; build the timeline over the span "
+        "the jobs ran (timeline build --since/--until) or with wider bins"
     )
 
 

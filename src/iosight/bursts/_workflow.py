@@ -39,18 +39,6 @@ def _best_model(ev: pd.DataFrame, direction: str, mode: str, information: str) -
     return str(rows.groupby("model")["val_f1"].mean().sort_values(kind="mergesort").index[-1])
 
 
-def describe_choice(chosen: dict[str, str]) -> str:
-    """``"lead 1-6: xgboost; 7-24: persistence"`` from ``{lead: candidate}``."""
-    parts, run = [], None
-    for lead, name in sorted(((int(k), v) for k, v in chosen.items())):
-        if run and run[2] == name and run[1] == lead - 1:
-            run[1] = lead
-        else:
-            run = [lead, lead, name]
-            parts.append(run)
-    return "; ".join(f"{a}-{b}: {n}" if a != b else f"{a}: {n}" for a, b, n in parts)
-
-
 def train_bursts(
     warehouse: Warehouse,
     *,

@@ -117,7 +117,7 @@ def predict(
         p = fc.predict_next(wh, None if at is None else parse_time(at), feature_set=features)
         if fmt == "table":  # on screen the UTC time says what bin_start (epoch s) says
             p = p.drop(columns="bin_start")
-        print_frame(p, fmt, title=f"{model}: {fc.metadata['model']} ({fc.metadata['mode']})")
+        print_frame(p, fmt, title=f"{model}: {fc.describe()}")
 
 
 @group.command("report")

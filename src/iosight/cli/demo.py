@@ -27,7 +27,7 @@ def demo(
         root = fresh_workdir(workdir)
         ctx = DemoContext(
             workdir=root,
-            warehouse=Warehouse(root / "warehouse"),
+            warehouse=Warehouse(root / "warehouse", create=True),
             say=lambda s: console.print(s, highlight=False),
             show=lambda df, title: print_frame(df, title=title, max_rows=15),
         )

@@ -50,7 +50,8 @@ def insights(
             return
         console.print(run.summary(), highlight=False)
         if not view.rules.empty:
-            print_frame(view.summary_table(), title=f"insights over {view.jobs} jobs, by level")
+            title = f"insights over {view.jobs} jobs ({view.data} data), by level"
+            print_frame(view.summary_table(), title=title)
         if not view.not_evaluated.empty:
             print_frame(view.not_evaluated, title="rules the jobs' data could not evaluate")
         trend = view.trend_table()

@@ -13,6 +13,9 @@ group = typer.Typer(
     no_args_is_help=True,
 )
 
+APPS = typer.Argument(
+    ..., help="apps.yaml (see docs/iosched.md), or the shipped example by name: example-apps."
+)
 RESOURCES = typer.Option(20, "--resources", "-N", help="Number of I/O resources N.")
 ALLOCATOR = typer.Option("TCPU", "--allocator", help="Random, Static, BestBdw, Nsys, TCPU, MCKP.")
 PLACEMENT = typer.Option("greedy-nc", "--placement", help="random, greedy-nc, greedy-c.")
@@ -25,7 +28,7 @@ FORGE = typer.Option(
 
 @group.command()
 def allocate(
-    apps: Path = typer.Argument(..., help="apps.yaml (see docs/iosched.md)."),
+    apps: Path = APPS,
     resources: int = RESOURCES,
     allocator: str = ALLOCATOR,
     placement: str = PLACEMENT,
@@ -42,7 +45,7 @@ def allocate(
 
 @group.command()
 def simulate(
-    apps: Path = typer.Argument(..., help="apps.yaml (see docs/iosched.md)."),
+    apps: Path = APPS,
     resources: int = RESOURCES,
     allocator: str = ALLOCATOR,
     placement: str = PLACEMENT,

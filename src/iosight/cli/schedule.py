@@ -152,7 +152,8 @@ def simulate(
             sim = ba.simulate_source(
                 source, apps, policies, estimator=estimator, progress=RichProgress()
             )
-        label = " (SYNTHETIC data)" if sim.settings.get("synthetic") else ""
+        data = sim.settings.get("data")
+        label = f" (data: {data})" if data else ""
         if fmt == "table":
             console.print(
                 f"{sim.n_windows} windows with a burst, {sim.n_patterns} distinct patterns, "

@@ -103,6 +103,13 @@ def series_cmd(
     n, timed = counts["jobs"], counts["time_resolved"]
     console.print(f"{n} jobs; {timed} with time-resolved I/O (DXT or HEATMAP); metrics per job:")
     print_frame(counts["metrics"])
+    if counts["untimed"]:
+        console.print(
+            f"[yellow]note:[/] {counts['untimed']} more jobs have I/O but no run time (a "
+            "garbage job record): no series, left out",
+            markup=True,
+            highlight=False,
+        )
     if timed < n:
         console.print(
             f"[yellow]note:[/] {n - timed} of {n} jobs have no DXT or HEATMAP records: their "
@@ -212,7 +219,8 @@ def find_cmd(
         if fmt == "table":
             console.print(
                 f"query {job}: {df.attrs['query_code']}  ({df.attrs['compared']} of "
-                f"{df.attrs['candidates']} jobs compared exactly)"
+                f"{df.attrs['candidates']} jobs of its source {df.attrs['source']!r} "
+                "compared exactly)"
             )
             if df.empty:
                 console.print(

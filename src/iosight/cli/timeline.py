@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import typer
@@ -29,6 +30,12 @@ def build(
     ),
     since: str = typer.Option(None, help="Only jobs starting at or after this time (UTC)."),
     until: str = typer.Option(None, help="Only jobs starting before this time (UTC)."),
+    span: str = typer.Option(
+        "dense",
+        help="dense: leave out the few jobs whose start is far outside the others' "
+        "(3 interquartile ranges past the quartiles, at least 30 days) and say so; all: "
+        "every job.",
+    ),
     scheduler: str = typer.Option(
         None, help="Dask scheduler address: build job partitions there and sum them."
     ),
@@ -43,7 +50,13 @@ def build(
     with cli_errors():
         import pandas as pd
 
-        from iosight.timeline import build_timeline, parse_duration, parse_time
+        from iosight.timeline import (
+            build_timeline,
+            left_out,
+            parse_duration,
+            parse_time,
+            undated_jobs,
+        )
 
         wh = open_warehouse(warehouse, write=True)
         t = build_timeline(
@@ -52,6 +65,7 @@ def build(
             spread=spread,
             since=None if since is None else parse_time(since),
             until=None if until is None else parse_time(until),
+            span=span,
             scheduler=scheduler,
             partitions=partitions,
             **({} if chunk_jobs is None else {"chunk_jobs": chunk_jobs}),
@@ -63,12 +77,36 @@ def build(
             f"{human_bytes(df['read_bytes'].sum())} read, "
             f"{human_bytes(df['write_bytes'].sum())} written"
         )
-        if len(df) > 1_000_000:  # years of 5-min bins: often a few jobs with odd start times
+        left = left_out(t)
+        if left is not None:
+            console.print(_left_out_line(left))
+        undated = undated_jobs(t)
+        if undated:
+            console.print(
+                f"left out {undated:,} job{'s' if undated != 1 else ''} without a start time "
+                "(a garbage job record; iosight jobs --where 'start_time is null')"
+            )
+        if len(df) > 1_000_000:  # years of 5-min bins
             first, last = (pd.to_datetime(df["bin_start"].iloc[i], unit="s") for i in (0, -1))
             console.print(
                 f"note: the jobs span {first:%Y-%m-%d} to {last:%Y-%m-%d}; "
                 "--since/--until restrict the timeline to a window"
             )
+
+
+def _left_out_line(left) -> str:
+    """One line: which jobs the dense span left out, and how to keep them."""
+    from iosight._units import human_bytes
+
+    def day(t: float) -> str:
+        return time.strftime("%Y-%m-%d", time.gmtime(t))
+
+    return (
+        f"left out {left.jobs:,} job{'s' if left.jobs != 1 else ''} "
+        f"({human_bytes(left.bytes)} read and written) that "
+        f"started {day(left.first)} to {day(left.last)}, far from the others' starts "
+        f"({day(left.kept[0])} to {day(left.kept[1])}); --span all keeps them"
+    )
 
 
 @group.command("show")

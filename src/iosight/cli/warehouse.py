@@ -270,18 +270,13 @@ def render_job_insights(found) -> None:
 
 
 def render_job_summary(s, files: int = 15) -> None:
-    import datetime as dt
-
-    from iosight._units import human_duration
-
     j = s.job
-    start = dt.datetime.fromtimestamp(j["start_time"], dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
     console.print(
-        f"[bold]job {escape(str(j['jobid']))}[/] ({j['job_key'][:12]}) "
+        f"[bold]job {escape(_or_unknown(j['jobid'], str))}[/] ({j['job_key'][:12]}) "
         + escape(
             f"{j['exe'][:80]}\n"
-            f"  {j['nprocs']} processes, start {start} UTC, "
-            f"run time {human_duration(j['run_time'])}, "
+            f"  {_processes(j['nprocs'])}, start {_or_unknown(j['start_time'], _utc)}, "
+            f"run time {_or_unknown(j['run_time'], _duration)}, "
             f"Darshan {j['lib_version'] or j['log_version']} ({j['source_format']})\n"
             f"  modules: {j['modules']}"
         ),
@@ -301,6 +296,30 @@ def render_job_summary(s, files: int = 15) -> None:
         print_frame(s.files, title="per file (a shared record counts all ranks)", max_rows=files)
     if not s.osts.empty:
         print_frame(s.osts, title="Lustre OSTs: files, ranks and I/O time per OST")
+
+
+def _or_unknown(value, show) -> str:
+    """``show(value)``, or "unknown" for a job field the log did not hold (a garbage job
+    record's, read as null: its warning line says which)."""
+    from iosight._units import missing
+
+    return "unknown" if missing(value) else show(value)
+
+
+def _utc(t: float) -> str:
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _duration(s: float) -> str:
+    from iosight._units import human_duration
+
+    return human_duration(s)
+
+
+def _processes(nprocs: int) -> str:
+    return f"{nprocs} processes" if nprocs > 0 else "processes unknown"
 
 
 def sql(

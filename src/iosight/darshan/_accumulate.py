@@ -94,17 +94,31 @@ _RULES = {
 }
 
 
-def _clamped_sums(block: np.ndarray) -> np.ndarray:
-    """``a += x; if (a < 0) a = -1`` from a = 0 down each column: the running sum
-    floored at -1.
+_ROWS = 1 << 13  # records summed at once: the sums' arrays do not grow with the records
+
+
+def _clamped_sums(ints: np.ndarray, cols: list[int]) -> np.ndarray:
+    """``a += x; if (a < 0) a = -1`` from a = 0 down each column ``cols`` of ``ints``: the
+    running sum floored at -1.
 
     Closed form of that recursion (Lindley's): with partial sums S_k, the result is
-    ``S_n - 1 + max(1, -min_k S_k)`` (int64 arithmetic, as the C counters).
+    ``S_n - 1 + max(1, -min_k S_k)`` (int64 arithmetic, as the C counters), S and its
+    minimum carried from one block of :data:`_ROWS` records to the next.
     """
-    if not len(block):
-        return np.zeros(block.shape[1], np.int64)
-    s = np.cumsum(block, axis=0, dtype=np.int64)
-    return s[-1] - 1 + np.maximum(1, -s.min(axis=0))
+    total = np.zeros(len(cols), np.int64)
+    low = np.full(len(cols), np.iinfo(np.int64).max)
+    for at in range(0, len(ints), _ROWS):
+        s = total + np.cumsum(ints[at : at + _ROWS, cols], axis=0, dtype=np.int64)
+        low, total = np.minimum(low, s.min(axis=0)), s[-1]
+    return total - 1 + np.maximum(1, -low) if len(ints) else total
+
+
+def _sums(ints: np.ndarray, cols: list[int]) -> np.ndarray:
+    """Columns ``cols`` of ``ints`` summed (int64), a block of :data:`_ROWS` at a time."""
+    total = np.zeros(len(cols), np.int64)
+    for at in range(0, len(ints), _ROWS):
+        total += ints[at : at + _ROWS, cols].sum(axis=0)
+    return total
 
 
 def _seq_sum(col: np.ndarray) -> float:
@@ -271,7 +285,7 @@ def _plan(mod: str) -> _Plan:
     )
 
 
-def accumulate(mod: str, recs: np.ndarray, nprocs: int) -> dict[str, float]:
+def accumulate(mod: str, recs: np.ndarray) -> dict[str, float]:
     """``total_<COUNTER>`` and the derived metrics of a log's records of one module.
 
     Parameters
@@ -281,8 +295,6 @@ def accumulate(mod: str, recs: np.ndarray, nprocs: int) -> dict[str, float]:
     recs : numpy.ndarray
         Records as read, one row each: id, rank, counters, fcounters (8-byte words,
         up-converted to the module's current version).
-    nprocs : int
-        Processes in the job (ranks lie in ``[-1, nprocs)``, checked by the reader).
 
     Returns
     -------
@@ -292,14 +304,12 @@ def accumulate(mod: str, recs: np.ndarray, nprocs: int) -> dict[str, float]:
     rules, plan = _RULES[mod], _plan(mod)
     ids = recs[:, 0]
     ranks = recs[:, 1].view(np.int64)
-    ints = np.ascontiguousarray(recs[:, _BASE : _BASE + plan.ncount]).view(np.int64)
-    fl = np.ascontiguousarray(recs[:, _BASE + plan.ncount :][:, : plan.nfloat]).view(np.float64)
+    # views of the records, no copy: memory stays a small part of the records'
+    ints = recs[:, _BASE : _BASE + plan.ncount].view(np.int64)
+    fl = recs[:, _BASE + plan.ncount :][:, : plan.nfloat].view(np.float64)
     c = np.zeros(plan.ncount, np.int64)
     f = np.zeros(plan.nfloat, np.float64)
-    if rules.clamp:
-        c[plan.summed] = _clamped_sums(ints[:, plan.summed])
-    else:
-        c[plan.summed] = ints[:, plan.summed].sum(axis=0)
+    c[plan.summed] = (_clamped_sums if rules.clamp else _sums)(ints, plan.summed)
     c[plan.last] = ints[-1, plan.last]
     if plan.maxed:
         c[plan.maxed] = np.maximum(ints[:, plan.maxed].max(axis=0), 0)
@@ -307,11 +317,11 @@ def accumulate(mod: str, recs: np.ndarray, nprocs: int) -> dict[str, float]:
         c[at : at + 8] = _top4(ints, at, rules.top4_skip_empty_first)
     rt, wt, mt = (fl[:, i] for i in plan.times)
     f[plan.times] = _seq_sums(fl[:, plan.times])
-    starts = fl[:, plan.starts]
-    positive = starts > 0  # the smallest positive start, 0 when none
-    first = np.where(positive, starts, np.inf).min(axis=0)
-    f[plan.starts] = np.where(positive.any(axis=0), first, 0.0)
-    f[plan.ends] = np.maximum(fl[:, plan.ends].max(axis=0), 0.0)
+    for i in plan.starts:  # the smallest positive start, 0 when none (a column at a time)
+        positive = fl[:, i][fl[:, i] > 0]
+        f[i] = positive.min() if len(positive) else 0.0
+    for i in plan.ends:
+        f[i] = np.maximum(fl[:, i].max(), 0.0)
     for time_col, size_col in plan.slowest_op:
         i = _first_extreme(fl[:, time_col], 0.0, larger=True)
         if i >= 0:
@@ -331,17 +341,22 @@ def accumulate(mod: str, recs: np.ndarray, nprocs: int) -> dict[str, float]:
         f[time_col] = times[i]
     out: dict[str, float] = dict(zip(plan.names, c.tolist() + f.tolist(), strict=True))
     slowest = fl[:, plan.rank_of[1][2]]
-    out.update(_derived(rules.prefix, ranks, nbytes, rt, wt, mt, slowest, nprocs))
+    out.update(_derived(rules.prefix, ranks, nbytes, rt, wt, mt, slowest))
     return out
 
 
-def _derived(p: str, ranks, nbytes, rt, wt, mt, slowest, nprocs: int) -> dict[str, float]:
+def _derived(p: str, ranks, nbytes, rt, wt, mt, slowest) -> dict[str, float]:
     """``darshan_accumulator_emit``'s <p>_agg_perf_by_slowest, _agg_time_by_slowest
     and _total_bytes: per-rank time in unique files (summed in record order, as
-    ``np.bincount`` does), the slowest rank's plus each shared file's slowest time."""
+    ``np.bincount`` does), the slowest rank's plus each shared file's slowest time.
+
+    Only ranks that have records get a sum (the C code's ranks without any add 0 to
+    the maximum, which is floored at 0), so memory follows the records, not a rank or
+    nprocs the log claims."""
     shared = ranks < 0
     io_time = (mt + rt) + wt
-    by_rank = np.bincount(ranks[~shared], io_time[~shared], minlength=max(nprocs, 1))
+    _, rank_of = np.unique(ranks[~shared], return_inverse=True)
+    by_rank = np.bincount(rank_of, io_time[~shared], minlength=1)
     slowest_rank = max(float(by_rank.max()), 0.0)
     agg_time = slowest_rank + _seq_sum(slowest[shared])
     total = int(nbytes.sum())

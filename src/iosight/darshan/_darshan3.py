@@ -6,7 +6,8 @@ compressed regions: the job record (``struct darshan_job`` plus the exe and
 mount table), the name records (``id, NUL-terminated name``) and one region per
 module holding that module's records back to back (``darshan-logutils.c``,
 ``include/darshan-log-format.h``). Each region is inflated whole (zlib, bzip2
-or stored) and its records are viewed with a numpy structured dtype, so a log
+or stored) into one buffer and its records are viewed in place as 8-byte words
+(variable-size ones, DXT, HEATMAP and LUSTRE, by :mod:`._darshan3_records`), so a log
 becomes columns with one copy and no Python per counter.
 
 Old module versions are up-converted to the current counter set exactly as
@@ -17,13 +18,27 @@ knows is skipped with a warning (``jobs.metadata`` gains a line), never the job.
 
 Hostile input is a :class:`CorruptLogError` with a one-line reason, never another
 exception: regions outside the file or overlapping, bad compressed streams, unknown
-versions or compression, nprocs outside 1..10^8, times outside 1990-2100, negative
-record counts, ranks outside the job. Allocation is bounded by what the file holds,
-never by a count it claims: a region inflates to at most :data:`MAX_REGION_BYTES`
-(1 GiB) and all regions of a log to :data:`MAX_LOG_BYTES` (2 GiB); a record whose
-count (segments, bins, components, stripes) needs more bytes than the region holds
-ends the region, as libdarshan-util's short read does; the arrays built from a
-region are a small multiple (<= 4x) of its inflated size.
+versions or compression, negative record counts, ranks outside the job. A job record
+whose fields are garbage costs the job fields, not the records: nprocs outside 1..10^8
+is -1 and a time outside 1990-2100 null, each with a warning line; a record not in its
+version's layout at all (the pre-release 3.4 development logs, which libdarshan-util
+reads as nprocs 4.4e18 and a negative run time) leaves uid, jobid, nprocs, times and
+exe unknown, and only its module regions that are whole records of their version are
+read (analyses that need the job fields skip such jobs).
+
+Allocation is bounded by what the file holds, never by a count it claims: a region
+inflates to at most :data:`MAX_REGION_BYTES` (1 GiB) and all regions of a log to
+:data:`MAX_LOG_BYTES` (2 GiB); a record whose count (segments, bins, components,
+stripes) needs more bytes than the region holds ends the region, as libdarshan-util's
+short read does.
+
+Memory and work follow what a region holds, not what it inflates to (1 GiB of zeros is
+1 MB of zlib): records that give no row (zero segments, bins or components, ids without
+a name record) build nothing, and a run of equal records is checked as one array. The
+peak while reading a region is at most 1.5x its inflated size when its records give no
+row (2.5x for an old module version, up-converted into a copy), 3.5x when they do, and
+7x for DXT segments and HEATMAP bins (a ~70-byte row, plus the host name, per 32-byte
+segment or 16-byte bin); tests/darshan/test_darshan3_bombs.py measures every module.
 """
 
 from __future__ import annotations
@@ -33,16 +48,18 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
 
 from iosight._errors import CorruptLogError
 from iosight.darshan._accumulate import ACCUMULATED, accumulate
-from iosight.darshan._darshan3_counters import COUNTERS, LUSTRE_COMP_COUNTERS
+from iosight.darshan._darshan3_counters import COUNTERS
+from iosight.darshan._darshan3_records import holds_whole_records, name_records, row_table
 from iosight.darshan._record_tables import (
-    concat_int64,
-    heatmap_table,
+    known_ids,
+    named_ids,
     named_tables,
     names_table,
     totals_table,
@@ -108,7 +125,8 @@ _I_NEG1 = (1 << 64) - 1  # int64 -1
 _F_NEG1 = _f(-1.0)
 
 # up-conversion of old module versions, replayed as libdarshan-util does it in a
-# zeroed 128-word scratch record: {module: {version: (words read, steps)}}; a step is
+# zeroed scratch record (128 words there; here one current record: no step touches a
+# word past it): {module: {version: (words read, steps)}}; a step is
 # ("move", dest, src, n) (memmove of n words), ("set", at, words) or
 # ("drop_if_positive", word) (POSIX v1 records with stdio counters are omitted).
 # The moves are kept literal: where libdarshan's move is short, the words it leaves
@@ -168,11 +186,11 @@ _UPCONVERT: dict[str, dict[int, tuple[int, list]]] = {
     },
     "H5D": {1: (113, [("move", 3, 2, 111), ("set", 2, [0])])},  # FILE_REC_ID
 }
-_SCRATCH_WORDS = 128
 _GENERIC = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR", "BG/Q")
 _GENERIC += ("DFS", "DAOS")
 _EXTRA_WORDS = {"DFS": 4, "DAOS": 6}  # pool/cont uuids (+ oid_hi, oid_lo) after fcounters
 _WITH_FILE_REC = ("H5D", "PNETCDF_VAR")
+_LEGACY_PNETCDF_WORDS = {1: 7, 2: 8}  # words of a pre-3.41 PNETCDF record (v1: 2 fewer times)
 
 
 @dataclass
@@ -232,7 +250,7 @@ def _header(data: bytes, path: Path) -> _Header:
     return _Header(version, order, comp, partial, name_map, regions, size, path, partial_modules)
 
 
-def _inflate(raw: bytes, comp: int, what: str, budget: list[int]) -> bytes:
+def _inflate(raw: bytes, comp: int, what: str, budget: list[int]) -> bytes | bytearray:
     """One region's bytes, decompressed; at most MAX_REGION_BYTES and the log's budget."""
     cap = min(MAX_REGION_BYTES, budget[0])
     try:
@@ -256,27 +274,26 @@ def _inflate(raw: bytes, comp: int, what: str, budget: list[int]) -> bytes:
 _FEED = 16 << 10  # compressed bytes handed to zlib per call
 
 
-def _inflate_zlib(raw: bytes, cap: int, what: str) -> bytes:
+def _inflate_zlib(raw: bytes, cap: int, what: str) -> bytearray:
     """Inflate a region of back-to-back zlib streams (one per rank's share, so thousands
-    in a large job's region), at most ``cap`` bytes. The input goes in ``_FEED``-byte
+    in a large job's region), at most ``cap`` bytes, into one growing buffer (pieces
+    joined at the end would hold the region twice). The input goes in ``_FEED``-byte
     pieces: at each stream's end zlib copies the rest of its input to ``unused_data``,
     which for the whole region would cost quadratic time. A truncated last stream keeps
     what inflated, as libdarshan does."""
-    chunks, size, pos, view = [], 0, 0, memoryview(raw)
+    out, pos, view = bytearray(), 0, memoryview(raw)
     d = zlib.decompressobj()
     while pos < len(raw):
         piece = view[pos : pos + _FEED]
-        chunk = d.decompress(piece, cap + 1 - size)
-        size += len(chunk)
-        chunks.append(chunk)
-        if size > cap or d.unconsumed_tail:
+        out += d.decompress(piece, cap + 1 - len(out))
+        if len(out) > cap or d.unconsumed_tail:
             raise CorruptLogError(f"{what} inflates past {cap} bytes")
         if d.eof:
             pos += len(piece) - len(d.unused_data)
             d = zlib.decompressobj()
         else:
             pos += len(piece)
-    return b"".join(chunks)
+    return out
 
 
 def read_darshan3(path: str | Path, *, job_totals_row: bool = False) -> LogTables:
@@ -335,11 +352,10 @@ def _read(blob: bytes, path: Path, job_totals_row: bool) -> LogTables:
     job_raw = _region(
         blob, hdr, "job", hdr.header_size, job_end - hdr.header_size, [_JOB_RECORD_SIZE * 4]
     )
-    job, mounts = _job(job_raw[:_JOB_RECORD_SIZE], hdr)
-    names: dict[int, str] = {}
-    if hdr.name_map[1]:
-        names = _names(_region(blob, hdr, "name", *hdr.name_map, budget), hdr)
-    warnings: list[str] = []
+    record = _job(job_raw[:_JOB_RECORD_SIZE], hdr)
+    job, warnings = record.row, record.warnings
+    names = _names(blob, hdr, budget)
+    named = named_ids(names)
     tables: LogTables = {}
     raw_records: dict[str, np.ndarray] = {}
     for mod, (off, length, ver) in hdr.regions.items():
@@ -349,24 +365,23 @@ def _read(blob: bytes, path: Path, job_totals_row: bool) -> LogTables:
         if ver == 0 or ver > known:
             warnings.append(f"module {mod} version {ver} is newer than this reader; skipped")
             continue
-        data = _region(blob, hdr, mod, off, length, budget)
-        if mod == "PNETCDF_FILE" and hdr.version < "3.41":
-            recs = _legacy_pnetcdf_records(data, ver, hdr.order)
-        elif mod in _GENERIC:
-            recs = _generic_records(data, mod, ver, hdr.order)
+        # the region is held by the call reading it only (not past it, nor once its
+        # records are up-converted into a copy)
+        span = (blob, hdr, mod, off, length, budget)
+        if not record.layout_known and not _holds_whole_records(span, ver):
+            warnings.append(
+                f"module {mod} region is not whole records of version {ver} (in a log of an "
+                "unknown layout); skipped"
+            )
+            continue
         if mod in _GENERIC:
+            recs = _module_records(_region(*span), mod, ver, hdr)
             if len(recs):
-                raw_records[mod] = recs
-                tables[table_for_module(mod)] = _generic_table(mod, recs)
-        elif mod == "LUSTRE":
-            tables["lustre"] = _lustre_table(data, ver, hdr.order)
-        elif mod in ("DXT_POSIX", "DXT_MPIIO"):
-            with_tid = (mod == "DXT_POSIX" and ver >= 2) or (mod == "DXT_MPIIO" and ver >= 3)
-            # DXT_MPIIO v1 recorded no offsets: libdarshan reports -1
-            no_offsets = mod == "DXT_MPIIO" and ver == 1
-            tables[table_for_module(mod)] = _dxt_table(data, hdr.order, with_tid, no_offsets)
-        elif mod == "HEATMAP":
-            tables["heatmap"] = _heatmap_table(data, hdr.order, names)
+                raw_records[mod] = recs  # totals count unnamed records too, as libdarshan's
+                tables[table_for_module(mod)] = _generic_table(mod, _named_rows(recs, named))
+        else:
+            table = row_table(_region(*span), mod, ver, hdr.order, names, named)
+            tables[table_for_module(mod)] = table
     tables = named_tables(tables, names)
     present = [m for m in hdr.regions]
     for w in warnings:
@@ -379,16 +394,57 @@ def _read(blob: bytes, path: Path, job_totals_row: bool) -> LogTables:
     tables["jobs"] = pa.Table.from_pylist([job], schema=jobs_schema())
     tables["mounts"] = pa.table(
         {
-            "mount_point": pa.array([m[0] for m in mounts], pa.string()),
-            "fs_type": pa.array([m[1] for m in mounts], pa.string()),
+            "mount_point": pa.array([m[0] for m in record.mounts], pa.string()),
+            "fs_type": pa.array([m[1] for m in record.mounts], pa.string()),
         }
     )
-    tables["names"] = names_table(names, mounts)
-    _check_ranks(raw_records, job["nprocs"])
-    totals = _job_totals(raw_records, job["nprocs"])
+    tables["names"] = names_table(names, record.mounts)
+    _check_ranks(raw_records, job["nprocs"] if job["nprocs"] > 0 else _MAX_NPROCS)
+    totals = _job_totals(raw_records)
     if totals:
         tables["job_totals"] = totals if job_totals_row else totals_table(totals)
     return tables
+
+
+def _names(blob: bytes, hdr: _Header, budget: list[int]) -> dict[int, str]:
+    """The name records, id -> name (the region is not held past reading them)."""
+    if not hdr.name_map[1]:
+        return {}
+    v300 = hdr.version == "3.00"  # id, uint32 length, name (later: NUL-terminated names)
+    return name_records(_region(blob, hdr, "name", *hdr.name_map, budget), hdr.order, v300)
+
+
+def _holds_whole_records(span: tuple, ver: int) -> bool:
+    """Whether a module's region is whole records of its version and nothing more: in a
+    log whose job record is not in its version's layout (a development log), only such
+    regions are trusted. The region is inflated on a copy of the log's budget (it is
+    read again after)."""
+    blob, hdr, mod, off, length, budget = span
+    data = _region(blob, hdr, mod, off, length, list(budget))
+    if _legacy_pnetcdf(mod, hdr):
+        return len(data) % (_LEGACY_PNETCDF_WORDS[ver] * _WORD) == 0
+    if mod in _GENERIC:
+        return len(data) % (_version_words(mod, ver) * _WORD) == 0
+    return holds_whole_records(data, mod, ver, hdr.order)
+
+
+def _version_words(mod: str, ver: int) -> int:
+    """Words of one record of a fixed-size module's version ``ver``."""
+    steps = _UPCONVERT.get(mod, {})
+    return steps[ver][0] if ver in steps else _current_words(mod)
+
+
+def _legacy_pnetcdf(mod: str, hdr: _Header) -> bool:
+    """Before 3.41, the PNETCDF module was another record (:func:`_legacy_pnetcdf_records`)."""
+    return mod == "PNETCDF_FILE" and hdr.version < "3.41"
+
+
+def _module_records(data: bytes | bytearray, mod: str, ver: int, hdr: _Header) -> np.ndarray:
+    """The records of a module of fixed-size records (:data:`_GENERIC`), up-converted to
+    its current version."""
+    if _legacy_pnetcdf(mod, hdr):
+        return _legacy_pnetcdf_records(data, ver, hdr.order)
+    return _generic_records(data, mod, ver, hdr.order)
 
 
 def _check_overlaps(hdr: _Header) -> None:
@@ -401,7 +457,17 @@ def _check_overlaps(hdr: _Header) -> None:
             raise CorruptLogError(f"regions {a} and {b} overlap")
 
 
-def _job(data: bytes, hdr: _Header) -> tuple[dict, list[tuple[str, str]]]:
+class _JobRecord(NamedTuple):
+    """The job record: its row of ``jobs``, the mount table, a warning per garbage field,
+    and whether its fixed fields are in the layout of the log's version at all."""
+
+    row: dict
+    mounts: list[tuple[str, str]]
+    warnings: list[str]
+    layout_known: bool
+
+
+def _job(data: bytes, hdr: _Header) -> _JobRecord:
     o = hdr.order
     if hdr.version >= "3.41":
         fmt, size = o + "7q", 56
@@ -409,25 +475,7 @@ def _job(data: bytes, hdr: _Header) -> tuple[dict, list[tuple[str, str]]]:
         fmt, size = o + "5q", 40
     if len(data) < size + 1024:
         raise CorruptLogError(f"job record truncated ({len(data)} bytes)")
-    vals = struct.unpack_from(fmt, data, 0)
-    if hdr.version >= "3.41":
-        uid, s, sn, e, en, nprocs, jobid = vals
-        if not (0 <= sn < 10**9 and 0 <= en < 10**9):
-            raise CorruptLogError(
-                f"implausible nanoseconds ({sn}, {en}): not a format {hdr.version} job "
-                "record (a pre-release development log?)"
-            )
-        start, end = s + sn * 1e-9, e + en * 1e-9
-        run_time = (e + en / 1e9) - (s + sn / 1e9)
-    else:
-        uid, s, e, nprocs, jobid = vals
-        start, end = float(s), float(e)
-        run_time = float(e - s + 1)
-    if not 0 < nprocs <= _MAX_NPROCS:
-        raise CorruptLogError(f"garbage header (nprocs={nprocs})")
-    for what, t in (("start", s), ("end", e)):
-        if not (_TIME_RANGE[0] <= t <= _TIME_RANGE[1] or t == 0):
-            raise CorruptLogError(f"implausible {what} time {t} (outside 1990-2100)")
+    fields, warnings = _job_fields(struct.unpack_from(fmt, data, 0), hdr.version)
     meta = data[size : size + 1024].split(b"\0", 1)[0].decode("utf-8", "replace")
     kv = dict(line.split("=", 1) for line in meta.splitlines() if "=" in line)
     tail = data[size + 1024 :].split(b"\0", 1)[0]
@@ -446,41 +494,54 @@ def _job(data: bytes, hdr: _Header) -> tuple[dict, list[tuple[str, str]]]:
         "source_format": "darshan3",
         "log_version": hdr.version,
         "lib_version": kv.get("lib_ver", ""),
-        "jobid": jobid,
-        "uid": uid,
         "exe": exe.decode("utf-8", "replace"),
-        "nprocs": nprocs,
-        "start_time": start,
-        "end_time": end,
-        "run_time": run_time,
+        **fields,
         "synthetic": False,
         "metadata": meta.strip(),
     }
-    return job, mounts
+    return _JobRecord(job, mounts, warnings, fields is not _UNKNOWN_JOB)
 
 
-def _names(data: bytes, hdr: _Header) -> dict[int, str]:
-    out: dict[int, str] = {}
-    pos, n = 0, len(data)
-    idfmt = hdr.order + "Q"
-    v300 = hdr.version == "3.00"
-    while pos + 9 <= n:
-        (rid,) = struct.unpack_from(idfmt, data, pos)
-        if v300:  # 3.00: id, uint32 name length, name (no NUL)
-            (ln,) = struct.unpack_from(hdr.order + "I", data, pos + 8)
-            end = pos + 12 + ln
-            if end > n:
-                break
-            name = data[pos + 12 : end]
-            pos = end
-        else:
-            end = data.find(b"\0", pos + 8)
-            if end < 0:
-                break
-            name = data[pos + 8 : end]
-            pos = end + 1
-        out[rid] = name.decode("utf-8", "replace")  # a repeated id: the last name wins
-    return out
+# the job fields of a record whose layout is not known (the jobs contract: -1 for
+# uid and nprocs, null for the others; no exe)
+_UNKNOWN_JOB = {"uid": -1, "jobid": None, "nprocs": -1, "exe": ""}
+_UNKNOWN_JOB |= {"start_time": None, "end_time": None, "run_time": None}
+
+
+def _job_fields(vals: tuple[int, ...], version: str) -> tuple[dict, list[str]]:
+    """``uid, jobid, nprocs`` and the times of the job record, garbage ones unknown (-1
+    for ``nprocs``, None for times), with a warning each: the log's records stay data,
+    and analyses that need these fields skip the job.
+
+    A 3.41 record whose nanoseconds are not in 0..10^9 is not in the 3.41 layout (the
+    pre-release 3.4 development logs, read by libdarshan-util as nprocs 4.4e18 and a
+    negative run time), so none of its fields, nor the exe after them, can be trusted
+    (:data:`_UNKNOWN_JOB`)."""
+    if version >= "3.41":
+        uid, s, sn, e, en, nprocs, jobid = vals
+        if not (0 <= sn < 10**9 and 0 <= en < 10**9):
+            return _UNKNOWN_JOB, [
+                f"job record not in the format {version} layout (nanoseconds {sn}, {en}: "
+                "a pre-release development log?); its uid, jobid, nprocs, times and exe "
+                "are unknown"
+            ]
+        start, end = s + sn * 1e-9, e + en * 1e-9
+        run_time = (e + en / 1e9) - (s + sn / 1e9)
+    else:
+        uid, s, e, nprocs, jobid = vals
+        start, end = float(s), float(e)
+        run_time = float(e - s + 1)
+    fields = {"uid": uid, "jobid": jobid, "nprocs": nprocs}
+    fields |= {"start_time": start, "end_time": end, "run_time": run_time}
+    warnings = []
+    if not 0 < nprocs <= _MAX_NPROCS:
+        fields["nprocs"] = -1
+        warnings.append(f"garbage nprocs {nprocs} (outside 1..10^8); nprocs unknown")
+    for what, t in (("start", s), ("end", e)):
+        if not (_TIME_RANGE[0] <= t <= _TIME_RANGE[1] or t == 0):
+            fields[f"{what}_time"] = fields["run_time"] = None
+            warnings.append(f"implausible {what} time {t} (outside 1990-2100); unknown")
+    return fields, warnings
 
 
 def _words(data: bytes, nwords: int, order: str) -> np.ndarray:
@@ -498,31 +559,37 @@ def _current_words(mod: str) -> int:
 def _generic_records(data: bytes, mod: str, ver: int, order: str) -> np.ndarray:
     """The module's records as rows of little-endian words in the current version's layout."""
     steps = _UPCONVERT.get(mod, {})
+    recs = _words(data, _version_words(mod, ver), order)
     if ver not in steps:
-        recs = _words(data, _current_words(mod), order)
         return np.ascontiguousarray(recs)
     nwords, ops = steps[ver]
-    recs = _words(data, nwords, order)
-    scratch = np.zeros((len(recs), _SCRATCH_WORDS), np.uint64)
+    scratch = np.zeros((len(recs), _current_words(mod)), np.uint64)
     scratch[:, :nwords] = recs
     for op in ops:
         if op[0] == "drop_if_positive":
             scratch = scratch[scratch[:, op[1]].view(np.int64) <= 0]
         elif op[0] == "move":
-            _, dest, src, n = op
-            scratch[:, dest : dest + n] = scratch[:, src : src + n].copy()
+            _move(scratch, *op[1:])
         else:
             scratch[:, op[1] : op[1] + len(op[2])] = np.asarray(op[2], np.uint64)
-    recs = scratch[:, : _current_words(mod)]
-    return np.ascontiguousarray(recs)
+    return scratch
+
+
+_MOVE_ROWS = 1 << 13  # records moved at once (a copy of all would cost a second region)
+
+
+def _move(recs: np.ndarray, dest: int, src: int, n: int) -> None:
+    """``memmove`` of ``n`` words within every record, :data:`_MOVE_ROWS` at a time."""
+    for lo in range(0, len(recs), _MOVE_ROWS):
+        block = recs[lo : lo + _MOVE_ROWS]
+        block[:, dest : dest + n] = block[:, src : src + n].copy()
 
 
 def _legacy_pnetcdf_records(data: bytes, ver: int, order: str) -> np.ndarray:
     """Pre-3.41 PNETCDF records (``INDEP_OPENS, COLL_OPENS`` and open/close timestamps)
     as PNETCDF_FILE records: opens summed into ``OPENS``, counters the old module did
     not keep set to -1, as libdarshan-util 3.5 returns them."""
-    nwords = 7 if ver == 1 else 8  # v1: no F_CLOSE_START / F_OPEN_END
-    old = _words(data, nwords, order)
+    old = _words(data, _LEGACY_PNETCDF_WORDS[ver], order)
     if ver == 1:
         old = np.concatenate(
             [old[:, :4], np.full((len(old), 2), _F_NEG1, np.uint64), old[:, 4:]], axis=1
@@ -536,6 +603,13 @@ def _legacy_pnetcdf_records(data: bytes, ver: int, order: str) -> np.ndarray:
     out[:, f : f + 8] = _F_NEG1
     out[:, [f, f + 1, f + 3, f + 4]] = old[:, 4:8]
     return out
+
+
+def _named_rows(recs: np.ndarray, named: np.ndarray) -> np.ndarray:
+    """The records whose id has a name record (the others are dropped from every table:
+    leaving them out first builds no columns for them)."""
+    known = known_ids(recs[:, 0], named)
+    return recs if known.all() else recs[known]
 
 
 def _generic_table(mod: str, recs: np.ndarray) -> pa.Table:
@@ -558,200 +632,6 @@ def _generic_table(mod: str, recs: np.ndarray) -> pa.Table:
     return pa.Table.from_arrays(arrays, names=[*cols, *cnames, *fnames])
 
 
-def _i64(data: bytes, pos: int, order: str, n: int = 1):
-    return struct.unpack_from(f"{order}{n}q", data, pos)
-
-
-def _lustre_table(data: bytes, ver: int, order: str) -> pa.Table:
-    """LUSTRE records: v2 {base, num_comps, num_stripes, comps, ost_ids}; v1
-    {base, 5 counters, ost_ids[stripe_width]} up-converted to one component."""
-    names = LUSTRE_COMP_COUNTERS
-    ranks, ids, comp_no, pools, osts = [], [], [], [], []
-    counters: list[tuple[int, ...]] = []
-    pos, n = 0, len(data)
-    while True:
-        if ver >= 2:
-            if pos + 32 > n:
-                break
-            rid, rank, ncomp, nstripe = struct.unpack_from(order + "Qqqq", data, pos)
-            need = 32 + ncomp * 72 + nstripe * 8
-            if ncomp < 0 or nstripe < 0 or pos + need > n:
-                if pos + need > n and ncomp >= 0 and nstripe >= 0:
-                    break
-                raise CorruptLogError(f"LUSTRE record with {ncomp} components, {nstripe} stripes")
-            ost_all = list(_i64(data, pos + 32 + ncomp * 72, order, nstripe))
-            at = 0
-            for c in range(ncomp):
-                cpos = pos + 32 + c * 72
-                vals = _i64(data, cpos, order, 7)
-                pool = data[cpos + 56 : cpos + 72].split(b"\0", 1)[0].decode("utf-8", "replace")
-                stripes = max(vals[1], 0)
-                counters.append(vals)
-                osts.append(ost_all[at : at + stripes])
-                at += stripes
-                ranks.append(rank)
-                ids.append(rid)
-                comp_no.append(c)
-                pools.append(pool)
-            pos += need
-        else:
-            if pos + 64 > n:
-                break
-            rid, rank, n_osts, n_mdts, s_off, s_size, width = struct.unpack_from(
-                order + "Qq5q", data, pos
-            )
-            need = 56 + max(width, 1) * 8
-            if width < 0 or pos + need > n:
-                break
-            ost_list = list(_i64(data, pos + 56, order, width)) if width else []
-            counters.append((s_size, width, -1, -1, 0, -1, -1))
-            osts.append(ost_list)
-            ranks.append(rank)
-            ids.append(rid)
-            comp_no.append(0)
-            pools.append("")
-            pos += need
-    mat = np.asarray(counters, dtype=np.int64).reshape(-1, len(names))
-    return pa.table(
-        {
-            "rank": pa.array(ranks, pa.int64()),
-            "record_id": pa.array(ids, pa.uint64()),
-            "component": pa.array(comp_no, pa.int64()),
-            **{name: pa.array(mat[:, i]) for i, name in enumerate(names)},
-            "pool_name": pa.array(pools, pa.string()),
-            "ost_ids": pa.array(osts, pa.list_(pa.int64())),
-        }
-    )
-
-
-_OPS = pa.array(["read", "write"])
-
-
-def _dxt_table(data: bytes, order: str, with_tid: bool, no_offsets: bool) -> pa.Table:
-    """DXT records: a 104-byte head (base, shared flag, hostname[64], write and read
-    counts) then the write segments and the read segments (offset, length, start,
-    end[, pthread_id])."""
-    seg_size = 40 if with_tid else 32
-    heads, starts = [], []
-    pos, n = 0, len(data)
-    while pos + 104 <= n:
-        w, r = struct.unpack_from(order + "qq", data, pos + 88)
-        if w < 0 or r < 0:
-            raise CorruptLogError(f"DXT record with {w} writes, {r} reads")
-        end = pos + 104 + (w + r) * seg_size
-        if end > n:
-            break
-        heads.append((pos, w, r))
-        starts.append(pos + 104)
-        pos = end
-    nrec = len(heads)
-    counts = np.array([w + r for _, w, r in heads], dtype=np.int64)
-    nwrites = np.array([w for _, w, _ in heads], dtype=np.int64)
-    fields = [("offset", "i8"), ("length", "i8"), ("start", "f8"), ("end", "f8")]
-    if with_tid:
-        fields.append(("pthread_id", "u8"))
-    dt = np.dtype([(k, order + v) for k, v in fields])
-    buf = np.frombuffer(data, np.uint8)
-    if nrec:
-        seg_bytes = np.concatenate(
-            [buf[s : s + c * seg_size] for s, c in zip(starts, counts.tolist(), strict=True)]
-        )
-        seg = seg_bytes.view(dt)
-    else:
-        seg = np.zeros(0, dt)
-    head_dt = np.dtype([("id", order + "u8"), ("rank", order + "i8")])
-    base = np.array([np.frombuffer(data, head_dt, 1, p)[0] for p, _, _ in heads], head_dt)
-    hosts = [
-        data[p + 24 : p + 88].split(b"\0", 1)[0].decode("utf-8", "replace") for p, _, _ in heads
-    ]
-    rec_of = np.repeat(np.arange(nrec), counts)
-    seq = np.arange(len(seg)) - np.repeat(np.cumsum(counts) - counts, counts)
-    is_write = seq < np.repeat(nwrites, counts)
-    cols = {
-        "rank": pa.array(base["rank"].astype(np.int64)[rec_of]),
-        "record_id": pa.array(base["id"].astype(np.uint64)[rec_of]),
-        "hostname": pa.DictionaryArray.from_arrays(
-            pa.array(rec_of.astype(np.int32)), pa.array(hosts, pa.string())
-        ).cast(pa.string()),
-        "seq": pa.array(seq.astype(np.int64)),
-        "op": _OPS.take(pa.array(is_write.astype(np.int8))),
-        "offset": pa.array(
-            np.full(len(seg), -1, np.int64) if no_offsets else seg["offset"].astype(np.int64)
-        ),
-        "length": pa.array(seg["length"].astype(np.int64)),
-        "start": pa.array(seg["start"].astype(np.float64)),
-        "end": pa.array(seg["end"].astype(np.float64)),
-    }
-    if with_tid:
-        cols["pthread_id"] = pa.array(seg["pthread_id"].astype(np.uint64))
-    return pa.table(cols)
-
-
-def _heatmap_table(data: bytes, order: str, names: dict[int, str]) -> pa.Table:
-    """HEATMAP records: base, bin width, nbins, 2 pointers, write bins, read bins.
-
-    Records of one bin count (what Darshan writes) are one structured view of the
-    region; others are walked record by record."""
-    recs = _heatmap_uniform(data, order)
-    return heatmap_table(*(recs if recs is not None else _heatmap_walk(data, order)), names)
-
-
-def _heatmap_uniform(data: bytes, order: str):
-    """The records as arrays when all hold the first one's bin count and fill the region
-    (a tail too short for a record header), else None.
-
-    Exact, not a guess: record i's bin count is read where a record-by-record walk reads
-    it once records 0..i-1 held the first one's count, so a record of another count is
-    caught at its own header.
-    """
-    if len(data) < 48:
-        return None
-    (k,) = struct.unpack_from(order + "q", data, 24)
-    size = 48 + 16 * k
-    if k <= 0 or len(data) % size >= 48:
-        return None
-    e = order + "i8"
-    dt = np.dtype(
-        [("id", order + "u8"), ("rank", e), ("width", order + "f8"), ("nbins", e)]
-        + [("ptr", order + "u8", 2), ("w", e, k), ("r", e, k)]
-    )
-    recs = np.frombuffer(data, dt, len(data) // size)
-    if not (recs["nbins"] == k).all():
-        return None
-    return (
-        recs["id"].astype(np.uint64),
-        recs["rank"].astype(np.int64),
-        recs["width"].astype(np.float64),
-        np.full(len(recs), k, np.int64),
-        recs["w"].astype(np.int64).ravel(),
-        recs["r"].astype(np.int64).ravel(),
-    )
-
-
-def _heatmap_walk(data: bytes, order: str):
-    """The records as arrays, walked one by one (a record's bin count sets its size)."""
-    recs = []
-    pos, n = 0, len(data)
-    while pos + 48 <= n:
-        rid, rank, width, nbins = struct.unpack_from(order + "Qqdq", data, pos)
-        end = pos + 48 + 16 * nbins
-        if nbins < 0:
-            raise CorruptLogError(f"HEATMAP record with {nbins} bins")
-        if end > n:
-            break
-        recs.append((rid, rank, width, nbins, pos + 48))
-        pos = end
-    i8 = np.dtype(order + "i8")
-    return (
-        np.array([x[0] for x in recs], np.uint64),
-        np.array([x[1] for x in recs], np.int64),
-        np.array([x[2] for x in recs], np.float64),
-        np.array([x[3] for x in recs], np.int64),
-        concat_int64([np.frombuffer(data, i8, nb, p) for _, _, _, nb, p in recs]),
-        concat_int64([np.frombuffer(data, i8, nb, p + 8 * nb) for _, _, _, nb, p in recs]),
-    )
-
-
 # modules whose records must hold ranks in [-1, nprocs): those the accumulator reduces
 # (it indexes per-rank arrays by rank) and the I/O-library modules beside them; iosight's
 # own rule (libdarshan-util's accumulator asserts only on rank >= nprocs, in what it
@@ -760,19 +640,20 @@ _RANK_CHECKED = (*ACCUMULATED, "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR")
 
 
 def _check_ranks(raw: dict[str, np.ndarray], nprocs: int) -> None:
-    """A log whose records name a rank outside [-1, nprocs) is corrupt."""
+    """A log whose records name a rank outside [-1, nprocs) is corrupt (``nprocs``: the
+    job's, or the largest plausible one when the job record's is garbage)."""
     for mod in _RANK_CHECKED:
         ranks = raw[mod][:, 1].view(np.int64) if mod in raw else ()
         if len(ranks) and (ranks.min() < -1 or ranks.max() >= nprocs):
             raise CorruptLogError(f"module {mod} has records of ranks outside [-1, {nprocs})")
 
 
-def _job_totals(raw: dict[str, np.ndarray], nprocs: int) -> dict[str, float]:
+def _job_totals(raw: dict[str, np.ndarray]) -> dict[str, float]:
     """``darshan-parser --total``: iosight's own copy of libdarshan-util's accumulator
     (:func:`accumulate`) for POSIX, MPI-IO and STDIO; libdarshan-util 3.5 reduces none of
     H5F, H5D and PnetCDF (see :mod:`iosight.darshan._accumulate`), so neither does iosight."""
     totals: dict[str, float] = {}
     for mod in ACCUMULATED:
         if mod in raw:
-            totals.update(accumulate(mod, raw[mod], nprocs))
+            totals.update(accumulate(mod, raw[mod]))
     return totals

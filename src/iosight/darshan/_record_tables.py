@@ -27,7 +27,7 @@ def heatmap_table(ids, ranks, widths, nbins, write_bins, read_bins, names) -> pa
             "module": module.cast(pa.string()),
             "rank": pa.array(np.asarray(ranks, np.int64)[rec_of]),
             "record_id": pa.array(np.asarray(ids, np.uint64)[rec_of]),
-            "bin": pa.array(bins.astype(np.int64)),
+            "bin": pa.array(bins),
             "bin_width": pa.array(width),
             "bin_start": pa.array(bins * width),
             "read_bytes": pa.array(np.asarray(read_bins, np.int64)),
@@ -48,17 +48,33 @@ def named_tables(tables: dict[str, pa.Table], names: dict[int, str]) -> dict[str
     """The tables with only records that have a name (:func:`named_only`), and without the
     tables left empty (a module table with no named record is left out, as the text and
     2.x readers do)."""
-    ids = np.sort(np.fromiter(names, np.uint64, len(names)))
+    ids = named_ids(names)
     return {k: t for k, t in ((k, named_only(t, ids)) for k, t in tables.items()) if t.num_rows}
 
 
+def named_ids(names: dict[int, str]) -> np.ndarray:
+    """The ids of the name records, sorted (for :func:`known_ids`)."""
+    return np.sort(np.fromiter(names, np.uint64, len(names)))
+
+
+_ID_BLOCK = 1 << 16  # ids looked up at once (bounds the lookup's arrays)
+
+
+def known_ids(ids: np.ndarray, named: np.ndarray) -> np.ndarray:
+    """Which of ``ids`` are in ``named`` (:func:`named_ids`), as a boolean mask."""
+    known = np.zeros(len(ids), bool)
+    for lo in range(0, len(ids) if len(named) else 0, _ID_BLOCK):
+        part = ids[lo : lo + _ID_BLOCK]
+        at = np.minimum(np.searchsorted(named, part), len(named) - 1)
+        known[lo : lo + _ID_BLOCK] = named[at] == part
+    return known
+
+
 def named_only(table: pa.Table, named: np.ndarray) -> pa.Table:
-    """Drop records whose id is not in ``named`` (sorted ids of the name records), as
-    PyDarshan does (ids outside the name table are a writer's garbage, e.g. id 2**64-1
-    in some DAOS logs)."""
-    ids = table["record_id"].to_numpy()
-    at = np.minimum(np.searchsorted(named, ids), max(len(named) - 1, 0))
-    known = named[at] == ids if len(named) else np.zeros(len(ids), bool)
+    """Drop records whose id is not in ``named`` (:func:`named_ids`), as PyDarshan does
+    (ids outside the name table are a writer's garbage, e.g. id 2**64-1 in some DAOS
+    logs)."""
+    known = known_ids(table["record_id"].to_numpy(), named)
     return table if known.all() else table.filter(pa.array(known))
 
 

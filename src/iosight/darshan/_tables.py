@@ -12,7 +12,10 @@ Table columns (besides ``job_key``):
     nprocs, start_time, end_time, run_time, modules, partial_modules, partial,
     synthetic, metadata, known_at`` — times are float seconds since the epoch (UTC);
     ``modules`` and ``partial_modules`` are comma-separated module names; ``uid``
-    and ``nprocs`` are -1 when the source does not say (job-total tables).
+    and ``nprocs`` are -1 when the source does not say (job-total tables) or says
+    garbage (a Darshan job record out of range or layout: ``jobid`` and times are null
+    then, and ``metadata`` has an ``iosight_warning=`` line; analyses that need them
+    leave the job out).
     ``known_at`` is when the job became known, so a decision made at time T can use
     only what was known by T: readers leave it null unless the source says (a
     job-total table's ``known_at`` column); ingest fills the rest, with the job's

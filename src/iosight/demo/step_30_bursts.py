@@ -15,7 +15,7 @@ def run(ctx: DemoContext) -> None:
     from iosight.warehouse import Warehouse
 
     # a warehouse of its own, so synthetic jobs never mix with the real logs of other steps
-    wh = Warehouse(ctx.workdir / "facility-warehouse")
+    wh = Warehouse(ctx.workdir / "facility-warehouse", create=True)
     weeks = 2
     s = generate_facility(wh, FacilityConfig(months=weeks * 7 / 30, seed=1, jobs_per_day=300))
     ctx.say(f"SYNTHETIC facility, {weeks} weeks: {sum(s.jobs.values())} jobs {s.jobs}")

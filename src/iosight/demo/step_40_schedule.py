@@ -16,7 +16,7 @@ def _timeline_warehouse(ctx: DemoContext):
     from iosight.timeline import build_timeline
     from iosight.warehouse import Warehouse
 
-    wh = Warehouse(ctx.workdir / "schedule-facility")
+    wh = Warehouse(ctx.workdir / "schedule-facility", create=True)
     ctx.say("no timeline yet: generating one synthetic month of the facility (seed 1)")
     generate_facility(wh, FacilityConfig(months=1.0, seed=1))
     build_timeline(wh)

@@ -29,7 +29,7 @@ def run(ctx) -> None:
         ctx.show(codes, "binary codings of real Darshan jobs (split points: quantiles)")
 
     n = 200 if ctx.quick else 400
-    syn = Warehouse(ctx.workdir / "similarity-synthetic")
+    syn = Warehouse(ctx.workdir / "similarity-synthetic", create=True)
     synth_monitoring(syn, n, seed=1)
     ctx.say(f"{n} SYNTHETIC jobs from 13 known classes (5 s samples, 1-64 nodes, up to 8 h)")
     for coding, kw in (

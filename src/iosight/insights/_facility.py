@@ -13,9 +13,10 @@ import pandas as pd
 
 from iosight.insights._compute import FINDINGS_TABLE, JOBS_TABLE
 from iosight.insights._rules import LEVELS, RULES
-from iosight.warehouse import Warehouse
+from iosight.warehouse import Warehouse, kind_of, synthetic_flag
 
-# the application of a job: the executable's base name (first word of the command line)
+# the application of a job: the executable's base name (first word of the command line);
+# a SYNTHETIC job's application is listed apart, so it is never taken for a real one
 APP_SQL = (
     "coalesce(nullif(regexp_extract(split_part(coalesce(j.exe, ''), ' ', 1), '[^/]*$'), ''), "
     "'uid ' || cast(j.uid as varchar))"
@@ -25,12 +26,14 @@ APP_SQL = (
 @dataclass
 class FacilityView:
     """Per rule (``rules``), per rule that could not run (``not_evaluated``: code, jobs,
-    title, what it needs), per month."""
+    title, what it needs), per month; ``data`` says whether the jobs are real, SYNTHETIC
+    or mixed (:func:`iosight.warehouse.kind_of`)."""
 
     jobs: int  # evaluated jobs in scope
     rules: pd.DataFrame
     not_evaluated: pd.DataFrame
     trend: pd.DataFrame  # month, code, jobs, share, stake_core_hours
+    data: str = "real"
 
     def summary_table(self) -> pd.DataFrame:
         """The per-rule table rounded for reading: percent of jobs, core-hours, and the
@@ -75,7 +78,8 @@ def facility_view(warehouse: Warehouse, *, where: str | None = None, apps: int =
     warehouse.require(JOBS_TABLE, "run 'iosight insights' (or compute_insights) first")
     cond = f"where {where}" if where else ""
     scope = f"(select j.* from jobs j join {JOBS_TABLE} using (job_key) {cond})"
-    n = int(warehouse.sql(f"select count(*) n from {scope}")["n"][0])
+    counts = warehouse.sql(f"select count(*), count_if({synthetic_flag(warehouse)}) from {scope}")
+    n, n_syn = (int(v) for v in counts.iloc[0])
     has_findings = warehouse.has_table(FINDINGS_TABLE)
     rules = _rules(warehouse, scope, apps) if has_findings else pd.DataFrame()
     if len(rules):
@@ -96,26 +100,29 @@ def facility_view(warehouse: Warehouse, *, where: str | None = None, apps: int =
     blind["title"] = blind["code"].map(lambda c: RULES.get(c).title)
     blind["needs"] = blind["code"].map(lambda c: RULES.get(c).needs_text())
     trend = _trend(warehouse, scope) if has_findings else pd.DataFrame()
-    return FacilityView(n, rules, blind, trend)
+    return FacilityView(n, rules, blind, trend, kind_of(n, n_syn))
 
 
 def _rules(warehouse: Warehouse, scope: str, apps: int) -> pd.DataFrame:
+    flag = synthetic_flag(warehouse, "j")
     return warehouse.sql(
         f"""with f as (
-                select i.code, i.level, i.job_key, {APP_SQL} as app,
+                select i.code, i.level, i.job_key, {APP_SQL} as app, {flag} as synthetic,
                        coalesce(i.stake_s, 0) / 3600 as stake_ch,
                        coalesce(i.stake_bytes, 0) as stake_b,
                        greatest(j.nprocs, 1) * greatest(j.run_time, 0) / 3600 as job_ch
                 from {FINDINGS_TABLE} i join {scope} j using (job_key)
             ), per_app as (
-                select code, level, app, count(*) as jobs, sum(stake_ch) as stake_ch
+                select code, level, app, synthetic, count(*) as jobs, sum(stake_ch) as stake_ch
                 from f group by all
             ), worst as (
                 select code, level, string_agg(
-                    app[:16] || ' (' || jobs || ' jobs, ' || round(stake_ch, 1) || ' core-h)', '; '
-                    order by stake_ch desc, jobs desc, app) as worst_apps
+                    app[:16] || (case when synthetic then ' [SYNTHETIC]' else '' end)
+                    || ' (' || jobs || ' jobs, ' || round(stake_ch, 1) || ' core-h)', '; '
+                    order by stake_ch desc, jobs desc, app, synthetic) as worst_apps
                 from (select *, row_number() over (
-                          partition by code, level order by stake_ch desc, jobs desc, app) as r
+                          partition by code, level
+                          order by stake_ch desc, jobs desc, app, synthetic) as r
                       from per_app) where r <= {int(apps)}
                 group by all
             )

@@ -14,12 +14,12 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
 from iosight._errors import IosightError
+from iosight._shipped import read_path_or_shipped, shipped_names
 
 _UNITS = {
     "": 1,
@@ -317,26 +317,16 @@ def _check_nesting(source: str, nodes: int, stages: list[Stage]) -> None:
 
 def builtin_platforms() -> list[str]:
     """Names of the platform descriptions shipped with iosight."""
-    root = resources.files("iosight.perfmodel") / "platforms"
-    return sorted(p.name.removesuffix(".yaml") for p in root.iterdir() if p.name.endswith(".yaml"))
+    return shipped_names("iosight.perfmodel", "platforms", ".yaml")
 
 
 def load_platform(path_or_name: str | Path) -> Platform:
     """Read a platform from a YAML file, or a shipped one by name (``titan``, ``cetus``)."""
     import yaml
 
-    p = Path(path_or_name)
-    if p.exists():
-        text, source = p.read_text(), str(p)
-    else:
-        name = p.name.removesuffix(".yaml")
-        if p.parent != Path(".") or name not in builtin_platforms():
-            raise IosightError(
-                f"no platform file {str(path_or_name)!r}; give a YAML path or one of the shipped "
-                f"platforms: {', '.join(builtin_platforms())}"
-            )
-        res = resources.files("iosight.perfmodel") / "platforms" / f"{name}.yaml"
-        text, source = res.read_text(), f"{name}.yaml"
+    text, source = read_path_or_shipped(
+        path_or_name, "iosight.perfmodel", "platforms", ".yaml", "platform"
+    )
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:

@@ -23,15 +23,16 @@ def describe_data(wh: Warehouse) -> str:
     """One line saying which data a warehouse holds: real or synthetic, sources, span."""
     if not wh.has_table("jobs"):
         return f"{wh.path.name}: no jobs table"
-    cols = set(wh.column_names("jobs"))
-    syn = "sum(case when synthetic then 1 else 0 end)" if "synthetic" in cols else "0"
-    fmt = "string_agg(distinct source_format, ', ')" if "source_format" in cols else "''"
-    n, n_syn, fmts, t0, t1 = wh.sql(
-        f"select count(*), {syn}, {fmt}, min(start_time), max(end_time) from jobs"
-    ).iloc[0]
     import pandas as pd
 
-    kind = "SYNTHETIC" if n_syn == n else ("real" if n_syn == 0 else f"mixed ({n_syn} synthetic)")
+    from iosight.warehouse import data_kind
+
+    cols = set(wh.column_names("jobs"))
+    fmt = "string_agg(distinct source_format, ', ')" if "source_format" in cols else "''"
+    n, fmts, t0, t1 = wh.sql(
+        f"select count(*), {fmt}, min(start_time), max(end_time) from jobs"
+    ).iloc[0]
+    kind = data_kind(wh)
     span = " to ".join(str(pd.Timestamp(t, unit="s", tz="UTC").date()) for t in (t0, t1))
     return f"{wh.path.name}: {kind} data, {n} jobs ({fmts or 'unknown format'}), {span}"
 

@@ -28,7 +28,8 @@ def report_dir(out_dir: str | Path) -> Path:
 def write_insights_report(view: FacilityView, out_dir: str | Path, *, title: str) -> Path:
     """Write ``insights.html`` (figures inline) into ``out_dir`` and return its path."""
     out = report_dir(out_dir)
-    body = [f"<h1>{html.escape(title)}</h1>", f"<p>{view.jobs} jobs evaluated.</p>"]
+    evaluated = f"<p>{view.jobs} jobs evaluated ({html.escape(view.data)} data).</p>"
+    body = [f"<h1>{html.escape(title)}</h1>", evaluated]
     if view.rules.empty:
         body.append("<p class='note'>No rule fired on these jobs.</p>")
     else:

@@ -90,8 +90,9 @@ def write_schedule_report(
     if out.exists() and not out.is_dir():
         raise IosightError(f"report path {out} exists and is not a directory")
     out.mkdir(parents=True, exist_ok=True)
-    synthetic = bool(sim.settings.get("synthetic", False))
-    note = " - SYNTHETIC data" if synthetic else ""
+    data = sim.settings.get("data", "")
+    note = f" - data: {data}" if data and data != "real" else ""
+    said = f"Data: {html.escape(data)}. " if data else ""
     summary = sim.summary()
     summary.to_csv(out / "schedule-summary.csv", index=False)
     figures: list[tuple[str, str, bytes]] = []
@@ -102,7 +103,7 @@ def write_schedule_report(
         figures.append((f"fig11_cdf_{app}.png", f"Fig. 11: CDFs, app {app}", cdf))
     sections = [
         f"<h1>{html.escape(title)}</h1>",
-        f"<p><b>{'SYNTHETIC DATA. ' if synthetic else ''}</b>"
+        f"<p><b>{said}</b>"
         f"{sim.n_windows} windows of {sim.settings.get('n_options', 24)} bins with at least one"
         f" burst; {sim.n_patterns} distinct patterns. Settings: "
         f"{html.escape(str(sim.settings))}.</p>",

@@ -98,7 +98,7 @@ def _real_section(
     from iosight.similarity import cluster_of, explore, find_similar, import_codings
     from iosight.warehouse import Warehouse
 
-    wh = Warehouse(out / "dkrz-warehouse")
+    wh = Warehouse(out / "dkrz-warehouse", create=True)
     counts = import_codings(wh, csv)
     share = counts["zero_jobs"] / counts["jobs"]
     runs = [explore(wh, c, sims, progress=progress) for c in ("bin", "bin-aggzeros")]

@@ -314,6 +314,7 @@ def create_app(
             error=None, thr=thr, models=models, ask=ask, policy=policy,
             fig_facility=figs.facility_figure(df, thr, title), bin_width=df.attrs["bin_width"],
             rec=rec, rec_error=rec_error, fig_rec=fig_rec, span=pages.timeline_span(site.wh),
+            train=pages.cli_command(site.wh, "bursts train"),
         )  # fmt: skip
 
     def timeline_api(request: Request) -> Response:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -238,10 +239,16 @@ def job_insights_table(wh: ServedWarehouse, key: str) -> tuple[pd.DataFrame | No
         return None, str(err)
 
 
+def cli_command(wh: ServedWarehouse, args: str) -> str:
+    """The command line ``iosight ARGS`` on this warehouse, ready to paste (for hints)."""
+    return f"iosight {args} -w {shlex.quote(str(wh.path))}"
+
+
 def similar_jobs(wh: ServedWarehouse, key: str, top: int = 10) -> tuple[pd.DataFrame | None, str]:
     """Jobs like this one from the similarity codings, where they were built."""
     if not wh.has_table("sim_codings"):
-        return None, "no similarity codings: run 'iosight similarity codings' to build them"
+        build = cli_command(wh, "similarity series --from darshan")
+        return None, f"no similarity codings; build them with: {build}"
     try:
         from iosight.similarity import find_similar
 
@@ -259,22 +266,26 @@ class Thresholds:
     bin_width: float
     read: float | None
     write: float | None
+    why_none: tuple[str, ...] = ()  # why a direction has no threshold
 
 
 def burst_thresholds(wh: ServedWarehouse) -> Thresholds:
-    """Thresholds of the whole timeline at the paper's 1% of bins (§IV)."""
+    """Thresholds of the whole timeline at the paper's 1% of bins (§IV); a direction
+    without one (constant, too short, mostly empty) says why in ``why_none``."""
     from iosight.bursts import label_bursts
     from iosight.timeline import bin_width_of, load_timeline
 
     df = load_timeline(wh)
     width = bin_width_of(df)
-    found = {}
+    found, why = {}, []
     for d in ("read", "write"):
         try:
-            found[d] = label_bursts(df[f"{d}_bytes"].to_numpy(float)).threshold
-        except IosightError:
-            found[d] = None  # constant or too short: no bursts
-    return Thresholds(bin_width=width, read=found["read"], write=found["write"])
+            name = f"{d} bytes per bin"
+            found[d] = label_bursts(df[f"{d}_bytes"].to_numpy(float), name=name).threshold
+        except IosightError as err:
+            found[d] = None
+            why.append(str(err))
+    return Thresholds(width, found["read"], found["write"], tuple(why))
 
 
 def timeline_span(wh: ServedWarehouse) -> tuple[float, float, float]:

@@ -17,7 +17,9 @@ md_file_create (none: Darshan does not record O_CREAT)
 md_file_delete (none: Darshan does not record unlink)
 =============  ====================================================================
 
-A metric a log cannot give stays empty (no rows), never invented. Amounts are
+A metric a log cannot give stays empty (no rows), never invented; a job whose run time
+is unknown (a Darshan log whose job record is garbage keeps its records, not its times)
+has no time axis to cut into segments: it gets no series (:func:`untimed_jobs`). Amounts are
 spread over segments in proportion to the overlap of their time interval, then
 divided by the segment's duration (a rate, as monitoring reports). A "node" is
 the DXT host name of a rank when the log has DXT, else the rank; records shared
@@ -36,6 +38,9 @@ if TYPE_CHECKING:
 
     from iosight.similarity._codings import Categories
     from iosight.warehouse import Warehouse
+
+
+_TIMED = "select job_key from jobs where run_time is not null"  # jobs a series can have
 
 
 def _events_sql(wh: Warehouse) -> tuple[str, list[str]]:
@@ -101,8 +106,9 @@ def darshan_series(wh: Warehouse, segment_s: float = 600.0) -> tuple[pd.DataFram
     )
     query = f"""
     with ev as ({events}),
-    j as (select job_key, jobid, coalesce(run_time, 0) run_time,
-                 greatest(1, cast(ceil(coalesce(run_time, 0) / {s}) as bigint)) nseg from jobs),
+    j as (select job_key, jobid, run_time,
+                 greatest(1, cast(ceil(run_time / {s}) as bigint)) nseg
+          from jobs where job_key in ({_TIMED})),
     h as ({hosts}),
     e as (select ev.job_key, ev.metric, ev.amount, j.nseg, j.run_time,
                  case when ev.rank < 0 then 'shared'
@@ -127,8 +133,8 @@ def darshan_series(wh: Warehouse, segment_s: float = 600.0) -> tuple[pd.DataFram
     series = wh.sql(query)
     jobs = wh.sql(
         f"""with j as (select job_key, jobid,
-                   greatest(1, cast(ceil(coalesce(run_time, 0) / {s}) as bigint)) n_segments
-                   from jobs)
+                   greatest(1, cast(ceil(run_time / {s}) as bigint)) n_segments
+                   from jobs where job_key in ({_TIMED}))
         select j.job_key as job, j.jobid, j.n_segments from j
         where j.job_key in (select distinct job_key from ({events}))
         order by j.jobid, j.job_key"""
@@ -152,9 +158,11 @@ def series_from_darshan(
 ) -> dict:
     """Build ``sim_series`` from the Darshan tables, then codings and profiles.
 
-    Returns ``{"jobs": n, "time_resolved": m, "metrics": DataFrame}``: how many jobs have
-    series, how many of them have time-resolved I/O (DXT or HEATMAP; the others have
-    only counters spread over open-close intervals), and how many jobs give each metric.
+    Returns ``{"jobs": n, "time_resolved": m, "untimed": u, "metrics": DataFrame}``: how
+    many jobs have series, how many of them have time-resolved I/O (DXT or HEATMAP; the
+    others have only counters spread over open-close intervals), how many jobs with I/O
+    have none for want of a run time (:func:`untimed_jobs`), and how many jobs give each
+    metric.
     """
     import pandas as pd
 
@@ -173,7 +181,12 @@ def series_from_darshan(
             "jobs_with_data": [int(have.map(lambda v, m=m: m in v).sum()) for m in METRICS],
         }
     )
-    return {"jobs": len(jobs), "time_resolved": time_resolved(wh), "metrics": counts}
+    return {
+        "jobs": len(jobs),
+        "time_resolved": time_resolved(wh),
+        "untimed": untimed_jobs(wh),
+        "metrics": counts,
+    }
 
 
 def time_resolved(wh: Warehouse) -> int:
@@ -181,4 +194,15 @@ def time_resolved(wh: Warehouse) -> int:
     parts = [f"select job_key from {t}" for t in ("heatmap", "dxt_posix") if wh.has_table(t)]
     if not parts:
         return 0
-    return int(wh.sql(f"select count(distinct job_key) n from ({' union '.join(parts)})")["n"][0])
+    keys = f"select job_key from ({' union '.join(parts)}) where job_key in ({_TIMED})"
+    return int(wh.sql(f"select count(distinct job_key) n from ({keys})")["n"][0])
+
+
+def untimed_jobs(wh: Warehouse) -> int:
+    """Jobs with I/O events but no run time (a garbage Darshan job record): no series."""
+    events, _ = _events_sql(wh)
+    n = wh.sql(
+        f"select count(distinct job_key) n from ({events}) "
+        "where job_key in (select job_key from jobs where run_time is null)"
+    )
+    return int(n["n"][0])

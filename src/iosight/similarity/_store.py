@@ -298,19 +298,20 @@ class LoadedCodings:
         return CodingSet.from_bin(bin_from_texts([self.codes[i] for i in sel]))
 
 
-def load_codings(wh: Warehouse, coding: str) -> LoadedCodings:
-    """Every job's coding of one kind, in clustering order (jobid, then job key)."""
+def load_codings(wh: Warehouse, coding: str, *, source: str | None = None) -> LoadedCodings:
+    """Every job's coding of one kind, in clustering order (jobid, then job key); only
+    the jobs of one ``source`` (``sim_jobs.source``) when given."""
     if coding not in DENSITY_CODINGS:
         raise IosightError(
             f"the 'coding' parameter must be one of {', '.join(DENSITY_CODINGS)}. "
             f"Got {coding!r} instead."
         )
     wh.require("sim_codings", _HINT)
-    df = wh.sql(
-        "select job_key, jobid, code, zero from sim_codings where coding = ? "
-        "order by jobid nulls last, job_key",
-        [coding],
-    )
+    query, params = "select job_key, jobid, code, zero from sim_codings where coding = ?", [coding]
+    if source is not None:
+        query += " and job_key in (select job_key from sim_jobs where source = ?)"
+        params.append(source)
+    df = wh.sql(f"{query} order by jobid nulls last, job_key", params)
     if df.empty:
         hint = "run 'iosight similarity codings'" if coding == "hex" else _HINT
         raise IosightError(f"no {coding!r} codings in the warehouse; {hint}")
@@ -475,7 +476,10 @@ def resolve_job(wh: Warehouse, job: str) -> str:
 
 
 def find_similar(wh: Warehouse, job: str, *, coding: str = "bin-aggzeros", top: int = 20):
-    """The ``top`` jobs most similar to ``job`` (exact; §7), best first.
+    """The ``top`` jobs most similar to ``job`` (exact; §7), best first, among the jobs
+    of its own source (``sim_jobs.source``: one codings file, Darshan logs, monitoring,
+    synthetic jobs): each source has its own segments and categories, so equal codes
+    from two sources mean nothing alike.
 
     Returns a DataFrame ``rank, job_key, jobid, similarity, code`` and the number of
     exact comparisons the index needed (in ``attrs["compared"]``). Jobs with similarity
@@ -485,7 +489,8 @@ def find_similar(wh: Warehouse, job: str, *, coding: str = "bin-aggzeros", top: 
 
     check_param("top", top, top >= 1, "a positive number of jobs")
     key = resolve_job(wh, job)
-    loaded = load_codings(wh, coding)
+    source = str(wh.sql("select source from sim_jobs where job_key = ?", [key]).iat[0, 0])
+    loaded = load_codings(wh, coding, source=source)
     pos = np.flatnonzero(loaded.job_keys == key)
     if pos.size == 0:
         raise IosightError(f"job {key!r} has no {coding!r} coding")
@@ -513,6 +518,7 @@ def find_similar(wh: Warehouse, job: str, *, coding: str = "bin-aggzeros", top: 
         candidates=len(live) - 1,
         query_code=loaded.codes[pos[0]],
         unrelated=unrelated,
+        source=source,
     )
     return out
 

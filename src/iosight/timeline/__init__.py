@@ -8,23 +8,29 @@ from iosight.timeline._build import (
     build_timeline,
     job_totals_intervals,
     timeline_from_job_totals,
+    undated_jobs,
 )
 from iosight.timeline._frame import bin_width_of, load_timeline, parse_duration, parse_time, rebin
+from iosight.timeline._span import SPANS, LeftOut, left_out
 
 __all__ = [
     "LAYERS",
+    "SPANS",
     "SPREADS",
     "TIMELINE_COLUMNS",
     "VALUE_COLUMNS",
+    "LeftOut",
     "bin_intervals",
     "bin_width_of",
     "build_timeline",
     "count_active",
     "job_totals_intervals",
+    "left_out",
     "load_timeline",
     "parse_duration",
     "parse_time",
     "rebin",
     "spread_fractions",
     "timeline_from_job_totals",
+    "undated_jobs",
 ]

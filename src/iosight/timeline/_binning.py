@@ -4,7 +4,9 @@
 shares directly and the bins in between take equal shares through a difference array,
 so nothing is expanded per (row, bin) pair; intervals inside one bin (most of them) take
 one entry and nothing else. Shares are sparse (bins x rows) matrices applied to all
-value columns in one product.
+value columns in one product. The difference array is summed in integers, exactly (a
+float cumulative sum leaves ``(a + b) - b != a`` rounding behind every interval), so a
+bin no interval touches is exactly 0 and no bin is negative.
 :func:`spread_fractions` gives the same split as explicit (row, bin, fraction) triples.
 """
 
@@ -17,6 +19,7 @@ from iosight._errors import check_param
 
 SPREADS = ("overlap", "equal")
 BLOCK_ROWS = 1 << 17  # rows binned at once: 1 MB per float64 temporary
+LIMB_BITS = 53 - BLOCK_ROWS.bit_length()  # a block's sums of limbs stay below 2**53 (_exact_runs)
 
 
 def check_spread(spread: str) -> None:
@@ -87,7 +90,8 @@ def bin_intervals(
     into ``out``) an array of shape ``(n_bins, n_cols)``. The same bins as
     :func:`spread_fractions` in O(rows + bins) time and memory: an interval puts its first
     and last bins' shares directly and its equal share of every bin in between through a
-    difference array (summed once, at the end).
+    difference array, summed exactly (:func:`_exact_runs`). Bins no interval touches
+    are exactly 0, and no bin is negative when no value is.
     """
     rel_start = np.asarray(rel_start, dtype=np.float64)
     rel_end = np.asarray(rel_end, dtype=np.float64)
@@ -107,22 +111,22 @@ def bin_intervals(
         raise ValueError("intervals fall outside the timeline range")
     # blocks of BLOCK_ROWS rows keep every temporary in cache and out of fresh pages
     # (docs/bursts.md, "Timeline benchmark": blocks against one pass)
-    diff = np.zeros_like(out)
+    runs = _Runs(out)
     for lo in range(0, len(rel_start), BLOCK_ROWS):
         hi = lo + BLOCK_ROWS
         block = rel_start[lo:hi], rel_end[lo:hi], values[lo:hi]
-        _bin_block(*block, width, n_bins, spread, out, diff)
-    out += np.cumsum(diff, axis=0)
+        _bin_block(*block, width, n_bins, spread, out, runs)
+    runs.flush()
     return out
 
 
-def _bin_block(rel_start, rel_end, values, width, n_bins, spread, out, diff) -> None:
+def _bin_block(rel_start, rel_end, values, width, n_bins, spread, out, runs) -> None:
     """Add one block of intervals: first and last bins' shares into ``out``, the equal
-    share of each bin in between into the difference array ``diff``.
+    share of each bin in between into ``runs``.
 
-    Each part is a sparse (bins x rows) matrix of shares times the block's values, so one
-    pass over the rows fills every value column (``csc_matvecs``; a ``bincount`` per
-    column reads the rows once per column). Intervals inside one bin have one entry.
+    The first and last shares are sparse (bins x rows) matrices times the block's values,
+    so one pass over the rows fills every value column (``csc_matvecs``; a ``bincount``
+    per column reads the rows once per column). Intervals inside one bin have one entry.
     """
     x = np.ascontiguousarray(values)  # scipy's product copies a strided operand
     rel_end = np.maximum(rel_end, rel_start)
@@ -137,11 +141,66 @@ def _bin_block(rel_start, rel_end, values, width, n_bins, spread, out, diff) -> 
     out += _per_column(b0, share0, n_bins) @ x
     out += _per_column(b1m, last, n_bins) @ xm
     mid = np.flatnonzero(b1m - b0m > 1)
-    between = np.repeat(middle[mid], 2)
-    between[1::2] *= -1.0
-    rows = np.repeat(b0m[mid] + 1, 2)
-    rows[1::2] = b1m[mid]
-    diff += _per_column(rows, between, n_bins, per=2) @ np.take(xm, mid, axis=0)
+    if mid.size:
+        runs.add(b0m[mid] + 1, b1m[mid], middle[mid, None] * np.take(xm, mid, axis=0))
+
+
+class _Runs:
+    """Rows of values to add into runs of bins of ``out``, gathered up to ``BLOCK_ROWS``
+    rows and then summed by :func:`_exact_runs`: its work over the bins (a cumulative
+    sum) is done once per ``BLOCK_ROWS`` intervals that span bins, not once per block."""
+
+    def __init__(self, out: np.ndarray) -> None:
+        self.out = out
+        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.rows = 0
+
+    def add(self, first: np.ndarray, stop: np.ndarray, per_bin: np.ndarray) -> None:
+        """Row ``i`` of ``per_bin`` goes into bins ``first[i] .. stop[i] - 1``."""
+        if self.rows + len(first) > BLOCK_ROWS:
+            self.flush()
+        self.parts.append((first, stop, per_bin))
+        self.rows += len(first)
+
+    def flush(self) -> None:
+        if self.parts:
+            first, stop, per_bin = (np.concatenate(p) for p in zip(*self.parts, strict=True))
+            self.parts, self.rows = [], 0
+            _exact_runs(first, stop, per_bin, self.out)
+
+
+def _exact_runs(first: np.ndarray, stop: np.ndarray, per_bin: np.ndarray, out: np.ndarray):
+    """Add row ``i`` of ``per_bin`` into every bin ``first[i] .. stop[i] - 1`` of ``out``.
+
+    A difference array (``+v`` at ``first``, ``-v`` at ``stop``, then a cumulative sum)
+    in float64 leaves rounding leftovers wherever a run ends, tiny and of either sign,
+    in bins no run covers. Here each value is cut into two integer limbs on a fixed
+    point grid per column, ``2 * LIMB_BITS`` bits below the column's largest value
+    (each value is kept to about 1e-21 of that largest one). With at most
+    ``BLOCK_ROWS`` rows every sum of limbs is an integer below ``2**53``, so the
+    difference array and its cumulative sum are exact in float64; only putting the
+    limbs back together rounds, and a sum of non-negative limbs stays non-negative.
+    """
+    lo, hi = int(first.min()), int(stop.max())
+    rows = np.empty(2 * len(first), dtype=first.dtype)
+    rows[0::2], rows[1::2] = first - lo, stop - lo
+    signs = np.tile(np.array([1.0, -1.0]), len(first))
+    diff = _per_column(rows, signs, hi - lo + 1, per=2)
+    for limb, unit in _limbs(per_bin):
+        out[lo : hi + 1] += np.cumsum(diff @ limb, axis=0) * unit  # unit: a power of two
+
+
+def _limbs(v: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+    """``v`` (rows x columns) as two integer-valued limbs, each with its power of two
+    ``unit`` per column: ``v ~= hi * hi_unit + lo * lo_unit``, both limbs at most
+    ``2**LIMB_BITS`` in magnitude."""
+    # per column: numpy's max(axis=0) over a few columns is some 30 times slower
+    bound = np.array([np.abs(v[:, c]).max() for c in range(v.shape[1])])
+    scale = np.exp2(np.minimum(2 * LIMB_BITS - np.frexp(bound)[1], 1000))
+    scaled = v * scale  # a power of two: exact, and below 2**(2 * LIMB_BITS)
+    hi = np.trunc(scaled * 2.0**-LIMB_BITS)
+    lo = np.rint(scaled - hi * 2.0**LIMB_BITS)
+    return (hi, 2.0**LIMB_BITS / scale), (lo, 1.0 / scale)
 
 
 def _per_column(rows, data, n_rows: int, per: int = 1):
@@ -153,12 +212,17 @@ def _per_column(rows, data, n_rows: int, per: int = 1):
 
 
 def _shares(s, e, b0, b1, width, spread):
-    """Shares of intervals touching several bins: first bin, last bin, each bin between."""
+    """Shares of intervals touching several bins: first bin, last bin, each bin between.
+
+    Overlaps are never negative; a bin edge rounded past ``e`` (a width that is no
+    binary fraction) gives a last share of 0, not a negative one.
+    """
     if spread == "equal":
         each = 1.0 / (b1 - b0 + 1)
         return each, each, each
-    inv = 1.0 / (e - s)  # > 0: the interval touches several bins
-    return ((b0 + 1) * width - s) * inv, (e - b1 * width) * inv, width * inv
+    dur = e - s  # > 0: the interval touches several bins
+    last = np.maximum(e - b1 * width, 0.0)
+    return ((b0 + 1) * width - s) / dur, last / dur, width / dur
 
 
 def count_active(

@@ -19,7 +19,8 @@ Shapes from 1 and 2 only *place* the counters' totals, so the timeline's total b
 always equal the records' total bytes, even when DXT was truncated. Shared records
 (rank -1) match the DXT segments of every rank. Jobs with no module records but a
 ``job_totals`` row (published job-total tables such as Summit's) are spread over
-``[start_time, end_time]`` (process-level precision).
+``[start_time, end_time]`` (process-level precision). ``active_jobs`` counts a job in
+every bin its run or its I/O touches (:class:`_Outside`).
 
 Memory: the jobs are processed in chunks of about ``chunk_jobs`` jobs, ranges of
 ``job_key`` cut at the quantiles of a bounded sample of the keys, so each of DuckDB's joins
@@ -42,6 +43,7 @@ import numpy as np
 from iosight._errors import IosightError, check_param
 from iosight._progress import Progress, ensure_progress
 from iosight.timeline._binning import bin_intervals, check_spread, count_active
+from iosight.timeline._span import MIN_JOBS, SPANS, LeftOut, fences
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -241,12 +243,13 @@ def _layer_queries(
         return []
 
     def val(c: str) -> str:
-        return f"greatest(coalesce(r.{_q(c)}, 0), 0)" if c in cols else "0"
+        return _counter(c) if c in cols else "0"
 
     start = f"greatest(coalesce(r.{_q(s)}, 0), 0)" if s in cols else "0"
     end = f"greatest(coalesce(r.{_q(e)}, 0), 0)" if e in cols else "(j.end_time - j.start_time)"
     rec = (
-        f"select r.job_key, r.rank, r.record_id, j.start_time as js, {start} as s, "
+        f"select r.job_key, r.rank, r.record_id, j.start_time as js, "
+        f"coalesce(j.end_time, j.start_time) as je, {start} as s, "
         f"greatest({end}, {start}) as e, {val(b)} as b, {val(o)} as o, {val(t)} as t "
         f"from {table} r join jobs j using (job_key) where {jobs_where} and "
         f"{_key_range('r', keys)} and ({val(b)} > 0 or {val(o)} > 0 or {val(t)} > 0)"
@@ -270,13 +273,15 @@ def _layer_queries(
     no_dxt = f"not exists (select 1 from dxt_posix d where {dxt_match})" if has_dxt else "true"
     with_ = "with " + ", ".join(ctes) + " "
     queries = [
-        with_ + f"select js + s as t0, js + e as t1, b, o, t from rec where {not_hm} and {no_dxt}"
+        with_ + f"select job_key, js, je, js + s as t0, js + e as t1, b, o, t from rec "
+        f"where {not_hm} and {no_dxt}"
     ]
     if has_dxt:
         dur = 'greatest(d."end" - d.start, 0)'
         w = "over (partition by rec.job_key, rec.rank, rec.record_id)"
         queries.append(
-            with_ + f'select rec.js + d.start as t0, rec.js + greatest(d."end", d.start) as t1, '
+            with_ + "select rec.job_key, rec.js, rec.je, "
+            f'rec.js + d.start as t0, rec.js + greatest(d."end", d.start) as t1, '
             f"rec.b * case when sum(d.length) {w} > 0 then d.length / sum(d.length) {w} "
             f"else 1.0 / count(*) {w} end as b, rec.o / count(*) {w} as o, "
             f"rec.t * case when sum({dur}) {w} > 0 then {dur} / sum({dur}) {w} "
@@ -286,13 +291,29 @@ def _layer_queries(
     if has_hm:
         share = f"h.{direction}_bytes / hmj.hb"
         queries.append(
-            with_ + "select tot.js + h.bin_start as t0, tot.js + h.bin_start + h.bin_width as t1, "
+            with_ + "select job_key, tot.js, tot.je, tot.js + h.bin_start as t0, "
+            "tot.js + h.bin_start + h.bin_width as t1, "
             f"tot.b * {share} as b, tot.o * {share} as o, tot.t * {share} as t from heatmap h "
-            "join hmj using (job_key) join (select job_key, any_value(js) as js, sum(b) as b, "
-            "sum(o) as o, sum(t) as t from rec group by job_key) tot using (job_key) "
+            "join hmj using (job_key) join (select job_key, any_value(js) as js, "
+            "any_value(je) as je, sum(b) as b, sum(o) as o, sum(t) as t from rec "
+            "group by job_key) tot using (job_key) "
             f"where {_heatmap_match(layer)} and h.{direction}_bytes > 0 and {_key_range('h', keys)}"
         )
-    return queries
+    return [_flag_outside(q) for q in queries]
+
+
+def _counter(column: str) -> str:
+    """SQL of a record counter of ``r``: missing and negative values count as 0."""
+    return f"greatest(coalesce(r.{_q(column)}, 0), 0)"
+
+
+def _flag_outside(query: str) -> str:
+    """``t0, t1, b, o, t`` of ``query`` and ``outside``: the job's key where the row lies
+    outside the job's ``[js, je]``, else null (:class:`_Outside`)."""
+    return (
+        "select t0, t1, b, o, t, case when t0 < js or t1 > je then job_key end as outside "
+        f"from ({query})"
+    )
 
 
 def _job_totals_query(
@@ -398,13 +419,56 @@ def _duckdb_memory(warehouse: Warehouse, limit: str):
         con.execute(f"set memory_limit = '{before}'")
 
 
+class _Outside:
+    """I/O that a job placed outside its own ``[start, end]``, so that the job counts as
+    active in those bins too (no bin holds I/O but no active job).
+
+    Darshan records whole seconds for a job's start and end, so its I/O often ends a
+    fraction of a second after ``end_time`` (up to 18 s in the shared 2.x logs), and a
+    HEATMAP bin ends on its own edge past the job's end.
+    """
+
+    def __init__(self) -> None:
+        self.parts: list[pa.Table] = []
+
+    def add(self, batch) -> None:
+        """Keep the ``outside, t0, t1`` rows of ``batch`` (a :func:`_flag_outside` query)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        flag = batch.column("outside")
+        if flag.null_count < len(flag):
+            rows = batch.filter(pc.is_valid(flag)).select(["outside", "t0", "t1"])
+            self.parts.append(pa.Table.from_batches([rows]))
+
+    def widen(self, keys, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each job's ``[start, end]`` (jobs ``keys``) widened to cover its I/O outside."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if not self.parts:
+            return start, end
+        spans = pa.concat_tables(self.parts).group_by("outside").aggregate(
+            [("t0", "min"), ("t1", "max")]
+        )
+        known = spans.column("outside").combine_chunks()
+        at = pc.index_in(keys, value_set=known).to_numpy(zero_copy_only=False)
+        hit = np.flatnonzero(~np.isnan(at))
+        if hit.size:
+            pos = at[hit].astype(np.int64)
+            start, end = start.copy(), end.copy()
+            start[hit] = np.minimum(start[hit], spans.column("t0_min").to_numpy()[pos])
+            end[hit] = np.maximum(end[hit], spans.column("t1_max").to_numpy()[pos])
+        return start, end
+
+
 def _batches(warehouse: Warehouse, query: str):
     """Arrow record batches of ``query``, streamed by DuckDB (never the whole result)."""
     yield from warehouse.connect().sql(query).to_arrow_reader(_BATCH_ROWS)
 
 
-def _numpy(batch) -> dict[str, np.ndarray]:
-    return {n: batch.column(n).to_numpy(zero_copy_only=False) for n in batch.schema.names}
+def _numpy(batch, names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    return {n: batch.column(n).to_numpy(zero_copy_only=False) for n in names}
 
 
 def _key_ranges(warehouse: Warehouse, jobs_where: str, chunk_jobs: int) -> list[KeyRange]:
@@ -462,27 +526,82 @@ def _accumulate(
 
 
 def _stream(warehouse, acc, jobs_where, queries, totals, prog) -> None:
-    """Bin every query's batches into ``acc`` (advancing ``prog`` once per query)."""
-    jobs_q = (
-        "select start_time, coalesce(end_time, start_time) as end_time from jobs j "
-        f"where {jobs_where}"
-    )
-    for batch in _batches(warehouse, jobs_q):
-        arr = _numpy(batch)
-        acc.add_jobs(arr["start_time"].astype(float), arr["end_time"].astype(float))
-    prog.advance(1)
+    """Bin every query's batches into ``acc``, then count the jobs active in each bin
+    (advancing ``prog`` once per query)."""
+    outside = _Outside()
     for direction, q in queries:
         cols = _dir_cols(direction)
         for batch in _batches(warehouse, q):
-            arr = _numpy(batch)
+            arr = _numpy(batch, ("t0", "t1", "b", "o", "t"))
             vals = np.column_stack([arr["b"], arr["o"], arr["t"]]).astype(float)
             acc.add(arr["t0"].astype(float), arr["t1"].astype(float), vals, cols)
+            outside.add(batch)
         prog.advance(1)
     if totals is not None:
         for batch in _batches(warehouse, totals):
             start, end, values = job_totals_intervals(batch.to_pandas())
             acc.add(start, end, values, list(range(len(VALUE_COLUMNS))))
     prog.advance(1)
+    jobs_q = (
+        "select job_key, start_time, coalesce(end_time, start_time) as end_time from jobs j "
+        f"where {jobs_where}"
+    )
+    for batch in _batches(warehouse, jobs_q):
+        arr = _numpy(batch, ("start_time", "end_time"))
+        start, end = outside.widen(
+            batch.column("job_key"), arr["start_time"].astype(float), arr["end_time"].astype(float)
+        )
+        acc.add_jobs(start, end)
+    prog.advance(1)
+
+
+def _dense_span(
+    warehouse: Warehouse, since: float | None, until: float | None
+) -> tuple[float | None, float | None, LeftOut | None]:
+    """``since`` and ``until`` narrowed to the dense span of the job starts in them
+    (:func:`~iosight.timeline._span.fences`), and what that leaves out (None: nothing)."""
+    where = _job_condition(since, until)
+    con = warehouse.connect()
+    n, q1, q3 = con.execute(
+        "select count(*), quantile_cont(j.start_time, 0.25), quantile_cont(j.start_time, 0.75) "
+        f"from jobs j where {where}"
+    ).fetchall()[0]
+    if n < MIN_JOBS:
+        return since, until, None
+    lo, hi = fences(q1, q3)
+    out = f"(j.start_time < {lo!r} or j.start_time > {hi!r})"
+    jobs, first, last, kept_first, kept_last = con.execute(
+        f"select count(*) filter ({out}), min(j.start_time) filter ({out}), "
+        f"max(j.start_time) filter ({out}), min(j.start_time) filter (not {out}), "
+        f"max(j.start_time) filter (not {out}) from jobs j where {where}"
+    ).fetchall()[0]
+    if not jobs:
+        return since, until, None
+    outside = f"{where} and {out}"
+    left = LeftOut(int(jobs), _bytes_of(warehouse, outside), first, last, (kept_first, kept_last))
+    until_hi = float(np.nextafter(hi, np.inf))  # ``until`` excludes; ``hi`` is kept
+    since = lo if since is None else max(lo, since)
+    return since, until_hi if until is None else min(until_hi, until), left
+
+
+def _bytes_of(warehouse: Warehouse, jobs_where: str) -> float:
+    """POSIX + STDIO bytes, read and written, of the jobs matching ``jobs_where`` (SQL on
+    ``jobs j``) as the timeline counts them: their records', else their job totals'."""
+    schema = _schema(warehouse)
+    total = 0.0
+    for layer in LAYERS:
+        cols = schema.get(layer.lower(), set())
+        terms = [_counter(c) for c in (f"{layer}_{x[0]}" for x in _COUNTERS.values()) if c in cols]
+        if terms:
+            total += warehouse.connect().execute(
+                f"select coalesce(sum({' + '.join(terms)}), 0) from {layer.lower()} r "
+                f"join jobs j using (job_key) where {jobs_where}"
+            ).fetchall()[0][0]
+    totals = _job_totals_query(schema, jobs_where)
+    for batch in _batches(warehouse, totals) if totals else ():
+        values = job_totals_intervals(batch.to_pandas())[2]
+        total += values[:, [VALUE_COLUMNS.index(f"{d}_bytes") for d in _COUNTERS]].sum()
+    return float(total)
 
 
 def _partition_task(arg, beat) -> tuple[int, np.ndarray, np.ndarray]:
@@ -522,6 +641,7 @@ def build_timeline(
     spread: str = "overlap",
     since: float | None = None,
     until: float | None = None,
+    span: str = "dense",
     scheduler: str | None = None,
     partitions: int = 16,
     chunk_jobs: int = CHUNK_JOBS,
@@ -542,6 +662,12 @@ def build_timeline(
     since, until : float, optional
         Only jobs that start in ``[since, until)`` (epoch s) count, e.g. one month of a
         years-long archive; their I/O is binned whole, even past ``until``.
+    span : {"dense", "all"}
+        ``"dense"`` leaves out the jobs (of those in ``[since, until)``) whose start lies
+        far outside the others' (Tukey's outer fences: three interquartile ranges past
+        the quartiles, and at least 30 days), so a few logs with a clock from another
+        decade do not stretch the timeline over decades of empty bins; the result says
+        what it left out (:func:`left_out`). ``"all"`` keeps every job.
     scheduler : str, optional
         Address of a Dask scheduler (as ``ingest --scheduler``): the jobs are split into
         ``partitions`` by a hash of their key, each worker streams its partition's partial
@@ -557,8 +683,10 @@ def build_timeline(
     Returns
     -------
     pyarrow.Table
+        Its schema metadata holds what ``span="dense"`` left out (:func:`left_out`).
         ``bin_start`` (epoch s, UTC), ``bin_width``, read/write bytes, operations and I/O
-        time (float64) and ``active_jobs`` (int64); every bin from first to last.
+        time (float64) and ``active_jobs`` (int64, jobs whose run or I/O touches the
+        bin); every bin from first to last, and a bin no job touches is exactly 0.
     """
     _check_width(bin_width)
     check_spread(spread)
@@ -567,7 +695,11 @@ def build_timeline(
     for name, t in (("since", since), ("until", until)):
         ok = t is None or (isinstance(t, numbers.Real) and bool(np.isfinite(t)))
         check_param(name, t, ok, "a finite time in epoch seconds")
+    check_param("span", span, span in SPANS, "'dense' or 'all'")
     warehouse.require("jobs")
+    left = None
+    if span == "dense":
+        since, until, left = _dense_span(warehouse, since, until)
     acc_args = (float(bin_width), spread)
     if scheduler:
         acc = _Bins(float(bin_width), spread)
@@ -577,5 +709,25 @@ def build_timeline(
     if not len(acc.sums):
         raise IosightError("no jobs with start times to build a timeline from")
     table = _assemble(acc.origin, bin_width, acc.sums, acc.active)
+    metadata = {**(left.metadata() if left is not None else {}), **_undated(warehouse)}
+    if metadata:
+        table = table.replace_schema_metadata(metadata)
     warehouse.write_table("timeline", table)
     return table
+
+
+_UNDATED_KEY = b"iosight.undated_jobs"
+
+
+def _undated(warehouse: Warehouse) -> dict[bytes, bytes]:
+    """Schema metadata saying how many jobs have no start time (none: empty)."""
+    n = warehouse.connect().execute("select count(*) from jobs where start_time is null")
+    count = int(n.fetchall()[0][0])
+    return {_UNDATED_KEY: str(count).encode()} if count else {}
+
+
+def undated_jobs(table: pa.Table) -> int:
+    """Jobs the timeline ``table`` (from :func:`build_timeline`) could not place: those
+    without a start time, e.g. Darshan logs whose job record is garbage (read for their
+    records, their job fields unknown)."""
+    return int((table.schema.metadata or {}).get(_UNDATED_KEY, b"0"))

@@ -16,6 +16,7 @@ from iosight.warehouse._ingest import (
     ingest,
 )
 from iosight.warehouse._known import KNOWN_AT
+from iosight.warehouse._provenance import data_kind, kind_of, synthetic_flag
 from iosight.warehouse._replay import DEFAULT_GROUP, ReplayReport, check_replay_args, replay
 from iosight.warehouse._single import log_warehouse
 from iosight.warehouse._store import (
@@ -44,6 +45,7 @@ __all__ = [
     "check_follow_args",
     "check_ingest_args",
     "check_replay_args",
+    "data_kind",
     "default_path",
     "discover",
     "find_job",
@@ -51,6 +53,8 @@ __all__ = [
     "ingest",
     "is_warehouse_dir",
     "job_summary",
+    "kind_of",
     "log_warehouse",
     "replay",
+    "synthetic_flag",
 ]

@@ -25,7 +25,7 @@ def log_warehouse(path: str | os.PathLike) -> Iterator[Warehouse]:
     if not path.is_file():
         raise IosightError(f"{path}: no such file")
     with tempfile.TemporaryDirectory(prefix="iosight-log-") as tmp:
-        wh = Warehouse(Path(tmp) / "wh")
+        wh = Warehouse(Path(tmp) / "wh", create=True)
         batch = new_batch_id()
         staged = ingest_batch(
             (str(wh.staging_dir(batch)), [(content_key(path), str(path), None)], "native"),

@@ -116,12 +116,12 @@ class Warehouse:
     ----------
     path : path-like, default ``$IOSIGHT_WAREHOUSE`` or ``./iosight-warehouse``
         The warehouse directory.
-    create : bool, default True
-        Make ``path`` a warehouse when it is not one yet (writers: ingest, synth):
-        a new or empty folder only, never one that holds other files (``ingest
-        logs/ -w logs/`` would mix the warehouse into the sources). When False,
-        opening anything but an existing warehouse is an error and nothing is
-        created on disk (every read-only command opens this way).
+    create : bool, default False
+        Make ``path`` a warehouse when it is not one yet (what brings data in does:
+        ingest, synth, similarity import): a new or empty folder only, never one that
+        holds other files (``ingest logs/ -w logs/`` would mix the warehouse into the
+        sources). By default opening anything but an existing warehouse is an error and
+        nothing is created on disk, so a mistyped path to read is no new empty warehouse.
     lock_timeout : float, default :data:`DEFAULT_LOCK_TIMEOUT`
         Seconds a write waits for another process that is writing (0: fail at once).
     on_lock_wait : callable, optional
@@ -133,7 +133,7 @@ class Warehouse:
         self,
         path: str | os.PathLike | None = None,
         *,
-        create: bool = True,
+        create: bool = False,
         lock_timeout: float | None = None,
         on_lock_wait: Callable[[str], None] | None = None,
     ) -> None:

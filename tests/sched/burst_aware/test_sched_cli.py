@@ -104,9 +104,33 @@ def test_simulate_a_series_file_with_report(tmp_path):
 
 
 def test_simulate_needs_a_timeline(tmp_path):
-    Warehouse(tmp_path / "wh")  # an empty warehouse (a bare directory is none)
+    Warehouse(tmp_path / "wh", create=True)  # an empty warehouse (a bare directory is none)
     res = runner.invoke(app, ["schedule", "simulate", "--warehouse", str(tmp_path / "wh")])
     assert res.exit_code == 1 and "timeline" in res.output
+
+
+def test_simulate_says_which_data_the_warehouse_holds(tmp_path):
+    """Real logs: 'real', no SYNTHETIC label. A SYNTHETIC facility added to the same
+    warehouse (as the README once did): 'mixed' with the counts, not 'SYNTHETIC'."""
+    from iosight.demo.step_10_characterization import example_logs
+    from iosight.synth.facility import FacilityConfig, generate_facility
+    from iosight.timeline import build_timeline
+    from iosight.warehouse import ingest
+
+    wh = Warehouse(tmp_path / "wh", create=True)
+    ingest(example_logs(), wh, workers=1)
+    build_timeline(wh, bin_width=3600.0)
+    args = ["schedule", "simulate", "-w", str(wh.path), "--bin", "3600", "--policy", "MDT"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert "(data: real)" in res.output and "SYNTHETIC" not in res.output
+    generate_facility(wh, FacilityConfig(months=0.1, jobs_per_day=20))
+    n, n_syn = (int(v) for v in wh.sql("select count(*), count_if(synthetic) from jobs").iloc[0])
+    res = runner.invoke(app, [*args, "--out", str(tmp_path / "r")])
+    assert res.exit_code == 0, res.output
+    mixed = f"mixed ({n_syn:,} of {n:,} jobs SYNTHETIC)"
+    assert 0 < n_syn < n and f"(data: {mixed})" in res.output
+    assert f"Data: {mixed}." in (tmp_path / "r" / "schedule.html").read_text()
 
 
 @pytest.mark.slow
@@ -147,7 +171,7 @@ def test_start_from_a_model_forecast(tmp_path, monkeypatch):
             return pd.DataFrame({"lead": lead, "bin_start": at + 300.0 * lead, "burst": lead <= 2})
 
     monkeypatch.setattr(iosight.bursts, "load_forecaster", lambda wh, n: Fake(), raising=False)
-    Warehouse(tmp_path / "wh")  # an empty warehouse (a bare directory is none)
+    Warehouse(tmp_path / "wh", create=True)  # an empty warehouse (a bare directory is none)
     res = runner.invoke(
         app,
         [
@@ -193,7 +217,7 @@ def test_start_from_a_model_forecast(tmp_path, monkeypatch):
 
 
 def test_simulate_with_a_missing_model_is_one_error(tmp_path):
-    Warehouse(tmp_path / "wh")  # an empty warehouse (a bare directory is none)
+    Warehouse(tmp_path / "wh", create=True)  # an empty warehouse (a bare directory is none)
     res = runner.invoke(
         app, ["schedule", "simulate", "--warehouse", str(tmp_path / "wh"), "--model", "nope"]
     )

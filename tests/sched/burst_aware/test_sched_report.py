@@ -13,7 +13,7 @@ def test_report_writes_tables_and_figures(tmp_path):
     flags = np.zeros(400, dtype=bool)
     flags[[20, 21, 150, 300, 301, 302]] = True
     sim = simulate_series(flags, apps=PAPER_APPS[:1])
-    sim.settings["synthetic"] = True
+    sim.settings["data"] = "SYNTHETIC"
     runs = pd.DataFrame(
         {
             "pattern": ["0110", "0110"],

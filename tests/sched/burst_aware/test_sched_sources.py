@@ -46,7 +46,7 @@ def test_burst_series_labels_the_timeline(warehouse):
     series = burst_series(warehouse, k=3.0)
     assert np.flatnonzero(series.is_burst).tolist() == spikes
     assert series.bin_s == 300.0 and series.source == "timeline:write"
-    assert len(series.bin_start) == 500 and not series.synthetic
+    assert len(series.bin_start) == 500 and series.data == "unknown (no jobs)"
     sim = simulate_source(series)
     # windows with a burst: starts 0..11, 277..302 and 427..450 (all within 0..476)
     assert sim.n_windows == 12 + 26 + 24

@@ -1,6 +1,5 @@
 """The ``iosight iosched`` commands and the report, end to end on small inputs."""
 
-from pathlib import Path
 
 import pandas as pd
 from typer.testing import CliRunner
@@ -9,7 +8,7 @@ from iosight.cli import app
 from iosight.report.iosched import build_report
 from iosight.sched.ioresources import conclusions, load_results
 
-APPS = Path(__file__).resolve().parents[3] / "docs" / "examples" / "iosched_apps.yaml"
+APPS = "example-apps"  # shipped with iosight, found by name
 runner = CliRunner()
 
 
@@ -23,6 +22,20 @@ def test_allocate_and_simulate_commands():
     )
     assert r.exit_code == 0, r.output
     assert "mean_slowdown" in r.output
+
+
+def test_the_shipped_example_is_found_by_name_from_any_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # not the checkout: the example comes from the package
+    for command in ("allocate", "simulate"):
+        r = runner.invoke(app, ["iosched", command, APPS, "-N", "4", "--format", "csv"])
+        assert r.exit_code == 0 and "climate" in r.output, r.output
+    r = runner.invoke(app, ["iosched", "allocate", "example-app"])
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert "no application file 'example-app'" in r.output and "example-apps" in r.output
+    mine = tmp_path / "example-apps.yaml"  # a file of that name is read, not the example
+    mine.write_text("apps: [{q: 1}]\n")
+    r = runner.invoke(app, ["iosched", "allocate", "example-apps.yaml"])
+    assert r.exit_code == 1 and "example-apps.yaml: app 0 lacks" in r.output
 
 
 def test_bad_input_is_one_line_and_exit_1(tmp_path):

@@ -44,8 +44,9 @@ class BurstSeries:
         ``"timeline:<direction>"`` or the file path.
     threshold : float
         Bytes per bin above which a bin is a burst (NaN for files).
-    synthetic : bool
-        Whether the data behind it is synthetic (``jobs.synthetic``).
+    data : str
+        Which data are behind it (:func:`iosight.warehouse.data_kind`: real, SYNTHETIC or
+        mixed); empty for a series read from a file.
     """
 
     bin_start: np.ndarray
@@ -53,7 +54,7 @@ class BurstSeries:
     bin_s: float
     source: str
     threshold: float = float("nan")
-    synthetic: bool = False
+    data: str = ""
 
 
 def burst_series(
@@ -71,6 +72,7 @@ def burst_series(
     """
     from iosight.bursts import label_bursts
     from iosight.timeline import bin_width_of, load_timeline, rebin
+    from iosight.warehouse import data_kind
 
     check_param("direction", direction, direction in ("read", "write"), "'read' or 'write'")
     warehouse.require("timeline", "run 'iosight timeline build' first")
@@ -86,24 +88,17 @@ def burst_series(
     if abs(width - bin_s) > 1e-9:
         df = rebin(df, bin_s)
     labels = label_bursts(
-        df[f"{direction}_bytes"].to_numpy(dtype=float), k=k, target_fraction=target_fraction
-    )
+        df[f"{direction}_bytes"].to_numpy(dtype=float), k=k, target_fraction=target_fraction,
+        name=f"the timeline's {direction} bytes per {bin_s:g} s bin",
+    )  # fmt: skip
     return BurstSeries(
         bin_start=df["bin_start"].to_numpy(dtype=float),
         is_burst=np.asarray(labels.is_burst, dtype=bool),
         bin_s=float(bin_s),
         source=f"timeline:{direction}",
         threshold=float(labels.threshold),
-        synthetic=_is_synthetic(warehouse),
+        data=data_kind(warehouse),
     )
-
-
-def _is_synthetic(warehouse: Warehouse) -> bool:
-    """Whether any job behind the warehouse is synthetic (``jobs.synthetic``)."""
-    if not (warehouse.has_table("jobs") and "synthetic" in warehouse.column_names("jobs")):
-        return False
-    query = "select coalesce(bool_or(synthetic), false) from jobs"
-    return bool(warehouse.sql(query).iat[0, 0])
 
 
 def read_burst_series(path: str | Path, *, bin_s: float = 300.0) -> BurstSeries:
@@ -192,7 +187,7 @@ def simulate_source(
     )
     sim.settings.update(
         source=series.source,
-        synthetic=series.synthetic,
+        data=series.data,
         bins=int(len(series.is_burst)),
         burst_bins=int(series.is_burst.sum()),
         threshold=series.threshold,
@@ -307,6 +302,7 @@ def forecast_study(
     """
     from iosight.bursts import load_forecaster, load_jobs, load_known
     from iosight.timeline import bin_width_of, load_timeline
+    from iosight.warehouse import data_kind
 
     fc = load_forecaster(warehouse, model)
     md = fc.metadata
@@ -350,11 +346,11 @@ def forecast_study(
         ),
         "oracle": simulate_windows(actual[:, :n_options], apps, policies, actual=actual, **kw),
     }
-    synthetic = _is_synthetic(warehouse)
+    data = data_kind(warehouse)
     for sim in sims.values():
         sim.windows["decision_bin"] = decisions[sim.windows["window"].to_numpy()]
         sim.settings.update(
-            source=f"model:{model}", synthetic=synthetic, test_only=test_only,
+            source=f"model:{model}", data=data, test_only=test_only,
             predicted_burst_windows=int(predicted.any(axis=1).sum()),
             actual_burst_windows=int(actual[:, :n_options].any(axis=1).sum()),
         )  # fmt: skip

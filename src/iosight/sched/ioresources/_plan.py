@@ -20,6 +20,7 @@ import numpy as np
 
 from iosight._errors import IosightError, check_param
 from iosight._registry import Registry
+from iosight._shipped import read_path_or_shipped
 from iosight.sched.ioresources._allocators import ALLOCATORS
 from iosight.sched.ioresources._metrics import evaluate, slowdowns
 from iosight.sched.ioresources._model import (
@@ -33,6 +34,8 @@ from iosight.sched.ioresources._model import (
 from iosight.sched.ioresources._placement import PLACEMENTS, schedule
 from iosight.sched.ioresources._simulate import simulate
 
+_PACKAGE = "iosight.sched.ioresources"  # ships examples/example-apps.yaml
+
 
 def canonical(registry: Registry, name: str) -> str:
     """The registered spelling of ``name``, case-insensitively (``greedy-nc``)."""
@@ -43,29 +46,26 @@ def canonical(registry: Registry, name: str) -> str:
     raise IosightError(f"unknown {registry.family} {name!r}; choose one of: {', '.join(names)}")
 
 
-def load_apps_yaml(path: Path, n_resources: int) -> Workload:
-    """Read applications from YAML (format in this module's docstring); every problem is
-    one :class:`IosightError` naming the file, the application and the field."""
+def load_apps_yaml(path: str | Path, n_resources: int) -> Workload:
+    """Read applications from YAML (format in this module's docstring), a file or a
+    shipped example by name (``example-apps``); every problem is one
+    :class:`IosightError` naming the file, the application and the field."""
     import yaml
 
-    path = Path(path)
-    if not path.is_file():
-        raise IosightError(f"application file {path} does not exist")
+    text, source = read_path_or_shipped(path, _PACKAGE, "examples", ".yaml", "application")
     try:
-        doc = yaml.safe_load(path.read_text())
-    except UnicodeDecodeError:
-        raise IosightError(f"{path}: not a text (YAML) file") from None
+        doc = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        raise IosightError(f"{path}: invalid YAML: {_yaml_problem(err)}") from None
+        raise IosightError(f"{source}: invalid YAML: {_yaml_problem(err)}") from None
     apps_doc = doc.get("apps") if isinstance(doc, dict) else None
     if not isinstance(apps_doc, list) or not apps_doc:
-        raise IosightError(f"{path}: needs a non-empty 'apps' list")
-    apps = [_read_app(path, i, a) for i, a in enumerate(apps_doc)]
+        raise IosightError(f"{source}: needs a non-empty 'apps' list")
+    apps = [_read_app(source, i, a) for i, a in enumerate(apps_doc)]
     q_cpu = _yaml_number(doc.get("q_cpu", sum(a.q for a in apps)))
     try:
         return Workload.from_apps(apps, n_resources=n_resources, q_cpu=q_cpu)
     except IosightError as err:
-        raise IosightError(f"{path}: {err}") from None
+        raise IosightError(f"{source}: {err}") from None
 
 
 def _yaml_problem(err: Exception) -> str:
@@ -89,17 +89,17 @@ def _yaml_number(value: object) -> object:
     return value
 
 
-def _read_app(path: Path, i: int, entry: object) -> Application:
+def _read_app(source: str, i: int, entry: object) -> Application:
     """Application ``i`` of the file, or the error naming it and its field."""
     fields = ("q", "phases", "t_cpu", "v_io", "bandwidth")
     if not isinstance(entry, dict):
         raise IosightError(
-            f"{path}: app {i} must be a mapping with {', '.join(fields)}. Got {entry!r} instead."
+            f"{source}: app {i} must be a mapping with {', '.join(fields)}. Got {entry!r} instead."
         )
     label = f"app {i} ({entry['name']})" if "name" in entry else f"app {i}"
     missing = set(fields) - set(entry)
     if missing:
-        raise IosightError(f"{path}: {label} lacks {sorted(missing)}")
+        raise IosightError(f"{source}: {label} lacks {sorted(missing)}")
     bandwidth = entry["bandwidth"]
     try:
         check_param(
@@ -117,7 +117,7 @@ def _read_app(path: Path, i: int, entry: object) -> Application:
             name=str(entry.get("name", f"app{i}")),
         )
     except IosightError as err:
-        raise IosightError(f"{path}: {label}: {err}") from None
+        raise IosightError(f"{source}: {label}: {err}") from None
 
 
 def plan(
@@ -142,9 +142,12 @@ def plan(
     return alloc, pl, table, label
 
 
-def allocate_apps(path: Path, n_resources: int, allocator: str, placement: str, seed: int = 0):
-    """Schedule the applications of a YAML file: (per-app DataFrame, I/O-load); the
-    frame's ``attrs["schedule"]`` names the heuristics used."""
+def allocate_apps(
+    path: str | Path, n_resources: int, allocator: str, placement: str, seed: int = 0
+):
+    """Schedule the applications of a YAML file or shipped example (:func:`load_apps_yaml`):
+    (per-app DataFrame, I/O-load); the frame's ``attrs["schedule"]`` names the heuristics
+    used."""
     import pandas as pd
 
     check_param("resources", n_resources, n_resources >= 1, "a positive integer")
@@ -156,7 +159,7 @@ def allocate_apps(path: Path, n_resources: int, allocator: str, placement: str, 
 
 
 def simulate_apps(
-    path: Path,
+    path: str | Path,
     n_resources: int,
     allocator: str,
     placement: str,
