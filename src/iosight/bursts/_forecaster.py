@@ -277,10 +277,10 @@ def train_forecaster(
 
     Lead mode fits, for each lead 1..``max_lead`` on the base bins, every model in
     ``model`` (a name or a list) on the training part before its validation slice, tunes
-    each binary model's cut on that slice and keeps, per lead, the best baseline there
-    (persistence, time of day, under ``logs`` the nowcast) unless a model beat it
-    robustly there (:func:`choose`: a margin on the slice's compare half and no losing
-    window), so the forecaster is never knowingly worse than its regime's best baseline
+    each binary model's cut on that slice and keeps, per lead, persistence unless a model
+    or another baseline (time of day, under ``logs`` the nowcast) beat it robustly there
+    (:func:`choose`: a margin on the slice's compare half and no losing window), so the
+    forecaster is never knowingly worse than "what is happening now"
     (``metadata["chosen"]`` names it per lead).
     Interval mode does the same for the next ``horizon_min`` bin. ``severity=False``
     skips the severity models (the severity of a predicted burst is then the current
