@@ -158,6 +158,33 @@ def read_only_mount(folder) -> list[str] | None:
     return prefix if probe.returncode == 0 else None
 
 
+def known_frame(jobs, bin_start):
+    """SYNTHETIC ``timeline_known`` rows of a jobs frame (``load_jobs`` columns, and
+    ``known_at`` where present, else the end time) on the bins ``bin_start``: each job's
+    bytes spread over its run, known in the bin holding its known-at time; ops and times
+    are bytes / 1e6 and bytes / 1e9. A stand-in for the timeline's own known-at table."""
+    import numpy as np
+    import pandas as pd
+
+    from iosight.timeline import spread_fractions
+
+    t0, width, n = float(bin_start[0]), float(bin_start[1] - bin_start[0]), len(bin_start)
+    start, end = (jobs[c].to_numpy(np.float64) - t0 for c in ("start_time", "end_time"))
+    rows, bins, frac = spread_fractions(start, end, width)
+    at = jobs["known_at"] if "known_at" in jobs else jobs["end_time"]
+    kb = np.maximum(np.floor((at.to_numpy(np.float64)[rows] - t0) / width), bins)
+    out = pd.DataFrame({"b": bins, "k": kb.astype(np.int64)})
+    for d in ("read", "write"):
+        v = jobs[f"{d}_bytes"].to_numpy(np.float64)[rows] * frac
+        out[f"{d}_bytes"], out[f"{d}_ops"], out[f"{d}_time"] = v, v / 1e6, v / 1e9
+    out["active_jobs"] = 1
+    out = out[(out["b"] >= 0) & (out["b"] < n)].groupby(["b", "k"]).sum().reset_index()
+    out.insert(0, "bin_start", t0 + width * out.pop("b"))
+    out.insert(1, "bin_width", width)
+    out.insert(2, "known_start", t0 + width * out.pop("k"))
+    return out
+
+
 def garbage_job_logs() -> list[Path]:
     """The six pre-release 3.4 Darshan logs of ../shared whose job record is not in the
     3.41 layout (libdarshan-util reads nprocs 4427712942739450220); the native reader

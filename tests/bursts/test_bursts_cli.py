@@ -27,7 +27,7 @@ def test_cli_end_to_end(tmp_path):
     train = "--models tree --horizons 5,15 --direction write --search-iter 1 --mode interval"
     out = _ok("bursts", "train", *w, *train.split(), "--format", "csv")
     assert "persistence" in out and "time_of_day" in out
-    header = next(line for line in out.splitlines() if line.startswith("direction,"))
+    header = next(line for line in out.splitlines() if line.startswith("information,direction,"))
     assert ",f1,f1_gain,skill," in header and "f1_weighted" in header
     assert "saved bursts-write-interval, per lead (5-minute bins) chosen on validation: 1: " in out
     # off a terminal the scores, once 480-character lines with headers one letter per line,
@@ -75,6 +75,39 @@ def test_cli_errors_are_one_line(tmp_path, args, message):
     wh.commit({"jobs": [pa.table({"job_key": ["a"], "start_time": [0.0], "end_time": [1.0]})]})
     r = runner.invoke(app, [*args, "-w", str(wh.path)])
     assert r.exit_code == 1 and message in r.output and "Traceback" not in r.output
+
+
+def test_cli_train_and_predict_under_logs(tmp_path):
+    """SYNTHETIC facility; its known-at timeline from the jobs (tests_support.known_frame)."""
+    import pyarrow as pa
+
+    from iosight.bursts import load_jobs
+    from iosight.timeline import load_timeline
+    from iosight.warehouse import Warehouse
+    from tests_support import known_frame
+
+    wh = str(tmp_path / "wh")
+    w = ["-w", wh]
+    _ok("synth", "facility", *w, "--months", "0.4", "--jobs-per-day", "200", "--seed", "2")
+    _ok("timeline", "build", *w, "--bin", "5min")
+    train = ["bursts", "train", *w, "--models", "tree", "--horizons", "5,30", "--direction",
+             "write", "--format", "csv"]  # fmt: skip
+    r = runner.invoke(app, [*train, "--information", "logs"])
+    assert r.exit_code == 1 and "timeline_known" in r.output and "Traceback" not in r.output
+    store = Warehouse(wh)
+    bins = load_timeline(store)["bin_start"].to_numpy()
+    store.write_table("timeline_known", pa.Table.from_pandas(known_frame(load_jobs(store), bins)))
+    out = _ok(*train, "--information", "live,logs")
+    header = next(line for line in out.splitlines() if line.startswith("information,"))
+    assert "known_share" in header and "nowcast_corr" in header
+    assert out.count("\nlogs,write,4,lead,") == 2 * 5  # 2 horizons: 3 baselines, tree, chosen
+    assert out.count(",nowcast,") == 2 and out.count("\nlive,write,4,lead,") == 2 * 4
+    assert "saved bursts-write, per lead" in out and "saved bursts-write-logs, per lead" in out
+    md = (tmp_path / "wh" / "models" / "bursts-write-logs" / "metadata.json").read_text()
+    assert '"information": "logs"' in md and '"nowcast"' in md
+    p = _ok("bursts", "predict", *w, "--model", "bursts-write-logs", "--at",
+            "2024-01-05 12:00", "--format", "csv")  # fmt: skip
+    assert p.startswith("lead,bin_start,burst,probability,severity") and p.count("\n") == 25
 
 
 def test_mostly_empty_timeline_has_no_burst_threshold(tmp_path):

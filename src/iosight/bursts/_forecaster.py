@@ -23,6 +23,7 @@ from iosight._errors import IosightError, check_param, check_seed
 from iosight._progress import Progress, ensure_progress
 from iosight.bursts._features import feature_names, make_features
 from iosight.bursts._forecast import (
+    BASELINES,
     VAL_FRACTION,
     Dataset,
     FittedModel,
@@ -123,12 +124,24 @@ class Forecaster:
                 "train a model with that feature set"
             )
 
-    def features(self, df: pd.DataFrame, jobs: pd.DataFrame | None = None) -> np.ndarray:
+    @property
+    def information(self) -> str:
+        """The regime its features were made under (``live`` for forecasters saved before
+        regimes existed)."""
+        return self.metadata.get("information", "live")
+
+    def features(
+        self, df: pd.DataFrame, jobs: pd.DataFrame | None = None, known: pd.DataFrame | None = None
+    ) -> np.ndarray:
         """The model's feature matrix of a timeline (one row per bin); set 4 needs the
-        warehouse's jobs (:func:`iosight.bursts.load_jobs`)."""
+        warehouse's jobs (:func:`iosight.bursts.load_jobs`), regime ``logs`` its
+        ``timeline_known`` rows."""
         md = self.metadata
         thr = md["thresholds"].get("threshold")  # set 4 only
-        feats = make_features(df, md["direction"], md["feature_set"], jobs=jobs, threshold=thr)
+        if self.information == "logs" and known is None:
+            raise IosightError(f"model {md['name']!r} needs the known-at timeline (logs)")
+        feats = make_features(df, md["direction"], md["feature_set"], jobs=jobs, threshold=thr,
+                              known=known if self.information == "logs" else None)  # fmt: skip
         return feats.to_numpy(np.float64)
 
     def predict_frame(
@@ -138,9 +151,11 @@ class Forecaster:
         *,
         feature_set: int | None = None,
         jobs: pd.DataFrame | None = None,
+        known: pd.DataFrame | None = None,
     ) -> pd.DataFrame:
         """Forecast from a timeline frame using the bins up to ``at`` (default: all) and,
-        for feature set 4, the jobs started before the end of the last bin used."""
+        for feature set 4, the jobs started before the end of the last bin used; under
+        ``logs``, only the ``known`` rows known by the end of that bin."""
         import pandas as pd
 
         from iosight.timeline import VALUE_COLUMNS, bin_width_of, rebin
@@ -166,11 +181,11 @@ class Forecaster:
             complete = np.isclose(last + width, (np.floor(last / step_s) + 1) * step_s)
             if not complete and len(series) > 1:
                 series = series.iloc[:-1]  # the h-minute bin holding `at` is not over yet
-        X = self.features(series, jobs)[-1:]
+        X = self.features(series, jobs, known)[-1:]
         t = float(series["bin_start"].iloc[-1])
         rows = []
         for lead in sorted(self.binary):
-            pred, prob = self.binary[lead].predict(X)
+            pred, prob = self.binary[lead].predict(X, [t])
             sev = int(self.severity[lead].predict(X)[0][0]) if lead in self.severity else 0
             burst = bool(pred[0] > 0)
             sev = max(sev, 1) if burst else 0
@@ -190,10 +205,13 @@ class Forecaster:
         (0-5, 0 exactly when ``burst`` is false) and ``time`` (UTC timestamp).
         """
         from iosight.bursts._jobstate import load_jobs
+        from iosight.bursts._known import load_known
         from iosight.timeline import load_timeline
 
         jobs = load_jobs(warehouse) if self.metadata["feature_set"] == 4 else None
-        return self.predict_frame(load_timeline(warehouse), at, feature_set=feature_set, jobs=jobs)
+        known = load_known(warehouse) if self.information == "logs" else None
+        return self.predict_frame(load_timeline(warehouse), at, feature_set=feature_set,
+                                  jobs=jobs, known=known)  # fmt: skip
 
     def save(self, warehouse: Warehouse) -> Path:
         """Write ``metadata.json`` and ``model.joblib`` under ``models/<name>/``."""
@@ -250,6 +268,8 @@ def train_forecaster(
     severity: bool = True,
     name: str | None = None,
     jobs: pd.DataFrame | None = None,
+    information: str = "live",
+    known: pd.DataFrame | None = None,
     n_jobs: int = -1,
     progress: Progress | None = None,
 ) -> Forecaster:
@@ -258,14 +278,17 @@ def train_forecaster(
     Lead mode fits, for each lead 1..``max_lead`` on the base bins, every model in
     ``model`` (a name or a list) on the training part before its validation slice, tunes
     each binary model's cut on that slice and keeps, per lead, persistence unless a model
-    beat it robustly there (:func:`choose`: a margin on the slice's compare half and no
-    losing window), so the forecaster is never knowingly worse than "what is happening
-    now" (``metadata["chosen"]`` names it per lead).
+    or another baseline (time of day, under ``logs`` the nowcast) beat it robustly there
+    (:func:`choose`: a margin on the slice's compare half and no losing window), so the
+    forecaster is never knowingly worse than "what is happening now"
+    (``metadata["chosen"]`` names it per lead).
     Interval mode does the same for the next ``horizon_min`` bin. ``severity=False``
     skips the severity models (the severity of a predicted burst is then the current
     bin's class, at least 1). Hyper-parameters are the
     registered defaults unless ``search_iter`` > 0 (then searched per lead). Test scores of
-    the chosen candidate and of persistence are stored in the metadata.
+    the chosen candidate and of persistence are stored in the metadata. ``information``
+    ``logs`` makes every feature (persistence's too) from what the logs held at t
+    (``known``: the ``timeline_known`` rows), recorded in ``metadata["information"]``.
     """
     from iosight.timeline import bin_width_of
 
@@ -276,7 +299,7 @@ def train_forecaster(
     names = model_names(model)
     width = bin_width_of(df)
     leads = list(range(1, max_lead + 1)) if mode == "lead" else [1]
-    builder = _Builder(df, jobs)
+    builder = _Builder(df, jobs, information, known)
 
     def task(lead: int, target: str) -> Dataset:
         return builder.dataset(
@@ -296,13 +319,14 @@ def train_forecaster(
                                cv_splits=cv_splits)  # fmt: skip
         best = choose(cands)
         te = slice(ds.n_train, None)
-        scores = {n: _metrics(ds.y[te], *cands[n].model.predict(ds.X[te]), "binary")
+        scores = {n: _metrics(ds.y[te], *cands[n].model.predict(ds.X[te], ds.feature_start[te]),
+                              "binary")
                   for n in {best, "persistence"}}  # fmt: skip
-        sev = Persistence.of(ds.labels, severity=True)
+        sev = Persistence.of(ds.labels, severity=True, column=ds.nowcast_column or 0)
         sv = item["severity"]
         if sv is not None:
             fit_rows = slice(0, sv.n_fit)
-            if best != "persistence" and np.unique(sv.y[fit_rows]).size >= 2:
+            if best not in BASELINES and np.unique(sv.y[fit_rows]).size >= 2:
                 sev = fit_model(best, sv.X[fit_rows], sv.y[fit_rows], seed=seed,
                                 params=cands[best].model.params)  # fmt: skip
         return best, cands, scores, sev
@@ -335,7 +359,8 @@ def train_forecaster(
         "chosen": chosen,
         "mode": mode,
         "feature_set": feature_set,
-        "features": feature_names(direction, feature_set),
+        "information": information,
+        "features": feature_names(direction, feature_set, information),
         "bin_width": width,
         "horizon_min": horizon_min if mode == "interval" else width / 60.0,
         "leads": leads,
