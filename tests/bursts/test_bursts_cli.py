@@ -78,26 +78,19 @@ def test_cli_errors_are_one_line(tmp_path, args, message):
 
 
 def test_cli_train_and_predict_under_logs(tmp_path):
-    """SYNTHETIC facility; its known-at timeline from the jobs (tests_support.known_frame)."""
-    import pyarrow as pa
-
-    from iosight.bursts import load_jobs
-    from iosight.timeline import load_timeline
-    from iosight.warehouse import Warehouse
-    from tests_support import known_frame
-
+    """SYNTHETIC facility; its known-at sums computed by the command, nothing stored."""
     wh = str(tmp_path / "wh")
     w = ["-w", wh]
     _ok("synth", "facility", *w, "--months", "0.4", "--jobs-per-day", "200", "--seed", "2")
     _ok("timeline", "build", *w, "--bin", "5min")
+    tables = sorted(p.name for p in (tmp_path / "wh" / "tables").iterdir())
     train = ["bursts", "train", *w, "--models", "tree", "--horizons", "5,30", "--direction",
              "write", "--format", "csv"]  # fmt: skip
-    r = runner.invoke(app, [*train, "--information", "logs"])
-    assert r.exit_code == 1 and "timeline_known" in r.output and "Traceback" not in r.output
-    store = Warehouse(wh)
-    bins = load_timeline(store)["bin_start"].to_numpy()
-    store.write_table("timeline_known", pa.Table.from_pandas(known_frame(load_jobs(store), bins)))
+    r = runner.invoke(app, [*train, "--information", "hindsight"])
+    assert r.exit_code == 1 and "'live' or 'logs'" in r.output and "Traceback" not in r.output
     out = _ok(*train, "--information", "live,logs")
+    new = sorted(p.name for p in (tmp_path / "wh" / "tables").iterdir())
+    assert sorted(set(new) - set(tables)) == ["burst_evaluation"]  # the known-at sums: none
     header = next(line for line in out.splitlines() if line.startswith("information,"))
     assert "known_share" in header and "nowcast_corr" in header
     assert out.count("\nlogs,write,4,lead,") == 2 * 5  # 2 horizons: 3 baselines, tree, chosen

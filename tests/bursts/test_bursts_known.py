@@ -120,5 +120,5 @@ def test_logs_regime_scores_beside_live_against_the_same_labels():
         evaluate_forecasts(df, directions="write", models="tree", feature_sets=4,
                            modes="interval", horizons=15, jobs=jobs, information="logs",
                            known=known, n_jobs=1)  # fmt: skip
-    with pytest.raises(IosightError, match="known-at timeline"):
+    with pytest.raises(IosightError, match="known-at sums"):
         evaluate_forecasts(df, directions="write", models="tree", information="logs")

@@ -56,7 +56,7 @@ from iosight.bursts._jobstate import (
     load_jobs,
     started_by,
 )
-from iosight.bursts._known import INFORMATION, KNOWN_TABLE, known_ema, known_rows, load_known
+from iosight.bursts._known import INFORMATION, known_ema, known_rows, load_known
 from iosight.bursts._labels import BurstLabels, choose_k, label_bursts, severity_classes
 from iosight.bursts._models import MODELS, make_pipeline, model_names, search_params
 from iosight.bursts._nowcast import nowcast, nowcast_accuracy
@@ -77,7 +77,6 @@ __all__ = [
     "EVALUATION_TABLE",
     "FEATURE_SETS",
     "INFORMATION",
-    "KNOWN_TABLE",
     "MAX_LEAD",
     "MIN_RUNS",
     "MODELS",

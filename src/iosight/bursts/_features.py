@@ -103,10 +103,10 @@ def make_features(
         Set 4 only: the burst threshold (bytes per bin) the current state is measured
         against.
     known : DataFrame, optional
-        The ``timeline_known`` rows (regime ``logs``): every feature at bin t is then
-        computed from what the logs held at its end (:mod:`iosight.bursts._known`), and
-        set 4 measures the current state on the nowcast (known part plus the running
-        jobs' expected bytes).
+        The known-at sums (regime ``logs``, :func:`iosight.bursts.load_known`): every
+        feature at bin t is then computed from what the logs held at its end
+        (:mod:`iosight.bursts._known`), and set 4 measures the current state on the
+        nowcast (known part plus the running jobs' expected bytes).
     """
     import pandas as pd
 

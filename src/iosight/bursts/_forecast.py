@@ -105,14 +105,14 @@ def make_dataset(
 class _Builder:
     """Datasets of one timeline, sharing series, labels and feature matrices between tasks
     (lead-mode tasks differ only in how far the target is shifted). Under ``logs`` the
-    features are what the logs held (``known``: the ``timeline_known`` rows); labels stay
-    the complete timeline's."""
+    features are what the logs held (``known``: the known-at sums,
+    :func:`iosight.bursts.load_known`); labels stay the complete timeline's."""
 
     def __init__(self, df: pd.DataFrame, jobs: pd.DataFrame | None, information: str = "live",
                  known: pd.DataFrame | None = None) -> None:  # fmt: skip
         check_information(information)
         if information == "logs" and known is None:
-            raise IosightError("the 'logs' regime needs the known-at timeline (timeline_known)")
+            raise IosightError("the 'logs' regime needs the known-at sums (load_known)")
         self.df, self.jobs, self._cache = df, jobs, {}
         self.information, self.known = information, known if information == "logs" else None
 
@@ -563,17 +563,19 @@ def fit_candidates(
 
 
 def choose(candidates: dict[str, Candidate], margin: float = CHOICE_MARGIN) -> str:
-    """Persistence, unless another candidate (a model, or the time-of-day or nowcast
-    baseline) beats it on validation robustly: by at least ``margin`` F1 on the compare
-    half *and* by no less than zero on each of its windows; then the best such one. A
-    candidate that wins on the half by one lucky stretch of bursts lost on the test
-    months (Summit, docs/bursts.md), and so did time of day where it led persistence by
-    less than the margin, so one losing window or a small lead keeps persistence."""
-    base = candidates["persistence"]
-    ok = [n for n, c in candidates.items() if n != "persistence"
-          and c.val_f1 >= base.val_f1 + margin
-          and all(w >= b for w, b in zip(c.window_f1, base.window_f1, strict=True))]  # fmt: skip
-    return max(ok, key=lambda n: candidates[n].val_f1) if ok else "persistence"
+    """The baseline with the best F1 on the compare half of the validation slice
+    (persistence where it ties), unless a model beats that baseline robustly: by at least
+    ``margin`` F1 on the half *and* by no less than zero on each of its windows; then the
+    best such model. So the choice is never worse on the half than the best baseline of
+    its regime. A model that wins on the half by one lucky stretch of bursts lost on the
+    test months (Summit, docs/bursts.md), so a small lead or one losing window keeps the
+    baseline."""
+    base = max((n for n in BASELINES if n in candidates), key=lambda n: candidates[n].val_f1)
+    ref = candidates[base]
+    ok = [n for n, c in candidates.items() if n not in BASELINES
+          and c.val_f1 >= ref.val_f1 + margin
+          and all(w >= b for w, b in zip(c.window_f1, ref.window_f1, strict=True))]  # fmt: skip
+    return max(ok, key=lambda n: candidates[n].val_f1) if ok else base
 
 
 def _cut_text(model) -> str:
@@ -721,7 +723,7 @@ def evaluate_forecasts(
         monitoring); ``logs``, only the logs landed by t and the scheduler's view of the
         running jobs (needs ``known``; lead mode only).
     known : DataFrame, optional
-        The ``timeline_known`` rows of the timeline (:mod:`iosight.bursts._known`).
+        The timeline's known-at sums (:func:`iosight.bursts.load_known`).
     n_jobs : int
         Tasks fitted at once (threads; -1: every core).
 

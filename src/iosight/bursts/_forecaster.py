@@ -135,7 +135,7 @@ class Forecaster:
     ) -> np.ndarray:
         """The model's feature matrix of a timeline (one row per bin); set 4 needs the
         warehouse's jobs (:func:`iosight.bursts.load_jobs`), regime ``logs`` its
-        ``timeline_known`` rows."""
+        known-at sums (:func:`iosight.bursts.load_known`)."""
         md = self.metadata
         thr = md["thresholds"].get("threshold")  # set 4 only
         if self.information == "logs" and known is None:
@@ -288,7 +288,8 @@ def train_forecaster(
     registered defaults unless ``search_iter`` > 0 (then searched per lead). Test scores of
     the chosen candidate and of persistence are stored in the metadata. ``information``
     ``logs`` makes every feature (persistence's too) from what the logs held at t
-    (``known``: the ``timeline_known`` rows), recorded in ``metadata["information"]``.
+    (``known``: the known-at sums, :func:`iosight.bursts.load_known`), recorded in
+    ``metadata["information"]``.
     """
     from iosight.timeline import bin_width_of
 

@@ -3,8 +3,9 @@ knows at the end of each bin (regime ``logs``).
 
 A Darshan log, or a job-total row, is written when its job ends, so at the end ``T`` of
 bin t the bytes of bin b are known only from the jobs whose logs had landed by ``T``.
-The ``timeline_known`` table holds the contributions of the jobs known in bin k to bin
-b (``known_start`` the start of k); a contribution is known at the end of k. A job is
+The known-at sums (:func:`iosight.timeline.known_sums`, computed when asked for, never
+stored) hold the contributions of the jobs known in bin k to bin b (``known_start`` the
+start of k); a contribution is known at the end of k. A job is
 known only after it ends, so its contributions to bins up to k are final: the series
 known at t, ``x^(t)_b``, only grows with t by whole rows. Every level and EMA feature of
 :mod:`iosight.bursts._features` is computed on it exactly, in one pass over the rows.
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
     from iosight.warehouse import Warehouse
 
 INFORMATION = ("live", "logs")
-KNOWN_TABLE = "timeline_known"
 _KNOWN_COLUMNS = ("bin_start", "bin_width", "known_start")
 
 
@@ -34,14 +34,16 @@ def check_information(information: str) -> None:
 
 
 def load_known(warehouse: Warehouse) -> pd.DataFrame:
-    """The stored ``timeline_known`` table (an error saying how to build it)."""
-    warehouse.require(KNOWN_TABLE, "build the timeline with known-at times first")
-    return warehouse.table(KNOWN_TABLE).to_pandas()
+    """The stored timeline's known-at sums (:func:`iosight.timeline.known_sums`): its
+    jobs streamed again, about as long as a timeline build."""
+    from iosight.timeline import known_sums
+
+    return known_sums(warehouse)
 
 
 @dataclass(frozen=True)
 class KnownRows:
-    """``timeline_known`` rows on the bins of one series: ``bin`` (index of the bin
+    """Known-at sums on the bins of one series: ``bin`` (index of the bin
     contributed to) and ``known`` (index of the bin at whose end the row is known, never
     before ``bin``; ``n_bins`` or more: known only after the series' last bin)."""
 
@@ -55,7 +57,8 @@ class KnownRows:
 
 
 def known_rows(known: pd.DataFrame, bin_start: np.ndarray, width: float) -> KnownRows:
-    """Map ``timeline_known`` rows onto bins ``bin_start`` (equally spaced by ``width``)."""
+    """Map known-at sums (``KNOWN_COLUMNS`` rows) onto bins ``bin_start`` (equally
+    spaced by ``width``)."""
     missing = [c for c in _KNOWN_COLUMNS if c not in known.columns]
     if missing:
         raise IosightError(f"the known-at timeline lacks {missing}")

@@ -76,6 +76,8 @@ _BATCH_ROWS = 262_144  # rows per streamed batch: memory is a few times this x 1
 DUCKDB_MEMORY = "256MB"  # DuckDB's share while streaming (its joins spill beyond it)
 CHUNK_JOBS = 262_144  # jobs per chunk (about): DuckDB's join holds a chunk's jobs
 _SAMPLE_PER_CHUNK = 256  # sampled keys per chunk when cutting the key ranges
+# a job's known-at time (``iosight.warehouse.KNOWN_AT``), its start without known_at or end
+_KNOWN = "coalesce(j.known_at, j.end_time, j.start_time)"
 
 
 def _dir_cols(direction: str) -> list[int]:
@@ -230,9 +232,11 @@ def _layer_queries(
     direction: str,
     jobs_where: str,
     keys: KeyRange = (None, None),
+    known: bool = False,
 ) -> list[str]:
     """SQL queries returning ``t0, t1, b, o, t`` rows (epoch s) for one layer (a table of
-    ``schema``, :func:`_schema`) and direction.
+    ``schema``, :func:`_schema`) and direction; with ``known``, also each row's job's
+    known-at time (``known``).
 
     ``keys`` repeats the key range of ``jobs_where`` on every other table, so that no
     hash table holds more than the range's jobs.
@@ -248,8 +252,11 @@ def _layer_queries(
 
     start = f"greatest(coalesce(r.{_q(s)}, 0), 0)" if s in cols else "0"
     end = f"greatest(coalesce(r.{_q(e)}, 0), 0)" if e in cols else "(j.end_time - j.start_time)"
+    # with ``known``: the job's known-at time, ``ka``, carried to the rows
+    carried = (f"{_KNOWN} as ka", "ka", "rec.ka", "any_value(ka) as ka")
+    new_ka, ka, rec_ka, tot_ka = (f", {c}" if known else "" for c in carried)
     rec = (
-        f"select r.job_key, r.rank, r.record_id, j.start_time as js, "
+        f"select r.job_key, r.rank, r.record_id, j.start_time as js{new_ka}, "
         f"coalesce(j.end_time, j.start_time) as je, {start} as s, "
         f"greatest({end}, {start}) as e, {val(b)} as b, {val(o)} as o, {val(t)} as t "
         f"from {table} r join jobs j using (job_key) where {jobs_where} and "
@@ -274,14 +281,14 @@ def _layer_queries(
     no_dxt = f"not exists (select 1 from dxt_posix d where {dxt_match})" if has_dxt else "true"
     with_ = "with " + ", ".join(ctes) + " "
     queries = [
-        with_ + f"select job_key, js, je, js + s as t0, js + e as t1, b, o, t from rec "
+        with_ + f"select job_key, js, je{ka}, js + s as t0, js + e as t1, b, o, t from rec "
         f"where {not_hm} and {no_dxt}"
     ]
     if has_dxt:
         dur = 'greatest(d."end" - d.start, 0)'
         w = "over (partition by rec.job_key, rec.rank, rec.record_id)"
         queries.append(
-            with_ + "select rec.job_key, rec.js, rec.je, "
+            with_ + f"select rec.job_key, rec.js, rec.je{rec_ka}, "
             f'rec.js + d.start as t0, rec.js + greatest(d."end", d.start) as t1, '
             f"rec.b * case when sum(d.length) {w} > 0 then d.length / sum(d.length) {w} "
             f"else 1.0 / count(*) {w} end as b, rec.o / count(*) {w} as o, "
@@ -292,15 +299,15 @@ def _layer_queries(
     if has_hm:
         share = f"h.{direction}_bytes / hmj.hb"
         queries.append(
-            with_ + "select job_key, tot.js, tot.je, tot.js + h.bin_start as t0, "
+            with_ + f"select job_key, tot.js, tot.je{ka}, tot.js + h.bin_start as t0, "
             "tot.js + h.bin_start + h.bin_width as t1, "
             f"tot.b * {share} as b, tot.o * {share} as o, tot.t * {share} as t from heatmap h "
             "join hmj using (job_key) join (select job_key, any_value(js) as js, "
-            "any_value(je) as je, sum(b) as b, sum(o) as o, sum(t) as t from rec "
+            f"any_value(je) as je{tot_ka}, sum(b) as b, sum(o) as o, sum(t) as t from rec "
             "group by job_key) tot using (job_key) "
             f"where {_heatmap_match(layer)} and h.{direction}_bytes > 0 and {_key_range('h', keys)}"
         )
-    return [_flag_outside(q) for q in queries]
+    return [_flag_outside(q, known) for q in queries]
 
 
 def _counter(column: str) -> str:
@@ -308,23 +315,28 @@ def _counter(column: str) -> str:
     return f"greatest(coalesce(r.{_q(column)}, 0), 0)"
 
 
-def _flag_outside(query: str) -> str:
-    """``t0, t1, b, o, t`` of ``query`` and ``outside``: the job's key where the row lies
-    outside the job's ``[js, je]``, else null (:class:`_Outside`)."""
+def _flag_outside(query: str, known: bool = False) -> str:
+    """``t0, t1, b, o, t`` (and ``known``: ``ka``) of ``query`` and ``outside``: the job's
+    key where the row lies outside the job's ``[js, je]``, else null (:class:`_Outside`)."""
     return (
-        "select t0, t1, b, o, t, case when t0 < js or t1 > je then job_key end as outside "
-        f"from ({query})"
+        f"select t0, t1, b, o, t{', ka as known' if known else ''}, "
+        f"case when t0 < js or t1 > je then job_key end as outside from ({query})"
     )
 
 
 def _job_totals_query(
-    schema: dict[str, set[str]], jobs_where: str, keys: KeyRange = (None, None)
+    schema: dict[str, set[str]],
+    jobs_where: str,
+    keys: KeyRange = (None, None),
+    known: bool = False,
 ) -> str | None:
-    """SQL of job-total rows, each layer blanked where the job has records of that layer."""
+    """SQL of job-total rows, each layer blanked where the job has records of that layer
+    (with ``known``, also the job's known-at time, ``known``)."""
     if "job_totals" not in schema:
         return None
     cols = schema["job_totals"]
     select = ["j.start_time", "coalesce(j.end_time, j.start_time) as end_time"]
+    select += [f"{_KNOWN} as known"] if known else []
     joins = ""
     for i, layer in enumerate(LAYERS):
         totals = [
@@ -354,6 +366,8 @@ class _Bins:
 
     Lets records stream from the warehouse in one pass: only the bins are held.
     """
+
+    known = False  # its rows need no known-at time (``_known.KnownBins`` keeps them apart)
 
     def __init__(self, width: float, spread: str) -> None:
         self.width, self.spread = width, spread
@@ -501,10 +515,12 @@ def _accumulate(
     acc_args: tuple[float, str],
     chunk_jobs: int,
     progress,
-) -> _Bins:
+    bins: type = _Bins,
+):
     """The timeline sums of the jobs in ``[since, until)`` and partition ``part``, streamed
-    chunk of jobs by chunk, query by query."""
-    acc = _Bins(*acc_args)
+    chunk of jobs by chunk, query by query, into a ``bins`` accumulator (``_Bins``, or one
+    that keeps them apart by known-at time: ``bins.known``)."""
+    acc = bins(*acc_args)
     prog = ensure_progress(progress)
     schema = _schema(warehouse)
     with _duckdb_memory(warehouse, DUCKDB_MEMORY):
@@ -516,9 +532,9 @@ def _accumulate(
                 for layer in LAYERS
                 if layer.lower() in schema
                 for direction in _COUNTERS
-                for q in _layer_queries(schema, layer, direction, where, keys)
+                for q in _layer_queries(schema, layer, direction, where, keys, acc.known)
             ]
-            totals = _job_totals_query(schema, where, keys)
+            totals = _job_totals_query(schema, where, keys, acc.known)
             if i == 0:
                 prog.start(len(ranges) * (len(queries) + 2), "timeline")
             _stream(warehouse, acc, where, queries, totals, prog)
@@ -528,31 +544,35 @@ def _accumulate(
 
 def _stream(warehouse, acc, jobs_where, queries, totals, prog) -> None:
     """Bin every query's batches into ``acc``, then count the jobs active in each bin
-    (advancing ``prog`` once per query)."""
+    (advancing ``prog`` once per query); each row's known-at time too where ``acc.known``."""
     outside = _Outside()
+    known = ("known",) if acc.known else ()
     for direction, q in queries:
         cols = _dir_cols(direction)
         for batch in _batches(warehouse, q):
-            arr = _numpy(batch, ("t0", "t1", "b", "o", "t"))
+            arr = _numpy(batch, ("t0", "t1", "b", "o", "t", *known))
             vals = np.column_stack([arr["b"], arr["o"], arr["t"]]).astype(float)
-            acc.add(arr["t0"].astype(float), arr["t1"].astype(float), vals, cols)
+            acc.add(arr["t0"].astype(float), arr["t1"].astype(float), vals, cols,
+                    *(arr[c] for c in known))  # fmt: skip
             outside.add(batch)
         prog.advance(1)
     if totals is not None:
         for batch in _batches(warehouse, totals):
-            start, end, values = job_totals_intervals(batch.to_pandas())
-            acc.add(start, end, values, list(range(len(VALUE_COLUMNS))))
+            df = batch.to_pandas()
+            start, end, values = job_totals_intervals(df)  # every row has a start time
+            acc.add(start, end, values, list(range(len(VALUE_COLUMNS))),
+                    *(df[c].to_numpy(np.float64) for c in known))  # fmt: skip
     prog.advance(1)
     jobs_q = (
-        "select job_key, start_time, coalesce(end_time, start_time) as end_time from jobs j "
-        f"where {jobs_where}"
+        "select job_key, start_time, coalesce(end_time, start_time) as end_time"
+        f"{f', {_KNOWN} as known' if known else ''} from jobs j where {jobs_where}"
     )
     for batch in _batches(warehouse, jobs_q):
-        arr = _numpy(batch, ("start_time", "end_time"))
+        arr = _numpy(batch, ("start_time", "end_time", *known))
         start, end = outside.widen(
             batch.column("job_key"), arr["start_time"].astype(float), arr["end_time"].astype(float)
         )
-        acc.add_jobs(start, end)
+        acc.add_jobs(start, end, *(arr[c] for c in known))
     prog.advance(1)
 
 
@@ -729,20 +749,36 @@ _OPTIONS_KEY = b"iosight.build_options"
 def rebuild_timeline(warehouse: Warehouse, **kwargs) -> pa.Table:
     """Build the timeline again with the options its stored build was given (bin width,
     spread, since/until, span; ``kwargs`` such as ``progress`` are passed on), e.g. after
-    new jobs came in. A timeline stored before its options were kept: its bin width and
-    the defaults."""
+    new jobs came in."""
+    return build_timeline(warehouse, **build_options(warehouse), **kwargs)
+
+
+def build_options(warehouse: Warehouse) -> dict:
+    """The options the stored timeline was built with (:func:`build_timeline`'s bin width,
+    spread, since/until, span). A timeline stored before its options were kept: its bin
+    width (the defaults for the others)."""
     import pyarrow.parquet as pq
 
     warehouse.require("timeline")
     files = warehouse.table_files("timeline")
     stored = (pq.read_schema(files[0]).metadata or {}) if files else {}
     if _OPTIONS_KEY in stored:
-        options = json.loads(stored[_OPTIONS_KEY])
-    else:
-        from iosight.timeline._frame import bin_width_of, load_timeline
+        return json.loads(stored[_OPTIONS_KEY])
+    from iosight.timeline._frame import bin_width_of, load_timeline
 
-        options = {"bin_width": bin_width_of(load_timeline(warehouse))}
-    return build_timeline(warehouse, **options, **kwargs)
+    return {"bin_width": bin_width_of(load_timeline(warehouse))}
+
+
+def accumulate_as_built(warehouse: Warehouse, bins: type, progress: Progress | None = None):
+    """The sums of the jobs the stored timeline counts, with the options it was built
+    with (:func:`build_options`), streamed into a ``bins`` accumulator (one that keeps
+    them apart by known-at time: :class:`~iosight.timeline._known.KnownBins`)."""
+    options = build_options(warehouse)
+    since, until = options.get("since"), options.get("until")
+    if options.get("span", "dense") == "dense":
+        since, until, _ = _dense_span(warehouse, since, until)
+    acc_args = (float(options["bin_width"]), options.get("spread", "overlap"))
+    return _accumulate(warehouse, since, until, (0, 1), acc_args, CHUNK_JOBS, progress, bins)
 
 
 _UNDATED_KEY = b"iosight.undated_jobs"
