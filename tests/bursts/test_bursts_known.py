@@ -55,8 +55,8 @@ def test_known_ema_equals_the_ema_of_the_series_known_at_each_time():
 
 def _perturbed_after(jobs, known, df, t):
     """Everything known after the end of bin t changed: rows known in a later bin, the
-    complete timeline, the end and totals of the jobs running at t, the jobs started
-    after t."""
+    complete timeline, the end and totals of the jobs running at t, the totals of the
+    jobs ended by t whose log lands later, the jobs started after t."""
     T = T0 + (t + 1) * W
     late = known.copy()
     future = late["known_start"] > T - W
@@ -68,6 +68,9 @@ def _perturbed_after(jobs, known, df, t):
     assert running.any()
     changed.loc[running, "end_time"] += 5 * 3600.0
     changed.loc[running, "write_bytes"] *= 7
+    landing = (changed["end_time"] <= T) & (changed["known_at"] >= T)
+    assert landing.any()
+    changed.loc[landing, "write_bytes"] *= 9
     after_t = changed["start_time"] >= T
     changed.loc[after_t, "exe"] = "other"
     changed.loc[after_t, "write_bytes"] *= 100

@@ -3,7 +3,6 @@
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pytest
 
 from iosight.timeline import VALUE_COLUMNS, build_timeline, known_sums
 from iosight.warehouse import Warehouse

@@ -24,7 +24,7 @@ from iosight._errors import IosightError, check_param
 from iosight.bursts._analysis import check_direction
 from iosight.bursts._jobstate import N_AHEAD, job_state
 from iosight.bursts._known import check_information, known_ema, known_now, known_rows
-from iosight.bursts._nowcast import nowcast
+from iosight.bursts._nowcast import nowcast, unseen_bytes
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -106,7 +106,8 @@ def make_features(
         The known-at sums (regime ``logs``, :func:`iosight.bursts.load_known`): every
         feature at bin t is then computed from what the logs held at its end
         (:mod:`iosight.bursts._known`), and set 4 measures the current state on the
-        nowcast (known part plus the running jobs' expected bytes).
+        nowcast (known part plus the unseen jobs' bytes at their analogs' rates,
+        :mod:`iosight.bursts._nowcast`).
     """
     import pandas as pd
 
@@ -131,7 +132,7 @@ def make_features(
         if jobs is None or threshold is None:
             raise IosightError("feature set 4 needs the jobs (load_jobs) and a burst threshold")
         st = job_state(jobs, starts, width, direction)
-        level = x if rows is None else nowcast(x, st.expected[:, 0])
+        level = x if rows is None else nowcast(x, unseen_bytes(jobs, starts, width, direction))
         cols = _state_features(level, st, threshold)
         if rows is not None:
             cols["nowcast"] = level
