@@ -35,10 +35,26 @@ def test_cli_end_to_end(tmp_path):
     scores = _ok("sql", "select * from burst_evaluation", *w)
     assert "(one record per block)" in scores and "\n[1]\n" in scores
     assert "\nhorizon_min " in scores and "\nf1_weighted " in scores
-    # defaults: lead mode, feature set 4 (the synthetic jobs' state)
-    out = _ok("bursts", "train", *w, "--models", "tree", "--horizons", "5,30",
-              "--direction", "write", "--format", "csv")  # fmt: skip
-    assert out.count(",chosen,") == 2 and "saved bursts-write, per lead" in out
+    # defaults: lead mode, feature set 4 (the synthetic jobs' state); both regimes, the
+    # known-at sums of logs computed by the command and never stored
+    train = ["bursts", "train", *w, "--models", "tree", "--horizons", "5,30", "--direction",
+             "write", "--format", "csv"]  # fmt: skip
+    r = runner.invoke(app, [*train, "--information", "hindsight"])
+    assert r.exit_code == 1 and "'live' or 'logs'" in r.output and "Traceback" not in r.output
+    tables = sorted(p.name for p in (tmp_path / "wh" / "tables").iterdir())
+    out = _ok(*train, "--information", "live,logs")
+    assert sorted(p.name for p in (tmp_path / "wh" / "tables").iterdir()) == tables
+    assert out.count(",chosen,") == 1 + 4 and "saved bursts-write, per lead" in out  # header
+    header = next(line for line in out.splitlines() if line.startswith("information,"))
+    assert "known_share" in header and "nowcast_corr" in header
+    assert out.count("\nlogs,write,4,lead,") == 2 * 5  # 2 horizons: 3 baselines, tree, chosen
+    assert out.count(",nowcast,") == 2 and out.count("\nlive,write,4,lead,") == 2 * 4
+    assert "saved bursts-write-logs, per lead" in out
+    md = load_forecaster(Warehouse(wh), "bursts-write-logs").metadata
+    assert md["information"] == "logs" and md["features"][-1] == "nowcast"
+    p = _ok("bursts", "predict", *w, "--model", "bursts-write-logs", "--at",
+            "2024-01-05 12:00", "--format", "csv")  # fmt: skip
+    assert p.startswith("lead,bin_start,burst,probability,severity") and p.count("\n") == 25
     lead = _ok("bursts", "predict", *w, "--at", "2024-01-05 12:00", "--features", "4")
     # the title names what predicts each lead (as saved), never a candidate it did not keep
     saved = load_forecaster(Warehouse(wh), "bursts-write").metadata["chosen"]
@@ -75,32 +91,6 @@ def test_cli_errors_are_one_line(tmp_path, args, message):
     wh.commit({"jobs": [pa.table({"job_key": ["a"], "start_time": [0.0], "end_time": [1.0]})]})
     r = runner.invoke(app, [*args, "-w", str(wh.path)])
     assert r.exit_code == 1 and message in r.output and "Traceback" not in r.output
-
-
-def test_cli_train_and_predict_under_logs(tmp_path):
-    """SYNTHETIC facility; its known-at sums computed by the command, nothing stored."""
-    wh = str(tmp_path / "wh")
-    w = ["-w", wh]
-    _ok("synth", "facility", *w, "--months", "0.4", "--jobs-per-day", "200", "--seed", "2")
-    _ok("timeline", "build", *w, "--bin", "5min")
-    tables = sorted(p.name for p in (tmp_path / "wh" / "tables").iterdir())
-    train = ["bursts", "train", *w, "--models", "tree", "--horizons", "5,30", "--direction",
-             "write", "--format", "csv"]  # fmt: skip
-    r = runner.invoke(app, [*train, "--information", "hindsight"])
-    assert r.exit_code == 1 and "'live' or 'logs'" in r.output and "Traceback" not in r.output
-    out = _ok(*train, "--information", "live,logs")
-    new = sorted(p.name for p in (tmp_path / "wh" / "tables").iterdir())
-    assert sorted(set(new) - set(tables)) == ["burst_evaluation"]  # the known-at sums: none
-    header = next(line for line in out.splitlines() if line.startswith("information,"))
-    assert "known_share" in header and "nowcast_corr" in header
-    assert out.count("\nlogs,write,4,lead,") == 2 * 5  # 2 horizons: 3 baselines, tree, chosen
-    assert out.count(",nowcast,") == 2 and out.count("\nlive,write,4,lead,") == 2 * 4
-    assert "saved bursts-write, per lead" in out and "saved bursts-write-logs, per lead" in out
-    md = (tmp_path / "wh" / "models" / "bursts-write-logs" / "metadata.json").read_text()
-    assert '"information": "logs"' in md and '"nowcast"' in md
-    p = _ok("bursts", "predict", *w, "--model", "bursts-write-logs", "--at",
-            "2024-01-05 12:00", "--format", "csv")  # fmt: skip
-    assert p.startswith("lead,bin_start,burst,probability,severity") and p.count("\n") == 25
 
 
 def test_mostly_empty_timeline_has_no_burst_threshold(tmp_path):
