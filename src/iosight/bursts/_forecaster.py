@@ -102,7 +102,7 @@ class Forecaster:
         return self.metadata["name"]
 
     def describe(self) -> str:
-        """What predicts: per lead, the candidate chosen on validation (persistence
+        """What predicts: per lead, the candidate chosen on validation (the best baseline
         unless a model beat it), not the candidates that were tried."""
         md = self.metadata
         if md["mode"] == "interval":
@@ -277,11 +277,11 @@ def train_forecaster(
 
     Lead mode fits, for each lead 1..``max_lead`` on the base bins, every model in
     ``model`` (a name or a list) on the training part before its validation slice, tunes
-    each binary model's cut on that slice and keeps, per lead, persistence unless a model
-    or another baseline (time of day, under ``logs`` the nowcast) beat it robustly there
-    (:func:`choose`: a margin on the slice's compare half and no losing window), so the
-    forecaster is never knowingly worse than "what is happening now"
-    (``metadata["chosen"]`` names it per lead).
+    each binary model's cut on that slice and keeps, per lead, the baseline with the best
+    F1 on the slice's compare half (persistence, time of day, under ``logs`` the nowcast)
+    unless a model beat it robustly there (:func:`choose`: a margin on the compare half
+    and no losing window), so the forecaster is never worse there than the best baseline
+    of its regime (``metadata["chosen"]`` names it per lead).
     Interval mode does the same for the next ``horizon_min`` bin. ``severity=False``
     skips the severity models (the severity of a predicted burst is then the current
     bin's class, at least 1). Hyper-parameters are the

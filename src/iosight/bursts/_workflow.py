@@ -61,11 +61,11 @@ def train_bursts(
 ) -> TrainResult:
     """Evaluate (:func:`evaluate_forecasts`), append the rows to the ``burst_evaluation``
     table, and save per direction and information regime a forecaster whose candidates
-    are the model with the best mean validation F1 and persistence, chosen per lead on
+    are the model with the best mean validation F1 and the baselines, chosen per lead on
     validation (:func:`train_forecaster`): ``bursts-<direction>`` (leads 1-24) when
     ``lead`` is among the modes, else ``bursts-<direction>-interval`` for the shortest
-    horizon; ``-logs`` appended under the ``logs`` regime (its known-at timeline is the
-    warehouse's ``timeline_known`` table).
+    horizon; ``-logs`` appended under the ``logs`` regime (its known-at sums computed
+    from the warehouse's jobs, :func:`iosight.bursts.load_known`).
     """
     import pandas as pd
     import pyarrow as pa

@@ -79,8 +79,8 @@ def train(
     fmt: str = FORMAT_OPT,
 ) -> None:
     """Evaluate models beside persistence and time-of-day baselines (per information
-    regime); save per direction and lead persistence unless a model or another baseline
-    beat it robustly on validation."""
+    regime); save per direction and lead the best baseline on validation unless a model
+    beat it robustly there."""
     with cli_errors():
         from iosight.bursts import describe_choice, train_bursts
 
