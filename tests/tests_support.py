@@ -159,10 +159,11 @@ def read_only_mount(folder) -> list[str] | None:
 
 
 def known_frame(jobs, bin_start):
-    """SYNTHETIC ``timeline_known`` rows of a jobs frame (``load_jobs`` columns, and
-    ``known_at`` where present, else the end time) on the bins ``bin_start``: each job's
-    bytes spread over its run, known in the bin holding its known-at time; ops and times
-    are bytes / 1e6 and bytes / 1e9. A stand-in for the timeline's own known-at table."""
+    """Known-at sums (``iosight.timeline.known_sums`` columns) of a jobs frame
+    (``load_jobs`` columns, and ``known_at`` where present, else the end time) on the bins
+    ``bin_start``, computed independently: each job's bytes split over its run by explicit
+    fractions (``spread_fractions``), known in the bin holding its known-at time; ops and
+    times are bytes / 1e6 and bytes / 1e9 (SYNTHETIC)."""
     import numpy as np
     import pandas as pd
 
