@@ -75,7 +75,8 @@ def test_known_sums_equal_an_explicit_spread(app1):
                          "write_bytes": _bytes(raw, "BYTES_WRITTEN")})  # fmt: skip
     want = known_frame(jobs, t["bin_start"].to_numpy()).set_index(["bin_start", "known_start"])
     got = known_sums(wh).set_index(["bin_start", "known_start"])
-    both = got.join(want, how="outer", rsuffix="_want").fillna(0)
+    both = got.merge(want, "outer", left_index=True, right_index=True, suffixes=("", "_want"))
+    both = both.fillna(0)
     for c in ("read_bytes", "write_bytes"):
         assert both[c].to_numpy() == pytest.approx(both[f"{c}_want"].to_numpy(), rel=1e-9, abs=1)
     bins, known = (got.index.get_level_values(i) for i in (0, 1))
