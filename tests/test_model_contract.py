@@ -32,7 +32,7 @@ from tests_support import daily_spikes, planted_pickle
 
 @pytest.fixture(scope="module")
 def forecaster() -> tuple[Forecaster, pd.DataFrame]:
-    timeline = daily_spikes(days=14)
+    timeline = daily_spikes(days=14, anytime=True)
     settings = ForecasterSettings(model="tree", max_lead=2, k=3.0)
     return Forecaster.fit(timeline, settings, n_jobs=1), timeline
 
@@ -57,8 +57,9 @@ def test_fit_save_load_predict_with_the_same_verbs(forecaster, tmp_path):
     pd.testing.assert_frame_equal(burst_after.table, burst_before.table)
     pd.testing.assert_frame_equal(write_after.table, write_before.table)
     assert fc_back.settings == fc.settings and wm_back.settings == wm.settings
-    # a tree (skops) at lead 1, persistence (JSON) at lead 2; no pickle
-    assert fc.metadata["chosen"] == {"1": "tree", "2": "persistence"}
+    # a tree (skops) at lead 1, a baseline (JSON) at lead 2; no pickle
+    assert fc.metadata["chosen"]["1"] == "tree"
+    assert fc.metadata["chosen"]["2"] in ("persistence", "time_of_day")
     files = {p.name for p in (wh.path / "models" / fc.name).iterdir()}
     assert files == {"metadata.json", "model.json", "estimators.skops"}
     md = json.loads((tmp_path / "write-model" / "metadata.json").read_text())

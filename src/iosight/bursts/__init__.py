@@ -29,6 +29,7 @@ from iosight.bursts._forecast import (
     Dataset,
     FittedModel,
     Persistence,
+    TimeOfDay,
     best_cut,
     choose,
     evaluate_forecasts,
@@ -57,8 +58,10 @@ from iosight.bursts._jobstate import (
     load_jobs,
     started_by,
 )
+from iosight.bursts._known import INFORMATION, known_ema, known_rows, load_known
 from iosight.bursts._labels import BurstLabels, choose_k, label_bursts, severity_classes
 from iosight.bursts._models import MODELS, make_pipeline, model_names, search_params
+from iosight.bursts._nowcast import nowcast, nowcast_accuracy
 from iosight.bursts._workflow import (
     EVALUATION_TABLE,
     TrainResult,
@@ -75,6 +78,7 @@ __all__ = [
     "EMA_MINUTES",
     "EVALUATION_TABLE",
     "FEATURE_SETS",
+    "INFORMATION",
     "MAX_LEAD",
     "MIN_RUNS",
     "MODELS",
@@ -92,6 +96,7 @@ __all__ = [
     "ForecasterSettings",
     "JobState",
     "Persistence",
+    "TimeOfDay",
     "TrainResult",
     "analyze_bursts",
     "best_cut",
@@ -108,16 +113,21 @@ __all__ = [
     "fit_candidates",
     "fit_model",
     "job_state",
+    "known_ema",
+    "known_rows",
     "label_bursts",
     "list_forecasters",
     "load_evaluation",
     "load_forecaster",
     "load_jobs",
+    "load_known",
     "make_dataset",
     "make_features",
     "make_pipeline",
     "model_names",
     "no_new_bursts_f1",
+    "nowcast",
+    "nowcast_accuracy",
     "run_length",
     "run_length_table",
     "running_jobs_share",

@@ -29,11 +29,13 @@ from iosight._progress import Progress, ensure_progress
 from iosight.bursts._analysis import check_direction
 from iosight.bursts._features import check_feature_set, feature_names, make_features
 from iosight.bursts._forecast import (
+    BASELINES,
     VAL_FRACTION,
     Dataset,
     FittedModel,
     Persistence,
     SplitModel,
+    TimeOfDay,
     _Builder,
     _metrics,
     choose,
@@ -41,6 +43,7 @@ from iosight.bursts._forecast import (
     fit_model,
     parallel_map,
 )
+from iosight.bursts._known import check_information
 from iosight.bursts._labels import check_finite
 from iosight.bursts._models import check_search, model_names
 
@@ -99,6 +102,7 @@ class ForecasterSettings:
     seed: int = 0
     severity: bool = True
     name: str | None = None
+    information: str = "live"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "model", tuple(model_names(self.model)))
@@ -115,6 +119,7 @@ class ForecasterSettings:
         check_seed(self.seed)
         check_search(self.search_iter, self.cv_splits)
         check_model_name(self.name)
+        check_information(self.information)
 
     def options(self) -> dict:
         """The settings as :func:`train_forecaster`'s keyword arguments."""
@@ -139,7 +144,7 @@ def _kind() -> ModelKind:
     return ModelKind(
         "burst forecaster",
         "iosight bursts train",
-        types=(FittedModel, SplitModel, Persistence, DenseLabelXGBClassifier),
+        types=(FittedModel, SplitModel, Persistence, TimeOfDay, DenseLabelXGBClassifier),
         trusted=("iosight.bursts._models.signed_log1p",),
     )
 
@@ -203,7 +208,7 @@ class Forecaster:
         return train_forecaster(timeline, **opts, jobs=jobs, n_jobs=n_jobs, progress=progress)
 
     def describe(self) -> str:
-        """What predicts: per lead, the candidate chosen on validation (persistence
+        """What predicts: per lead, the candidate chosen on validation (the best baseline
         unless a model beat it), not the candidates that were tried."""
         md = self.metadata
         if md["mode"] == "interval":
@@ -225,12 +230,24 @@ class Forecaster:
                 "train a model with that feature set"
             )
 
-    def features(self, df: pd.DataFrame, jobs: pd.DataFrame | None = None) -> np.ndarray:
+    @property
+    def information(self) -> str:
+        """The regime its features were made under (``live`` for forecasters saved before
+        regimes existed)."""
+        return self.metadata.get("information", "live")
+
+    def features(
+        self, df: pd.DataFrame, jobs: pd.DataFrame | None = None, known: pd.DataFrame | None = None
+    ) -> np.ndarray:
         """The model's feature matrix of a timeline (one row per bin); set 4 needs the
-        warehouse's jobs (:func:`iosight.bursts.load_jobs`)."""
+        warehouse's jobs (:func:`iosight.bursts.load_jobs`), regime ``logs`` its
+        known-at sums (:func:`iosight.bursts.load_known`)."""
         md = self.metadata
         thr = md["thresholds"].get("threshold")  # set 4 only
-        feats = make_features(df, md["direction"], md["feature_set"], jobs=jobs, threshold=thr)
+        if self.information == "logs" and known is None:
+            raise IosightError(f"model {md['name']!r} needs the known-at timeline (logs)")
+        feats = make_features(df, md["direction"], md["feature_set"], jobs=jobs, threshold=thr,
+                              known=known if self.information == "logs" else None)  # fmt: skip
         return feats.to_numpy(np.float64)
 
     def predict(
@@ -240,9 +257,11 @@ class Forecaster:
         *,
         feature_set: int | None = None,
         jobs: pd.DataFrame | None = None,
+        known: pd.DataFrame | None = None,
     ) -> BurstPrediction:
         """Forecast from a timeline frame using the bins up to ``at`` (default: all) and,
-        for feature set 4, the jobs started before the end of the last bin used
+        for feature set 4, the jobs started before the end of the last bin used; under
+        ``logs``, only the ``known`` rows known by the end of that bin
         (:class:`BurstPrediction` says the columns)."""
         import pandas as pd
 
@@ -269,11 +288,11 @@ class Forecaster:
             complete = np.isclose(last + width, (np.floor(last / step_s) + 1) * step_s)
             if not complete and len(series) > 1:
                 series = series.iloc[:-1]  # the h-minute bin holding `at` is not over yet
-        X = self.features(series, jobs)[-1:]
+        X = self.features(series, jobs, known)[-1:]
         t = float(series["bin_start"].iloc[-1])
         rows = []
         for lead in sorted(self.binary):
-            pred, prob = self.binary[lead].predict(X)
+            pred, prob = self.binary[lead].predict(X, [t])
             sev = int(self.severity[lead].predict(X)[0][0]) if lead in self.severity else 0
             burst = bool(pred[0] > 0)
             sev = max(sev, 1) if burst else 0
@@ -289,10 +308,13 @@ class Forecaster:
         """:meth:`predict` on the warehouse's timeline (and jobs, for feature set 4): the
         bins after ``at`` (epoch s; None = the timeline's last bin)."""
         from iosight.bursts._jobstate import load_jobs
+        from iosight.bursts._known import load_known
         from iosight.timeline import load_timeline
 
         jobs = load_jobs(warehouse) if self.metadata["feature_set"] == 4 else None
-        return self.predict(load_timeline(warehouse), at, feature_set=feature_set, jobs=jobs)
+        known = load_known(warehouse) if self.information == "logs" else None
+        return self.predict(load_timeline(warehouse), at, feature_set=feature_set, jobs=jobs,
+                            known=known)  # fmt: skip
 
     def save(self, warehouse: Warehouse) -> Path:
         """Write the model folder ``models/<name>/`` atomically (:mod:`iosight._modelio`:
@@ -357,6 +379,8 @@ def train_forecaster(
     severity: bool = True,
     name: str | None = None,
     jobs: pd.DataFrame | None = None,
+    information: str = "live",
+    known: pd.DataFrame | None = None,
     n_jobs: int = -1,
     progress: Progress | None = None,
 ) -> Forecaster:
@@ -364,15 +388,19 @@ def train_forecaster(
 
     Lead mode fits, for each lead 1..``max_lead`` on the base bins, every model in
     ``model`` (a name or a list) on the training part before its validation slice, tunes
-    each binary model's cut on that slice and keeps, per lead, persistence unless a model
-    beat it robustly there (:func:`choose`: a margin on the slice's compare half and no
-    losing window), so the forecaster is never knowingly worse than "what is happening
-    now" (``metadata["chosen"]`` names it per lead).
+    each binary model's cut on that slice and keeps, per lead, the baseline with the best
+    F1 on the slice's compare half (persistence, time of day, under ``logs`` the nowcast)
+    unless a model beat it robustly there (:func:`choose`: a margin on the compare half
+    and no losing window), so the forecaster is never worse there than the best baseline
+    of its regime (``metadata["chosen"]`` names it per lead).
     Interval mode does the same for the next ``horizon_min`` bin. ``severity=False``
     skips the severity models (the severity of a predicted burst is then the current
     bin's class, at least 1). Hyper-parameters are the
     registered defaults unless ``search_iter`` > 0 (then searched per lead). Test scores of
-    the chosen candidate and of persistence are stored in the metadata.
+    the chosen candidate and of persistence are stored in the metadata. ``information``
+    ``logs`` makes every feature (persistence's too) from what the logs held at t
+    (``known``: the known-at sums, :func:`iosight.bursts.load_known`), recorded in
+    ``metadata["information"]``.
     """
     from iosight.timeline import bin_width_of
 
@@ -380,12 +408,12 @@ def train_forecaster(
         direction=direction, model=model, feature_set=feature_set, mode=mode,
         horizon_min=horizon_min, max_lead=max_lead, k=k, target_fraction=target_fraction,
         train_fraction=train_fraction, val_fraction=val_fraction, search_iter=search_iter,
-        cv_splits=cv_splits, seed=seed, severity=severity, name=name,
+        cv_splits=cv_splits, seed=seed, severity=severity, name=name, information=information,
     )  # fmt: skip
     names = list(settings.model)
     width = bin_width_of(df)
     leads = list(range(1, max_lead + 1)) if mode == "lead" else [1]
-    builder = _Builder(df, jobs)
+    builder = _Builder(df, jobs, information, known)
 
     def task(lead: int, target: str) -> Dataset:
         return builder.dataset(
@@ -405,13 +433,14 @@ def train_forecaster(
                                cv_splits=cv_splits)  # fmt: skip
         best = choose(cands)
         te = slice(ds.n_train, None)
-        scores = {n: _metrics(ds.y[te], *cands[n].model.predict(ds.X[te]), "binary")
+        scores = {n: _metrics(ds.y[te], *cands[n].model.predict(ds.X[te], ds.feature_start[te]),
+                              "binary")
                   for n in {best, "persistence"}}  # fmt: skip
-        sev = Persistence.of(ds.labels, severity=True)
+        sev = Persistence.of(ds.labels, severity=True, column=ds.nowcast_column or 0)
         sv = item["severity"]
         if sv is not None:
             fit_rows = slice(0, sv.n_fit)
-            if best != "persistence" and np.unique(sv.y[fit_rows]).size >= 2:
+            if best not in BASELINES and np.unique(sv.y[fit_rows]).size >= 2:
                 sev = fit_model(best, sv.X[fit_rows], sv.y[fit_rows], seed=seed,
                                 params=cands[best].model.params)  # fmt: skip
         return best, cands, scores, sev
@@ -443,7 +472,8 @@ def train_forecaster(
         "chosen": chosen,
         "mode": mode,
         "feature_set": feature_set,
-        "features": feature_names(direction, feature_set),
+        "information": information,
+        "features": feature_names(direction, feature_set, information),
         "bin_width": width,
         "horizon_min": horizon_min if mode == "interval" else width / 60.0,
         "leads": leads,

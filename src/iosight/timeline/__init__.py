@@ -13,10 +13,12 @@ from iosight.timeline._build import (
     undated_jobs,
 )
 from iosight.timeline._frame import bin_width_of, load_timeline, parse_duration, parse_time, rebin
+from iosight.timeline._known import KNOWN_COLUMNS, known_sums
 from iosight.timeline._span import SPANS, LeftOut, left_out
 from iosight.timeline._update import TimelineUpdate, update_timeline
 
 __all__ = [
+    "KNOWN_COLUMNS",
     "LAYERS",
     "SPANS",
     "SPREADS",
@@ -30,6 +32,7 @@ __all__ = [
     "build_timeline",
     "count_active",
     "job_totals_intervals",
+    "known_sums",
     "left_out",
     "load_timeline",
     "parse_duration",

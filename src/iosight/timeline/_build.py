@@ -85,6 +85,8 @@ _BATCH_ROWS = 262_144  # rows per streamed batch: memory is a few times this x 1
 DUCKDB_MEMORY = "256MB"  # DuckDB's share while streaming (its joins spill beyond it)
 CHUNK_JOBS = 262_144  # jobs per chunk (about): DuckDB's join holds a chunk's jobs
 _SAMPLE_PER_CHUNK = 256  # sampled keys per chunk when cutting the key ranges
+# a job's known-at time (``iosight.warehouse.KNOWN_AT``), its start without known_at or end
+_KNOWN = "coalesce(j.known_at, j.end_time, j.start_time)"
 
 
 def _dir_cols(direction: str) -> list[int]:
@@ -245,9 +247,11 @@ def _layer_queries(
     direction: str,
     jobs_where: str,
     keys: KeyRange = (None, None),
+    known: bool = False,
 ) -> list[str]:
     """SQL queries returning ``t0, t1, b, o, t`` rows (epoch s) for one layer (a table of
-    ``schema``, :func:`_schema`) and direction.
+    ``schema``, :func:`_schema`) and direction; with ``known``, also each row's job's
+    known-at time (``known``).
 
     ``keys`` repeats the key range of ``jobs_where`` on every other table, so that no
     hash table holds more than the range's jobs.
@@ -263,8 +267,11 @@ def _layer_queries(
 
     start = f"greatest(coalesce(r.{_q(s)}, 0), 0)" if s in cols else "0"
     end = f"greatest(coalesce(r.{_q(e)}, 0), 0)" if e in cols else "(j.end_time - j.start_time)"
+    # with ``known``: the job's known-at time, ``ka``, carried to the rows
+    carried = (f"{_KNOWN} as ka", "ka", "rec.ka", "any_value(ka) as ka")
+    new_ka, ka, rec_ka, tot_ka = (f", {c}" if known else "" for c in carried)
     rec = (
-        f"select r.job_key, r.rank, r.record_id, j.start_time as js, "
+        f"select r.job_key, r.rank, r.record_id, j.start_time as js{new_ka}, "
         f"coalesce(j.end_time, j.start_time) as je, {start} as s, "
         f"greatest({end}, {start}) as e, {val(b)} as b, {val(o)} as o, {val(t)} as t "
         f"from {table} r join jobs j using (job_key) where {jobs_where} and "
@@ -289,14 +296,14 @@ def _layer_queries(
     no_dxt = f"not exists (select 1 from dxt_posix d where {dxt_match})" if has_dxt else "true"
     with_ = "with " + ", ".join(ctes) + " "
     queries = [
-        with_ + f"select job_key, js, je, js + s as t0, js + e as t1, b, o, t from rec "
+        with_ + f"select job_key, js, je{ka}, js + s as t0, js + e as t1, b, o, t from rec "
         f"where {not_hm} and {no_dxt}"
     ]
     if has_dxt:
         dur = 'greatest(d."end" - d.start, 0)'
         w = "over (partition by rec.job_key, rec.rank, rec.record_id)"
         queries.append(
-            with_ + "select rec.job_key, rec.js, rec.je, "
+            with_ + f"select rec.job_key, rec.js, rec.je{rec_ka}, "
             f'rec.js + d.start as t0, rec.js + greatest(d."end", d.start) as t1, '
             f"rec.b * case when sum(d.length) {w} > 0 then d.length / sum(d.length) {w} "
             f"else 1.0 / count(*) {w} end as b, rec.o / count(*) {w} as o, "
@@ -307,15 +314,15 @@ def _layer_queries(
     if has_hm:
         share = f"h.{direction}_bytes / hmj.hb"
         queries.append(
-            with_ + "select job_key, tot.js, tot.je, tot.js + h.bin_start as t0, "
+            with_ + f"select job_key, tot.js, tot.je{ka}, tot.js + h.bin_start as t0, "
             "tot.js + h.bin_start + h.bin_width as t1, "
             f"tot.b * {share} as b, tot.o * {share} as o, tot.t * {share} as t from heatmap h "
             "join hmj using (job_key) join (select job_key, any_value(js) as js, "
-            "any_value(je) as je, sum(b) as b, sum(o) as o, sum(t) as t from rec "
+            f"any_value(je) as je{tot_ka}, sum(b) as b, sum(o) as o, sum(t) as t from rec "
             "group by job_key) tot using (job_key) "
             f"where {_heatmap_match(layer)} and h.{direction}_bytes > 0 and {_key_range('h', keys)}"
         )
-    return [_flag_outside(q) for q in queries]
+    return [_flag_outside(q, known) for q in queries]
 
 
 def _counter(column: str) -> str:
@@ -323,23 +330,28 @@ def _counter(column: str) -> str:
     return f"greatest(coalesce(r.{_q(column)}, 0), 0)"
 
 
-def _flag_outside(query: str) -> str:
-    """``t0, t1, b, o, t`` of ``query`` and ``outside``: the job's key where the row lies
-    outside the job's ``[js, je]``, else null (:class:`_Outside`)."""
+def _flag_outside(query: str, known: bool = False) -> str:
+    """``t0, t1, b, o, t`` (and ``known``: ``ka``) of ``query`` and ``outside``: the job's
+    key where the row lies outside the job's ``[js, je]``, else null (:class:`_Outside`)."""
     return (
-        "select t0, t1, b, o, t, case when t0 < js or t1 > je then job_key end as outside "
-        f"from ({query})"
+        f"select t0, t1, b, o, t{', ka as known' if known else ''}, "
+        f"case when t0 < js or t1 > je then job_key end as outside from ({query})"
     )
 
 
 def _job_totals_query(
-    schema: dict[str, set[str]], jobs_where: str, keys: KeyRange = (None, None)
+    schema: dict[str, set[str]],
+    jobs_where: str,
+    keys: KeyRange = (None, None),
+    known: bool = False,
 ) -> str | None:
-    """SQL of job-total rows, each layer blanked where the job has records of that layer."""
+    """SQL of job-total rows, each layer blanked where the job has records of that layer
+    (with ``known``, also the job's known-at time, ``known``)."""
     if "job_totals" not in schema:
         return None
     cols = schema["job_totals"]
     select = ["j.start_time", "coalesce(j.end_time, j.start_time) as end_time"]
+    select += [f"{_KNOWN} as known"] if known else []
     joins = ""
     for i, layer in enumerate(LAYERS):
         totals = [
@@ -369,6 +381,8 @@ class Bins:
 
     Lets records stream from the warehouse in one pass: only the bins are held.
     """
+
+    known = False  # its rows need no known-at time (``_known.KnownBins`` keeps them apart)
 
     def __init__(self, width: float, spread: str) -> None:
         self.width, self.spread = width, spread
@@ -524,12 +538,15 @@ def accumulate(
     as_of: float | None = None,
     schema: dict[str, set[str]] | None = None,
     memory: str | None = DUCKDB_MEMORY,
-) -> Bins:
+    bins: type | None = None,
+):
     """The timeline sums of the jobs in ``[since, until)``, known by ``as_of`` and in
-    partition ``part``, streamed chunk of jobs by chunk, query by query. ``schema``: the
-    columns the queries may use (default: the warehouse's, :func:`_schema`); ``memory``:
-    DuckDB's memory limit meanwhile (None: as it is)."""
-    acc = Bins(*acc_args)
+    partition ``part``, streamed chunk of jobs by chunk, query by query, into a ``bins``
+    accumulator (:class:`Bins`, or one that keeps them apart by known-at time:
+    ``bins.known``). ``schema``: the columns the queries may use (default: the
+    warehouse's, :func:`_schema`); ``memory``: DuckDB's memory limit meanwhile (None: as
+    it is)."""
+    acc = (Bins if bins is None else bins)(*acc_args)
     prog = ensure_progress(progress)
     schema = _schema(warehouse) if schema is None else schema
     with _duckdb_memory(warehouse, memory):
@@ -542,9 +559,9 @@ def accumulate(
                 for layer in LAYERS
                 if layer.lower() in schema
                 for direction in _COUNTERS
-                for q in _layer_queries(schema, layer, direction, where, keys)
+                for q in _layer_queries(schema, layer, direction, where, keys, acc.known)
             ]
-            totals = _job_totals_query(schema, where, keys)
+            totals = _job_totals_query(schema, where, keys, acc.known)
             if i == 0:
                 prog.start(len(ranges) * (len(queries) + 2), "timeline")
             _stream(warehouse, acc, where, queries, totals, prog)
@@ -554,31 +571,35 @@ def accumulate(
 
 def _stream(warehouse, acc, jobs_where, queries, totals, prog) -> None:
     """Bin every query's batches into ``acc``, then count the jobs active in each bin
-    (advancing ``prog`` once per query)."""
+    (advancing ``prog`` once per query); each row's known-at time too where ``acc.known``."""
     outside = _Outside()
+    known = ("known",) if acc.known else ()
     for direction, q in queries:
         cols = _dir_cols(direction)
         for batch in _batches(warehouse, q):
-            arr = _numpy(batch, ("t0", "t1", "b", "o", "t"))
+            arr = _numpy(batch, ("t0", "t1", "b", "o", "t", *known))
             vals = np.column_stack([arr["b"], arr["o"], arr["t"]]).astype(float)
-            acc.add(arr["t0"].astype(float), arr["t1"].astype(float), vals, cols)
+            acc.add(arr["t0"].astype(float), arr["t1"].astype(float), vals, cols,
+                    *(arr[c] for c in known))  # fmt: skip
             outside.add(batch)
         prog.advance(1)
     if totals is not None:
         for batch in _batches(warehouse, totals):
-            start, end, values = job_totals_intervals(batch.to_pandas())
-            acc.add(start, end, values, list(range(len(VALUE_COLUMNS))))
+            df = batch.to_pandas()
+            start, end, values = job_totals_intervals(df)  # every row has a start time
+            acc.add(start, end, values, list(range(len(VALUE_COLUMNS))),
+                    *(df[c].to_numpy(np.float64) for c in known))  # fmt: skip
     prog.advance(1)
     jobs_q = (
-        "select job_key, start_time, coalesce(end_time, start_time) as end_time from jobs j "
-        f"where {jobs_where}"
+        "select job_key, start_time, coalesce(end_time, start_time) as end_time"
+        f"{f', {_KNOWN} as known' if known else ''} from jobs j where {jobs_where}"
     )
     for batch in _batches(warehouse, jobs_q):
-        arr = _numpy(batch, ("start_time", "end_time"))
+        arr = _numpy(batch, ("start_time", "end_time", *known))
         start, end = outside.widen(
             batch.column("job_key"), arr["start_time"].astype(float), arr["end_time"].astype(float)
         )
-        acc.add_jobs(start, end)
+        acc.add_jobs(start, end, *(arr[c] for c in known))
     prog.advance(1)
 
 
@@ -815,6 +836,18 @@ def rebuild_timeline(warehouse: Warehouse, **kwargs) -> pa.Table:
     after new jobs came in. A timeline stored before its options were kept: its bin width
     and the defaults."""
     return build_timeline(warehouse, **stored_options(warehouse), **kwargs)
+
+def accumulate_as_built(warehouse: Warehouse, bins: type, progress: Progress | None = None):
+    """The sums of the jobs the stored timeline counts, with the options it was built
+    with (:func:`stored_options`), streamed into a ``bins`` accumulator (one that keeps
+    them apart by known-at time: :class:`~iosight.timeline._known.KnownBins`)."""
+    options = stored_options(warehouse)
+    since, until, as_of = options.get("since"), options.get("until"), options.get("as_of")
+    if options.get("span", "dense") == "dense":
+        since, until, _, _ = _dense_span(warehouse, since, until, as_of)
+    acc_args = (float(options["bin_width"]), options.get("spread", "overlap"))
+    return accumulate(warehouse, since, until, (0, 1), acc_args, CHUNK_JOBS, progress,
+                      as_of=as_of, bins=bins)  # fmt: skip
 
 
 _UNDATED_KEY = b"iosight.undated_jobs"
