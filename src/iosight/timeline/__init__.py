@@ -14,6 +14,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "LAYERS",
             "TIMELINE_COLUMNS",
             "VALUE_COLUMNS",
+            "build_options_of",
             "build_timeline",
             "job_totals_intervals",
             "rebuild_timeline",
@@ -21,6 +22,8 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "undated_jobs",
         ),
         "_frame": ("bin_width_of", "load_timeline", "parse_duration", "parse_time", "rebin"),
+        "_known": ("KNOWN_COLUMNS", "known_sums"),
         "_span": ("SPANS", "LeftOut", "left_out"),
+        "_update": ("TimelineUpdate", "update_timeline"),
     },
 )
