@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
+    from iosight.warehouse._rows import Rows
+
 DEFAULT_WAREHOUSE = "iosight-warehouse"
 # how long a writer waits for another one (two overlapping cron ingests both finish)
 DEFAULT_LOCK_TIMEOUT = 3600.0
@@ -229,6 +231,13 @@ class Warehouse:
     def sql(self, query: str, params: list | None = None) -> pd.DataFrame:
         """Run DuckDB SQL over the warehouse views and return a DataFrame."""
         return self._run(query, params, lambda rel: rel.df())
+
+    def rows(self, query: str, params: list | None = None) -> Rows:
+        """Run DuckDB SQL over the warehouse views and return plain Python :class:`Rows`
+        (no pandas or pyarrow import: what a command that prints a result needs)."""
+        from iosight.warehouse._rows import Rows
+
+        return self._run(query, params, Rows.fetch)
 
     def arrow(self, query: str, params: list | None = None) -> pa.Table:
         """Run DuckDB SQL over the warehouse views and return an Arrow table."""
