@@ -93,12 +93,13 @@ class ServedWarehouse(Warehouse):
         self._guard = threading.Lock()
         self._local = threading.local()
         self._generation = 0
-        self._known: list[str] = []
+        self._known: dict[str, tuple[str, ...]] = {}
         self._memo: dict[str, object] = {}
 
     def refresh(self) -> None:
-        """Rebuild the views when the set of tables on disk changed (cheap otherwise)."""
-        if self.tables() != self._known:
+        """Rebuild the views when the files of the tables on disk changed (a commit or a
+        compaction; the views name their files); cheap otherwise."""
+        if self.snapshot() != self._known:
             with self._guard:
                 if self._con is not None:
                     self._con.close()
@@ -118,7 +119,7 @@ class ServedWarehouse(Warehouse):
         if getattr(local, "generation", None) != self._generation or local.cursor is None:
             with self._guard:
                 if self._con is None:
-                    self._known = self.tables()
+                    self._known = self.snapshot()
                     self._lock_down(super().connect())  # the views, over tables/
                 local.cursor = self._con.cursor()
                 local.generation = self._generation

@@ -1,0 +1,200 @@
+"""Compaction: automatic after an ingest, killed at any step it resumes to the same
+warehouse, readers never see both the old files and the new or neither, and its
+memory does not grow with the number of files."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from iosight.demo.step_10_characterization import example_logs
+from iosight.warehouse import Warehouse, _compact, ingest
+from tests_support import assert_same_warehouse, hold_warehouse_lock
+
+# what ingest runs after its commits, the threshold lowered to 4 small files so that
+# a dozen example logs reach it
+_AUTO = (
+    "import sys; from iosight.warehouse import Warehouse, _compact\n"
+    "_compact.AUTO_SMALL_FILES = 4\n"
+    "_compact.auto_compact(Warehouse(sys.argv[1]))\n"
+)
+
+
+def _env(**extra: str) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), **extra}
+
+
+def _logs() -> list[str]:
+    return [str(p) for p in example_logs()]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> Warehouse:
+    """Every example log ingested one per commit, never compacted."""
+    wh = Warehouse(tmp_path_factory.mktemp("ref") / "wh", create=True)
+    assert ingest(_logs(), wh, workers=1, batch_size=1, compact=False).ok
+    return wh
+
+
+def _last() -> str:
+    """The example log whose content no other one has (the one the ingest adds)."""
+    logs = _logs()
+    contents = [Path(p).read_bytes() for p in logs]
+    return next(p for p, c in zip(logs, contents, strict=True) if contents.count(c) == 1)
+
+
+@pytest.fixture(scope="module")
+def all_but_one(tmp_path_factory) -> Path:
+    """The example logs but :func:`_last`, ingested one per commit, never compacted."""
+    path = tmp_path_factory.mktemp("most") / "wh"
+    wh = Warehouse(path, create=True)
+    most = [p for p in _logs() if p != _last()]
+    assert ingest(most, wh, workers=1, batch_size=1, compact=False).ok
+    return path
+
+
+def _copy(src: Path, dest: Path) -> Path:
+    import shutil
+
+    shutil.copytree(src, dest)
+    return dest
+
+
+def _file_counts(wh: Warehouse) -> dict[str, int]:
+    return {t: len(wh.table_files(t)) for t in wh.tables()}
+
+
+@pytest.mark.parametrize(
+    ("point", "nth"),
+    [
+        ("staged", 2),  # 2nd table's outputs written, no commit record: rolled back
+        ("published", 2),  # its commit record written, outputs not moved: rolled forward
+        ("compaction-moved", 2),  # its outputs in the table's folder, still hidden
+        ("applied", 1),  # the 1st table's compaction done, the next not begun
+    ],
+)
+def test_automatic_compaction_killed_at_each_step_equals_no_compaction(
+    tmp_path, reference, point, nth
+):
+    """The automatic compaction is killed at a step of its 2nd table's commit; a reader
+    meanwhile, the reopened warehouse and a second compaction all equal the
+    uncompacted warehouse."""
+    target = _copy(reference.path, tmp_path / "wh")
+    run = subprocess.run(
+        [sys.executable, "-c", _AUTO, str(target)],
+        env=_env(IOSIGHT_TEST_CRASH_AT=f"{point}:{nth}"),
+        timeout=300,
+    )
+    assert run.returncode == -signal.SIGKILL
+    holder = hold_warehouse_lock(target)  # as if the compaction were still running
+    try:
+        assert_same_warehouse(Warehouse(target), reference)
+    finally:
+        holder.communicate("\n")
+    resumed = Warehouse(target)  # opening it finishes or discards the killed commit
+    assert not any((target / "_staging").iterdir()) and not any((target / "_commits").iterdir())
+    assert_same_warehouse(resumed, reference)
+    resumed.compact()
+    assert_same_warehouse(Warehouse(target), reference)
+    assert set(_file_counts(resumed).values()) == {1}
+    assert sum(_file_counts(reference).values()) > 3 * len(reference.tables())
+
+
+def test_ingest_compacts_by_itself_and_not_when_told_not_to(
+    tmp_path, monkeypatch, reference, all_but_one
+):
+    """The tables with at least 4 small files (the threshold lowered from 16) after
+    the last log's commit are merged into one file each; the others are left alone."""
+    monkeypatch.setattr(_compact, "AUTO_SMALL_FILES", 4)
+    many = {t: n for t, n in _file_counts(reference).items() if n >= 4}
+    assert 0 < len(many) < len(reference.tables())
+    for compact in (True, False):
+        wh = Warehouse(_copy(all_but_one, tmp_path / str(compact)))
+        report = ingest([_last()], wh, workers=1, compact=compact)
+        assert_same_warehouse(wh, reference)
+        counts = _file_counts(wh)
+        assert counts == _file_counts(reference) | (dict.fromkeys(many, 1) if compact else {})
+        assert (report.compaction.files_before if compact else report.compaction) == (
+            many if compact else None
+        )
+
+
+def test_a_query_reading_during_compaction_gets_the_old_answer(tmp_path, reference):
+    """A streaming scan (as the timeline's chunked scans read) that listed the files
+    before a compaction reads them to the end after it; a new reader sees the merged
+    files; both answers equal the uncompacted warehouse's."""
+    wh = Warehouse(_copy(reference.path, tmp_path / "wh"))
+    query = 'select job_key, rank, record_id, "POSIX_BYTES_READ" from posix order by all'
+    want = reference.arrow(query)
+    reader = wh.connect().sql("select job_key, rank, record_id, \"POSIX_BYTES_READ\" from posix")
+    batches = reader.to_arrow_reader(1)
+    first = [batches.read_next_batch()]
+    subprocess.run(
+        [sys.executable, "-c", "import sys; from iosight.warehouse import Warehouse\n"
+         "Warehouse(sys.argv[1]).compact()", str(wh.path)],
+        env=_env(),
+        check=True,
+    )
+    got = pa.Table.from_batches(first + list(batches))
+    assert got.sort_by([(c, "ascending") for c in got.column_names]).equals(want)
+    fresh = Warehouse(wh.path)
+    assert len(fresh.table_files("posix")) == 1
+    assert fresh.arrow(query).equals(want)
+
+
+_MEMORY = """
+import resource, sys
+from iosight.warehouse import Warehouse, _compact
+_compact.GROUP_FILES = 25
+report = Warehouse(sys.argv[1]).compact()
+assert report.files_before["rows"] == int(sys.argv[2]), report
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def _synthetic_warehouse(path: Path, files: int, rows: int = 2_000) -> Path:
+    """A warehouse of one table, ``files`` files of ``rows`` synthetic rows each,
+    written straight into the table's folder as commits leave them."""
+    import numpy as np
+
+    Warehouse(path, create=True)
+    folder = path / "tables" / "rows"
+    folder.mkdir()
+    rng = np.random.default_rng(files)
+    for i in range(files):
+        table = pa.table(
+            {
+                "job_key": [f"{k:032x}" for k in rng.integers(0, 2**62, rows)],
+                "start_time": rng.uniform(1.6e9, 1.7e9, rows),
+                "rank": rng.integers(0, 1024, rows),
+                "bytes": rng.integers(0, 2**40, rows),
+            }
+        )
+        pq.write_table(table, folder / f"part-{i:020d}-synthetic-0.parquet")
+    return path
+
+
+def _compaction_peak_kib(path: Path, files: int) -> int:
+    out = subprocess.run(
+        [sys.executable, "-c", _MEMORY, str(path), str(files)],
+        env=_env(),
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return int(out.stdout.split()[-1])
+
+
+def test_compaction_memory_does_not_grow_with_the_number_of_files(tmp_path):
+    """Merged in groups (25 files here, 256 by default), 200 and 800 small files peak
+    alike: four times the files and rows, not four times the memory."""
+    small = _compaction_peak_kib(_synthetic_warehouse(tmp_path / "small", 200), 200)
+    large = _compaction_peak_kib(_synthetic_warehouse(tmp_path / "large", 800), 800)
+    assert large / small < 1.3, (small, large)
