@@ -72,10 +72,11 @@ class ServedWarehouse(Warehouse):
 
     ``connect()`` returns this thread's cursor on one locked-down DuckDB database;
     every library function that takes a warehouse (``job_summary``,
-    ``recommend_start``, ...) works on it unchanged. Writing raises. When tables
-    appear or vanish on disk (``iosight timeline build`` while the server runs),
-    :meth:`refresh` rebuilds the views. ``memory_limit`` is DuckDB's (e.g. ``"1GB"``);
-    ``query_timeout`` (seconds) is the deadline of user SQL.
+    ``recommend_start``, ...) works on it unchanged. Writing raises. When the files
+    of the tables change on disk (an ingest, ``iosight timeline build`` or a
+    compaction while the server runs), :meth:`refresh` rebuilds the views.
+    ``memory_limit`` is DuckDB's (e.g. ``"1GB"``); ``query_timeout`` (seconds) is the
+    deadline of user SQL.
     """
 
     def __init__(
