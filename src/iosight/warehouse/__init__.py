@@ -1,5 +1,6 @@
 """The warehouse: every analysis reads it, ingest writes it (DESIGN.md)."""
 
+from iosight.warehouse._compact import CompactReport, auto_compact
 from iosight.warehouse._follow import (
     DEFAULT_INTERVAL,
     DEFAULT_SETTLE,
@@ -36,12 +37,14 @@ __all__ = [
     "DEFAULT_SETTLE",
     "DEFAULT_WAREHOUSE",
     "KNOWN_AT",
+    "CompactReport",
     "FollowBatch",
     "FollowReport",
     "IngestReport",
     "JobSummary",
     "ReplayReport",
     "Warehouse",
+    "auto_compact",
     "check_follow_args",
     "check_ingest_args",
     "check_replay_args",
