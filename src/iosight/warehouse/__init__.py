@@ -1,6 +1,6 @@
 """The warehouse: every analysis reads it, ingest writes it (DESIGN.md)."""
 
-from iosight.warehouse._compact import CompactReport, auto_compact
+from iosight.warehouse._compact import AUTO_SMALL_FILES, CompactReport, auto_compact
 from iosight.warehouse._follow import (
     DEFAULT_INTERVAL,
     DEFAULT_SETTLE,
@@ -30,6 +30,7 @@ from iosight.warehouse._store import (
 from iosight.warehouse._summary import JobSummary, find_job, job_summary
 
 __all__ = [
+    "AUTO_SMALL_FILES",
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_GROUP",
     "DEFAULT_INTERVAL",
