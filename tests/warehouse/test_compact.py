@@ -207,3 +207,24 @@ def test_compaction_memory_does_not_grow_with_the_number_of_files(tmp_path):
     small = _compaction_peak_kib(_synthetic_warehouse(tmp_path / "small", 50), 50)
     large = _compaction_peak_kib(_synthetic_warehouse(tmp_path / "large", 200), 200)
     assert large / small < 1.1, (small, large)
+
+
+def test_a_full_output_is_not_merged_again(tmp_path, monkeypatch):
+    """Groups aim at the target size and only files under half of it are small, so the
+    next compaction merges the new files and leaves the full outputs as they are (a
+    target of 64 KiB here, 64 MiB by default)."""
+    monkeypatch.setattr(_compact, "TARGET_BYTES", 64 << 10)
+    wh = Warehouse(_synthetic_warehouse(tmp_path / "wh", 40, rows=500))
+    assert all(f.stat().st_size < 32 << 10 for f in wh.table_files("rows"))
+    wh.compact()
+    outputs = wh.table_files("rows")
+    full = [f.name for f in outputs if f.stat().st_size >= 32 << 10]
+    assert len(full) >= 4
+    folder = wh.path / "tables" / "rows"
+    for f in sorted(folder.glob("part-*.parquet"))[:3]:  # three more batches come in
+        (folder / f.name.replace("part-", "part-9")).write_bytes(f.read_bytes())
+    report = Warehouse(wh.path).compact()
+    assert report.files_before == {"rows": len(outputs) + 3}
+    assert report.files_after == {"rows": len(full) + 1}  # the new files in one
+    assert set(full) <= {f.name for f in wh.table_files("rows")}
+    assert Warehouse(wh.path).sql("select count(*) n from rows")["n"][0] == 43 * 500

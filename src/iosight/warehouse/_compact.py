@@ -4,8 +4,10 @@ Every commit adds one file per table, and a reader opens (and reads the footer o
 every file of a table it scans, so a warehouse grown by thousands of ingests answers
 ever more slowly. Compaction merges the small files, group by group, each group by
 DuckDB under a memory limit (its sort spills to disk), so its memory does not grow
-with the warehouse; files already :data:`TARGET_BYTES` or larger are left alone, so a
-compaction rewrites at most the data that came in since the last one.
+with the warehouse. Groups aim at :data:`TARGET_BYTES`, and only files under half of
+it count as small, so an output of a full group (a little under or over the target,
+as its compression goes) is never merged again: a compaction rewrites what came in
+since the last one and the last one's partial output.
 
 Rows are sorted by job start time and job key (``jobs``) or by job key (the per-job
 tables; sorting DXT segments further, by rank and sequence, cost a third more time
@@ -32,7 +34,7 @@ if TYPE_CHECKING:
 
     from iosight.warehouse._store import Warehouse
 
-#: a file at least this big is full: compaction leaves it alone
+#: the size a group of small files aims at; a file of half of it or more is left alone
 TARGET_BYTES = 64 << 20
 #: at most this many files merged into one output (their footers are held meanwhile)
 GROUP_FILES = 256
@@ -66,8 +68,8 @@ class CompactReport:
 
 
 def small_files(warehouse: Warehouse, name: str) -> list[Path]:
-    """Table ``name``'s files below :data:`TARGET_BYTES`, oldest first."""
-    return [f for f in warehouse.table_files(name) if f.stat().st_size < TARGET_BYTES]
+    """Table ``name``'s files below half of :data:`TARGET_BYTES`, oldest first."""
+    return [f for f in warehouse.table_files(name) if f.stat().st_size < TARGET_BYTES // 2]
 
 
 def merge_groups(files: Iterable[Path]) -> list[list[Path]]:
