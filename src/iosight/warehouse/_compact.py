@@ -94,8 +94,12 @@ def due_tables(warehouse: Warehouse, min_small: int | None = None) -> list[str]:
 
 
 def auto_compact(warehouse: Warehouse) -> CompactReport | None:
-    """Compact the tables :func:`due_tables` names (after an ingest); ``None`` when none."""
+    """Compact the tables :func:`due_tables` names (after an ingest); ``None`` when none.
+    Files replaced over the grace period ago are deleted from every table meanwhile, so
+    they do not wait for that table's next compaction."""
     with warehouse.writer_lock():
+        for name in warehouse.tables():
+            warehouse.purge_superseded(name)
         due = due_tables(warehouse)
         return compact(warehouse, due) if due else None
 

@@ -215,10 +215,10 @@ class Warehouse:
     def tables(self) -> list[str]:
         """Names of the tables that hold at least one committed file."""
         root = self.path / _TABLES
-        return sorted(p.name for p in root.iterdir() if p.is_dir() and any(p.glob("*.parquet")))
+        return sorted(p.name for p in root.iterdir() if p.is_dir() and self.table_files(p.name))
 
     def has_table(self, name: str) -> bool:
-        return any((self.path / _TABLES / name).glob("*.parquet"))
+        return bool(self.table_files(name))
 
     def table_files(self, name: str) -> list[Path]:
         """The files that hold table ``name`` now: compaction outputs it made live and
