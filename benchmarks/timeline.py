@@ -12,9 +12,15 @@
    ingest would); each build runs in its own process, which reports records/s (wall and
    CPU) and its peak RSS (``VmHWM``; nothing traced). The build streams chunks of about
    ``CHUNK_JOBS`` jobs, so peak RSS should stay flat from 1 M to 10 M records.
+3. Incremental (``--summit DIR``, the real Summit 2021 job totals): the year less its
+   last hour of jobs (by end time, when their logs would land) ingested and its timeline
+   built, then the last hour ingested; ``update_timeline`` (the new jobs only) against
+   ``rebuild_timeline`` (the whole year), each on a fresh copy, in this process after a
+   warm-up, wall and CPU medians of ``--repeat`` runs, and the two timelines compared.
 
     python benchmarks/timeline.py              # 10 M records; warehouses of 1 M and 10 M
     python benchmarks/timeline.py --quick      # 1 M records; warehouses of 0.2 M and 1 M
+    python benchmarks/timeline.py --only-incremental --summit "$(iosight data path summit-2021)"
 """
 
 from __future__ import annotations
@@ -229,6 +235,75 @@ def end_to_end(sizes: list[int], seed: int, workdir: str | None) -> None:
               f"{100 * (rss[-1] / rss[0] - 1):+.1f}%")  # fmt: skip
 
 
+def _split_summit(src: Path, out: Path) -> tuple[Path, Path, int]:
+    """Summit's job totals as two files: the year less its last hour (by end time), and
+    that hour; returns them and how many jobs the hour holds."""
+    import pandas as pd
+
+    df = pd.concat([pd.read_parquet(p) for p in sorted(src.glob("*.parquet"))], ignore_index=True)
+    late = df["end_time"] > df["end_time"].max() - 3600
+    year, hour = out / "year" / "year.parquet", out / "hour" / "hour.parquet"
+    for path, rows in ((year, df[~late]), (hour, df[late])):
+        path.parent.mkdir()
+        rows.to_parquet(path)
+    return year, hour, int(late.sum())
+
+
+def _timed(fn, wh_path: Path, scratch: Path) -> tuple[float, float, object]:
+    """Wall and CPU seconds of ``fn`` on a fresh copy of the warehouse at ``wh_path``."""
+    import shutil
+
+    from iosight.warehouse import Warehouse
+
+    shutil.rmtree(scratch, ignore_errors=True)
+    wh = Warehouse(shutil.copytree(wh_path, scratch))
+    t, c = time.perf_counter(), time.process_time()
+    fn(wh)
+    return time.perf_counter() - t, time.process_time() - c, wh
+
+
+def incremental(summit: Path, repeat: int, workdir: str | None) -> None:
+    """One hour of Summit jobs added to the year's timeline: update against rebuild."""
+    from iosight.timeline import (
+        VALUE_COLUMNS,
+        build_timeline,
+        load_timeline,
+        rebuild_timeline,
+        update_timeline,
+    )
+    from iosight.warehouse import Warehouse, ingest
+
+    if workdir:
+        Path(workdir).mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        year, hour, n_hour = _split_summit(summit, Path(tmp))
+        base = Warehouse(Path(tmp) / "base", create=True)
+        ingest([year], base, workers=1)
+        t = time.perf_counter()
+        build_timeline(base)
+        print(f"  the year less its last hour: {base.jobs().shape[0]:,} jobs, timeline built "
+              f"in {time.perf_counter() - t:.2f} s; the last hour: {n_hour:,} jobs")  # fmt: skip
+        ingest([hour], base, workers=1)
+        runs = {"update": [], "rebuild": []}
+        for i in range(repeat + 1):  # the first is a warm-up (imports, DuckDB)
+            for name, fn in (("update", update_timeline), ("rebuild", rebuild_timeline)):
+                wall, cpu, wh = _timed(fn, base.path, Path(tmp) / name)
+                if i:
+                    runs[name].append((wall, cpu))
+        got, want = load_timeline(Warehouse(Path(tmp) / "update")), load_timeline(wh)
+        same = got[["bin_start", "active_jobs"]].equals(want[["bin_start", "active_jobs"]])
+        err = max(float(np.abs(got[c] - want[c]).max() / max(np.abs(want[c]).max(), 1e-300))
+                  for c in VALUE_COLUMNS)  # fmt: skip
+    med = {k: [statistics.median(x[j] for x in v) for j in (0, 1)] for k, v in runs.items()}
+    (uw, uc), (rw, rc) = med["update"], med["rebuild"]
+    print(f"  update_timeline (the hour):  {1000 * uw:8.1f} ms wall, {1000 * uc:8.1f} ms CPU")
+    print(f"  rebuild_timeline (the year): {1000 * rw:8.1f} ms wall, {1000 * rc:8.1f} ms CPU")
+    print(f"  update is {rw / uw:.1f}x faster (wall), {rc / uc:.1f}x (CPU); median of {repeat}; "
+          f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
+    print(f"  same bins and active jobs: {same}; largest sum difference: {err:.1e} of the "
+          "column's largest bin")
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--records", type=int, default=10_000_000, help="records for binning")
@@ -237,10 +312,19 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--quick", action="store_true", help="1 M records; warehouses 0.2 M, 1 M")
     p.add_argument("--workdir", default=None, help="where the synthetic warehouses go")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--summit", type=Path, help="Summit job totals (darshan_total/): part 3")
+    p.add_argument("--only-incremental", action="store_true", help="part 3 only")
+    p.add_argument("--repeat", type=int, default=5, help="timed runs of part 3")
     p.add_argument("--child", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.child:
         return build_child(a.child)
+    if a.only_incremental:
+        if not a.summit:
+            p.error("--only-incremental needs --summit")
+        print(f"load average at start: {os.getloadavg()[0]:.2f} (1 min) on {os.cpu_count()} cores")
+        print("Summit 2021 (real): one hour of jobs added to the year's timeline")
+        return incremental(a.summit, a.repeat, a.workdir)
     if a.quick:
         a.records, a.pandas_records, a.facility = 1_000_000, 5_000, "200000,1000000"
     from iosight.timeline import bin_intervals
@@ -275,6 +359,9 @@ def main(argv: list[str] | None = None) -> None:
     sizes = [int(x) for x in a.facility.split(",") if x]
     print("SYNTHETIC facility, build_timeline end to end (query + binning + write):")
     end_to_end(sizes, a.seed, a.workdir)
+    if a.summit:
+        print("Summit 2021 (real): one hour of jobs added to the year's timeline")
+        incremental(a.summit, a.repeat, a.workdir)
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
     if not same:
         sys.exit(1)

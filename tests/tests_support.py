@@ -158,6 +158,34 @@ def read_only_mount(folder) -> list[str] | None:
     return prefix if probe.returncode == 0 else None
 
 
+def known_frame(jobs, bin_start):
+    """Known-at sums (``iosight.timeline.known_sums`` columns) of a jobs frame
+    (``load_jobs`` columns, and ``known_at`` where present, else the end time) on the bins
+    ``bin_start``, computed independently: each job's bytes split over its run by explicit
+    fractions (``spread_fractions``), known in the bin holding its known-at time; ops and
+    times are bytes / 1e6 and bytes / 1e9 (SYNTHETIC)."""
+    import numpy as np
+    import pandas as pd
+
+    from iosight.timeline import spread_fractions
+
+    t0, width, n = float(bin_start[0]), float(bin_start[1] - bin_start[0]), len(bin_start)
+    start, end = (jobs[c].to_numpy(np.float64) - t0 for c in ("start_time", "end_time"))
+    rows, bins, frac = spread_fractions(start, end, width)
+    at = jobs["known_at"] if "known_at" in jobs else jobs["end_time"]
+    kb = np.maximum(np.floor((at.to_numpy(np.float64)[rows] - t0) / width), bins)
+    out = pd.DataFrame({"b": bins, "k": kb.astype(np.int64)})
+    for d in ("read", "write"):
+        v = jobs[f"{d}_bytes"].to_numpy(np.float64)[rows] * frac
+        out[f"{d}_bytes"], out[f"{d}_ops"], out[f"{d}_time"] = v, v / 1e6, v / 1e9
+    out["active_jobs"] = 1
+    out = out[(out["b"] >= 0) & (out["b"] < n)].groupby(["b", "k"]).sum().reset_index()
+    out.insert(0, "bin_start", t0 + width * out.pop("b"))
+    out.insert(1, "bin_width", width)
+    out.insert(2, "known_start", t0 + width * out.pop("k"))
+    return out
+
+
 def garbage_job_logs() -> list[Path]:
     """The six pre-release 3.4 Darshan logs of ../shared whose job record is not in the
     3.41 layout (libdarshan-util reads nprocs 4427712942739450220); the native reader
@@ -165,3 +193,54 @@ def garbage_job_logs() -> list[Path]:
     logs = sorted(shared_path("darshan-logs").glob("*example_logs*_ior-*"))
     assert len(logs) == 6, logs
     return logs
+
+
+def daily_spikes(days: int = 20, width: float = 300.0, seed: int = 0, anytime: bool = False):
+    """A SYNTHETIC timeline: background noise plus a write burst at 08:20 UTC every day
+    (``anytime``: at a random time of each day, so the clock cannot foretell it),
+    announced by a storm of write operations in the bin before (so feature sets 2 and 3
+    can see it coming)."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    n = int(days * 86400 / width)
+    t0 = pd.Timestamp("2021-06-01", tz="UTC").timestamp()
+    start = t0 + width * np.arange(n)
+    write = rng.lognormal(20, 0.5, n)
+    burst = np.flatnonzero((start % 86400) == 8 * 3600 + 1200)
+    if anytime:
+        per_day = int(86400 / width)
+        burst = per_day * np.arange(days) + rng.integers(1, per_day, days)
+    write[burst] = 1e12
+    ops = write / 1e6
+    ops[burst - 1] = 1e9
+    return pd.DataFrame(
+        {
+            "bin_start": start,
+            "bin_width": width,
+            "read_bytes": rng.lognormal(20, 1, n),
+            "write_bytes": write,
+            "read_ops": 1.0,
+            "write_ops": ops,
+            "read_time": 1.0,
+            "write_time": write / 1e9,
+            "active_jobs": 3,
+        }
+    )
+
+
+class _Planted:
+    """Unpickling it creates the folder ``marker``: proof that a pickle was run."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.mkdir, (str(self.marker),))
+
+
+def planted_pickle(marker: Path) -> bytes:
+    """A pickle that creates ``marker`` when loaded (what an attacker could plant)."""
+    import pickle
+
+    return pickle.dumps(_Planted(marker))

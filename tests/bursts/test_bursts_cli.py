@@ -27,7 +27,7 @@ def test_cli_end_to_end(tmp_path):
     train = "--models tree --horizons 5,15 --direction write --search-iter 1 --mode interval"
     out = _ok("bursts", "train", *w, *train.split(), "--format", "csv")
     assert "persistence" in out and "time_of_day" in out
-    header = next(line for line in out.splitlines() if line.startswith("direction,"))
+    header = next(line for line in out.splitlines() if line.startswith("information,direction,"))
     assert ",f1,f1_gain,skill," in header and "f1_weighted" in header
     assert "saved bursts-write-interval, per lead (5-minute bins) chosen on validation: 1: " in out
     # off a terminal the scores, once 480-character lines with headers one letter per line,
@@ -35,10 +35,26 @@ def test_cli_end_to_end(tmp_path):
     scores = _ok("sql", "select * from burst_evaluation", *w)
     assert "(one record per block)" in scores and "\n[1]\n" in scores
     assert "\nhorizon_min " in scores and "\nf1_weighted " in scores
-    # defaults: lead mode, feature set 4 (the synthetic jobs' state)
-    out = _ok("bursts", "train", *w, "--models", "tree", "--horizons", "5,30",
-              "--direction", "write", "--format", "csv")  # fmt: skip
-    assert out.count(",chosen,") == 2 and "saved bursts-write, per lead" in out
+    # defaults: lead mode, feature set 4 (the synthetic jobs' state); both regimes, the
+    # known-at sums of logs computed by the command and never stored
+    train = ["bursts", "train", *w, "--models", "tree", "--horizons", "5,30", "--direction",
+             "write", "--format", "csv"]  # fmt: skip
+    r = runner.invoke(app, [*train, "--information", "hindsight"])
+    assert r.exit_code == 1 and "'live' or 'logs'" in r.output and "Traceback" not in r.output
+    tables = sorted(p.name for p in (tmp_path / "wh" / "tables").iterdir())
+    out = _ok(*train, "--information", "live,logs")
+    assert sorted(p.name for p in (tmp_path / "wh" / "tables").iterdir()) == tables
+    assert out.count(",chosen,") == 1 + 4 and "saved bursts-write, per lead" in out  # header
+    header = next(line for line in out.splitlines() if line.startswith("information,"))
+    assert "known_share" in header and "nowcast_corr" in header
+    assert out.count("\nlogs,write,4,lead,") == 2 * 5  # 2 horizons: 3 baselines, tree, chosen
+    assert out.count(",nowcast,") == 2 and out.count("\nlive,write,4,lead,") == 2 * 4
+    assert "saved bursts-write-logs, per lead" in out
+    md = load_forecaster(Warehouse(wh), "bursts-write-logs").metadata
+    assert md["information"] == "logs" and md["features"][-1] == "nowcast"
+    p = _ok("bursts", "predict", *w, "--model", "bursts-write-logs", "--at",
+            "2024-01-05 12:00", "--format", "csv")  # fmt: skip
+    assert p.startswith("lead,bin_start,burst,probability,severity") and p.count("\n") == 25
     lead = _ok("bursts", "predict", *w, "--at", "2024-01-05 12:00", "--features", "4")
     # the title names what predicts each lead (as saved), never a candidate it did not keep
     saved = load_forecaster(Warehouse(wh), "bursts-write").metadata["chosen"]

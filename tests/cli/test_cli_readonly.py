@@ -60,6 +60,7 @@ UPDATERS = {
     "insights",
     "compact",
     "timeline build",
+    "timeline update",
     "bursts train",
     "similarity series",
     "similarity codings",

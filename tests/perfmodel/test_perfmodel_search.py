@@ -101,10 +101,10 @@ def test_fit_predict_save_load(small_model, tmp_path):
     assert model.coefficients.feature.iloc[0] == "(intercept)"
     # the validated estimator reproduces the reported test predictions
     test = samples[samples.nodes > 128].head(5)
-    pred = model.predict(test)
+    pred = model.predict(test).seconds
     assert np.all(np.isfinite(pred))
     back = WriteModel.load(model.save(tmp_path / "m"))
-    assert np.allclose(back.predict(test), pred)
+    assert np.allclose(back.predict(test).seconds, pred)
     with pytest.raises(IosightError, match="not a model directory"):
         WriteModel.load(tmp_path)
 
@@ -115,7 +115,7 @@ def test_predict_refuses_a_non_positive_prediction(small_model):
     linear = fit_model(samples, plat, family="linear", min_time=0.5, seed=0)
     pat = WritePattern(8, 16, 1, 1)  # 1-byte files: far below the training sizes
     row = {"nodes": 8, "cores": 16, "size": 1, "stripes": 1}
-    assert linear.predict(pd.DataFrame([row]))[0] < 0  # least squares extrapolates below 0
+    assert linear.predict(pd.DataFrame([row])).seconds[0] < 0  # least squares extrapolates below 0
     with pytest.raises(IosightError, match="write time of -.* cannot be used"):
         predict_pattern(linear, pat)
     assert predict_pattern(model, pat) > 0

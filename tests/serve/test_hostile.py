@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests_support import free_port
+from tests_support import free_port, planted_pickle
 
 SECRET = "secret-4242"
 
@@ -213,3 +213,20 @@ def test_an_unexpected_error_is_a_500_with_the_security_headers(served_path):
     assert status == 500 and "a bug" not in body and "Traceback" not in body
     assert "script-src 'self'" in headers["content-security-policy"]
     assert headers["referrer-policy"] == "no-referrer"
+
+
+def test_a_pickle_planted_in_the_models_folder_is_refused_not_run(live, served_path, tmp_path):
+    """#29 item 1: forecasters were loaded with joblib, so a pickle placed in the
+    warehouse's models/ folder ran in the server."""
+    marker = tmp_path / "ran"
+    folder = served_path / "models" / "planted"
+    folder.mkdir()
+    try:
+        (folder / "metadata.json").write_text('{"format": 2, "name": "planted"}')
+        (folder / "model.joblib").write_bytes(planted_pickle(marker))
+        status, headers, body = live.get("/facility?model=planted&min_time=600&max_time=1800")
+    finally:
+        shutil.rmtree(folder)
+    assert status == 400 and "script-src 'self'" in headers["content-security-policy"]
+    assert "model.joblib is a pickle file" in body and "Traceback" not in body
+    assert not marker.exists()

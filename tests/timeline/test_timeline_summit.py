@@ -8,7 +8,8 @@ from iosight.timeline import VALUE_COLUMNS, build_timeline
 
 @pytest.fixture(scope="module")
 def app1(tmp_path_factory):
-    """Summit's App1 (2,884 real jobs) ingested, its raw rows and its 5-minute timeline."""
+    """Summit's App1 (2,884 real jobs) ingested, its raw rows, its 5-minute timeline and
+    the warehouse."""
     import pandas as pd
 
     from iosight.warehouse import Warehouse, ingest
@@ -17,7 +18,7 @@ def app1(tmp_path_factory):
     src = shared_path("datasets", "summit_darshan_total_2021", "darshan_total", "App1.parquet")
     wh = Warehouse(tmp_path_factory.mktemp("summit") / "wh", create=True)
     ingest([src], wh, workers=1)
-    return pd.read_parquet(src), build_timeline(wh).to_pandas()
+    return pd.read_parquet(src), build_timeline(wh).to_pandas(), wh
 
 
 def _bytes(raw, counter: str) -> np.ndarray:
@@ -27,7 +28,7 @@ def _bytes(raw, counter: str) -> np.ndarray:
 
 
 def test_summit_app_timeline(app1):
-    raw, t = app1
+    raw, t, _ = app1
     for d, c in (("read", "BYTES_READ"), ("write", "BYTES_WRITTEN")):
         assert t[f"{d}_bytes"].sum() == pytest.approx(_bytes(raw, c).sum(), rel=1e-12)
     origin = np.floor(raw["start_time"].min() / 300) * 300
@@ -45,7 +46,7 @@ def test_summit_timeline_is_exact(app1):
     and random ones) are within a byte of an exact computation with ``Fraction``s."""
     from tests_support import exact_bins, max_abs_error
 
-    raw, t = app1
+    raw, t, _ = app1
     idle = t["active_jobs"] == 0
     assert idle.sum() > 10_000
     assert (t.loc[idle, list(VALUE_COLUMNS)] == 0).all().all()
@@ -58,3 +59,25 @@ def test_summit_timeline_is_exact(app1):
         want = exact_bins(start, end, _bytes(raw, c), 300.0, t["bin_start"].to_numpy()[rows])
         got = t[f"{d}_bytes"].to_numpy()[rows]
         assert max_abs_error(got, want) <= 1
+
+
+def test_known_sums_equal_an_explicit_spread(app1):
+    """The sums per (bin, known-at bin) of jobs without known_at (known at their end)
+    against tests_support.known_frame: each job's bytes split by explicit fractions."""
+    import pandas as pd
+
+    from iosight.timeline import known_sums
+    from tests_support import known_frame
+
+    raw, t, wh = app1
+    jobs = pd.DataFrame({"start_time": raw["start_time"], "end_time": raw["end_time"],
+                         "read_bytes": _bytes(raw, "BYTES_READ"),
+                         "write_bytes": _bytes(raw, "BYTES_WRITTEN")})  # fmt: skip
+    want = known_frame(jobs, t["bin_start"].to_numpy()).set_index(["bin_start", "known_start"])
+    got = known_sums(wh).set_index(["bin_start", "known_start"])
+    both = got.merge(want, "outer", left_index=True, right_index=True, suffixes=("", "_want"))
+    both = both.fillna(0)
+    for c in ("read_bytes", "write_bytes"):
+        assert both[c].to_numpy() == pytest.approx(both[f"{c}_want"].to_numpy(), rel=1e-9, abs=1)
+    bins, known = (got.index.get_level_values(i) for i in (0, 1))
+    assert (known >= bins).all() and (known > bins).mean() > 0.5

@@ -248,3 +248,40 @@ def test_the_scanner_forgets_files_gone_from_the_folder(tmp_path):
     log.unlink()
     scan.poll()
     assert scan.done == set()
+
+
+def test_follow_adds_each_batch_to_a_timeline_as_a_rebuild_would(tmp_path, capsys):
+    """A followed warehouse that has a timeline: each batch's jobs (real logs) are added to
+    the runs of bins they touch, not rebuilt, and the timeline equals a full rebuild."""
+    from iosight.cli.warehouse import _after_follow_batch
+    from iosight.timeline import build_timeline, load_timeline, update_timeline
+
+    first, *rest = sorted({p.name: p for p in example_logs()}.values())[:4]
+    wh = Warehouse(tmp_path / "wh", create=True)
+    ingest([first], wh, workers=1)
+    build_timeline(wh, bin_width=86400.0, span="all")
+    logs, batches, stop = tmp_path / "logs", [], threading.Event()
+    logs.mkdir()
+    hook = _after_follow_batch(wh)
+    runner = threading.Thread(
+        target=follow,
+        args=(logs, wh),
+        kwargs={"interval": 0.2, "workers": 1, "stop": stop,
+                "on_batch": lambda b: (hook(b), batches.append(b))},
+    )  # fmt: skip
+    runner.start()
+    try:
+        for i, log in enumerate(rest, start=1):
+            shutil.copy(log, logs / log.name)
+            _wait_for(lambda i=i: len(batches) == i)
+    finally:
+        stop.set()
+        runner.join(timeout=60)
+    rebuilt = Warehouse(shutil.copytree(wh.path, tmp_path / "rebuilt"))
+    build_timeline(rebuilt, bin_width=86400.0, span="all")
+    got, want = load_timeline(wh), load_timeline(rebuilt)
+    assert got[["bin_start", "active_jobs"]].equals(want[["bin_start", "active_jobs"]])
+    for col in ("read_bytes", "write_bytes"):
+        assert got[col].to_numpy() == pytest.approx(want[col].to_numpy(), rel=1e-12, abs=0)
+    assert "timeline rebuilt" not in capsys.readouterr().out  # each batch was an update
+    assert update_timeline(wh).line() == "timeline: up to date (no new jobs)"

@@ -63,6 +63,27 @@ def test_roll_forward_of_killed_commit(tmp_path):
     assert not any((wh.path / "_staging").iterdir())
 
 
+def test_a_commit_drops_the_files_it_names_and_no_others(tmp_path):
+    """``drop_files``: a writer replaces some files of a table (the timeline's runs of
+    bins) in one atomic commit; a commit record killed before it was applied drops them
+    when the warehouse is next opened."""
+    from iosight.warehouse import new_batch_id, stage_tables
+
+    wh = Warehouse(tmp_path / "wh", create=True)
+    wh.commit({"jobs": [_t(["a"], [1])]})
+    wh.commit({"jobs": [_t(["b"], [2])]})
+    first, second = (f.name for f in wh.table_files("jobs"))
+    batch = new_batch_id()
+    stage_tables(wh.staging_dir(batch), {"jobs": [_t(["c"], [3])]})
+    record = {"batch": batch, "tables": ["jobs"], "delete_keys": {}, "replace_tables": [],
+              "drop_files": {"jobs": [first]}}  # fmt: skip
+    (wh.path / "_commits" / f"{batch}.json").write_text(json.dumps(record))  # then killed
+    again = Warehouse(tmp_path / "wh")
+    assert sorted(again.sql("select job_key from jobs")["job_key"]) == ["b", "c"]
+    again.commit({"jobs": [_t(["d"], [4])]}, drop_files={"jobs": [second]})
+    assert sorted(again.sql("select job_key from jobs")["job_key"]) == ["c", "d"]
+
+
 def test_missing_table_and_warehouse_errors(tmp_path, warehouse):
     with pytest.raises(MissingTableError, match="iosight ingest"):
         warehouse.table("jobs")

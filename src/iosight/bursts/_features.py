@@ -10,7 +10,8 @@ bytes / threshold) and the state of running jobs (:mod:`iosight.bursts._jobstate
 running jobs, their elapsed time against their application's run lengths, and the
 expected I/O of running jobs in each of the next 24 bins, alone and as a share of the
 current bytes (``carry_L = bytes_t * expected_L / expected_0``). Features at bin t use
-only bins up to and including t and jobs started before its end.
+only bins up to and including t and jobs started before its end; under the ``logs``
+regime, only the bins' parts the logs held at its end (:mod:`iosight.bursts._known`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import numpy as np
 from iosight._errors import IosightError, check_param
 from iosight.bursts._analysis import check_direction
 from iosight.bursts._jobstate import N_AHEAD, job_state
+from iosight.bursts._known import check_information, known_ema, known_now, known_rows
+from iosight.bursts._nowcast import nowcast, unseen_bytes
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -46,10 +49,12 @@ def ema(x: np.ndarray, n: int) -> np.ndarray:
     return pd.Series(np.asarray(x, dtype=np.float64)).ewm(alpha=2.0 / (n + 1), adjust=False).mean()
 
 
-def feature_names(direction: str, feature_set: int) -> list[str]:
-    """Column names of a feature set, in the order models see them."""
+def feature_names(direction: str, feature_set: int, information: str = "live") -> list[str]:
+    """Column names of a feature set, in the order models see them (``logs``, set 4: and
+    the nowcast of the current bin, :mod:`iosight.bursts._nowcast`)."""
     check_direction(direction)
     check_feature_set(feature_set)
+    check_information(information)
     names = [f"{direction}_bytes"]
     if feature_set >= 2:
         names += [f"{direction}_ops", f"{direction}_time"]
@@ -59,6 +64,7 @@ def feature_names(direction: str, feature_set: int) -> list[str]:
         names += ["burst_now", "run_length", "over_threshold", "running_jobs", "elapsed_ratio"]
         names += ["expected_0"] + [f"share_{lead}" for lead in range(1, N_AHEAD + 1)]
         names += [f"carry_{lead}" for lead in range(1, N_AHEAD + 1)]
+        names += ["nowcast"] if information == "logs" else []
     return names
 
 
@@ -80,6 +86,7 @@ def make_features(
     *,
     jobs: pd.DataFrame | None = None,
     threshold: float | None = None,
+    known: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """The feature matrix of a timeline (one row per bin, same index as ``df``).
 
@@ -95,37 +102,57 @@ def make_features(
     threshold : float, optional
         Set 4 only: the burst threshold (bytes per bin) the current state is measured
         against.
+    known : DataFrame, optional
+        The known-at sums (regime ``logs``, :func:`iosight.bursts.load_known`): every
+        feature at bin t is then computed from what the logs held at its end
+        (:mod:`iosight.bursts._known`), and set 4 measures the current state on the
+        nowcast (known part plus the unseen jobs' bytes at their analogs' rates,
+        :mod:`iosight.bursts._nowcast`).
     """
     import pandas as pd
 
     from iosight.timeline import bin_width_of
 
-    names = feature_names(direction, feature_set)
+    names = feature_names(direction, feature_set, "live" if known is None else "logs")
+    width = bin_width_of(df)
+    starts = df["bin_start"].to_numpy(np.float64)
+    rows = None if known is None else known_rows(known, starts, width)
     out = pd.DataFrame(index=df.index)
     for col in names[: 3 if feature_set >= 2 else 1]:
-        out[col] = df[col].to_numpy(np.float64)
-    width = bin_width_of(df)
-    x = df[f"{direction}_bytes"].to_numpy(np.float64)
+        out[col] = df[col].to_numpy(np.float64) if rows is None else known_now(rows, col)
+    x = out[f"{direction}_bytes"].to_numpy()
     if feature_set >= 3:
         for m in EMA_MINUTES:
-            out[f"ema{m}"] = ema(x, ema_span_bins(m, width)).to_numpy()
+            n = ema_span_bins(m, width)
+            col = f"{direction}_bytes"
+            out[f"ema{m}"] = ema(x, n).to_numpy() if rows is None else known_ema(rows, col, n)
         out["macd_short"] = out["ema60"] - out["ema130"]
         out["macd_long"] = out["ema500"] - out["ema1000"]
     if feature_set == 4:
         if jobs is None or threshold is None:
             raise IosightError("feature set 4 needs the jobs (load_jobs) and a burst threshold")
-        burst = x > threshold
-        st = job_state(jobs, df["bin_start"].to_numpy(np.float64), width, direction)
-        cols = {"burst_now": burst.astype(np.float64), "run_length": run_length(burst),
-                "over_threshold": x / threshold if threshold > 0 else x,
-                "running_jobs": st.running, "elapsed_ratio": st.elapsed_ratio}  # fmt: skip
-        now = st.expected[:, 0]
-        share = np.divide(st.expected, now[:, None], out=np.zeros_like(st.expected),
-                          where=now[:, None] > 0)  # fmt: skip
-        cols["expected_0"] = now
-        for lead in range(1, N_AHEAD + 1):
-            cols[f"share_{lead}"] = share[:, lead]
-        for lead in range(1, N_AHEAD + 1):
-            cols[f"carry_{lead}"] = x * share[:, lead]
+        st = job_state(jobs, starts, width, direction)
+        level = x if rows is None else nowcast(x, unseen_bytes(jobs, starts, width, direction))
+        cols = _state_features(level, st, threshold)
+        if rows is not None:
+            cols["nowcast"] = level
         out = pd.concat([out, pd.DataFrame(cols, index=df.index)], axis=1)
     return out[names]
+
+
+def _state_features(level: np.ndarray, st, threshold: float) -> dict[str, np.ndarray]:
+    """Set 4's state columns from the current bin's bytes ``level`` (complete, or the
+    nowcast) and the running jobs' state ``st``."""
+    burst = level > threshold
+    cols = {"burst_now": burst.astype(np.float64), "run_length": run_length(burst),
+            "over_threshold": level / threshold if threshold > 0 else level,
+            "running_jobs": st.running, "elapsed_ratio": st.elapsed_ratio}  # fmt: skip
+    now = st.expected[:, 0]
+    share = np.divide(st.expected, now[:, None], out=np.zeros_like(st.expected),
+                      where=now[:, None] > 0)  # fmt: skip
+    cols["expected_0"] = now
+    for lead in range(1, N_AHEAD + 1):
+        cols[f"share_{lead}"] = share[:, lead]
+    for lead in range(1, N_AHEAD + 1):
+        cols[f"carry_{lead}"] = level * share[:, lead]
+    return cols

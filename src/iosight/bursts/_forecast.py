@@ -28,15 +28,17 @@ from iosight._progress import Progress, ensure_progress
 from iosight.bursts._analysis import check_direction
 from iosight.bursts._features import check_feature_set, make_features
 from iosight.bursts._jobstate import bytes_by_start, started_by
+from iosight.bursts._known import check_information, known_rows, known_share
 from iosight.bursts._labels import BurstLabels, label_bursts, severity_classes
 from iosight.bursts._models import check_search, make_pipeline, model_names, search_params
+from iosight.bursts._nowcast import nowcast_accuracy
 
 if TYPE_CHECKING:
     import pandas as pd
 
 MODES = ("interval", "lead")
 TARGETS = ("binary", "severity")
-BASELINES = ("persistence", "time_of_day")
+BASELINES = ("persistence", "time_of_day", "nowcast")  # nowcast: logs, feature set 4
 DEFAULT_HORIZONS = (5, 15, 30, 60, 120)  # minutes
 VAL_FRACTION = 0.2  # of the training part, at its end: decision thresholds and model choice
 
@@ -58,6 +60,17 @@ class Dataset:
     # bytes of the target bin from the jobs started by t, in hindsight (None: no jobs, or
     # a timeline that is not the jobs' totals spread over their runs; :func:`started_by`)
     known: np.ndarray | None = None
+    information: str = "live"  # what the features know at t (:mod:`iosight.bursts._known`)
+    # logs: share of a bin's bytes known `step` bins after its end, and (set 4) how good
+    # the nowcast of the current bin is on the test part (:func:`nowcast_accuracy`)
+    known_share: float = 1.0
+    nowcast: dict = field(default_factory=dict)
+    nowcast_column: int | None = None  # of X: logs, feature set 4
+
+    @property
+    def feature_start(self) -> np.ndarray:
+        """bin_start of each row's features' bin (what a time-of-day forecast reads)."""
+        return self.target_start - self.step * self.bin_width
 
 
 def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
@@ -78,9 +91,11 @@ def make_dataset(
     threshold_from: str = "train",
     val_fraction: float = VAL_FRACTION,
     jobs: pd.DataFrame | None = None,
+    information: str = "live",
+    known: pd.DataFrame | None = None,
 ) -> Dataset:
     """Build one forecasting task from a timeline (parameters as :func:`evaluate_forecasts`)."""
-    return _Builder(df, jobs).dataset(
+    return _Builder(df, jobs, information, known).dataset(
         direction=direction, feature_set=feature_set, mode=mode, horizon_min=horizon_min,
         target=target, k=k, target_fraction=target_fraction, train_fraction=train_fraction,
         threshold_from=threshold_from, val_fraction=val_fraction,
@@ -89,10 +104,17 @@ def make_dataset(
 
 class _Builder:
     """Datasets of one timeline, sharing series, labels and feature matrices between tasks
-    (lead-mode tasks differ only in how far the target is shifted)."""
+    (lead-mode tasks differ only in how far the target is shifted). Under ``logs`` the
+    features are what the logs held (``known``: the known-at sums,
+    :func:`iosight.bursts.load_known`); labels stay the complete timeline's."""
 
-    def __init__(self, df: pd.DataFrame, jobs: pd.DataFrame | None) -> None:
+    def __init__(self, df: pd.DataFrame, jobs: pd.DataFrame | None, information: str = "live",
+                 known: pd.DataFrame | None = None) -> None:  # fmt: skip
+        check_information(information)
+        if information == "logs" and known is None:
+            raise IosightError("the 'logs' regime needs the known-at sums (load_known)")
         self.df, self.jobs, self._cache = df, jobs, {}
+        self.information, self.known = information, known if information == "logs" else None
 
     def _cached(self, key, make):
         if key not in self._cache:
@@ -119,6 +141,8 @@ class _Builder:
             )
         check_param("val_fraction", val_fraction, 0 < val_fraction < 1, "in (0, 1)")
         rebinned = mode == "interval" and round(ratio) != 1
+        if rebinned and self.known is not None:
+            raise IosightError("the 'logs' regime forecasts in lead mode only (--mode lead)")
         if rebinned:
             series = self._cached(("series", ratio), lambda: rebin(df, horizon_min * 60.0))
             step = 1
@@ -145,7 +169,14 @@ class _Builder:
             raise IosightError("feature set 4 needs the warehouse's jobs (load_jobs)")
         feats = self._cached(("features", *key, feature_set), lambda: make_features(
             series, direction, feature_set, jobs=self.jobs, threshold=labels.threshold,
+            known=self.known,
         ).to_numpy(np.float64))  # fmt: skip
+        if self.known is not None:  # the current state is what the logs hold
+            sigma = labels.sigma(feats[:, 0])
+            lab_now = (sigma > labels.k).astype(np.int64) if target == "binary" else \
+                severity_classes(sigma, labels.k)  # fmt: skip
+        else:
+            lab_now = lab
         starts = series["bin_start"].to_numpy(np.float64)
         triples = self._cached(
             ("jobs", ratio if rebinned else 1, direction),
@@ -154,7 +185,7 @@ class _Builder:
         return Dataset(
             X=feats[: n - step],
             y=lab[step:],
-            current=lab[: n - step],
+            current=lab_now[: n - step],
             target_start=starts[step:],
             n_train=split - step,
             n_fit=n_fit,
@@ -165,7 +196,31 @@ class _Builder:
             known=None
             if triples is None
             else started_by(triples, starts, series_width, step)[step:],
+            information=self.information,
+            nowcast_column=feats.shape[1] - 1 if self.known is not None and feature_set == 4
+            else None,  # fmt: skip
+            **self._known_scores(series, direction, step, split, labels.threshold, feats,
+                                 feature_set),  # fmt: skip
         )
+
+    def _known_scores(self, series: pd.DataFrame, direction: str, step: int, split: int,
+                      threshold: float, feats: np.ndarray, feature_set: int) -> dict:  # fmt: skip
+        """Under ``logs``: the share of the test part's bytes known ``step`` bins after
+        their bin's end and, set 4, the nowcast's accuracy on the test part's feature
+        bins (the nowcast is set 4's last column)."""
+        if self.known is None:
+            return {}
+        from iosight.timeline import bin_width_of
+
+        rows = self._cached(("known_rows", len(series)), lambda: known_rows(
+            self.known, series["bin_start"].to_numpy(np.float64), bin_width_of(series)))
+        col, n = f"{direction}_bytes", len(series)
+        te = slice(split - step, n - step)
+        out = {"known_share": known_share(rows, col, step, slice(split, n))}
+        if feature_set == 4:
+            x = series[col].to_numpy(np.float64)
+            out["nowcast"] = nowcast_accuracy(feats[te, -1], x[te], threshold)
+        return out
 
     def _job_bytes(self, starts: np.ndarray, width: float, x: np.ndarray, direction: str):
         """:func:`bytes_by_start` of the jobs on bins ``starts``, or None without jobs or
@@ -235,7 +290,7 @@ class FittedModel:
     params: dict
     cut: float | None = None
 
-    def predict(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def predict(self, X: np.ndarray, starts=None) -> tuple[np.ndarray, np.ndarray]:
         """Predicted classes and the probability of a burst (any class above 0)."""
         proba = self.pipeline.predict_proba(X)
         p_burst = proba[:, self.classes > 0].sum(axis=1)
@@ -248,7 +303,8 @@ class FittedModel:
 class Persistence:
     """Persistence ("what is happening now") as a model: bin t + L is what bin t is.
 
-    ``X[:, 0]`` is the current bin's bytes in every feature set; a burst when it exceeds
+    ``X[:, column]`` is the current bin's bytes (column 0 in every feature set; under
+    ``logs`` the part the logs hold, or the nowcast's column); a burst when it exceeds
     ``mean + k * std`` (severity: the current bin's class, §V-A).
     """
 
@@ -257,16 +313,52 @@ class Persistence:
     k: float
     severity: bool = False
     params: dict = field(default_factory=dict)
+    column: int = 0
 
-    def predict(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        sigma = (np.asarray(X, np.float64)[:, 0] - self.mean) / self.std
+    def predict(self, X: np.ndarray, starts=None) -> tuple[np.ndarray, np.ndarray]:
+        sigma = (np.asarray(X, np.float64)[:, self.column] - self.mean) / self.std
         burst = sigma > self.k
         pred = severity_classes(sigma, self.k) if self.severity else burst.astype(np.int64)
         return pred, burst.astype(np.float64)
 
     @classmethod
-    def of(cls, labels: BurstLabels, severity: bool = False) -> Persistence:
-        return cls(labels.mean, labels.std, labels.k, severity)
+    def of(cls, labels: BurstLabels, severity: bool = False, column: int = 0) -> Persistence:
+        return cls(labels.mean, labels.std, labels.k, severity, column=column)
+
+
+@dataclass
+class TimeOfDay:
+    """Time-of-day climatology as a model: the burst rate of the target bin's slot of the
+    day, a burst where it reaches ``cut``. It reads the clock, not the features:
+    ``predict`` needs the start times of the features' bins."""
+
+    rate: np.ndarray  # per slot of the day
+    cut: float
+    bin_width: float
+    ahead: float  # seconds from a features' bin start to its target bin start
+    params: dict = field(default_factory=dict)
+
+    def slots(self, target_start: np.ndarray) -> np.ndarray:
+        t = np.asarray(target_start, np.float64)
+        return ((t % 86400.0) // self.bin_width).astype(np.int64) % self.rate.size
+
+    def predict(self, X: np.ndarray, starts=None) -> tuple[np.ndarray, np.ndarray]:
+        if starts is None:
+            raise IosightError("a time-of-day forecast needs the start times of its bins")
+        prob = self.rate[self.slots(np.asarray(starts, np.float64) + self.ahead)]
+        return (prob >= self.cut).astype(np.int64), prob
+
+    @classmethod
+    def fit(cls, ds: Dataset, rows: slice) -> TimeOfDay:
+        """Rates of the slots over ``rows`` and the cut with the best F1 there."""
+        n_slots = max(1, int(round(86400.0 / ds.bin_width)))
+        model = cls(np.zeros(n_slots), float("inf"), ds.bin_width, ds.step * ds.bin_width)
+        slot = model.slots(ds.target_start[rows])
+        yb = ds.y[rows] > 0
+        counts = np.bincount(slot, minlength=n_slots)
+        model.rate = np.bincount(slot, weights=yb, minlength=n_slots) / np.maximum(counts, 1)
+        model.cut = best_cut(yb, model.rate[slot])[0]
+        return model
 
 
 def best_cut(
@@ -305,15 +397,16 @@ class SplitModel:
     as frequent in the test part) cannot make it forget that a burst now is the best sign
     of a burst soon (docs/bursts.md, "Why the models lost")."""
 
-    threshold: float  # X[:, 0] (bytes of the current bin) above it: a burst now
+    threshold: float  # X[:, column] (bytes of the current bin) above it: a burst now
     parts: tuple  # (calm-now, burst-now): FittedModel, or a constant burst probability
     cuts: tuple[float, float] = (0.5, 0.5)
     params: dict = field(default_factory=dict)
+    column: int = 0  # under logs (set 4) the nowcast's
 
     classes = np.array([0, 1])
 
     def burst_probability(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        now = np.asarray(X, np.float64)[:, 0] > self.threshold
+        now = np.asarray(X, np.float64)[:, self.column] > self.threshold
         prob = np.empty(len(X))
         for state, part in enumerate(self.parts):
             rows = now == bool(state)
@@ -323,7 +416,7 @@ class SplitModel:
             prob[rows] = np.nan_to_num(p, nan=float(state))  # degenerate fit: persistence
         return now, prob
 
-    def predict(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def predict(self, X: np.ndarray, starts=None) -> tuple[np.ndarray, np.ndarray]:
         now, prob = self.burst_probability(X)
         return (prob >= np.where(now, self.cuts[1], self.cuts[0])).astype(np.int64), prob
 
@@ -341,11 +434,14 @@ def fit_split(
 ) -> SplitModel:
     """A :class:`SplitModel` fitted on the rows before the validation slice, its two cuts
     tuned together for F1 on the slice's first half (calm part first, then the burst
-    part given it)."""
+    part given it). Under logs with a nowcast the state is the nowcast's (the part of the
+    current bin the logs hold says little of it)."""
     fit, val = slice(0, ds.n_fit), validation_halves(ds)[0]
     parts, params = [], {}
+    col = ds.nowcast_column
+    current = ds.current if col is None else (ds.X[:, col] > ds.labels.threshold).astype(int)
     for state in (0, 1):
-        rows = np.flatnonzero(ds.current[fit] == state)
+        rows = np.flatnonzero(current[fit] == state)
         y = ds.y[fit][rows]
         if rows.size == 0 or np.unique(y).size < 2:
             parts.append(float(y.mean()) if rows.size else float(state))
@@ -354,7 +450,7 @@ def fit_split(
                       cv_splits=cv_splits)  # fmt: skip
         parts.append(m)
         params = m.params
-    model = SplitModel(ds.labels.threshold, tuple(parts), params=params)
+    model = SplitModel(ds.labels.threshold, tuple(parts), params=params, column=col or 0)
     now, prob = model.burst_probability(ds.X[val])
     yv = ds.y[val] > 0
     # start from persistence (calm: never, burst: always), then tune calm, then burst
@@ -431,10 +527,10 @@ def fit_candidates(
     params: dict[str, dict] | None = None,
     split: bool = True,
 ) -> dict[str, Candidate]:
-    """Persistence and every model, fitted on the rows before the validation slice; the
-    binary models' cuts tuned for F1 on its first half, every candidate scored on its
-    second half (``val_f1``). Binary models are :class:`SplitModel` (calm now / burst
-    now) unless ``split`` is false.
+    """Persistence, time of day (binary targets) and every model, fitted on the rows
+    before the validation slice; the binary models' cuts tuned for F1 on its first half,
+    every candidate scored on its second half (``val_f1``). Binary models are
+    :class:`SplitModel` (calm now / burst now) unless ``split`` is false.
 
     The slice is the end of the training part, the period nearest the test part, so the
     cut and the choice are made on data like what follows (labels and burst shares drift
@@ -446,6 +542,13 @@ def fit_candidates(
     binary = ds.y.max(initial=0) <= 1
     out = {"persistence": Candidate.scored(Persistence.of(ds.labels, not binary), yv,
                                            ds.current[val] > 0)}  # fmt: skip
+    if binary:
+        tod = TimeOfDay.fit(ds, fit)
+        pv = tod.predict(ds.X[val], ds.feature_start[val])[0] > 0
+        out["time_of_day"] = Candidate.scored(tod, yv, pv)
+    if ds.nowcast_column is not None:
+        now = Persistence.of(ds.labels, not binary, ds.nowcast_column)
+        out["nowcast"] = Candidate.scored(now, yv, now.predict(ds.X[val])[0] > 0)
     for name in names:
         if binary and split:
             m = fit_split(name, ds, seed=seed, search_iter=search_iter, cv_splits=cv_splits)
@@ -460,15 +563,19 @@ def fit_candidates(
 
 
 def choose(candidates: dict[str, Candidate], margin: float = CHOICE_MARGIN) -> str:
-    """Persistence, unless a model beats it on validation robustly: by at least ``margin``
-    F1 on the compare half *and* by no less than zero on each of its windows; then the
-    best such model. A model that wins on the half by one lucky stretch of bursts lost on
-    the test months (Summit, docs/bursts.md), so one losing window keeps persistence."""
-    base = candidates["persistence"]
-    ok = [n for n, c in candidates.items() if n != "persistence"
-          and c.val_f1 >= base.val_f1 + margin
-          and all(w >= b for w, b in zip(c.window_f1, base.window_f1, strict=True))]  # fmt: skip
-    return max(ok, key=lambda n: candidates[n].val_f1) if ok else "persistence"
+    """The baseline with the best F1 on the compare half of the validation slice
+    (persistence where it ties), unless a model beats that baseline robustly: by at least
+    ``margin`` F1 on the half *and* by no less than zero on each of its windows; then the
+    best such model. So the choice is never worse on the half than the best baseline of
+    its regime. A model that wins on the half by one lucky stretch of bursts lost on the
+    test months (Summit, docs/bursts.md), so a small lead or one losing window keeps the
+    baseline."""
+    base = max((n for n in BASELINES if n in candidates), key=lambda n: candidates[n].val_f1)
+    ref = candidates[base]
+    ok = [n for n, c in candidates.items() if n not in BASELINES
+          and c.val_f1 >= ref.val_f1 + margin
+          and all(w >= b for w, b in zip(c.window_f1, ref.window_f1, strict=True))]  # fmt: skip
+    return max(ok, key=lambda n: candidates[n].val_f1) if ok else base
 
 
 def _cut_text(model) -> str:
@@ -487,21 +594,17 @@ def _f1(yb: np.ndarray, pb: np.ndarray) -> float:
 def _time_of_day(ds: Dataset) -> tuple[np.ndarray, np.ndarray]:
     """Climatology baseline: burst rate of the target's slot of the day in the training part,
     predicted a burst where the rate reaches the cut that maximises the training F1."""
-    n_slots = max(1, int(round(86400.0 / ds.bin_width)))
-    slot = ((ds.target_start % 86400.0) // ds.bin_width).astype(np.int64) % n_slots
     tr = slice(0, ds.n_train)
-    yb = ds.y[tr] > 0
-    counts = np.bincount(slot[tr], minlength=n_slots)
-    rate = np.bincount(slot[tr], weights=yb, minlength=n_slots) / np.maximum(counts, 1)
-    thr = best_cut(yb, rate[slot[tr]])[0]
+    model = TimeOfDay.fit(ds, tr)
+    slot, n_slots = model.slots(ds.target_start), model.rate.size
     # the class predicted for a burst slot: the commonest burst class of the slot
     cls = np.ones(n_slots, np.int64)
     if ds.y.max() > 1:
         hit = ds.y[tr] > 0
         for s in np.unique(slot[tr][hit]):
             cls[s] = np.bincount(ds.y[tr][hit & (slot[tr] == s)]).argmax()
-    prob = rate[slot]
-    return np.where(prob >= thr, cls[slot], 0), prob
+    prob = model.rate[slot]
+    return np.where(prob >= model.cut, cls[slot], 0), prob
 
 
 def parallel_map(func, items: list, n_jobs: int, progress: Progress, weight=lambda item: 1):
@@ -548,7 +651,10 @@ def score_task(ds: Dataset, names: list[str], target: str, *, seed: int = 0,
                "time_of_day": (tod_pred[te], tod_prob[te])}  # fmt: skip
     for name in names:
         results[name] = cands[name].model.predict(ds.X[te])
-    results["chosen"] = results[chosen]
+    if "nowcast" in cands:
+        results["nowcast"] = cands["nowcast"].model.predict(ds.X[te])
+    results["chosen"] = results["persistence"] if chosen == "persistence" else \
+        cands[chosen].model.predict(ds.X[te], ds.feature_start[te])  # fmt: skip
     scores = {name: _metrics(y, pred, prob, target) for name, (pred, prob) in results.items()}
     ref = scores["persistence"]["f1"]
     rows = []
@@ -585,11 +691,13 @@ def evaluate_forecasts(
     cv_splits: int = 3,
     seed: int = 0,
     jobs: pd.DataFrame | None = None,
+    information: str | list[str] = "live",
+    known: pd.DataFrame | None = None,
     n_jobs: int = -1,
     progress: Progress | None = None,
 ) -> pd.DataFrame:
     """Train and test every model on every task, beside the two baselines (§V, Fig. 6-7,
-    Table I).
+    Table I), under each information regime against the same labels.
 
     Parameters
     ----------
@@ -610,6 +718,12 @@ def evaluate_forecasts(
         Seed of every model and search.
     jobs : DataFrame, optional
         :func:`iosight.bursts.load_jobs`, needed by feature set 4.
+    information : {"live", "logs"} or a list of them
+        What the features know at t: ``live``, the system's bytes up to t (server-side
+        monitoring); ``logs``, only the logs landed by t and the scheduler's view of the
+        running jobs (needs ``known``; lead mode only).
+    known : DataFrame, optional
+        The timeline's known-at sums (:func:`iosight.bursts.load_known`).
     n_jobs : int
         Tasks fitted at once (threads; -1: every core).
 
@@ -624,7 +738,13 @@ def evaluate_forecasts(
         ceiling of forecasts that foresee no new burst), running_jobs_share
         (:func:`running_jobs_share`: the share of the test bursts that the jobs running
         at t make on their own; NaN without ``jobs`` or when the timeline is not their
-        totals spread over their runs), k and the params (JSON). Model
+        totals spread over their runs), k, the params (JSON), ``information``,
+        ``known_share`` (1 under live; under logs the share of the test part's bytes known
+        one lead after their bin's end) and under logs with set 4 the nowcast's
+        ``nowcast_corr``, ``nowcast_error`` and ``nowcast_f1``
+        (:func:`iosight.bursts._nowcast.nowcast_accuracy`). Under logs, persistence is the
+        known part of the current bin and model ``nowcast`` (set 4) is persistence of the
+        nowcast. Model
         ``chosen`` repeats the candidate picked on validation (its name in ``chosen``).
     """
     import pandas as pd
@@ -637,22 +757,25 @@ def evaluate_forecasts(
     horizon_list = parse_list(horizons, float, "horizons")
     target_list = parse_list(targets, name="targets")
     names = model_names(models)
-    builder = _Builder(df, jobs)
+    builders = {i: _Builder(df, jobs, i, known)
+                for i in parse_list(information, name="information")}  # fmt: skip
     specs = [
-        {"direction": d, "feature_set": fs, "mode": m, "horizon_min": h, "target": t}
+        {"information": i, "direction": d, "feature_set": fs, "mode": m, "horizon_min": h,
+         "target": t}
+        for i in builders
         for d in dirs
         for fs in fs_list
         for m in mode_list
         for h in horizon_list
         for t in target_list
     ]
-    items = [
-        (spec, builder.dataset(
+    def task(information: str, **spec) -> Dataset:
+        return builders[information].dataset(
             **spec, k=(k or {}).get(spec["direction"]), target_fraction=target_fraction,
             train_fraction=train_fraction, threshold_from=threshold_from,
-            val_fraction=val_fraction))
-        for spec in specs
-    ]  # fmt: skip
+            val_fraction=val_fraction)  # fmt: skip
+
+    items = [(spec, task(**spec)) for spec in specs]
     prog = ensure_progress(progress)
     prog.start(len(items) * len(names), "burst models")
 
@@ -671,6 +794,6 @@ def evaluate_forecasts(
                 "f1_no_new_bursts": no_new_bursts_f1(ds.current[te], ds.y[te]),
                 "running_jobs_share": float("nan") if ds.known is None else
                     running_jobs_share(ds.known[te], ds.labels.threshold, ds.y[te]),
-                "k": ds.labels.k}  # fmt: skip
+                "k": ds.labels.k, "known_share": ds.known_share, **ds.nowcast}  # fmt: skip
         rows += [{**base, **r} for r in task_rows]
     return pd.DataFrame(rows)

@@ -1,15 +1,19 @@
 """Trained burst forecasters: training for deployment, saving, loading, predicting.
 
-A forecaster lives in ``<warehouse>/models/<name>/`` as ``metadata.json`` (direction,
-mode, feature set and names, base bin width, leads, thresholds, training window,
-hyper-parameters, test metrics, library versions) and ``model.joblib`` (the fitted
-pipelines). Loading checks the metadata; predicting refuses a timeline of another bin
-width, or a caller expecting another feature set.
+A forecaster lives in ``<warehouse>/models/<name>/`` as a model folder of
+:mod:`iosight._modelio`: ``metadata.json`` (format version, settings, direction, mode,
+feature set and names, base bin width, leads, thresholds, training window,
+hyper-parameters, test metrics, library versions), ``model.json`` (the per-lead models as
+data), ``estimators.skops`` (the scikit-learn pipelines) and ``xgboost-<i>.ubj`` (the
+XGBoost models). Nothing in it is code: loading runs none, and a pickle is refused.
+Loading checks the metadata; predicting refuses a timeline of another bin width, or a
+caller expecting another feature set.
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
+import math
 import platform
 import re
 import time
@@ -20,13 +24,18 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from iosight._errors import IosightError, check_param, check_seed
+from iosight._modelio import ModelKind, Prediction, load_model, save_model
 from iosight._progress import Progress, ensure_progress
-from iosight.bursts._features import feature_names, make_features
+from iosight.bursts._analysis import check_direction
+from iosight.bursts._features import check_feature_set, feature_names, make_features
 from iosight.bursts._forecast import (
+    BASELINES,
     VAL_FRACTION,
     Dataset,
     FittedModel,
     Persistence,
+    SplitModel,
+    TimeOfDay,
     _Builder,
     _metrics,
     choose,
@@ -34,6 +43,7 @@ from iosight.bursts._forecast import (
     fit_model,
     parallel_map,
 )
+from iosight.bursts._known import check_information
 from iosight.bursts._labels import check_finite
 from iosight.bursts._models import check_search, model_names
 
@@ -44,19 +54,99 @@ if TYPE_CHECKING:
 
 MAX_LEAD = 24  # two hours of 5-minute bins (§V-B)
 _MODEL_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
-_FORMAT = 2  # 2: per-lead chosen candidate (persistence possible), cuts, set 4
 
 
-def model_dir(warehouse: Warehouse, name: str) -> Path:
-    """``models/<name>/``: a name is one short path component (letters, digits, ``._-``),
-    so no name escapes ``models/`` or makes the file system fail (too long)."""
-    if not _MODEL_NAME.fullmatch(name):
-        shown = name if len(name) <= 80 else name[:80] + "..."
+def check_model_name(name: str) -> None:
+    """A name is one short path component (letters, digits, ``._-``), so no name escapes
+    ``models/`` or makes the file system fail (too long)."""
+    if not isinstance(name, str) or not _MODEL_NAME.fullmatch(name):
+        shown = name if not isinstance(name, str) or len(name) <= 80 else name[:80] + "..."
         raise IosightError(
             f"invalid model name {shown!r}: up to 128 letters, digits, '.', '_' or '-', "
             "not starting with '.'"
         )
+
+
+def model_dir(warehouse: Warehouse, name: str) -> Path:
+    """``models/<name>/`` (a name checked by :func:`check_model_name`)."""
+    check_model_name(name)
     return warehouse.path / "models" / name
+
+
+def _fraction(name: str, value: float) -> None:
+    ok = isinstance(value, (int, float)) and 0 < value < 1
+    check_param(name, value, ok, "a fraction in (0, 1)")
+
+
+@dataclass(frozen=True)
+class ForecasterSettings:
+    """What a forecaster is trained to do and how (§V), checked once when made.
+
+    ``model`` names the candidates tried per lead (normalised to a tuple of registered
+    names, ``"all"`` expanded); ``name`` defaults to ``bursts-<direction>``. See
+    :func:`train_forecaster` for each setting's meaning.
+    """
+
+    direction: str = "write"
+    model: tuple[str, ...] = ("xgboost",)
+    feature_set: int = 3
+    mode: str = "lead"
+    horizon_min: float = 5
+    max_lead: int = MAX_LEAD
+    k: float | None = None
+    target_fraction: float = 0.01
+    train_fraction: float = 0.8
+    val_fraction: float = VAL_FRACTION
+    search_iter: int = 0
+    cv_splits: int = 3
+    seed: int = 0
+    severity: bool = True
+    name: str | None = None
+    information: str = "live"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "model", tuple(model_names(self.model)))
+        object.__setattr__(self, "name", self.name or f"bursts-{self.direction}")
+        check_direction(self.direction)
+        check_feature_set(self.feature_set)
+        check_param("mode", self.mode, self.mode in ("lead", "interval"), "'lead' or 'interval'")
+        check_param("horizon_min", self.horizon_min,
+                    isinstance(self.horizon_min, (int, float)) and 0 < self.horizon_min < math.inf,
+                    "positive, finite minutes")  # fmt: skip
+        check_param("max_lead", self.max_lead, 1 <= self.max_lead <= 288, "between 1 and 288")
+        for name in ("target_fraction", "train_fraction", "val_fraction"):
+            _fraction(name, getattr(self, name))
+        check_seed(self.seed)
+        check_search(self.search_iter, self.cv_splits)
+        check_model_name(self.name)
+        check_information(self.information)
+
+    def options(self) -> dict:
+        """The settings as :func:`train_forecaster`'s keyword arguments."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class BurstPrediction(Prediction):
+    """:meth:`Forecaster.predict`'s result: ``table`` has one row per lead with columns
+    ``lead`` (1..24 in lead mode), ``bin_start`` (epoch s of the predicted bin), ``burst``
+    (bool), ``probability`` (of a burst), ``severity`` (0-5, 0 exactly when ``burst`` is
+    false) and ``time`` (UTC timestamp); ``last_bin`` is the start (epoch s) of the last
+    bin the features used; ``model`` the forecaster's name."""
+
+    last_bin: float = math.nan
+
+
+def _kind() -> ModelKind:
+    """What a forecaster's folder may hold (imports XGBoost only when saving/loading)."""
+    from iosight.bursts._xgb import DenseLabelXGBClassifier
+
+    return ModelKind(
+        "burst forecaster",
+        "iosight bursts train",
+        types=(FittedModel, SplitModel, Persistence, TimeOfDay, DenseLabelXGBClassifier),
+        trusted=("iosight.bursts._models.signed_log1p",),
+    )
 
 
 def _versions() -> dict[str, str]:
@@ -87,21 +177,38 @@ def describe_choice(chosen: dict[str, str]) -> str:
 class Forecaster:
     """Binary and severity models for each lead of one direction (or one interval horizon).
 
-    ``metadata`` holds everything needed to check and reproduce the predictions;
-    ``binary[L]`` / ``severity[L]`` are the models of lead L (interval mode: L = 1, the
-    next h-minute bin).
+    ``settings`` say what was trained and how; ``metadata`` holds everything needed to
+    check and reproduce the predictions; ``binary[L]`` / ``severity[L]`` are the models of
+    lead L (interval mode: L = 1, the next h-minute bin). The model contract:
+    :meth:`fit` (a classmethod), :meth:`predict`, :meth:`save`, :meth:`load` (a
+    classmethod), as :class:`iosight.perfmodel.WriteModel` has.
     """
 
+    settings: ForecasterSettings
     metadata: dict
-    binary: dict[int, FittedModel | Persistence] = field(default_factory=dict)
+    binary: dict[int, FittedModel | SplitModel | Persistence] = field(default_factory=dict)
     severity: dict[int, FittedModel | Persistence] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
         return self.metadata["name"]
 
+    @classmethod
+    def fit(
+        cls,
+        timeline: pd.DataFrame,
+        settings: ForecasterSettings | None = None,
+        *,
+        jobs: pd.DataFrame | None = None,
+        n_jobs: int = -1,
+        progress: Progress | None = None,
+    ) -> Forecaster:
+        """A forecaster trained on ``timeline`` (:func:`train_forecaster`)."""
+        opts = (settings or ForecasterSettings()).options()
+        return train_forecaster(timeline, **opts, jobs=jobs, n_jobs=n_jobs, progress=progress)
+
     def describe(self) -> str:
-        """What predicts: per lead, the candidate chosen on validation (persistence
+        """What predicts: per lead, the candidate chosen on validation (the best baseline
         unless a model beat it), not the candidates that were tried."""
         md = self.metadata
         if md["mode"] == "interval":
@@ -123,24 +230,39 @@ class Forecaster:
                 "train a model with that feature set"
             )
 
-    def features(self, df: pd.DataFrame, jobs: pd.DataFrame | None = None) -> np.ndarray:
+    @property
+    def information(self) -> str:
+        """The regime its features were made under (``live`` for forecasters saved before
+        regimes existed)."""
+        return self.metadata.get("information", "live")
+
+    def features(
+        self, df: pd.DataFrame, jobs: pd.DataFrame | None = None, known: pd.DataFrame | None = None
+    ) -> np.ndarray:
         """The model's feature matrix of a timeline (one row per bin); set 4 needs the
-        warehouse's jobs (:func:`iosight.bursts.load_jobs`)."""
+        warehouse's jobs (:func:`iosight.bursts.load_jobs`), regime ``logs`` its
+        known-at sums (:func:`iosight.bursts.load_known`)."""
         md = self.metadata
         thr = md["thresholds"].get("threshold")  # set 4 only
-        feats = make_features(df, md["direction"], md["feature_set"], jobs=jobs, threshold=thr)
+        if self.information == "logs" and known is None:
+            raise IosightError(f"model {md['name']!r} needs the known-at timeline (logs)")
+        feats = make_features(df, md["direction"], md["feature_set"], jobs=jobs, threshold=thr,
+                              known=known if self.information == "logs" else None)  # fmt: skip
         return feats.to_numpy(np.float64)
 
-    def predict_frame(
+    def predict(
         self,
         df: pd.DataFrame,
         at: float | None = None,
         *,
         feature_set: int | None = None,
         jobs: pd.DataFrame | None = None,
-    ) -> pd.DataFrame:
+        known: pd.DataFrame | None = None,
+    ) -> BurstPrediction:
         """Forecast from a timeline frame using the bins up to ``at`` (default: all) and,
-        for feature set 4, the jobs started before the end of the last bin used."""
+        for feature set 4, the jobs started before the end of the last bin used; under
+        ``logs``, only the ``known`` rows known by the end of that bin
+        (:class:`BurstPrediction` says the columns)."""
         import pandas as pd
 
         from iosight.timeline import VALUE_COLUMNS, bin_width_of, rebin
@@ -166,11 +288,11 @@ class Forecaster:
             complete = np.isclose(last + width, (np.floor(last / step_s) + 1) * step_s)
             if not complete and len(series) > 1:
                 series = series.iloc[:-1]  # the h-minute bin holding `at` is not over yet
-        X = self.features(series, jobs)[-1:]
+        X = self.features(series, jobs, known)[-1:]
         t = float(series["bin_start"].iloc[-1])
         rows = []
         for lead in sorted(self.binary):
-            pred, prob = self.binary[lead].predict(X)
+            pred, prob = self.binary[lead].predict(X, [t])
             sev = int(self.severity[lead].predict(X)[0][0]) if lead in self.severity else 0
             burst = bool(pred[0] > 0)
             sev = max(sev, 1) if burst else 0
@@ -178,57 +300,64 @@ class Forecaster:
                          "probability": float(prob[0]), "severity": sev})  # fmt: skip
         out = pd.DataFrame(rows)
         out["time"] = pd.to_datetime(out["bin_start"], unit="s", utc=True)
-        return out
+        return BurstPrediction(self.name, out, t)
 
     def predict_next(
         self, warehouse: Warehouse, at: float | None = None, *, feature_set: int | None = None
-    ) -> pd.DataFrame:
-        """Burst forecast for the bins after ``at`` (epoch s; None = the timeline's last bin).
-
-        Returns columns ``lead`` (1..24 in lead mode), ``bin_start`` (epoch s of the
-        predicted bin), ``burst`` (bool), ``probability`` (of a burst), ``severity``
-        (0-5, 0 exactly when ``burst`` is false) and ``time`` (UTC timestamp).
-        """
+    ) -> BurstPrediction:
+        """:meth:`predict` on the warehouse's timeline (and jobs, for feature set 4): the
+        bins after ``at`` (epoch s; None = the timeline's last bin)."""
         from iosight.bursts._jobstate import load_jobs
+        from iosight.bursts._known import load_known
         from iosight.timeline import load_timeline
 
         jobs = load_jobs(warehouse) if self.metadata["feature_set"] == 4 else None
-        return self.predict_frame(load_timeline(warehouse), at, feature_set=feature_set, jobs=jobs)
+        known = load_known(warehouse) if self.information == "logs" else None
+        return self.predict(load_timeline(warehouse), at, feature_set=feature_set, jobs=jobs,
+                            known=known)  # fmt: skip
 
     def save(self, warehouse: Warehouse) -> Path:
-        """Write ``metadata.json`` and ``model.joblib`` under ``models/<name>/``."""
-        import joblib
+        """Write the model folder ``models/<name>/`` atomically (:mod:`iosight._modelio`:
+        JSON, skops and XGBoost's UBJ; no pickle)."""
+        metadata = {**self.metadata, "settings": self.settings.options()}
+        fitted = {"binary": self.binary, "severity": self.severity}
+        return save_model(model_dir(warehouse, self.name), _kind(), metadata, fitted)
 
-        path = model_dir(warehouse, self.name)
-        path.mkdir(parents=True, exist_ok=True)
-        joblib.dump({"binary": self.binary, "severity": self.severity}, path / "model.joblib")
-        tmp = path / "metadata.json.tmp"
-        tmp.write_text(json.dumps(self.metadata, indent=2, default=str))
-        tmp.replace(path / "metadata.json")
-        return path
+    @classmethod
+    def load(cls, warehouse: Warehouse, name: str = "bursts-write") -> Forecaster:
+        """The forecaster saved as ``name`` (:func:`load_forecaster`)."""
+        return load_forecaster(warehouse, name)
 
 
 def list_forecasters(warehouse: Warehouse) -> list[str]:
-    """Names of the forecasters saved in the warehouse."""
-    return sorted(p.parent.name for p in (warehouse.path / "models").glob("*/metadata.json"))
+    """Names of the forecasters saved in the warehouse (temporary folders of a save in
+    progress start with '.' and are no model names)."""
+    found = (warehouse.path / "models").glob("*/metadata.json")
+    return sorted(p.parent.name for p in found if _MODEL_NAME.fullmatch(p.parent.name))
 
 
 def load_forecaster(warehouse: Warehouse, name: str = "bursts-write") -> Forecaster:
-    """Load a saved forecaster (see :meth:`Forecaster.save`)."""
-    import joblib
-
+    """Load a saved forecaster (see :meth:`Forecaster.save`): a folder of data only; a
+    pickle (an older iosight's ``model.joblib``, or one placed there) is refused unread."""
     path = model_dir(warehouse, name)
-    if not (path / "metadata.json").exists():
+    if not path.exists() and not (path.parent / f".{name}.old").is_dir():
         known = ", ".join(list_forecasters(warehouse)) or "none"
         raise IosightError(
             f"no model {name!r} in {warehouse.path / 'models'} (models: {known}); "
             "train one with 'iosight bursts train'"
         )
-    md = json.loads((path / "metadata.json").read_text())
-    if md.get("format") != _FORMAT:
-        raise IosightError(f"model {name!r} has format {md.get('format')}, expected {_FORMAT}")
-    blob = joblib.load(path / "model.joblib")
-    return Forecaster(md, blob["binary"], blob["severity"])
+    md, fitted = load_model(path, _kind())
+    settings = _settings(md, path)
+    md = {k: v for k, v in md.items() if k != "settings"}
+    return Forecaster(settings, md, fitted["binary"], fitted["severity"])
+
+
+def _settings(md: dict, path: Path) -> ForecasterSettings:
+    """The saved settings, checked again (a hand-edited file gets one line)."""
+    try:
+        return ForecasterSettings(**md["settings"])
+    except (KeyError, TypeError) as err:
+        raise IosightError(f"{path / 'metadata.json'} has no valid settings ({err})") from None
 
 
 def train_forecaster(
@@ -250,6 +379,8 @@ def train_forecaster(
     severity: bool = True,
     name: str | None = None,
     jobs: pd.DataFrame | None = None,
+    information: str = "live",
+    known: pd.DataFrame | None = None,
     n_jobs: int = -1,
     progress: Progress | None = None,
 ) -> Forecaster:
@@ -257,26 +388,32 @@ def train_forecaster(
 
     Lead mode fits, for each lead 1..``max_lead`` on the base bins, every model in
     ``model`` (a name or a list) on the training part before its validation slice, tunes
-    each binary model's cut on that slice and keeps, per lead, persistence unless a model
-    beat it robustly there (:func:`choose`: a margin on the slice's compare half and no
-    losing window), so the forecaster is never knowingly worse than "what is happening
-    now" (``metadata["chosen"]`` names it per lead).
+    each binary model's cut on that slice and keeps, per lead, the baseline with the best
+    F1 on the slice's compare half (persistence, time of day, under ``logs`` the nowcast)
+    unless a model beat it robustly there (:func:`choose`: a margin on the compare half
+    and no losing window), so the forecaster is never worse there than the best baseline
+    of its regime (``metadata["chosen"]`` names it per lead).
     Interval mode does the same for the next ``horizon_min`` bin. ``severity=False``
     skips the severity models (the severity of a predicted burst is then the current
     bin's class, at least 1). Hyper-parameters are the
     registered defaults unless ``search_iter`` > 0 (then searched per lead). Test scores of
-    the chosen candidate and of persistence are stored in the metadata.
+    the chosen candidate and of persistence are stored in the metadata. ``information``
+    ``logs`` makes every feature (persistence's too) from what the logs held at t
+    (``known``: the known-at sums, :func:`iosight.bursts.load_known`), recorded in
+    ``metadata["information"]``.
     """
     from iosight.timeline import bin_width_of
 
-    check_param("mode", mode, mode in ("lead", "interval"), "'lead' or 'interval'")
-    check_param("max_lead", max_lead, 1 <= max_lead <= 288, "between 1 and 288")
-    check_seed(seed)
-    check_search(search_iter, cv_splits)
-    names = model_names(model)
+    settings = ForecasterSettings(
+        direction=direction, model=model, feature_set=feature_set, mode=mode,
+        horizon_min=horizon_min, max_lead=max_lead, k=k, target_fraction=target_fraction,
+        train_fraction=train_fraction, val_fraction=val_fraction, search_iter=search_iter,
+        cv_splits=cv_splits, seed=seed, severity=severity, name=name, information=information,
+    )  # fmt: skip
+    names = list(settings.model)
     width = bin_width_of(df)
     leads = list(range(1, max_lead + 1)) if mode == "lead" else [1]
-    builder = _Builder(df, jobs)
+    builder = _Builder(df, jobs, information, known)
 
     def task(lead: int, target: str) -> Dataset:
         return builder.dataset(
@@ -296,13 +433,14 @@ def train_forecaster(
                                cv_splits=cv_splits)  # fmt: skip
         best = choose(cands)
         te = slice(ds.n_train, None)
-        scores = {n: _metrics(ds.y[te], *cands[n].model.predict(ds.X[te]), "binary")
+        scores = {n: _metrics(ds.y[te], *cands[n].model.predict(ds.X[te], ds.feature_start[te]),
+                              "binary")
                   for n in {best, "persistence"}}  # fmt: skip
-        sev = Persistence.of(ds.labels, severity=True)
+        sev = Persistence.of(ds.labels, severity=True, column=ds.nowcast_column or 0)
         sv = item["severity"]
         if sv is not None:
             fit_rows = slice(0, sv.n_fit)
-            if best != "persistence" and np.unique(sv.y[fit_rows]).size >= 2:
+            if best not in BASELINES and np.unique(sv.y[fit_rows]).size >= 2:
                 sev = fit_model(best, sv.X[fit_rows], sv.y[fit_rows], seed=seed,
                                 params=cands[best].model.params)  # fmt: skip
         return best, cands, scores, sev
@@ -311,7 +449,7 @@ def train_forecaster(
     prog.start(len(leads), f"training {','.join(names)} ({direction}, {mode})")
     results = parallel_map(fit, items, n_jobs, prog)
     prog.finish()
-    fc = Forecaster({})
+    fc = Forecaster(settings, {})
     chosen, metrics, val = {}, {}, {}
     for item, (best, cands, scores, sev) in zip(items, results, strict=True):
         lead = item["lead"]
@@ -328,14 +466,14 @@ def train_forecaster(
     labels = ds.labels
     starts = df["bin_start"].to_numpy(np.float64)
     fc.metadata = {
-        "format": _FORMAT,
-        "name": name or f"bursts-{direction}",
+        "name": settings.name,
         "direction": direction,
         "model": ",".join(names),
         "chosen": chosen,
         "mode": mode,
         "feature_set": feature_set,
-        "features": feature_names(direction, feature_set),
+        "information": information,
+        "features": feature_names(direction, feature_set, information),
         "bin_width": width,
         "horizon_min": horizon_min if mode == "interval" else width / 60.0,
         "leads": leads,

@@ -37,10 +37,12 @@ _JOB_COLUMNS = ("start_time", "end_time", "exe", "source", "nprocs", "read_bytes
 
 
 def load_jobs(warehouse: Warehouse) -> pd.DataFrame:
-    """Per job: ``start_time``, ``end_time``, ``exe``, ``source``, ``nprocs`` and POSIX+STDIO
+    """Per job: ``start_time``, ``end_time``, ``exe``, ``source``, ``nprocs``, ``uid``,
+    ``known_at`` (when its log landed: ``iosight.warehouse.KNOWN_AT``) and POSIX+STDIO
     ``read_bytes`` / ``write_bytes`` (records where present, else ``job_totals``), the
     layers the timeline counts (``iosight.timeline``)."""
     from iosight.timeline import LAYERS
+    from iosight.warehouse import KNOWN_AT
 
     warehouse.require("jobs")
     parts = []
@@ -72,10 +74,12 @@ def load_jobs(warehouse: Warehouse) -> pd.DataFrame:
     return warehouse.sql(
         "select j.start_time, coalesce(j.end_time, j.start_time) as end_time, "
         "coalesce(j.exe, '') as exe, coalesce(j.source_path, '') as source, "
-        "greatest(coalesce(j.nprocs, 1), 1) as nprocs, "
+        "greatest(coalesce(j.nprocs, 1), 1) as nprocs, coalesce(cast(j.uid as varchar), '') "
+        f"as uid, coalesce({KNOWN_AT}, j.start_time) as known_at, "
         "coalesce(sum(io.r), 0) as read_bytes, coalesce(sum(io.w), 0) as write_bytes "
         f"from jobs j left join ({io}) io using (job_key) where j.start_time is not null "
-        "group by j.job_key, j.start_time, j.end_time, j.exe, j.source_path, j.nprocs "
+        "group by j.job_key, j.start_time, j.end_time, j.exe, j.source_path, j.nprocs, j.uid, "
+        "j.known_at "
         "order by j.start_time, j.job_key"
     )
 

@@ -29,9 +29,10 @@ class TrainResult:
     chosen: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
-def _best_model(ev: pd.DataFrame, direction: str, mode: str) -> str | None:
+def _best_model(ev: pd.DataFrame, direction: str, mode: str, information: str) -> str | None:
     """The model with the best mean *validation* F1 over the tasks (test rows never pick)."""
-    rows = ev[(ev["direction"] == direction) & (ev["mode"] == mode) & (ev["target"] == "binary")]
+    rows = ev[(ev["direction"] == direction) & (ev["mode"] == mode) & (ev["target"] == "binary")
+              & (ev["information"] == information)]  # fmt: skip
     rows = rows[~rows["model"].isin((*BASELINES, "chosen"))]
     if rows.empty:
         return None
@@ -53,20 +54,24 @@ def train_bursts(
     search_iter: int = 0,
     cv_splits: int = 3,
     seed: int = 0,
+    information: str | list[str] = "live",
     save: bool = True,
     n_jobs: int = -1,
     progress: Progress | None = None,
 ) -> TrainResult:
     """Evaluate (:func:`evaluate_forecasts`), append the rows to the ``burst_evaluation``
-    table, and save per direction a forecaster whose candidates are the model with the
-    best mean validation F1 and persistence, chosen per lead on validation
-    (:func:`train_forecaster`): ``bursts-<direction>`` (leads 1-24) when ``lead`` is among
-    the modes, else ``bursts-<direction>-interval`` for the shortest horizon.
+    table, and save per direction and information regime a forecaster whose candidates
+    are the model with the best mean validation F1 and the baselines, chosen per lead on
+    validation (:func:`train_forecaster`): ``bursts-<direction>`` (leads 1-24) when
+    ``lead`` is among the modes, else ``bursts-<direction>-interval`` for the shortest
+    horizon; ``-logs`` appended under the ``logs`` regime (its known-at sums computed
+    from the warehouse's jobs, :func:`iosight.bursts.load_known`).
     """
     import pandas as pd
     import pyarrow as pa
 
     from iosight.bursts._jobstate import load_jobs
+    from iosight.bursts._known import load_known
     from iosight.timeline import load_timeline
 
     df = load_timeline(warehouse)
@@ -74,17 +79,23 @@ def train_bursts(
     dirs, mode_list = parse_list(directions, name="directions"), parse_list(modes, name="modes")
     horizon_list = parse_list(horizons, float, "horizons")
     target_list = parse_list(targets, name="targets")
+    regimes = parse_list(information, name="information")
     jobs = load_jobs(warehouse) if 4 in fs_list else None
+    known = load_known(warehouse) if "logs" in regimes else None
     ev = evaluate_forecasts(
         df, directions=dirs, models=models, feature_sets=fs_list, modes=mode_list,
         horizons=horizon_list, targets=target_list, k=k, target_fraction=target_fraction,
         threshold_from=threshold_from, search_iter=search_iter, cv_splits=cv_splits,
-        seed=seed, jobs=jobs, n_jobs=n_jobs, progress=progress,
+        seed=seed, jobs=jobs, information=regimes, known=known, n_jobs=n_jobs,
+        progress=progress,
     )  # fmt: skip
     ev.insert(0, "trained_at", pd.Timestamp.now(tz="UTC").isoformat())
     if warehouse.has_table(EVALUATION_TABLE):
         old = warehouse.table(EVALUATION_TABLE).to_pandas()
-        keys = ["direction", "feature_set", "mode", "horizon_min", "target", "model"]
+        if "information" not in old:  # rows kept before regimes existed
+            old["information"] = "live"
+        keys = ["information", "direction", "feature_set", "mode", "horizon_min", "target",
+                "model"]  # fmt: skip
         old = old.merge(ev[keys], on=keys, how="left", indicator=True)
         old = old[old["_merge"] == "left_only"].drop(columns="_merge")
         ev_all = pd.concat([old, ev], ignore_index=True)
@@ -96,17 +107,18 @@ def train_bursts(
     saved, chosen = [], {}
     fs = fs_list[-1]
     mode = "lead" if "lead" in mode_list else "interval"
-    for d in dirs:
-        best = _best_model(ev[ev["feature_set"] == fs], d, mode)
+    for regime, d in ((r, d) for r in regimes for d in dirs):
+        best = _best_model(ev[ev["feature_set"] == fs], d, mode, regime)
         if not save or best is None:
             continue
+        name = f"bursts-{d}" + ("" if mode == "lead" else "-interval")
         fc = train_forecaster(
             df, direction=d, model=best, feature_set=fs, mode=mode,
             horizon_min=min(horizon_list),
-            name=f"bursts-{d}" if mode == "lead" else f"bursts-{d}-interval",
+            name=name + ("-logs" if regime == "logs" else ""),
             k=(k or {}).get(d), target_fraction=target_fraction, search_iter=search_iter,
-            cv_splits=cv_splits, seed=seed, jobs=jobs, n_jobs=n_jobs, progress=progress,
-            severity="severity" in target_list,
+            cv_splits=cv_splits, seed=seed, jobs=jobs, information=regime, known=known,
+            n_jobs=n_jobs, progress=progress, severity="severity" in target_list,
         )  # fmt: skip
         fc.save(warehouse)
         saved.append(fc.name)

@@ -73,10 +73,14 @@ def train(
     seed: int = typer.Option(0, help="Seed of models and searches."),
     jobs: int = typer.Option(-1, "--jobs", help="Tasks fitted at once (-1: every core)."),
     save: bool = typer.Option(True, help="Save the best forecaster per direction."),
+    information: str = typer.Option(
+        "live", help="live (bytes known up to t) and/or logs (only the logs landed by t)."
+    ),
     fmt: str = FORMAT_OPT,
 ) -> None:
-    """Evaluate models beside persistence and time-of-day baselines; save per direction
-    and lead persistence unless a model beat it robustly on validation."""
+    """Evaluate models beside persistence and time-of-day baselines (per information
+    regime); save per direction and lead the best baseline on validation unless a model
+    beat it robustly there."""
     with cli_errors():
         from iosight.bursts import describe_choice, train_bursts
 
@@ -85,7 +89,7 @@ def train(
             feature_sets=features, modes=mode, horizons=horizons, targets=target,
             k=_k(k_read, k_write), target_fraction=target_fraction,
             threshold_from=threshold_from, search_iter=search_iter, cv_splits=cv_splits,
-            seed=seed, save=save, n_jobs=jobs,
+            seed=seed, information=information, save=save, n_jobs=jobs,
             progress=RichProgress(fields=("direction", "horizon_min", "lead")),
         )  # fmt: skip
         shown = r.evaluation.drop(columns=["trained_at", "params", "n_train", "n_test", "k"])
@@ -110,7 +114,7 @@ def predict(
 
         wh = open_warehouse(warehouse)
         fc = load_forecaster(wh, model)
-        p = fc.predict_next(wh, None if at is None else parse_time(at), feature_set=features)
+        p = fc.predict_next(wh, None if at is None else parse_time(at), feature_set=features).table
         if fmt == "table":  # on screen the UTC time says what bin_start (epoch s) says
             p = p.drop(columns="bin_start")
         print_frame(p, fmt, title=f"{model}: {fc.describe()}")

@@ -36,6 +36,12 @@ def build(
         "(3 interquartile ranges past the quartiles, at least 30 days) and say so; all: "
         "every job.",
     ),
+    as_of: str = typer.Option(
+        None,
+        "--as-of",
+        help="The timeline as it could have been seen at this time (UTC): only the jobs "
+        "known by then (a Darshan log exists once its job ended).",
+    ),
     scheduler: str = typer.Option(
         None, help="Dask scheduler address: build job partitions there and sum them."
     ),
@@ -66,14 +72,16 @@ def build(
             since=None if since is None else parse_time(since),
             until=None if until is None else parse_time(until),
             span=span,
+            as_of=None if as_of is None else parse_time(as_of),
             scheduler=scheduler,
             partitions=partitions,
             **({} if chunk_jobs is None else {"chunk_jobs": chunk_jobs}),
             progress=RichProgress(),
         )
         df = t.to_pandas()
+        seen = "" if as_of is None else f" as of {_utc(parse_time(as_of))}"
         console.print(
-            f"timeline: {len(df)} bins of {human_duration(df['bin_width'].iloc[0])}, "
+            f"timeline{seen}: {len(df)} bins of {human_duration(df['bin_width'].iloc[0])}, "
             f"{human_bytes(df['read_bytes'].sum())} read, "
             f"{human_bytes(df['write_bytes'].sum())} written"
         )
@@ -92,6 +100,22 @@ def build(
                 f"note: the jobs span {first:%Y-%m-%d} to {last:%Y-%m-%d}; "
                 "--since/--until restrict the timeline to a window"
             )
+
+
+def _utc(t: float) -> str:
+    """``t`` (epoch s) as a UTC time to the second."""
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t))
+
+
+@group.command("update")
+def update(warehouse: Path = WAREHOUSE_OPT) -> None:
+    """Add the jobs ingested since the timeline was built, rewriting only the bins they
+    touch (a full rebuild, saying why, when an update cannot equal one)."""
+    with cli_errors():
+        from iosight.timeline import update_timeline
+
+        wh = open_warehouse(warehouse, write=True)
+        console.print(update_timeline(wh, progress=RichProgress()).line(), highlight=False)
 
 
 def _left_out_line(left) -> str:

@@ -177,14 +177,16 @@ def _after_follow_batch(wh):
 
 
 def update_timeline_for_new_jobs(wh) -> None:
-    """Follow mode's timeline hook, where the incremental timeline update (issue #27)
-    goes. Until then: a full rebuild with the stored timeline's own options, and only of
-    a warehouse that has a timeline, so a follow does not start one unasked."""
+    """Follow mode's timeline hook: the new jobs added to the stored timeline, only its
+    bins they touch (a full rebuild, saying why, when an update cannot equal one), and
+    only of a warehouse that has a timeline, so a follow does not start one unasked."""
     if not wh.has_table("timeline"):
         return
-    from iosight.timeline import rebuild_timeline
+    from iosight.timeline import update_timeline
 
-    rebuild_timeline(wh)
+    done = update_timeline(wh)
+    if done.rebuilt:
+        console.print(done.line(), highlight=False)
 
 
 def jobs(

@@ -15,8 +15,10 @@ from iosight.darshan._tables import (
     JOB_COLUMNS,
     MODULE_TABLES,
     LogTables,
+    TableChunks,
     jobs_schema,
     table_for_module,
+    table_pieces,
     warnings_in,
 )
 
@@ -28,6 +30,7 @@ __all__ = [
     "READERS",
     "SOURCE_SUFFIXES",
     "LogTables",
+    "TableChunks",
     "jobs_schema",
     "read_darshan2",
     "read_darshan3",
@@ -37,6 +40,7 @@ __all__ = [
     "read_pydarshan",
     "read_source",
     "table_for_module",
+    "table_pieces",
     "warnings_in",
     "write_parser_text",
 ]

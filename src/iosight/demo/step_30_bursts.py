@@ -31,7 +31,7 @@ def run(ctx: DemoContext) -> None:
     cols = ["mode", "horizon_min", "model", "f1", "precision", "recall", "pr_auc"]
     ctx.show(r.evaluation[cols], "write bursts: decision tree beside baselines (synthetic)")
     fc = load_forecaster(wh, "bursts-write")
-    nxt = fc.predict_next(wh).head(6).drop(columns="bin_start")
+    nxt = fc.predict_next(wh).table.head(6).drop(columns="bin_start")
     ctx.show(nxt, "next 30 minutes from the last bin (synthetic)")
     report = write_report([wh], ctx.workdir / "bursts-report")
     ctx.artifacts["bursts report"] = report

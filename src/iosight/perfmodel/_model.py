@@ -8,9 +8,8 @@ References
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import math
-import pickle
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +17,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from iosight._errors import IosightError, check_param
+from iosight._errors import IosightError, check_param, check_seed
+from iosight._modelio import ModelKind, Prediction, load_model, save_model
 from iosight._progress import Progress
 from iosight.perfmodel._features import WritePattern, compute_features, feature_names
 from iosight.perfmodel._platform import Platform, platform_from_dict
@@ -60,12 +60,66 @@ def split_samples(
     return train, test
 
 
+@dataclass(frozen=True)
+class WriteModelSettings:
+    """How a write-time model is searched and chosen (§IV-A, §IV-B), checked once.
+
+    ``family`` is kept as the model (``best``: the lowest validation MSE among
+    ``families``); training uses converged samples on at most ``train_max_nodes`` nodes
+    slower than ``min_time`` seconds.
+    """
+
+    family: str = "lasso"
+    families: tuple[str, ...] = FAMILIES
+    train_max_nodes: int = 128
+    min_time: float = 5.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "families", tuple(self.families))
+        known = ", ".join(FAMILIES)
+        check_param("families", self.families,
+                    bool(self.families) and set(self.families) <= set(FAMILIES),
+                    f"some of: {known}")  # fmt: skip
+        allowed = (*self.families, "best")
+        check_param("family", self.family, self.family in allowed, f"one of {', '.join(allowed)}")
+        check_param("train_max_nodes", self.train_max_nodes,
+                    isinstance(self.train_max_nodes, int) and self.train_max_nodes >= 1,
+                    "a whole number of nodes, at least 1")  # fmt: skip
+        check_param("min_time", self.min_time,
+                    isinstance(self.min_time, (int, float)) and 0 <= self.min_time < math.inf,
+                    "non-negative and finite seconds")  # fmt: skip
+        check_seed(self.seed)
+
+
+@dataclass(frozen=True)
+class WritePrediction(Prediction):
+    """:meth:`WriteModel.predict`'s result: ``table`` has the patterns' ``nodes``,
+    ``cores``, ``size`` (and ``stripes``) and ``write_time_s``, the predicted mean write
+    time in seconds; ``model`` is the model's family."""
+
+    @property
+    def seconds(self) -> np.ndarray:
+        """The predicted mean write times (s), in the patterns' order."""
+        return self.table["write_time_s"].to_numpy(np.float64)
+
+
+#: What a write model's folder may hold (see :mod:`iosight._modelio`).
+WRITE_MODEL = ModelKind("write model", "iosight perfmodel fit")
+_TABLES = ("accuracy", "predictions", "coefficients")
+
+
 @dataclass
 class WriteModel:
-    """A fitted write-time model with its platform, search outcome and provenance."""
+    """A fitted write-time model with its settings, platform, search outcome and provenance.
 
+    The model contract: :meth:`fit` (a classmethod), :meth:`predict`, :meth:`save`,
+    :meth:`load` (a classmethod), as :class:`iosight.bursts.Forecaster` has.
+    """
+
+    settings: WriteModelSettings
     platform: Platform
-    family: str
+    family: str  # the family kept (settings.family, or the best one)
     estimator: object = field(repr=False)
     features: list[str]
     scales: tuple[int, ...]
@@ -75,59 +129,83 @@ class WriteModel:
     coefficients: pd.DataFrame | None = field(default=None, repr=False)
     meta: dict = field(default_factory=dict)
 
-    def predict(self, patterns) -> np.ndarray:
+    @classmethod
+    def fit(
+        cls,
+        samples: pd.DataFrame,
+        platform: Platform,
+        settings: WriteModelSettings | None = None,
+        *,
+        n_jobs: int = 1,
+        progress: Progress | None = None,
+    ) -> WriteModel:
+        """Search ``settings.families`` on ``samples`` of ``platform`` and keep
+        ``settings.family`` (§IV-B)."""
+        return _fit(samples, platform, settings or WriteModelSettings(), n_jobs, progress)
+
+    def predict(self, patterns: pd.DataFrame) -> WritePrediction:
         """Predicted mean write time (s) for rows ``nodes, cores, size[, stripes]``."""
         x = compute_features(self.platform, patterns).to_numpy(float)
-        return np.asarray(self.estimator.predict(x), dtype=float)
+        cols = [c for c in ("nodes", "cores", "size", "stripes") if c in patterns]
+        table = patterns[cols].reset_index(drop=True)
+        table["write_time_s"] = np.asarray(self.estimator.predict(x), dtype=float)
+        return WritePrediction(self.family, table)
 
     def save(self, out: str | Path) -> Path:
-        """Write ``model.pkl``, ``metadata.json`` and the accuracy / coefficient tables."""
-        d = Path(out)
-        d.mkdir(parents=True, exist_ok=True)
-        with open(d / "model.pkl", "wb") as fh:
-            pickle.dump(self.estimator, fh)
-        self.accuracy.to_csv(d / "accuracy.csv", index=False)
-        self.predictions.to_csv(d / "predictions.csv", index=False)
-        if self.coefficients is not None:
-            self.coefficients.to_csv(d / "coefficients.csv", index=False)
+        """Write the model folder ``out`` atomically: ``metadata.json``, the estimator
+        (:mod:`iosight._modelio`'s formats, no pickle) and the accuracy, prediction and
+        coefficient tables as CSV."""
+
+        def tables(folder: Path) -> None:
+            for name in _TABLES:
+                table = getattr(self, name)
+                if table is not None:
+                    table.to_csv(folder / f"{name}.csv", index=False)
+
         meta = {
             **self.meta,
+            "settings": dataclasses.asdict(self.settings),
             "family": self.family,
             "features": self.features,
             "training_scales": list(self.scales),
             "params": self.params,
             "platform": self.platform.to_dict(),
         }
-        (d / "metadata.json").write_text(json.dumps(meta, indent=2, default=float))
-        return d
+        return save_model(Path(out), WRITE_MODEL, meta, self.estimator, tables)
 
     @classmethod
     def load(cls, path: str | Path) -> WriteModel:
-        """Read a model directory written by :meth:`save`."""
+        """Read a model folder written by :meth:`save`; a pickle is refused, not loaded."""
         import pandas as pd
 
         d = Path(path)
-        if not (d / "metadata.json").exists() or not (d / "model.pkl").exists():
-            raise IosightError(f"{d} is not a model directory (run 'iosight perfmodel fit')")
-        meta = json.loads((d / "metadata.json").read_text())
-        with open(d / "model.pkl", "rb") as fh:
-            est = pickle.load(fh)  # noqa: S301 - a directory this tool wrote
-        coef = pd.read_csv(d / "coefficients.csv") if (d / "coefficients.csv").exists() else None
+        meta, est = load_model(d, WRITE_MODEL)
+        tables = {n: pd.read_csv(d / f"{n}.csv") if (d / f"{n}.csv").exists() else None
+                  for n in _TABLES}  # fmt: skip
         plat = platform_from_dict(meta["platform"], str(d / "metadata.json"))
         if meta["features"] != feature_names(plat):
             raise IosightError(f"{d} was fitted on other features than this iosight computes")
         return cls(
+            _settings(meta, d),
             plat,
             meta["family"],
             est,
             meta["features"],
             tuple(meta["training_scales"]),
             meta["params"],
-            pd.read_csv(d / "accuracy.csv"),
-            pd.read_csv(d / "predictions.csv"),
-            coef,
-            meta,
+            tables["accuracy"],
+            tables["predictions"],
+            tables["coefficients"],
+            {k: v for k, v in meta.items() if k != "settings"},
         )
+
+
+def _settings(meta: dict, folder: Path) -> WriteModelSettings:
+    """The saved settings, checked again (a hand-edited file gets one line)."""
+    try:
+        return WriteModelSettings(**meta["settings"])
+    except (KeyError, TypeError) as err:
+        raise IosightError(f"{folder / 'metadata.json'} has no valid settings ({err})") from None
 
 
 def evaluate(
@@ -173,20 +251,23 @@ def fit_model(
     n_jobs: int = 1,
     progress: Progress | None = None,
 ) -> WriteModel:
-    """Search ``families``, keep ``family`` (``best``: lowest validation MSE) as the model."""
-    check_param(
-        "family", family, family in (*families, "best"), f"one of {', '.join((*families, 'best'))}"
-    )
-    out = evaluate(
-        samples,
-        platform,
-        train_max_nodes=train_max_nodes,
-        min_time=min_time,
-        families=families,
-        seed=seed,
-        n_jobs=n_jobs,
-        progress=progress,
-    )
+    """Search ``families``, keep ``family`` (``best``: lowest validation MSE) as the model:
+    :meth:`WriteModel.fit` with these :class:`WriteModelSettings`."""
+    settings = WriteModelSettings(family, families, train_max_nodes, min_time, seed)
+    return WriteModel.fit(samples, platform, settings, n_jobs=n_jobs, progress=progress)
+
+
+def _fit(
+    samples: pd.DataFrame,
+    platform: Platform,
+    settings: WriteModelSettings,
+    n_jobs: int,
+    progress: Progress | None,
+) -> WriteModel:
+    s = settings
+    out = evaluate(samples, platform, train_max_nodes=s.train_max_nodes, min_time=s.min_time,
+                   families=s.families, seed=s.seed, n_jobs=n_jobs, progress=progress)  # fmt: skip
+    family = s.family
     if family == "best":
         family = min(out.candidates, key=lambda f: out.candidates[f].val_mse)
     cand = out.candidates[family]
@@ -199,9 +280,9 @@ def fit_model(
         "iosight_version": _version(),
         "samples": int(len(samples)),
         "synthetic": synthetic,
-        "train_max_nodes": train_max_nodes,
-        "min_time": min_time,
-        "seed": seed,
+        "train_max_nodes": s.train_max_nodes,
+        "min_time": s.min_time,
+        "seed": s.seed,
         "training_sets_searched": len(out.subsets),
         "shrinkage_grid": [float(a) for a in out.alphas],
         "validation_mse": {f: c.val_mse for f, c in out.candidates.items()},
@@ -210,6 +291,7 @@ def fit_model(
         },
     }
     return WriteModel(
+        settings,
         platform,
         family,
         cand.estimator,
@@ -310,6 +392,6 @@ def predict_pattern(model: WriteModel, pattern: WritePattern) -> float:
         "size": pattern.size,
         "stripes": pattern.stripes,
     }
-    t = float(model.predict(pd.DataFrame([row]))[0])
+    t = float(model.predict(pd.DataFrame([row])).seconds[0])
     check_prediction(t)
     return t

@@ -160,7 +160,9 @@ def _section(wh: Warehouse) -> str:
         parts.append("<p>No models trained yet: run <code>iosight bursts train</code>.</p>")
         return "\n".join(parts)
     ev = wh.table(EVALUATION_TABLE).to_pandas()
-    binary = ev[ev["target"] == "binary"]
+    # figures: regime live (the complete bytes up to t); every regime's rows in the table
+    live = ev[ev["information"] == "live"] if "information" in ev else ev
+    binary = live[live["target"] == "binary"]
     fs = binary[(binary["model"] == "forest") & (binary["mode"] == "interval")]
     if fs["feature_set"].nunique() > 1:
         parts += ["<h3>Fig. 6: random forest with feature sets 1-3 (interval mode)</h3>",
@@ -193,7 +195,7 @@ def _section(wh: Warehouse) -> str:
                   "the F1 of both classes by their support, so the calm class (about 99% of "
                   "bins) dominates it; both are shown, neither alone tells the story.</p>",
                   html_table(tab.reset_index())]  # fmt: skip
-    sev = ev[ev["target"] == "severity"]
+    sev = live[live["target"] == "severity"]
     if len(sev):
         tab = sev.pivot_table(index="model", columns=["direction", "horizon_min"],
                               values=["f1_weighted", "f1_macro"])  # fmt: skip

@@ -134,7 +134,7 @@ def _bin_block(rel_start, rel_end, values, width, n_bins, spread, out, runs) -> 
     b0, b1 = touched_bins(rel_start, rel_end, width, index)
     multi = np.flatnonzero(b1 > b0)
     b0m, b1m = b0[multi], b1[multi]
-    first, last, middle = _shares(rel_start[multi], rel_end[multi], b0m, b1m, width, spread)
+    first, last, middle = interval_shares(rel_start[multi], rel_end[multi], b0m, b1m, width, spread)
     share0 = np.ones(len(b0))
     share0[multi] = first
     xm = np.take(x, multi, axis=0)  # np.take: much faster than x[multi] on 2-D rows
@@ -211,7 +211,7 @@ def _per_column(rows, data, n_rows: int, per: int = 1):
     return sparse.csc_array((data, rows, ptr), shape=shape, copy=False)
 
 
-def _shares(s, e, b0, b1, width, spread):
+def interval_shares(s, e, b0, b1, width, spread):
     """Shares of intervals touching several bins: first bin, last bin, each bin between.
 
     Overlaps are never negative; a bin edge rounded past ``e`` (a width that is no

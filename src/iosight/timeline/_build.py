@@ -45,6 +45,15 @@ from iosight._errors import IosightError, check_param
 from iosight._progress import Progress, ensure_progress
 from iosight.timeline._binning import bin_intervals, check_spread, count_active
 from iosight.timeline._span import MIN_JOBS, SPANS, LeftOut, fences
+from iosight.timeline._stored import (
+    STATE_KEY,
+    runs_of,
+    source_files,
+    sources_state,
+    stored_metadata,
+    write_runs,
+)
+from iosight.warehouse import known_at_sql
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -76,6 +85,8 @@ _BATCH_ROWS = 262_144  # rows per streamed batch: memory is a few times this x 1
 DUCKDB_MEMORY = "256MB"  # DuckDB's share while streaming (its joins spill beyond it)
 CHUNK_JOBS = 262_144  # jobs per chunk (about): DuckDB's join holds a chunk's jobs
 _SAMPLE_PER_CHUNK = 256  # sampled keys per chunk when cutting the key ranges
+# a job's known-at time (``iosight.warehouse.KNOWN_AT``), its start without known_at or end
+_KNOWN = "coalesce(j.known_at, j.end_time, j.start_time)"
 
 
 def _dir_cols(direction: str) -> list[int]:
@@ -117,12 +128,15 @@ def job_totals_intervals(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.n
     return start[keep], end[keep], values[keep]
 
 
-def _assemble(origin: float, width: float, sums: np.ndarray, active: np.ndarray) -> pa.Table:
+def assemble(
+    origin: float, width: float, sums: np.ndarray, active: np.ndarray, offset: int = 0
+) -> pa.Table:
+    """Timeline rows of ``sums`` and ``active``: bins ``offset`` onwards from ``origin``."""
     import pyarrow as pa
 
     n = sums.shape[0]
     cols = {
-        "bin_start": origin + width * np.arange(n, dtype=np.float64),
+        "bin_start": origin + width * np.arange(offset, offset + n, dtype=np.float64),
         "bin_width": np.full(n, float(width)),
     }
     for i, name in enumerate(VALUE_COLUMNS):
@@ -167,7 +181,7 @@ def timeline_from_job_totals(
         start - origin, end - origin, values, width=bin_width, n_bins=n_bins, spread=spread
     )
     active = count_active(start - origin, end - origin, width=bin_width, n_bins=n_bins)
-    return _assemble(origin, bin_width, sums, active)
+    return assemble(origin, bin_width, sums, active)
 
 
 # ---------------------------------------------------------------- warehouse SQL
@@ -202,11 +216,14 @@ def _job_condition(
     until: float | None,
     part: tuple[int, int] = (0, 1),
     keys: KeyRange = (None, None),
+    as_of: float | None = None,
 ) -> str:
     """SQL condition on ``jobs j``: a start time, inside ``[since, until)`` when given, job
-    partition ``part = (k, n)`` (jobs whose key hashes to ``k`` modulo ``n``) and key range
-    ``keys``."""
+    partition ``part = (k, n)`` (jobs whose key hashes to ``k`` modulo ``n``), key range
+    ``keys`` and, when ``as_of`` is given, known by then (:data:`KNOWN_AT`)."""
     cond = f"j.start_time is not null and {_key_range('j', keys)}"
+    if as_of is not None:
+        cond += f" and {known_at_sql('j')} <= {float(as_of)!r}"
     if since is not None:
         cond += f" and j.start_time >= {float(since)!r}"
     if until is not None:
@@ -230,9 +247,11 @@ def _layer_queries(
     direction: str,
     jobs_where: str,
     keys: KeyRange = (None, None),
+    known: bool = False,
 ) -> list[str]:
     """SQL queries returning ``t0, t1, b, o, t`` rows (epoch s) for one layer (a table of
-    ``schema``, :func:`_schema`) and direction.
+    ``schema``, :func:`_schema`) and direction; with ``known``, also each row's job's
+    known-at time (``known``).
 
     ``keys`` repeats the key range of ``jobs_where`` on every other table, so that no
     hash table holds more than the range's jobs.
@@ -248,8 +267,11 @@ def _layer_queries(
 
     start = f"greatest(coalesce(r.{_q(s)}, 0), 0)" if s in cols else "0"
     end = f"greatest(coalesce(r.{_q(e)}, 0), 0)" if e in cols else "(j.end_time - j.start_time)"
+    # with ``known``: the job's known-at time, ``ka``, carried to the rows
+    carried = (f"{_KNOWN} as ka", "ka", "rec.ka", "any_value(ka) as ka")
+    new_ka, ka, rec_ka, tot_ka = (f", {c}" if known else "" for c in carried)
     rec = (
-        f"select r.job_key, r.rank, r.record_id, j.start_time as js, "
+        f"select r.job_key, r.rank, r.record_id, j.start_time as js{new_ka}, "
         f"coalesce(j.end_time, j.start_time) as je, {start} as s, "
         f"greatest({end}, {start}) as e, {val(b)} as b, {val(o)} as o, {val(t)} as t "
         f"from {table} r join jobs j using (job_key) where {jobs_where} and "
@@ -274,14 +296,14 @@ def _layer_queries(
     no_dxt = f"not exists (select 1 from dxt_posix d where {dxt_match})" if has_dxt else "true"
     with_ = "with " + ", ".join(ctes) + " "
     queries = [
-        with_ + f"select job_key, js, je, js + s as t0, js + e as t1, b, o, t from rec "
+        with_ + f"select job_key, js, je{ka}, js + s as t0, js + e as t1, b, o, t from rec "
         f"where {not_hm} and {no_dxt}"
     ]
     if has_dxt:
         dur = 'greatest(d."end" - d.start, 0)'
         w = "over (partition by rec.job_key, rec.rank, rec.record_id)"
         queries.append(
-            with_ + "select rec.job_key, rec.js, rec.je, "
+            with_ + f"select rec.job_key, rec.js, rec.je{rec_ka}, "
             f'rec.js + d.start as t0, rec.js + greatest(d."end", d.start) as t1, '
             f"rec.b * case when sum(d.length) {w} > 0 then d.length / sum(d.length) {w} "
             f"else 1.0 / count(*) {w} end as b, rec.o / count(*) {w} as o, "
@@ -292,15 +314,15 @@ def _layer_queries(
     if has_hm:
         share = f"h.{direction}_bytes / hmj.hb"
         queries.append(
-            with_ + "select job_key, tot.js, tot.je, tot.js + h.bin_start as t0, "
+            with_ + f"select job_key, tot.js, tot.je{ka}, tot.js + h.bin_start as t0, "
             "tot.js + h.bin_start + h.bin_width as t1, "
             f"tot.b * {share} as b, tot.o * {share} as o, tot.t * {share} as t from heatmap h "
             "join hmj using (job_key) join (select job_key, any_value(js) as js, "
-            "any_value(je) as je, sum(b) as b, sum(o) as o, sum(t) as t from rec "
+            f"any_value(je) as je{tot_ka}, sum(b) as b, sum(o) as o, sum(t) as t from rec "
             "group by job_key) tot using (job_key) "
             f"where {_heatmap_match(layer)} and h.{direction}_bytes > 0 and {_key_range('h', keys)}"
         )
-    return [_flag_outside(q) for q in queries]
+    return [_flag_outside(q, known) for q in queries]
 
 
 def _counter(column: str) -> str:
@@ -308,23 +330,28 @@ def _counter(column: str) -> str:
     return f"greatest(coalesce(r.{_q(column)}, 0), 0)"
 
 
-def _flag_outside(query: str) -> str:
-    """``t0, t1, b, o, t`` of ``query`` and ``outside``: the job's key where the row lies
-    outside the job's ``[js, je]``, else null (:class:`_Outside`)."""
+def _flag_outside(query: str, known: bool = False) -> str:
+    """``t0, t1, b, o, t`` (and ``known``: ``ka``) of ``query`` and ``outside``: the job's
+    key where the row lies outside the job's ``[js, je]``, else null (:class:`_Outside`)."""
     return (
-        "select t0, t1, b, o, t, case when t0 < js or t1 > je then job_key end as outside "
-        f"from ({query})"
+        f"select t0, t1, b, o, t{', ka as known' if known else ''}, "
+        f"case when t0 < js or t1 > je then job_key end as outside from ({query})"
     )
 
 
 def _job_totals_query(
-    schema: dict[str, set[str]], jobs_where: str, keys: KeyRange = (None, None)
+    schema: dict[str, set[str]],
+    jobs_where: str,
+    keys: KeyRange = (None, None),
+    known: bool = False,
 ) -> str | None:
-    """SQL of job-total rows, each layer blanked where the job has records of that layer."""
+    """SQL of job-total rows, each layer blanked where the job has records of that layer
+    (with ``known``, also the job's known-at time, ``known``)."""
     if "job_totals" not in schema:
         return None
     cols = schema["job_totals"]
     select = ["j.start_time", "coalesce(j.end_time, j.start_time) as end_time"]
+    select += [f"{_KNOWN} as known"] if known else []
     joins = ""
     for i, layer in enumerate(LAYERS):
         totals = [
@@ -349,11 +376,13 @@ def _job_totals_query(
     )
 
 
-class _Bins:
+class Bins:
     """Timeline sums on the bin lattice ``k * width`` that grow to whatever a batch touches.
 
     Lets records stream from the warehouse in one pass: only the bins are held.
     """
+
+    known = False  # its rows need no known-at time (``_known.KnownBins`` keeps them apart)
 
     def __init__(self, width: float, spread: str) -> None:
         self.width, self.spread = width, spread
@@ -409,8 +438,12 @@ class _Bins:
 
 
 @contextmanager
-def _duckdb_memory(warehouse: Warehouse, limit: str):
-    """Cap DuckDB's memory while the timeline streams (joins spill to disk beyond it)."""
+def _duckdb_memory(warehouse: Warehouse, limit: str | None):
+    """Cap DuckDB's memory while the timeline streams (joins spill to disk beyond it);
+    None: leave it (rows already in memory)."""
+    if limit is None:
+        yield
+        return
     con = warehouse.connect()
     before = con.execute("select current_setting('memory_limit')").fetchone()[0]
     con.execute(f"set memory_limit = '{limit}'")
@@ -493,7 +526,7 @@ def _key_ranges(warehouse: Warehouse, jobs_where: str, chunk_jobs: int) -> list[
     return list(zip([None, *cuts], [*cuts, None], strict=True))
 
 
-def _accumulate(
+def accumulate(
     warehouse: Warehouse,
     since: float | None,
     until: float | None,
@@ -501,24 +534,34 @@ def _accumulate(
     acc_args: tuple[float, str],
     chunk_jobs: int,
     progress,
-) -> _Bins:
-    """The timeline sums of the jobs in ``[since, until)`` and partition ``part``, streamed
-    chunk of jobs by chunk, query by query."""
-    acc = _Bins(*acc_args)
+    *,
+    as_of: float | None = None,
+    schema: dict[str, set[str]] | None = None,
+    memory: str | None = DUCKDB_MEMORY,
+    bins: type | None = None,
+):
+    """The timeline sums of the jobs in ``[since, until)``, known by ``as_of`` and in
+    partition ``part``, streamed chunk of jobs by chunk, query by query, into a ``bins``
+    accumulator (:class:`Bins`, or one that keeps them apart by known-at time:
+    ``bins.known``). ``schema``: the columns the queries may use (default: the
+    warehouse's, :func:`_schema`); ``memory``: DuckDB's memory limit meanwhile (None: as
+    it is)."""
+    acc = (Bins if bins is None else bins)(*acc_args)
     prog = ensure_progress(progress)
-    schema = _schema(warehouse)
-    with _duckdb_memory(warehouse, DUCKDB_MEMORY):
-        ranges = _key_ranges(warehouse, _job_condition(since, until, part), chunk_jobs)
+    schema = _schema(warehouse) if schema is None else schema
+    with _duckdb_memory(warehouse, memory):
+        jobs_where = _job_condition(since, until, part, as_of=as_of)
+        ranges = _key_ranges(warehouse, jobs_where, chunk_jobs)
         for i, keys in enumerate(ranges):
-            where = _job_condition(since, until, part, keys)
+            where = _job_condition(since, until, part, keys, as_of)
             queries = [
                 (direction, q)
                 for layer in LAYERS
                 if layer.lower() in schema
                 for direction in _COUNTERS
-                for q in _layer_queries(schema, layer, direction, where, keys)
+                for q in _layer_queries(schema, layer, direction, where, keys, acc.known)
             ]
-            totals = _job_totals_query(schema, where, keys)
+            totals = _job_totals_query(schema, where, keys, acc.known)
             if i == 0:
                 prog.start(len(ranges) * (len(queries) + 2), "timeline")
             _stream(warehouse, acc, where, queries, totals, prog)
@@ -528,61 +571,83 @@ def _accumulate(
 
 def _stream(warehouse, acc, jobs_where, queries, totals, prog) -> None:
     """Bin every query's batches into ``acc``, then count the jobs active in each bin
-    (advancing ``prog`` once per query)."""
+    (advancing ``prog`` once per query); each row's known-at time too where ``acc.known``."""
     outside = _Outside()
+    known = ("known",) if acc.known else ()
     for direction, q in queries:
         cols = _dir_cols(direction)
         for batch in _batches(warehouse, q):
-            arr = _numpy(batch, ("t0", "t1", "b", "o", "t"))
+            arr = _numpy(batch, ("t0", "t1", "b", "o", "t", *known))
             vals = np.column_stack([arr["b"], arr["o"], arr["t"]]).astype(float)
-            acc.add(arr["t0"].astype(float), arr["t1"].astype(float), vals, cols)
+            acc.add(arr["t0"].astype(float), arr["t1"].astype(float), vals, cols,
+                    *(arr[c] for c in known))  # fmt: skip
             outside.add(batch)
         prog.advance(1)
     if totals is not None:
         for batch in _batches(warehouse, totals):
-            start, end, values = job_totals_intervals(batch.to_pandas())
-            acc.add(start, end, values, list(range(len(VALUE_COLUMNS))))
+            df = batch.to_pandas()
+            start, end, values = job_totals_intervals(df)  # every row has a start time
+            acc.add(start, end, values, list(range(len(VALUE_COLUMNS))),
+                    *(df[c].to_numpy(np.float64) for c in known))  # fmt: skip
     prog.advance(1)
     jobs_q = (
-        "select job_key, start_time, coalesce(end_time, start_time) as end_time from jobs j "
-        f"where {jobs_where}"
+        "select job_key, start_time, coalesce(end_time, start_time) as end_time"
+        f"{f', {_KNOWN} as known' if known else ''} from jobs j where {jobs_where}"
     )
     for batch in _batches(warehouse, jobs_q):
-        arr = _numpy(batch, ("start_time", "end_time"))
+        arr = _numpy(batch, ("start_time", "end_time", *known))
         start, end = outside.widen(
             batch.column("job_key"), arr["start_time"].astype(float), arr["end_time"].astype(float)
         )
-        acc.add_jobs(start, end)
+        acc.add_jobs(start, end, *(arr[c] for c in known))
     prog.advance(1)
 
 
-def _dense_span(
-    warehouse: Warehouse, since: float | None, until: float | None
-) -> tuple[float | None, float | None, LeftOut | None]:
-    """``since`` and ``until`` narrowed to the dense span of the job starts in them
-    (:func:`~iosight.timeline._span.fences`), and what that leaves out (None: nothing)."""
-    where = _job_condition(since, until)
-    con = warehouse.connect()
-    n, q1, q3 = con.execute(
+def dense_fences(
+    warehouse: Warehouse, where: str, jobs: str = "jobs"
+) -> tuple[float, float] | None:
+    """The dense span's fences of the starts of the jobs matching ``where`` (SQL on
+    ``jobs j``, the table ``jobs``; :func:`~iosight.timeline._span.fences`); None when
+    too few jobs."""
+    n, q1, q3 = warehouse.connect().execute(
         "select count(*), quantile_cont(j.start_time, 0.25), quantile_cont(j.start_time, 0.75) "
-        f"from jobs j where {where}"
+        f"from {jobs} j where {where}"
     ).fetchall()[0]
-    if n < MIN_JOBS:
-        return since, until, None
-    lo, hi = fences(q1, q3)
-    out = f"(j.start_time < {lo!r} or j.start_time > {hi!r})"
+    return None if n < MIN_JOBS else fences(q1, q3)
+
+
+def outside_fences(bounds: tuple[float, float] | None, alias: str = "j") -> str:
+    """SQL: the job's start lies outside the fences ``bounds`` (None: never)."""
+    if bounds is None:
+        return "false"
+    lo, hi = bounds
+    return f"({alias}.start_time < {lo!r} or {alias}.start_time > {hi!r})"
+
+
+def _dense_span(
+    warehouse: Warehouse, since: float | None, until: float | None, as_of: float | None
+) -> tuple[float | None, float | None, LeftOut | None, tuple[float, float] | None]:
+    """``since`` and ``until`` narrowed to the dense span of the starts of the jobs in
+    them known by ``as_of``, what that leaves out (None: nothing) and the fences."""
+    where = _job_condition(since, until, as_of=as_of)
+    bounds = dense_fences(warehouse, where)
+    if bounds is None:
+        return since, until, None, None
+    lo, hi = bounds
+    out = outside_fences(bounds)
+    con = warehouse.connect()
     jobs, first, last, kept_first, kept_last = con.execute(
         f"select count(*) filter ({out}), min(j.start_time) filter ({out}), "
         f"max(j.start_time) filter ({out}), min(j.start_time) filter (not {out}), "
         f"max(j.start_time) filter (not {out}) from jobs j where {where}"
     ).fetchall()[0]
     if not jobs:
-        return since, until, None
+        return since, until, None, bounds
     outside = f"{where} and {out}"
     left = LeftOut(int(jobs), _bytes_of(warehouse, outside), first, last, (kept_first, kept_last))
     until_hi = float(np.nextafter(hi, np.inf))  # ``until`` excludes; ``hi`` is kept
     since = lo if since is None else max(lo, since)
-    return since, until_hi if until is None else min(until_hi, until), left
+    return since, until_hi if until is None else min(until_hi, until), left, bounds
 
 
 def _bytes_of(warehouse: Warehouse, jobs_where: str) -> float:
@@ -609,22 +674,21 @@ def _partition_task(arg, beat) -> tuple[int, np.ndarray, np.ndarray]:
     """One job partition's partial timeline (runs on a Dask worker)."""
     from iosight.warehouse import Warehouse
 
-    path, acc_args, since, until, part, chunk_jobs = arg
-    acc = _accumulate(Warehouse(path, create=False), since, until, part, acc_args, chunk_jobs,
-                      None)  # fmt: skip
+    path, acc_args, (since, until, as_of), part, chunk_jobs = arg
+    acc = accumulate(Warehouse(path, create=False), since, until, part, acc_args, chunk_jobs,
+                      None, as_of=as_of)  # fmt: skip
     return acc.first, acc.sums, acc.active
 
 
-def _run_partitions(
-    warehouse, acc, since, until, scheduler, partitions, chunk_jobs, progress
-) -> None:
-    """Partial timelines of ``partitions`` job partitions on a Dask cluster, summed."""
+def _run_partitions(warehouse, acc, window, scheduler, partitions, chunk_jobs, progress) -> None:
+    """Partial timelines of ``partitions`` job partitions on a Dask cluster, summed;
+    ``window``: the jobs' ``(since, until, as_of)``."""
     from iosight.parallel import dask_results
 
     check_param("partitions", partitions, int(partitions) >= 1, "a positive integer")
     n = int(partitions)
     args = (float(acc.width), acc.spread)
-    tasks = [(k, (str(warehouse.path), args, since, until, (k, n), chunk_jobs)) for k in range(n)]
+    tasks = [(k, (str(warehouse.path), args, window, (k, n), chunk_jobs)) for k in range(n)]
     prog = ensure_progress(progress)
     prog.start(n, "timeline partitions")
     for res in dask_results(_partition_task, tasks, scheduler=scheduler):
@@ -643,6 +707,7 @@ def build_timeline(
     since: float | None = None,
     until: float | None = None,
     span: str = "dense",
+    as_of: float | None = None,
     scheduler: str | None = None,
     partitions: int = 16,
     chunk_jobs: int = CHUNK_JOBS,
@@ -669,6 +734,11 @@ def build_timeline(
         the quartiles, and at least 30 days), so a few logs with a clock from another
         decade do not stretch the timeline over decades of empty bins; the result says
         what it left out (:func:`left_out`). ``"all"`` keeps every job.
+    as_of : float, optional
+        The timeline as it could have been seen at this time (epoch s): only the jobs
+        known by then (:data:`~iosight.warehouse.KNOWN_AT` ``<= as_of``: a Darshan log
+        exists only once its job ended), their I/O binned whole. The dense span is that
+        of these jobs. Stored with the build options (:func:`build_options`).
     scheduler : str, optional
         Address of a Dask scheduler (as ``ingest --scheduler``): the jobs are split into
         ``partitions`` by a hash of their key, each worker streams its partition's partial
@@ -688,70 +758,115 @@ def build_timeline(
         ``bin_start`` (epoch s, UTC), ``bin_width``, read/write bytes, operations and I/O
         time (float64) and ``active_jobs`` (int64, jobs whose run or I/O touches the
         bin); every bin from first to last, and a bin no job touches is exactly 0.
+        Stored in runs of bins with what it read (``_stored``), so that
+        :func:`~iosight.timeline.update_timeline` can add new jobs to it.
     """
     _check_width(bin_width)
     check_spread(spread)
     ok = isinstance(chunk_jobs, int) and chunk_jobs >= 1
     check_param("chunk_jobs", chunk_jobs, ok, "a positive integer")
-    for name, t in (("since", since), ("until", until)):
+    for name, t in (("since", since), ("until", until), ("as_of", as_of)):
         ok = t is None or (isinstance(t, numbers.Real) and bool(np.isfinite(t)))
         check_param(name, t, ok, "a finite time in epoch seconds")
     check_param("span", span, span in SPANS, "'dense' or 'all'")
     warehouse.require("jobs")
-    left, asked = None, (since, until)
-    if span == "dense":
-        since, until, left = _dense_span(warehouse, since, until)
-    acc_args = (float(bin_width), spread)
-    if scheduler:
-        acc = _Bins(float(bin_width), spread)
-        _run_partitions(warehouse, acc, since, until, scheduler, partitions, chunk_jobs, progress)
-    else:
-        acc = _accumulate(warehouse, since, until, (0, 1), acc_args, chunk_jobs, progress)
-    if not len(acc.sums):
-        raise IosightError("no jobs with start times to build a timeline from")
-    table = _assemble(acc.origin, bin_width, acc.sums, acc.active)
-    since_, until_ = (None if t is None else float(t) for t in asked)
-    options = {"bin_width": float(bin_width), "spread": spread, "since": since_,
-               "until": until_, "span": span}  # fmt: skip
-    metadata = {
-        **(left.metadata() if left is not None else {}),
-        **_undated(warehouse),
-        _OPTIONS_KEY: json.dumps(options).encode(),
-    }
-    table = table.replace_schema_metadata(metadata)
-    warehouse.write_table("timeline", table)
+    asked = (since, until, as_of)
+    with warehouse.writer_lock():  # no batch lands between what is read and what is recorded
+        files, schema = source_files(warehouse), _schema(warehouse)
+        left, bounds = None, None
+        if span == "dense":
+            since, until, left, bounds = _dense_span(warehouse, since, until, as_of)
+        acc_args = (float(bin_width), spread)
+        if scheduler:
+            acc = Bins(float(bin_width), spread)
+            window = (since, until, as_of)
+            _run_partitions(warehouse, acc, window, scheduler, partitions, chunk_jobs, progress)
+        else:
+            acc = accumulate(warehouse, since, until, (0, 1), acc_args, chunk_jobs, progress,
+                              as_of=as_of, schema=schema)  # fmt: skip
+        if not len(acc.sums):
+            raise IosightError("no jobs with start times to build a timeline from")
+        table = assemble(acc.origin, bin_width, acc.sums, acc.active)
+        since_, until_, as_of_ = (None if t is None else float(t) for t in asked)
+        options = {"bin_width": float(bin_width), "spread": spread, "since": since_,
+                   "until": until_, "span": span, "as_of": as_of_}  # fmt: skip
+        state = {**sources_state(files, schema), "fences": bounds, "first": acc.first,
+                 "bins": table.num_rows}  # fmt: skip
+        metadata = {
+            **(left.metadata() if left is not None else {}),
+            **undated_metadata(_count_undated(warehouse, as_of)),
+            _OPTIONS_KEY: json.dumps(options).encode(),
+            STATE_KEY: json.dumps(state).encode(),
+        }
+        table = table.replace_schema_metadata(metadata)
+        write_runs(warehouse, table, acc.first, runs_of(acc.first, table.num_rows), None)
     return table
 
 
 _OPTIONS_KEY = b"iosight.build_options"
 
 
-def rebuild_timeline(warehouse: Warehouse, **kwargs) -> pa.Table:
-    """Build the timeline again with the options its stored build was given (bin width,
-    spread, since/until, span; ``kwargs`` such as ``progress`` are passed on), e.g. after
-    new jobs came in. A timeline stored before its options were kept: its bin width and
-    the defaults."""
-    import pyarrow.parquet as pq
+def build_options(metadata: dict[bytes, bytes]) -> dict | None:
+    """The options a timeline was built with, from its schema ``metadata``; None for a
+    timeline stored before they were kept."""
+    raw = metadata.get(_OPTIONS_KEY)
+    return None if raw is None else json.loads(raw)
+
+
+def build_options_of(table: pa.Table) -> dict | None:
+    """The options the timeline ``table`` (from :func:`build_timeline`) was built with:
+    bin width, spread, since, until, span and as-of; None for one stored before they
+    were kept."""
+    return build_options(table.schema.metadata or {})
+
+
+def stored_options(warehouse: Warehouse) -> dict:
+    """The stored timeline's build options (one stored before they were kept: its bin
+    width, the rest the defaults)."""
+    from iosight.timeline._frame import bin_width_of, load_timeline
 
     warehouse.require("timeline")
-    files = warehouse.table_files("timeline")
-    stored = (pq.read_schema(files[0]).metadata or {}) if files else {}
-    if _OPTIONS_KEY in stored:
-        options = json.loads(stored[_OPTIONS_KEY])
-    else:
-        from iosight.timeline._frame import bin_width_of, load_timeline
+    options = build_options(stored_metadata(warehouse))
+    return options if options is not None else {"bin_width": bin_width_of(load_timeline(warehouse))}
 
-        options = {"bin_width": bin_width_of(load_timeline(warehouse))}
-    return build_timeline(warehouse, **options, **kwargs)
+
+def rebuild_timeline(warehouse: Warehouse, **kwargs) -> pa.Table:
+    """Build the timeline again with the options its stored build was given (bin width,
+    spread, since/until, span, as-of; ``kwargs`` such as ``progress`` are passed on), e.g.
+    after new jobs came in. A timeline stored before its options were kept: its bin width
+    and the defaults."""
+    return build_timeline(warehouse, **stored_options(warehouse), **kwargs)
+
+def accumulate_as_built(warehouse: Warehouse, bins: type, progress: Progress | None = None):
+    """The sums of the jobs the stored timeline counts, with the options it was built
+    with (:func:`stored_options`), streamed into a ``bins`` accumulator (one that keeps
+    them apart by known-at time: :class:`~iosight.timeline._known.KnownBins`)."""
+    options = stored_options(warehouse)
+    since, until, as_of = options.get("since"), options.get("until"), options.get("as_of")
+    if options.get("span", "dense") == "dense":
+        since, until, _, _ = _dense_span(warehouse, since, until, as_of)
+    acc_args = (float(options["bin_width"]), options.get("spread", "overlap"))
+    return accumulate(warehouse, since, until, (0, 1), acc_args, CHUNK_JOBS, progress,
+                      as_of=as_of, bins=bins)  # fmt: skip
 
 
 _UNDATED_KEY = b"iosight.undated_jobs"
 
 
-def _undated(warehouse: Warehouse) -> dict[bytes, bytes]:
+def undated_condition(as_of: float | None) -> str:
+    """SQL on ``jobs``: no start time (and known by ``as_of`` when given)."""
+    known = "true" if as_of is None else f"{known_at_sql()} <= {float(as_of)!r}"
+    return f"start_time is null and {known}"
+
+
+def _count_undated(warehouse: Warehouse, as_of: float | None) -> int:
+    """How many jobs (known by ``as_of`` when given) have no start time."""
+    n = warehouse.connect().execute(f"select count(*) from jobs where {undated_condition(as_of)}")
+    return int(n.fetchall()[0][0])
+
+
+def undated_metadata(count: int) -> dict[bytes, bytes]:
     """Schema metadata saying how many jobs have no start time (none: empty)."""
-    n = warehouse.connect().execute("select count(*) from jobs where start_time is null")
-    count = int(n.fetchall()[0][0])
     return {_UNDATED_KEY: str(count).encode()} if count else {}
 
 

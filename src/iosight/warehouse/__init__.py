@@ -16,7 +16,7 @@ from iosight.warehouse._ingest import (
     discover,
     ingest,
 )
-from iosight.warehouse._known import KNOWN_AT
+from iosight.warehouse._known import KNOWN_AT, known_at_sql
 from iosight.warehouse._provenance import data_kind, kind_of, synthetic_flag
 from iosight.warehouse._replay import DEFAULT_GROUP, ReplayReport, check_replay_args, replay
 from iosight.warehouse._single import log_warehouse
@@ -26,6 +26,8 @@ from iosight.warehouse._store import (
     Warehouse,
     default_path,
     is_warehouse_dir,
+    new_batch_id,
+    stage_tables,
 )
 from iosight.warehouse._summary import JobSummary, find_job, job_summary
 
@@ -58,7 +60,10 @@ __all__ = [
     "is_warehouse_dir",
     "job_summary",
     "kind_of",
+    "known_at_sql",
     "log_warehouse",
+    "new_batch_id",
     "replay",
+    "stage_tables",
     "synthetic_flag",
 ]

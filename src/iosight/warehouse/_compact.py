@@ -44,6 +44,8 @@ AUTO_SMALL_FILES = 16
 ROW_GROUP_ROWS = 65_536
 #: DuckDB's memory limit while merging; beyond it the sort spills to disk
 MEMORY_LIMIT = "512MB"
+#: tables whose files their writer names (never merged)
+OWN_FILES = frozenset({"timeline"})
 #: sort columns, in order, where a table has them
 SORT_COLUMNS = ("start_time", "job_key")
 
@@ -86,11 +88,17 @@ def merge_groups(files: Iterable[Path]) -> list[list[Path]]:
     return [g for g in groups if len(g) > 1]
 
 
+def compactable(warehouse: Warehouse) -> list[str]:
+    """The tables compaction may merge: all but those whose writer names its files
+    (the timeline's files are its runs of bins, rewritten one by one by an update)."""
+    return [t for t in warehouse.tables() if t not in OWN_FILES]
+
+
 def due_tables(warehouse: Warehouse, min_small: int | None = None) -> list[str]:
     """The tables with at least ``min_small`` (default :data:`AUTO_SMALL_FILES`) small
     files: those to compact now."""
     least = AUTO_SMALL_FILES if min_small is None else min_small
-    return [t for t in warehouse.tables() if len(small_files(warehouse, t)) >= least]
+    return [t for t in compactable(warehouse) if len(small_files(warehouse, t)) >= least]
 
 
 def auto_compact(warehouse: Warehouse) -> CompactReport | None:
@@ -105,7 +113,8 @@ def auto_compact(warehouse: Warehouse) -> CompactReport | None:
 
 
 def compact(warehouse: Warehouse, tables: Iterable[str] | None = None) -> CompactReport:
-    """Merge the small files of ``tables`` (default: all), one atomic commit per table.
+    """Merge the small files of ``tables`` (default: all; never the timeline's, see
+    :data:`OWN_FILES`), one atomic commit per table.
 
     Also deletes the files an earlier compaction hid once no query can still be
     reading them (:meth:`Warehouse.purge_superseded`).
@@ -113,7 +122,8 @@ def compact(warehouse: Warehouse, tables: Iterable[str] | None = None) -> Compac
     report = CompactReport()
     t0 = time.monotonic()
     with warehouse.writer_lock():
-        for name in list(tables) if tables is not None else warehouse.tables():
+        names = compactable(warehouse) if tables is None else tables
+        for name in (n for n in names if n not in OWN_FILES):
             warehouse.purge_superseded(name)
             groups = merge_groups(small_files(warehouse, name))
             if not groups:

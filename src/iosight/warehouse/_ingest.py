@@ -501,7 +501,7 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str, float | None]], str], beat
     that failed to read (also staged as ``ingest_errors`` rows). Memory stays bounded:
     see :class:`_Parts`.
     """
-    from iosight.darshan import read_source
+    from iosight.darshan import read_source, table_pieces
     from iosight.parallel import one_line
 
     staging, items, reader = Path(arg[0]), arg[1], arg[2]
@@ -514,7 +514,7 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str, float | None]], str], beat
         out["keys"].append(key)
         out["bytes"] += os.path.getsize(path)
         try:
-            fmt, tables = read_source(path, darshan3=reader, job_totals_row=True)
+            fmt, tables = read_source(path, darshan3=reader, job_totals_row=True, chunked=True)
         except Exception as err:  # noqa: BLE001 - an unreadable source is an error row
             reason = one_line(err)
             out["errors"].append((path, reason))
@@ -524,7 +524,8 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str, float | None]], str], beat
         tables["jobs"] = _with_known_at(tables["jobs"], arrival)
         jobs = tables["jobs"].num_rows
         for name, t in tables.items():
-            parts.add(name, *_job_keys(key, t))
+            for piece in table_pieces(t):  # a big DXT table piece by piece: see _Parts
+                parts.add(name, *_job_keys(key, piece))
         if fmt != "job-totals" and "job_totals" not in tables:
             # a log with no records still gets its row (no counter recorded: all null)
             parts.add("job_totals", _ONE_ROW, key)

@@ -14,8 +14,16 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import duckdb
 
+
+def known_at_sql(alias: str = "") -> str:
+    """SQL for a ``jobs`` row's known-at time (epoch s, UTC), its columns qualified by
+    ``alias`` when given (a query that joins ``jobs`` with tables of their own end time)."""
+    q = f"{alias}." if alias else ""
+    return f"coalesce({q}known_at, {q}end_time)"
+
+
 #: SQL for a ``jobs`` row's known-at time (epoch s, UTC): its ``known_at``, else its end.
-KNOWN_AT = "coalesce(known_at, end_time)"
+KNOWN_AT = known_at_sql()
 
 
 def view_query(con: duckdb.DuckDBPyConnection, name: str, rows: str) -> str:

@@ -332,6 +332,7 @@ class Warehouse:
         delete_keys: Mapping[str, Iterable[str] | Mapping[str, Iterable[str]]] | None = None,
         replace_tables: Iterable[str] = (),
         key_column: str = "job_key",
+        drop_files: Mapping[str, Iterable[str]] | None = None,
     ) -> str:
         """Commit several tables as one atomic batch and return its id.
 
@@ -339,7 +340,7 @@ class Warehouse:
         ``delete_keys`` removes rows whose ``key_column`` is in the given set from
         the named tables first (``--force`` re-ingest); a value may instead map
         another column name to its keys. ``replace_tables`` drops all earlier
-        files of those tables.
+        files of those tables, ``drop_files`` the named files of tables.
         """
         batch_id = new_batch_id()
         with self.writer_lock():
@@ -350,6 +351,7 @@ class Warehouse:
                 delete_keys=delete_keys,
                 replace_tables=replace_tables,
                 key_column=key_column,
+                drop_files=drop_files,
             )
         return batch_id
 
@@ -365,10 +367,14 @@ class Warehouse:
         delete_keys: Mapping[str, Iterable[str] | Mapping[str, Iterable[str]]] | None = None,
         replace_tables: Iterable[str] = (),
         key_column: str = "job_key",
+        drop_files: Mapping[str, Iterable[str]] | None = None,
         compaction: Mapping[str, Mapping[str, list[str]]] | None = None,
     ) -> None:
         """Make a batch staged by :func:`stage_tables` visible, atomically.
 
+        ``drop_files`` names files of tables (as :meth:`table_files` lists them) that the
+        batch replaces: they go when it is applied, so a writer rewrites a few files of a
+        table (the timeline's runs of bins) without touching the others.
         ``compaction`` maps a table to the ``outputs`` a compaction staged under
         ``<staging>/compact/<table>/`` and the files they ``replace``.
         """
@@ -382,6 +388,7 @@ class Warehouse:
                 for name, keys in (delete_keys or {}).items()
             },
             "replace_tables": sorted(set(replace_tables)),
+            "drop_files": {name: sorted(set(files)) for name, files in (drop_files or {}).items()},
             "compaction": {name: dict(plan) for name, plan in (compaction or {}).items()},
         }
         with self.writer_lock():
@@ -505,6 +512,10 @@ class Warehouse:
                 if not f.name.startswith(mine):
                     f.unlink()
             (self.path / _TABLES / name / _LAYOUT).unlink(missing_ok=True)
+        for name, files in record.get("drop_files", {}).items():  # older records lack it
+            for file in files:
+                if not file.startswith(mine):
+                    (self.path / _TABLES / name / file).unlink(missing_ok=True)
         for name, by_column in record["delete_keys"].items():
             for column, keys in by_column.items():
                 self._delete_rows(name, column, set(keys), keep=mine)

@@ -167,11 +167,13 @@ def test_start_from_a_model_forecast(tmp_path, monkeypatch):
     import pandas as pd
 
     import iosight.bursts
+    from iosight.bursts import BurstPrediction
 
     class Fake:
         def predict_next(self, warehouse, at=None):
             lead = np.arange(1, 25)
-            return pd.DataFrame({"lead": lead, "bin_start": at + 300.0 * lead, "burst": lead <= 2})
+            table = pd.DataFrame({"lead": lead, "bin_start": at + 300.0 * lead, "burst": lead <= 2})
+            return BurstPrediction("fake", table)
 
     monkeypatch.setattr(iosight.bursts, "load_forecaster", lambda wh, n: Fake(), raising=False)
     Warehouse(tmp_path / "wh", create=True)  # an empty warehouse (a bare directory is none)

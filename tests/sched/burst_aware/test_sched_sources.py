@@ -93,8 +93,10 @@ class _FakeForecaster:
     def predict_next(self, warehouse, at=None):
         import pandas as pd
 
+        from iosight.bursts import BurstPrediction
+
         t = T0 if at is None else at
-        return pd.DataFrame(
+        table = pd.DataFrame(
             {
                 "lead": np.arange(24, 0, -1),  # unsorted on purpose
                 "bin_start": t + 300.0 * np.arange(24, 0, -1),
@@ -103,6 +105,7 @@ class _FakeForecaster:
                 "severity": np.zeros(24, dtype=int),
             }
         )
+        return BurstPrediction("fake", table)
 
 
 def test_recommend_start_runs_algorithm_1_on_the_forecast(warehouse, monkeypatch):
@@ -132,7 +135,7 @@ class _NeverBursts:
 
 def test_forecast_study_chooses_on_forecasts_and_charges_actual(warehouse, monkeypatch):
     import iosight.bursts
-    from iosight.bursts import FittedModel, Forecaster
+    from iosight.bursts import FittedModel, Forecaster, ForecasterSettings
     from iosight.sched.burst_aware import forecast_study
 
     write = write_timeline(warehouse, 400, 300.0, [100, 101, 250])
@@ -142,12 +145,14 @@ def test_forecast_study_chooses_on_forecasts_and_charges_actual(warehouse, monke
         "bin_width": 300.0, "training_window": [T0, T0 + 300.0 * 199],
         "thresholds": {"mean": mean, "std": std, "k": 3.0},
     }  # fmt: skip
+    settings = ForecasterSettings(model="tree", feature_set=1, name="fake")
     classes = np.array([0, 1])
     binary = {
         lead: FittedModel(_AlwaysEarlyBursts() if lead <= 3 else _NeverBursts(), classes, {})
         for lead in range(1, 25)
     }
-    monkeypatch.setattr(iosight.bursts, "load_forecaster", lambda wh, n: Forecaster(md, binary))
+    fake = Forecaster(settings, md, binary)
+    monkeypatch.setattr(iosight.bursts, "load_forecaster", lambda wh, n: fake)
     study = forecast_study(warehouse, "fake", policies=["MDT", "MRT"])
     fw, ow = study.forecast.windows, study.oracle.windows
     # decisions after the training window (bins 200..375), all predicted to burst at once

@@ -233,7 +233,7 @@ def recommend_start(
         raise IosightError(
             "this iosight has no burst forecaster; pass --pattern instead of --model"
         ) from None
-    forecast = load_forecaster(warehouse, model).predict_next(warehouse, at=at)
+    forecast = load_forecaster(warehouse, model).predict_next(warehouse, at=at).table
     if forecast.empty:
         raise IosightError(f"burst model {model!r} returned no forecast")
     forecast = forecast.sort_values("lead", kind="mergesort").reset_index(drop=True)
@@ -300,7 +300,7 @@ def forecast_study(
     the model's training window, so no window was seen in training. Run times are
     charged on the actual bins, also past the 24 (bursts past the timeline's end).
     """
-    from iosight.bursts import load_forecaster, load_jobs
+    from iosight.bursts import load_forecaster, load_jobs, load_known
     from iosight.timeline import bin_width_of, load_timeline
     from iosight.warehouse import data_kind
 
@@ -320,15 +320,18 @@ def forecast_study(
     is_burst = (x - th["mean"]) / th["std"] > th["k"]
     leads = sorted(fc.binary)[:n_options]
     n = len(df)
+    starts = df["bin_start"].to_numpy()
     decisions = np.arange(n - n_options)  # the next n_options bins are all known
     if test_only:
-        decisions = decisions[df["bin_start"].to_numpy()[decisions] > md["training_window"][1]]
+        decisions = decisions[starts[decisions] > md["training_window"][1]]
     if len(decisions) == 0:
         raise IosightError("no decision time after the model's training window to simulate")
-    X = fc.features(df, load_jobs(warehouse) if md["feature_set"] == 4 else None)[decisions]
+    jobs = load_jobs(warehouse) if md["feature_set"] == 4 else None
+    known = load_known(warehouse) if fc.information == "logs" else None
+    X = fc.features(df, jobs, known)[decisions]
     predicted = np.ones((len(decisions), n_options), dtype=bool)  # leads past the model: bursts
     for lead in leads:
-        predicted[:, lead - 1] = fc.binary[lead].predict(X)[0] > 0
+        predicted[:, lead - 1] = fc.binary[lead].predict(X, starts[decisions])[0] > 0
     extra = max(math.ceil(a.max_time / bin_s) for a in apps)
     padded = np.concatenate([is_burst, np.ones(n_options + extra, dtype=bool)])
     actual = padded[decisions[:, None] + 1 + np.arange(n_options + extra)]

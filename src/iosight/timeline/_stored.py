@@ -1,0 +1,127 @@
+"""How the ``timeline`` table is stored, so that an update rewrites only what it touches.
+
+The table is written in runs of :data:`RUN_BINS` bins on the lattice ``k * width``, one
+Parquet file a run (the file's part number is the run's index), and every file written
+carries the timeline's metadata as of its commit: the newest file's is the timeline's.
+That metadata includes the build's *sources*: the ingest batches of ``jobs`` it read
+and a digest of every file of the tables it read, so an update finds the new jobs by
+listing files (never by scanning the jobs) and notices anything else that changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from iosight.warehouse import Warehouse
+
+TABLE = "timeline"
+RUN_BINS = 4096  # bins a file: 14 days of 5-minute bins
+STATE_KEY = b"iosight.timeline_sources"
+#: tables a timeline reads; a change to any of their files changes the timeline
+SOURCE_TABLES = ("jobs", "posix", "stdio", "dxt_posix", "heatmap", "job_totals")
+
+
+def batch_of(file_name: str) -> str:
+    """The ingest batch of a table file ``part-<batch>-<part>.parquet``."""
+    return "-".join(file_name.split("-")[1:3])
+
+
+def run_of(file_name: str) -> int:
+    """The run index (the part number) of a timeline file."""
+    return int(file_name.removesuffix(".parquet").split("-", 3)[3])
+
+
+def source_files(warehouse: Warehouse) -> dict[str, list[os.DirEntry]]:
+    """The files of each table a timeline reads (absent tables: none): those the table
+    holds now (:meth:`Warehouse.table_files`), never the ones a compaction replaced."""
+    out = {}
+    for name in SOURCE_TABLES:
+        folder = warehouse.path / "tables" / name
+        if folder.is_dir():
+            live = {f.name for f in warehouse.table_files(name)}
+            out[name] = sorted(
+                (e for e in os.scandir(folder) if e.name in live), key=lambda e: e.name
+            )
+    return out
+
+
+def digest(files: dict[str, list[os.DirEntry]], skip: frozenset[str] = frozenset()) -> str:
+    """A digest of the names, sizes and modification times of ``files``, less those of
+    the batches ``skip``: a file replaced or rewritten in place changes it."""
+    h = hashlib.sha1()
+    for name, entries in files.items():
+        for e in entries:
+            if batch_of(e.name) not in skip:
+                st = e.stat()
+                h.update(f"{name}/{e.name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def sources_state(files: dict[str, list[os.DirEntry]], schema: dict[str, set[str]]) -> dict:
+    """What a timeline records of its sources: ``jobs`` batches, digest and columns."""
+    return {
+        "jobs_batches": sorted({batch_of(e.name) for e in files.get("jobs", [])}),
+        "digest": digest(files),
+        "schema": {name: sorted(cols) for name, cols in schema.items()},
+    }
+
+
+def stored_metadata(warehouse: Warehouse) -> dict[bytes, bytes]:
+    """The stored timeline's schema metadata: its newest file's."""
+    import pyarrow.parquet as pq
+
+    files = warehouse.table_files(TABLE)
+    return dict(pq.read_schema(files[-1]).metadata or {}) if files else {}
+
+
+def stored_state(metadata: dict[bytes, bytes]) -> dict | None:
+    """The sources a stored timeline records; None for one written by older code."""
+    raw = metadata.get(STATE_KEY)
+    return None if raw is None else json.loads(raw)
+
+
+def run_files(warehouse: Warehouse) -> dict[int, str]:
+    """The file name of each stored run, by run index."""
+    return {run_of(f.name): f.name for f in warehouse.table_files(TABLE)}
+
+
+def runs_of(first: int, n_bins: int) -> range:
+    """The run indices that lattice bins ``first .. first + n_bins - 1`` fall in."""
+    return range(first // RUN_BINS, (first + n_bins - 1) // RUN_BINS + 1)
+
+
+def write_runs(
+    warehouse: Warehouse, table: pa.Table, first: int, runs: range, drop: list[str] | None
+) -> None:
+    """Commit the rows of ``table`` (lattice bin ``first`` onwards) that lie in ``runs``,
+    a file each, atomically: replacing the whole timeline (``drop`` None) or the files
+    ``drop`` only."""
+    from iosight.warehouse import new_batch_id, stage_tables
+
+    batch = new_batch_id()
+    staging = warehouse.staging_dir(batch)
+    with warehouse.writer_lock():
+        for run in runs:
+            lo = max(run * RUN_BINS - first, 0)
+            hi = min((run + 1) * RUN_BINS - first, table.num_rows)
+            stage_tables(staging, {TABLE: [table.slice(lo, hi - lo)]}, part=run)
+        warehouse.commit_staged(
+            batch,
+            [TABLE],
+            replace_tables=[TABLE] if drop is None else [],
+            drop_files={TABLE: drop or []},
+        )
+
+
+def lattice_first(table: pa.Table) -> int:
+    """The lattice index of a timeline table's first bin."""
+    width = float(table.column("bin_width")[0].as_py())
+    return int(np.rint(table.column("bin_start")[0].as_py() / width))

@@ -1,0 +1,390 @@
+"""Bringing a stored timeline up to date with new jobs, touching only their bins.
+
+A job's contribution to the bins depends on that job's rows alone, so the jobs of the
+ingest batches the timeline has not read (``_stored``: found by listing the ``jobs``
+files, never by scanning the jobs) are binned by themselves, with the stored build's
+options and the columns it read, and added to the stored runs of the bins they touch;
+every other file is left as it is, in one atomic commit. When that would not give what
+a full rebuild gives, the update is a full rebuild and says why in one line: the
+timeline was written by older code, files it read were replaced or removed (``ingest
+--force``, ``compact``), the new batches bring columns that change how records are
+read or records of jobs it already holds, or the dense span (``_span``) would now
+leave out another set of jobs. Ingest commits a job's records with its ``jobs`` row,
+so a new job's records are in the new batches.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from iosight.timeline._build import (
+    _COUNTERS,
+    _OPTIONS_KEY,
+    CHUNK_JOBS,
+    LAYERS,
+    VALUE_COLUMNS,
+    Bins,
+    _job_condition,
+    _job_totals_query,
+    _layer_queries,
+    accumulate,
+    assemble,
+    build_options,
+    build_timeline,
+    dense_fences,
+    outside_fences,
+    stored_options,
+    undated_condition,
+    undated_jobs,
+    undated_metadata,
+)
+from iosight.timeline._span import LeftOut, left_out
+from iosight.timeline._stored import (
+    RUN_BINS,
+    STATE_KEY,
+    TABLE,
+    batch_of,
+    digest,
+    run_files,
+    runs_of,
+    source_files,
+    sources_state,
+    stored_metadata,
+    stored_state,
+    write_runs,
+)
+
+if TYPE_CHECKING:
+    import os
+
+    import duckdb
+    import pyarrow as pa
+
+    from iosight._progress import Progress
+    from iosight.warehouse import Warehouse
+
+
+@dataclass(frozen=True)
+class TimelineUpdate:
+    """What :func:`update_timeline` did.
+
+    Attributes
+    ----------
+    jobs : int
+        New jobs added (0 after a full rebuild: see ``rebuilt``).
+    bins : int
+        Bins written.
+    rebuilt : str or None
+        Why it rebuilt the whole timeline instead; None when it added the new jobs only.
+    """
+
+    jobs: int
+    bins: int
+    rebuilt: str | None = None
+
+    def line(self) -> str:
+        """One line saying what was done."""
+        bins = f"{self.bins:,} bin{'s' if self.bins != 1 else ''}"
+        if self.rebuilt:
+            return f"timeline rebuilt in full ({bins}): {self.rebuilt}"
+        if not self.bins:
+            return "timeline: up to date (no new jobs)"
+        jobs = f"{self.jobs:,} new job{'s' if self.jobs != 1 else ''}"
+        return f"timeline: {jobs} added, {bins} rewritten"
+
+
+class _Rebuild(Exception):
+    """An update cannot equal a full rebuild; the message says why."""
+
+
+def update_timeline(warehouse: Warehouse, *, progress: Progress | None = None) -> TimelineUpdate:
+    """Add the jobs of the batches the stored timeline has not read, with the options it
+    was built with, rewriting only the runs of bins they touch (one atomic commit); the
+    result equals a full rebuild. A full rebuild when an update cannot give that (module
+    docstring), saying why in :attr:`TimelineUpdate.rebuilt`."""
+    warehouse.require(TABLE)
+    with warehouse.writer_lock():  # no batch lands between what is read and what is recorded
+        metadata = stored_metadata(warehouse)
+        try:
+            return _add_new(warehouse, metadata, progress)
+        except _Rebuild as why:
+            table = build_timeline(warehouse, **stored_options(warehouse), progress=progress)
+            return TimelineUpdate(0, table.num_rows, str(why))
+
+
+def _add_new(warehouse: Warehouse, metadata: dict, progress) -> TimelineUpdate:
+    options, state = build_options(metadata), stored_state(metadata)
+    if options is None or state is None:
+        raise _Rebuild("it does not record what it read (an older iosight, or compacted)")
+    files = source_files(warehouse)
+    new = {batch_of(e.name) for e in files.get("jobs", [])} - set(state["jobs_batches"])
+    if digest(files, frozenset(new)) != state["digest"]:
+        raise _Rebuild("files it read were replaced or removed (ingest --force, compact)")
+    if not new:
+        return TimelineUpdate(0, 0)
+    dense = options.get("span", "dense") == "dense"
+    with _NewRows(files, new, state["schema"], all_jobs=dense) as rows:
+        return _bin_new(warehouse, metadata, options, state, files, rows, progress)
+
+
+def _bin_new(warehouse, metadata, options, state, files, rows, progress) -> TimelineUpdate:
+    """Bin the new jobs of ``rows`` and add them to the stored runs they touch."""
+    dense = options.get("span", "dense") == "dense"
+    since, until, as_of = (options.get(k) for k in ("since", "until", "as_of"))
+    where = _job_condition(since, until, as_of=as_of)
+    bounds = _fences(rows, state, where) if dense else None
+    stats = rows.new_jobs(where, bounds, as_of)
+    if stats["outside"]:
+        raise _Rebuild(f"the dense span leaves out {stats['outside']:,} of the new jobs")
+    acc_args = (float(options["bin_width"]), options["spread"])
+    acc = accumulate(rows, since, until, (0, 1), acc_args, CHUNK_JOBS, progress, as_of=as_of,
+                     schema=rows.schema, memory=None)  # fmt: skip
+    meta = {
+        **_left_out_meta(metadata, stats["lo"], stats["hi"]),
+        **undated_metadata(undated_jobs(_carrier(metadata)) + stats["undated"]),
+        _OPTIONS_KEY: json.dumps(options).encode(),
+    }
+    span = (int(state["first"]), int(state["bins"]))
+    state = {**sources_state(files, rows.full_schema), "fences": bounds}
+    return TimelineUpdate(stats["counted"], _write(warehouse, state, acc, meta, span))
+
+
+def _carrier(metadata: dict) -> pa.Table:
+    """An empty table with schema ``metadata``, for the readers of a timeline's metadata."""
+    import pyarrow as pa
+
+    return pa.Table.from_pydict({}, metadata=metadata)
+
+
+def _left_out_meta(metadata: dict, lo: float | None, hi: float | None) -> dict:
+    """The stored left-out metadata with the kept starts widened to ``[lo, hi]`` (the new
+    jobs counted; the jobs left out are the same, :func:`_fences`)."""
+    left = left_out(_carrier(metadata))
+    if left is None:
+        return {}
+    if lo is not None:
+        kept = (min(left.kept[0], lo), max(left.kept[1], hi))
+        left = LeftOut(left.jobs, left.bytes, left.first, left.last, kept)
+    return left.metadata()
+
+
+def _fences(rows: _NewRows, state: dict, where: str) -> tuple[float, float] | None:
+    """The dense span's fences of all jobs now; raises :class:`_Rebuild` when a job the
+    stored timeline read changes side (counted then, left out now, or the other way)."""
+    bounds = dense_fences(rows, where, _ALL_JOBS)
+    old = None if state["fences"] is None else tuple(state["fences"])
+    if bounds != old:
+        moved = rows.connect().execute(
+            f"select count(*) from {_ALL_JOBS} j where {where} and "
+            f"({outside_fences(old)}) <> ({outside_fences(bounds)})"
+        ).fetchall()[0][0]
+        if moved:
+            raise _Rebuild(f"the dense span moved: {moved:,} jobs change side")
+    return bounds
+
+
+@functools.cache
+def _engine() -> duckdb.DuckDBPyConnection:
+    """The process's DuckDB database for updates; each update works in a cursor of it
+    (its own connection, its temporary views and registered tables its own)."""
+    import duckdb
+
+    # one thread: an update's queries are small, and waking a pool for each one costs
+    # more than the query on a busy machine
+    return duckdb.connect(config={"threads": 1})
+
+
+_ALL_JOBS = "all_jobs"  # the view of every job, old and new, beside the new batches'
+_JOB_COLUMNS = {"job_key", "start_time", "end_time", "known_at"}  # what the timeline reads
+MAX_NEW_BYTES = 256 * 2**20  # new batches read into memory by an update, at most
+MAX_ALL_JOBS = 4_000_000  # jobs whose times an update reads into memory (96 MB), at most
+
+
+class _NewRows:
+    """The rows of the ingest batches ``batches`` only, as DuckDB tables named like the
+    warehouse's, each with every column the stored timeline's queries read (absent ones
+    null), so :func:`~iosight.timeline._build.accumulate` reads them as a full build
+    reads the warehouse; with ``all_jobs``, a view of every job too.
+
+    The new rows are read into memory (a new batch is small, and a query over an Arrow
+    table costs about a millisecond where one over wide Parquet files, such as job-total
+    tables of 481 columns, re-reads their footers every time); batches of more than
+    :data:`MAX_NEW_BYTES` on disk are left to a full rebuild, which streams.
+    """
+
+    def __init__(
+        self,
+        files: dict[str, list[os.DirEntry]],
+        batches: set[str],
+        schema: dict,
+        all_jobs: bool = False,
+    ) -> None:
+        import pyarrow.parquet as pq
+
+        self.schema = {name: set(cols) for name, cols in schema.items()}
+        self.full_schema = {name: set(cols) for name, cols in schema.items()}
+        new = {n: [e for e in es if batch_of(e.name) in batches] for n, es in files.items()}
+        new = {n: es for n, es in new.items() if es}
+        size = sum(e.stat().st_size for es in new.values() for e in es)
+        if size > MAX_NEW_BYTES:
+            raise _Rebuild(f"the new batches are large ({size / 2**20:,.0f} MiB on disk)")
+        opened = {n: [pq.ParquetFile(e.path) for e in es] for n, es in new.items()}
+        names = {n: set().union(*(f.schema_arrow.names for f in fs)) for n, fs in opened.items()}
+        for name, cols in names.items():
+            if name != "jobs":
+                self.full_schema[name] = self.full_schema.get(name, set()) | cols
+        queries = _queries(self.schema)
+        if _queries(self.full_schema) != queries:
+            raise _Rebuild("the new batches bring columns that change how records are read")
+        used = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", " ".join(queries))) | _JOB_COLUMNS
+        self._con = _engine().cursor()  # a connection of its own costs 35-140 ms
+        self._keep = []  # the registered Arrow tables live as long as this
+        for name in {*opened, *self.schema}:  # a table the new batches lack: empty
+            wanted = (self.schema.get(name, set()) | names.get(name, set())) & used
+            wanted |= _JOB_COLUMNS if name == "jobs" else set()
+            self._register(name, opened.get(name, []), sorted(wanted))
+        if all_jobs:
+            self._all_jobs([e.path for e in files["jobs"]])
+        self.tables = list(new)
+        self._check_own_records()
+
+    def _register(self, name: str, files: list, columns: list[str]) -> None:
+        """Table ``name``: ``columns`` of the Parquet ``files``, those absent as null."""
+        import pyarrow as pa
+
+        parts = [f.read(columns=sorted(set(columns) & set(f.schema_arrow.names))) for f in files]
+        table = pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
+        for c in columns:
+            if c not in table.column_names:  # null typed: compares with numbers and text
+                table = table.append_column(c, pa.nulls(table.num_rows))
+        self._keep.append(table)
+        self._con.register(name, table)
+
+    def _all_jobs(self, paths: list[str]) -> None:
+        """Table :data:`_ALL_JOBS`: the start, end and known-at times of every job (a
+        ``known_at`` a file lacks: null, as in the warehouse's own ``jobs`` view). Read
+        into memory (24 bytes a job) up to :data:`MAX_ALL_JOBS` jobs, where a query over
+        them takes a few milliseconds; a view over the files beyond."""
+        import pyarrow.parquet as pq
+
+        files = [pq.ParquetFile(p) for p in paths]
+        if sum(f.metadata.num_rows for f in files) <= MAX_ALL_JOBS:
+            return self._register(_ALL_JOBS, files, ["start_time", "end_time", "known_at"])
+        listed = ", ".join("'" + p.replace("'", "''") + "'" for p in paths)
+        known = any("known_at" in f.schema_arrow.names for f in files)
+        self._con.execute(
+            f"create temp view {_ALL_JOBS} as select start_time, end_time, "
+            f"{'known_at' if known else 'null::double as known_at'} "
+            f"from read_parquet([{listed}], union_by_name=true)"
+        )
+
+    def _check_own_records(self) -> None:
+        """Raise :class:`_Rebuild` when a new batch holds records of other jobs."""
+        others = [n for n in self.tables if n != "jobs"]
+        if not others:
+            return
+        keys = " union all ".join(f'select job_key from "{n}"' for n in others)
+        n = self._con.execute(
+            f"select count(*) from ({keys}) where job_key not in (select job_key from jobs)"
+        ).fetchall()[0][0]
+        if n:
+            raise _Rebuild(f"the new batches hold {n:,} records of jobs it already holds")
+
+    def connect(self) -> duckdb.DuckDBPyConnection:
+        return self._con
+
+    def __enter__(self) -> _NewRows:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._con.close()  # its registered tables and views go with it
+        self._keep.clear()
+
+    def new_jobs(self, where: str, bounds, as_of: float | None) -> dict:
+        """Of the new jobs: how many the timeline counts (``where``), their earliest and
+        latest start, how many the fences ``bounds`` leave out, how many are undated."""
+        row = self._con.execute(
+            f"select count(*) filter ({where}), min(j.start_time) filter ({where}), "
+            f"max(j.start_time) filter ({where}), "
+            f"count(*) filter ({where} and {outside_fences(bounds)}), "
+            f"count(*) filter ({undated_condition(as_of)}) from jobs j"
+        ).fetchall()[0]
+        return dict(zip(("counted", "lo", "hi", "outside", "undated"), row, strict=True))
+
+
+def _queries(schema: dict[str, set[str]]) -> list[str]:
+    """Every record query a timeline of a warehouse with ``schema`` runs (on any jobs)."""
+    out = [
+        q
+        for layer in LAYERS
+        if layer.lower() in schema
+        for direction in _COUNTERS
+        for q in _layer_queries(schema, layer, direction, "true")
+    ]
+    return [*out, _job_totals_query(schema, "true") or ""]
+
+
+def _write(
+    warehouse: Warehouse, state: dict, acc: Bins, meta: dict, span: tuple[int, int]
+) -> int:
+    """Add ``acc``'s bins to the stored runs they touch (the stored timeline: ``span`` =
+    its first lattice bin and how many) and commit those runs with the new metadata;
+    returns the bins written (at least the last run is rewritten, as the newest file
+    holds the timeline's metadata)."""
+    first, n = span
+    last = first + n - 1
+    lo, hi = _touched(first, last, acc)
+    new_first = min(first, acc.first) if len(acc.sums) else first
+    new_last = max(last, acc.first + len(acc.sums) - 1) if len(acc.sums) else last
+    runs = runs_of(lo, hi - lo + 1)
+    a = max(runs.start * RUN_BINS, new_first)
+    b = min(runs.stop * RUN_BINS - 1, new_last)
+    sums = np.zeros((b - a + 1, len(VALUE_COLUMNS)))
+    active = np.zeros(b - a + 1, dtype=np.int64)
+    stored_files = run_files(warehouse)
+    drop = [stored_files[r] for r in runs if r in stored_files]
+    for name in drop:
+        _add_stored(warehouse, name, first, a, sums, active)
+    if len(acc.sums):
+        i = acc.first - a
+        sums[i : i + len(acc.sums)] += acc.sums
+        active[i : i + len(acc.active)] += acc.active
+    width = acc.width
+    table = assemble(new_first * width, width, sums, active, offset=a - new_first)
+    state = {**state, "first": new_first, "bins": new_last - new_first + 1}
+    table = table.replace_schema_metadata({**meta, STATE_KEY: json.dumps(state).encode()})
+    write_runs(warehouse, table, a, runs, drop)
+    return table.num_rows
+
+
+def _touched(first: int, last: int, acc: Bins) -> tuple[int, int]:
+    """The lattice bins an update rewrites: those of the new jobs and the empty ones
+    between them and the stored bins ``first .. last`` (none new: the last bin)."""
+    if not len(acc.sums):
+        return last, last
+    lo, hi = acc.first, acc.first + len(acc.sums) - 1
+    return (lo if lo <= last else last + 1), (hi if hi >= first else first - 1)
+
+
+def _add_stored(
+    warehouse: Warehouse, name: str, first: int, a: int, sums: np.ndarray, active: np.ndarray
+) -> None:
+    """Add the rows of stored run file ``name`` into ``sums``/``active`` (row 0: bin ``a``)."""
+    import pyarrow.parquet as pq
+
+    from iosight.timeline._stored import run_of
+
+    table: pa.Table = pq.ParquetFile(warehouse.path / "tables" / TABLE / name).read()
+    start = max(run_of(name) * RUN_BINS, first) - a
+    stop = start + table.num_rows
+    if start < 0 or stop > len(sums):
+        raise _Rebuild(f"its file {name} does not fit its run of bins")
+    for i, col in enumerate(VALUE_COLUMNS):
+        sums[start:stop, i] += table.column(col).to_numpy()
+    active[start:stop] += table.column("active_jobs").to_numpy()
