@@ -173,7 +173,7 @@ def test_a_refresh_shows_new_files_and_compacted_ones(served_path, tmp_path):
     import shutil
 
     from iosight.demo.step_10_characterization import example_logs
-    from iosight.warehouse import Warehouse, ingest
+    from iosight.warehouse import Warehouse, compact, ingest
 
     path = shutil.copytree(served_path, tmp_path / "wh")
     served = ServedWarehouse(path)
@@ -183,7 +183,7 @@ def test_a_refresh_shows_new_files_and_compacted_ones(served_path, tmp_path):
     assert ingest([new_log], writer, workers=1, compact=False).ingested == 1
     served.refresh()
     assert served.sql("select count(*) n from jobs")["n"][0] == jobs + 1
-    writer.compact()
+    compact(writer)
     served.refresh()
     assert served.snapshot() == Warehouse(path).snapshot()
     assert served.sql("select count(*) n from jobs")["n"][0] == jobs + 1

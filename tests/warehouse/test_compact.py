@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from iosight.demo.step_10_characterization import example_logs
-from iosight.warehouse import Warehouse, _compact, ingest
+from iosight.warehouse import Warehouse, _compact, compact, ingest
 from tests_support import assert_same_warehouse, hold_warehouse_lock
 
 # what ingest runs after its commits, the threshold lowered to 4 small files so that
@@ -103,7 +103,7 @@ def test_automatic_compaction_killed_at_each_step_equals_no_compaction(
     resumed = Warehouse(target)  # opening it finishes or discards the killed commit
     assert not any((target / "_staging").iterdir()) and not any((target / "_commits").iterdir())
     assert_same_warehouse(resumed, reference)
-    resumed.compact()
+    compact(resumed)
     assert set(_file_counts(resumed).values()) == {1}
     assert_same_warehouse(resumed, reference)
 
@@ -116,18 +116,20 @@ def test_ingest_compacts_by_itself_and_not_when_told_not_to(
     monkeypatch.setattr(_compact, "AUTO_SMALL_FILES", 4)
     many = {t: n for t, n in _file_counts(reference).items() if n >= 4}
     assert 0 < len(many) < len(reference.tables())
-    for compact in (True, False):
-        wh = Warehouse(_copy(all_but_one, tmp_path / str(compact)))
-        report = ingest([_last()], wh, workers=1, compact=compact)
+    for on in (True, False):
+        wh = Warehouse(_copy(all_but_one, tmp_path / str(on)))
+        report = ingest([_last()], wh, workers=1, compact=on)
         assert_same_warehouse(wh, reference)
         counts = _file_counts(wh)
-        assert counts == _file_counts(reference) | (dict.fromkeys(many, 1) if compact else {})
-        assert (report.compaction.files_before if compact else report.compaction) == (
-            many if compact else None
+        assert counts == _file_counts(reference) | (dict.fromkeys(many, 1) if on else {})
+        assert (report.compaction.files_before if on else report.compaction) == (
+            many if on else None
         )
 
 
-_COMPACT = "import sys; from iosight.warehouse import Warehouse; Warehouse(sys.argv[1]).compact()"
+_COMPACT = (
+    "import sys; from iosight.warehouse import Warehouse, compact; compact(Warehouse(sys.argv[1]))"
+)
 
 
 def test_readers_that_began_before_a_compaction_read_to_the_end(tmp_path, reference):
@@ -152,7 +154,7 @@ def test_readers_that_began_before_a_compaction_read_to_the_end(tmp_path, refere
 def test_replaced_files_are_deleted_after_the_grace_period(tmp_path, reference):
     wh = Warehouse(_copy(reference.path, tmp_path / "wh"))
     before = len(list((wh.path / "tables" / "posix").glob("*.parquet")))
-    wh.compact()
+    compact(wh)
     assert len(list((wh.path / "tables" / "posix").glob("*.parquet"))) == before + 1
     assert wh.purge_superseded("posix") == 0  # within the grace period: kept
     assert wh.purge_superseded("posix", grace=0) == before
@@ -166,7 +168,7 @@ _MEMORY = """
 import resource, sys
 from iosight.warehouse import Warehouse, _compact
 _compact.GROUP_FILES = 10
-report = Warehouse(sys.argv[1]).compact()
+report = _compact.compact(Warehouse(sys.argv[1]))
 assert report.files_before["rows"] == int(sys.argv[2]), report
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
@@ -216,14 +218,14 @@ def test_a_full_output_is_not_merged_again(tmp_path, monkeypatch):
     monkeypatch.setattr(_compact, "TARGET_BYTES", 64 << 10)
     wh = Warehouse(_synthetic_warehouse(tmp_path / "wh", 40, rows=500))
     assert all(f.stat().st_size < 32 << 10 for f in wh.table_files("rows"))
-    wh.compact()
+    compact(wh)
     outputs = wh.table_files("rows")
     full = [f.name for f in outputs if f.stat().st_size >= 32 << 10]
     assert len(full) >= 4
     folder = wh.path / "tables" / "rows"
     for f in sorted(folder.glob("part-*.parquet"))[:3]:  # three more batches come in
         (folder / f.name.replace("part-", "part-9")).write_bytes(f.read_bytes())
-    report = Warehouse(wh.path).compact()
+    report = compact(Warehouse(wh.path))
     assert report.files_before == {"rows": len(outputs) + 3}
     assert report.files_after == {"rows": len(full) + 1}  # the new files in one
     assert set(full) <= {f.name for f in wh.table_files("rows")}

@@ -387,8 +387,10 @@ def tables(warehouse: Path = WAREHOUSE_OPT) -> None:
 
 def compact(warehouse: Path = WAREHOUSE_OPT) -> None:
     """Merge each table's small files into sorted ones (ingest does it by itself)."""
+    from iosight.warehouse import compact as compact_tables
+
     with cli_errors():
-        report = open_warehouse(warehouse, write=True).compact()
+        report = compact_tables(open_warehouse(warehouse, write=True))
     console.print(report.line())
 
 

@@ -1,6 +1,6 @@
 """The warehouse: every analysis reads it, ingest writes it (DESIGN.md)."""
 
-from iosight.warehouse._compact import AUTO_SMALL_FILES, CompactReport, auto_compact
+from iosight.warehouse._compact import AUTO_SMALL_FILES, CompactReport, auto_compact, compact
 from iosight.warehouse._follow import (
     DEFAULT_INTERVAL,
     DEFAULT_SETTLE,
@@ -51,6 +51,7 @@ __all__ = [
     "check_follow_args",
     "check_ingest_args",
     "check_replay_args",
+    "compact",
     "data_kind",
     "default_path",
     "discover",

@@ -46,8 +46,6 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-    from iosight.warehouse._compact import CompactReport
-
 DEFAULT_WAREHOUSE = "iosight-warehouse"
 # how long a writer waits for another one (two overlapping cron ingests both finish)
 DEFAULT_LOCK_TIMEOUT = 3600.0
@@ -585,13 +583,6 @@ class Warehouse:
             tmp = f.with_name(f.name + ".tmp")
             pq.write_table(kept, tmp, compression="zstd")
             os.replace(tmp, f)
-
-    def compact(self, name: str | None = None) -> CompactReport:
-        """Merge each table's small files into a few sorted ones, in bounded memory
-        (see :func:`iosight.warehouse._compact.compact`)."""
-        from iosight.warehouse._compact import compact
-
-        return compact(self, [name] if name else None)
 
 
 def _sql_text(path: str | Path) -> str:
