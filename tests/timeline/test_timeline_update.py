@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from iosight.timeline import VALUE_COLUMNS, build_timeline, load_timeline, update_timeline
-from iosight.warehouse import Warehouse, ingest
+from iosight.warehouse import Warehouse, compact, ingest
 from tests_support import shared_path
 
 
@@ -139,8 +139,7 @@ def _strip_sources(wh: Warehouse) -> None:
     ("change", "why"),
     [
         (_strip_sources, "an older iosight"),
-        (lambda wh: wh.compact("timeline"), "compacted"),
-        (lambda wh: wh.compact("jobs"), "replaced or removed"),
+        (lambda wh: compact(wh, ["jobs"]), "replaced or removed"),
     ],
 )
 def test_an_update_that_cannot_be_exact_is_a_rebuild_that_says_why(pending, tmp_path, change, why):
@@ -151,6 +150,18 @@ def test_an_update_that_cannot_be_exact_is_a_rebuild_that_says_why(pending, tmp_
     assert done.line().startswith("timeline rebuilt in full") and "\n" not in done.line()
     _assert_as_rebuilt(wh, tmp_path / "rebuilt")
     assert update_timeline(wh).rebuilt is None  # and it records what it read again
+
+
+def test_compaction_leaves_the_timelines_runs_alone(pending, tmp_path):
+    """The timeline's files are its runs of bins, which an update rewrites by name:
+    compaction never merges them, and the update stays an update."""
+    wh = _copy(pending[0], tmp_path / "wh")
+    update_timeline(wh)
+    runs = [f.name for f in wh.table_files("timeline")]
+    compact(wh)
+    assert [f.name for f in wh.table_files("timeline")] == runs
+    assert len(wh.table_files("jobs")) == 1
+    _assert_as_rebuilt(wh, tmp_path / "rebuilt")
 
 
 def test_a_job_the_dense_span_leaves_out_is_a_rebuild(shared, tmp_path):

@@ -55,6 +55,12 @@ def ingest(
         help="With --follow: polls on which a file must keep its size and time before it "
         "is read (1: at first sight; default 2).",
     ),
+    compact: bool = typer.Option(
+        True,
+        "--compact/--no-compact",
+        help="Afterwards (with --follow: after each batch) merge the small files of tables "
+        "that have 16 or more into sorted ones.",
+    ),
 ) -> None:
     """Read Darshan logs (3.x, 2.x, parser text) and job-total tables into the warehouse."""
     from iosight.warehouse import check_ingest_args
@@ -71,6 +77,7 @@ def ingest(
             scheduler=scheduler,
             ingest_args={"workers": workers, "timeout": timeout, "batch_size": batch_size}
             | {"reader": reader},
+            compact=compact,
         )
         return
     with cli_errors():
@@ -94,8 +101,11 @@ def ingest(
             batch_size=batch_size,
             progress=RichProgress(fields=("failed",)),
             reader=reader,
+            compact=compact,
         )
     console.print(report.summary())
+    if report.compaction:
+        console.print(report.compaction.line())
     _print_failures(report.errors)
     if not report.ok:
         raise typer.Exit(code=2)
@@ -124,6 +134,7 @@ def _follow(
     settle: int | None,
     scheduler: str | None,
     ingest_args: dict,
+    compact: bool = True,
 ) -> None:
     """``ingest --follow``: one directory, polled until a signal stops it;
     ``ingest_args``: the options checked as :func:`ingest` checks them."""
@@ -143,6 +154,7 @@ def _follow(
             paths[0],
             wh,
             scheduler=scheduler,
+            compact=compact,
             on_batch=_after_follow_batch(wh),
             **ingest_args,
         )
@@ -389,9 +401,12 @@ def tables(warehouse: Path = WAREHOUSE_OPT) -> None:
 
 
 def compact(warehouse: Path = WAREHOUSE_OPT) -> None:
-    """Merge each table's batch files into one (faster queries on big warehouses)."""
+    """Merge each table's small files into sorted ones (ingest does it by itself)."""
+    from iosight.warehouse import compact as compact_tables
+
     with cli_errors():
-        open_warehouse(warehouse, write=True).compact()
+        report = compact_tables(open_warehouse(warehouse, write=True))
+    console.print(report.line())
 
 
 def register(app: typer.Typer) -> None:

@@ -40,14 +40,15 @@ def run_of(file_name: str) -> int:
 
 
 def source_files(warehouse: Warehouse) -> dict[str, list[os.DirEntry]]:
-    """The files of each table a timeline reads (absent tables: none)."""
+    """The files of each table a timeline reads (absent tables: none): those the table
+    holds now (:meth:`Warehouse.table_files`), never the ones a compaction replaced."""
     out = {}
     for name in SOURCE_TABLES:
         folder = warehouse.path / "tables" / name
         if folder.is_dir():
+            live = {f.name for f in warehouse.table_files(name)}
             out[name] = sorted(
-                (e for e in os.scandir(folder) if e.name.endswith(".parquet")),
-                key=lambda e: e.name,
+                (e for e in os.scandir(folder) if e.name in live), key=lambda e: e.name
             )
     return out
 

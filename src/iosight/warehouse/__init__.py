@@ -9,6 +9,7 @@ from iosight._lazy import lazy_exports
 __getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {
+        "_compact": ("AUTO_SMALL_FILES", "CompactReport", "auto_compact", "compact"),
         "_follow": (
             "DEFAULT_INTERVAL",
             "DEFAULT_SETTLE",

@@ -29,6 +29,7 @@ import pyarrow as pa
 from iosight._errors import IosightError, UnknownNameError, check_param
 from iosight._progress import Progress, ensure_progress
 from iosight.parallel import default_workers
+from iosight.warehouse._compact import CompactReport, auto_compact
 from iosight.warehouse._store import Warehouse, is_warehouse_dir, new_batch_id, stage_tables
 
 _PART_BYTES = 32 << 20  # a worker holds at most this many bytes of Arrow rows (see _Parts)
@@ -57,6 +58,8 @@ class IngestReport:
     bytes_read: int = 0
     seconds: float = 0.0
     errors: list[tuple[str, str]] = field(default_factory=list)
+    #: the automatic compaction that followed, if a table had many small files
+    compaction: CompactReport | None = None
 
     @property
     def ok(self) -> bool:
@@ -125,6 +128,7 @@ def ingest(
     batch_size: int | None = None,
     progress: Progress | None = None,
     reader: str = "native",
+    compact: bool = True,
 ) -> IngestReport:
     """Read Darshan logs, parser dumps and job-total tables into ``warehouse``.
 
@@ -142,6 +146,8 @@ def ingest(
         finish together
     reader : how Darshan 3.x logs are read: ``"native"`` (the file format itself) or
         ``"libdarshan"`` (libdarshan-util through PyDarshan, today's oracle)
+    compact : afterwards, compact the tables that have many small files
+        (:func:`iosight.warehouse._compact.auto_compact`; its report is ``compaction``)
 
     Workers read, convert and write Parquet themselves; this process only hashes
     sources, hands out batches and commits them, so it never holds a log's rows.
@@ -160,6 +166,7 @@ def ingest(
         batch_size=batch_size,
         progress=progress,
         reader=reader,
+        compact=compact,
     )
 
 
@@ -176,6 +183,7 @@ def ingest_files(
     reader: str = "native",
     arrivals: Mapping[str, float] | None = None,
     on_commit: Callable[[list[str]], None] | None = None,
+    compact: bool = True,
 ) -> IngestReport:
     """:func:`ingest` of the files that ``files()`` lists under the write lock, arguments
     checked already (follow mode). ``arrivals`` maps a file (as listed) to when it
@@ -211,6 +219,10 @@ def ingest_files(
                 _run_local(pool, batches, warehouse, committer, logs, reader)
     progress.finish()
     report.seconds = time.monotonic() - t0
+    if compact and report.ingested:
+        # in this process, after the commits: one writer at a time anyway, and a
+        # compaction killed with the ingest resumes like its commits (no daemon to lose)
+        report.compaction = auto_compact(warehouse)
     return report
 
 
