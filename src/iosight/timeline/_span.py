@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
+import numpy as np
+
 SPANS = ("dense", "all")
 FAR_OUT = 3.0  # interquartile ranges past the quartiles (Tukey's outer fences)
 MIN_MARGIN_S = 30 * 86400.0  # a job within 30 days of the middle half is never left out
@@ -25,6 +27,31 @@ def fences(q1: float, q3: float) -> tuple[float, float]:
     """The range of job starts kept, from the quartiles ``q1`` and ``q3`` of the starts."""
     margin = max(FAR_OUT * (q3 - q1), MIN_MARGIN_S)
     return q1 - margin, q3 + margin
+
+
+def quantile_cont(values: np.ndarray, q: float) -> float:
+    """The ``q`` quantile of ``values`` interpolated as DuckDB's ``quantile_cont`` does
+    (``lo + (hi - lo) * d`` between the order statistics around ``(n - 1) q``), so that
+    fences found in numpy equal those a full build finds in SQL, bit for bit."""
+    rn = (len(values) - 1) * q
+    f, c = int(np.floor(rn)), int(np.ceil(rn))
+    part = np.partition(values, [f, c])
+    lo, hi = float(part[f]), float(part[c])
+    return lo if f == c else lo + (hi - lo) * (rn - f)
+
+
+def fences_of(starts: np.ndarray) -> tuple[float, float] | None:
+    """The fences of the job starts ``starts`` (numpy); None when too few jobs."""
+    if len(starts) < MIN_JOBS:
+        return None
+    return fences(quantile_cont(starts, 0.25), quantile_cont(starts, 0.75))
+
+
+def outside(starts: np.ndarray, bounds: tuple[float, float] | None) -> np.ndarray:
+    """Which of the job starts ``starts`` lie outside the fences ``bounds`` (None: none)."""
+    if bounds is None:
+        return np.zeros(len(starts), dtype=bool)
+    return (starts < bounds[0]) | (starts > bounds[1])
 
 
 @dataclass(frozen=True)

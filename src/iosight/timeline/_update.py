@@ -38,13 +38,14 @@ from iosight.timeline._build import (
     build_options,
     build_timeline,
     dense_fences,
+    job_totals_intervals,
     outside_fences,
     stored_options,
     undated_condition,
     undated_jobs,
     undated_metadata,
 )
-from iosight.timeline._span import LeftOut, left_out
+from iosight.timeline._span import LeftOut, fences_of, left_out, outside
 from iosight.timeline._stored import (
     RUN_BINS,
     STATE_KEY,
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
 
     import duckdb
     import pyarrow as pa
+    import pyarrow.parquet as pq
 
     from iosight._progress import Progress
     from iosight.warehouse import Warehouse
@@ -128,30 +130,71 @@ def _add_new(warehouse: Warehouse, metadata: dict, progress) -> TimelineUpdate:
         raise _Rebuild("files it read were replaced or removed (ingest --force, compact)")
     if not new:
         return TimelineUpdate(0, 0)
+    cache: dict = {}
+    opened = _open_new(files, new, cache)
+    full_schema = _checked_schema(state["schema"], opened)
+    if set(opened) <= _PLAIN:
+        jobs = _open(files["jobs"], cache)
+        if sum(f.metadata.num_rows for f in jobs) <= MAX_ALL_JOBS:
+            new_jobs = _plain_new(opened, state["schema"])
+            sources = sources_state(files, full_schema)
+            return _bin_plain(warehouse, metadata, options, state, sources, jobs, new_jobs)
     dense = options.get("span", "dense") == "dense"
-    with _NewRows(files, new, state["schema"], all_jobs=dense) as rows:
+    with _NewRows(files, opened, state["schema"], all_jobs=dense) as rows:
         return _bin_new(warehouse, metadata, options, state, files, rows, progress)
 
 
 def _bin_new(warehouse, metadata, options, state, files, rows, progress) -> TimelineUpdate:
-    """Bin the new jobs of ``rows`` and add them to the stored runs they touch."""
+    """Bin the new jobs of ``rows`` (DuckDB, the full build's queries) and add them to the
+    stored runs they touch."""
     dense = options.get("span", "dense") == "dense"
     since, until, as_of = (options.get(k) for k in ("since", "until", "as_of"))
     where = _job_condition(since, until, as_of=as_of)
     bounds = _fences(rows, state, where) if dense else None
     stats = rows.new_jobs(where, bounds, as_of)
-    if stats["outside"]:
-        raise _Rebuild(f"the dense span leaves out {stats['outside']:,} of the new jobs")
     acc_args = (float(options["bin_width"]), options["spread"])
     acc = accumulate(rows, since, until, (0, 1), acc_args, CHUNK_JOBS, progress, as_of=as_of,
                      schema=rows.schema, memory=None)  # fmt: skip
+    return _commit(warehouse, metadata, options, state, sources_state(files, rows.full_schema),
+                   stats, bounds, acc)  # fmt: skip
+
+
+def _bin_plain(warehouse, metadata, options, state, sources, jobs, new) -> TimelineUpdate:
+    """Bin the new jobs ``new`` (:func:`_plain_new`: no records, their job totals at
+    most) in numpy, as the full build bins job totals, and add them to the stored runs
+    they touch: no SQL, whose fixed costs are most of an update this small. ``jobs``:
+    every ``jobs`` file, opened; ``sources``: what the timeline now reads."""
+    since, until, as_of = (options.get(k) for k in ("since", "until", "as_of"))
+    counted = new.counted(since, until, as_of)
+    bounds = None
+    if options.get("span", "dense") == "dense":
+        every = _plain_jobs(jobs)
+        bounds = _plain_fences(every.counted(since, until, as_of), every.start, state)
+    start = new.start[counted]
+    stats = {
+        "counted": int(counted.sum()),
+        "lo": float(start.min()) if start.size else None,
+        "hi": float(start.max()) if start.size else None,
+        "outside": int(np.count_nonzero(outside(start, bounds))),
+        "undated": int(np.count_nonzero(new.undated(as_of))),
+    }
+    acc = Bins(float(options["bin_width"]), options["spread"])
+    new.bin(acc, counted)
+    return _commit(warehouse, metadata, options, state, sources, stats, bounds, acc)
+
+
+def _commit(warehouse, metadata, options, state, sources, stats, bounds, acc) -> TimelineUpdate:
+    """Write the new jobs' bins ``acc`` (their ``stats``, :meth:`_NewRows.new_jobs`) into
+    the stored runs, with the timeline's metadata as it now is."""
+    if stats["outside"]:
+        raise _Rebuild(f"the dense span leaves out {stats['outside']:,} of the new jobs")
     meta = {
         **_left_out_meta(metadata, stats["lo"], stats["hi"]),
         **undated_metadata(undated_jobs(_carrier(metadata)) + stats["undated"]),
         _OPTIONS_KEY: json.dumps(options).encode(),
     }
     span = (int(state["first"]), int(state["bins"]))
-    state = {**sources_state(files, rows.full_schema), "fences": bounds}
+    state = {**sources, "fences": bounds}
     return TimelineUpdate(stats["counted"], _write(warehouse, state, acc, meta, span))
 
 
@@ -221,27 +264,14 @@ class _NewRows:
     def __init__(
         self,
         files: dict[str, list[os.DirEntry]],
-        batches: set[str],
+        opened: dict[str, list[pq.ParquetFile]],
         schema: dict,
         all_jobs: bool = False,
     ) -> None:
-        import pyarrow.parquet as pq
-
         self.schema = {name: set(cols) for name, cols in schema.items()}
-        self.full_schema = {name: set(cols) for name, cols in schema.items()}
-        new = {n: [e for e in es if batch_of(e.name) in batches] for n, es in files.items()}
-        new = {n: es for n, es in new.items() if es}
-        size = sum(e.stat().st_size for es in new.values() for e in es)
-        if size > MAX_NEW_BYTES:
-            raise _Rebuild(f"the new batches are large ({size / 2**20:,.0f} MiB on disk)")
-        opened = {n: [pq.ParquetFile(e.path) for e in es] for n, es in new.items()}
+        self.full_schema = _checked_schema(schema, opened)
         names = {n: set().union(*(f.schema_arrow.names for f in fs)) for n, fs in opened.items()}
-        for name, cols in names.items():
-            if name != "jobs":
-                self.full_schema[name] = self.full_schema.get(name, set()) | cols
         queries = _queries(self.schema)
-        if _queries(self.full_schema) != queries:
-            raise _Rebuild("the new batches bring columns that change how records are read")
         used = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", " ".join(queries))) | _JOB_COLUMNS
         self._con = _engine().cursor()  # a connection of its own costs 35-140 ms
         self._keep = []  # the registered Arrow tables live as long as this
@@ -251,18 +281,12 @@ class _NewRows:
             self._register(name, opened.get(name, []), sorted(wanted))
         if all_jobs:
             self._all_jobs([e.path for e in files["jobs"]])
-        self.tables = list(new)
+        self.tables = list(opened)
         self._check_own_records()
 
     def _register(self, name: str, files: list, columns: list[str]) -> None:
         """Table ``name``: ``columns`` of the Parquet ``files``, those absent as null."""
-        import pyarrow as pa
-
-        parts = [f.read(columns=sorted(set(columns) & set(f.schema_arrow.names))) for f in files]
-        table = pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
-        for c in columns:
-            if c not in table.column_names:  # null typed: compares with numbers and text
-                table = table.append_column(c, pa.nulls(table.num_rows))
+        table = _read(files, columns)
         self._keep.append(table)
         self._con.register(name, table)
 
@@ -316,6 +340,137 @@ class _NewRows:
             f"count(*) filter ({undated_condition(as_of)}) from jobs j"
         ).fetchall()[0]
         return dict(zip(("counted", "lo", "hi", "outside", "undated"), row, strict=True))
+
+
+def _open(entries: list[os.DirEntry], cache: dict | None = None) -> list[pq.ParquetFile]:
+    """The Parquet files ``entries``, opened (their footers read): those in ``cache`` (by
+    path) once."""
+    import pyarrow.parquet as pq
+
+    cache = {} if cache is None else cache
+    return [cache.get(e.path) or cache.setdefault(e.path, pq.ParquetFile(e.path)) for e in entries]
+
+
+def _open_new(files: dict[str, list[os.DirEntry]], batches: set[str], cache: dict) -> dict:
+    """The files of the ingest batches ``batches``, opened (into ``cache``), by table;
+    batches of more than :data:`MAX_NEW_BYTES` on disk are left to a full rebuild, which
+    streams."""
+    new = {n: [e for e in es if batch_of(e.name) in batches] for n, es in files.items()}
+    new = {n: es for n, es in new.items() if es}
+    size = sum(e.stat().st_size for es in new.values() for e in es)
+    if size > MAX_NEW_BYTES:
+        raise _Rebuild(f"the new batches are large ({size / 2**20:,.0f} MiB on disk)")
+    return {n: _open(es, cache) for n, es in new.items()}
+
+
+def _checked_schema(schema: dict, opened: dict[str, list]) -> dict[str, set[str]]:
+    """The columns the timeline reads, ``schema``, with those of the new files ``opened``;
+    raises :class:`_Rebuild` when the new columns change how records are read."""
+    full = {name: set(cols) for name, cols in schema.items()}
+    for name, fs in opened.items():
+        if name != "jobs":
+            full[name] = full.get(name, set()).union(*(f.schema_arrow.names for f in fs))
+    if _queries(full) != _queries({name: set(cols) for name, cols in schema.items()}):
+        raise _Rebuild("the new batches bring columns that change how records are read")
+    return full
+
+
+def _read(files: list[pq.ParquetFile], columns: list[str]) -> pa.Table:
+    """``columns`` of the opened Parquet ``files``, one table, those absent as null."""
+    import pyarrow as pa
+
+    parts = [f.read(columns=sorted(set(columns) & set(f.schema_arrow.names))) for f in files]
+    table = pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
+    for c in columns:
+        if c not in table.column_names:  # null typed: compares with numbers and text
+            table = table.append_column(c, pa.nulls(table.num_rows))
+    return table
+
+
+_PLAIN = {"jobs", "job_totals"}  # new batches of these tables only: binned in numpy
+
+
+class _PlainJobs:
+    """Jobs (``jobs`` rows) and their job totals as numpy arrays, binned as the full
+    build bins job totals (``_job_totals_query``, ``_stream``) without SQL."""
+
+    def __init__(self, jobs: pa.Table, totals: pa.Table | None = None) -> None:
+        self.start, end, known = (_floats(jobs[c]) for c in ("start_time", "end_time", "known_at"))
+        self.end = np.where(np.isnan(end), self.start, end)  # coalesce(end_time, start_time)
+        self.known_at = np.where(np.isnan(known), end, known)  # KNOWN_AT
+        self.totals, self.of = totals, None
+        if totals is not None:
+            import pyarrow.compute as pc
+
+            at = pc.index_in(totals["job_key"], value_set=jobs["job_key"])
+            if at.null_count:
+                n = at.null_count
+                raise _Rebuild(f"the new batches hold {n:,} records of jobs it already holds")
+            self.of = at.to_numpy()
+
+    def counted(self, since: float | None, until: float | None, as_of: float | None) -> np.ndarray:
+        """Which jobs the timeline counts: :func:`_job_condition` in numpy."""
+        ok = ~np.isnan(self.start)
+        if as_of is not None:
+            ok &= self.known_at <= as_of
+        if since is not None:
+            ok &= self.start >= since
+        if until is not None:
+            ok &= self.start < until
+        return ok
+
+    def undated(self, as_of: float | None) -> np.ndarray:
+        """Which jobs have no start (and are known by ``as_of``): ``undated_condition``."""
+        known = True if as_of is None else self.known_at <= as_of
+        return np.isnan(self.start) & known
+
+    def bin(self, acc: Bins, counted: np.ndarray) -> None:
+        """Add the ``counted`` jobs' totals and runs to ``acc``."""
+        import pandas as pd
+
+        if self.totals is not None:
+            rows = np.flatnonzero(counted[self.of])
+            at = self.of[rows]
+            cols = {c: _floats(self.totals[c])[rows] for c in self.totals.column_names[1:]}
+            df = pd.DataFrame({"start_time": self.start[at], "end_time": self.end[at], **cols})
+            start, end, values = job_totals_intervals(df)
+            acc.add(start, end, values, list(range(len(VALUE_COLUMNS))))
+        acc.add_jobs(self.start[counted], self.end[counted])
+
+
+def _floats(column) -> np.ndarray:
+    """A numeric Arrow column as float64, nulls as NaN."""
+    return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
+def _plain_jobs(files: list[pq.ParquetFile]) -> _PlainJobs:
+    """The times of the jobs in ``files`` (24 bytes a job)."""
+    return _PlainJobs(_read(files, ["start_time", "end_time", "known_at"]))
+
+
+def _plain_new(opened: dict[str, list], schema: dict) -> _PlainJobs:
+    """The new jobs and the job-total columns the timeline reads of them."""
+    jobs = _read(opened["jobs"], sorted(_JOB_COLUMNS))
+    if "job_totals" not in opened:
+        return _PlainJobs(jobs)
+    wanted = [c for c in sorted(schema.get("job_totals", ())) if c in _TOTALS]
+    return _PlainJobs(jobs, _read(opened["job_totals"], ["job_key", *wanted]))
+
+
+_TOTALS = {f"total_{layer}_{c}" for layer in LAYERS for d in _COUNTERS.values() for c in d[:3]}
+
+
+def _plain_fences(counted: np.ndarray, start: np.ndarray, state: dict) -> tuple | None:
+    """:func:`_fences` in numpy: the dense span's fences of the ``counted`` jobs'
+    ``start`` times (every job, old and new)."""
+    starts = start[counted]
+    bounds = fences_of(starts)
+    old = None if state["fences"] is None else tuple(state["fences"])
+    if bounds != old:
+        moved = np.count_nonzero(outside(starts, old) != outside(starts, bounds))
+        if moved:
+            raise _Rebuild(f"the dense span moved: {moved:,} jobs change side")
+    return bounds
 
 
 def _queries(schema: dict[str, set[str]]) -> list[str]:
