@@ -28,6 +28,7 @@ from iosight.timeline._build import (
     _OPTIONS_KEY,
     CHUNK_JOBS,
     LAYERS,
+    TOTAL_COLUMNS,
     VALUE_COLUMNS,
     Bins,
     _job_condition,
@@ -38,14 +39,22 @@ from iosight.timeline._build import (
     build_options,
     build_timeline,
     dense_fences,
-    job_totals_intervals,
+    dense_quartiles,
     outside_fences,
     stored_options,
+    totals_intervals,
     undated_condition,
     undated_jobs,
     undated_metadata,
 )
-from iosight.timeline._span import LeftOut, fences_of, left_out, outside
+from iosight.timeline._span import (
+    LeftOut,
+    Quartiles,
+    fences_of,
+    left_out,
+    outside,
+    quartiles_of,
+)
 from iosight.timeline._stored import (
     RUN_BINS,
     STATE_KEY,
@@ -66,7 +75,6 @@ if TYPE_CHECKING:
 
     import duckdb
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     from iosight._progress import Progress
     from iosight.warehouse import Warehouse
@@ -134,11 +142,12 @@ def _add_new(warehouse: Warehouse, metadata: dict, progress) -> TimelineUpdate:
     opened = _open_new(files, new, cache)
     full_schema = _checked_schema(state["schema"], opened)
     if set(opened) <= _PLAIN:
-        jobs = _open(files["jobs"], cache)
-        if sum(f.metadata.num_rows for f in jobs) <= MAX_ALL_JOBS:
-            new_jobs = _plain_new(opened, state["schema"])
-            sources = sources_state(files, full_schema)
-            return _bin_plain(warehouse, metadata, options, state, sources, jobs, new_jobs)
+        new_jobs = _plain_new(opened, state["schema"])
+        every = functools.partial(_open, files["jobs"], cache)
+        span = _plain_span(options, state, new_jobs, every)
+        if span is not None:
+            return _bin_plain(warehouse, metadata, options, state,
+                              sources_state(files, full_schema), new_jobs, span)  # fmt: skip
     dense = options.get("span", "dense") == "dense"
     with _NewRows(files, opened, state["schema"], all_jobs=dense) as rows:
         return _bin_new(warehouse, metadata, options, state, files, rows, progress)
@@ -151,41 +160,39 @@ def _bin_new(warehouse, metadata, options, state, files, rows, progress) -> Time
     since, until, as_of = (options.get(k) for k in ("since", "until", "as_of"))
     where = _job_condition(since, until, as_of=as_of)
     bounds = _fences(rows, state, where) if dense else None
+    quartiles = None if bounds is None else dense_quartiles(rows, where, bounds, _ALL_JOBS)
     stats = rows.new_jobs(where, bounds, as_of)
     acc_args = (float(options["bin_width"]), options["spread"])
     acc = accumulate(rows, since, until, (0, 1), acc_args, CHUNK_JOBS, progress, as_of=as_of,
                      schema=rows.schema, memory=None)  # fmt: skip
     return _commit(warehouse, metadata, options, state, sources_state(files, rows.full_schema),
-                   stats, bounds, acc)  # fmt: skip
+                   stats, (bounds, quartiles), acc)  # fmt: skip
 
 
-def _bin_plain(warehouse, metadata, options, state, sources, jobs, new) -> TimelineUpdate:
+def _bin_plain(warehouse, metadata, options, state, sources, new, span) -> TimelineUpdate:
     """Bin the new jobs ``new`` (:func:`_plain_new`: no records, their job totals at
     most) in numpy, as the full build bins job totals, and add them to the stored runs
-    they touch: no SQL, whose fixed costs are most of an update this small. ``jobs``:
-    every ``jobs`` file, opened; ``sources``: what the timeline now reads."""
+    they touch: no SQL, whose fixed costs are most of an update this small. ``sources``:
+    what the timeline now reads; ``span``: the dense span's fences and quartiles."""
     since, until, as_of = (options.get(k) for k in ("since", "until", "as_of"))
     counted = new.counted(since, until, as_of)
-    bounds = None
-    if options.get("span", "dense") == "dense":
-        every = _plain_jobs(jobs)
-        bounds = _plain_fences(every.counted(since, until, as_of), every.start, state)
     start = new.start[counted]
     stats = {
         "counted": int(counted.sum()),
         "lo": float(start.min()) if start.size else None,
         "hi": float(start.max()) if start.size else None,
-        "outside": int(np.count_nonzero(outside(start, bounds))),
+        "outside": int(np.count_nonzero(outside(start, span[0]))),
         "undated": int(np.count_nonzero(new.undated(as_of))),
     }
     acc = Bins(float(options["bin_width"]), options["spread"])
     new.bin(acc, counted)
-    return _commit(warehouse, metadata, options, state, sources, stats, bounds, acc)
+    return _commit(warehouse, metadata, options, state, sources, stats, span, acc)
 
 
-def _commit(warehouse, metadata, options, state, sources, stats, bounds, acc) -> TimelineUpdate:
+def _commit(warehouse, metadata, options, state, sources, stats, dense, acc) -> TimelineUpdate:
     """Write the new jobs' bins ``acc`` (their ``stats``, :meth:`_NewRows.new_jobs`) into
-    the stored runs, with the timeline's metadata as it now is."""
+    the stored runs, with the timeline's metadata as it now is (``dense``: the dense
+    span's fences and :class:`~iosight.timeline._span.Quartiles`, or None)."""
     if stats["outside"]:
         raise _Rebuild(f"the dense span leaves out {stats['outside']:,} of the new jobs")
     meta = {
@@ -194,7 +201,10 @@ def _commit(warehouse, metadata, options, state, sources, stats, bounds, acc) ->
         _OPTIONS_KEY: json.dumps(options).encode(),
     }
     span = (int(state["first"]), int(state["bins"]))
+    bounds, quartiles = dense
     state = {**sources, "fences": bounds}
+    if quartiles is not None:
+        state["quartiles"] = quartiles.to_json()
     return TimelineUpdate(stats["counted"], _write(warehouse, state, acc, meta, span))
 
 
@@ -264,13 +274,13 @@ class _NewRows:
     def __init__(
         self,
         files: dict[str, list[os.DirEntry]],
-        opened: dict[str, list[pq.ParquetFile]],
+        opened: dict[str, list[_Parquet]],
         schema: dict,
         all_jobs: bool = False,
     ) -> None:
         self.schema = {name: set(cols) for name, cols in schema.items()}
         self.full_schema = _checked_schema(schema, opened)
-        names = {n: set().union(*(f.schema_arrow.names for f in fs)) for n, fs in opened.items()}
+        names = {n: set().union(*(f.names for f in fs)) for n, fs in opened.items()}
         queries = _queries(self.schema)
         used = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", " ".join(queries))) | _JOB_COLUMNS
         self._con = _engine().cursor()  # a connection of its own costs 35-140 ms
@@ -295,13 +305,12 @@ class _NewRows:
         ``known_at`` a file lacks: null, as in the warehouse's own ``jobs`` view). Read
         into memory (24 bytes a job) up to :data:`MAX_ALL_JOBS` jobs, where a query over
         them takes a few milliseconds; a view over the files beyond."""
-        import pyarrow.parquet as pq
 
-        files = [pq.ParquetFile(p) for p in paths]
-        if sum(f.metadata.num_rows for f in files) <= MAX_ALL_JOBS:
+        files = [_Parquet(p) for p in paths]
+        if sum(f.rows for f in files) <= MAX_ALL_JOBS:
             return self._register(_ALL_JOBS, files, ["start_time", "end_time", "known_at"])
         listed = ", ".join("'" + p.replace("'", "''") + "'" for p in paths)
-        known = any("known_at" in f.schema_arrow.names for f in files)
+        known = any("known_at" in f.names for f in files)
         self._con.execute(
             f"create temp view {_ALL_JOBS} as select start_time, end_time, "
             f"{'known_at' if known else 'null::double as known_at'} "
@@ -342,13 +351,30 @@ class _NewRows:
         return dict(zip(("counted", "lo", "hi", "outside", "undated"), row, strict=True))
 
 
-def _open(entries: list[os.DirEntry], cache: dict | None = None) -> list[pq.ParquetFile]:
-    """The Parquet files ``entries``, opened (their footers read): those in ``cache`` (by
-    path) once."""
-    import pyarrow.parquet as pq
+class _Parquet:
+    """A Parquet file opened once (its footer read), read column by column in this
+    thread. pyarrow's low-level reader: ``ParquetFile`` also builds every column's
+    nested paths in Python (2 ms for a 481-column job-total file), and a read on
+    pyarrow's thread pool waits for threads on a busy machine."""
 
+    def __init__(self, path: str) -> None:
+        import pyarrow.parquet as pq
+
+        self._reader = pq.ParquetReader()
+        self._reader.open(path)
+        self.names = self._reader.schema_arrow.names
+        self.rows = self._reader.metadata.num_rows
+
+    def read(self, columns: list[str]) -> pa.Table:
+        """The ``columns`` (all in the file)."""
+        at = [self._reader.column_name_idx(c) for c in columns]
+        return self._reader.read_all(column_indices=at, use_threads=False)
+
+
+def _open(entries: list[os.DirEntry], cache: dict | None = None) -> list[_Parquet]:
+    """The Parquet files ``entries``, opened: those in ``cache`` (by path) once."""
     cache = {} if cache is None else cache
-    return [cache.get(e.path) or cache.setdefault(e.path, pq.ParquetFile(e.path)) for e in entries]
+    return [cache.get(e.path) or cache.setdefault(e.path, _Parquet(e.path)) for e in entries]
 
 
 def _open_new(files: dict[str, list[os.DirEntry]], batches: set[str], cache: dict) -> dict:
@@ -369,17 +395,17 @@ def _checked_schema(schema: dict, opened: dict[str, list]) -> dict[str, set[str]
     full = {name: set(cols) for name, cols in schema.items()}
     for name, fs in opened.items():
         if name != "jobs":
-            full[name] = full.get(name, set()).union(*(f.schema_arrow.names for f in fs))
+            full[name] = full.get(name, set()).union(*(f.names for f in fs))
     if _queries(full) != _queries({name: set(cols) for name, cols in schema.items()}):
         raise _Rebuild("the new batches bring columns that change how records are read")
     return full
 
 
-def _read(files: list[pq.ParquetFile], columns: list[str]) -> pa.Table:
+def _read(files: list[_Parquet], columns: list[str]) -> pa.Table:
     """``columns`` of the opened Parquet ``files``, one table, those absent as null."""
     import pyarrow as pa
 
-    parts = [f.read(columns=sorted(set(columns) & set(f.schema_arrow.names))) for f in files]
+    parts = [f.read(sorted(set(columns) & set(f.names))) for f in files]
     table = pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
     for c in columns:
         if c not in table.column_names:  # null typed: compares with numbers and text
@@ -426,14 +452,12 @@ class _PlainJobs:
 
     def bin(self, acc: Bins, counted: np.ndarray) -> None:
         """Add the ``counted`` jobs' totals and runs to ``acc``."""
-        import pandas as pd
-
         if self.totals is not None:
             rows = np.flatnonzero(counted[self.of])
             at = self.of[rows]
             cols = {c: _floats(self.totals[c])[rows] for c in self.totals.column_names[1:]}
-            df = pd.DataFrame({"start_time": self.start[at], "end_time": self.end[at], **cols})
-            start, end, values = job_totals_intervals(df)
+            cols |= {"start_time": self.start[at], "end_time": self.end[at]}
+            start, end, values = totals_intervals(cols)
             acc.add(start, end, values, list(range(len(VALUE_COLUMNS))))
         acc.add_jobs(self.start[counted], self.end[counted])
 
@@ -443,7 +467,7 @@ def _floats(column) -> np.ndarray:
     return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.float64)
 
 
-def _plain_jobs(files: list[pq.ParquetFile]) -> _PlainJobs:
+def _plain_jobs(files: list[_Parquet]) -> _PlainJobs:
     """The times of the jobs in ``files`` (24 bytes a job)."""
     return _PlainJobs(_read(files, ["start_time", "end_time", "known_at"]))
 
@@ -453,24 +477,38 @@ def _plain_new(opened: dict[str, list], schema: dict) -> _PlainJobs:
     jobs = _read(opened["jobs"], sorted(_JOB_COLUMNS))
     if "job_totals" not in opened:
         return _PlainJobs(jobs)
-    wanted = [c for c in sorted(schema.get("job_totals", ())) if c in _TOTALS]
+    wanted = [c for c in TOTAL_COLUMNS if c in schema.get("job_totals", ())]
     return _PlainJobs(jobs, _read(opened["job_totals"], ["job_key", *wanted]))
 
 
-_TOTALS = {f"total_{layer}_{c}" for layer in LAYERS for d in _COUNTERS.values() for c in d[:3]}
-
-
-def _plain_fences(counted: np.ndarray, start: np.ndarray, state: dict) -> tuple | None:
-    """:func:`_fences` in numpy: the dense span's fences of the ``counted`` jobs'
-    ``start`` times (every job, old and new)."""
-    starts = start[counted]
-    bounds = fences_of(starts)
+def _plain_span(options: dict, state: dict, new: _PlainJobs, every) -> tuple | None:
+    """The dense span's fences and quartiles with the new jobs ``new`` (``(None, None)``
+    for ``span="all"``): from the stored :class:`~iosight.timeline._span.Quartiles` and
+    the new jobs, else from every job's start (``every()``: the ``jobs`` files, opened;
+    None when there are more than :data:`MAX_ALL_JOBS`). Raises :class:`_Rebuild` when a
+    job the stored timeline read changes side (as :func:`_fences`)."""
+    if options.get("span", "dense") != "dense":
+        return None, None
+    window = tuple(options.get(k) for k in ("since", "until", "as_of"))
+    starts = new.start[new.counted(*window)]
     old = None if state["fences"] is None else tuple(state["fences"])
+    if old is not None and state.get("quartiles") is not None:
+        stored = Quartiles.from_json(state["quartiles"])
+        quartiles = stored.add(starts)
+        bounds = quartiles.fences()
+        if bounds is not None and (bounds == old or not stored.moved(old, bounds)):
+            return bounds, quartiles.near_to(bounds, starts)
+    files = every()
+    if sum(f.rows for f in files) > MAX_ALL_JOBS:
+        return None
+    jobs = _plain_jobs(files)
+    starts = jobs.start[jobs.counted(*window)]
+    bounds = fences_of(starts)
     if bounds != old:
         moved = np.count_nonzero(outside(starts, old) != outside(starts, bounds))
         if moved:
             raise _Rebuild(f"the dense span moved: {moved:,} jobs change side")
-    return bounds
+    return bounds, None if bounds is None else quartiles_of(starts, bounds)
 
 
 def _queries(schema: dict[str, set[str]]) -> list[str]:
@@ -531,11 +569,10 @@ def _add_stored(
     warehouse: Warehouse, name: str, first: int, a: int, sums: np.ndarray, active: np.ndarray
 ) -> None:
     """Add the rows of stored run file ``name`` into ``sums``/``active`` (row 0: bin ``a``)."""
-    import pyarrow.parquet as pq
-
     from iosight.timeline._stored import run_of
 
-    table: pa.Table = pq.ParquetFile(warehouse.path / "tables" / TABLE / name).read()
+    file = _Parquet(str(warehouse.path / "tables" / TABLE / name))
+    table = file.read(file.names)
     start = max(run_of(name) * RUN_BINS, first) - a
     stop = start + table.num_rows
     if start < 0 or stop > len(sums):
