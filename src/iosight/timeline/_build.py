@@ -648,12 +648,14 @@ def dense_quartiles(
         f"select count(*), max(s) filter (s < {lo!r}), min(s) filter (s >= {lo!r}), "
         f"max(s) filter (s <= {hi!r}), min(s) filter (s > {hi!r}) from ({starts})"
     ).fetchall()[0]
-    windows = []
-    for q in QUARTILES:
-        first, last = window_ranks(n, q)
-        rows = con.execute(f"{starts} order by s limit {last - first + 1} offset {first}")
-        windows.append((first, np.asarray(rows.fetchnumpy()["s"], dtype=np.float64)))
-    return Quartiles(int(n), tuple(windows), tuple(near))
+    ranks = [window_ranks(n, q) for q in QUARTILES]
+    rows = con.execute(  # one sort for both windows
+        f"select r, s from (select s, row_number() over (order by s) - 1 as r from ({starts})) "
+        f"where {' or '.join(f'r between {a} and {b}' for a, b in ranks)} order by r"
+    ).fetchnumpy()
+    rank, start = np.asarray(rows["r"]), np.asarray(rows["s"], dtype=np.float64)
+    windows = tuple((a, start[(rank >= a) & (rank <= b)]) for a, b in ranks)
+    return Quartiles(int(n), windows, tuple(near))
 
 
 def outside_fences(bounds: tuple[float, float] | None, alias: str = "j") -> str:
