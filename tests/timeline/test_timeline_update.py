@@ -16,7 +16,12 @@ import pytest
 
 from iosight.timeline import VALUE_COLUMNS, build_timeline, load_timeline, update_timeline
 from iosight.timeline._span import Quartiles
-from iosight.timeline._stored import STATE_KEY, stored_metadata, stored_state
+from iosight.timeline._stored import (
+    QUARTILES_KEY,
+    stored_metadata,
+    stored_quartiles,
+    stored_state,
+)
 from iosight.warehouse import Warehouse, ingest
 from tests_support import shared_path
 
@@ -59,10 +64,10 @@ def _assert_as_rebuilt(wh: Warehouse, path, **options) -> pd.DataFrame:
     copy = Warehouse(shutil.copytree(wh.path, path))
     want = build_timeline(copy, **options).to_pandas()
     assert state["fences"] == _state(copy)["fences"]  # the dense span's, exactly
-    quartiles = state.get("quartiles")
+    quartiles = stored_quartiles(stored_metadata(wh))
     if quartiles is not None:  # what the next update starts from: the same fences
         summary = Quartiles.from_json(quartiles)
-        assert summary.n == _state(copy)["quartiles"]["n"]
+        assert summary.n == stored_quartiles(stored_metadata(copy))["n"]
         assert list(summary.fences()) == state["fences"]
     assert list(got.columns) == list(want.columns) and len(got) == len(want)
     for col in ("bin_start", "bin_width", "active_jobs"):
@@ -223,14 +228,13 @@ def test_an_update_without_stored_quartiles_reads_every_start_and_keeps_them(pen
     wh = _copy(pending[0], tmp_path / "wh")
     newest = wh.table_files("timeline")[-1]  # holds the timeline's metadata
     table = pq.read_table(newest)
-    state = json.loads(table.schema.metadata[STATE_KEY])
-    assert state.pop("quartiles")["n"] == len(wh.jobs()) - len(pending[1])
-    meta = {**table.schema.metadata, STATE_KEY: json.dumps(state).encode()}
+    meta = dict(table.schema.metadata)
+    assert json.loads(meta.pop(QUARTILES_KEY))["n"] == len(wh.jobs()) - len(pending[1])
     pq.write_table(table.replace_schema_metadata(meta), newest)
     done = update_timeline(wh)
     assert done.rebuilt is None and done.jobs == len(pending[1]), done.line()
     _assert_as_rebuilt(wh, tmp_path / "rebuilt")
-    assert _state(wh)["quartiles"]["n"] == len(wh.jobs())
+    assert stored_quartiles(stored_metadata(wh))["n"] == len(wh.jobs())
 
 
 def test_new_job_totals_that_move_a_fence_past_an_old_job_are_a_rebuild(warehouse, tmp_path):

@@ -54,6 +54,7 @@ from iosight.timeline._span import (
     window_ranks,
 )
 from iosight.timeline._stored import (
+    QUARTILES_KEY,
     STATE_KEY,
     runs_of,
     source_files,
@@ -834,15 +835,16 @@ def build_timeline(
                    "until": until_, "span": span, "as_of": as_of_}  # fmt: skip
         state = {**sources_state(files, schema), "fences": bounds, "first": acc.first,
                  "bins": table.num_rows}  # fmt: skip
-        if bounds is not None:
-            where = _job_condition(*asked[:2], as_of=as_of)
-            state["quartiles"] = dense_quartiles(warehouse, where, bounds).to_json()
         metadata = {
             **(left.metadata() if left is not None else {}),
             **undated_metadata(_count_undated(warehouse, as_of)),
             _OPTIONS_KEY: json.dumps(options).encode(),
             STATE_KEY: json.dumps(state).encode(),
         }
+        if bounds is not None:
+            where = _job_condition(*asked[:2], as_of=as_of)
+            quartiles = dense_quartiles(warehouse, where, bounds).to_json()
+            metadata[QUARTILES_KEY] = json.dumps(quartiles).encode()
         table = table.replace_schema_metadata(metadata)
         write_runs(warehouse, table, acc.first, runs_of(acc.first, table.num_rows), None)
     return table

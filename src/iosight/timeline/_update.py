@@ -56,6 +56,7 @@ from iosight.timeline._span import (
     quartiles_of,
 )
 from iosight.timeline._stored import (
+    QUARTILES_KEY,
     RUN_BINS,
     STATE_KEY,
     TABLE,
@@ -66,6 +67,7 @@ from iosight.timeline._stored import (
     source_files,
     sources_state,
     stored_metadata,
+    stored_quartiles,
     stored_state,
     write_runs,
 )
@@ -144,7 +146,7 @@ def _add_new(warehouse: Warehouse, metadata: dict, progress) -> TimelineUpdate:
     if set(opened) <= _PLAIN:
         new_jobs = _plain_new(opened, state["schema"])
         every = functools.partial(_open, files["jobs"], cache)
-        span = _plain_span(options, state, new_jobs, every)
+        span = _plain_span(options, state, stored_quartiles(metadata), new_jobs, every)
         if span is not None:
             return _bin_plain(warehouse, metadata, options, state,
                               sources_state(files, full_schema), new_jobs, span)  # fmt: skip
@@ -202,9 +204,9 @@ def _commit(warehouse, metadata, options, state, sources, stats, dense, acc) -> 
     }
     span = (int(state["first"]), int(state["bins"]))
     bounds, quartiles = dense
-    state = {**sources, "fences": bounds}
     if quartiles is not None:
-        state["quartiles"] = quartiles.to_json()
+        meta[QUARTILES_KEY] = json.dumps(quartiles.to_json()).encode()
+    state = {**sources, "fences": bounds}
     return TimelineUpdate(stats["counted"], _write(warehouse, state, acc, meta, span))
 
 
@@ -305,7 +307,6 @@ class _NewRows:
         ``known_at`` a file lacks: null, as in the warehouse's own ``jobs`` view). Read
         into memory (24 bytes a job) up to :data:`MAX_ALL_JOBS` jobs, where a query over
         them takes a few milliseconds; a view over the files beyond."""
-
         files = [_Parquet(p) for p in paths]
         if sum(f.rows for f in files) <= MAX_ALL_JOBS:
             return self._register(_ALL_JOBS, files, ["start_time", "end_time", "known_at"])
@@ -481,19 +482,20 @@ def _plain_new(opened: dict[str, list], schema: dict) -> _PlainJobs:
     return _PlainJobs(jobs, _read(opened["job_totals"], ["job_key", *wanted]))
 
 
-def _plain_span(options: dict, state: dict, new: _PlainJobs, every) -> tuple | None:
+def _plain_span(options: dict, state: dict, kept, new: _PlainJobs, every) -> tuple | None:
     """The dense span's fences and quartiles with the new jobs ``new`` (``(None, None)``
-    for ``span="all"``): from the stored :class:`~iosight.timeline._span.Quartiles` and
-    the new jobs, else from every job's start (``every()``: the ``jobs`` files, opened;
-    None when there are more than :data:`MAX_ALL_JOBS`). Raises :class:`_Rebuild` when a
-    job the stored timeline read changes side (as :func:`_fences`)."""
+    for ``span="all"``): from the stored :class:`~iosight.timeline._span.Quartiles`
+    (``kept``, as JSON; None: none) and the new jobs, else from every job's start
+    (``every()``: the ``jobs`` files, opened; None when there are more than
+    :data:`MAX_ALL_JOBS`). Raises :class:`_Rebuild` when a job the stored timeline read
+    changes side (as :func:`_fences`)."""
     if options.get("span", "dense") != "dense":
         return None, None
     window = tuple(options.get(k) for k in ("since", "until", "as_of"))
     starts = new.start[new.counted(*window)]
     old = None if state["fences"] is None else tuple(state["fences"])
-    if old is not None and state.get("quartiles") is not None:
-        stored = Quartiles.from_json(state["quartiles"])
+    if old is not None and kept is not None:
+        stored = Quartiles.from_json(kept)
         quartiles = stored.add(starts)
         bounds = quartiles.fences()
         if bounds is not None and (bounds == old or not stored.moved(old, bounds)):
