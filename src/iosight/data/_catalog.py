@@ -36,10 +36,6 @@ class DataSet:
     used_by: str
     files: tuple[DataFile, ...] = ()
 
-    @property
-    def size_note(self) -> str:
-        return f"{len(self.files)} file{'s' if len(self.files) != 1 else ''}"
-
 
 _SETS = (
     DataSet(

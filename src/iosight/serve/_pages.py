@@ -7,7 +7,6 @@ page of rows (or a few thousand plotted points), so a page costs the same on the
 
 from __future__ import annotations
 
-import importlib
 import math
 import shlex
 from dataclasses import dataclass
@@ -235,16 +234,12 @@ def job_dxt(wh: ServedWarehouse, key: str, window: DxtWindow | None = None) -> D
 
 
 def job_insights_table(wh: ServedWarehouse, key: str) -> tuple[pd.DataFrame | None, str]:
-    """The job's insights where :mod:`iosight.insights` exists; else None and why not."""
+    """The job's insights (:func:`iosight.insights.job_insights`); None and why when they
+    cannot be evaluated."""
+    from iosight.insights import job_insights
+
     try:
-        insights = importlib.import_module("iosight.insights")
-    except ImportError:
-        return None, "this iosight has no insights subsystem"
-    fn = getattr(insights, "job_insights", None)
-    if fn is None:
-        return None, "this iosight's insights offer no per-job view"
-    try:
-        return fn(wh, key).table(), ""
+        return job_insights(wh, key).table(), ""
     except IosightError as err:
         return None, str(err)
 

@@ -139,21 +139,6 @@ class Workload:
             names=tuple(a.name or f"app{j}" for j, a in enumerate(apps)),
         )
 
-    def with_bandwidth(self, bw: np.ndarray) -> Workload:
-        """The same applications with other bandwidth curves (robustness study, §VI-B)."""
-        return Workload(
-            q=self.q,
-            phases=self.phases,
-            t_cpu=self.t_cpu,
-            v_io=self.v_io,
-            bw=bw,
-            n_resources=self.n_resources,
-            q_cpu=self.q_cpu,
-            profile=self.profile,
-            names=self.names,
-            bw0=self.bw0,
-        )
-
 
 def alloc_bandwidth(w: Workload, alloc: np.ndarray) -> np.ndarray:
     """b_j(n_j) of an allocation; n_j = 0 (direct file-system access) reads b_j(0)."""
