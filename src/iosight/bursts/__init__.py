@@ -1,4 +1,4 @@
-"""System-level I/O burst labels, statistics and forecasts (Saeedizade et al. (2023), §IV-V)."""
+"""System-level I/O burst labels, statistics and forecasts (Saeedizade et al. §IV-V)."""
 
 from iosight.bursts._analysis import (
     DIRECTIONS,

@@ -1,4 +1,4 @@
-"""Burst statistics of a timeline: Fig. 3, 4 and 5 of Saeedizade et al. (2023), §IV."""
+"""Burst statistics of a timeline: Fig. 3, 4 and 5 of Saeedizade et al. §IV."""
 
 from __future__ import annotations
 
