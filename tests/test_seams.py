@@ -5,6 +5,7 @@ statement, inside functions too), so a new module cannot quietly break it."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import iosight
@@ -161,3 +162,51 @@ def test_no_backend_switch_or_pyplot_in_library_code():
                 bad.append(f"{module}:{node.lineno} calls matplotlib.use")
         bad += [f"{module} imports pyplot" for t, _ in _imports(module) if t == "matplotlib.pyplot"]
     assert bad == []
+
+
+ROOT = BENCHMARKS.parent
+# Text a user of the package does not have: the design notes and method notes kept beside
+# the checkout, the paper copies, and papers cited by those copies' numbers ("(004)",
+# "004 §VI", "Table II of 004", "seed paper 003"). A path into the ``shared`` folder may
+# name only its data, ``darshan-logs`` and ``datasets`` (where tests and ``iosight data
+# fetch`` look for public data), or the folder itself as a place data is looked up
+# (``../shared``); papers are cited by authors, year and section, and iosight's readings
+# of them are in docs/methods.md.
+OUTSIDE_REFERENCE = re.compile(
+    r"\bDESIGN\.md|\bDESIGN notes|\bNOTES\b|\bmethods/|\bseeds/"
+    r"|\(00\d\)|\b00\d §|\bof 00\d\b|\bseed (paper )?00\d"
+    r"|\bshared/(?!darshan-logs\b|datasets\b)"
+)
+
+
+def _outside_references(paths: list[Path]) -> list[str]:
+    """``file:line: text`` for every line of ``paths`` that cites a file outside the repository."""
+    return [
+        f"{path}:{n}: {line.strip()}"
+        for path in paths
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if OUTSIDE_REFERENCE.search(line)
+    ]
+
+
+def test_no_reference_to_a_file_outside_the_repository():
+    """Source and docs stand alone: what they cite is in the repository or a published paper."""
+    paths = sorted(SRC.rglob("*.py")) + sorted((ROOT / "docs").rglob("*.md"))
+    assert _outside_references(paths + [ROOT / "README.md"]) == []
+
+
+def test_the_reference_finder_finds_references(tmp_path):
+    text = tmp_path / "x.md"
+    lines = [
+        "as read in methods/NOTES.md §3",
+        "Bandet, Boito, Pallez (004), §III",
+        "the conclusions (004 §VI)",
+        "Table II of 004; seed paper 003",
+        "Layout (DESIGN.md, contract)",
+        "the paper in `shared/seeds/002_…`",
+        "kept: `../shared/darshan-logs` and shared/datasets/summit",
+        "kept: tests that need `../shared` skip without it; Snyder et al., 2016, §II",
+    ]
+    text.write_text("\n".join(lines))
+    found = [s.split(": ", 1)[1] for s in _outside_references([text])]
+    assert found == lines[:6]

@@ -1,4 +1,4 @@
-"""Feature sets 1-3 of Saeedizade et al. §V (NOTES §1).
+"""Feature sets 1-3 of Saeedizade et al. (2023), §V (docs/methods.md §1).
 
 Set 1: bytes of the current bin. Set 2: bytes, operations and I/O time. Set 3: set 2 plus
 EMAs of bytes over 60, 130, 500 and 1000 minutes, ``MACD_short = EMA60 - EMA130`` and

@@ -1,4 +1,6 @@
-"""Burst forecasting and its evaluation against baselines (Saeedizade et al. §V, NOTES §1).
+"""Burst forecasting and its evaluation against baselines.
+
+Saeedizade et al. (2023), §V, read as in docs/methods.md §1.
 
 Two modes. ``interval`` (the paper's "prediction interval"): re-bin the timeline to
 h-minute bins and predict whether the next h-minute bin is a burst. ``lead`` (what a
@@ -245,7 +247,7 @@ def _metrics(y: np.ndarray, pred: np.ndarray, prob: np.ndarray, target: str) -> 
             "precision": precision_score(yb, pb, zero_division=0),
             "recall": recall_score(yb, pb, zero_division=0),
             "pr_auc": average_precision_score(yb, prob) if yb.any() else float("nan"),
-            # every class, weighted by its support: the paper's framing (§V; NOTES §1)
+            # every class, weighted by its support: the paper's framing (§V; docs/methods.md §1)
             "f1_weighted": f1_score(y, pred, average="weighted", zero_division=0),
             "f1_macro": f1_score(y, pred, average="macro", zero_division=0),
         }
@@ -641,7 +643,7 @@ def _fields(item) -> dict:
 def score_task(ds: Dataset, names: list[str], target: str, *, seed: int = 0,
                search_iter: int = 0, cv_splits: int = 3) -> list[dict]:  # fmt: skip
     """Rows of one task: baselines, every model and the candidate chosen on validation,
-    each with its test scores, F1 gain and skill over persistence (§V, NOTES §1)."""
+    each with its test scores, F1 gain and skill over persistence (§V, docs/methods.md §1)."""
     te = slice(ds.n_train, None)
     y = ds.y[te]
     cands = fit_candidates(ds, names, seed=seed, search_iter=search_iter, cv_splits=cv_splits)

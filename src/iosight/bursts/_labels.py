@@ -1,4 +1,6 @@
-"""Burst thresholds and severity classes (Saeedizade et al. §IV and §V-A, NOTES §1)."""
+"""Burst thresholds and severity classes (Saeedizade et al., 2023, §IV, §V-A).
+
+Read as in docs/methods.md §1."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Every model is a scikit-learn pipeline: signed ``log1p`` of the features (bytes span
 many orders of magnitude), standardisation, then the classifier. Hyper-parameters are
-searched with time-series folds inside the training part only (NOTES §1); the spaces
+searched with time-series folds inside the training part only (docs/methods.md §1); the spaces
 follow §V (tree depth, leaf nodes and features per split for the tree; trees, depth and
 leaf nodes for the forest; depth, child weight, gamma, alpha, lambda and column sampling
 for XGBoost; var_smoothing for naive Bayes; penalty and C for logistic regression,

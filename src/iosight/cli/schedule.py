@@ -18,7 +18,7 @@ from iosight.cli._common import (
 )
 
 group = typer.Typer(
-    help="Burst-aware start times: Algorithm 1 of Saeedizade et al. §V-B.",
+    help="Burst-aware start times: Algorithm 1 of Saeedizade et al. (2023), §V-B.",
     no_args_is_help=True,
 )
 

@@ -1,7 +1,7 @@
 """Read a Darshan 3.x log through libdarshan-util (PyDarshan's cffi backend).
 
 PyDarshan's ``DarshanReport`` builds Python dicts per record and per DXT
-segment and keeps a finaliser that can deadlock (see DESIGN notes); this reader
+segment and keeps a finaliser that can deadlock; this reader
 calls the same C library through PyDarshan's ``ffi``/``libdutil`` handles, copies
 each module's records as raw struct bytes, and views them as numpy structured
 arrays, so a log becomes Arrow columns with one copy and no per-value Python.

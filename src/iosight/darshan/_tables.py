@@ -1,4 +1,4 @@
-"""The Arrow shape every reader returns (DESIGN.md, "Warehouse contract").
+"""The Arrow shape every reader returns: the warehouse tables of docs/warehouse.md.
 
 A reader turns one source into a :class:`LogTables`: a mapping from warehouse
 table name to an Arrow table. Readers do not know the ``job_key``; ingest adds it

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from iosight.demo import DemoContext
 
-TITLE = "Burst-aware start times (Saeedizade et al. §V-B, Algorithm 1) - SYNTHETIC data"
+TITLE = "Burst-aware start times (Saeedizade et al. (2023), §V-B, Algorithm 1) - SYNTHETIC data"
 DEMO_MODEL = "schedule-demo-tree"
 
 

@@ -1,4 +1,4 @@
-"""Write-performance models for multistage write paths (Xie et al., DESIGN.md)."""
+"""Write-performance models for multistage write paths (Xie et al., 2019)."""
 
 from iosight.perfmodel._features import (
     FeatureSpec,

@@ -2,7 +2,7 @@
 
 References
 ----------
-.. [1] Xie et al., §II-A (write cost is tunable: choose the write frequency), §IV-A (train on
+.. [1] Xie et al., 2019, §II-A (write cost is tunable: choose the write frequency), §IV-A (train on
    <= 128 nodes, test on 200-512; converged/unconverged samples; writes > 5 s), §IV-B.
 """
 

@@ -1,6 +1,6 @@
 """Write-time predictions a facility can deploy: only what is known when a job starts.
 
-The paper's pipeline (Xie et al., §IV) fits one static model on the first 70% of the
+The paper's pipeline (Xie et al., 2019, §IV) fits one static model on the first 70% of the
 year. On TOKIO-ABC the benchmarks run at fixed scales and the file systems drift (per
 configuration medians drop 20-50% in August 2017), so iosight adds, on the same
 chronological split:

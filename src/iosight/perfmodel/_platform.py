@@ -243,7 +243,7 @@ def platform_from_dict(data: dict, source: str = "<dict>") -> Platform:
     if names != REQUIRED_STAGES[fs]:
         raise IosightError(
             f"{source}: a {fs} write path needs the stages {list(REQUIRED_STAGES[fs])} in that "
-            f"order (Xie et al. §III-A). Got {list(names)} instead."
+            f"order (Xie et al. (2019), §III-A). Got {list(names)} instead."
         )
     if fs == "gpfs":
         _check_nesting(source, nodes, stages)

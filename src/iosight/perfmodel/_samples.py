@@ -8,7 +8,7 @@ confidence 0.9 on Titan, 0.98 on Cetus, error 0.1, 9 runs).
 
 References
 ----------
-.. [1] Xie et al., §IV-A "Experiment Data".
+.. [1] Xie et al., 2019, §IV-A "Experiment Data".
 """
 
 from __future__ import annotations

@@ -220,7 +220,7 @@ def write_report(warehouses: list[Warehouse], out: str | Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     body = "\n<hr>\n".join(_section(wh) for wh in warehouses)
     body = (
-        "<h1>System-level I/O bursts (Saeedizade et al. §IV-V, iosight)</h1>"
+        "<h1>System-level I/O bursts (Saeedizade et al. (2023), §IV-V, iosight)</h1>"
         "<p>Burst: a bin above mean + k stdev; k chosen so about 1% of bins are bursts unless "
         "given. Scores are on the last 20% of the timeline (chronological split), models "
         "beside persistence and time-of-day baselines.</p>"

@@ -1,6 +1,6 @@
-"""Figures and the conclusions table of the I/O-resource scheduling study (004 §VI).
+"""Figures and the conclusions table of the I/O-resource scheduling study (§VI).
 
-Figures are equivalents of Fig. 5-13 of Bandet, Boito, Pallez (004), drawn from the
+Figures are equivalents of Fig. 5-13 of Bandet, Boito, Pallez (2024), drawn from the
 Parquet results of :func:`iosight.sched.ioresources.run_experiment`; the HTML page
 embeds them with the table that checks the paper's conclusions on our runs.
 """

@@ -1,6 +1,6 @@
 """The similarity report: real DKRZ codings vs the paper, quality on synthetic classes.
 
-Betke & Kunkel §6 (Fig. 3 clustering progress, Fig. 4 SIM exploration), §7
+Betke & Kunkel (2020), §6 (Fig. 3 clustering progress, Fig. 4 SIM exploration), §7
 (Table 2, cluster of a chosen job) and what the paper could not do: cluster
 quality on jobs whose class is known. One HTML page with embedded PNGs, and a
 plain-text ``summary.txt`` of every number on it.
@@ -323,7 +323,7 @@ def build_report(
     body = (
         "<h1>Temporal job I/O similarity</h1>"
         "<p>Betke &amp; Kunkel, <i>The Importance of Temporal Behavior When Classifying Job "
-        "IO Patterns</i>, as read in methods/NOTES.md §3.</p>" + "".join(sections)
+        "IO Patterns</i>, as iosight reads it (its docs/methods.md, §3).</p>" + "".join(sections)
     )
     path = write_page(out, "similarity", "iosight: job I/O similarity", body)
     (out / "summary.txt").write_text("\n".join(lines) + "\n")

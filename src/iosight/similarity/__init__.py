@@ -1,7 +1,7 @@
 """Temporal job I/O similarity: codings, Levenshtein similarity, clustering, search.
 
 Betke & Kunkel, *The Importance of Temporal Behavior When Classifying Job IO
-Patterns Using Machine Learning Techniques*, read as in ``methods/NOTES.md`` §3.
+Patterns Using Machine Learning Techniques*, read as in ``docs/methods.md`` §3.
 """
 
 from iosight.similarity._cluster import (

@@ -1,6 +1,6 @@
 """Clustering: SimplifiedDensity on codings, ClusteringTree on profiles, quality.
 
-Betke & Kunkel §4 ("Clustering"), §5.3 and §6, read as in ``methods/NOTES.md`` §3.
+Betke & Kunkel (2020), §4 ("Clustering"), §5.3 and §6, read as in ``docs/methods.md`` §3.
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def simplified_density(
 
     Notes
     -----
-    Exactly the paper's rule (§4 "SimplifiedDensity Algorithm", NOTES §3), made
+    Exactly the paper's rule (§4 "SimplifiedDensity Algorithm", docs/methods.md §3), made
     fast without changing any assignment: (1) a centroid of length ``lb`` can only
     reach SIM when ``|la - lb| <= (1 - SIM) max(la, lb)`` (the edit distance is at
     least the length difference), so centroids are kept in buckets by length and

@@ -2,7 +2,7 @@
 
 Betke & Kunkel, *The Importance of Temporal Behavior When Classifying Job IO
 Patterns* §3 (segmentation, categorisation) and §4 (binary and hexadecimal
-coding, zero aggregation), read as in ``methods/NOTES.md`` §3.
+coding, zero aggregation), read as in ``docs/methods.md`` §3.
 
 A job's series is held sparsely: one row per (job, node, file system, metric,
 segment) whose segment mean is non-zero; the job's numbers of segments, nodes
@@ -73,7 +73,7 @@ def segment_samples(
 
     Notes
     -----
-    iosight's reading (NOTES §3): a job spans ``job_start`` to ``job_end``, else its
+    iosight's reading (docs/methods.md §3): a job spans ``job_start`` to ``job_end``, else its
     first to its last sample time; it has ``n_nodes`` nodes and ``n_fs`` file
     systems, else those its samples name; its samples lie on a grid of
     ``interval_s`` from its start; samples absent from the input are zeros
@@ -282,7 +282,7 @@ class Categories:
 
         Notes
         -----
-        iosight's reading (NOTES §3, "taken from quantiles of the data set"): the
+        iosight's reading (docs/methods.md §3, "taken from quantiles of the data set"): the
         quantiles are of the non-zero node-segment means, so a split point is
         never 0; a metric never seen active gets split points (1, 1).
         """
@@ -341,7 +341,7 @@ def code_series(series: pd.DataFrame, jobs: pd.DataFrame, categories: Categories
     Binary: category scores summed over nodes and file systems; bit ``b`` of a
     segment's code is set when metric ``b``'s sum is > 0. Hexadecimal: the mean
     score over the job's ``n_nodes * n_fs`` node-file-system pairs, in [0, 4],
-    quantised to ``floor(mean / 0.25)`` capped at 15 (NOTES §3).
+    quantised to ``floor(mean / 0.25)`` capped at 15 (docs/methods.md §3).
     """
     nseg = jobs["n_segments"].to_numpy(dtype=np.int64)
     if (nseg < 1).any():

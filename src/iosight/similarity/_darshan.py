@@ -94,7 +94,7 @@ def darshan_series(wh: Warehouse, segment_s: float = 600.0) -> tuple[pd.DataFram
 
     Times are seconds since job start, clipped to the job's run time; a job has
     ``max(1, ceil(run_time / segment_s))`` segments and its last, partial segment
-    is divided by its own duration (the mean of what it has, NOTES §3).
+    is divided by its own duration (the mean of what it has, docs/methods.md §3).
     """
     wh.require("jobs")
     events, _ = _events_sql(wh)

@@ -1,8 +1,8 @@
 """Job profiles: the fixed-size features the paper contrasts with time series.
 
-Betke & Kunkel §3 ("Job-IO-Balance, Job-IO-Utilization, Job-IO-Problem-Time")
+Betke & Kunkel (2020), §3 ("Job-IO-Balance, Job-IO-Utilization, Job-IO-Problem-Time")
 and §4.1 ("IO-metric" and "IO-duration" job profiles), read as in
-``methods/NOTES.md`` §3.
+``docs/methods.md`` §3.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def job_profiles(series: pd.DataFrame, jobs: pd.DataFrame, categories: Categorie
 
     Notes
     -----
-    iosight's reading (NOTES §3, of the paper's reference [4]): a node's load in a
+    iosight's reading (docs/methods.md §3, of the paper's reference [4]): a node's load in a
     segment is the largest category score over metrics and file systems; a segment
     is IO-intensive when some node's load is >= 1. Problem-Time is the fraction of
     IO-intensive segments; Utilization the mean, over those segments, of the largest

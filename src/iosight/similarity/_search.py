@@ -1,6 +1,6 @@
 """Top-k search: the jobs most similar to a given one, exactly, without comparing all.
 
-Betke & Kunkel §7 (use case: find jobs similar to a given IO-intensive job).
+Betke & Kunkel (2020), §7 (use case: find jobs similar to a given IO-intensive job).
 The index bounds the edit distance from below with cheap vectorised counts, so
 only jobs whose bound could still beat the k-th best are compared exactly.
 """

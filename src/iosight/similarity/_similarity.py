@@ -1,6 +1,6 @@
 """Levenshtein similarity of codings: BIN (eq. 1) and HEX_LEV (eq. 2).
 
-Betke & Kunkel §4.1, read as in ``methods/NOTES.md`` §3. Codes become
+Betke & Kunkel (2020), §4.1, read as in ``docs/methods.md`` §3. Codes become
 characters (``chr(code)``) so rapidfuzz's C++ Levenshtein does every edit
 distance; nothing here loops over characters in Python.
 """
@@ -37,7 +37,7 @@ def hex_similarity(a: np.ndarray, b: np.ndarray) -> float:
 
     Notes
     -----
-    iosight's reading (NOTES §3): N counts the metrics that are non-zero in
+    iosight's reading (docs/methods.md §3): N counts the metrics that are non-zero in
     either job and the sum runs over those metrics, so the value is the mean of
     the per-metric similarities over them; two all-zero codings have similarity 1.
     """
@@ -112,7 +112,7 @@ class CodingSet:
         both = active | self.active[i]
         for m, (part, cand) in enumerate(zip(self.parts, choices, strict=True)):
             d = process.cdist([part[i]], cand, scorer=Levenshtein.distance, dtype=np.int32)[0]
-            # HEX: only metrics non-zero in either job count (NOTES §3)
+            # HEX: only metrics non-zero in either job count (docs/methods.md §3)
             dist += d if self.kind == "bin" else np.where(both >> m & 1, d, 0)
         longest = np.maximum(lengths, self.lengths[i])
         if self.kind == "bin":

@@ -1,6 +1,6 @@
 """Synthetic DKRZ-like monitoring: jobs from known classes, 5 s samples, nine metrics.
 
-What the paper could not do (Betke & Kunkel §4.2: "there are no tools that can
+What the paper could not do (Betke & Kunkel (2020), §4.2: "there are no tools that can
 assess the cluster quality automatically") needs jobs whose class is known.
 Each class is a recipe of I/O phases (when, which metrics, how intense, on how
 many nodes); each job draws its run time, node count, phase timing, intensity,
@@ -156,7 +156,7 @@ def _job_samples(cls: JobClass, rng: np.random.Generator, keep_raw: bool):
     segments) array of segment means; ``raw`` (only with ``keep_raw``) lists
     ``(fs, metric, nodes, sample indices, values)``. Samples are drawn only where
     something is active; all other samples are zero. A last partial segment is the
-    mean of the samples it has (NOTES §3).
+    mean of the samples it has (docs/methods.md §3).
     """
     runtime = min(_loguniform(rng, *cls.runtime_s), 8 * 3600.0)
     n_nodes = int(round(_loguniform(rng, cls.nodes[0], cls.nodes[1] + 0.999)))

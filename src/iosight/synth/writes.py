@@ -7,7 +7,7 @@ busiest component over that component's available bandwidth; the run takes the
 bottleneck stage plus a share of the others, plus metadata time. Production interference
 takes a random share of every storage component's bandwidth per run, stragglers slow a
 few targets a lot, and a log-normal factor adds the rest of the noise. Runs of a pattern
-repeat until the CLT test converges or 9 runs (Xie et al. §IV-A), like the paper's
+repeat until the CLT test converges or 9 runs (Xie et al. (2019), §IV-A), like the paper's
 sampling; patterns follow Tables III/IV (scales 1..512, burst sizes 1 MB..2.5 GB) and each
 is placed as a block of nodes starting at a random node, as a scheduler would place it.
 

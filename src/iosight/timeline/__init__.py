@@ -1,4 +1,4 @@
-"""System-level binned I/O timeline (Saeedizade et al. §IV).
+"""System-level binned I/O timeline (Saeedizade et al. (2023), §IV).
 
 Exports load on first use (:mod:`iosight._lazy`): showing a stored timeline does not
 import the binning's numpy and scipy.

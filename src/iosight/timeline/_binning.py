@@ -1,4 +1,4 @@
-"""Spreading intervals over fixed-width time bins (Saeedizade et al. §IV, Fig. 2).
+"""Spreading intervals over fixed-width time bins (Saeedizade et al. (2023), §IV, Fig. 2).
 
 :func:`bin_intervals` is O(rows + bins): an interval's first and last bins take their
 shares directly and the bins in between take equal shares through a difference array,
@@ -53,7 +53,7 @@ def spread_fractions(
     spread : {"overlap", "equal"}
         ``"equal"`` splits a value equally among the touched bins (the paper, §IV);
         ``"overlap"`` splits it in proportion to the time the interval spends in each
-        bin (iosight's default, NOTES §1). A zero-length interval puts everything in
+        bin (iosight's default, docs/methods.md §1). A zero-length interval puts everything in
         one bin in both modes.
     """
     check_spread(spread)

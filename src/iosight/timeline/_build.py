@@ -1,4 +1,4 @@
-"""The system-level I/O timeline of a warehouse (Saeedizade et al. §IV, NOTES §1).
+"""The system-level I/O timeline of a warehouse (Saeedizade et al. (2023), §IV, docs/methods.md §1).
 
 Which layer counts (iosight's reading): POSIX + STDIO. MPI-IO calls end in POSIX
 calls that Darshan records too, so MPI-IO bytes are already in POSIX and adding them
@@ -767,7 +767,7 @@ def build_timeline(
     bin_width : float, default 300
         Bin width in seconds (5 min, §IV).
     spread : {"overlap", "equal"}
-        ``"equal"`` reproduces the paper; ``"overlap"`` is exact (NOTES §1).
+        ``"equal"`` reproduces the paper; ``"overlap"`` is exact (docs/methods.md §1).
     since, until : float, optional
         Only jobs that start in ``[since, until)`` (epoch s) count, e.g. one month of a
         years-long archive; their I/O is binned whole, even past ``until``.

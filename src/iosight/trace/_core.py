@@ -1,6 +1,6 @@
 """The tracing core: modules register with it, it owns records, ids, memory bounds and the log.
 
-iosight's reading of Darshan's core (Snyder et al., §III-A): each instrumentation
+iosight's reading of Darshan's core (Snyder et al., 2016, §III-A): each instrumentation
 module asks the core for a record the first time it sees a file; the core names the
 record by hashing the path (:func:`~iosight.trace._format.darshan_hash`), keeps at most
 ``record_limit`` records per module (further files are counted as dropped and the

@@ -5,7 +5,7 @@ duplicated descriptor, then ``fread``/``fwrite``/``fscanf``/``fprintf``), so the
 they move never passes through the Python file object the ``stdio`` module watches.
 Darshan's log format has no numpy record type (PyDarshan could not read one), and
 Darshan itself would see these calls as C stdio, so this module records them in the
-file's STDIO record (Snyder et al., §III-A: a module captures one layer and records
+file's STDIO record (Snyder et al., 2016, §III-A: a module captures one layer and records
 it in the format of that layer).
 
 iosight's reading:

@@ -1,6 +1,6 @@
 """The warehouse: Parquet datasets on disk, DuckDB views over them.
 
-Layout (DESIGN.md, "Warehouse contract")::
+Layout (the tables are those of docs/warehouse.md)::
 
     <root>/tables/<name>/part-<batch>.parquet   committed data, one file per batch
     <root>/_staging/<batch>/<name>.parquet      written before the commit record

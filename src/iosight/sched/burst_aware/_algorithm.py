@@ -1,6 +1,6 @@
 """Algorithm 1 of Saeedizade et al. (§V-B): pick a start delay that dodges predicted bursts.
 
-iosight's reading (``methods/NOTES.md`` §2): a job's work is ``min_time``; a clean bin
+iosight's reading (``docs/methods.md`` §2): a job's work is ``min_time``; a clean bin
 advances it by ``min_time / ceil(min_time / L)`` and a burst bin by
 ``min_time / ceil(max_time / L)``, so it needs ``ceil(min_time / L)`` clean bins or
 ``ceil(max_time / L)`` burst bins. For each of the ``N`` start options the bins are walked
@@ -310,7 +310,7 @@ def choose_start(
 
     Notes
     -----
-    iosight's reading of Algorithm 1 (NOTES.md §2): bins past the pattern are bursts;
+    iosight's reading of Algorithm 1 (docs/methods.md §2): bins past the pattern are bursts;
     start option ``i`` (0-based) has delay ``i * L``; ties keep the earliest option.
 
     References

@@ -59,7 +59,7 @@ class App:
         return cls(name, mn, mx)
 
 
-#: The three applications of Fig. 10 (NOTES.md §2).
+#: The three applications of Fig. 10 (docs/methods.md §2).
 PAPER_APPS: tuple[App, ...] = (
     App("dlio", 850.0, 4250.0),
     App("b", 1260.0, 3780.0),

@@ -1,6 +1,6 @@
 """Scheduling distributed I/O resources (I/O nodes, OSTs) among applications.
 
-Implements Bandet, Boito, Pallez (004): the model, allocation and placement
+Implements Bandet, Boito, Pallez (2024): the model, allocation and placement
 heuristics, the MCKP baseline, two simulators, the metrics and the workload study.
 """
 

@@ -1,6 +1,7 @@
-"""Allocation heuristics of 004 §IV-A: how many I/O resources each application gets.
+"""Allocation heuristics (Bandet et al., 2024, §IV-A): how many I/O resources each
+application gets.
 
-Every allocator declares the application inputs it may read (Table II of 004);
+Every allocator declares the application inputs it may read (Bandet et al., 2024, Table II);
 :func:`allocate` hands it exactly those and nothing else.
 """
 
@@ -119,7 +120,7 @@ class NsysAllocator(Allocator):
 
 @ALLOCATORS.register("TCPU")
 class TCPUAllocator(Allocator):
-    """Algorithm 1 of 004, line by line.
+    """Algorithm 1 of Bandet et al. (2024), line by line.
 
     Notes
     -----

@@ -1,4 +1,4 @@
-"""The paper's conclusions (004 §VI) tested on the study's runs, as typed findings.
+"""The paper's conclusions (Bandet et al., 2024, §VI) tested on the study's runs, as typed findings.
 
 Every claim is read as the paper words it and tested on *paired* differences: the
 heuristics of one comparison ran on the same application sets, so each set gives one

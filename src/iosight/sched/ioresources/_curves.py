@@ -2,7 +2,7 @@
 
 References
 ----------
-.. [1] Bandet, Boito, Pallez (004), §II (Fig. 1, 2), §V-A and §VI-B (Fig. 11).
+.. [1] Bandet, Boito, Pallez (2024), §II (Fig. 1, 2), §V-A and §VI-B (Fig. 11).
 .. [2] Bez et al., FORGE I/O-forwarding measurements on MareNostrum 4 (data set README).
 """
 
@@ -188,7 +188,7 @@ def profile_estimates(
 def ost_curves(n_curves: int = 301, n_max: int = 8, *, seed: int = 0) -> CurveSet:
     """PARAMETRIC OST curves (the paper's BeeGFS data set is not public).
 
-    Families and shares are iosight's assumptions, shaped after Fig. 2 of 004
+    Families and shares are iosight's assumptions, shaped after Fig. 2 of Bandet et al. (2024)
     (most configurations gain from more OSTs): Ascent 55 % (b(n) = n / (1 + (n-1)/s),
     saturation s in [1, 8]), Neutral 20 % (flat, +-5 % noise), Peak 15 % (rises then
     falls after a peak in 2..n_max-1), Descent 10 % (b(n) = 1 / (1 + d (n - 1)),

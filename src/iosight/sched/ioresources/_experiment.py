@@ -1,4 +1,4 @@
-"""The simulation study of 004 §V-C/D and §VI: seeded, parallel, resumable.
+"""The simulation study of Bandet et al. (2024), §V-C/D and §VI: seeded, parallel, resumable.
 
 One task is one (target load Theta, application set); its results (every
 allocator x placement pair, MCKP, and the robustness runs of §VI-B) go to one
@@ -36,7 +36,7 @@ from iosight.sched.ioresources._simulate import SIMULATORS, simulate
 from iosight.sched.ioresources._workload import check_load, generate_workload
 
 FORGE_DIR = "datasets/bez_forge_io_forwarding_bandwidth"
-#: Heuristic pairs of the robustness study (Fig. 12 of 004).
+#: Heuristic pairs of the robustness study (Bandet et al., 2024, Fig. 12).
 ROBUST_PAIRS = (("TCPU", "Greedy-NC"), ("BestBdw", "Greedy-NC"), ("BestBdw", "Greedy-C"))
 
 

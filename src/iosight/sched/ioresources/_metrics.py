@@ -1,4 +1,5 @@
-"""Objectives of 004 §III-C2, measured on the window [0, t_end] of a simulation."""
+"""Objectives of Bandet et al. (2024), §III-C2, measured on the window [0, t_end] of a
+simulation."""
 
 from __future__ import annotations
 

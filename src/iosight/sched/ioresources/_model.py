@@ -1,4 +1,4 @@
-"""Platform and application model of Bandet, Boito, Pallez (004), §III.
+"""Platform and application model of Bandet, Boito, Pallez (2024), §III.
 
 A :class:`Workload` holds K applications as arrays (one row per application) so that
 the characteristic values of every application are computed at once.
@@ -29,7 +29,7 @@ def _is_real(value: object, low: float, *, strict: bool = False) -> bool:
 
 @dataclass(frozen=True)
 class Application:
-    """One application of Table I of 004.
+    """One application of Table I of Bandet et al. (2024).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Placement heuristics of 004 §IV-B and the MCKP baseline of Bez et al.
+"""Placement heuristics of Bandet et al. (2024), §IV-B and the MCKP baseline of Bez et al.
 
 A placement is a K x N boolean matrix: ``place[j, r]`` when application j uses
 resource r. Like allocators, each heuristic reads only its Table II inputs.
@@ -113,7 +113,7 @@ def mckp(
 
     Exact dynamic programme over the resource count. Two readings:
 
-    * ``zero=False`` (n_j >= 1, the model of 004 §III): for K > N exclusivity is
+    * ``zero=False`` (n_j >= 1, the model of Bandet et al. (2024), §III): for K > N exclusivity is
       impossible; the capacity is N * ceil(K / N) "slots", slot s being resource s mod
       N, so no resource holds more than ceil(K/N) applications. At K = 2N every
       application gets exactly one resource.

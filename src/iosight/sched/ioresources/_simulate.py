@@ -1,4 +1,4 @@
-"""Simulators of shared I/O resources (004 §III-B, §V-B).
+"""Simulators of shared I/O resources (Bandet et al., 2024, §III-B, §V-B).
 
 Both run the model from t = 0 until the first application finishes (the window
 of §V-D in which the set of running applications is constant):

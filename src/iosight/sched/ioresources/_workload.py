@@ -1,4 +1,4 @@
-"""Workload generator of 004 §V-C."""
+"""Workload generator of Bandet et al. (2024), §V-C."""
 
 from __future__ import annotations
 
