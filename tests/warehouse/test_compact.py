@@ -230,3 +230,20 @@ def test_a_full_output_is_not_merged_again(tmp_path, monkeypatch):
     assert report.files_after == {"rows": len(full) + 1}  # the new files in one
     assert set(full) <= {f.name for f in wh.table_files("rows")}
     assert Warehouse(wh.path).sql("select count(*) n from rows")["n"][0] == 43 * 500
+
+
+def test_a_long_lived_warehouse_object_reads_what_others_committed(tmp_path, all_but_one):
+    """A notebook's warehouse object, opened before another writer ingested, compacted
+    and deleted the replaced files, answers from the files the tables hold now (its views
+    name their files, so they are made again)."""
+    wh = Warehouse(_copy(all_but_one, tmp_path / "wh"))
+    query = "select count(*) as n from posix"
+    before = wh.arrow(query)["n"][0].as_py()
+    other = Warehouse(wh.path)
+    assert ingest([_last()], other, workers=1, compact=False).ok
+    compact(other)
+    for table in other.tables():
+        other.purge_superseded(table, grace=0)
+    after = Warehouse(wh.path).arrow(query)["n"][0].as_py()
+    assert after > before
+    assert wh.arrow(query)["n"][0].as_py() == after

@@ -166,6 +166,8 @@ class Warehouse:
                 )
             self._create()
         self._con: duckdb.DuckDBPyConnection | None = None
+        self._viewed: tuple | None = None  # the tables' signature the views were made at
+        self._view_names: set[str] = set()
         self._lock_fh = None
         self._lock_depth = 0
         self.lock_timeout = DEFAULT_LOCK_TIMEOUT if lock_timeout is None else lock_timeout
@@ -250,19 +252,45 @@ class Warehouse:
         return {name: tuple(f.name for f in self.table_files(name)) for name in self.tables()}
 
     def connect(self) -> duckdb.DuckDBPyConnection:
-        """A DuckDB connection with one view per table (rebuilt after every write)."""
+        """A DuckDB connection with one view per table. The views name their files, so
+        they are made again when a write, in this process or another, changed the tables
+        (:meth:`_tables_signature`): a long-lived warehouse object never reads files a
+        commit or compaction replaced."""
         if self._con is None:
             import duckdb
 
-            self._con = duckdb.connect()
-            for name in self.tables():
-                files = ", ".join(_sql_text(f) for f in self.table_files(name))
-                if not files:
-                    continue
-                rows = f"read_parquet([{files}], union_by_name=true)"
-                query = view_query(self._con, name, rows)
-                self._con.execute(f'create or replace view "{name}" as {query}')
+            self._con, self._viewed, self._view_names = duckdb.connect(), None, set()
+        signature = self._tables_signature()
+        if signature != self._viewed:
+            self._make_views(self._con)
+            self._viewed = signature
         return self._con
+
+    def _tables_signature(self) -> tuple:
+        """The modification times of ``tables/`` and of each table's folder: any commit,
+        compaction or purge changes one of them (files added, renamed or removed)."""
+        root = self.path / _TABLES
+        try:
+            with os.scandir(root) as entries:
+                folders = sorted((e.name, e.stat().st_mtime_ns) for e in entries if e.is_dir())
+            return (root.stat().st_mtime_ns, *folders)
+        except FileNotFoundError:
+            return ()
+
+    def _make_views(self, con: duckdb.DuckDBPyConnection) -> None:
+        """(Re)make one view per table over the files it reads now; drop the views of
+        tables that hold none."""
+        live = set()
+        for name in self.tables():
+            files = ", ".join(_sql_text(f) for f in self.table_files(name))
+            if not files:
+                continue
+            rows = f"read_parquet([{files}], union_by_name=true)"
+            con.execute(f'create or replace view "{name}" as {view_query(con, name, rows)}')
+            live.add(name)
+        for name in self._view_names - live:
+            con.execute(f'drop view if exists "{name}"')
+        self._view_names = live
 
     def _invalidate(self) -> None:
         if self._con is not None:
