@@ -86,6 +86,7 @@ class FollowForecasts:
         if len(widths) > 1:
             raise IosightError(f"the forecasters have bins of {sorted(widths)} s: pick one width")
         self.width = float(widths.pop())
+        self.checked = False  # the timeline's bins, once
 
     @property
     def as_of(self) -> float | None:
@@ -114,12 +115,16 @@ class FollowForecasts:
         return newest - first + 1
 
     def _check_timeline(self) -> None:
+        """Once a follow: a timeline of the forecasters' bins (built when there is none)."""
         from iosight.timeline import bin_width_of, build_timeline, load_timeline
 
+        if self.checked:
+            return
         if not self.warehouse.has_table("timeline"):
             build_timeline(self.warehouse, bin_width=self.width)
         width = bin_width_of(load_timeline(self.warehouse))
         self.series[0].forecaster.check_compatible(bin_width=width)
+        self.checked = True
 
     def _resume(self) -> None:
         """Where each forecaster not yet placed left off: its last stored forecast, else
