@@ -57,7 +57,7 @@ def check_follow_forecaster(forecaster: Forecaster) -> None:
     if md["feature_set"] == 4:
         raise IosightError(
             f"model {name!r} uses feature set 4 (the running jobs, from the scheduler), which "
-            "a log directory does not tell; train one with --feature-set 3 or lower"
+            "a log directory does not tell; train one with --features 3 or lower"
         )
 
 
