@@ -43,7 +43,8 @@ from pathlib import Path
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "darshan-logs"
 
 
-def corpus(n: int, out: Path) -> list[Path]:
+def corpus(n: int, out: Path, start: int = 0) -> list[Path]:
+    """Copies ``start`` .. ``start + n - 1`` of the corpus, written into ``out``."""
     with open(SHARED / "MANIFEST.tsv", newline="") as fh:
         rows = [
             r
@@ -52,7 +53,7 @@ def corpus(n: int, out: Path) -> list[Path]:
         ]
     sources = [SHARED / r["filename"] for r in rows]
     files = []
-    for i in range(n):
+    for i in range(start, start + n):
         src = sources[i % len(sources)]
         dst = out / f"{i:06d}_{src.name[-60:]}"
         dst.write_bytes(src.read_bytes() + i.to_bytes(8, "little"))

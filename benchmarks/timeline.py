@@ -15,8 +15,10 @@
 3. Incremental (``--summit DIR``, the real Summit 2021 job totals): the year less its
    last hour of jobs (by end time, when their logs would land) ingested and its timeline
    built, then the last hour ingested; ``update_timeline`` (the new jobs only) against
-   ``rebuild_timeline`` (the whole year), each on a fresh copy, in this process after a
-   warm-up, wall and CPU medians of ``--repeat`` runs, and the two timelines compared.
+   ``rebuild_timeline`` (the whole year), each on a fresh copy (flushed to disk before
+   the clock starts), in this process after a warm-up, wall and CPU medians of
+   ``--repeat`` runs, and the two timelines compared; the imports an update needs are
+   timed apart, in a fresh Python each.
 
     python benchmarks/timeline.py              # 10 M records; warehouses of 1 M and 10 M
     python benchmarks/timeline.py --quick      # 1 M records; warehouses of 0.2 M and 1 M
@@ -257,9 +259,25 @@ def _timed(fn, wh_path: Path, scratch: Path) -> tuple[float, float, object]:
 
     shutil.rmtree(scratch, ignore_errors=True)
     wh = Warehouse(shutil.copytree(wh_path, scratch))
+    os.sync()  # the copy on disk first: a commit's fsync would otherwise write it too
     t, c = time.perf_counter(), time.process_time()
     fn(wh)
     return time.perf_counter() - t, time.process_time() - c, wh
+
+
+# what an update imports, timed in a fresh process (not part of the update's own time)
+_IMPORTS = (
+    "import time; t = time.perf_counter(); "
+    "from iosight.timeline import update_timeline; from iosight.warehouse import Warehouse; "
+    "import pandas, pyarrow.compute, pyarrow.parquet; print(time.perf_counter() - t)"
+)
+
+
+def import_seconds(repeat: int) -> float:
+    """Median wall seconds of importing what an update uses, each in a fresh Python."""
+    runs = [subprocess.run([sys.executable, "-c", _IMPORTS], capture_output=True, text=True,
+                           check=True).stdout for _ in range(repeat)]  # fmt: skip
+    return statistics.median(float(r) for r in runs)
 
 
 def incremental(summit: Path, repeat: int, workdir: str | None) -> None:
@@ -300,6 +318,8 @@ def incremental(summit: Path, repeat: int, workdir: str | None) -> None:
     print(f"  rebuild_timeline (the year): {1000 * rw:8.1f} ms wall, {1000 * rc:8.1f} ms CPU")
     print(f"  update is {rw / uw:.1f}x faster (wall), {rc / uc:.1f}x (CPU); median of {repeat}; "
           f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
+    print(f"  imports (not counted above; a fresh Python, median of 3): "
+          f"{1000 * import_seconds(3):.0f} ms wall")  # fmt: skip
     print(f"  same bins and active jobs: {same}; largest sum difference: {err:.1e} of the "
           "column's largest bin")
 

@@ -19,6 +19,18 @@ def warehouse(tmp_path):
     return Warehouse(tmp_path / "wh", create=True)
 
 
+MILLION_SEGMENTS = 1_000_000
+
+
+@pytest.fixture(scope="session")
+def million_segment_log(tmp_path_factory):
+    """A 1,024-rank job log of 1,000,448 DXT segments made with iosight's tracer (one
+    process traced for real, replicated as every rank: synthetic repetition); ~2 s."""
+    from iosight.trace import dxt_heavy_log
+
+    return dxt_heavy_log(tmp_path_factory.mktemp("dxt") / "million.darshan", MILLION_SEGMENTS)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Run the README's run-through first, then the other tests marked slow.
 

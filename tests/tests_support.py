@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -193,6 +195,32 @@ def garbage_job_logs() -> list[Path]:
     logs = sorted(shared_path("darshan-logs").glob("*example_logs*_ior-*"))
     assert len(logs) == 6, logs
     return logs
+
+
+_AUDIT = """
+import atexit, sys
+_out = sys.argv.pop(1)
+atexit.register(lambda: open(_out, "w").write("\\n".join(sys.modules)))
+"""
+
+
+def imported_modules(
+    code: str, *args: str, tmp_path: Path
+) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """Run ``code`` in a fresh interpreter with ``args`` as its ``sys.argv[1:]``; its
+    result and the modules it had imported when it exited, top-level packages and
+    dotted names both (what a command costs to start: a test of which modules load
+    times nothing)."""
+    out = tmp_path / "modules.txt"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    result = subprocess.run(
+        [sys.executable, "-c", _AUDIT + code, str(out), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    names = set(out.read_text().split())
+    return result, names | {name.split(".")[0] for name in names}
 
 
 def daily_spikes(days: int = 20, width: float = 300.0, seed: int = 0, anytime: bool = False):

@@ -12,15 +12,10 @@ The public entry point for notebooks is :class:`iosight.Warehouse`::
 from __future__ import annotations
 
 from iosight._errors import IosightError
+from iosight._lazy import lazy_exports
 
 __version__ = "0.1.0"
-__all__ = ["IosightError", "Warehouse", "__version__"]
 
-
-def __getattr__(name: str):
-    # lazy: importing iosight must not import pyarrow/duckdb (CLI start-up, workers)
-    if name == "Warehouse":
-        from iosight.warehouse import Warehouse
-
-        return Warehouse
-    raise AttributeError(name)
+# lazy: importing iosight must not import pyarrow/duckdb (CLI start-up, workers)
+__getattr__, __dir__, _exports = lazy_exports(__name__, {"warehouse": ("Warehouse",)})
+__all__ = ["IosightError", "__version__", *_exports]

@@ -4,6 +4,7 @@ import typer
 
 from iosight.cli import app
 from iosight.warehouse import (
+    AUTO_SMALL_FILES,
     DEFAULT_BATCH_SIZE,
     DEFAULT_INTERVAL,
     DEFAULT_LOCK_TIMEOUT,
@@ -25,6 +26,7 @@ def test_ingest_help_states_the_library_defaults():
     assert helps["interval"][0] is None and helps["settle"][0] is None
     assert helps["interval"][1].endswith(f"(default {DEFAULT_INTERVAL:g}).")
     assert helps["settle"][1].endswith(f"default {DEFAULT_SETTLE}).")
+    assert f"that have {AUTO_SMALL_FILES} or more" in helps["compact"][1]
 
 
 def test_out_of_range_options_are_one_line_and_make_nothing(tmp_path):

@@ -159,3 +159,60 @@ def test_piped_command_output_is_plain(wh):
     assert not any(ch in out for ch in "│┃━─")
     # job 29959 of the MACSio example: 16 ranks for 4 s
     assert rows[0].split() == ["29959", "16", "4", "s", "64", "rank-s"]
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "json", "jsonl"])
+def test_rows_print_as_the_same_query_as_a_data_frame(wh, fmt, capsys):
+    """Commands that print DuckDB's rows without pandas (jobs, sql, tables, errors,
+    timeline show) print what the DataFrame of the same query printed, for every table
+    of real logs: numbers, nulls, strings, timestamps and booleans alike (list columns
+    apart: see the next test)."""
+    from iosight.cli import _common
+
+    warehouse = Warehouse(wh)
+    queries = ["select 1.5 as decimal, null as nothing, 'a/b' as path"]
+    for t in warehouse.tables():
+        kept = [f'"{c}"' for c, kind in _column_types(warehouse, t) if not kind.endswith("[]")]
+        queries.append(f'select {", ".join(kept)} from "{t}" order by all')
+    for query in queries:
+        _common.print_frame(warehouse.sql(query), fmt, max_rows=20)
+        want = capsys.readouterr().out
+        _common.print_frame(warehouse.rows(query), fmt, max_rows=20)
+        assert capsys.readouterr().out == want, query
+
+
+def _column_types(warehouse, table: str) -> list[tuple[str, str]]:
+    rows = warehouse.rows(f'select * from "{table}" limit 0')
+    return list(zip(rows.columns, rows.types, strict=True))
+
+
+def test_rows_keep_big_integers_and_write_lists_as_lists(wh, capsys):
+    """Where rows and a DataFrame differ, rows are exact: a HUGEINT stays an integer (a
+    DataFrame makes it a float) and a list cell of a CSV reads as a list (a DataFrame
+    writes numpy's '[ 7  9 23]', elided when long)."""
+    from iosight.cli import _common
+
+    warehouse = Warehouse(wh)
+    _common.print_frame(warehouse.rows("select (2**70)::hugeint as huge"), "json")
+    assert json.loads(capsys.readouterr().out) == [{"huge": 2**70}]
+    _common.print_frame(warehouse.rows("select [7, 9, 23] as osts"), "csv")
+    assert capsys.readouterr().out == 'osts\n"[7, 9, 23]"\n'
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "json", "jsonl"])
+def test_rows_of_arrays_print_as_their_data_frame(fmt, capsys):
+    """``iosight schedule start`` prints Algorithm 1's options from numpy arrays without
+    pandas: the same output as the DataFrame of those arrays."""
+    import numpy as np
+    import pandas as pd
+
+    from iosight.cli import _common
+    from iosight.sched.burst_aware import choose_start
+    from iosight.warehouse import Rows
+
+    columns = choose_start("0001100001111000", 100, 1000, alpha=0.3).options_columns()
+    columns["note"] = np.where(columns["chosen"], "chosen/start", "")
+    _common.print_frame(pd.DataFrame(columns), fmt, title="options")
+    want = capsys.readouterr().out
+    _common.print_frame(Rows.from_columns(columns), fmt, title="options")
+    assert capsys.readouterr().out == want

@@ -128,3 +128,27 @@ def test_version_and_table_view_of_jobs(wh):
     assert result.exit_code == 0
     # start times are shown as UTC dates on screen (job 4478544 ran in 2017)
     assert "2017-" in result.stdout
+
+
+def test_ingest_compacts_with_one_line_unless_told_not_to(tmp_path, monkeypatch):
+    """With the threshold lowered to 4 small files: eight example logs committed one by
+    one with --no-compact keep their files; the next ingest compacts the tables with 4
+    or more, saying so; ``compact`` by hand merges the rest (2 or more)."""
+    from iosight.warehouse import _compact
+
+    monkeypatch.setattr(_compact, "AUTO_SMALL_FILES", 4)
+    last = next(str(p) for p in example_logs() if p.name == "sample-goodost.darshan")
+    first = [str(p) for p in example_logs() if str(p) != last]
+    path = tmp_path / "wh"
+    base = ["-w", str(path), "--workers", "1", "--batch-size", "1"]
+    result = runner.invoke(app, ["ingest", *first, *base, "--no-compact"])
+    assert result.exit_code == 0 and "files ->" not in result.output, result.output
+    assert len(Warehouse(path).table_files("jobs")) > 4
+    result = runner.invoke(app, ["ingest", last, *base])
+    assert result.exit_code == 0 and "files ->" in result.output, result.output
+    assert len(Warehouse(path).table_files("jobs")) == 1
+    for line in ("files ->", "no table has small files to merge"):
+        again = runner.invoke(app, ["compact", "-w", str(path)])
+        assert again.exit_code == 0 and line in again.output, again.output
+    wh = Warehouse(path)
+    assert {len(wh.table_files(t)) for t in wh.tables()} == {1}

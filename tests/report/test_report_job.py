@@ -12,7 +12,10 @@ def test_job_figure_for_dxt_and_plain_logs(warehouse, tmp_path):
         assert out.read_bytes()[:4] == b"\x89PNG"
 
 
-def test_dxt_panel_plots_every_segment_of_the_job_among_many_others(warehouse, monkeypatch):
+def test_dxt_panel_plots_every_segment_of_the_job_among_many_others(warehouse):
+    """Every segment of the job, drawn one by one when they are few, counted per rank
+    bin and time bin when they are more than the panel's points: none left out."""
+    import numpy as np
     from matplotlib.figure import Figure
 
     from iosight.report import job as job_report
@@ -22,21 +25,19 @@ def test_dxt_panel_plots_every_segment_of_the_job_among_many_others(warehouse, m
     key, n = counts["job_key"][0], int(counts["n"][0])  # the job with the fewest segments
     others = int(counts["n"].sum()) - n
     assert others > 10 * n  # the table is mostly other jobs' segments
-    # a sample size below the table's size but above this job's: sampling the table before
-    # selecting the job (the old query) would have kept about n * limit / total segments
-    limit = n + (others // 10)
-    monkeypatch.setattr(job_report, "MAX_SEGMENTS", limit)
     ax = Figure().subplots()
-    job_report._timeline(ax, warehouse, key)
+    job_report._timeline(ax, warehouse, key, max_points=n)
     plotted = sum(len(c.get_segments()) for c in ax.collections)
     assert plotted == n
     assert f"all {n:,} segments" in ax.get_title()
 
-    big = counts["job_key"].iloc[-1]
+    big, n_big = counts["job_key"].iloc[-1], int(counts["n"].iloc[-1])
     ax = Figure().subplots()
-    job_report._timeline(ax, warehouse, big)
-    assert sum(len(c.get_segments()) for c in ax.collections) == limit
-    assert "sampled" in ax.get_title()
+    job_report._timeline(ax, warehouse, big, max_points=n)  # fewer points than segments
+    (image,) = ax.images
+    cells = image.get_array()
+    assert np.isfinite(cells).sum() <= n and np.nansum(cells) == n_big
+    assert f"{n_big:,} segments, counted per" in ax.get_title()
 
 
 def test_a_figure_path_is_checked_before_drawing(tmp_path):

@@ -143,3 +143,31 @@ def test_markup_from_a_traced_log_never_runs(server, browser, served_path, exe_m
     )
     assert "<img src=x" in labels
     assert d.execute_script("return window.__xss === undefined")
+
+
+def test_dxt_zoom_counts_again_down_to_single_operations(server, browser, served_path):
+    """The real DXT log's job has more segments than a view holds: cells; a zoom into one
+    rank and a short time asks the server again and draws that window's segments."""
+    from iosight.serve import ServedWarehouse
+
+    wh = ServedWarehouse(served_path)
+    key = wh.sql("select job_key from jobs where source_path like '%dxt.darshan'")["job_key"][0]
+    r = wh.sql("select rank, median(start) t from dxt_posix where job_key = ? group by 1 "
+               "order by count(*) desc limit 1", [key]).iloc[0]  # fmt: skip
+    rank, t0, t1 = int(r["rank"]), float(r["t"]), float(r["t"]) + 0.5
+    n = int(wh.sql('select count(*) n from dxt_posix where job_key = ? and rank = ? and "end" >= ? '
+                   "and start <= ?", [key, rank, t0, t1])["n"][0])  # fmt: skip
+    d = browser
+    d.get(f"{server.url}/job/{key}")
+    _figure_ready(d, "fig-timeline")
+    title = "return document.getElementById('fig-timeline').layout.title.text"
+    assert "counted per" in d.execute_script(title)
+    d.execute_script(
+        "Plotly.relayout(document.getElementById('fig-timeline'), {'xaxis.range[0]': arguments[0],"
+        "'xaxis.range[1]': arguments[1], 'yaxis.range[0]': arguments[2] - 0.4,"
+        "'yaxis.range[1]': arguments[2] + 0.4})",
+        t0, t1, rank,
+    )  # fmt: skip
+    _wait(d, lambda d: d.execute_script(title).startswith("traced POSIX operations (DXT): all"),
+          "single operations after zoom")  # fmt: skip
+    assert f"all {n:,} segments" in d.execute_script(title) and n > 0

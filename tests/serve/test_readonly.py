@@ -165,3 +165,25 @@ def test_each_thread_gets_its_own_cursor(served_path):
     t.join()
     assert seen[0] is not wh.connect()
     assert wh.connect() is wh.connect()
+
+
+def test_a_refresh_shows_new_files_and_compacted_ones(served_path, tmp_path):
+    """The views name their files: after an ingest or a compaction by another process,
+    the next request's refresh reads the new files, with the same rows a new reader has."""
+    import shutil
+
+    from iosight.demo.step_10_characterization import example_logs
+    from iosight.warehouse import Warehouse, compact, ingest
+
+    path = shutil.copytree(served_path, tmp_path / "wh")
+    served = ServedWarehouse(path)
+    jobs = served.sql("select count(*) n from jobs")["n"][0]
+    writer = Warehouse(path)
+    new_log = next(p for p in example_logs() if p.name == "sample-goodost.darshan")
+    assert ingest([new_log], writer, workers=1, compact=False).ingested == 1
+    served.refresh()
+    assert served.sql("select count(*) n from jobs")["n"][0] == jobs + 1
+    compact(writer)
+    served.refresh()
+    assert served.snapshot() == Warehouse(path).snapshot()
+    assert served.sql("select count(*) n from jobs")["n"][0] == jobs + 1

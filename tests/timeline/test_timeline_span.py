@@ -1,5 +1,6 @@
 """The dense span: a timeline leaves out the few jobs that started far from the others."""
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -68,3 +69,79 @@ def test_cli_says_what_the_dense_span_left_out(old_and_new):
     assert line.endswith("(2022-12-15 to 2022-12-15); --span all keeps them")
     r = CliRunner().invoke(app, ["timeline", "build", "-w", str(old_and_new.path), "--span", "x"])
     assert r.exit_code == 1 and "'span' parameter must be 'dense' or 'all'" in r.output
+
+
+def _starts(n: int, seed: int) -> np.ndarray:
+    """SYNTHETIC job starts over a year, many of them equal (whole minutes, bursts)."""
+    rng = np.random.default_rng(seed)
+    return np.floor(rng.gamma(0.7, 8e6, n) / 60.0) * 60.0 + 1.6e9
+
+
+@pytest.mark.parametrize("n", [4, 5, 6, 7, 8, 101, 2000])
+def test_quantile_cont_equals_duckdb_bit_for_bit(n):
+    import duckdb
+
+    from iosight.timeline._span import quantile_cont
+
+    starts = _starts(n, n)
+    con = duckdb.connect()
+    con.register("s", {"x": starts})
+    want = con.execute("select quantile_cont(x, 0.25), quantile_cont(x, 0.75) from s").fetchone()
+    assert (quantile_cont(starts, 0.25), quantile_cont(starts, 0.75)) == want
+    assert np.isclose(quantile_cont(starts, 0.25), np.quantile(starts, 0.25), rtol=1e-12)
+
+
+def test_quartiles_with_new_starts_equal_those_of_all_starts_or_say_they_cannot():
+    """SYNTHETIC starts in increments: the fences and nearest starts found from the
+    stored windows and the new starts alone equal those of every start, and ``moved``
+    says exactly when a fence crossed an old start; once a quartile leaves its window,
+    ``fences`` says so (None) instead of guessing."""
+    import numpy as np
+
+    from iosight.timeline._span import fences_of, outside, quartiles_of
+
+    starts = _starts(1103, 1)
+    starts = np.concatenate([starts, starts.max() + 60.0 * np.arange(1, 201)])  # 200 late
+    seen = 1000
+    summary = quartiles_of(starts[:seen], fences_of(starts[:seen]), window=64)
+    answered = moved = 0
+    for step in (5, 1, 30, 7, 60, 200):
+        new = starts[seen : seen + step]
+        old_bounds = fences_of(starts[:seen])
+        added = summary.add(new, window=64)
+        seen += step
+        want = fences_of(starts[:seen])
+        bounds = added.fences()
+        if bounds is None:
+            break
+        assert bounds == want
+        old = starts[: seen - step]
+        crossed = np.any(outside(old, old_bounds) != outside(old, bounds))
+        assert summary.moved(old_bounds, bounds) == crossed
+        moved += crossed
+        fresh = quartiles_of(starts[:seen], want, window=64)  # an update's fallback
+        summary = fresh if crossed else added.near_to(bounds, new)
+        assert summary.near == fresh.near
+        answered += 1
+    assert answered == 5 and bounds is None  # the 200 late starts carry q3 past its window
+    assert 0 < moved < answered  # a fence moved past an old start, and not always
+    np.testing.assert_array_equal(summary.windows[0][1], np.sort(summary.windows[0][1]))
+
+
+def test_dense_quartiles_in_sql_equal_those_in_numpy(warehouse):
+    """SYNTHETIC jobs: what a full build stores (SQL) is what an update computes."""
+    import pyarrow as pa
+
+    from iosight.timeline._build import dense_quartiles
+    from iosight.timeline._span import fences_of, quartiles_of
+
+    starts = _starts(2500, 2)
+    keys = [f"j{i}" for i in range(len(starts))]
+    warehouse.commit({"jobs": [pa.table({"job_key": keys, "start_time": starts})]})
+    bounds = fences_of(starts)
+    got = dense_quartiles(warehouse, "j.start_time is not null", bounds)
+    want = quartiles_of(starts, bounds)
+    assert (got.n, got.near) == (want.n, want.near)
+    for (f1, w1), (f2, w2) in zip(got.windows, want.windows, strict=True):
+        assert f1 == f2
+        np.testing.assert_array_equal(w1, w2)

@@ -15,7 +15,14 @@ import pandas as pd
 import pytest
 
 from iosight.timeline import VALUE_COLUMNS, build_timeline, load_timeline, update_timeline
-from iosight.warehouse import Warehouse, ingest
+from iosight.timeline._span import Quartiles
+from iosight.timeline._stored import (
+    QUARTILES_KEY,
+    stored_metadata,
+    stored_quartiles,
+    stored_state,
+)
+from iosight.warehouse import Warehouse, compact, ingest
 from tests_support import shared_path
 
 
@@ -53,9 +60,15 @@ def _assert_as_rebuilt(wh: Warehouse, path, **options) -> pd.DataFrame:
     """The stored timeline equals a full build of a copy of ``wh``: the same bins, active
     jobs and empty bins, exactly, and every sum within 1e-12 of its column's largest (a
     bin's jobs are summed in another order)."""
-    got = load_timeline(wh)
+    got, state = load_timeline(wh), _state(wh)
     copy = Warehouse(shutil.copytree(wh.path, path))
     want = build_timeline(copy, **options).to_pandas()
+    assert state["fences"] == _state(copy)["fences"]  # the dense span's, exactly
+    quartiles = stored_quartiles(stored_metadata(wh))
+    if quartiles is not None:  # what the next update starts from: the same fences
+        summary = Quartiles.from_json(quartiles)
+        assert summary.n == stored_quartiles(stored_metadata(copy))["n"]
+        assert list(summary.fences()) == state["fences"]
     assert list(got.columns) == list(want.columns) and len(got) == len(want)
     for col in ("bin_start", "bin_width", "active_jobs"):
         np.testing.assert_array_equal(got[col].to_numpy(), want[col].to_numpy(), err_msg=col)
@@ -64,6 +77,11 @@ def _assert_as_rebuilt(wh: Warehouse, path, **options) -> pd.DataFrame:
         np.testing.assert_array_equal(g == 0, w == 0, err_msg=col)
         np.testing.assert_allclose(g, w, rtol=0, atol=1e-12 * np.abs(w).max(), err_msg=col)
     return got
+
+
+def _state(wh: Warehouse) -> dict:
+    """What the stored timeline records of its sources and dense span."""
+    return stored_state(stored_metadata(wh))
 
 
 def _by_end(app1: pd.DataFrame, *quantiles: float) -> list[pd.DataFrame]:
@@ -139,8 +157,7 @@ def _strip_sources(wh: Warehouse) -> None:
     ("change", "why"),
     [
         (_strip_sources, "an older iosight"),
-        (lambda wh: wh.compact("timeline"), "compacted"),
-        (lambda wh: wh.compact("jobs"), "replaced or removed"),
+        (lambda wh: compact(wh, ["jobs"]), "replaced or removed"),
     ],
 )
 def test_an_update_that_cannot_be_exact_is_a_rebuild_that_says_why(pending, tmp_path, change, why):
@@ -151,6 +168,18 @@ def test_an_update_that_cannot_be_exact_is_a_rebuild_that_says_why(pending, tmp_
     assert done.line().startswith("timeline rebuilt in full") and "\n" not in done.line()
     _assert_as_rebuilt(wh, tmp_path / "rebuilt")
     assert update_timeline(wh).rebuilt is None  # and it records what it read again
+
+
+def test_compaction_leaves_the_timelines_runs_alone(pending, tmp_path):
+    """The timeline's files are its runs of bins, which an update rewrites by name:
+    compaction never merges them, and the update stays an update."""
+    wh = _copy(pending[0], tmp_path / "wh")
+    update_timeline(wh)
+    runs = [f.name for f in wh.table_files("timeline")]
+    compact(wh)
+    assert [f.name for f in wh.table_files("timeline")] == runs
+    assert len(wh.table_files("jobs")) == 1
+    _assert_as_rebuilt(wh, tmp_path / "rebuilt")
 
 
 def test_a_job_the_dense_span_leaves_out_is_a_rebuild(shared, tmp_path):
@@ -198,3 +227,46 @@ def test_a_batch_with_records_of_jobs_it_holds_is_a_rebuild(warehouse, tmp_path)
     done = update_timeline(warehouse)
     assert done.rebuilt is not None and "records of jobs it already holds" in done.rebuilt
     _assert_as_rebuilt(warehouse, tmp_path / "rebuilt")
+
+
+def test_an_update_without_stored_quartiles_reads_every_start_and_keeps_them(pending, tmp_path):
+    """A timeline that kept no quartile windows (written before them): the update finds
+    the fences from every job's start, equals a full rebuild and keeps the windows."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    wh = _copy(pending[0], tmp_path / "wh")
+    newest = wh.table_files("timeline")[-1]  # holds the timeline's metadata
+    table = pq.read_table(newest)
+    meta = dict(table.schema.metadata)
+    assert json.loads(meta.pop(QUARTILES_KEY))["n"] == len(wh.jobs()) - len(pending[1])
+    pq.write_table(table.replace_schema_metadata(meta), newest)
+    done = update_timeline(wh)
+    assert done.rebuilt is None and done.jobs == len(pending[1]), done.line()
+    _assert_as_rebuilt(wh, tmp_path / "rebuilt")
+    assert stored_quartiles(stored_metadata(wh))["n"] == len(wh.jobs())
+
+
+def test_new_job_totals_that_move_a_fence_past_an_old_job_are_a_rebuild(warehouse, tmp_path):
+    """SYNTHETIC job totals: eight jobs on day 0 and one on day 100, left out (past the
+    fences, 30 days from the quartiles); twenty new jobs on day 95 move the high fence
+    past it, so it would now count (and the new jobs, outside the old fences, too): the
+    update cannot add the new jobs alone."""
+    import pyarrow as pa
+
+    day = 86400.0
+
+    def batch(prefix: str, starts: list[float]) -> dict:
+        keys = [f"{prefix}{i}" for i in range(len(starts))]
+        jobs = pa.table({"job_key": keys, "start_time": starts,
+                         "end_time": [s + 3600 for s in starts]})  # fmt: skip
+        return {"jobs": [jobs], "job_totals": [pa.table({"job_key": keys,
+                "total_POSIX_BYTES_WRITTEN": [1e9] * len(keys)})]}  # fmt: skip
+
+    warehouse.commit(batch("old", [0.0] * 8 + [100 * day]))
+    build_timeline(warehouse, bin_width=3600.0)
+    warehouse.commit(batch("new", [95 * day] * 20))
+    done = update_timeline(warehouse)
+    assert done.rebuilt is not None and "dense span moved: 21 jobs" in done.rebuilt, done.line()
+    _assert_as_rebuilt(warehouse, tmp_path / "rebuilt", bin_width=3600.0)

@@ -231,28 +231,33 @@ def check_format(fmt: str) -> str:
 
 
 def print_frame(df, fmt: str = "table", title: str | None = None, max_rows: int = 50) -> None:
-    """Render a DataFrame as a table, CSV, one JSON array or JSON Lines on stdout.
+    """Render a DataFrame, or the warehouse's :class:`~iosight.warehouse.Rows` (what a
+    command prints without importing pandas), as a table, CSV, one JSON array or JSON
+    Lines on stdout.
 
     Tables show human units (bytes, rates, durations) and elide long paths in the middle:
     in a terminal a Rich table fitted to its width, elsewhere (a file, a pipe) plain text
     that never wraps (:func:`plain_table`). CSV and JSON keep raw values, integers as
     integers.
     """
+    from iosight.warehouse import Rows
+
     check_format(fmt)
     if fmt == "csv":
-        sys.stdout.write(df.to_csv(index=False))
+        sys.stdout.write(rows_csv(df) if isinstance(df, Rows) else df.to_csv(index=False))
         return
     if fmt in ("json", "jsonl"):
         sys.stdout.write(frame_json(df, lines=fmt == "jsonl"))
         return
     from iosight._units import cell
 
-    columns = [str(c) for c in df.columns]
-    rows = [
-        [cell(col, v) for col, v in zip(columns, row, strict=True)]
-        for row in df.head(max_rows).itertuples(index=False)
-    ]
-    numeric = [dtype.kind in "iufb" for dtype in df.dtypes]
+    if isinstance(df, Rows):
+        columns, head, numeric = df.columns, df.values[:max_rows], df.numeric()
+    else:
+        columns = [str(c) for c in df.columns]
+        head = df.head(max_rows).itertuples(index=False)
+        numeric = [dtype.kind in "iufb" for dtype in df.dtypes]
+    rows = [[cell(col, v) for col, v in zip(columns, row, strict=True)] for row in head]
     if on_terminal():
         _rich_table(columns, rows, numeric, title)
     else:
@@ -339,9 +344,27 @@ def _share_width(narrowest: list[int], longest: list[int], spare: int) -> list[i
     return [a + lack * spare // total for a, lack in zip(narrowest, lacking, strict=True)]
 
 
+def rows_csv(rows) -> str:
+    """:class:`~iosight.warehouse.Rows` as CSV with a header, as pandas writes a frame:
+    a missing value is an empty field."""
+    import csv
+    import io
+
+    from iosight._units import missing
+
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(rows.columns)
+    writer.writerows(["" if missing(v) else v for v in row] for row in rows.values)
+    return out.getvalue()
+
+
 def frame_json(df, *, lines: bool = False) -> str:
-    """``df`` as one JSON array of objects, or JSON Lines; ints stay ints, NaN is null."""
-    records = df.to_dict("records")
+    """``df`` (a DataFrame or :class:`~iosight.warehouse.Rows`) as one JSON array of
+    objects, or JSON Lines; ints stay ints, NaN is null."""
+    from iosight.warehouse import Rows
+
+    records = df.records() if isinstance(df, Rows) else df.to_dict("records")
     if lines:
         return "".join(document_json(r, one_line=True) for r in records)
     return document_json(records)
@@ -359,16 +382,17 @@ def _json_value(v):
     import datetime as dt
     import math
 
-    import numpy as np
-    import pandas as pd
+    from iosight._units import missing
 
     if isinstance(v, dict):
         return {str(k): _json_value(x) for k, x in v.items()}
-    if isinstance(v, np.ndarray | list | tuple):
+    # a numpy value exists only where numpy is imported: a pandas-free command skips it
+    np = sys.modules.get("numpy")
+    if isinstance(v, list | tuple) or (np is not None and isinstance(v, np.ndarray)):
         return [_json_value(x) for x in v]
-    if isinstance(v, np.generic):
+    if np is not None and isinstance(v, np.generic):
         v = v.item()
-    if v is None or v is pd.NaT or v is pd.NA:
+    if missing(v):  # None, NaN, pandas' NaT and NA
         return None
     if isinstance(v, float) and not math.isfinite(v):
         return None

@@ -66,6 +66,7 @@ def start(
     """Recommend a start delay for a job from a burst pattern or a burst model's forecast."""
     from iosight._errors import IosightError
     from iosight.sched import burst_aware as ba
+    from iosight.warehouse import Rows
 
     with cli_errors():
         if (pattern is None) == (model is None):
@@ -104,7 +105,8 @@ def start(
                 f"{choice.run_time:g} s, total {choice.total_time:g} s, score {choice.score:g} "
                 f"(alpha {choice.alpha:g})"
             )
-        print_frame(choice.options_frame(), fmt, title="start options", max_rows=options)
+        options_rows = Rows.from_columns(choice.options_columns())  # no pandas to import
+        print_frame(options_rows, fmt, title="start options", max_rows=options)
 
 
 @group.command("simulate")

@@ -142,13 +142,16 @@ def show(
 ) -> None:
     """Print the timeline, optionally re-binned to hourly, daily or monthly totals."""
     with cli_errors():
-        from iosight.timeline import load_timeline
-        from iosight.timeline import rebin as rebin_frame
-
-        df = load_timeline(open_warehouse(warehouse))
+        wh = open_warehouse(warehouse)
         if rebin:
-            df = rebin_frame(df, rebin)
-        print_frame(df, fmt, title="timeline", max_rows=rows)
+            from iosight.timeline import load_timeline
+            from iosight.timeline import rebin as rebin_frame
+
+            table = rebin_frame(load_timeline(wh), rebin)
+        else:  # the stored bins as they are: DuckDB's rows, no pandas to import
+            wh.require("timeline")
+            table = wh.rows("select * from timeline order by bin_start")
+        print_frame(table, fmt, title="timeline", max_rows=rows)
 
 
 def register(app: typer.Typer) -> None:

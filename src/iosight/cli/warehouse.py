@@ -55,6 +55,12 @@ def ingest(
         help="With --follow: polls on which a file must keep its size and time before it "
         "is read (1: at first sight; default 2).",
     ),
+    compact: bool = typer.Option(
+        True,
+        "--compact/--no-compact",
+        help="Afterwards (with --follow: after each batch) merge the small files of tables "
+        "that have 16 or more into sorted ones.",
+    ),
     forecast: str = typer.Option(
         None,
         help="With --follow: saved burst forecasters (comma-separated names, trained with "
@@ -78,6 +84,7 @@ def ingest(
             forecast=forecast,
             ingest_args={"workers": workers, "timeout": timeout, "batch_size": batch_size}
             | {"reader": reader},
+            compact=compact,
         )
         return
     with cli_errors():
@@ -103,8 +110,11 @@ def ingest(
             batch_size=batch_size,
             progress=RichProgress(fields=("failed",)),
             reader=reader,
+            compact=compact,
         )
     console.print(report.summary())
+    if report.compaction:
+        console.print(report.compaction.line())
     _print_failures(report.errors)
     if not report.ok:
         raise typer.Exit(code=2)
@@ -134,6 +144,7 @@ def _follow(
     scheduler: str | None,
     forecast: str | None,
     ingest_args: dict,
+    compact: bool = True,
 ) -> None:
     """``ingest --follow``: one directory, polled until a signal stops it;
     ``ingest_args``: the options checked as :func:`ingest` checks them; ``forecast``: the
@@ -155,6 +166,7 @@ def _follow(
             paths[0],
             wh,
             scheduler=scheduler,
+            compact=compact,
             on_batch=_after_follow_batch(wh, forecasts),
             **ingest_args,
         )
@@ -221,19 +233,32 @@ def jobs(
     fmt: str = FORMAT_OPT,
 ) -> None:
     """List ingested jobs."""
-    import pandas as pd
-
     with cli_errors():
         wh = open_warehouse(warehouse)
-        df = wh.jobs(where=where)
+        wh.require("jobs")
         cols = ["job_key", "jobid", "exe", "nprocs", "start_time", "run_time", "modules"]
-        df = df[cols + (["synthetic"] if fmt != "table" else [])].sort_values("start_time")
+        cols += ["synthetic"] if fmt != "table" else []
+        chosen = "select * from jobs" + (f" where {where}" if where else "")
+        query = f"select {', '.join(cols)} from ({chosen}) order by start_time, job_key"
+        rows = wh.rows(query + (f" limit {limit}" if limit else ""))
         if fmt == "table":  # short keys and readable UTC times on screen; raw values in files
-            df["job_key"] = df["job_key"].str[:12]
-            df["start_time"] = pd.to_datetime(df["start_time"], unit="s", utc=True).dt.strftime(
-                "%Y-%m-%d %H:%M:%S"
-            )
-        print_frame(df.head(limit) if limit else df, fmt, title=f"jobs in {wh.path}")
+            rows = _on_screen(rows)
+        print_frame(rows, fmt, title=f"jobs in {wh.path}")
+
+
+def _on_screen(rows):
+    """Jobs ``rows`` with their ``job_key`` cut to 12 characters and ``start_time`` a UTC
+    date and time."""
+    from iosight.warehouse import Rows
+
+    key, start = rows.columns.index("job_key"), rows.columns.index("start_time")
+    shown = []
+    for row in rows.values:
+        row = list(row)
+        row[key], row[start] = row[key][:12], _utc(row[start], zone="")
+        shown.append(tuple(row))
+    types = [("VARCHAR" if i == start else t) for i, t in enumerate(rows.types)]
+    return Rows(rows.columns, types, shown)
 
 
 def _job_format(value: str) -> str:
@@ -268,7 +293,7 @@ def job(
     summary LOG``).
     """
     from iosight.insights import job_insights
-    from iosight.warehouse import job_summary, log_warehouse
+    from iosight.warehouse import job_summary
 
     with cli_errors(), ExitStack() as stack:
         if plot:  # before any work: a figure that cannot be written is said at once
@@ -276,6 +301,8 @@ def job(
 
             check_figure_path(plot)
         if Path(ident).is_file():  # one log, no warehouse (like `darshan summary LOG`)
+            from iosight.warehouse import log_warehouse  # the readers: only for a log
+
             wh = stack.enter_context(log_warehouse(ident))
             keys = wh.sql("select job_key from jobs")["job_key"]
             if len(keys) != 1:
@@ -339,16 +366,22 @@ def render_job_summary(s, files: int = 15) -> None:
 
 def _or_unknown(value, show) -> str:
     """``show(value)``, or "unknown" for a job field the log did not hold (a garbage job
-    record's, read as null: its warning line says which)."""
+    record's, read as null: its warning line says which) or that ``show`` cannot show."""
     from iosight._units import missing
 
-    return "unknown" if missing(value) else show(value)
+    shown = None if missing(value) else show(value)
+    return "unknown" if shown is None else shown
 
 
-def _utc(t: float) -> str:
+def _utc(t: float | None, zone: str = " UTC") -> str | None:
+    """``t`` (epoch s) as a UTC date and time to the second, followed by ``zone``;
+    None for no time, or one out of the calendar's range (a garbage job record's)."""
     import datetime as dt
 
-    return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    try:
+        return dt.datetime.fromtimestamp(t, dt.UTC).strftime(f"%Y-%m-%d %H:%M:%S{zone}")
+    except (TypeError, ValueError, OverflowError, OSError):
+        return None
 
 
 def _duration(s: float) -> str:
@@ -368,12 +401,12 @@ def sql(
 ) -> None:
     """Run SQL over the warehouse (tables: jobs, posix, mpiio, names, ...)."""
     with cli_errors():
-        print_frame(open_warehouse(warehouse).sql(query), fmt)
+        print_frame(open_warehouse(warehouse).rows(query), fmt)
 
 
 def errors(warehouse: Path = WAREHOUSE_OPT, fmt: str = FORMAT_OPT) -> None:
     """Sources that could not be ingested, and why."""
-    import pandas as pd
+    from iosight.warehouse import Rows
 
     with cli_errors():
         wh = open_warehouse(warehouse)
@@ -382,38 +415,35 @@ def errors(warehouse: Path = WAREHOUSE_OPT, fmt: str = FORMAT_OPT) -> None:
                 console.print("no ingest errors")
                 return
             # scripts get what they parse: [], nothing, or the header (a bad -f: an error)
-            empty = pd.Series([], dtype=object)
-            print_frame(pd.DataFrame({"source_path": empty, "error": empty}), fmt)
+            print_frame(Rows(["source_path", "error"], ["VARCHAR", "VARCHAR"], []), fmt)
             return
-        df = wh.sql("select source_path, error from ingest_errors order by 1")
+        rows = wh.rows("select source_path, error from ingest_errors order by 1")
         # readers name the file in their messages; show it once
-        df["error"] = [
-            e.removeprefix(f"{p}: ") for p, e in zip(df["source_path"], df["error"], strict=True)
-        ]
-        print_frame(df, fmt)
+        shown = [(p, e.removeprefix(f"{p}: ")) for p, e in rows.values]
+        print_frame(Rows(rows.columns, rows.types, shown), fmt)
 
 
 def tables(warehouse: Path = WAREHOUSE_OPT) -> None:
     """Tables in the warehouse with row and file counts."""
-    import pandas as pd
+    from iosight.warehouse import Rows
 
     with cli_errors():
         wh = open_warehouse(warehouse)
-        rows = [
-            {
-                "table": t,
-                "rows": wh.sql(f'select count(*) n from "{t}"')["n"][0],
-                "files": len(wh.table_files(t)),
-            }
+        counts = [
+            (t, wh.rows(f'select count(*) from "{t}"').values[0][0], len(wh.table_files(t)))
             for t in wh.tables()
         ]
-        print_frame(pd.DataFrame(rows), title=str(wh.path))
+        types = ["VARCHAR", "BIGINT", "BIGINT"]
+        print_frame(Rows(["table", "rows", "files"], types, counts), title=str(wh.path))
 
 
 def compact(warehouse: Path = WAREHOUSE_OPT) -> None:
-    """Merge each table's batch files into one (faster queries on big warehouses)."""
+    """Merge each table's small files into sorted ones (ingest does it by itself)."""
+    from iosight.warehouse import compact as compact_tables
+
     with cli_errors():
-        open_warehouse(warehouse, write=True).compact()
+        report = compact_tables(open_warehouse(warehouse, write=True))
+    console.print(report.line())
 
 
 def register(app: typer.Typer) -> None:

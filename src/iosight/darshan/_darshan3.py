@@ -39,6 +39,10 @@ peak while reading a region is at most 1.5x its inflated size when its records g
 row (2.5x for an old module version, up-converted into a copy), 3.5x when they do, and
 7x for DXT segments and HEATMAP bins (a ~70-byte row, plus the host name, per 32-byte
 segment or 16-byte bin); tests/darshan/test_darshan3_bombs.py measures every module.
+DXT segments are built in pieces of at most ``CHUNK_SEGMENTS`` rows; with ``chunked=True``
+(ingest) the pieces come one at a time, so the peak is the region and one piece: a log of
+10 million segments goes into a warehouse in about 0.5 GB above the interpreter, not 1.4
+GB (tests/darshan/test_darshan3_big_dxt.py, ``benchmarks/big_dxt.py``).
 """
 
 from __future__ import annotations
@@ -296,12 +300,17 @@ def _inflate_zlib(raw: bytes, cap: int, what: str) -> bytearray:
     return out
 
 
-def read_darshan3(path: str | Path, *, job_totals_row: bool = False) -> LogTables:
+def read_darshan3(
+    path: str | Path, *, job_totals_row: bool = False, chunked: bool = False
+) -> LogTables:
     """Read one Darshan 3.x log (format 3.00-3.41) into warehouse tables.
 
     ``job_totals_row``: give ``job_totals`` as its one row (a dict, column -> value),
     for a caller that builds one table of many logs' rows (ingest: a one-row table of
     ~190 columns costs more to build and to concatenate than the whole row does).
+    ``chunked``: give the DXT tables as :class:`~iosight.darshan.TableChunks`, built as
+    they are iterated, for a caller that writes each piece away (ingest: a log of
+    millions of segments then costs its region and one piece, not all its rows).
 
     Raises
     ------
@@ -313,18 +322,22 @@ def read_darshan3(path: str | Path, *, job_totals_row: bool = False) -> LogTable
         blob = path.read_bytes()
     except OSError as err:
         raise CorruptLogError(f"{path}: cannot open ({err.strerror})") from None
-    return read_darshan3_bytes(blob, path, job_totals_row=job_totals_row)
+    return read_darshan3_bytes(blob, path, job_totals_row=job_totals_row, chunked=chunked)
 
 
 def read_darshan3_bytes(
-    blob: bytes, path: str | Path = "<bytes>", *, job_totals_row: bool = False
+    blob: bytes,
+    path: str | Path = "<bytes>",
+    *,
+    job_totals_row: bool = False,
+    chunked: bool = False,
 ) -> LogTables:
     """:func:`read_darshan3` of a log already in memory (``path`` names it in errors)."""
     path = Path(path)
     if not blob:
         raise CorruptLogError(f"{path}: empty file")
     try:
-        return _read(blob, path, job_totals_row)
+        return _read(blob, path, job_totals_row, chunked)
     except CorruptLogError as err:
         if str(err).startswith(f"{path}: "):
             raise
@@ -344,7 +357,7 @@ def _region(blob: bytes, hdr: _Header, what: str, off: int, length: int, budget)
     return _inflate(blob[off : off + length], hdr.comp, what, budget)
 
 
-def _read(blob: bytes, path: Path, job_totals_row: bool) -> LogTables:
+def _read(blob: bytes, path: Path, job_totals_row: bool, chunked: bool) -> LogTables:
     hdr = _header(blob, path)
     budget = [MAX_LOG_BYTES]
     _check_overlaps(hdr)
@@ -380,7 +393,8 @@ def _read(blob: bytes, path: Path, job_totals_row: bool) -> LogTables:
                 raw_records[mod] = recs  # totals count unnamed records too, as libdarshan's
                 tables[table_for_module(mod)] = _generic_table(mod, _named_rows(recs, named))
         else:
-            table = row_table(_region(*span), mod, ver, hdr.order, names, named)
+            data = _region(*span)
+            table = row_table(data, mod, ver, hdr.order, names, named, chunked=chunked)
             tables[table_for_module(mod)] = table
     tables = named_tables(tables, names)
     present = [m for m in hdr.regions]

@@ -28,6 +28,7 @@ import pyarrow as pa
 from iosight._errors import CorruptLogError
 from iosight.darshan._darshan3_counters import LUSTRE_COMP_COUNTERS
 from iosight.darshan._record_tables import heatmap_table, known_ids
+from iosight.darshan._tables import TableChunks
 
 _STREAK = 8  # records of one size in a row after which the rest of the run is one check
 _FIRST_WINDOW = 64  # records checked at once when a run starts (doubling while they match)
@@ -217,10 +218,21 @@ _BAD_HEAD = {
 
 
 def row_table(
-    data: bytes | bytearray, mod: str, ver: int, order: str, names: dict[int, str], named
-) -> pa.Table:
+    data: bytes | bytearray,
+    mod: str,
+    ver: int,
+    order: str,
+    names: dict[int, str],
+    named,
+    *,
+    chunked: bool = False,
+) -> pa.Table | TableChunks:
     """The table of a region of LUSTRE, DXT_POSIX, DXT_MPIIO or HEATMAP records (of
-    module version ``ver``), without the records whose id is not in ``named``."""
+    module version ``ver``), without the records whose id is not in ``named``.
+
+    DXT segments are built :data:`CHUNK_SEGMENTS` at a time; ``chunked`` gives them as
+    :class:`TableChunks` (built as they are iterated), else as one table of the chunks.
+    """
     walked = walk(data, layout(mod, ver), order)
     if walked.bad is not None and not (mod == "LUSTRE" and ver < 2):
         raise CorruptLogError(_BAD_HEAD[mod].format(*walked.bad))
@@ -229,7 +241,8 @@ def row_table(
         return _heatmap(words, at, names, named)
     if mod == "LUSTRE":
         return (_lustre_v2 if ver >= 2 else _lustre_v1)(words, at, named)
-    return _dxt(words, at, mod, ver, named)
+    chunks, rows = _dxt(words, at, mod, ver, named)
+    return TableChunks(chunks, rows) if chunked else pa.concat_tables(chunks)
 
 
 def holds_whole_records(data: bytes | bytearray, mod: str, ver: int, order: str) -> bool:
@@ -238,26 +251,58 @@ def holds_whole_records(data: bytes | bytearray, mod: str, ver: int, order: str)
     return walked.bad is None and walked.end == len(data)
 
 
-def _dxt(words: _Words, at: np.ndarray, mod: str, ver: int, named: np.ndarray) -> pa.Table:
+CHUNK_SEGMENTS = 1 << 18  # DXT segments built at once (about 20 MB of columns)
+
+
+class _DxtRecords(NamedTuple):
+    """The DXT records that give rows: their first words, write counts, segment counts
+    (their ends, cumulated) and host names (distinct, and which one each record has)."""
+
+    at: np.ndarray
+    writes: np.ndarray
+    counts: np.ndarray
+    ends: np.ndarray
+    hosts: list[str]
+    host_of: np.ndarray
+
+
+def _dxt(
+    words: _Words, at: np.ndarray, mod: str, ver: int, named: np.ndarray
+) -> tuple[Iterator[pa.Table], int]:
     """DXT records: a 104-byte head (base, shared flag, hostname[64], write and read
     counts), then the write segments and the read segments (offset, length, start, end
-    [, pthread_id]); one row per segment. DXT_MPIIO v1 recorded no offsets (-1, as
-    libdarshan-util says)."""
-    with_tid = _with_tid(mod, ver)
-    seg = 40 if with_tid else 32
+    [, pthread_id]); one row per segment, in tables of at most :data:`CHUNK_SEGMENTS`
+    rows built one at a time (a consumer that writes each away holds one: the region's
+    segments as Arrow rows are 2-3 times the region). The records are picked here, the
+    tables built as the iterator is advanced (at least one, maybe empty); and their rows."""
     writes, reads = words.ints(at + 11), words.ints(at + 12)
     keep = (writes + reads > 0) & known_ids(words.ids(at), named)
     at, writes, counts = at[keep], writes[keep], (writes + reads)[keep]
     hosts, host_of = words.strings(at + 3, 8)
-    rec_of, seq = _ragged(counts)
-    s = at[rec_of] + 13 + seq * (seg // 8)  # each segment's first word
+    recs = _DxtRecords(at, writes, counts, np.cumsum(counts), hosts, host_of)
+    total = int(recs.ends[-1]) if len(at) else 0
+    spans = [(lo, min(lo + CHUNK_SEGMENTS, total)) for lo in range(0, total, CHUNK_SEGMENTS)]
+    tables = (_dxt_table(words, recs, mod, ver, lo, hi) for lo, hi in spans or [(0, 0)])
+    return tables, total
+
+
+def _dxt_table(words: _Words, recs: _DxtRecords, mod: str, ver: int, lo: int, hi: int):
+    """The table of the job's DXT segments ``lo .. hi - 1`` (counted over its records).
+    DXT_MPIIO v1 recorded no offsets (-1, as libdarshan-util says)."""
+    with_tid = _with_tid(mod, ver)
+    seg = 40 if with_tid else 32
+    index = np.arange(lo, hi, dtype=np.int64)
+    rec_of = np.searchsorted(recs.ends, index, side="right")
+    seq = index - (recs.ends - recs.counts)[rec_of]
+    at = recs.at[rec_of]
+    s = at + 13 + seq * (seg // 8)  # each segment's first word
     no_offsets = mod == "DXT_MPIIO" and ver == 1
     cols = {
-        "rank": pa.array(words.ints(at + 1)[rec_of]),
-        "record_id": pa.array(words.ids(at)[rec_of]),
-        "hostname": _strings_column(hosts, host_of[rec_of]),
+        "rank": pa.array(words.ints(at + 1)),
+        "record_id": pa.array(words.ids(at)),
+        "hostname": _strings_column(recs.hosts, recs.host_of[rec_of]),
         "seq": pa.array(seq),
-        "op": _OPS.take(pa.array((seq < writes[rec_of]).astype(np.int8))),
+        "op": _OPS.take(pa.array((seq < recs.writes[rec_of]).astype(np.int8))),
         "offset": pa.array(np.full(len(s), -1, np.int64) if no_offsets else words.ints(s)),
         "length": pa.array(words.ints(s + 1)),
         "start": pa.array(words.floats(s + 2)),

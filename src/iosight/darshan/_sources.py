@@ -80,14 +80,16 @@ def _job_totals(head: bytes, path: Path) -> bool:
     return is_job_totals_table(path)
 
 
-def _read_darshan3(path: Path, job_totals_row: bool = False) -> LogTables:
+def _read_darshan3(path: Path, job_totals_row: bool = False, chunked: bool = False) -> LogTables:
     from iosight.darshan._darshan3 import read_darshan3
 
-    return read_darshan3(path, job_totals_row=job_totals_row)
+    return read_darshan3(path, job_totals_row=job_totals_row, chunked=chunked)
 
 
-def _read_darshan3_libdarshan(path: Path, job_totals_row: bool = False) -> LogTables:
-    """``job_totals_row`` is ignored: libdarshan-util's totals come as a table."""
+def _read_darshan3_libdarshan(
+    path: Path, job_totals_row: bool = False, chunked: bool = False
+) -> LogTables:
+    """``job_totals_row`` and ``chunked`` are ignored: libdarshan-util gives whole tables."""
     from iosight.darshan._pydarshan import read_pydarshan
 
     return read_pydarshan(path)
@@ -137,7 +139,11 @@ def sniff(path: Path) -> Reader:
 
 
 def read_source(
-    path: str | Path, *, darshan3: str = "native", job_totals_row: bool = False
+    path: str | Path,
+    *,
+    darshan3: str = "native",
+    job_totals_row: bool = False,
+    chunked: bool = False,
 ) -> tuple[str, LogTables]:
     """Read one source with the reader that fits; return (format name, tables).
 
@@ -146,11 +152,15 @@ def read_source(
     libdarshan-util as PyDarshan does (the oracle the native reader is tested against).
     ``job_totals_row``: the native reader gives a log's ``job_totals`` as its row (a
     dict, see :func:`~iosight.darshan.read_darshan3`); every other reader, a table.
+    ``chunked``: the native reader may give DXT tables as
+    :class:`~iosight.darshan.TableChunks` (iterate them with
+    :func:`~iosight.darshan.table_pieces`).
     """
     path = Path(path)
     if darshan3 not in DARSHAN3_READERS:
         raise UnknownNameError("3.x reader", darshan3, list(DARSHAN3_READERS))
     reader = sniff(path)
     if reader.name == "darshan3":
-        return reader.name, DARSHAN3_READERS[darshan3](path, job_totals_row=job_totals_row)
+        read = DARSHAN3_READERS[darshan3]
+        return reader.name, read(path, job_totals_row=job_totals_row, chunked=chunked)
     return reader.name, reader.read(path)

@@ -48,6 +48,7 @@ module tables (``posix``, ``mpiio``, ``stdio``, ``h5f``, ``h5d``, ``pnetcdf_file
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -160,5 +161,25 @@ ACCESS_SIZE_BINS = (
 )
 
 # dict[str, pa.Table]: warehouse table name -> rows of one source; with
-# read_source(..., job_totals_row=True), "job_totals" may be one row (dict[str, float])
+# read_source(..., job_totals_row=True), "job_totals" may be one row (dict[str, float]);
+# with read_source(..., chunked=True), "dxt_posix"/"dxt_mpiio" may be TableChunks
 LogTables = dict
+
+
+class TableChunks:
+    """A table given as pieces built one at a time as they are iterated (a big DXT
+    region's segments, asked for with ``chunked=True``): a consumer that writes each
+    piece away holds one piece, not the table. Iterable once; ``num_rows`` is known
+    before."""
+
+    def __init__(self, pieces: Iterable[pa.Table], num_rows: int) -> None:
+        self._pieces = iter(pieces)
+        self.num_rows = num_rows
+
+    def __iter__(self) -> Iterator[pa.Table]:
+        return self._pieces
+
+
+def table_pieces(table: pa.Table | TableChunks) -> Iterable[pa.Table]:
+    """A reader's table as the pieces to handle one at a time (a whole table: itself)."""
+    return table if isinstance(table, TableChunks) else (table,)

@@ -8,16 +8,13 @@ or HEATMAP bins when there is no DXT).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from iosight._errors import IosightError
 from iosight._units import human_duration, per_rank_label
 from iosight.insights import JobInsights
 from iosight.report._html import subplots
+from iosight.report.dxt import MAX_DXT_POINTS, DxtView, dxt_view
 from iosight.warehouse import JobSummary, Warehouse
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 _LEVEL_COLORS = {"high": "tab:red", "warn": "tab:orange"}
 FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
@@ -118,46 +115,51 @@ def _top_files(ax, s: JobSummary, n: int = 10) -> None:
     ax.set_title(f"files with the most I/O time (top {len(df)})")
 
 
-MAX_SEGMENTS = 20_000  # DXT segments drawn per job; more are sampled, and the title says so
+def _dxt_segments(ax, view: DxtView) -> None:
+    """Each segment as a bar from its start to its end on its rank's line."""
+    seg = view.rows
+    for op, color in (("write", "tab:red"), ("read", "tab:blue")):
+        d = seg[seg["op"] == op]
+        ax.hlines(d["rank"], d["start"], d["end"], colors=color, lw=6, label=op)
+        # a tick at each start keeps operations far shorter than the job visible
+        ax.plot(d["start"], d["rank"], "|", color=color, ms=12, alpha=0.5)
+    lo, hi = int(seg["rank"].min()), int(seg["rank"].max())
+    ax.set_yticks(range(lo, hi + 1, max(1, -(-(hi - lo + 1) // 8))))  # <= 8 rank ticks
+    ax.set_ylim(lo - 0.5, hi + 0.5)
+    ax.set_title(f"traced POSIX operations (DXT): all {view.total:,} segments")
+    ax.legend()
 
 
-def dxt_segments(
-    warehouse: Warehouse, key: str, limit: int | None = None
-) -> tuple[pd.DataFrame, int]:
-    """The job's DXT POSIX segments (rank, op, start, end, length) and how many it has.
+def _dxt_cells(ax, view: DxtView) -> None:
+    """The segments counted per rank bin and time bin (:func:`dxt_view`'s cells), as an
+    image of operations per cell on a log scale (empty cells blank)."""
+    import numpy as np
+    from matplotlib.colors import LogNorm
 
-    The job is selected first and sampled after (a fixed seed), so the figure of a job in a
-    warehouse of millions of segments shows that job's segments, all of them up to ``limit``.
-    """
-    limit = MAX_SEGMENTS if limit is None else limit
-    total = int(warehouse.sql("select count(*) n from dxt_posix where job_key = ?", [key])["n"][0])
-    sample = f" using sample reservoir({limit} rows) repeatable (1)" if total > limit else ""
-    seg = warehouse.sql(
-        'select * from (select rank, op, start, "end", length from dxt_posix '
-        "where job_key = ?)" + sample,
-        [key],
+    c = view.rows
+    r0, t0 = int(c["rank"].min()), float(c["start"].min())
+    row = ((c["rank"] - r0) // view.rank_width).to_numpy(int)
+    col = np.rint((c["start"] - t0) / view.time_width).to_numpy(int)
+    grid = np.full((row.max() + 1, col.max() + 1), np.nan)
+    grid[row, col] = c["ops"]
+    extent = (t0, t0 + grid.shape[1] * view.time_width, r0, r0 + grid.shape[0] * view.rank_width)
+    image = ax.imshow(grid, aspect="auto", origin="lower", extent=extent, norm=LogNorm(),
+                      interpolation="nearest", cmap="viridis")  # fmt: skip
+    ax.figure.colorbar(image, ax=ax, label="operations")
+    ax.set_title(
+        f"traced POSIX operations (DXT): {view.total:,} segments, counted per "
+        f"{view.rank_width:,} ranks x {human_duration(view.time_width)}"
     )
-    return seg, total
 
 
-def _timeline(ax, warehouse: Warehouse, key: str) -> None:
+def _timeline(ax, warehouse: Warehouse, key: str, max_points: int = MAX_DXT_POINTS) -> None:
     tables = set(warehouse.tables())
     if "dxt_posix" in tables:
-        seg, total = dxt_segments(warehouse, key)
-        if len(seg):
-            for op, color in (("write", "tab:red"), ("read", "tab:blue")):
-                d = seg[seg["op"] == op]
-                ax.hlines(d["rank"], d["start"], d["end"], colors=color, lw=6, label=op)
-                # a tick at each start keeps operations far shorter than the job visible
-                ax.plot(d["start"], d["rank"], "|", color=color, ms=12, alpha=0.5)
-            lo, hi = int(seg["rank"].min()), int(seg["rank"].max())
-            ax.set_yticks(range(lo, hi + 1, max(1, -(-(hi - lo + 1) // 8))))  # <= 8 rank ticks
-            ax.set_ylim(lo - 0.5, hi + 0.5)
+        view = dxt_view(warehouse, key, max_points=max_points)
+        if view.total:
+            (_dxt_segments if view.kind == "segments" else _dxt_cells)(ax, view)
             ax.set_xlabel("seconds since job start")
             ax.set_ylabel("rank")
-            shown = f"all {total:,}" if len(seg) == total else f"{len(seg):,} sampled of {total:,}"
-            ax.set_title(f"traced POSIX operations (DXT): {shown} segments")
-            ax.legend()
             return
     if "heatmap" in tables:
         hm = warehouse.sql(

@@ -274,7 +274,7 @@ def create_app(
             files_pages=max(1, math.ceil(len(s.files) / _FILES_PAGE)),
             figures={"access": figs.access_sizes_figure(s.access_sizes),
                      "files": figs.top_files_figure(s.files), "timeline": timeline_fig},
-            key=key,
+            key=key, timeline_kind=kind,
         )  # fmt: skip
 
     def job_part(request: Request) -> Response:
@@ -334,6 +334,22 @@ def create_app(
         return JSONResponse({"traces": figs.facility_traces(df),
                              "bin_width": df.attrs["bin_width"]})  # fmt: skip
 
+    def dxt_api(request: Request) -> Response:
+        """The Job page's DXT view of a window (its zoom): at most MAX_DXT_POINTS points."""
+        from iosight.report.dxt import DxtWindow
+
+        site.wh.refresh()
+        try:
+            key = find_job(site.wh, request.path_params["key"])
+            window = DxtWindow(
+                _opt(request, "start", float), _opt(request, "end", float),
+                _opt(request, "rank_min", int), _opt(request, "rank_max", int),
+            )  # fmt: skip
+            fig = figs.dxt_figure(pages.job_dxt(site.wh, key, window))
+        except IosightError as err:
+            return JSONResponse({"error": str(err)}, status_code=400)
+        return JSONResponse(fig)
+
     def errors(request: Request) -> Response:
         result = pages.errors_page(site.wh, _opt(request, "page", int) or 1)
         return site.render("errors.html", request, result=result, error=None)
@@ -346,6 +362,7 @@ def create_app(
         Route("/facility", page("facility.html", facility)),
         Route("/errors", page("errors.html", errors)),
         Route("/api/timeline", timeline_api),
+        Route("/api/job/{key}/dxt", dxt_api),
         Route("/static/plotly.min.js", lambda r: FileResponse(plotly_path, headers=_CACHE)),
         Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ]

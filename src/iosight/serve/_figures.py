@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from iosight._units import human_duration, per_rank_label
+from iosight._units import human_bytes, human_duration, per_rank_label
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from iosight.report.dxt import DxtView
     from iosight.serve._pages import Thresholds
 
 _READ, _WRITE = "#1f77b4", "#d62728"
@@ -76,9 +77,13 @@ def top_files_figure(df: pd.DataFrame, n: int = 15) -> dict | None:
     }  # fmt: skip
 
 
-def dxt_figure(seg: pd.DataFrame) -> dict:
-    """Traced POSIX operations per rank over time (DXT), zoomable."""
-    data = []
+def dxt_figure(view: DxtView) -> dict:
+    """Traced POSIX operations per rank over time (DXT), zoomable: each segment as a line,
+    or, for a window of more segments than one view holds, cells of rank bins and time
+    bins coloured by their operations (zooming in asks ``/api/job/<key>/dxt`` again)."""
+    if view.kind == "cells":
+        return _dxt_cells_figure(view)
+    seg, data = view.rows, []
     for op, color in (("write", _WRITE), ("read", _READ)):
         d = seg[seg["op"] == op]
         if d.empty:
@@ -92,8 +97,31 @@ def dxt_figure(seg: pd.DataFrame) -> dict:
                      "x": _floats(x), "y": _floats(y), "line": {"color": color, "width": 6},
                      "marker": {"symbol": "line-ns-open", "size": 10, "color": color}})  # fmt: skip
     return {"data": data, "layout": _layout(
-        f"traced POSIX operations (DXT, {len(seg)} segments shown): drag to zoom",
+        f"traced POSIX operations (DXT): all {view.total:,} segments here: drag to zoom",
         xaxis=_axis("seconds since job start"), yaxis=_axis("rank"))}  # fmt: skip
+
+
+def _dxt_cells_figure(view: DxtView) -> dict:
+    """One square per non-empty cell at its centre, its colour the log10 of its operations."""
+    c = view.rows
+    ranks = c["rank"].to_numpy()
+    last = ranks + view.rank_width - 1
+    text = [
+        f"ranks {a}-{b}, {t:.6g} s + {view.time_width:.3g} s: {n:,} operations "
+        f"({w:,} writes), {human_bytes(float(nb))}"
+        for a, b, t, n, w, nb in zip(ranks, last, c["start"], c["ops"], c["writes"], c["bytes"],
+                                     strict=True)
+    ]  # fmt: skip
+    trace = {"type": "scatter", "mode": "markers", "name": "operations", "hoverinfo": "text",
+             "x": _floats(c["start"] + view.time_width / 2), "y": _floats((ranks + last) / 2),
+             "text": text,
+             "marker": {"symbol": "square", "size": 9, "color": _floats(np.log10(c["ops"])),
+                        "colorscale": "Viridis", "showscale": True,
+                        "colorbar": {"title": {"text": "log10 ops"}}}}  # fmt: skip
+    title = (f"traced POSIX operations (DXT): {view.total:,} segments counted per "
+             f"{view.rank_width:,} ranks x {view.time_width:.3g} s: zoom in for each")  # fmt: skip
+    return {"data": [trace], "layout": _layout(
+        title, xaxis=_axis("seconds since job start"), yaxis=_axis("rank"))}  # fmt: skip
 
 
 def heatmap_figure(hm: pd.DataFrame) -> dict:

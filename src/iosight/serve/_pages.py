@@ -19,6 +19,8 @@ from iosight.serve._readonly import ServedWarehouse, check_where, deadline
 if TYPE_CHECKING:
     import pandas as pd
 
+    from iosight.report.dxt import DxtView, DxtWindow
+
 # sortable column -> SQL expression (``bytes`` comes from job_totals)
 SORTS = {
     "jobid": "j.jobid",
@@ -203,16 +205,14 @@ def errors_page(wh: ServedWarehouse, page: int = 1, page_size: int = 100) -> Job
 
 
 # ---------------------------------------------------------------------------- job page
-def job_timeline(wh: ServedWarehouse, key: str, max_segments: int = 20_000):
-    """``("dxt", segments)`` (a sample of at most ``max_segments``), ``("heatmap", bins)``
-    or ``("", None)``: what the job's time axis can show."""
+def job_timeline(wh: ServedWarehouse, key: str):
+    """``("dxt", view)`` (:func:`job_dxt` of the whole job), ``("heatmap", bins)`` or
+    ``("", None)``: what the job's time axis can show."""
     tables = set(wh.tables())
     if "dxt_posix" in tables:
-        from iosight.report.job import dxt_segments
-
-        seg, _ = dxt_segments(wh, key, max_segments)  # the job first, then sampled
-        if len(seg):
-            return "dxt", seg
+        view = job_dxt(wh, key)
+        if view.total:
+            return "dxt", view
     if "heatmap" in tables:
         hm = wh.sql(
             "select bin_start, sum(read_bytes) read_bytes, sum(write_bytes) write_bytes "
@@ -222,6 +222,16 @@ def job_timeline(wh: ServedWarehouse, key: str, max_segments: int = 20_000):
         if len(hm):
             return "heatmap", hm
     return "", None
+
+
+def job_dxt(wh: ServedWarehouse, key: str, window: DxtWindow | None = None) -> DxtView:
+    """The job's DXT segments in ``window``, at most
+    :data:`~iosight.report.dxt.MAX_DXT_POINTS` segments or cells
+    (:func:`~iosight.report.dxt.dxt_view`), within the query deadline."""
+    from iosight.report.dxt import dxt_view
+
+    with deadline(wh.connect(), wh.query_timeout):
+        return dxt_view(wh, key, window)
 
 
 def job_insights_table(wh: ServedWarehouse, key: str) -> tuple[pd.DataFrame | None, str]:

@@ -72,10 +72,11 @@ class ServedWarehouse(Warehouse):
 
     ``connect()`` returns this thread's cursor on one locked-down DuckDB database;
     every library function that takes a warehouse (``job_summary``,
-    ``recommend_start``, ...) works on it unchanged. Writing raises. When tables
-    appear or vanish on disk (``iosight timeline build`` while the server runs),
-    :meth:`refresh` rebuilds the views. ``memory_limit`` is DuckDB's (e.g. ``"1GB"``);
-    ``query_timeout`` (seconds) is the deadline of user SQL.
+    ``recommend_start``, ...) works on it unchanged. Writing raises. When the files
+    of the tables change on disk (an ingest, ``iosight timeline build`` or a
+    compaction while the server runs), :meth:`refresh` rebuilds the views.
+    ``memory_limit`` is DuckDB's (e.g. ``"1GB"``); ``query_timeout`` (seconds) is the
+    deadline of user SQL.
     """
 
     def __init__(
@@ -93,12 +94,13 @@ class ServedWarehouse(Warehouse):
         self._guard = threading.Lock()
         self._local = threading.local()
         self._generation = 0
-        self._known: list[str] = []
+        self._known: dict[str, tuple[str, ...]] = {}
         self._memo: dict[str, object] = {}
 
     def refresh(self) -> None:
-        """Rebuild the views when the set of tables on disk changed (cheap otherwise)."""
-        if self.tables() != self._known:
+        """Rebuild the views when the files of the tables on disk changed (a commit or a
+        compaction; the views name their files); cheap otherwise."""
+        if self.snapshot() != self._known:
             with self._guard:
                 if self._con is not None:
                     self._con.close()
@@ -118,7 +120,7 @@ class ServedWarehouse(Warehouse):
         if getattr(local, "generation", None) != self._generation or local.cursor is None:
             with self._guard:
                 if self._con is None:
-                    self._known = self.tables()
+                    self._known = self.snapshot()
                     self._lock_down(super().connect())  # the views, over tables/
                 local.cursor = self._con.cursor()
                 local.generation = self._generation

@@ -44,8 +44,17 @@ import numpy as np
 from iosight._errors import IosightError, check_param
 from iosight._progress import Progress, ensure_progress
 from iosight.timeline._binning import bin_intervals, check_spread, count_active
-from iosight.timeline._span import MIN_JOBS, SPANS, LeftOut, fences
+from iosight.timeline._span import (
+    MIN_JOBS,
+    QUARTILES,
+    SPANS,
+    LeftOut,
+    Quartiles,
+    fences,
+    window_ranks,
+)
 from iosight.timeline._stored import (
+    QUARTILES_KEY,
     STATE_KEY,
     runs_of,
     source_files,
@@ -113,17 +122,29 @@ def job_totals_intervals(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.n
     for col in ("start_time", "end_time"):
         if col not in df.columns:
             raise IosightError(f"job totals need a {col!r} column; columns: {list(df.columns)}")
-    start = df["start_time"].to_numpy(dtype=np.float64)
-    end = df["end_time"].to_numpy(dtype=np.float64)
+    wanted = ("start_time", "end_time", *TOTAL_COLUMNS)
+    return totals_intervals(
+        {c: df[c].to_numpy(dtype=np.float64, na_value=np.nan) for c in wanted if c in df.columns}
+    )
+
+
+#: the job-total columns a timeline reads (POSIX and STDIO bytes, operations, time)
+TOTAL_COLUMNS = tuple(
+    f"total_{layer}_{suffix}" for layer in LAYERS for d in _COUNTERS.values() for suffix in d[:3]
+)
+
+
+def totals_intervals(columns: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`job_totals_intervals` of float64 arrays (null: NaN) by column name."""
+    start, end = columns["start_time"], columns["end_time"]
     keep = np.isfinite(start)
     end = np.where(np.isfinite(end), np.maximum(end, start), start)
-    values = np.zeros((len(df), len(VALUE_COLUMNS)))
+    values = np.zeros((len(start), len(VALUE_COLUMNS)))
     for direction, (b, o, t, _, _) in _COUNTERS.items():
         for pos, suffix in zip(_dir_cols(direction), (b, o, t), strict=True):
             for layer in LAYERS:
-                col = f"total_{layer}_{suffix}"
-                if col in df.columns:
-                    v = df[col].to_numpy(dtype=np.float64, na_value=np.nan)
+                v = columns.get(f"total_{layer}_{suffix}")
+                if v is not None:
                     values[:, pos] += np.clip(np.nan_to_num(v, nan=0.0), 0.0, None)
     return start[keep], end[keep], values[keep]
 
@@ -621,6 +642,28 @@ def dense_fences(
     return None if n < MIN_JOBS else fences(q1, q3)
 
 
+def dense_quartiles(
+    warehouse: Warehouse, where: str, bounds: tuple[float, float], jobs: str = "jobs"
+) -> Quartiles:
+    """The :class:`~iosight.timeline._span.Quartiles` of the starts of the jobs matching
+    ``where`` (fences ``bounds``), kept with the timeline so that an update finds the
+    fences of old and new jobs from the new jobs alone."""
+    con, lo, hi = warehouse.connect(), *bounds
+    starts = f"select j.start_time as s from {jobs} j where {where}"
+    n, *near = con.execute(
+        f"select count(*), max(s) filter (s < {lo!r}), min(s) filter (s >= {lo!r}), "
+        f"max(s) filter (s <= {hi!r}), min(s) filter (s > {hi!r}) from ({starts})"
+    ).fetchall()[0]
+    ranks = [window_ranks(n, q) for q in QUARTILES]
+    rows = con.execute(  # one sort for both windows
+        f"select r, s from (select s, row_number() over (order by s) - 1 as r from ({starts})) "
+        f"where {' or '.join(f'r between {a} and {b}' for a, b in ranks)} order by r"
+    ).fetchnumpy()
+    rank, start = np.asarray(rows["r"]), np.asarray(rows["s"], dtype=np.float64)
+    windows = tuple((a, start[(rank >= a) & (rank <= b)]) for a, b in ranks)
+    return Quartiles(int(n), windows, tuple(near))
+
+
 def outside_fences(bounds: tuple[float, float] | None, alias: str = "j") -> str:
     """SQL: the job's start lies outside the fences ``bounds`` (None: never)."""
     if bounds is None:
@@ -803,6 +846,10 @@ def build_timeline(
             _OPTIONS_KEY: json.dumps(options).encode(),
             STATE_KEY: json.dumps(state).encode(),
         }
+        if bounds is not None:
+            where = _job_condition(*asked[:2], as_of=as_of)
+            quartiles = dense_quartiles(warehouse, where, bounds).to_json()
+            metadata[QUARTILES_KEY] = json.dumps(quartiles).encode()
         table = table.replace_schema_metadata(metadata)
         write_runs(warehouse, table, acc.first, runs_of(acc.first, table.num_rows), None)
     return table

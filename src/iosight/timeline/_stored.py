@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 TABLE = "timeline"
 RUN_BINS = 4096  # bins a file: 14 days of 5-minute bins
 STATE_KEY = b"iosight.timeline_sources"
+#: the dense span's quartile windows (``_span.Quartiles``), kept in the newest file only
+QUARTILES_KEY = b"iosight.timeline_quartiles"
 #: tables a timeline reads; a change to any of their files changes the timeline
 SOURCE_TABLES = ("jobs", "posix", "stdio", "dxt_posix", "heatmap", "job_totals")
 
@@ -40,14 +42,15 @@ def run_of(file_name: str) -> int:
 
 
 def source_files(warehouse: Warehouse) -> dict[str, list[os.DirEntry]]:
-    """The files of each table a timeline reads (absent tables: none)."""
+    """The files of each table a timeline reads (absent tables: none): those the table
+    holds now (:meth:`Warehouse.table_files`), never the ones a compaction replaced."""
     out = {}
     for name in SOURCE_TABLES:
         folder = warehouse.path / "tables" / name
         if folder.is_dir():
+            live = {f.name for f in warehouse.table_files(name)}
             out[name] = sorted(
-                (e for e in os.scandir(folder) if e.name.endswith(".parquet")),
-                key=lambda e: e.name,
+                (e for e in os.scandir(folder) if e.name in live), key=lambda e: e.name
             )
     return out
 
@@ -77,8 +80,9 @@ def stored_metadata(warehouse: Warehouse) -> dict[bytes, bytes]:
     """The stored timeline's schema metadata: its newest file's."""
     import pyarrow.parquet as pq
 
-    files = warehouse.table_files(TABLE)
-    return dict(pq.read_schema(files[-1]).metadata or {}) if files else {}
+    names = _run_names(warehouse)
+    folder = warehouse.path / "tables" / TABLE
+    return dict(pq.read_schema(folder / names[-1]).metadata or {}) if names else {}
 
 
 def stored_state(metadata: dict[bytes, bytes]) -> dict | None:
@@ -87,9 +91,24 @@ def stored_state(metadata: dict[bytes, bytes]) -> dict | None:
     return None if raw is None else json.loads(raw)
 
 
+def stored_quartiles(metadata: dict[bytes, bytes]) -> dict | None:
+    """The stored timeline's quartile windows (as ``Quartiles.to_json``); None: none kept."""
+    raw = metadata.get(QUARTILES_KEY)
+    return None if raw is None else json.loads(raw)
+
+
 def run_files(warehouse: Warehouse) -> dict[int, str]:
     """The file name of each stored run, by run index."""
-    return {run_of(f.name): f.name for f in warehouse.table_files(TABLE)}
+    return {run_of(name): name for name in _run_names(warehouse)}
+
+
+def _run_names(warehouse: Warehouse) -> list[str]:
+    """The names of the timeline's files, sorted (as ``table_files``, without building a
+    ``Path`` of each: a millisecond an update for a year of runs)."""
+    folder = warehouse.path / "tables" / TABLE
+    if not folder.is_dir():
+        return []
+    return sorted(e.name for e in os.scandir(folder) if e.name.endswith(".parquet"))
 
 
 def runs_of(first: int, n_bins: int) -> range:
@@ -102,16 +121,22 @@ def write_runs(
 ) -> None:
     """Commit the rows of ``table`` (lattice bin ``first`` onwards) that lie in ``runs``,
     a file each, atomically: replacing the whole timeline (``drop`` None) or the files
-    ``drop`` only."""
+    ``drop`` only. Every file carries ``table``'s metadata, but the quartile windows
+    (tens of kB, twice in a file: Arrow's schema holds the metadata again) only the one
+    that will be the newest (:func:`stored_metadata`)."""
     from iosight.warehouse import new_batch_id, stage_tables
 
     batch = new_batch_id()
     staging = warehouse.staging_dir(batch)
+    newest = max(runs, key=lambda r: f"{r}.parquet")  # as the files' names sort
+    slim = {k: v for k, v in (table.schema.metadata or {}).items() if k != QUARTILES_KEY}
     with warehouse.writer_lock():
         for run in runs:
             lo = max(run * RUN_BINS - first, 0)
             hi = min((run + 1) * RUN_BINS - first, table.num_rows)
-            stage_tables(staging, {TABLE: [table.slice(lo, hi - lo)]}, part=run)
+            rows = table.slice(lo, hi - lo)
+            rows = rows if run == newest else rows.replace_schema_metadata(slim)
+            stage_tables(staging, {TABLE: [rows]}, part=run)
         warehouse.commit_staged(
             batch,
             [TABLE],

@@ -28,6 +28,7 @@ from iosight.timeline._build import (
     _OPTIONS_KEY,
     CHUNK_JOBS,
     LAYERS,
+    TOTAL_COLUMNS,
     VALUE_COLUMNS,
     Bins,
     _job_condition,
@@ -38,14 +39,24 @@ from iosight.timeline._build import (
     build_options,
     build_timeline,
     dense_fences,
+    dense_quartiles,
     outside_fences,
     stored_options,
+    totals_intervals,
     undated_condition,
     undated_jobs,
     undated_metadata,
 )
-from iosight.timeline._span import LeftOut, left_out
+from iosight.timeline._span import (
+    LeftOut,
+    Quartiles,
+    fences_of,
+    left_out,
+    outside,
+    quartiles_of,
+)
 from iosight.timeline._stored import (
+    QUARTILES_KEY,
     RUN_BINS,
     STATE_KEY,
     TABLE,
@@ -56,6 +67,7 @@ from iosight.timeline._stored import (
     source_files,
     sources_state,
     stored_metadata,
+    stored_quartiles,
     stored_state,
     write_runs,
 )
@@ -128,30 +140,73 @@ def _add_new(warehouse: Warehouse, metadata: dict, progress) -> TimelineUpdate:
         raise _Rebuild("files it read were replaced or removed (ingest --force, compact)")
     if not new:
         return TimelineUpdate(0, 0)
+    cache: dict = {}
+    opened = _open_new(files, new, cache)
+    full_schema = _checked_schema(state["schema"], opened)
+    if set(opened) <= _PLAIN:
+        new_jobs = _plain_new(opened, state["schema"])
+        every = functools.partial(_open, files["jobs"], cache)
+        span = _plain_span(options, state, stored_quartiles(metadata), new_jobs, every)
+        if span is not None:
+            return _bin_plain(warehouse, metadata, options, state,
+                              sources_state(files, full_schema), new_jobs, span)  # fmt: skip
     dense = options.get("span", "dense") == "dense"
-    with _NewRows(files, new, state["schema"], all_jobs=dense) as rows:
+    with _NewRows(files, opened, state["schema"], all_jobs=dense) as rows:
         return _bin_new(warehouse, metadata, options, state, files, rows, progress)
 
 
 def _bin_new(warehouse, metadata, options, state, files, rows, progress) -> TimelineUpdate:
-    """Bin the new jobs of ``rows`` and add them to the stored runs they touch."""
+    """Bin the new jobs of ``rows`` (DuckDB, the full build's queries) and add them to the
+    stored runs they touch."""
     dense = options.get("span", "dense") == "dense"
     since, until, as_of = (options.get(k) for k in ("since", "until", "as_of"))
     where = _job_condition(since, until, as_of=as_of)
     bounds = _fences(rows, state, where) if dense else None
+    quartiles = None if bounds is None else dense_quartiles(rows, where, bounds, _ALL_JOBS)
     stats = rows.new_jobs(where, bounds, as_of)
-    if stats["outside"]:
-        raise _Rebuild(f"the dense span leaves out {stats['outside']:,} of the new jobs")
     acc_args = (float(options["bin_width"]), options["spread"])
     acc = accumulate(rows, since, until, (0, 1), acc_args, CHUNK_JOBS, progress, as_of=as_of,
                      schema=rows.schema, memory=None)  # fmt: skip
+    return _commit(warehouse, metadata, options, state, sources_state(files, rows.full_schema),
+                   stats, (bounds, quartiles), acc)  # fmt: skip
+
+
+def _bin_plain(warehouse, metadata, options, state, sources, new, span) -> TimelineUpdate:
+    """Bin the new jobs ``new`` (:func:`_plain_new`: no records, their job totals at
+    most) in numpy, as the full build bins job totals, and add them to the stored runs
+    they touch: no SQL, whose fixed costs are most of an update this small. ``sources``:
+    what the timeline now reads; ``span``: the dense span's fences and quartiles."""
+    since, until, as_of = (options.get(k) for k in ("since", "until", "as_of"))
+    counted = new.counted(since, until, as_of)
+    start = new.start[counted]
+    stats = {
+        "counted": int(counted.sum()),
+        "lo": float(start.min()) if start.size else None,
+        "hi": float(start.max()) if start.size else None,
+        "outside": int(np.count_nonzero(outside(start, span[0]))),
+        "undated": int(np.count_nonzero(new.undated(as_of))),
+    }
+    acc = Bins(float(options["bin_width"]), options["spread"])
+    new.bin(acc, counted)
+    return _commit(warehouse, metadata, options, state, sources, stats, span, acc)
+
+
+def _commit(warehouse, metadata, options, state, sources, stats, dense, acc) -> TimelineUpdate:
+    """Write the new jobs' bins ``acc`` (their ``stats``, :meth:`_NewRows.new_jobs`) into
+    the stored runs, with the timeline's metadata as it now is (``dense``: the dense
+    span's fences and :class:`~iosight.timeline._span.Quartiles`, or None)."""
+    if stats["outside"]:
+        raise _Rebuild(f"the dense span leaves out {stats['outside']:,} of the new jobs")
     meta = {
         **_left_out_meta(metadata, stats["lo"], stats["hi"]),
         **undated_metadata(undated_jobs(_carrier(metadata)) + stats["undated"]),
         _OPTIONS_KEY: json.dumps(options).encode(),
     }
     span = (int(state["first"]), int(state["bins"]))
-    state = {**sources_state(files, rows.full_schema), "fences": bounds}
+    bounds, quartiles = dense
+    if quartiles is not None:
+        meta[QUARTILES_KEY] = json.dumps(quartiles.to_json()).encode()
+    state = {**sources, "fences": bounds}
     return TimelineUpdate(stats["counted"], _write(warehouse, state, acc, meta, span))
 
 
@@ -221,27 +276,14 @@ class _NewRows:
     def __init__(
         self,
         files: dict[str, list[os.DirEntry]],
-        batches: set[str],
+        opened: dict[str, list[_Parquet]],
         schema: dict,
         all_jobs: bool = False,
     ) -> None:
-        import pyarrow.parquet as pq
-
         self.schema = {name: set(cols) for name, cols in schema.items()}
-        self.full_schema = {name: set(cols) for name, cols in schema.items()}
-        new = {n: [e for e in es if batch_of(e.name) in batches] for n, es in files.items()}
-        new = {n: es for n, es in new.items() if es}
-        size = sum(e.stat().st_size for es in new.values() for e in es)
-        if size > MAX_NEW_BYTES:
-            raise _Rebuild(f"the new batches are large ({size / 2**20:,.0f} MiB on disk)")
-        opened = {n: [pq.ParquetFile(e.path) for e in es] for n, es in new.items()}
-        names = {n: set().union(*(f.schema_arrow.names for f in fs)) for n, fs in opened.items()}
-        for name, cols in names.items():
-            if name != "jobs":
-                self.full_schema[name] = self.full_schema.get(name, set()) | cols
+        self.full_schema = _checked_schema(schema, opened)
+        names = {n: set().union(*(f.names for f in fs)) for n, fs in opened.items()}
         queries = _queries(self.schema)
-        if _queries(self.full_schema) != queries:
-            raise _Rebuild("the new batches bring columns that change how records are read")
         used = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", " ".join(queries))) | _JOB_COLUMNS
         self._con = _engine().cursor()  # a connection of its own costs 35-140 ms
         self._keep = []  # the registered Arrow tables live as long as this
@@ -251,18 +293,12 @@ class _NewRows:
             self._register(name, opened.get(name, []), sorted(wanted))
         if all_jobs:
             self._all_jobs([e.path for e in files["jobs"]])
-        self.tables = list(new)
+        self.tables = list(opened)
         self._check_own_records()
 
     def _register(self, name: str, files: list, columns: list[str]) -> None:
         """Table ``name``: ``columns`` of the Parquet ``files``, those absent as null."""
-        import pyarrow as pa
-
-        parts = [f.read(columns=sorted(set(columns) & set(f.schema_arrow.names))) for f in files]
-        table = pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
-        for c in columns:
-            if c not in table.column_names:  # null typed: compares with numbers and text
-                table = table.append_column(c, pa.nulls(table.num_rows))
+        table = _read(files, columns)
         self._keep.append(table)
         self._con.register(name, table)
 
@@ -271,13 +307,11 @@ class _NewRows:
         ``known_at`` a file lacks: null, as in the warehouse's own ``jobs`` view). Read
         into memory (24 bytes a job) up to :data:`MAX_ALL_JOBS` jobs, where a query over
         them takes a few milliseconds; a view over the files beyond."""
-        import pyarrow.parquet as pq
-
-        files = [pq.ParquetFile(p) for p in paths]
-        if sum(f.metadata.num_rows for f in files) <= MAX_ALL_JOBS:
+        files = [_Parquet(p) for p in paths]
+        if sum(f.rows for f in files) <= MAX_ALL_JOBS:
             return self._register(_ALL_JOBS, files, ["start_time", "end_time", "known_at"])
         listed = ", ".join("'" + p.replace("'", "''") + "'" for p in paths)
-        known = any("known_at" in f.schema_arrow.names for f in files)
+        known = any("known_at" in f.names for f in files)
         self._con.execute(
             f"create temp view {_ALL_JOBS} as select start_time, end_time, "
             f"{'known_at' if known else 'null::double as known_at'} "
@@ -316,6 +350,167 @@ class _NewRows:
             f"count(*) filter ({undated_condition(as_of)}) from jobs j"
         ).fetchall()[0]
         return dict(zip(("counted", "lo", "hi", "outside", "undated"), row, strict=True))
+
+
+class _Parquet:
+    """A Parquet file opened once (its footer read), read column by column in this
+    thread. pyarrow's low-level reader: ``ParquetFile`` also builds every column's
+    nested paths in Python (2 ms for a 481-column job-total file), and a read on
+    pyarrow's thread pool waits for threads on a busy machine."""
+
+    def __init__(self, path: str) -> None:
+        import pyarrow.parquet as pq
+
+        self._reader = pq.ParquetReader()
+        self._reader.open(path)
+        self.names = self._reader.schema_arrow.names
+        self.rows = self._reader.metadata.num_rows
+
+    def read(self, columns: list[str]) -> pa.Table:
+        """The ``columns`` (all in the file)."""
+        at = [self._reader.column_name_idx(c) for c in columns]
+        return self._reader.read_all(column_indices=at, use_threads=False)
+
+
+def _open(entries: list[os.DirEntry], cache: dict | None = None) -> list[_Parquet]:
+    """The Parquet files ``entries``, opened: those in ``cache`` (by path) once."""
+    cache = {} if cache is None else cache
+    return [cache.get(e.path) or cache.setdefault(e.path, _Parquet(e.path)) for e in entries]
+
+
+def _open_new(files: dict[str, list[os.DirEntry]], batches: set[str], cache: dict) -> dict:
+    """The files of the ingest batches ``batches``, opened (into ``cache``), by table;
+    batches of more than :data:`MAX_NEW_BYTES` on disk are left to a full rebuild, which
+    streams."""
+    new = {n: [e for e in es if batch_of(e.name) in batches] for n, es in files.items()}
+    new = {n: es for n, es in new.items() if es}
+    size = sum(e.stat().st_size for es in new.values() for e in es)
+    if size > MAX_NEW_BYTES:
+        raise _Rebuild(f"the new batches are large ({size / 2**20:,.0f} MiB on disk)")
+    return {n: _open(es, cache) for n, es in new.items()}
+
+
+def _checked_schema(schema: dict, opened: dict[str, list]) -> dict[str, set[str]]:
+    """The columns the timeline reads, ``schema``, with those of the new files ``opened``;
+    raises :class:`_Rebuild` when the new columns change how records are read."""
+    full = {name: set(cols) for name, cols in schema.items()}
+    for name, fs in opened.items():
+        if name != "jobs":
+            full[name] = full.get(name, set()).union(*(f.names for f in fs))
+    if _queries(full) != _queries({name: set(cols) for name, cols in schema.items()}):
+        raise _Rebuild("the new batches bring columns that change how records are read")
+    return full
+
+
+def _read(files: list[_Parquet], columns: list[str]) -> pa.Table:
+    """``columns`` of the opened Parquet ``files``, one table, those absent as null."""
+    import pyarrow as pa
+
+    parts = [f.read(sorted(set(columns) & set(f.names))) for f in files]
+    table = pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
+    for c in columns:
+        if c not in table.column_names:  # null typed: compares with numbers and text
+            table = table.append_column(c, pa.nulls(table.num_rows))
+    return table
+
+
+_PLAIN = {"jobs", "job_totals"}  # new batches of these tables only: binned in numpy
+
+
+class _PlainJobs:
+    """Jobs (``jobs`` rows) and their job totals as numpy arrays, binned as the full
+    build bins job totals (``_job_totals_query``, ``_stream``) without SQL."""
+
+    def __init__(self, jobs: pa.Table, totals: pa.Table | None = None) -> None:
+        self.start, end, known = (_floats(jobs[c]) for c in ("start_time", "end_time", "known_at"))
+        self.end = np.where(np.isnan(end), self.start, end)  # coalesce(end_time, start_time)
+        self.known_at = np.where(np.isnan(known), end, known)  # KNOWN_AT
+        self.totals, self.of = totals, None
+        if totals is not None:
+            import pyarrow.compute as pc
+
+            at = pc.index_in(totals["job_key"], value_set=jobs["job_key"])
+            if at.null_count:
+                n = at.null_count
+                raise _Rebuild(f"the new batches hold {n:,} records of jobs it already holds")
+            self.of = at.to_numpy()
+
+    def counted(self, since: float | None, until: float | None, as_of: float | None) -> np.ndarray:
+        """Which jobs the timeline counts: :func:`_job_condition` in numpy."""
+        ok = ~np.isnan(self.start)
+        if as_of is not None:
+            ok &= self.known_at <= as_of
+        if since is not None:
+            ok &= self.start >= since
+        if until is not None:
+            ok &= self.start < until
+        return ok
+
+    def undated(self, as_of: float | None) -> np.ndarray:
+        """Which jobs have no start (and are known by ``as_of``): ``undated_condition``."""
+        known = True if as_of is None else self.known_at <= as_of
+        return np.isnan(self.start) & known
+
+    def bin(self, acc: Bins, counted: np.ndarray) -> None:
+        """Add the ``counted`` jobs' totals and runs to ``acc``."""
+        if self.totals is not None:
+            rows = np.flatnonzero(counted[self.of])
+            at = self.of[rows]
+            cols = {c: _floats(self.totals[c])[rows] for c in self.totals.column_names[1:]}
+            cols |= {"start_time": self.start[at], "end_time": self.end[at]}
+            start, end, values = totals_intervals(cols)
+            acc.add(start, end, values, list(range(len(VALUE_COLUMNS))))
+        acc.add_jobs(self.start[counted], self.end[counted])
+
+
+def _floats(column) -> np.ndarray:
+    """A numeric Arrow column as float64, nulls as NaN."""
+    return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
+def _plain_jobs(files: list[_Parquet]) -> _PlainJobs:
+    """The times of the jobs in ``files`` (24 bytes a job)."""
+    return _PlainJobs(_read(files, ["start_time", "end_time", "known_at"]))
+
+
+def _plain_new(opened: dict[str, list], schema: dict) -> _PlainJobs:
+    """The new jobs and the job-total columns the timeline reads of them."""
+    jobs = _read(opened["jobs"], sorted(_JOB_COLUMNS))
+    if "job_totals" not in opened:
+        return _PlainJobs(jobs)
+    wanted = [c for c in TOTAL_COLUMNS if c in schema.get("job_totals", ())]
+    return _PlainJobs(jobs, _read(opened["job_totals"], ["job_key", *wanted]))
+
+
+def _plain_span(options: dict, state: dict, kept, new: _PlainJobs, every) -> tuple | None:
+    """The dense span's fences and quartiles with the new jobs ``new`` (``(None, None)``
+    for ``span="all"``): from the stored :class:`~iosight.timeline._span.Quartiles`
+    (``kept``, as JSON; None: none) and the new jobs, else from every job's start
+    (``every()``: the ``jobs`` files, opened; None when there are more than
+    :data:`MAX_ALL_JOBS`). Raises :class:`_Rebuild` when a job the stored timeline read
+    changes side (as :func:`_fences`)."""
+    if options.get("span", "dense") != "dense":
+        return None, None
+    window = tuple(options.get(k) for k in ("since", "until", "as_of"))
+    starts = new.start[new.counted(*window)]
+    old = None if state["fences"] is None else tuple(state["fences"])
+    if old is not None and kept is not None:
+        stored = Quartiles.from_json(kept)
+        quartiles = stored.add(starts)
+        bounds = quartiles.fences()
+        if bounds is not None and (bounds == old or not stored.moved(old, bounds)):
+            return bounds, quartiles.near_to(bounds, starts)
+    files = every()
+    if sum(f.rows for f in files) > MAX_ALL_JOBS:
+        return None
+    jobs = _plain_jobs(files)
+    starts = jobs.start[jobs.counted(*window)]
+    bounds = fences_of(starts)
+    if bounds != old:
+        moved = np.count_nonzero(outside(starts, old) != outside(starts, bounds))
+        if moved:
+            raise _Rebuild(f"the dense span moved: {moved:,} jobs change side")
+    return bounds, None if bounds is None else quartiles_of(starts, bounds)
 
 
 def _queries(schema: dict[str, set[str]]) -> list[str]:
@@ -376,11 +571,10 @@ def _add_stored(
     warehouse: Warehouse, name: str, first: int, a: int, sums: np.ndarray, active: np.ndarray
 ) -> None:
     """Add the rows of stored run file ``name`` into ``sums``/``active`` (row 0: bin ``a``)."""
-    import pyarrow.parquet as pq
-
     from iosight.timeline._stored import run_of
 
-    table: pa.Table = pq.ParquetFile(warehouse.path / "tables" / TABLE / name).read()
+    file = _Parquet(str(warehouse.path / "tables" / TABLE / name))
+    table = file.read(file.names)
     start = max(run_of(name) * RUN_BINS, first) - a
     stop = start + table.num_rows
     if start < 0 or stop > len(sums):

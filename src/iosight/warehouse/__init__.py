@@ -1,65 +1,44 @@
-"""The warehouse: every analysis reads it, ingest writes it (DESIGN.md)."""
+"""The warehouse: every analysis reads it, ingest writes it.
 
-from iosight.warehouse._follow import (
-    DEFAULT_INTERVAL,
-    DEFAULT_SETTLE,
-    FollowBatch,
-    FollowReport,
-    check_follow_args,
-    follow,
-)
-from iosight.warehouse._ingest import (
-    DEFAULT_BATCH_SIZE,
-    IngestReport,
-    check_ingest_args,
-    discover,
-    ingest,
-)
-from iosight.warehouse._known import KNOWN_AT, known_at_sql
-from iosight.warehouse._provenance import data_kind, kind_of, synthetic_flag
-from iosight.warehouse._replay import DEFAULT_GROUP, ReplayReport, check_replay_args, replay
-from iosight.warehouse._single import log_warehouse
-from iosight.warehouse._store import (
-    DEFAULT_LOCK_TIMEOUT,
-    DEFAULT_WAREHOUSE,
-    Warehouse,
-    default_path,
-    is_warehouse_dir,
-    new_batch_id,
-    stage_tables,
-)
-from iosight.warehouse._summary import JobSummary, find_job, job_summary
+Exports load on first use (:mod:`iosight._lazy`): opening a warehouse to read it does
+not import the readers, pandas or pyarrow that ingest needs.
+"""
 
-__all__ = [
-    "DEFAULT_BATCH_SIZE",
-    "DEFAULT_GROUP",
-    "DEFAULT_INTERVAL",
-    "DEFAULT_LOCK_TIMEOUT",
-    "DEFAULT_SETTLE",
-    "DEFAULT_WAREHOUSE",
-    "KNOWN_AT",
-    "FollowBatch",
-    "FollowReport",
-    "IngestReport",
-    "JobSummary",
-    "ReplayReport",
-    "Warehouse",
-    "check_follow_args",
-    "check_ingest_args",
-    "check_replay_args",
-    "data_kind",
-    "default_path",
-    "discover",
-    "find_job",
-    "follow",
-    "ingest",
-    "is_warehouse_dir",
-    "job_summary",
-    "kind_of",
-    "known_at_sql",
-    "log_warehouse",
-    "new_batch_id",
-    "replay",
-    "stage_tables",
-    "synthetic_flag",
-]
+from iosight._lazy import lazy_exports
+
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        "_compact": ("AUTO_SMALL_FILES", "CompactReport", "auto_compact", "compact"),
+        "_follow": (
+            "DEFAULT_INTERVAL",
+            "DEFAULT_SETTLE",
+            "FollowBatch",
+            "FollowReport",
+            "check_follow_args",
+            "follow",
+        ),
+        "_ingest": (
+            "DEFAULT_BATCH_SIZE",
+            "IngestReport",
+            "check_ingest_args",
+            "discover",
+            "ingest",
+        ),
+        "_known": ("KNOWN_AT", "known_at_sql"),
+        "_provenance": ("data_kind", "kind_of", "synthetic_flag"),
+        "_replay": ("DEFAULT_GROUP", "ReplayReport", "check_replay_args", "replay"),
+        "_rows": ("Rows",),
+        "_single": ("log_warehouse",),
+        "_store": (
+            "DEFAULT_LOCK_TIMEOUT",
+            "DEFAULT_WAREHOUSE",
+            "Warehouse",
+            "default_path",
+            "is_warehouse_dir",
+            "new_batch_id",
+            "stage_tables",
+        ),
+        "_summary": ("JobSummary", "find_job", "job_summary"),
+    },
+)

@@ -68,9 +68,10 @@ class FollowBatch:
             if self.lags
             else ""
         )
+        compacted = f"; {r.compaction.line()}" if r.compaction else ""
         return (
             f"{when} UTC: {r.sources} sources: {r.ingested} ingested ({r.jobs} jobs), "
-            f"{r.skipped} already in the warehouse, {r.failed} failed{lag}"
+            f"{r.skipped} already in the warehouse, {r.failed} failed{lag}{compacted}"
         )
 
 
@@ -136,6 +137,7 @@ def follow(
     scheduler: str | None = None,
     batch_size: int | None = None,
     reader: str = "native",
+    compact: bool = True,
     on_batch: Callable[[FollowBatch], None] | None = None,
     stop: threading.Event | None = None,
 ) -> FollowReport:
@@ -152,6 +154,8 @@ def follow(
         it is read (1: at first sight, for writers that rename complete files into place)
     workers, timeout, scheduler, batch_size, reader : as for :func:`ingest`; one poll's
         files go in ingests of at most ``batch_size`` files per worker
+    compact : after each batch, compact the tables that have many small files (as
+        :func:`ingest` does)
     on_batch : called after each committed ingest (where derived tables are brought up
         to date: the command line evaluates the new jobs' insights there)
     """
@@ -169,7 +173,7 @@ def follow(
     per_ingest = (batch_size or DEFAULT_BATCH_SIZE) * (workers or default_workers())
     report = FollowReport()
     options = {"workers": workers, "timeout": timeout, "scheduler": scheduler}
-    options |= {"batch_size": batch_size, "reader": reader}
+    options |= {"batch_size": batch_size, "reader": reader, "compact": compact}
     with _stopped_by_signals(stop):
         due = time.monotonic()
         while not stop.is_set():

@@ -29,6 +29,7 @@ import pyarrow as pa
 from iosight._errors import IosightError, UnknownNameError, check_param
 from iosight._progress import Progress, ensure_progress
 from iosight.parallel import default_workers
+from iosight.warehouse._compact import CompactReport, auto_compact
 from iosight.warehouse._store import Warehouse, is_warehouse_dir, new_batch_id, stage_tables
 
 _PART_BYTES = 32 << 20  # a worker holds at most this many bytes of Arrow rows (see _Parts)
@@ -57,6 +58,8 @@ class IngestReport:
     bytes_read: int = 0
     seconds: float = 0.0
     errors: list[tuple[str, str]] = field(default_factory=list)
+    #: the automatic compaction that followed, if a table had many small files
+    compaction: CompactReport | None = None
 
     @property
     def ok(self) -> bool:
@@ -125,6 +128,7 @@ def ingest(
     batch_size: int | None = None,
     progress: Progress | None = None,
     reader: str = "native",
+    compact: bool = True,
 ) -> IngestReport:
     """Read Darshan logs, parser dumps and job-total tables into ``warehouse``.
 
@@ -142,6 +146,8 @@ def ingest(
         finish together
     reader : how Darshan 3.x logs are read: ``"native"`` (the file format itself) or
         ``"libdarshan"`` (libdarshan-util through PyDarshan, today's oracle)
+    compact : afterwards, compact the tables that have many small files
+        (:func:`iosight.warehouse._compact.auto_compact`; its report is ``compaction``)
 
     Workers read, convert and write Parquet themselves; this process only hashes
     sources, hands out batches and commits them, so it never holds a log's rows.
@@ -160,6 +166,7 @@ def ingest(
         batch_size=batch_size,
         progress=progress,
         reader=reader,
+        compact=compact,
     )
 
 
@@ -176,6 +183,7 @@ def ingest_files(
     reader: str = "native",
     arrivals: Mapping[str, float] | None = None,
     on_commit: Callable[[list[str]], None] | None = None,
+    compact: bool = True,
 ) -> IngestReport:
     """:func:`ingest` of the files that ``files()`` lists under the write lock, arguments
     checked already (follow mode). ``arrivals`` maps a file (as listed) to when it
@@ -211,6 +219,10 @@ def ingest_files(
                 _run_local(pool, batches, warehouse, committer, logs, reader)
     progress.finish()
     report.seconds = time.monotonic() - t0
+    if compact and report.ingested:
+        # in this process, after the commits: one writer at a time anyway, and a
+        # compaction killed with the ingest resumes like its commits (no daemon to lose)
+        report.compaction = auto_compact(warehouse)
     return report
 
 
@@ -489,7 +501,7 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str, float | None]], str], beat
     that failed to read (also staged as ``ingest_errors`` rows). Memory stays bounded:
     see :class:`_Parts`.
     """
-    from iosight.darshan import read_source
+    from iosight.darshan import read_source, table_pieces
     from iosight.parallel import one_line
 
     staging, items, reader = Path(arg[0]), arg[1], arg[2]
@@ -502,7 +514,7 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str, float | None]], str], beat
         out["keys"].append(key)
         out["bytes"] += os.path.getsize(path)
         try:
-            fmt, tables = read_source(path, darshan3=reader, job_totals_row=True)
+            fmt, tables = read_source(path, darshan3=reader, job_totals_row=True, chunked=True)
         except Exception as err:  # noqa: BLE001 - an unreadable source is an error row
             reason = one_line(err)
             out["errors"].append((path, reason))
@@ -512,7 +524,8 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str, float | None]], str], beat
         tables["jobs"] = _with_known_at(tables["jobs"], arrival)
         jobs = tables["jobs"].num_rows
         for name, t in tables.items():
-            parts.add(name, *_job_keys(key, t))
+            for piece in table_pieces(t):  # a big DXT table piece by piece: see _Parts
+                parts.add(name, *_job_keys(key, piece))
         if fmt != "job-totals" and "job_totals" not in tables:
             # a log with no records still gets its row (no counter recorded: all null)
             parts.add("job_totals", _ONE_ROW, key)

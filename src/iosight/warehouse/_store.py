@@ -5,6 +5,9 @@ Layout (DESIGN.md, "Warehouse contract")::
     <root>/tables/<name>/part-<batch>.parquet   committed data, one file per batch
     <root>/_staging/<batch>/<name>.parquet      written before the commit record
     <root>/_commits/<batch>.json                the commit record (atomic rename)
+    <root>/tables/<name>/compact-<batch>-<i>.parquet  a compaction's output
+    <root>/tables/<name>/_compacted.json        which compaction outputs are live and
+                                                which files they superseded
 
 A batch becomes visible only after its commit record exists; applying a
 commit (moving staged files into ``tables/``, deleting replaced rows) is
@@ -12,6 +15,13 @@ idempotent, so a writer killed at any moment is finished by the next
 :class:`Warehouse` that opens the directory (roll forward), and staging
 without a commit record is discarded (roll back). Nothing committed is lost
 and no batch is half visible.
+
+Compaction (:mod:`iosight.warehouse._compact`) replaces many small files by a few
+sorted ones without a moment where a reader sees both or neither: its outputs are
+moved in hidden (a ``compact-`` file is visible only once ``_compacted.json`` lists
+it), and one atomic rewrite of ``_compacted.json`` shows them and hides the files they
+replace. Those stay on disk for :data:`SUPERSEDED_GRACE_S` so a query that listed them
+just before can still read them.
 """
 
 from __future__ import annotations
@@ -36,11 +46,16 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
+    from iosight.warehouse._rows import Rows
+
 DEFAULT_WAREHOUSE = "iosight-warehouse"
 # how long a writer waits for another one (two overlapping cron ingests both finish)
 DEFAULT_LOCK_TIMEOUT = 3600.0
 _LOCK_POLL_S = 0.2
 _TABLES, _STAGING, _COMMITS, _LOCK = "tables", "_staging", "_commits", "_lock"
+_LAYOUT, COMPACT_PREFIX = "_compacted.json", "compact-"
+#: seconds a file a compaction replaced stays on disk, hidden, for queries already reading it
+SUPERSEDED_GRACE_S = 600.0
 
 
 def default_path() -> Path:
@@ -200,13 +215,39 @@ class Warehouse:
     def tables(self) -> list[str]:
         """Names of the tables that hold at least one committed file."""
         root = self.path / _TABLES
-        return sorted(p.name for p in root.iterdir() if p.is_dir() and any(p.glob("*.parquet")))
+        return sorted(p.name for p in root.iterdir() if p.is_dir() and self.table_files(p.name))
 
     def has_table(self, name: str) -> bool:
-        return any((self.path / _TABLES / name).glob("*.parquet"))
+        return bool(self.table_files(name))
 
     def table_files(self, name: str) -> list[Path]:
+        """The files that hold table ``name`` now: compaction outputs it made live and
+        every other file but those a compaction superseded."""
+        layout = self.layout(name)
+        live, gone = set(layout["live"]), set(layout["superseded"])
+        return [
+            f
+            for f in self._all_files(name)
+            if (f.name in live if f.name.startswith(COMPACT_PREFIX) else f.name not in gone)
+        ]
+
+    def _all_files(self, name: str) -> list[Path]:
+        """Every Parquet file in the table's folder, hidden ones included."""
         return sorted((self.path / _TABLES / name).glob("*.parquet"))
+
+    def layout(self, name: str) -> dict:
+        """Table ``name``'s compaction state: ``live`` outputs, ``superseded`` files
+        (hidden, deleted after the grace period) and ``at``, when it was written."""
+        path = self.path / _TABLES / name / _LAYOUT
+        try:
+            return json.loads(path.read_text())
+        except FileNotFoundError:
+            return {"live": [], "superseded": [], "at": 0.0}
+
+    def snapshot(self) -> dict[str, tuple[str, ...]]:
+        """The files each table reads now (a long-lived reader compares it to rebuild its
+        views when a commit or compaction changed them)."""
+        return {name: tuple(f.name for f in self.table_files(name)) for name in self.tables()}
 
     def connect(self) -> duckdb.DuckDBPyConnection:
         """A DuckDB connection with one view per table (rebuilt after every write)."""
@@ -215,8 +256,10 @@ class Warehouse:
 
             self._con = duckdb.connect()
             for name in self.tables():
-                glob = str(self.path / _TABLES / name / "*.parquet").replace("'", "''")
-                rows = f"read_parquet('{glob}', union_by_name=true)"
+                files = ", ".join(_sql_text(f) for f in self.table_files(name))
+                if not files:
+                    continue
+                rows = f"read_parquet([{files}], union_by_name=true)"
                 query = view_query(self._con, name, rows)
                 self._con.execute(f'create or replace view "{name}" as {query}')
         return self._con
@@ -229,6 +272,13 @@ class Warehouse:
     def sql(self, query: str, params: list | None = None) -> pd.DataFrame:
         """Run DuckDB SQL over the warehouse views and return a DataFrame."""
         return self._run(query, params, lambda rel: rel.df())
+
+    def rows(self, query: str, params: list | None = None) -> Rows:
+        """Run DuckDB SQL over the warehouse views and return plain Python :class:`Rows`
+        (no pandas or pyarrow import: what a command that prints a result needs)."""
+        from iosight.warehouse._rows import Rows
+
+        return self._run(query, params, Rows.fetch)
 
     def arrow(self, query: str, params: list | None = None) -> pa.Table:
         """Run DuckDB SQL over the warehouse views and return an Arrow table."""
@@ -325,12 +375,15 @@ class Warehouse:
         replace_tables: Iterable[str] = (),
         key_column: str = "job_key",
         drop_files: Mapping[str, Iterable[str]] | None = None,
+        compaction: Mapping[str, Mapping[str, list[str]]] | None = None,
     ) -> None:
         """Make a batch staged by :func:`stage_tables` visible, atomically.
 
         ``drop_files`` names files of tables (as :meth:`table_files` lists them) that the
         batch replaces: they go when it is applied, so a writer rewrites a few files of a
         table (the timeline's runs of bins) without touching the others.
+        ``compaction`` maps a table to the ``outputs`` a compaction staged under
+        ``<staging>/compact/<table>/`` and the files they ``replace``.
         """
         record = {
             "batch": batch_id,
@@ -343,6 +396,7 @@ class Warehouse:
             },
             "replace_tables": sorted(set(replace_tables)),
             "drop_files": {name: sorted(set(files)) for name, files in (drop_files or {}).items()},
+            "compaction": {name: dict(plan) for name, plan in (compaction or {}).items()},
         }
         with self.writer_lock():
             _crash_point("staged")  # the batch's files are written, its commit is not
@@ -461,9 +515,10 @@ class Warehouse:
         batch_id = record["batch"]
         mine = f"part-{batch_id}-"
         for name in record["replace_tables"]:
-            for f in self.table_files(name):
+            for f in self._all_files(name):
                 if not f.name.startswith(mine):
                     f.unlink()
+            (self.path / _TABLES / name / _LAYOUT).unlink(missing_ok=True)
         for name, files in record.get("drop_files", {}).items():  # older records lack it
             for file in files:
                 if not file.startswith(mine):
@@ -478,9 +533,40 @@ class Warehouse:
                 dest = self.path / _TABLES / name
                 dest.mkdir(exist_ok=True)
                 os.replace(src, dest / f"{mine}{part}.parquet")
+        for name, plan in record.get("compaction", {}).items():
+            self._apply_compaction(staging / "compact" / name, name, plan)
         shutil.rmtree(staging, ignore_errors=True)
         (self.path / _COMMITS / f"{batch_id}.json").unlink(missing_ok=True)
         self._invalidate()
+
+    def _apply_compaction(self, staged: Path, name: str, plan: Mapping[str, list[str]]) -> None:
+        """Move a compaction's outputs in (hidden), then show them and hide what they
+        replace with one atomic write of the table's layout; idempotent."""
+        dest = self.path / _TABLES / name
+        for out in plan["outputs"]:
+            if (staged / out).exists():
+                os.replace(staged / out, dest / out)
+        _crash_point("compaction-moved")  # outputs in place, still hidden
+        layout = self.layout(name)
+        replaced = set(plan["replaces"])
+        live = [f for f in layout["live"] if f not in replaced]
+        live += [f for f in plan["outputs"] if f not in live]
+        superseded = sorted(set(layout["superseded"]) | replaced)
+        text = json.dumps({"live": live, "superseded": superseded, "at": time.time()})
+        _atomic_write_text(dest / _LAYOUT, text)
+
+    def purge_superseded(self, name: str, grace: float = SUPERSEDED_GRACE_S) -> int:
+        """Delete the files a compaction of ``name`` hid at least ``grace`` seconds ago
+        (no query still reads them); return how many. Call under the write lock."""
+        layout = self.layout(name)
+        if not layout["superseded"] or time.time() - layout["at"] < grace:
+            return 0
+        folder = self.path / _TABLES / name
+        for f in layout["superseded"]:
+            (folder / f).unlink(missing_ok=True)
+        purged, layout["superseded"] = len(layout["superseded"]), []
+        _atomic_write_text(folder / _LAYOUT, json.dumps(layout))
+        return purged
 
     def _delete_rows(self, name: str, column: str, keys: set[str], keep: str) -> None:
         import pyarrow as pa
@@ -507,14 +593,10 @@ class Warehouse:
             pq.write_table(kept, tmp, compression="zstd")
             os.replace(tmp, f)
 
-    def compact(self, name: str | None = None) -> None:
-        """Merge each table's batch files into one (fewer files, faster scans)."""
-        for tname in [name] if name else self.tables():
-            files = self.table_files(tname)
-            if len(files) < 2:
-                continue
-            merged = self.arrow(f'select * from "{tname}"')
-            self.commit({tname: [merged]}, replace_tables=[tname])
+
+def _sql_text(path: str | Path) -> str:
+    """``path`` (or any text) as a quoted SQL string literal."""
+    return "'" + str(path).replace("'", "''") + "'"
 
 
 def _one_line(err: Exception) -> str:

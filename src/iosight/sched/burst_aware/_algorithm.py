@@ -262,16 +262,18 @@ class StartChoice:
         """One row per start option: option, delay_s, run_time_s, total_time_s, score, chosen."""
         import pandas as pd
 
-        return pd.DataFrame(
-            {
-                "option": np.arange(len(self.option_delay)),
-                "delay_s": self.option_delay,
-                "run_time_s": self.option_run_time,
-                "total_time_s": self.option_delay + self.option_run_time,
-                "score": self.option_score,
-                "chosen": np.arange(len(self.option_delay)) == self.index,
-            }
-        )
+        return pd.DataFrame(self.options_columns())
+
+    def options_columns(self) -> dict[str, np.ndarray]:
+        """The columns of :meth:`options_frame` as arrays (no pandas to import)."""
+        return {
+            "option": np.arange(len(self.option_delay)),
+            "delay_s": self.option_delay,
+            "run_time_s": self.option_run_time,
+            "total_time_s": self.option_delay + self.option_run_time,
+            "score": self.option_score,
+            "chosen": np.arange(len(self.option_delay)) == self.index,
+        }
 
 
 def choose_start(

@@ -6,6 +6,10 @@ function drawFigures() {
     Plotly.newPlot(el, fig.data, fig.layout, { responsive: true, displaylogo: false })
       .then(function () { el.dataset.ready = "1"; });
     if (el.id === "fig-facility") { el.on("plotly_relayout", function (ev) { rebin(el, ev); }); }
+    var dxt = document.getElementById("dxt-api");
+    if (el.id === "fig-timeline" && dxt) {
+      el.on("plotly_relayout", function (ev) { rezoom(el, ev, dxt.dataset.api); });
+    }
   });
 }
 function epochSeconds(v) {  // plotly reports date-axis ranges as "YYYY-MM-DD hh:mm:ss.sss" (UTC)
@@ -29,6 +33,25 @@ function rebin(el, ev) {
       el.dataset.binWidth = res.bin_width;
       el.dataset.ready = "1";
     });
+  });
+}
+var zooming = 0;
+function rezoom(el, ev, api) {  // the DXT view of the zoomed window: at most a fixed number of points
+  var q = [];
+  if (ev["xaxis.range[0]"] !== undefined) {
+    q.push("start=" + ev["xaxis.range[0]"], "end=" + ev["xaxis.range[1]"]);
+  }
+  if (ev["yaxis.range[0]"] !== undefined) {
+    q.push("rank_min=" + Math.ceil(ev["yaxis.range[0]"]), "rank_max=" + Math.floor(ev["yaxis.range[1]"]));
+  }
+  if (!q.length && !ev["xaxis.autorange"] && !ev["yaxis.autorange"]) { return; }
+  var mine = ++zooming;
+  el.dataset.ready = "0";
+  fetch(api + (q.length ? "?" + q.join("&") : "")).then(function (r) { return r.json(); }).then(function (res) {
+    if (mine !== zooming || res.error) { return; }
+    var layout = el.layout;
+    layout.title = res.layout.title;
+    Plotly.react(el, res.data, layout).then(function () { el.dataset.ready = "1"; });
   });
 }
 function loadParts() {  // server-rendered (escaped) HTML fragments of slower analyses

@@ -1,0 +1,207 @@
+"""How the warehouse keeps up as it grows: one warehouse of replicated real logs,
+grown to each size, with compaction automatic, and the common questions timed at each.
+
+The logs are those of ``benchmarks/ingest.py`` (every 3.x log of ../shared/darshan-logs
+that PyDarshan reads, each copy made unique by 8 trailing bytes). They go in as a
+facility's archive does, in ingests of ``--chunk`` logs (2 workers); after each, the
+tables with 16 or more small files are compacted (what ``iosight ingest`` does by
+itself; the driver calls the same :func:`iosight.warehouse.auto_compact` separately
+only to time it and sample its memory apart from the ingest's). At each size it prints:
+
+* ingest: wall seconds and logs/s of the ingests to that size; compaction's seconds
+  and the peak resident memory of the process while it compacted;
+* files per table (mean and most) and the files of all tables;
+* ``iosight serve``: p95 of the Jobs page, the Jobs page with a ``where`` condition and
+  one job's page (a server started per size, requests in a row);
+* the wall time of ``iosight jobs --where 'start_time >= T'`` (the newest 1% of jobs),
+  a grouped ``iosight sql``, and ``iosight --help`` (start-up alone) for reference;
+* ``iosight timeline build`` and ``iosight insights``: wall seconds and peak memory;
+* the load average before and after (the machine may be shared).
+
+    python benchmarks/scale.py                      # 10,000 logs
+    python benchmarks/scale.py --sizes 10000 100000 # grown to 10k, measured, then 100k
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from ingest import SHARED, corpus  # noqa: E402
+from serve import _free_port, _get  # noqa: E402
+
+_DRIVER = """
+import json, sys, threading, time
+from iosight.warehouse import Warehouse, auto_compact, ingest
+
+def rss_mb():
+    with open("/proc/self/status") as fh:
+        return next(int(l.split()[1]) for l in fh if l.startswith("VmRSS")) / 1024
+
+peak = [0.0]
+def sample(stop):
+    while not stop.wait(0.02):
+        peak[0] = max(peak[0], rss_mb())
+
+wh = Warehouse(sys.argv[1], create=True)
+report = ingest([sys.argv[2]], wh, workers=2, compact=False)
+stop = threading.Event(); peak[0] = rss_mb()
+threading.Thread(target=sample, args=(stop,), daemon=True).start()
+t0 = time.monotonic()
+compaction = auto_compact(wh)
+seconds = time.monotonic() - t0
+stop.set()
+print(json.dumps({"ingest_s": report.seconds, "ingested": report.ingested,
+                  "failed": report.failed, "compact_s": seconds,
+                  "compact_peak_mb": peak[0] if compaction else None,
+                  "compaction": compaction.line() if compaction else None}))
+"""
+
+
+def timed(cmd: list[str]) -> tuple[float, float, str]:
+    """Run ``cmd``; its wall seconds, peak resident MB (its own and its children's) and
+    standard output."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - t0
+        if os.waitstatus_to_exitcode(status) != 0:
+            err.seek(0)
+            raise SystemExit(f"{' '.join(cmd)} failed: {err.read()[-2000:]}")
+        out.seek(0)
+        return seconds, usage.ru_maxrss / 1024, out.read()
+
+
+def iosight(*args: str) -> list[str]:
+    return [sys.executable, "-m", "iosight", *args]
+
+
+def grow(wh: Path, logs: Path, start: int, stop: int, chunk: int) -> list[dict]:
+    """Ingest copies ``start`` .. ``stop - 1`` of the corpus in ingests of ``chunk``."""
+    runs = []
+    for at in range(start, stop, chunk):
+        shutil.rmtree(logs, ignore_errors=True)
+        logs.mkdir()
+        corpus(min(chunk, stop - at), logs, start=at)
+        _, _, out = timed([sys.executable, "-c", _DRIVER, str(wh), str(logs)])
+        runs.append(json.loads(out.splitlines()[-1]))
+        print(f"  {stop if at + chunk >= stop else at + chunk:,} logs: {runs[-1]}", flush=True)
+    return runs
+
+
+def file_counts(wh: Path) -> dict[str, int]:
+    from iosight.warehouse import Warehouse
+
+    w = Warehouse(wh)
+    return {t: len(w.table_files(t)) for t in w.tables()}
+
+
+def serve_p95(wh: Path, keys: list[str], repeat: int) -> dict[str, float]:
+    """p95 (ms) of the Jobs page, a filtered Jobs page and job pages, one server."""
+    port = _free_port()
+    server = subprocess.Popen(
+        iosight("serve", "-w", str(wh), "--port", str(port)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):
+            try:
+                _get(base + "/jobs")
+                break
+            except OSError:
+                time.sleep(0.1)
+        where = urllib.parse.quote("nprocs >= 4 and run_time > 60")
+        pages = {
+            "/jobs": ["/jobs"] * repeat,
+            "/jobs?where": [f"/jobs?where={where}"] * repeat,
+            "/job/KEY": [f"/job/{k}" for k in keys[:repeat]],
+        }
+        out = {}
+        for name, paths in pages.items():
+            times = sorted(_get(base + p) for p in paths)
+            out[name] = times[min(len(times) - 1, int(0.95 * len(times)))]
+        return out
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def measure(wh: Path, runs: list[dict], repeat: int) -> dict:
+    """Every figure of one size."""
+    from iosight.warehouse import Warehouse
+
+    w = Warehouse(wh)
+    jobs = int(w.sql("select count(*) n from jobs")["n"][0])
+    cut = float(w.sql("select quantile_disc(start_time, 0.99) t from jobs")["t"][0])  # >= it
+    keys = list(w.sql("select job_key from jobs using sample 50 rows (reservoir, 1)")["job_key"])
+    random.Random(0).shuffle(keys)
+    counts = file_counts(wh)
+    grouped = (
+        "select exe, count(*) jobs, sum(run_time) run_time, sum(total_POSIX_BYTES_READ) bytes "
+        "from jobs left join job_totals using (job_key) group by exe order by jobs desc limit 10"
+    )
+    figures = {
+        "jobs": jobs,
+        "ingest_s": sum(r["ingest_s"] for r in runs),
+        "logs_per_s": sum(r["ingested"] for r in runs) / sum(r["ingest_s"] for r in runs),
+        "compactions": sum(1 for r in runs if r["compaction"]),
+        "compact_s": sum(r["compact_s"] for r in runs),
+        "compact_peak_mb": max((r["compact_peak_mb"] or 0) for r in runs),
+        "files": sum(counts.values()),
+        "files_per_table_mean": sum(counts.values()) / len(counts),
+        "files_per_table_max": max(counts.values()),
+        "serve_p95_ms": serve_p95(wh, keys, repeat),
+        "help_s": timed(iosight("--help"))[0],
+        "jobs_where_s": timed(
+            iosight("jobs", "-w", str(wh), "--where", f"start_time >= {cut}", "-f", "csv")
+        )[0],
+        "sql_grouped_s": timed(iosight("sql", "-w", str(wh), grouped))[0],
+    }
+    figures["timeline_s"], figures["timeline_peak_mb"], _ = timed(
+        iosight("timeline", "build", "-w", str(wh))
+    )
+    figures["insights_s"], figures["insights_peak_mb"], _ = timed(
+        iosight("insights", "-w", str(wh), "-f", "csv")
+    )
+    return figures
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000], help="logs per size")
+    ap.add_argument("--chunk", type=int, default=5_000, help="logs per ingest")
+    ap.add_argument("--repeat", type=int, default=40, help="requests per served page")
+    ap.add_argument("--keep", type=Path, help="build the warehouse here and keep it")
+    args = ap.parse_args()
+    if not SHARED.exists():
+        sys.exit(f"needs {SHARED} (the shared Darshan log collection)")
+    tmp = Path(tempfile.mkdtemp(prefix="iosight-scale-"))
+    wh = args.keep or tmp / "wh"
+    try:
+        done, runs = 0, []
+        for size in sorted(args.sizes):
+            load = os.getloadavg()
+            runs += grow(wh, tmp / "logs", done, size, args.chunk)
+            done = size
+            figures = measure(wh, runs, args.repeat)
+            figures["load_before"], figures["load_after"] = load, os.getloadavg()
+            print(json.dumps({"logs": size, **figures}, indent=1), flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

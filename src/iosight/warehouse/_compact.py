@@ -1,0 +1,195 @@
+"""Compaction: a table's many small Parquet files become a few large, sorted ones.
+
+Every commit adds one file per table, and a reader opens (and reads the footer of)
+every file of a table it scans, so a warehouse grown by thousands of ingests answers
+ever more slowly. Compaction merges the small files, group by group, each group by
+DuckDB under a memory limit (its sort spills to disk), so its memory does not grow
+with the warehouse. Groups aim at :data:`TARGET_BYTES`, and only files under half of
+it count as small, so an output of a full group (a little under or over the target,
+as its compression goes) is never merged again: a compaction rewrites what came in
+since the last one and the last one's partial output.
+
+Rows are sorted by job start time and job key (``jobs``) or by job key (the per-job
+tables; sorting DXT segments further, by rank and sequence, cost a third more time
+for nothing a query uses), in row groups of :data:`ROW_GROUP_ROWS`:
+Parquet's per-row-group min/max statistics then let a scan skip the row groups a
+``start_time`` range or one job's key cannot match (the zone maps of Moerkotte,
+1998, "Small Materialized Aggregates", section 2).
+
+The outputs become visible in one atomic step (see :mod:`iosight.warehouse._store`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from iosight.warehouse._store import COMPACT_PREFIX, _sql_text, new_batch_id
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from iosight.warehouse._store import Warehouse
+
+#: the size a group of small files aims at; a file of half of it or more is left alone
+TARGET_BYTES = 64 << 20
+#: at most this many files merged into one output (their footers are held meanwhile)
+GROUP_FILES = 256
+#: a table with this many small files is compacted after an ingest or follow batch
+AUTO_SMALL_FILES = 16
+#: rows per row group of an output: the unit a scan skips
+ROW_GROUP_ROWS = 65_536
+#: DuckDB's memory limit while merging; beyond it the sort spills to disk
+MEMORY_LIMIT = "512MB"
+#: tables whose files their writer names (never merged)
+OWN_FILES = frozenset({"timeline"})
+#: sort columns, in order, where a table has them
+SORT_COLUMNS = ("start_time", "job_key")
+
+
+@dataclass
+class CompactReport:
+    """What a compaction did: files per table before and after, and how long it took."""
+
+    files_before: dict[str, int] = field(default_factory=dict)
+    files_after: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        """One line for the command line and follow's log."""
+        if not self.files_before:
+            return "compaction: no table has small files to merge"
+        before, after = sum(self.files_before.values()), sum(self.files_after.values())
+        return (
+            f"compacted {len(self.files_before)} tables: {before:,} files -> {after:,} "
+            f"in {self.seconds:.1f} s"
+        )
+
+
+def small_files(warehouse: Warehouse, name: str) -> list[Path]:
+    """Table ``name``'s files below half of :data:`TARGET_BYTES`, oldest first."""
+    return [f for f in warehouse.table_files(name) if f.stat().st_size < TARGET_BYTES // 2]
+
+
+def merge_groups(files: Iterable[Path]) -> list[list[Path]]:
+    """``files`` in groups of at most :data:`GROUP_FILES` files and about
+    :data:`TARGET_BYTES`; a lone file is no group (merging it changes nothing)."""
+    groups: list[list[Path]] = [[]]
+    size = 0
+    for f in files:
+        if len(groups[-1]) >= GROUP_FILES or size >= TARGET_BYTES:
+            groups.append([])
+            size = 0
+        groups[-1].append(f)
+        size += f.stat().st_size
+    return [g for g in groups if len(g) > 1]
+
+
+def compactable(warehouse: Warehouse) -> list[str]:
+    """The tables compaction may merge: all but those whose writer names its files
+    (the timeline's files are its runs of bins, rewritten one by one by an update)."""
+    return [t for t in warehouse.tables() if t not in OWN_FILES]
+
+
+def due_tables(warehouse: Warehouse, min_small: int | None = None) -> list[str]:
+    """The tables with at least ``min_small`` (default :data:`AUTO_SMALL_FILES`) small
+    files: those to compact now."""
+    least = AUTO_SMALL_FILES if min_small is None else min_small
+    return [t for t in compactable(warehouse) if len(small_files(warehouse, t)) >= least]
+
+
+def auto_compact(warehouse: Warehouse) -> CompactReport | None:
+    """Compact the tables :func:`due_tables` names (after an ingest); ``None`` when none.
+    Files replaced over the grace period ago are deleted from every table meanwhile, so
+    they do not wait for that table's next compaction."""
+    with warehouse.writer_lock():
+        for name in warehouse.tables():
+            warehouse.purge_superseded(name)
+        due = due_tables(warehouse)
+        return compact(warehouse, due) if due else None
+
+
+def compact(warehouse: Warehouse, tables: Iterable[str] | None = None) -> CompactReport:
+    """Merge the small files of ``tables`` (default: all; never the timeline's, see
+    :data:`OWN_FILES`), one atomic commit per table.
+
+    Also deletes the files an earlier compaction hid once no query can still be
+    reading them (:meth:`Warehouse.purge_superseded`).
+    """
+    report = CompactReport()
+    t0 = time.monotonic()
+    with warehouse.writer_lock():
+        names = compactable(warehouse) if tables is None else tables
+        for name in (n for n in names if n not in OWN_FILES):
+            warehouse.purge_superseded(name)
+            groups = merge_groups(small_files(warehouse, name))
+            if not groups:
+                continue
+            report.files_before[name] = len(warehouse.table_files(name))
+            _compact_table(warehouse, name, groups)
+            report.files_after[name] = len(warehouse.table_files(name))
+    report.seconds = time.monotonic() - t0
+    return report
+
+
+def _compact_table(warehouse: Warehouse, name: str, groups: list[list[Path]]) -> None:
+    """Write one sorted output per group into staging, then commit them as one batch."""
+    batch = new_batch_id()
+    staging = warehouse.staging_dir(batch)
+    staged = staging / "compact" / name
+    staged.mkdir(parents=True)
+    outputs = []
+    con = _merger(staging / "spill")
+    try:
+        for i, group in enumerate(groups):
+            out = f"{COMPACT_PREFIX}{batch}-{i}.parquet"
+            merge_files(con, group, staged / out)
+            outputs.append(out)
+    finally:
+        con.close()
+    replaced = [f.name for g in groups for f in g]
+    warehouse.commit_staged(
+        batch, [], compaction={name: {"outputs": outputs, "replaces": replaced}}
+    )
+
+
+def _merger(spill: Path) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection that merges in bounded memory, spilling to ``spill``."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute(f"set memory_limit = '{MEMORY_LIMIT}'")
+    con.execute(f"set temp_directory = {_sql_text(spill)}")
+    con.execute("set preserve_insertion_order = false")
+    return con
+
+
+def merge_files(con: duckdb.DuckDBPyConnection, files: list[Path], out: Path) -> None:
+    """Write the rows of ``files`` (columns unified by name) to ``out``, sorted by the
+    :data:`SORT_COLUMNS` they have, keeping the first file's key-value metadata."""
+    rows = f"read_parquet([{', '.join(_sql_text(f) for f in files)}], union_by_name=true)"
+    columns = {r[0] for r in con.execute(f"describe select * from {rows}").fetchall()}
+    order = [f'"{c}"' for c in SORT_COLUMNS if c in columns]
+    query = f"select * from {rows}" + (f" order by {', '.join(order)}" if order else "")
+    options = f"format parquet, compression zstd, row_group_size {ROW_GROUP_ROWS}"
+    metadata = _key_values(files[0])
+    if metadata:
+        options += f", kv_metadata {metadata}"
+    con.execute(f"copy ({query}) to {_sql_text(out)} ({options})")
+
+
+def _key_values(path: Path) -> str:
+    """The file's own key-value metadata (a timeline's build options) as a DuckDB struct
+    literal; Arrow's and pandas' stored schemas are left out (DuckDB writes its own types)."""
+    import pyarrow.parquet as pq
+
+    meta = pq.read_metadata(path).metadata or {}
+    pairs = [
+        f"{_sql_text(k.decode())}: {_sql_text(v.decode())}"
+        for k, v in meta.items()
+        if k not in (b"ARROW:schema", b"pandas")
+    ]
+    return "{" + ", ".join(pairs) + "}" if pairs else ""
