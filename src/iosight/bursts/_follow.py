@@ -7,7 +7,8 @@ regime ``logs`` of :mod:`iosight.bursts._known`, in which the series known at t 
 only by whole rows. Follow mode therefore keeps, per forecaster, the bin it forecast
 last and the EMA sums there, and after each batch streams only the jobs known since
 (:func:`iosight.timeline.known_sums` with ``known=(lo, hi)``): each boundary costs the
-jobs that became known in its bin, not the year. The forecasts are those of the batch
+jobs that became known in its bin, not the year (a batch adds a few queries over the
+jobs' times: the clock, the dense span's fences). The forecasts are those of the batch
 evaluation, :meth:`Forecaster.predict` at each bin on the complete warehouse (tested).
 
 The clock is the data's: a boundary T has passed once a job known at T or later is in
