@@ -7,16 +7,25 @@ follow mode (``iosight.warehouse.follow``, in this process) ingests it and, afte
 batch, evaluates the new jobs' insights as ``ingest --follow`` does. Job-total rows land
 in one table per poll of recorded time (``--interval`` x ``--speed``).
 
+With ``--forecast``, a small burst forecaster (regime ``logs``: write, logistic
+regression, leads 1-6, trained on the recorded warehouse's timeline) forecasts after
+each batch at every bin boundary passed, as ``ingest --follow --forecast`` does, and the
+timeline is kept up to date as the command keeps it (``iosight.timeline.update_timeline``).
+
 Printed: sources and jobs per second through follow (wall time of the follow, which
 includes the waits for the replay), the busy share (time in batches over wall time),
 lag from a table landing (its modification time) to the commit of its jobs (p50, p95,
 max), and this process's resident memory (peak over the first and over the last quarter
-of the batches: "flat over the year" means the two are alike). The load average is
+of the batches: "flat over the year" means the two are alike); with ``--forecast``, the
+boundaries forecast per second of forecasting, and the lag from a table landing to the
+forecasts that follow its commit (p50, p95). The load average is
 printed before and after: on a shared machine the rates are only comparable within a run.
 
     python benchmarks/replay.py                 # the year at 86400x (a day a second: 6 min)
     python benchmarks/replay.py --quick         # its first 7 days at 10080x (1 min)
     python benchmarks/replay.py --warehouse WH --days 60   # another recorded warehouse
+    python benchmarks/replay.py --warehouse WH --forecast  # and forecasts (WH: a copy with
+                                                           # a timeline; it trains there)
 """
 
 from __future__ import annotations
@@ -75,6 +84,56 @@ def start_replay(wh, out: Path, args) -> subprocess.Popen:
     )
 
 
+def forecaster(source, wh) -> object:
+    """A small ``logs`` forecaster trained on ``source``'s timeline, saved in ``wh``;
+    the follow forecasts of ``wh`` with it."""
+    from iosight.bursts import FollowForecasts, load_known, train_forecaster
+    from iosight.timeline import build_timeline, load_timeline
+
+    t = time.perf_counter()
+    if not source.has_table("timeline"):
+        build_timeline(source)
+    known = load_known(source)
+    fc = train_forecaster(load_timeline(source), direction="write", model="logreg", max_lead=6,
+                          information="logs", known=known, name="bench-write")  # fmt: skip
+    fc.save(wh)
+    print(f"forecaster: {fc.describe()}, trained in {time.perf_counter() - t:.0f} s")
+    return FollowForecasts(wh, [fc.name])
+
+
+class Forecasting:
+    """After each batch: the timeline updated and the forecasts made, timed; the lag from
+    each table landing to the forecasts after its commit."""
+
+    def __init__(self, forecasts) -> None:
+        self.forecasts, self.boundaries, self.seconds = forecasts, 0, 0.0
+        self.timeline_s, self.lags = 0.0, []
+
+    def after(self, wh, batch) -> None:
+        from iosight.timeline import update_timeline
+
+        t = time.perf_counter()
+        if wh.has_table("timeline"):
+            update_timeline(wh)
+        t1 = time.perf_counter()
+        self.boundaries += self.forecasts.update()
+        self.timeline_s += t1 - t
+        self.seconds += time.perf_counter() - t1
+        done = time.time()
+        self.lags += [lag + done - batch.committed_at for lag in batch.lags]
+
+    def report(self, wh) -> None:
+        n = wh.sql("select count(*) n from forecasts")["n"][0] if wh.has_table("forecasts") else 0
+        lags = np.array(self.lags)
+        print(
+            f"forecasts: {self.boundaries} bin boundaries ({n} rows) in {self.seconds:.1f} s: "
+            f"{self.boundaries / max(self.seconds, 1e-9):.0f} boundaries per second of "
+            f"forecasting; timeline updates {self.timeline_s:.1f} s; lag landing -> "
+            f"forecast: p50 {np.percentile(lags, 50):.2f} s, p95 {np.percentile(lags, 95):.2f} s, "
+            f"max {lags.max():.2f} s"
+        )
+
+
 def run(args) -> None:
     from iosight.insights import compute_insights
     from iosight.warehouse import Warehouse, follow
@@ -87,6 +146,7 @@ def run(args) -> None:
         out.mkdir()
         replayer = start_replay(source, out, args)
         wh = Warehouse(tmp / "followed", create=True)
+        fc = Forecasting(forecaster(source, wh)) if args.forecast else None
         me = psutil.Process()
         batches, rss, busy, stop = [], [], [0.0], threading.Event()
 
@@ -94,6 +154,8 @@ def run(args) -> None:
             t = time.perf_counter()
             if batch.report.ingested and not args.no_insights:
                 compute_insights(wh)
+            if batch.report.ingested and fc is not None:
+                fc.after(wh, batch)
             busy[0] += batch.report.seconds + time.perf_counter() - t
             batches.append(batch)
             rss.append(me.memory_info().rss)
@@ -133,11 +195,15 @@ def run(args) -> None:
             f"p95 {np.percentile(lags, 95):.2f} s, max {lags.max():.2f} s "
             f"(polls every {args.interval:g} s, settle {args.settle})"
         )
+        if fc is not None:
+            fc.report(wh)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        mid = rss[len(rss) // 2 - quarter // 2 : len(rss) // 2 + quarter // 2 + 1]
         print(
             f"memory (RSS of this process after each batch): first quarter peak "
-            f"{max(rss[:quarter]) / 2**20:.0f} MB, last quarter peak "
-            f"{max(rss[-quarter:]) / 2**20:.0f} MB; peak over the run {peak:.0f} MB"
+            f"{max(rss[:quarter]) / 2**20:.0f} MB, middle quarter peak {max(mid) / 2**20:.0f} "
+            f"MB, last quarter peak {max(rss[-quarter:]) / 2**20:.0f} MB; peak over the run "
+            f"{peak:.0f} MB"
         )
     print(f"load average after: {os.getloadavg()[0]:.1f} (a shared machine: compare within a run)")
 
@@ -156,6 +222,7 @@ def main() -> None:
     p.add_argument("--interval", type=float, default=1.0, help="follow's poll interval, s")
     p.add_argument("--settle", type=int, default=2, help="follow's polls before reading")
     p.add_argument("--no-insights", action="store_true", help="skip insights per batch")
+    p.add_argument("--forecast", action="store_true", help="forecast at every bin boundary")
     p.add_argument("--quick", action="store_true", help="7 days at 10080x (a week a minute)")
     args = p.parse_args()
     if args.quick:

@@ -17,6 +17,12 @@ from iosight.bursts._features import (
     make_features,
     run_length,
 )
+from iosight.bursts._follow import (
+    FORECAST_COLUMNS,
+    FORECASTS_TABLE,
+    FollowForecasts,
+    check_follow_forecaster,
+)
 from iosight.bursts._forecast import (
     BASELINES,
     CHOICE_MARGIN,
@@ -78,6 +84,8 @@ __all__ = [
     "EMA_MINUTES",
     "EVALUATION_TABLE",
     "FEATURE_SETS",
+    "FORECASTS_TABLE",
+    "FORECAST_COLUMNS",
     "INFORMATION",
     "MAX_LEAD",
     "MIN_RUNS",
@@ -92,6 +100,7 @@ __all__ = [
     "Candidate",
     "Dataset",
     "FittedModel",
+    "FollowForecasts",
     "Forecaster",
     "ForecasterSettings",
     "JobState",
@@ -102,6 +111,7 @@ __all__ = [
     "best_cut",
     "burst_runs",
     "bytes_by_start",
+    "check_follow_forecaster",
     "choose",
     "choose_k",
     "describe_choice",

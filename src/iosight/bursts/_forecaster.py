@@ -290,17 +290,29 @@ class Forecaster:
                 series = series.iloc[:-1]  # the h-minute bin holding `at` is not over yet
         X = self.features(series, jobs, known)[-1:]
         t = float(series["bin_start"].iloc[-1])
-        rows = []
-        for lead in sorted(self.binary):
-            pred, prob = self.binary[lead].predict(X, [t])
-            sev = int(self.severity[lead].predict(X)[0][0]) if lead in self.severity else 0
-            burst = bool(pred[0] > 0)
-            sev = max(sev, 1) if burst else 0
-            rows.append({"lead": lead, "bin_start": t + lead * step_s, "burst": burst,
-                         "probability": float(prob[0]), "severity": sev})  # fmt: skip
-        out = pd.DataFrame(rows)
+        out = self.forecast(X, np.array([t]), step_s).drop(columns="at")
         out["time"] = pd.to_datetime(out["bin_start"], unit="s", utc=True)
         return BurstPrediction(self.name, out, t)
+
+    def forecast(self, X: np.ndarray, at: np.ndarray, step_s: float) -> pd.DataFrame:
+        """Every lead's forecast from each feature row ``X[i]`` (of the bin starting
+        ``at[i]``, bins of ``step_s`` seconds): columns ``at``, ``lead``, ``bin_start``,
+        ``burst``, ``probability``, ``severity`` (0-5, 0 exactly when not a burst), by
+        lead, then ``at``. Many rows at once: follow mode forecasts each bin it passed."""
+        import pandas as pd
+
+        parts = []
+        for lead in sorted(self.binary):
+            pred, prob = self.binary[lead].predict(X, at)
+            burst = np.asarray(pred) > 0
+            sev = (np.asarray(self.severity[lead].predict(X)[0], np.int64)
+                   if lead in self.severity else np.zeros(len(X), np.int64))  # fmt: skip
+            parts.append(pd.DataFrame({
+                "at": at, "lead": lead, "bin_start": at + lead * step_s, "burst": burst,
+                "probability": np.asarray(prob, np.float64),
+                "severity": np.where(burst, np.maximum(sev, 1), 0),
+            }))  # fmt: skip
+        return pd.concat(parts, ignore_index=True)
 
     def predict_next(
         self, warehouse: Warehouse, at: float | None = None, *, feature_set: int | None = None

@@ -56,9 +56,12 @@ class KnownRows:
         return self.frame[column].to_numpy(np.float64)
 
 
-def known_rows(known: pd.DataFrame, bin_start: np.ndarray, width: float) -> KnownRows:
+def known_rows(
+    known: pd.DataFrame, bin_start: np.ndarray, width: float, *, earlier: bool = False
+) -> KnownRows:
     """Map known-at sums (``KNOWN_COLUMNS`` rows) onto bins ``bin_start`` (equally
-    spaced by ``width``)."""
+    spaced by ``width``); ``earlier``: keep the rows of bins before the first (negative
+    ``bin``), for an EMA continued from earlier bins (:func:`known_ema_sums`)."""
     missing = [c for c in _KNOWN_COLUMNS if c not in known.columns]
     if missing:
         raise IosightError(f"the known-at timeline lacks {missing}")
@@ -72,7 +75,7 @@ def known_rows(known: pd.DataFrame, bin_start: np.ndarray, width: float) -> Know
     b = np.rint((known["bin_start"].to_numpy(np.float64) - origin) / width).astype(np.int64)
     k = np.rint((known["known_start"].to_numpy(np.float64) - origin) / width).astype(np.int64)
     k = np.maximum(k, b)  # nothing is known before it happens
-    keep = (b >= 0) & (b < n)
+    keep = ((b >= 0) | earlier) & (b < n)
     return KnownRows(b[keep], k[keep], known.loc[keep].reset_index(drop=True), n)
 
 
@@ -87,13 +90,19 @@ def known_ema(rows: KnownRows, column: str, n: int) -> np.ndarray:
     EMA (Saeedizade et al. Eq. 1-2, started from 0) of the series as known at the end of
     t. With ``w = 1 - a`` its sum ``S_t = w S_{t-1} + sum_{rows known at t} w^(t-b) v``,
     because rows known at t never change later."""
+    return 2.0 / (n + 1) * known_ema_sums(rows, column, n)
+
+
+def known_ema_sums(rows: KnownRows, column: str, n: int, before: float = 0.0) -> np.ndarray:
+    """The sums ``S_t`` of :func:`known_ema` (unscaled by ``a``), continued from ``S`` =
+    ``before`` at the bin before the first (follow mode forecasts bin by bin: the same
+    sums, operation for operation, as one pass over all bins)."""
     from scipy.signal import lfilter
 
-    a = 2.0 / (n + 1)
-    w = 1.0 - a
+    w = 1.0 - 2.0 / (n + 1)
     gain = np.power(w, (rows.known - rows.bin).astype(np.float64)) * rows.values(column)
     arriving = np.bincount(rows.known, weights=gain, minlength=rows.n_bins)[: rows.n_bins]
-    return a * lfilter([1.0], [1.0, -w], arriving)
+    return lfilter([1.0], [1.0, -w], arriving, zi=[w * before])[0]
 
 
 def known_share(rows: KnownRows, column: str, lag: int, bins: slice = slice(None)) -> float:

@@ -61,6 +61,12 @@ def ingest(
         help="Afterwards (with --follow: after each batch) merge the small files of tables "
         "that have 16 or more into sorted ones.",
     ),
+    forecast: str = typer.Option(
+        None,
+        help="With --follow: saved burst forecasters (comma-separated names, trained with "
+        "--information logs) to forecast with at every bin boundary, into the table "
+        "'forecasts'.",
+    ),
 ) -> None:
     """Read Darshan logs (3.x, 2.x, parser text) and job-total tables into the warehouse."""
     from iosight.warehouse import check_ingest_args
@@ -75,12 +81,15 @@ def ingest(
             interval=interval,
             settle=settle,
             scheduler=scheduler,
+            forecast=forecast,
             ingest_args={"workers": workers, "timeout": timeout, "batch_size": batch_size}
             | {"reader": reader},
             compact=compact,
         )
         return
     with cli_errors():
+        if forecast is not None:
+            raise IosightError("--forecast forecasts as logs land: it goes with --follow")
         # before the warehouse is made: bad arguments leave nothing behind
         check_ingest_args(
             paths, workers=workers, timeout=timeout, batch_size=batch_size, reader=reader
@@ -133,11 +142,13 @@ def _follow(
     interval: float | None,
     settle: int | None,
     scheduler: str | None,
+    forecast: str | None,
     ingest_args: dict,
     compact: bool = True,
 ) -> None:
     """``ingest --follow``: one directory, polled until a signal stops it;
-    ``ingest_args``: the options checked as :func:`ingest` checks them."""
+    ``ingest_args``: the options checked as :func:`ingest` checks them; ``forecast``: the
+    forecasters to forecast with at each bin boundary passed."""
     from iosight.warehouse import check_follow_args, follow
 
     given = {"interval": interval, "settle": settle}  # None: the library's default
@@ -149,21 +160,45 @@ def _follow(
             raise IosightError("--follow reads each log once; --force does not go with it")
         check_follow_args(paths[0], **ingest_args)
         wh = open_warehouse(warehouse, create=True, lock_timeout=lock_timeout, on_lock_wait=_say)
+        forecasts = _follow_forecasts(wh, forecast)
         console.print(f"following {paths[0]} (stop: Ctrl-C or SIGTERM)")
         report = follow(
             paths[0],
             wh,
             scheduler=scheduler,
             compact=compact,
-            on_batch=_after_follow_batch(wh),
+            on_batch=_after_follow_batch(wh, forecasts),
             **ingest_args,
         )
     console.print(report.summary())
 
 
-def _after_follow_batch(wh):
+def _follow_forecasts(wh, names: str | None):
+    """The forecasters of ``--forecast`` (None without it), checked and brought up to
+    date with the warehouse before the first poll (a restart catches up here)."""
+    if names is None:
+        return None
+    from iosight.bursts import FollowForecasts
+
+    forecasts = FollowForecasts(wh, [n.strip() for n in names.split(",") if n.strip()])
+    _forecast(forecasts)
+    return forecasts
+
+
+def _forecast(forecasts) -> None:
+    """Forecast at the bin boundaries passed since the last forecast; one line if any."""
+    passed = forecasts.update()
+    if passed:
+        console.print(
+            f"forecasts at {passed} bin boundaries, the last {_utc(forecasts.as_of)}",
+            highlight=False,
+        )
+
+
+def _after_follow_batch(wh, forecasts=None):
     """What follows each committed batch: its line, its failures, and the derived tables
-    brought up to date for its new jobs (insights evaluates only jobs it has not seen)."""
+    brought up to date for its new jobs (insights evaluates only jobs it has not seen),
+    and the forecasts of the bin boundaries passed."""
     from iosight.insights import compute_insights
 
     def after(batch) -> None:
@@ -172,6 +207,8 @@ def _after_follow_batch(wh):
         if batch.report.ingested:
             compute_insights(wh)
             update_timeline_for_new_jobs(wh)
+            if forecasts is not None:
+                _forecast(forecasts)
 
     return after
 

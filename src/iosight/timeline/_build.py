@@ -238,13 +238,17 @@ def _job_condition(
     part: tuple[int, int] = (0, 1),
     keys: KeyRange = (None, None),
     as_of: float | None = None,
+    known_from: float | None = None,
 ) -> str:
     """SQL condition on ``jobs j``: a start time, inside ``[since, until)`` when given, job
     partition ``part = (k, n)`` (jobs whose key hashes to ``k`` modulo ``n``), key range
-    ``keys`` and, when ``as_of`` is given, known by then (:data:`KNOWN_AT`)."""
+    ``keys`` and, when ``as_of`` is given, known by then (:data:`KNOWN_AT`; when
+    ``known_from`` is given, not before it)."""
     cond = f"j.start_time is not null and {_key_range('j', keys)}"
     if as_of is not None:
         cond += f" and {known_at_sql('j')} <= {float(as_of)!r}"
+    if known_from is not None:
+        cond += f" and {known_at_sql('j')} >= {float(known_from)!r}"
     if since is not None:
         cond += f" and j.start_time >= {float(since)!r}"
     if until is not None:
@@ -560,21 +564,22 @@ def accumulate(
     schema: dict[str, set[str]] | None = None,
     memory: str | None = DUCKDB_MEMORY,
     bins: type | None = None,
+    known_from: float | None = None,
 ):
-    """The timeline sums of the jobs in ``[since, until)``, known by ``as_of`` and in
-    partition ``part``, streamed chunk of jobs by chunk, query by query, into a ``bins``
-    accumulator (:class:`Bins`, or one that keeps them apart by known-at time:
-    ``bins.known``). ``schema``: the columns the queries may use (default: the
-    warehouse's, :func:`_schema`); ``memory``: DuckDB's memory limit meanwhile (None: as
-    it is)."""
+    """The timeline sums of the jobs in ``[since, until)``, known by ``as_of`` (and not
+    before ``known_from``) and in partition ``part``, streamed chunk of jobs by chunk,
+    query by query, into a ``bins`` accumulator (:class:`Bins`, or one that keeps them
+    apart by known-at time: ``bins.known``). ``schema``: the columns the queries may use
+    (default: the warehouse's, :func:`_schema`); ``memory``: DuckDB's memory limit
+    meanwhile (None: as it is)."""
     acc = (Bins if bins is None else bins)(*acc_args)
     prog = ensure_progress(progress)
     schema = _schema(warehouse) if schema is None else schema
     with _duckdb_memory(warehouse, memory):
-        jobs_where = _job_condition(since, until, part, as_of=as_of)
+        jobs_where = _job_condition(since, until, part, as_of=as_of, known_from=known_from)
         ranges = _key_ranges(warehouse, jobs_where, chunk_jobs)
         for i, keys in enumerate(ranges):
-            where = _job_condition(since, until, part, keys, as_of)
+            where = _job_condition(since, until, part, keys, as_of, known_from)
             queries = [
                 (direction, q)
                 for layer in LAYERS
@@ -884,17 +889,29 @@ def rebuild_timeline(warehouse: Warehouse, **kwargs) -> pa.Table:
     and the defaults."""
     return build_timeline(warehouse, **stored_options(warehouse), **kwargs)
 
-def accumulate_as_built(warehouse: Warehouse, bins: type, progress: Progress | None = None):
+def accumulate_as_built(
+    warehouse: Warehouse,
+    bins: type,
+    progress: Progress | None = None,
+    known: tuple[float, float] | None = None,
+):
     """The sums of the jobs the stored timeline counts, with the options it was built
     with (:func:`stored_options`), streamed into a ``bins`` accumulator (one that keeps
-    them apart by known-at time: :class:`~iosight.timeline._known.KnownBins`)."""
+    them apart by known-at time: :class:`~iosight.timeline._known.KnownBins`); with
+    ``known = (lo, hi)``, only those of them known in ``[lo, hi)``."""
     options = stored_options(warehouse)
     since, until, as_of = options.get("since"), options.get("until"), options.get("as_of")
     if options.get("span", "dense") == "dense":
         since, until, _, _ = _dense_span(warehouse, since, until, as_of)
     acc_args = (float(options["bin_width"]), options.get("spread", "overlap"))
+    lo = None
+    if known is not None:
+        lo, hi = known
+        lo = lo if np.isfinite(lo) else None  # -inf: every job known before hi
+        before_hi = float(np.nextafter(hi, -np.inf))  # as_of keeps its end, [lo, hi) does not
+        as_of = before_hi if as_of is None else min(as_of, before_hi)
     return accumulate(warehouse, since, until, (0, 1), acc_args, CHUNK_JOBS, progress,
-                      as_of=as_of, bins=bins)  # fmt: skip
+                      as_of=as_of, bins=bins, known_from=lo)  # fmt: skip
 
 
 _UNDATED_KEY = b"iosight.undated_jobs"

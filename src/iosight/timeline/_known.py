@@ -41,12 +41,19 @@ _SUMS = 2 * len(VALUE_COLUMNS)  # a whole and a fraction limb per value
 Part = tuple[np.ndarray, np.ndarray, np.ndarray]  # k, b, sums (rows x columns, int64)
 
 
-def known_sums(warehouse: Warehouse, progress: Progress | None = None) -> pd.DataFrame:
+def known_sums(
+    warehouse: Warehouse,
+    progress: Progress | None = None,
+    *,
+    known: tuple[float, float] | None = None,
+) -> pd.DataFrame:
     """The stored timeline's sums per (bin, known-at bin): ``KNOWN_COLUMNS`` rows sorted
     by ``known_start``, then ``bin_start``, of the jobs and with the options the stored
-    ``timeline`` was built with (rebuild the timeline after adding jobs)."""
-    acc = accumulate_as_built(warehouse, KnownBins, progress)
-    if not acc.parts["active"]:
+    ``timeline`` was built with (rebuild the timeline after adding jobs). ``known = (lo,
+    hi)``: only the jobs known in ``[lo, hi)`` (follow mode's forecasts take the jobs
+    known since their last forecast; no job there: no rows)."""
+    acc = accumulate_as_built(warehouse, KnownBins, progress, known)
+    if not acc.parts["active"] and known is None:
         raise IosightError("no jobs with start times to build a timeline from")
     return acc.frame()
 
