@@ -27,6 +27,28 @@ def test_delete_keys_replaces_rows(warehouse):
     assert df.values.tolist() == [["a", 5], ["b", 2]]
 
 
+def test_delete_keys_matching_nothing_reads_only_the_key_column(warehouse):
+    # SYNTHETIC: one file of 20,000 rows with 1 kB of text each (a compacted
+    # insight_findings holds a year's messages), then a batch deleting keys it lacks, as
+    # insights of new jobs do after every follow batch: Arrow's memory for that commit
+    # stays far below the 20 MB that reading every column of the file takes
+    n = 20_000
+    keys = [f"job{i:05d}" for i in range(n)]
+    warehouse.commit(
+        {"insight_findings": [pa.table({"job_key": keys, "message": ["x" * 1000] * n})]}
+    )
+    # the system allocator's pool, which nothing else here uses: its peak is this commit's
+    pool, saved = pa.system_memory_pool(), pa.default_memory_pool()
+    pa.set_memory_pool(pool)
+    try:
+        new = pa.table({"job_key": ["new"], "message": ["y"]})
+        warehouse.commit({"insight_findings": [new]}, delete_keys={"insight_findings": ["new"]})
+    finally:
+        pa.set_memory_pool(saved)
+    assert pool.max_memory() < 4 * 2**20
+    assert warehouse.sql("select count(*) n from insight_findings")["n"][0] == n + 1
+
+
 def test_write_table_replace_and_append(warehouse):
     warehouse.write_table("timeline", _t(["x"], [1]))
     warehouse.write_table("timeline", _t(["y"], [2]))

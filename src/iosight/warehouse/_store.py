@@ -605,21 +605,31 @@ class Warehouse:
             return
         value_set = pa.array(sorted(keys))
         for f in self.table_files(name):
-            if f.name.startswith(keep):
+            if f.name.startswith(keep) or not _holds_any(f, column, value_set):
                 continue
             table = pq.read_table(f)
-            if column not in table.column_names:
-                continue
-            hit = pc.is_in(table[column], value_set=value_set)
-            if not pc.any(hit).as_py():
-                continue
-            kept = table.filter(pc.invert(hit))
+            kept = table.filter(pc.invert(pc.is_in(table[column], value_set=value_set)))
             if kept.num_rows == 0:
                 f.unlink()
                 continue
             tmp = f.with_name(f.name + ".tmp")
             pq.write_table(kept, tmp, compression="zstd")
             os.replace(tmp, f)
+
+
+def _holds_any(path: Path, column: str, value_set: pa.Array) -> bool:
+    """Whether the Parquet file ``path`` has a row whose ``column`` is in ``value_set``,
+    reading that column alone: a compacted file holds a whole table, and most deletes
+    (insights of new jobs) match nothing, so reading every column of it each time made
+    a follow's memory grow with the table."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    with pq.ParquetFile(path) as file:
+        if column not in file.schema_arrow.names:
+            return False
+        keys = file.read(columns=[column], use_threads=False)[column]
+    return pc.any(pc.is_in(keys, value_set=value_set)).as_py()
 
 
 def _sql_text(path: str | Path) -> str:
