@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import pickle
 import stat
 import subprocess
@@ -14,7 +13,7 @@ import pytest
 
 from iosight._errors import IosightError
 from iosight._modelio import ModelKind, load_model, save_model
-from tests_support import planted_pickle
+from tests_support import child_env, planted_pickle
 
 KIND = ModelKind("test model", "iosight test retrain")
 
@@ -47,7 +46,7 @@ save_model(target, ModelKind("test model", "iosight test retrain"), {"v": versio
 
 
 def _save_killed(target, version: int, kill_at: int) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}  # this iosight
+    env = child_env()  # this iosight
     return subprocess.run([sys.executable, "-c", KILLED_SAVE, str(target), str(version),
                            str(kill_at)], capture_output=True, text=True, timeout=60,
                           env=env)  # fmt: skip

@@ -14,6 +14,11 @@ import pytest
 SHARED = Path(os.environ.get("IOSIGHT_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 
 
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment for a child Python that must import this iosight and these tests."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), **extra}
+
+
 def shared_path(*parts: str) -> Path:
     """A path under ../shared, skipping the test when it is absent (a fresh clone)."""
     p = SHARED.joinpath(*parts)
@@ -91,7 +96,7 @@ def hold_warehouse_lock(path):
     import subprocess
     import sys
 
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    env = child_env()
     proc = subprocess.Popen(
         [sys.executable, "-c", _HOLD_LOCK, str(path)],
         stdin=subprocess.PIPE,
@@ -212,7 +217,7 @@ def imported_modules(
     dotted names both (what a command costs to start: a test of which modules load
     times nothing)."""
     out = tmp_path / "modules.txt"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    env = child_env()
     result = subprocess.run(
         [sys.executable, "-c", _AUDIT + code, str(out), *args],
         capture_output=True,
@@ -272,3 +277,43 @@ def planted_pickle(marker: Path) -> bytes:
     import pickle
 
     return pickle.dumps(_Planted(marker))
+
+
+def assert_same_timeline(got, want) -> None:
+    """Two timeline frames agree: the same bins and active jobs; the same empty bins,
+    exactly; every sum within 1e-12 of its column's largest (jobs summed in another
+    order)."""
+    from iosight.timeline import VALUE_COLUMNS
+
+    assert list(got.columns) == list(want.columns) and len(got) == len(want)
+    for col in ("bin_start", "bin_width", "active_jobs"):
+        np.testing.assert_array_equal(got[col].to_numpy(), want[col].to_numpy(), err_msg=col)
+    for col in VALUE_COLUMNS:
+        g, w = got[col].to_numpy(), want[col].to_numpy()
+        np.testing.assert_array_equal(g == 0, w == 0, err_msg=col)
+        np.testing.assert_allclose(g, w, rtol=0, atol=1e-12 * np.abs(w).max(), err_msg=col)
+
+
+def follow_until(logs, wh, files: int, timeout: float, after=None, **options):
+    """Follow ``logs`` into ``wh`` until ``files`` sources came in (or ``timeout``
+    seconds passed), calling ``after(batch)`` after each batch; ``options`` go to
+    :func:`iosight.warehouse.follow`. Returns its report."""
+    import threading
+
+    from iosight.warehouse import follow
+
+    stop, seen = threading.Event(), []
+
+    def batch(b) -> None:
+        if after is not None:
+            after(b)
+        seen.append(b.report.sources)
+        if sum(seen) >= files:
+            stop.set()
+
+    timer = threading.Timer(timeout, stop.set)
+    timer.start()
+    try:
+        return follow(logs, wh, workers=1, on_batch=batch, stop=stop, **options)
+    finally:
+        timer.cancel()

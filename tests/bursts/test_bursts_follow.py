@@ -4,8 +4,6 @@ evaluation predicts for those bins from the complete warehouse."""
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -20,8 +18,8 @@ from iosight.bursts import (
     train_forecaster,
 )
 from iosight.timeline import build_timeline, load_timeline
-from iosight.warehouse import Warehouse, follow, ingest, replay
-from tests_support import shared_path
+from iosight.warehouse import Warehouse, ingest, replay
+from tests_support import follow_until, shared_path
 
 WIDTH = 300.0
 DAY = 86400.0
@@ -44,21 +42,9 @@ def _summit_week(path) -> pd.DataFrame:
 def _follow_until(logs, wh: Warehouse, forecasts: FollowForecasts, files: int) -> list[int]:
     """Follow ``logs`` into ``wh`` in ingests of at most 80 files, forecasting after each,
     until ``files`` sources came in; the boundaries each forecast passed."""
-    stop, seen, passed = threading.Event(), [], []
-
-    def batch(b) -> None:
-        passed.append(forecasts.update())
-        seen.append(b.report.sources)
-        if sum(seen) >= files:
-            stop.set()
-
-    timer = threading.Timer(60, stop.set)
-    timer.start()
-    try:
-        follow(logs, wh, interval=0.05, settle=1, workers=1, batch_size=80, on_batch=batch,
-               stop=stop)  # fmt: skip
-    finally:
-        timer.cancel()
+    passed = []
+    follow_until(logs, wh, files, 60, lambda b: passed.append(forecasts.update()),
+                 interval=0.05, settle=1, batch_size=80)  # fmt: skip
     return passed
 
 

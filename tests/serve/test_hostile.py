@@ -7,7 +7,6 @@ port over the SYNTHETIC warehouse of ``conftest.py``, and checks what comes back
 from __future__ import annotations
 
 import http.client
-import os
 import shutil
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests_support import free_port, planted_pickle
+from tests_support import child_env, free_port, planted_pickle
 
 SECRET = "secret-4242"
 
@@ -48,7 +47,7 @@ class Live:
 def live_server(path: Path, *options: str, cwd: Path) -> Iterator[Live]:
     """``iosight serve -w path`` in its own process, working directory ``cwd``."""
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    env = child_env()
     cmd = [sys.executable, "-m", "iosight", "serve", "-w", str(path), "--port", str(port),
            *options]  # fmt: skip
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL,

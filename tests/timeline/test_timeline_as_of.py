@@ -15,19 +15,7 @@ from iosight.timeline import (
     timeline_from_job_totals,
 )
 from iosight.warehouse import Warehouse, ingest
-from tests_support import shared_path
-
-
-def _same(got: pd.DataFrame, want: pd.DataFrame) -> None:
-    """The same bins and active jobs; the same empty bins, exactly; every sum within
-    1e-12 of its column's largest (the jobs are summed in another order)."""
-    assert list(got.columns) == list(want.columns) and len(got) == len(want)
-    for col in ("bin_start", "bin_width", "active_jobs"):
-        np.testing.assert_array_equal(got[col].to_numpy(), want[col].to_numpy(), err_msg=col)
-    for col in VALUE_COLUMNS:
-        g, w = got[col].to_numpy(), want[col].to_numpy()
-        np.testing.assert_array_equal(g == 0, w == 0, err_msg=col)
-        np.testing.assert_allclose(g, w, rtol=0, atol=1e-12 * np.abs(w).max(), err_msg=col)
+from tests_support import assert_same_timeline, shared_path
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +55,7 @@ def test_as_of_on_real_logs_equals_a_warehouse_of_the_logs_known_then(example_wa
     got = build_timeline(wh, bin_width=86400.0, as_of=t)
     assert build_options_of(got)["as_of"] == t
     known_then = _only_jobs_ended_by(wh, t, tmp_path / "then")
-    _same(got.to_pandas(), build_timeline(known_then, bin_width=86400.0).to_pandas())
+    assert_same_timeline(got.to_pandas(), build_timeline(known_then, bin_width=86400.0).to_pandas())
     whole = build_timeline(wh, bin_width=86400.0).to_pandas()
     assert got.to_pandas()["write_bytes"].sum() < whole["write_bytes"].sum()
 

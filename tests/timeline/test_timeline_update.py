@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iosight.timeline import VALUE_COLUMNS, build_timeline, load_timeline, update_timeline
+from iosight.timeline import build_timeline, load_timeline, update_timeline
 from iosight.timeline._span import Quartiles
 from iosight.timeline._stored import (
     QUARTILES_KEY,
@@ -23,7 +23,7 @@ from iosight.timeline._stored import (
     stored_state,
 )
 from iosight.warehouse import Warehouse, compact, ingest
-from tests_support import shared_path
+from tests_support import assert_same_timeline, shared_path
 
 
 @pytest.fixture(scope="module")
@@ -69,13 +69,7 @@ def _assert_as_rebuilt(wh: Warehouse, path, **options) -> pd.DataFrame:
         summary = Quartiles.from_json(quartiles)
         assert summary.n == stored_quartiles(stored_metadata(copy))["n"]
         assert list(summary.fences()) == state["fences"]
-    assert list(got.columns) == list(want.columns) and len(got) == len(want)
-    for col in ("bin_start", "bin_width", "active_jobs"):
-        np.testing.assert_array_equal(got[col].to_numpy(), want[col].to_numpy(), err_msg=col)
-    for col in VALUE_COLUMNS:
-        g, w = got[col].to_numpy(), want[col].to_numpy()
-        np.testing.assert_array_equal(g == 0, w == 0, err_msg=col)
-        np.testing.assert_allclose(g, w, rtol=0, atol=1e-12 * np.abs(w).max(), err_msg=col)
+    assert_same_timeline(got, want)
     return got
 
 

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from iosight.cli import app
 from iosight.trace import darshan_hash, read_log, recover
 from iosight.trace._activate import trace_env
+from tests_support import child_env
 
 darshan = pytest.importorskip("darshan")
 
@@ -89,7 +90,7 @@ def test_log_dir_that_is_a_file_is_one_line(tmp_path):
     with pytest.raises(IosightError, match="not a directory"):
         with trace(afile):
             pass
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    env = child_env()
     cmd = [sys.executable, "-m", "iosight.trace.run", "--log-dir", str(afile), str(prog)]
     run = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr

@@ -4,7 +4,6 @@ memory does not grow with the number of files."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -16,7 +15,7 @@ import pytest
 
 from iosight.demo.step_10_characterization import example_logs
 from iosight.warehouse import Warehouse, _compact, compact, ingest
-from tests_support import assert_same_warehouse, hold_warehouse_lock
+from tests_support import assert_same_warehouse, child_env, hold_warehouse_lock
 
 # what ingest runs after its commits, the threshold lowered to 4 small files so that
 # a dozen example logs reach it
@@ -25,10 +24,6 @@ _AUTO = (
     "_compact.AUTO_SMALL_FILES = 4\n"
     "_compact.auto_compact(Warehouse(sys.argv[1]))\n"
 )
-
-
-def _env(**extra: str) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), **extra}
 
 
 def _logs() -> list[str]:
@@ -88,7 +83,7 @@ def test_automatic_compaction_killed_at_each_step_equals_no_compaction(
     target = _copy(reference.path, tmp_path / "wh")
     run = subprocess.run(
         [sys.executable, "-c", _AUTO, str(target)],
-        env=_env(IOSIGHT_TEST_CRASH_AT=f"{point}:{nth}"),
+        env=child_env(IOSIGHT_TEST_CRASH_AT=f"{point}:{nth}"),
         timeout=300,
     )
     assert run.returncode == -signal.SIGKILL
@@ -142,7 +137,7 @@ def test_readers_that_began_before_a_compaction_read_to_the_end(tmp_path, refere
     want = reference.arrow(f"{query} order by all")
     batches = wh.connect().sql(query).to_arrow_reader(1)
     first = batches.read_next_batch()
-    subprocess.run([sys.executable, "-c", _COMPACT, str(wh.path)], env=_env(), check=True)
+    subprocess.run([sys.executable, "-c", _COMPACT, str(wh.path)], env=child_env(), check=True)
     streamed = pa.Table.from_batches([first, *batches])
     assert streamed.sort_by([(c, "ascending") for c in streamed.column_names]).equals(want)
     assert wh.arrow(f"{query} order by all").equals(want)  # its views name the old files
@@ -194,7 +189,7 @@ def _synthetic_warehouse(path: Path, files: int, rows: int = 8_000) -> Path:
 def _compaction_peak_kib(path: Path, files: int) -> int:
     out = subprocess.run(
         [sys.executable, "-c", _MEMORY, str(path), str(files)],
-        env=_env(),
+        env=child_env(),
         check=True,
         capture_output=True,
         text=True,

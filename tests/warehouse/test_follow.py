@@ -24,16 +24,12 @@ import pytest
 from iosight.demo.step_10_characterization import example_logs
 from iosight.insights import compute_insights
 from iosight.warehouse import Warehouse, follow, ingest
-from tests_support import SHARED, assert_same_warehouse, hold_warehouse_lock
+from tests_support import SHARED, assert_same_warehouse, child_env, hold_warehouse_lock
 
 _WHEN = ("ingested_at", "known_at")  # when, not what: arrival differs from a batch ingest
 # an insight's evidence is JSON whose number format follows the other jobs evaluated with
 # it (8 beside a job whose value is null becomes 8.0): the same values, other text
 _TEXT_OF_BATCH = ("evidence",)
-
-
-def _env(**extra: str) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), **extra}
 
 
 def _shared_logs(n: int = 3) -> list[Path]:
@@ -72,7 +68,7 @@ def _follow_cli(logs: Path, wh: Path, *options: str, **env: str) -> subprocess.P
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=_env(**env),
+        env=child_env(**env),
         start_new_session=True,  # a group of its own, as a terminal's job would have
     )
 

@@ -8,7 +8,6 @@ itself the N-th time it reaches ``point`` of :meth:`Warehouse.commit_staged`.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -17,16 +16,12 @@ import pytest
 
 from iosight.demo.step_10_characterization import example_logs
 from iosight.warehouse import Warehouse, ingest
-from tests_support import assert_same_warehouse, hold_warehouse_lock
+from tests_support import assert_same_warehouse, child_env, hold_warehouse_lock
 
 _INGEST = (
     "import sys; from iosight.warehouse import Warehouse, ingest\n"
     "ingest(sys.argv[2:], Warehouse(sys.argv[1], create=True), workers=1, batch_size=1)\n"
 )
-
-
-def _env(**extra: str) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), **extra}
 
 
 def _logs() -> list[str]:
@@ -58,7 +53,7 @@ def test_killed_ingest_resumes_to_the_same_warehouse(tmp_path, reference, point,
     target = tmp_path / "killed"
     run = subprocess.run(
         [sys.executable, "-c", _INGEST, str(target), *_logs()],
-        env=_env(IOSIGHT_TEST_CRASH_AT=f"{point}:3"),
+        env=child_env(IOSIGHT_TEST_CRASH_AT=f"{point}:3"),
         timeout=300,
     )
     assert run.returncode == -signal.SIGKILL
@@ -91,7 +86,7 @@ def test_two_ingests_at_once_equal_one(tmp_path, reference):
             stderr=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             text=True,
-            env=_env(),
+            env=child_env(),
         )
         for part in (logs[:6], logs[3:])
     ]

@@ -12,26 +12,15 @@ import numpy as np
 import pandas as pd
 
 from iosight.demo.step_10_characterization import example_logs
-from iosight.warehouse import KNOWN_AT, FollowReport, Warehouse, follow, ingest, replay
+from iosight.warehouse import KNOWN_AT, FollowReport, Warehouse, ingest, replay
+from tests_support import follow_until
 
 _WHEN = {"ingested_at", "known_at", "source_path"}  # where and when it landed, not what
 
 
 def _follow_all(logs: Path, wh: Warehouse, files: int) -> FollowReport:
     """Follow ``logs`` into ``wh`` until ``files`` sources came in (at most two minutes)."""
-    stop, seen = threading.Event(), []
-
-    def count(batch) -> None:
-        seen.append(batch.report.sources)
-        if sum(seen) >= files:
-            stop.set()
-
-    timer = threading.Timer(120, stop.set)
-    timer.start()
-    try:
-        return follow(logs, wh, interval=0.2, workers=1, on_batch=count, stop=stop)
-    finally:
-        timer.cancel()
+    return follow_until(logs, wh, files, 120, interval=0.2)
 
 
 def _files(root: Path) -> list[Path]:
