@@ -178,6 +178,7 @@ def run(args) -> None:
             workers=1,
             on_batch=after,
             stop=stop,
+            compact=not args.no_compact,
         )
         wall = time.perf_counter() - t
         print(replayer.stdout.read().strip())
@@ -222,6 +223,7 @@ def main() -> None:
     p.add_argument("--interval", type=float, default=1.0, help="follow's poll interval, s")
     p.add_argument("--settle", type=int, default=2, help="follow's polls before reading")
     p.add_argument("--no-insights", action="store_true", help="skip insights per batch")
+    p.add_argument("--no-compact", action="store_true", help="no compaction after batches")
     p.add_argument("--forecast", action="store_true", help="forecast at every bin boundary")
     p.add_argument("--quick", action="store_true", help="7 days at 10080x (a week a minute)")
     args = p.parse_args()

@@ -94,13 +94,13 @@ class ServedWarehouse(Warehouse):
         self._guard = threading.Lock()
         self._local = threading.local()
         self._generation = 0
-        self._known: dict[str, tuple[str, ...]] = {}
+        self._known: tuple = ()  # the tables' signature the views were made at
         self._memo: dict[str, object] = {}
 
     def refresh(self) -> None:
         """Rebuild the views when the files of the tables on disk changed (a commit or a
         compaction; the views name their files); cheap otherwise."""
-        if self.snapshot() != self._known:
+        if self.tables_signature() != self._known:
             with self._guard:
                 if self._con is not None:
                     self._con.close()
@@ -120,7 +120,7 @@ class ServedWarehouse(Warehouse):
         if getattr(local, "generation", None) != self._generation or local.cursor is None:
             with self._guard:
                 if self._con is None:
-                    self._known = self.snapshot()
+                    self._known = self.tables_signature()
                     self._lock_down(super().connect())  # the views, over tables/
                 local.cursor = self._con.cursor()
                 local.generation = self._generation

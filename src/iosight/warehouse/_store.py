@@ -246,29 +246,25 @@ class Warehouse:
         except FileNotFoundError:
             return {"live": [], "superseded": [], "at": 0.0}
 
-    def snapshot(self) -> dict[str, tuple[str, ...]]:
-        """The files each table reads now (a long-lived reader compares it to rebuild its
-        views when a commit or compaction changed them)."""
-        return {name: tuple(f.name for f in self.table_files(name)) for name in self.tables()}
-
     def connect(self) -> duckdb.DuckDBPyConnection:
         """A DuckDB connection with one view per table. The views name their files, so
         they are made again when a write, in this process or another, changed the tables
-        (:meth:`_tables_signature`): a long-lived warehouse object never reads files a
+        (:meth:`tables_signature`): a long-lived warehouse object never reads files a
         commit or compaction replaced."""
         if self._con is None:
             import duckdb
 
             self._con, self._viewed, self._view_names = duckdb.connect(), None, set()
-        signature = self._tables_signature()
+        signature = self.tables_signature()
         if signature != self._viewed:
             self._make_views(self._con)
             self._viewed = signature
         return self._con
 
-    def _tables_signature(self) -> tuple:
+    def tables_signature(self) -> tuple:
         """The modification times of ``tables/`` and of each table's folder: any commit,
-        compaction or purge changes one of them (files added, renamed or removed)."""
+        compaction or purge changes one of them (files added, renamed or removed), so a
+        long-lived reader compares it to know when to make its views again."""
         root = self.path / _TABLES
         try:
             with os.scandir(root) as entries:
