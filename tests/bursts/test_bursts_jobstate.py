@@ -77,6 +77,21 @@ def test_expected_io_of_a_known_job():
     assert st.elapsed_ratio[i] == pytest.approx(300 / 3600)
 
 
+def test_runs_whose_logs_landed_late_are_not_history_yet():
+    """A run ended before the day but whose log landed after it is not known then: the
+    same jobs as above, the history's logs landing a day late, give no estimate."""
+    jobs = pd.DataFrame({
+        "start_time": T0 + np.array([0, 4000, 8000, 86400 * 2 + 1800.0]),
+        "end_time": T0 + np.array([3600, 7600, 11600, 86400 * 2 + 5400.0]),
+        "exe": "a", "source": "s", "nprocs": 1, "read_bytes": 0.0, "write_bytes": 3.6e9,
+    })  # fmt: skip
+    starts = T0 + 86400 * 2 + W * np.arange(24)
+    on_time = job_state(jobs.assign(known_at=jobs["end_time"]), starts, W, "write")
+    late = job_state(jobs.assign(known_at=T0 + 86400 * 3.0), starts, W, "write")
+    assert on_time.expected[6, 0] == pytest.approx(1e6 * W)
+    assert late.running[6] == 1 and late.expected[6].max() == 0
+
+
 def test_job_state_features_never_look_ahead():
     jobs = _jobs(days=4)
     n = 4 * 288

@@ -10,10 +10,11 @@ conditioned on the time it has already run). Summed over running jobs this gives
 expected I/O of running jobs in each of the next bins.
 
 Strictly causal: a running job's end time and totals are never read; application
-statistics come from runs that ended before the start of the day holding ``T`` (one
-snapshot a day keeps the cost linear). An application is its ``exe``; with fewer than
-``MIN_RUNS`` ended runs of that ``exe`` the job's source (one published table per
-application, as Summit's) stands in, then all ended runs together.
+statistics come from runs whose log was known (``known_at``, never before the run's end)
+before the start of the day holding ``T`` (one snapshot a day keeps the cost linear).
+An application is its ``exe``; with fewer than ``MIN_RUNS`` known runs of that ``exe``
+the job's source (one published table per application, as Summit's) stands in, then
+all known runs together.
 """
 
 from __future__ import annotations
@@ -114,6 +115,14 @@ def _job_times(jobs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return start, np.maximum(jobs["end_time"].to_numpy(np.float64), start)
 
 
+def _known_times(jobs: pd.DataFrame, end: np.ndarray) -> np.ndarray:
+    """When each run's totals became known: its log's landing (``known_at``, absent or
+    missing: its end), never before its end."""
+    if "known_at" not in jobs.columns:
+        return end
+    return np.fmax(jobs["known_at"].to_numpy(np.float64), end)
+
+
 def job_state(jobs: pd.DataFrame, bin_start: np.ndarray, width: float, direction: str) -> JobState:
     """The state of running jobs at the end of each bin, using only what was known then.
 
@@ -129,6 +138,7 @@ def job_state(jobs: pd.DataFrame, bin_start: np.ndarray, width: float, direction
     n = len(bin_start)
     ends_T = np.asarray(bin_start, np.float64) + width
     runtime = np.maximum(end - start, 1.0)
+    known = _known_times(jobs, end)
     nprocs = np.maximum(jobs["nprocs"].to_numpy(np.float64), 1.0)
     rate = jobs[f"{direction}_bytes"].to_numpy(np.float64) / (runtime * nprocs)  # per process
     # (bin, job) pairs: job started before the bin's end and has not ended by then
@@ -149,7 +159,7 @@ def job_state(jobs: pd.DataFrame, bin_start: np.ndarray, width: float, direction
         todo = ~done
         if not todo.any():
             break
-        r, s, m, ok = _history(key, start, end, runtime, rate, job[todo], day[todo],
+        r, s, m, ok = _history(key, known, runtime, rate, job[todo], day[todo],
                                elapsed[todo], offsets)  # fmt: skip
         idx = np.flatnonzero(todo)[ok]
         rate_p[idx], surv[idx], median[idx] = r[ok] * nprocs[job[idx]], s[ok], m[ok]
@@ -206,15 +216,15 @@ def started_by(
     return out
 
 
-def _history(key, start, end, runtime, rate, job, day, elapsed, offsets):
+def _history(key, known, runtime, rate, job, day, elapsed, offsets):
     """Per (bin, job) pair: rate, conditional survival at each offset and median run time
-    of the pair's application from runs that ended before ``day``; ``ok`` where the
-    application had at least ``MIN_RUNS`` such runs."""
+    of the pair's application from runs known (``known``: their logs' landing) before
+    ``day``; ``ok`` where the application had at least ``MIN_RUNS`` such runs."""
     codes, inv = np.unique(key, return_inverse=True)
-    order = np.lexsort((end, inv))  # ended runs grouped by application, by end time
-    g, e = inv[order], end[order]
+    order = np.lexsort((known, inv))  # runs grouped by application, by known-at time
+    g, e = inv[order], known[order]
     group_first = np.searchsorted(g, np.arange(codes.size))
-    # runs of the pair's application that ended before its day: a prefix of the group
+    # runs of the pair's application known before its day: a prefix of the group
     composite = g.astype(np.float64) * 1e10 + e  # exact: codes < 1e5, times < 1e10
     pos = np.searchsorted(composite, inv[job] * 1e10 + day, side="left")
     n_runs = pos - group_first[inv[job]]
