@@ -212,6 +212,33 @@ def build_child(path: str) -> None:
                       "rss_mib": rss}))  # fmt: skip
 
 
+def known_child(path: str) -> None:
+    """Run in a fresh process: the stored timeline's known-at sums (``known_sums``, what
+    ``bursts train --information logs`` computes), print JSON with times and peak RSS."""
+    from iosight.timeline import known_sums
+    from iosight.warehouse import Warehouse
+
+    wh = Warehouse(path)
+    t, c = time.perf_counter(), time.process_time()
+    rows = len(known_sums(wh))
+    wall, cpu = time.perf_counter() - t, time.process_time() - c
+    print(json.dumps({"rows": rows, "wall": wall, "cpu": cpu, "rss_mib": peak_rss_mib()}))
+
+
+def run_child(flag: str, path: Path) -> dict:
+    out = subprocess.run([sys.executable, __file__, flag, str(path)], check=True,
+                         capture_output=True, text=True).stdout  # fmt: skip
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def print_known(path: Path) -> None:
+    """``known_sums`` of the warehouse's stored timeline, in its own process."""
+    k = run_child("--known-child", path)
+    print(f"  known-at sums (bursts --information logs): {k['rows']:,} rows in "
+          f"{k['wall']:.2f} s wall, {k['cpu']:.2f} s CPU; peak RSS {k['rss_mib']:,.0f} MiB; "
+          f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
+
+
 def end_to_end(sizes: list[int], seed: int, workdir: str | None) -> None:
     rss = []
     if workdir:
@@ -222,16 +249,13 @@ def end_to_end(sizes: list[int], seed: int, workdir: str | None) -> None:
             t = time.perf_counter()
             make_facility(path, n, seed)
             made = time.perf_counter() - t
-            out = subprocess.run(
-                [sys.executable, __file__, "--child", str(path)],
-                check=True, capture_output=True, text=True,
-            ).stdout  # fmt: skip
-            r = json.loads(out.strip().splitlines()[-1])
+            r = run_child("--child", path)
             print(f"  {r['records']:>11,} records ({made:.0f} s to generate): "
                   f"{r['records'] / r['wall']:>10,.0f} records/s wall, "
                   f"{r['records'] / r['cpu']:>10,.0f} records/s CPU; {r['bins']:,} bins; "
                   f"peak RSS {r['rss_mib']:,.0f} MiB; load {os.getloadavg()[0]:.1f}")  # fmt: skip
             rss.append(r["rss_mib"])
+            print_known(path)
     if len(rss) > 1:
         print(f"  peak RSS from {sizes[0]:,} to {sizes[-1]:,} records: "
               f"{100 * (rss[-1] / rss[0] - 1):+.1f}%")  # fmt: skip
@@ -335,10 +359,18 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--summit", type=Path, help="Summit job totals (darshan_total/): part 3")
     p.add_argument("--only-incremental", action="store_true", help="part 3 only")
     p.add_argument("--repeat", type=int, default=5, help="timed runs of part 3")
+    p.add_argument("--known", type=Path, help="a warehouse with a stored timeline: time "
+                   "its known-at sums only (e.g. a Summit warehouse)")  # fmt: skip
     p.add_argument("--child", help=argparse.SUPPRESS)
+    p.add_argument("--known-child", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.child:
         return build_child(a.child)
+    if a.known_child:
+        return known_child(a.known_child)
+    if a.known:
+        print(f"load average at start: {os.getloadavg()[0]:.2f} (1 min) on {os.cpu_count()} cores")
+        return print_known(a.known)
     if a.only_incremental:
         if not a.summit:
             p.error("--only-incremental needs --summit")
