@@ -160,70 +160,45 @@ def _follow(
             raise IosightError("--follow reads each log once; --force does not go with it")
         check_follow_args(paths[0], **ingest_args)
         wh = open_warehouse(warehouse, create=True, lock_timeout=lock_timeout, on_lock_wait=_say)
-        forecasts = _follow_forecasts(wh, forecast)
+        refresh = _refresh(wh, forecast)
         console.print(f"following {paths[0]} (stop: Ctrl-C or SIGTERM)")
         report = follow(
             paths[0],
             wh,
             scheduler=scheduler,
             compact=compact,
-            on_batch=_after_follow_batch(wh, forecasts),
+            on_batch=_after_follow_batch(refresh),
             **ingest_args,
         )
     console.print(report.summary())
 
 
-def _follow_forecasts(wh, names: str | None):
-    """The forecasters of ``--forecast`` (None without it), checked and brought up to
-    date with the warehouse before the first poll (a restart catches up here)."""
-    if names is None:
-        return None
-    from iosight.bursts import FollowForecasts
+def _refresh(wh, names: str | None):
+    """The derived tables follow mode keeps current, with the forecasters of
+    ``--forecast`` checked and brought up to date before the first poll."""
+    from iosight.live import Refresh
 
-    forecasts = FollowForecasts(wh, [n.strip() for n in names.split(",") if n.strip()])
-    _forecast(forecasts)
-    return forecasts
+    refresh = Refresh(wh, [n.strip() for n in (names or "").split(",") if n.strip()])
+    _say_lines(refresh.forecast())
+    return refresh
 
 
-def _forecast(forecasts) -> None:
-    """Forecast at the bin boundaries passed since the last forecast; one line if any."""
-    passed = forecasts.update()
-    if passed:
-        console.print(
-            f"forecasts at {passed} bin boundaries, the last {_utc(forecasts.as_of)}",
-            highlight=False,
-        )
+def _say_lines(lines: list[str]) -> None:
+    for line in lines:
+        console.print(line, highlight=False)
 
 
-def _after_follow_batch(wh, forecasts=None):
+def _after_follow_batch(refresh):
     """What follows each committed batch: its line, its failures, and the derived tables
-    brought up to date for its new jobs (insights evaluates only jobs it has not seen),
-    and the forecasts of the bin boundaries passed."""
-    from iosight.insights import compute_insights
+    brought up to date for its new jobs (:class:`iosight.live.Refresh`)."""
 
     def after(batch) -> None:
         console.print(batch.line(), highlight=False)
         _print_failures(batch.report.errors)
         if batch.report.ingested:
-            compute_insights(wh)
-            update_timeline_for_new_jobs(wh)
-            if forecasts is not None:
-                _forecast(forecasts)
+            _say_lines(refresh.after_batch())
 
     return after
-
-
-def update_timeline_for_new_jobs(wh) -> None:
-    """Follow mode's timeline hook: the new jobs added to the stored timeline, only its
-    bins they touch (a full rebuild, saying why, when an update cannot equal one), and
-    only of a warehouse that has a timeline, so a follow does not start one unasked."""
-    if not wh.has_table("timeline"):
-        return
-    from iosight.timeline import update_timeline
-
-    done = update_timeline(wh)
-    if done.rebuilt:
-        console.print(done.line(), highlight=False)
 
 
 def jobs(

@@ -16,4 +16,4 @@ Exports load on first use (:mod:`iosight._lazy`).
 
 from iosight._lazy import lazy_exports
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, {})
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {"_refresh": ("Refresh",)})

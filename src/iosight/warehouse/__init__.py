@@ -14,6 +14,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "DEFAULT_INTERVAL",
             "DEFAULT_SETTLE",
             "FollowBatch",
+            "Follower",
             "FollowReport",
             "check_follow_args",
             "follow",

@@ -169,27 +169,62 @@ def follow(
         reader=reader,
     )
     stop = stop or threading.Event()
-    scanner = _Scanner(Path(directory), settle)
-    per_ingest = (batch_size or DEFAULT_BATCH_SIZE) * (workers or default_workers())
-    report = FollowReport()
-    options = {"workers": workers, "timeout": timeout, "scheduler": scheduler}
-    options |= {"batch_size": batch_size, "reader": reader, "compact": compact}
+    follower = Follower(directory, warehouse, settle=settle, workers=workers, timeout=timeout,
+                        scheduler=scheduler, batch_size=batch_size, reader=reader,
+                        compact=compact, on_batch=on_batch)  # fmt: skip
     with _stopped_by_signals(stop):
         due = time.monotonic()
         while not stop.is_set():
-            polled_at, ready = scanner.poll()
-            report.polls += 1
-            for at in range(0, len(ready), per_ingest):
-                batch = _ingest_ready(ready[at : at + per_ingest], polled_at, warehouse, options)
-                scanner.taken(ready[at : at + per_ingest])
-                report.add(batch)
-                if on_batch is not None:
-                    on_batch(batch)
-                if stop.is_set():
-                    break
+            follower.poll(stop)
             due = max(due + interval, time.monotonic())
             stop.wait(due - time.monotonic())
-    return report
+    return follower.report
+
+
+class Follower:
+    """One directory followed into ``warehouse``: each :meth:`poll` ingests the logs found
+    complete since the last one. :func:`follow` polls it on a clock; ``iosight live``
+    polls it in turn with the live feeds, from one thread (the warehouse has one writer).
+    The arguments are :func:`follow`'s, checked there."""
+
+    def __init__(
+        self,
+        directory: str | os.PathLike,
+        warehouse: Warehouse,
+        *,
+        settle: int = DEFAULT_SETTLE,
+        workers: int = 0,
+        timeout: float | None = 300.0,
+        scheduler: str | None = None,
+        batch_size: int | None = None,
+        reader: str = "native",
+        compact: bool = True,
+        on_batch: Callable[[FollowBatch], None] | None = None,
+    ) -> None:
+        self.warehouse, self.on_batch = warehouse, on_batch
+        self.scanner = _Scanner(Path(directory), settle)
+        self.per_ingest = (batch_size or DEFAULT_BATCH_SIZE) * (workers or default_workers())
+        self.options = {"workers": workers, "timeout": timeout, "scheduler": scheduler}
+        self.options |= {"batch_size": batch_size, "reader": reader, "compact": compact}
+        self.report = FollowReport()
+
+    def poll(self, stop: threading.Event | None = None) -> list[FollowBatch]:
+        """Ingest the files complete now, in batches; stop between batches once ``stop``
+        is set (the rest are found again by the next poll)."""
+        polled_at, ready = self.scanner.poll()
+        self.report.polls += 1
+        batches = []
+        for at in range(0, len(ready), self.per_ingest):
+            chunk = ready[at : at + self.per_ingest]
+            batch = _ingest_ready(chunk, polled_at, self.warehouse, self.options)
+            self.scanner.taken(chunk)
+            self.report.add(batch)
+            batches.append(batch)
+            if self.on_batch is not None:
+                self.on_batch(batch)
+            if stop is not None and stop.is_set():
+                break
+        return batches
 
 
 def _ingest_ready(
