@@ -72,6 +72,7 @@ from iosight.bursts._workflow import (
     EVALUATION_TABLE,
     TrainResult,
     load_evaluation,
+    refit_forecaster,
     train_bursts,
 )
 
@@ -138,6 +139,7 @@ __all__ = [
     "no_new_bursts_f1",
     "nowcast",
     "nowcast_accuracy",
+    "refit_forecaster",
     "run_length",
     "run_length_table",
     "running_jobs_share",

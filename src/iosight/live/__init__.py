@@ -16,4 +16,11 @@ Exports load on first use (:mod:`iosight._lazy`).
 
 from iosight._lazy import lazy_exports
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, {"_refresh": ("Refresh",)})
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        "_config": ("ForecastSettings", "LiveConfig", "LogsSettings", "ServeSettings"),
+        "_refresh": ("Refresh",),
+        "_service": ("FEEDS", "Feed", "LiveService", "make_feed"),
+    },
+)

@@ -172,7 +172,7 @@ def follow(
     follower = Follower(directory, warehouse, settle=settle, workers=workers, timeout=timeout,
                         scheduler=scheduler, batch_size=batch_size, reader=reader,
                         compact=compact, on_batch=on_batch)  # fmt: skip
-    with _stopped_by_signals(stop):
+    with stopped_by_signals(stop):
         due = time.monotonic()
         while not stop.is_set():
             follower.poll(stop)
@@ -288,7 +288,7 @@ class _Scanner:
 
 
 @contextmanager
-def _stopped_by_signals(stop: threading.Event) -> Iterator[None]:
+def stopped_by_signals(stop: threading.Event) -> Iterator[None]:
     """In the main thread, SIGINT and SIGTERM set ``stop`` (the loop ends after the batch
     in hand); a second one raises KeyboardInterrupt. Elsewhere signals are left alone."""
     if threading.current_thread() is not threading.main_thread():
