@@ -59,6 +59,29 @@ def test_logs_that_land_are_served_and_a_restart_adds_nothing_twice(tmp_path):
     )
 
 
+def test_each_round_publishes_its_status_for_metrics(tmp_path):
+    """The status ``/metrics`` reads: jobs taken, a corrupt log counted as failed, and
+    a log still being written (not settled yet) as backlog."""
+    from iosight.live import STATUS
+
+    (log,) = _logs(1)
+    (tmp_path / "logs").mkdir()
+    cfg = LiveConfig.from_mapping({"warehouse": "wh", "logs": {"directory": "logs",
+                                   "settle": 2, "workers": 1}}, base=tmp_path)  # fmt: skip
+    service = LiveService(cfg)
+    shutil.copy(log, tmp_path / "logs" / log.name)
+    (tmp_path / "logs" / "broken.darshan").write_bytes(b"not a darshan log")
+    service.step()  # both seen once: settle=2 keeps them waiting
+    waiting = service.warehouse.read_state(STATUS)["sources"]["logs"]
+    assert waiting["backlog"] == 2 and waiting["rows"] == 0
+    service.step()
+    done = service.warehouse.read_state(STATUS)
+    assert done["sources"]["logs"]["backlog"] == 0
+    assert done["sources"]["logs"]["rows"] == 1
+    assert done["sources"]["logs"]["warnings"] == {"failed": 1}
+    assert done["updated_at"] >= done["started_at"]
+
+
 def test_the_command_logs_its_events_and_stops_on_sigterm(tmp_path):
     (log,) = _logs(1)
     (tmp_path / "logs").mkdir()

@@ -21,6 +21,6 @@ __getattr__, __dir__, __all__ = lazy_exports(
     {
         "_config": ("ForecastSettings", "LiveConfig", "LogsSettings", "ServeSettings"),
         "_refresh": ("Refresh",),
-        "_service": ("FEEDS", "Feed", "LiveService", "make_feed"),
+        "_service": ("FEEDS", "STATUS", "Feed", "LiveService", "make_feed"),
     },
 )

@@ -49,10 +49,43 @@ def make_feed(kind: str, settings: Mapping) -> Feed:
     return maker(settings)
 
 
-def _report_lines(kind: str, report: Any) -> list[str]:
-    """The lines a feed's report is worth: its own ``lines()`` when it has them."""
-    lines = report.lines() if hasattr(report, "lines") else []
-    return [f"{kind}: {line}" for line in lines]
+STATUS = "live"  # the warehouse state iosight live publishes each round
+
+
+def _count(counts: dict[str, int], kind: str, n: int) -> None:
+    counts[kind] = counts.get(kind, 0) + n
+
+
+class _Status:
+    """What the service publishes each round (:meth:`Warehouse.write_state`), for
+    ``/metrics``: per source the rows taken, warnings by kind, the lag of the newest
+    data and when it was last polled; for the log directory, the files waiting to
+    settle (the backlog)."""
+
+    def __init__(self, started_at: float) -> None:
+        self.doc: dict = {"started_at": started_at, "updated_at": started_at, "sources": {}}
+
+    def source(self, name: str) -> dict:
+        return self.doc["sources"].setdefault(
+            name, {"rows": 0, "warnings": {}, "lag_s": None, "polled_at": None}
+        )
+
+    def feed(self, kind: str, report: Any, now: float) -> None:
+        entry = self.source(kind)
+        entry["rows"] += report.rows
+        for what, n in report.warnings.items():
+            _count(entry["warnings"], what, n)
+        entry["lag_s"], entry["polled_at"] = report.lag, now
+
+    def logs(self, batches: list, backlog: int, now: float) -> None:
+        entry = self.source("logs")
+        for batch in batches:
+            entry["rows"] += batch.report.jobs
+            if batch.report.failed:
+                _count(entry["warnings"], "failed", batch.report.failed)
+            if batch.lags:
+                entry["lag_s"] = max(batch.lags)
+        entry["polled_at"], entry["backlog"] = now, backlog
 
 
 class _Refit:
@@ -106,6 +139,7 @@ class LiveService:
         self.refresh = Refresh(self.warehouse, config.forecast.models)
         self.refit = _Refit(config.warehouse, config.forecast.models, config.forecast.refit_every)
         self.server: BackgroundServer | None = None
+        self.status = _Status(time.time())
 
     def _follower(self, wh: Warehouse) -> Follower | None:
         logs = self.config.logs
@@ -136,12 +170,15 @@ class LiveService:
         """One round: the logs that landed, each feed, the derived tables; its lines."""
         lines, new_jobs = [], False
         if self.follower is not None:
-            for batch in self.follower.poll(stop):
-                lines.append(batch.line())
-                new_jobs |= batch.report.ingested > 0
-        for kind, feed in self.feeds.items():
-            lines += _report_lines(kind, feed.poll(self.warehouse))
+            batches = self.follower.poll(stop)
+            lines += [batch.line() for batch in batches]
+            new_jobs = any(batch.report.ingested for batch in batches)
+            self.status.logs(batches, len(self.follower.scanner.pending), time.time())
+        for kind, feed in self.feeds.items():  # their warnings are logged as they happen
+            self.status.feed(kind, feed.poll(self.warehouse), time.time())
         lines += self.refresh.after_batch() if new_jobs else []
+        self.status.doc["updated_at"] = time.time()
+        self.warehouse.write_state(STATUS, self.status.doc)
         if self.refit.finished():
             lines += self.refit.outcome
             self.refit.outcome = []
