@@ -32,9 +32,9 @@ def _mem_mb() -> int:
     return 1024
 
 
-def _conf(root: Path) -> str:
+def _conf(root: Path, extra: tuple[str, ...]) -> str:
     """A minimal slurm.conf: one node (this machine's CPUs and memory), one partition,
-    no cgroups (proctrack/linuxproc, task/none), no accounting."""
+    no cgroups (proctrack/linuxproc, task/none), no accounting; ``extra`` lines after."""
     return "\n".join(
         [
             "ClusterName=iosight-test",
@@ -66,6 +66,7 @@ def _conf(root: Path) -> str:
             f"NodeName=localhost NodeAddr=127.0.0.1 CPUs={os.cpu_count()} "
             f"RealMemory={_mem_mb()} State=UNKNOWN",
             "PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP",
+            *extra,
             "",
         ]
     )
@@ -109,8 +110,9 @@ def cancel_all(env: dict) -> None:
 
 
 @contextmanager
-def start_slurm(root: Path):
-    """Yield the environment (``SLURM_CONF`` set) of a running single-node Slurm."""
+def start_slurm(root: Path, extra: tuple[str, ...] = ()):
+    """Yield the environment (``SLURM_CONF`` set) of a running single-node Slurm whose
+    slurm.conf ends with the lines ``extra``."""
     missing = [b for b in BINARIES if shutil.which(b) is None]
     if missing:
         pytest.skip(
@@ -124,7 +126,7 @@ def start_slurm(root: Path):
     key.write_bytes(os.urandom(1024))
     key.chmod(0o400)
     (root / "munge").chmod(0o700)
-    (root / "slurm.conf").write_text(_conf(root))
+    (root / "slurm.conf").write_text(_conf(root, extra))
     env = {**os.environ, "SLURM_CONF": str(root / "slurm.conf")}
     procs: list[subprocess.Popen] = []
     logs = [root / "munge" / "munged.log", root / "slurmctld.log", root / "slurmd.log"]

@@ -1,15 +1,19 @@
 """``iosight.live.SlurmFeed`` and ``schedule start --format sbatch`` against a real
 single-node Slurm (Debian's slurm-wlm + munge, started here; skipped, saying why, where it
 cannot start). No accounting runs (slurmdbd needs a database), so sacct is off here and
-tested on recorded JSON (test_live_slurm_recorded.py)."""
+tested on recorded JSON (test_live_slurm_recorded.py). The cli_filter of the docs
+(docs/slurm/cli_filter.lua) runs in every sbatch here; only a job that asks uses it."""
 
 from __future__ import annotations
 
 import json
 import math
 import os
+import shutil
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 from slurm_server import start_slurm
@@ -20,13 +24,37 @@ from iosight.live import SlurmFeed, SlurmFeedOptions, sched_snapshot, scheduler_
 from iosight.warehouse import Warehouse
 
 IST = "IST-5:30"  # POSIX TZ: UTC+05:30, no tzdata needed
+CLI_FILTER = Path(__file__).resolve().parents[2] / "docs" / "slurm" / "cli_filter.lua"
+PATTERN = "111" + "0" * 21  # bursts in the next three bins: Algorithm 1 waits
 
 
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory):
-    with start_slurm(tmp_path_factory.mktemp("slurm")) as env, pytest.MonkeyPatch.context() as mp:
+    root = tmp_path_factory.mktemp("slurm")
+    shutil.copy(CLI_FILTER, root / "cli_filter.lua")  # beside slurm.conf, where Slurm looks
+    with (
+        start_slurm(root, ("CliFilterPlugins=cli_filter/lua",)) as env,
+        pytest.MonkeyPatch.context() as mp,
+    ):
         mp.setenv("SLURM_CONF", env["SLURM_CONF"])  # the feed's squeue talks to this Slurm
         yield env
+
+
+def _chosen(env: dict) -> tuple[str, float]:
+    """A decision time an hour ahead (a bin boundary, ISO UTC) and the start Algorithm 1
+    chooses for PATTERN from it (epoch s)."""
+    from iosight.sched.burst_aware import choose_start
+
+    at = math.ceil(time.time() / 300) * 300 + 3600
+    delay = choose_start(PATTERN, 850, 4250, policy="MRT").delay
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(at)), at + delay
+
+
+def _job(env: dict, jobid: int) -> dict:
+    out = subprocess.run(["squeue", "--json"], env=env, capture_output=True, text=True,
+                         timeout=10, check=True)  # fmt: skip
+    (job,) = [j for j in json.loads(out.stdout)["jobs"] if j["job_id"] == jobid]
+    return job
 
 
 def _sbatch(env: dict, *args: str) -> int:
@@ -100,12 +128,8 @@ def test_a_job_submitted_with_the_begin_iosight_chose_waits_until_it(slurm, tmp_
     is the start iosight chose, to the second. sbatch reads --begin in its local time zone
     (TZ; here UTC+05:30 for both iosight and sbatch, the daemons in UTC); Slurm keeps epoch
     seconds."""
-    from iosight.sched.burst_aware import choose_start
-
-    at = math.ceil(time.time() / 300) * 300 + 3600  # a bin boundary an hour ahead
-    iso = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(at))
-    pattern = "111" + "0" * 21
-    args = ["schedule", "start", "--pattern", pattern, "--min-time", "850",
+    iso, chosen = _chosen(slurm)
+    args = ["schedule", "start", "--pattern", PATTERN, "--min-time", "850",
             "--max-time", "4250", "--policy", "MRT", "--at", iso, "--format", "sbatch"]  # fmt: skip
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TZ", IST)
@@ -119,10 +143,7 @@ def test_a_job_submitted_with_the_begin_iosight_chose_waits_until_it(slurm, tmp_
     begin = res.output.strip()
     env = {**slurm, "TZ": IST}
     jobid = _sbatch(env, begin, "-J", "checkpoint", "--wrap", "true")
-    chosen = at + choose_start(pattern, 850, 4250, policy="MRT").delay
-    out = subprocess.run(["squeue", "--json"], env=env, capture_output=True, text=True,
-                         timeout=10, check=True)  # fmt: skip
-    (job,) = [j for j in json.loads(out.stdout)["jobs"] if j["job_id"] == jobid]
+    job = _job(env, jobid)
     assert _plain(job["eligible_time"]) == chosen
     assert job["state_reason"] == "BeginTime"
     show = subprocess.run(["scontrol", "show", "job", str(jobid)], env=env,
@@ -132,3 +153,21 @@ def test_a_job_submitted_with_the_begin_iosight_chose_waits_until_it(slurm, tmp_
     SlurmFeed(SlurmFeedOptions(sacct=None)).poll(wh)
     pending = scheduler_view(wh).pending.set_index("jobid")
     assert pending.loc[jobid, "start_time"] == chosen  # Slurm's expected start: the begin
+
+
+def test_the_cli_filter_of_the_docs_gives_a_job_that_asks_the_begin_iosight_chose(slurm):
+    """docs/slurm/cli_filter.lua in sbatch: a job with IOSIGHT_MIN_TIME/MAX_TIME gets the
+    --begin of ``iosight schedule start`` (this iosight, run by the filter)."""
+    import iosight
+
+    iso, chosen = _chosen(slurm)
+    command = (f"{sys.executable} -m iosight schedule start --pattern {PATTERN} "
+               f"--policy MRT --at {iso}")  # fmt: skip
+    src = str(Path(iosight.__file__).resolve().parents[1])
+    env = {**slurm, "TZ": IST, "IOSIGHT_MIN_TIME": "850", "IOSIGHT_MAX_TIME": "4250",
+           "IOSIGHT_START_COMMAND": command,
+           "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}  # fmt: skip
+    jobid = _sbatch(env, "-J", "asks", "--wrap", "true")
+    assert _plain(_job(env, jobid)["eligible_time"]) == chosen
+    own = _sbatch(env, "--begin=now+7200", "-J", "own", "--wrap", "true")  # its own: kept
+    assert abs(_plain(_job(env, own)["eligible_time"]) - (time.time() + 7200)) < 60
