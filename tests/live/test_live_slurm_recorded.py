@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -154,8 +155,9 @@ def test_sacct_adds_the_ended_jobs_from_the_last_snapshot_on(wh, tmp_path):
     feed = SlurmFeed(SlurmFeedOptions(squeue=squeue, sacct=sacct, lookback=3600.0))
     assert feed.poll(wh, now=1795803230.0).rows == 11
     assert feed.poll(wh, now=1795803290.0).rows == 11
-    first, second = seen.read_text().splitlines()
-    assert first.startswith("--starttime=") and second.startswith("--starttime=")
+    local = lambda t: time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t))  # noqa: E731
+    assert seen.read_text().splitlines() == [  # an hour back, then from the last snapshot
+        f"--starttime={local(1795803230 - 3600)}", f"--starttime={local(1795803230)}"]  # fmt: skip
     assert sched_snapshot(wh).set_index("jobid").loc[26, "state"] == "COMPLETED"
     assert wh.sql("select source from sched_snapshots")["source"].tolist() == ["squeue+sacct"] * 2
 
@@ -196,8 +198,6 @@ def test_running_jobs_join_the_job_state_of_the_logs_forecaster(wh):
 def test_schedule_start_prints_sbatchs_begin_in_local_time(monkeypatch):
     """--format sbatch: the --begin= option of the start Algorithm 1 chose, in the local
     time zone sbatch reads it in (here UTC+05:30, a POSIX TZ)."""
-    import time
-
     from iosight.sched.burst_aware import choose_start
 
     monkeypatch.setenv("TZ", "IST-5:30")

@@ -134,18 +134,18 @@ class SlurmFeed:
         try:
             if self.options.recorded is not None:
                 return _recorded(Path(self.options.recorded), last, self.options.max_output)
-            return self._commands(now if last is None else last[0], now, report)
+            since = now - self.options.lookback if last is None else last[0]
+            return self._commands(since, report)
         except _Problem as problem:
             report.warn(problem.kind, str(problem))
             return None
 
-    def _commands(self, since: float, now: float, report: FeedReport) -> _Snapshot:
+    def _commands(self, since: float, report: FeedReport) -> _Snapshot:
         """squeue's queue, then sacct's jobs since ``since`` (its failure only warned)."""
         opt = self.options
         snap = _Snapshot([_run_json(opt.squeue, opt.timeout, opt.max_output)], "squeue")
         if opt.sacct:
-            window = since - opt.lookback if since >= now else since
-            argv = (*opt.sacct, f"--starttime={_local(window)}")
+            argv = (*opt.sacct, f"--starttime={_local(since)}")
             try:
                 snap.docs.append(_run_json(argv, opt.timeout, opt.max_output))
                 snap.source = "squeue+sacct"
