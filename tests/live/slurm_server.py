@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import time
 from contextlib import contextmanager
@@ -15,14 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from tests_support import free_port
+
 BINARIES = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "scancel", "sinfo")
 START_S = 20.0  # bound on the daemons' start
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _mem_mb() -> int:
@@ -39,8 +34,8 @@ def _conf(root: Path, extra: tuple[str, ...]) -> str:
         [
             "ClusterName=iosight-test",
             "SlurmctldHost=localhost",
-            f"SlurmctldPort={_free_port()}",
-            f"SlurmdPort={_free_port()}",
+            f"SlurmctldPort={free_port()}",
+            f"SlurmdPort={free_port()}",
             "SlurmUser=root",
             "SlurmdUser=root",
             "AuthType=auth/munge",
