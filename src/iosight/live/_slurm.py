@@ -22,7 +22,6 @@ job belongs to is its Slurm job name (``exe``), its size the tasks Slurm launche
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import math
 import subprocess
@@ -34,6 +33,7 @@ from typing import IO, TYPE_CHECKING
 
 from iosight._errors import IosightError, check_param
 from iosight.live._feed import FeedReport
+from iosight.live._refresh import _utc
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -114,8 +114,8 @@ class SlurmFeed:
         report = FeedReport()
         last = last_snapshot(warehouse)
         if last is not None and now <= last[0]:
-            report.warn("future_clock", f"the last Slurm snapshot ({_iso(last[0])}) is not "
-                        f"before this poll ({_iso(now)}); nothing taken")  # fmt: skip
+            report.warn("future_clock", f"the last Slurm snapshot ({_utc(last[0])}) is not "
+                        f"before this poll ({_utc(now)}); nothing taken")  # fmt: skip
             return report
         began = time.monotonic()
         snap = self._read(last, now, report)
@@ -152,10 +152,6 @@ class SlurmFeed:
             except _Problem as problem:
                 report.warn(problem.kind, str(problem))
         return snap
-
-
-def _iso(t: float) -> str:
-    return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _local(t: float) -> str:
@@ -355,7 +351,11 @@ def last_snapshot(warehouse: Warehouse, at: float | None = None) -> tuple[float,
 def sched_snapshot(warehouse: Warehouse, at: float | None = None) -> pd.DataFrame:
     """The jobs of the last snapshot taken at or before ``at`` (``sched_jobs`` rows);
     empty when there is none yet or it held no job."""
-    last = last_snapshot(warehouse, at)
+    return _jobs_of(warehouse, last_snapshot(warehouse, at))
+
+
+def _jobs_of(warehouse: Warehouse, last: tuple[float, str] | None) -> pd.DataFrame:
+    """The ``sched_jobs`` rows of the snapshot ``last`` (time, source)."""
     if last is None or not warehouse.has_table(SCHED_JOBS):
         import pandas as pd
 
@@ -376,8 +376,8 @@ class SchedulerView:
 
 def scheduler_view(warehouse: Warehouse, at: float | None = None) -> SchedulerView:
     """The scheduler's view at ``at`` (epoch s; default the last snapshot)."""
-    jobs = sched_snapshot(warehouse, at)
     last = last_snapshot(warehouse, at)
+    jobs = _jobs_of(warehouse, last)
     running = jobs[jobs["state"].isin(RUNNING)].reset_index(drop=True)
     pending = jobs[jobs["state"] == PENDING].sort_values(["start_time", "jobid"], kind="mergesort")
     return SchedulerView(last[0] if last else None, running, pending.reset_index(drop=True))
