@@ -216,3 +216,31 @@ def test_schedule_start_prints_sbatchs_begin_in_local_time(monkeypatch):
     assert res.output == f"--begin={local}\n"
     bad = CliRunner().invoke(app, [*args, "--format", "slurm"])
     assert bad.exit_code == 1 and "sbatch" in bad.output and "Traceback" not in bad.output
+
+
+def test_iosight_live_configures_and_drives_the_slurm_feed(tmp_path):
+    """``feeds: {slurm: {...}}`` of iosight live's configuration: the commands as strings,
+    durations, a recorded replay; each round takes one snapshot and publishes its count."""
+    from iosight._errors import IosightError
+    from iosight.live import STATUS, LiveConfig, LiveService, make_feed
+
+    feed = make_feed("slurm", {"squeue": "squeue --json --states=all", "sacct": None,
+                               "timeout": "5s", "lookback": "2h"})  # fmt: skip
+    assert feed.options.squeue == ("squeue", "--json", "--states=all")
+    assert (feed.options.sacct, feed.options.timeout, feed.options.lookback) == (None, 5, 7200)
+    with pytest.raises(IosightError, match="unknown setting 'squeu' in 'feeds.slurm'"):
+        make_feed("slurm", {"squeu": "squeue --json"})
+    replay = tmp_path / "replay"
+    replay.mkdir()
+    shutil.copy(DEB12, replay / "001.json")
+    cfg = LiveConfig.from_mapping(
+        {"warehouse": "wh", "feeds": {"slurm": {"recorded": str(replay)}}}, base=tmp_path
+    )
+    service = LiveService(cfg)
+    try:
+        service.step()
+        service.step()  # the replay is over: nothing more
+    finally:
+        service.close()
+    assert service.warehouse.read_state(STATUS)["sources"]["slurm"]["rows"] == 10
+    assert len(sched_snapshot(service.warehouse)) == 10

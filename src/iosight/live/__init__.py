@@ -26,6 +26,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
         "_slurm": (
             "SlurmFeed",
             "SlurmFeedOptions",
+            "slurm_feed",
             "SchedulerView",
             "scheduler_view",
             "sched_snapshot",

@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -79,6 +81,28 @@ class SlurmFeedOptions:
         check_param("max_output", self.max_output, self.max_output > 0, "a positive byte count")
         check_param("lookback", self.lookback, self.lookback >= 0, "seconds, 0 or more")
         check_param("squeue", self.squeue, bool(self.squeue), "a command (program and options)")
+
+
+def slurm_feed(settings: Mapping) -> SlurmFeed:
+    """The feed of ``iosight live``'s ``feeds: {slurm: {...}}`` section, whose keys are
+    :class:`SlurmFeedOptions`' fields: a command is a list or one string (split as a
+    shell would), ``sacct: null`` where the site runs no accounting, ``timeout`` and
+    ``lookback`` durations (``30s``, ``1d``)."""
+    from iosight.live._config import _duration, _known_keys
+
+    _known_keys("feeds.slurm", settings, SlurmFeedOptions)
+    opts = dict(settings)
+    for name in ("squeue", "sacct"):
+        if isinstance(opts.get(name), str):
+            opts[name] = tuple(shlex.split(opts[name]))
+        elif opts.get(name) is not None:
+            opts[name] = tuple(str(a) for a in opts[name])
+    for name in ("timeout", "lookback"):
+        if name in opts:
+            opts[name] = _duration(f"feeds.slurm.{name}", opts[name])
+    if opts.get("recorded") is not None:
+        opts["recorded"] = Path(opts["recorded"])
+    return SlurmFeed(SlurmFeedOptions(**opts))
 
 
 class _Problem(Exception):
