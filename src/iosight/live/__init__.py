@@ -22,5 +22,16 @@ __getattr__, __dir__, __all__ = lazy_exports(
         "_config": ("ForecastSettings", "LiveConfig", "LogsSettings", "ServeSettings"),
         "_refresh": ("Refresh",),
         "_service": ("FEEDS", "STATUS", "Feed", "LiveService", "make_feed"),
+        "_feed": ("FeedReport",),
+        "_slurm": (
+            "SlurmFeed",
+            "SlurmFeedOptions",
+            "slurm_feed",
+            "SchedulerView",
+            "scheduler_view",
+            "sched_snapshot",
+            "slurm_running_jobs",
+            "begin_option",
+        ),
     },
 )

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from iosight._errors import IosightError
 from iosight.live._config import LiveConfig
 from iosight.live._refresh import Refresh
+from iosight.live._slurm import slurm_feed
 
 if TYPE_CHECKING:
     from iosight.serve import BackgroundServer
@@ -37,7 +38,7 @@ class Feed(Protocol):
 
 
 #: feed kind (a key of the configuration's ``feeds``) -> maker from its settings mapping
-FEEDS: dict[str, Callable[[Mapping], Feed]] = {}
+FEEDS: dict[str, Callable[[Mapping], Feed]] = {"slurm": slurm_feed}
 
 
 def make_feed(kind: str, settings: Mapping) -> Feed:
