@@ -16,4 +16,12 @@ Exports load on first use (:mod:`iosight._lazy`).
 
 from iosight._lazy import lazy_exports
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, {"_refresh": ("Refresh",)})
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        "_refresh": ("Refresh",),
+        "_feed": ("FeedReport",),
+        "_prometheus": ("PRESETS", "PrometheusFeed", "PrometheusOptions"),
+        "_exporter": ("Recording", "ReplayExporter"),
+    },
+)
