@@ -98,6 +98,18 @@ def test_a_bad_sample_is_left_out_and_counted(sample):
     assert dict(report.warnings) == {"malformed": 1}
 
 
+def test_bad_samples_are_each_counted_in_one_warning_line(caplog):
+    def spoil(doc):
+        doc["data"]["result"][0]["values"][1][1] = "NaN"
+        doc["data"]["result"][0]["values"][3][1] = "-1"
+
+    report = FeedReport()
+    with caplog.at_level(logging.WARNING, logger="iosight.live"):
+        got = rates_from_response(_edited("write", spoil), SPAN, report)
+    assert len(got) == len(RECORDED["replayed"]["bin_start"]) - 2
+    assert dict(report.warnings) == {"malformed": 2} and len(caplog.records) == 1
+
+
 def test_the_range_is_chunked_to_max_points_and_waits_for_ended_bins():
     w = 300.0
     # bins ended by now - delay: ends 600..3000 (9 bins), at most 4 per poll

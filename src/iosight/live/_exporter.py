@@ -280,3 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     finally:
         exporter.stop()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -176,16 +176,21 @@ def rates_from_response(body: bytes, span: BinRange, report: FeedReport) -> dict
     """Bytes per bin (``bin_start`` -> bytes) from one ``query_range`` answer: the series
     of the matrix summed, each sample at ``t`` the bin ``[t - width, t)`` holding ``rate *
     width`` bytes. An answer that cannot be read raises :class:`SourceFailure`; a sample
-    that is off the query's grid, not a number or negative is left out and counted."""
-    data = _matrix(body)
+    that is off the query's grid, not a number or negative is left out and counted (one
+    warning line per answer)."""
     out: dict[float, float] = {}
-    for series in data:
+    bad: list[str] = []
+    for series in _matrix(body):
         for point in _values(series):
-            value = _sample(point, span, report)
-            if value is not None:
-                t, rate = value
-                start = t - span.width
-                out[start] = out.get(start, 0.0) + rate * span.width
+            value = _sample(point, span)
+            if isinstance(value, str):
+                bad.append(value)
+                continue
+            start = value[0] - span.width
+            out[start] = out.get(start, 0.0) + value[1] * span.width
+    if bad:
+        report.warn("malformed", f"{len(bad)} sample(s) left out, the first: {bad[0]}")
+        report.warnings["malformed"] += len(bad) - 1
     return out
 
 
@@ -215,20 +220,17 @@ def _values(series: object) -> list:
     return values
 
 
-def _sample(point: object, span: BinRange, report: FeedReport) -> tuple[float, float] | None:
-    """``(t, rate)`` of one ``[t, "value"]`` pair, or ``None`` (counted) for a bad one."""
+def _sample(point: object, span: BinRange) -> tuple[float, float] | str:
+    """``(t, rate)`` of one ``[t, "value"]`` pair, or why it is left out."""
     try:
         t, rate = float(point[0]), float(point[1])
     except (TypeError, ValueError, IndexError, KeyError):
-        report.warn("malformed", f"a sample that is no [time, value] pair: {point!r:.80}")
-        return None
+        return f"no [time, value] pair: {point!r:.80}"
     k = (t - span.first_end) / span.width
     if not (0 <= k <= span.bins - 1 and abs(k - round(k)) < 1e-6):
-        report.warn("malformed", f"a sample at {t} is off the query's grid; left out")
-        return None
+        return f"a sample at {t} is off the query's grid"
     if not math.isfinite(rate) or rate < 0:
-        report.warn("malformed", f"a rate of {point[1]!r} at {t} is no byte rate; left out")
-        return None
+        return f"a rate of {point[1]!r} at {t} is no byte rate"
     return span.first_end + round(k) * span.width, rate
 
 
