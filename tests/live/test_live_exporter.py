@@ -87,12 +87,15 @@ def _scrape(url: str) -> dict[str, tuple[dict, float, float]]:
 def test_served_counters_are_the_recording_at_their_timestamp():
     """Each scrape shows both counters with the Lustre exporter's names and labels, valued
     at their timestamp: on the grid, never ahead of the wall clock, advancing ``speed``
-    times faster than it."""
+    times faster than it from the first scrape on, which replays the first bin's start."""
     rec = _recording()
     with ReplayExporter(rec, speed=600.0, resolution=30) as exporter:
+        time.sleep(0.1)
+        assert not exporter.started
+        first = _scrape(exporter.url)
+        assert first["lustre_read_bytes_total"][1:] == (0.0, exporter.clock_start)
         assert exporter.clock_start % 300.0 == 0
         assert exporter.clock_start + rec.duration <= time.time() + rec.duration / 600.0
-        first = _scrape(exporter.url)
         time.sleep(0.15)  # 90 recorded seconds
         second = _scrape(exporter.url)
     for scrape in (first, second):

@@ -67,19 +67,16 @@ def replayed(tmp_path_factory):
     rec = synthetic_recording()
     exporter = ReplayExporter(rec, speed=SPEED, resolution=RESOLUTION, port=free_port())
     root = tmp_path_factory.mktemp("prometheus")
-    with start_prometheus(root, [f"127.0.0.1:{exporter.port}"], "25ms") as url:
-        # Prometheus starts scraping a few seconds after it is ready: replay from then
-        _wait("Prometheus' first scrape", lambda: _instant(url, "up"))
-        with exporter:
-            end = exporter.clock_start + rec.duration
-            total = float(rec.write_bytes.sum())
-
-            def holds_the_end() -> bool:
-                got = _instant(url, "lustre_write_bytes_total", at=end)
-                return bool(got) and float(got[0]["value"][1]) == total
-
-            _wait("the replay's last sample in Prometheus", holds_the_end)
-            yield url, exporter, rec
+    with exporter, start_prometheus(root, [f"127.0.0.1:{exporter.port}"], "25ms") as url:
+        # the replay starts at the first scrape, a few seconds after Prometheus is ready
+        _wait("Prometheus' first scrape", lambda: exporter.started)
+        end = exporter.clock_start + rec.duration
+        total = float(rec.write_bytes.sum())
+        def holds_the_end() -> bool:
+            got = _instant(url, "lustre_write_bytes_total", at=end)
+            return bool(got) and float(got[0]["value"][1]) == total
+        _wait("the replay's last sample in Prometheus", holds_the_end)
+        yield url, exporter, rec
 
 
 def _options(url: str, **kw) -> PrometheusOptions:

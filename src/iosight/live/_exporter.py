@@ -14,10 +14,11 @@ still shows Prometheus the recorded rates per recorded second. Timestamps are pu
 grid of ``resolution`` seconds that divides the bin width, and each value is the
 counter at its timestamp: every bin boundary is a sample Prometheus can hold, and
 ``rate(counter[w])`` at a bin end reads both ends of the bin exactly. The replay clock
-is never ahead of the wall clock (Prometheus drops samples from the future): by
-default it starts early enough, ``duration * (1 - 1/speed)`` before now, to end at
-about the present. Prometheus also drops samples older than about an hour before its
-newest ones, so a fast replay into a fresh Prometheus should span less than an hour.
+starts at the first scrape and is never ahead of the wall clock (Prometheus drops
+samples from the future): by default it starts early enough, ``duration * (1 -
+1/speed)`` before the first scrape, to end at about the present. Prometheus also drops
+samples older than about an hour before its newest ones, so a fast replay into a fresh
+Prometheus should span less than an hour.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,7 +137,8 @@ class ReplayExporter:
 
     ``speed``: recorded seconds per second. ``clock_start``: the epoch second at which the
     replay clock starts, where the first recorded bin is replayed (a multiple of the bin
-    width; default: early enough that the replay ends at about the present).
+    width; default: early enough that the replay ends at about the present). The clock
+    starts at the first scrape.
     ``resolution``: the grid of sample timestamps, whole seconds dividing the bin width
     (default a tenth of it).
     """
@@ -159,19 +162,17 @@ class ReplayExporter:
         self.host, self.port = host, port
         self.clock_start = clock_start
         self._wall0: float | None = None
+        self._lock = threading.Lock()
         self._server = self._thread = None
 
     def start(self) -> ReplayExporter:
-        """Start the replay clock and serve ``/metrics`` (in a thread of its own)."""
+        """Serve ``/metrics`` (in a thread of its own); the replay clock starts at the
+        first scrape, so no bin is replayed before Prometheus looks."""
         from prometheus_client import start_http_server
         from prometheus_client.registry import CollectorRegistry
 
-        self._wall0 = time.time()
-        if self.clock_start is None:
-            ahead = self.recording.duration * (1.0 - 1.0 / self.speed)
-            width = self.recording.width
-            self.clock_start = math.floor((self._wall0 - ahead) / width) * width
-        registry = CollectorRegistry(auto_describe=True)
+        # no describe at registration: it would collect, and so start the clock
+        registry = CollectorRegistry(auto_describe=False)
         registry.register(_Collector(self))
         try:
             self._server, self._thread = start_http_server(self.port, self.host, registry)
@@ -197,10 +198,27 @@ class ReplayExporter:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}/metrics"
 
+    def _start_clock(self, wall: float) -> None:
+        """Start the replay clock at ``wall`` unless it runs already."""
+        with self._lock:
+            if self._wall0 is not None:
+                return
+            if self.clock_start is None:
+                ahead = self.recording.duration * (1.0 - 1.0 / self.speed)
+                width = self.recording.width
+                self.clock_start = math.floor((wall - ahead) / width) * width
+            self._wall0 = wall
+
+    @property
+    def started(self) -> bool:
+        """Whether the replay clock runs (since the first scrape)."""
+        return self._wall0 is not None
+
     def stamp(self, wall: float | None = None) -> float:
         """The timestamp of the samples served at ``wall`` (default now): the replay clock,
-        never ahead of the wall clock, down to the grid."""
+        never ahead of the wall clock, down to the grid. The first call starts the clock."""
         wall = time.time() if wall is None else wall
+        self._start_clock(wall)
         clock = self.clock_start + self.speed * (wall - self._wall0)
         return math.floor(min(clock, wall) / self.resolution) * self.resolution
 
@@ -271,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(
         f"serving {len(rec.read_bytes)} bins of {rec.width:g} s at {exporter.url}, "
-        f"speed {exporter.speed:g}; the replay clock starts at {exporter.clock_start:.0f}"
+        f"speed {exporter.speed:g}, from the first scrape on",
+        flush=True,
     )
     try:
         while True:
