@@ -277,6 +277,16 @@ def _recording(args: argparse.Namespace) -> Recording:
     return Recording.from_timeline(Warehouse(args.warehouse), start, end)
 
 
+def _clock_line(exporter: ReplayExporter) -> str:
+    rec, t0 = exporter.recording, exporter.clock_start
+    utc = "%Y-%m-%d %H:%M UTC"
+    return (
+        f"first scrape: the bin recorded at {time.strftime(utc, time.gmtime(rec.start))} is "
+        f"replayed at {t0:.0f} ({time.strftime(utc, time.gmtime(t0))}); the replay ends at "
+        f"{t0 + rec.duration:.0f}"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the replay exporter until interrupted; bad input is one line and exit 2."""
     args = _parser().parse_args(argv)
@@ -293,6 +303,9 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     try:
+        while not exporter.started:
+            time.sleep(0.1)
+        print(_clock_line(exporter), flush=True)
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
