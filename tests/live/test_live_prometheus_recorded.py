@@ -9,6 +9,7 @@ import copy
 import json
 import logging
 import socket
+import threading
 import time
 from pathlib import Path
 
@@ -129,6 +130,7 @@ def test_the_range_is_chunked_to_max_points_and_waits_for_ended_bins():
         ({"url": "localhost:9090"}, "http"),
         ({"preset": "gpfs"}, "unknown Prometheus preset"),
         ({"max_points": 0}, "max_points"),
+        ({"max_points": 11_001}, "max_points"),
         ({"timeout": float("inf")}, "timeout"),
         ({"delay": -1}, "delay"),
     ],
@@ -179,3 +181,36 @@ def test_slow_server_is_counted_within_the_timeout(tmp_path):
     assert dict(report.warnings) == {"slow": 1} and report.rows == 0
     assert 0.3 <= took < 2.0
     assert not wh.has_table(LIVE_RATES)
+
+
+def _trickle(server: socket.socket, stop: threading.Event) -> None:
+    """Answer one request with headers, then one byte of body every 50 ms."""
+    conn, _ = server.accept()
+    with conn:
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n")
+        while not stop.wait(0.05):
+            try:
+                conn.sendall(b" ")
+            except OSError:
+                return
+
+
+def test_server_trickling_its_answer_is_slow_within_about_the_timeout(tmp_path):
+    """Each read gets a byte in time, but the answer as a whole does not: ``slow``, not a
+    poll held until the whole answer trickled in."""
+    wh = Warehouse(tmp_path / "wh", create=True)
+    stop = threading.Event()
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        sender = threading.Thread(target=_trickle, args=(server, stop))
+        sender.start()
+        url = f"http://127.0.0.1:{server.getsockname()[1]}"
+        began = time.monotonic()
+        report = PrometheusFeed(PrometheusOptions(url, timeout=0.3)).poll(wh, now=1.8e9)
+        took = time.monotonic() - began
+        stop.set()
+        sender.join()
+    assert dict(report.warnings) == {"slow": 1}
+    assert 0.3 <= took < 1.5

@@ -20,7 +20,7 @@ for gets no row (unknown is not zero).
 
 Bounded. One poll fetches at most ``max_points`` bins (a feed that is behind catches up
 over several polls, the report's ``lag`` says how far behind it is), reads at most
-``max_bytes`` of each answer and waits at most ``timeout`` seconds for it. A server that
+``max_bytes`` of each answer and gives up on one not read within ``timeout`` seconds. A server that
 is down or answers an error is a ``source_down`` count, one that does not answer in time
 ``slow``, an answer that cannot be read ``malformed``: one warning line, nothing written,
 the same bins asked again at the next poll. The resume point (the end of the last bin
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 LIVE_RATES = "live_rates"
 RESUME = "live_rates_resume"
 BIN_WIDTH = 300.0  # the timeline's bins (seconds)
-DIRECTIONS = ("read", "write")
+MAX_POINTS = 11_000  # Prometheus refuses a range query of more points per series
 
 #: PromQL per exporter: (read bytes/s, write bytes/s) of the whole file system; ``$window``
 #: is the bin width. The Lustre exporter labels a server's counters ``component="ost"``
@@ -115,9 +115,10 @@ class PrometheusOptions:
         for name in ("delay", "backfill"):
             value = getattr(self, name)
             check_param(name, value, _positive(value, zero=True), "a number of seconds >= 0")
-        for name in ("max_points", "max_bytes"):
-            value = getattr(self, name)
-            check_param(name, value, is_integer(value) and value >= 1, "an integer >= 1")
+        ok = is_integer(self.max_points) and 1 <= self.max_points <= MAX_POINTS
+        check_param("max_points", self.max_points, ok, f"an integer in 1..{MAX_POINTS}")
+        ok = is_integer(self.max_bytes) and self.max_bytes >= 1
+        check_param("max_bytes", self.max_bytes, ok, "an integer >= 1")
 
     @property
     def name(self) -> str:
@@ -294,9 +295,10 @@ def query_range(options: PrometheusOptions, query: str, span: BinRange) -> bytes
         "timeout": f"{options.timeout:g}s",
     }
     url = f"{options.url.rstrip('/')}/api/v1/query_range?{urllib.parse.urlencode(params)}"
+    deadline = time.monotonic() + options.timeout
     try:
         with urllib.request.urlopen(url, timeout=options.timeout) as answer:
-            body = answer.read(options.max_bytes + 1)
+            body = _read(answer, options.max_bytes + 1, deadline)
     except urllib.error.HTTPError as err:
         raise _http_failure(err) from None
     except TimeoutError:
@@ -313,6 +315,22 @@ def query_range(options: PrometheusOptions, query: str, span: BinRange) -> bytes
             "lower max_points)",
         )
     return body
+
+
+def _read(answer, limit: int, deadline: float) -> bytes:
+    """At most ``limit`` bytes of ``answer``, read by ``deadline`` (monotonic): a server
+    that trickles its answer is as slow as one that never answers (each read waits at
+    most ``timeout``, so a poll waits at most about twice it)."""
+    chunks, size = [], 0
+    while size < limit:
+        if time.monotonic() > deadline:
+            raise TimeoutError
+        chunk = answer.read1(min(64 << 10, limit - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def _http_failure(err: urllib.error.HTTPError) -> SourceFailure:
