@@ -183,28 +183,31 @@ def test_slow_server_is_counted_within_the_timeout(tmp_path):
     assert not wh.has_table(LIVE_RATES)
 
 
-def _trickle(server: socket.socket, stop: threading.Event) -> None:
-    """Answer one request with headers, then one byte of body every 50 ms."""
+def _serve_once(server: socket.socket, stop: threading.Event, pause: float, close: bool) -> None:
+    """Answer one request with the headers of a 100,000-byte body, then send one byte of
+    it every ``pause`` seconds, or close the connection after ten (``close``)."""
     conn, _ = server.accept()
     with conn:
         conn.recv(65536)
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n")
-        while not stop.wait(0.05):
+        for sent in range(100_000):
+            if stop.wait(pause) or (close and sent == 10):
+                return
             try:
                 conn.sendall(b" ")
             except OSError:
                 return
 
 
-def test_server_trickling_its_answer_is_slow_within_about_the_timeout(tmp_path):
-    """Each read gets a byte in time, but the answer as a whole does not: ``slow``, not a
-    poll held until the whole answer trickled in."""
+def _poll_answered(tmp_path, pause: float, close: bool) -> tuple[FeedReport, float]:
+    """One poll (timeout 0.3 s) of a server answering as :func:`_serve_once` does, and how
+    long it took."""
     wh = Warehouse(tmp_path / "wh", create=True)
     stop = threading.Event()
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen(1)
-        sender = threading.Thread(target=_trickle, args=(server, stop))
+        sender = threading.Thread(target=_serve_once, args=(server, stop, pause, close))
         sender.start()
         url = f"http://127.0.0.1:{server.getsockname()[1]}"
         began = time.monotonic()
@@ -212,5 +215,18 @@ def test_server_trickling_its_answer_is_slow_within_about_the_timeout(tmp_path):
         took = time.monotonic() - began
         stop.set()
         sender.join()
+    assert report.rows == 0 and not wh.has_table(LIVE_RATES)
+    return report, took
+
+
+def test_server_trickling_its_answer_is_slow_within_about_the_timeout(tmp_path):
+    """Each read gets a byte in time, but the answer as a whole does not: ``slow``, not a
+    poll held until the whole answer trickled in."""
+    report, took = _poll_answered(tmp_path, pause=0.05, close=False)
     assert dict(report.warnings) == {"slow": 1}
     assert 0.3 <= took < 1.5
+
+
+def test_connection_closed_in_an_answer_is_source_down(tmp_path):
+    report, took = _poll_answered(tmp_path, pause=0.0, close=True)
+    assert dict(report.warnings) == {"source_down": 1} and took < 1.5

@@ -29,6 +29,7 @@ fetched) is table ``live_rates_resume``, one row per source, committed with the 
 
 from __future__ import annotations
 
+import http.client
 import json
 import math
 import time
@@ -303,6 +304,8 @@ def query_range(options: PrometheusOptions, query: str, span: BinRange) -> bytes
         raise _http_failure(err) from None
     except TimeoutError:
         raise SourceFailure("slow", f"no answer within {options.timeout:g} s") from None
+    except http.client.HTTPException as err:  # a chunked answer cut short, a bad status line
+        raise SourceFailure("source_down", f"a broken answer ({type(err).__name__})") from None
     except (urllib.error.URLError, OSError) as err:
         reason = getattr(err, "reason", err)
         if isinstance(reason, TimeoutError):
@@ -330,6 +333,8 @@ def _read(answer, limit: int, deadline: float) -> bytes:
             break
         chunks.append(chunk)
         size += len(chunk)
+    if size < limit and answer.length:  # fewer bytes than the answer's Content-Length
+        raise SourceFailure("source_down", "the connection closed in the middle of an answer")
     return b"".join(chunks)
 
 
