@@ -230,3 +230,24 @@ def test_server_trickling_its_answer_is_slow_within_about_the_timeout(tmp_path):
 def test_connection_closed_in_an_answer_is_source_down(tmp_path):
     report, took = _poll_answered(tmp_path, pause=0.0, close=True)
     assert dict(report.warnings) == {"source_down": 1} and took < 1.5
+
+
+def test_broken_chunked_answer_is_source_down(tmp_path):
+    """A chunked answer whose chunk size is not hex: ``source_down``, not a traceback."""
+    wh = Warehouse(tmp_path / "wh", create=True)
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+
+        def answer() -> None:
+            conn, _ = server.accept()
+            with conn:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n")
+
+        sender = threading.Thread(target=answer)
+        sender.start()
+        url = f"http://127.0.0.1:{server.getsockname()[1]}"
+        report = PrometheusFeed(PrometheusOptions(url, timeout=2)).poll(wh, now=1.8e9)
+        sender.join()
+    assert dict(report.warnings) == {"source_down": 1} and report.rows == 0
