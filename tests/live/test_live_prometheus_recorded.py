@@ -48,7 +48,7 @@ def test_each_sample_at_t_is_the_bin_ending_at_t_in_bytes():
     """The sample at ``t`` is the bin ``[t - 300, t)`` holding ``rate * 300`` bytes: the
     recorded answers give the replayed bins back."""
     for direction in ("read", "write"):
-        report = FeedReport()
+        report = FeedReport("test", 0.0)
         got = rates_from_response(_answer(direction), SPAN, report)
         want = dict(zip(RECORDED["replayed"]["bin_start"],
                         RECORDED["replayed"][f"{direction}_bytes"], strict=True))  # fmt: skip
@@ -59,8 +59,8 @@ def test_each_sample_at_t_is_the_bin_ending_at_t_in_bytes():
 def test_several_series_are_summed():
     """An answer of per-target series (a query without ``sum``) sums them per bin."""
     body = _edited("read", lambda d: d["data"]["result"].append(d["data"]["result"][0]))
-    got = rates_from_response(body, SPAN, FeedReport())
-    once = rates_from_response(_answer("read"), SPAN, FeedReport())
+    got = rates_from_response(body, SPAN, FeedReport("test", 0.0))
+    once = rates_from_response(_answer("read"), SPAN, FeedReport("test", 0.0))
     assert got == {s: 2 * v for s, v in once.items()}
 
 
@@ -75,13 +75,13 @@ def test_several_series_are_summed():
 )
 def test_an_answer_that_cannot_be_read_is_malformed(edit, why):
     with pytest.raises(SourceFailure, match=why) as failure:
-        rates_from_response(_edited("read", edit), SPAN, FeedReport())
+        rates_from_response(_edited("read", edit), SPAN, FeedReport("test", 0.0))
     assert failure.value.kind == "malformed"
 
 
 def test_truncated_answer_is_malformed():
     with pytest.raises(SourceFailure, match="not JSON") as failure:
-        rates_from_response(_answer("read")[:-40], SPAN, FeedReport())
+        rates_from_response(_answer("read")[:-40], SPAN, FeedReport("test", 0.0))
     assert failure.value.kind == "malformed"
 
 
@@ -93,9 +93,9 @@ def test_truncated_answer_is_malformed():
 def test_a_bad_sample_is_left_out_and_counted(sample):
     """Not a number, negative, infinite, off the query's grid or outside it, not a pair."""
     body = _edited("read", lambda d: d["data"]["result"][0]["values"].insert(0, sample))
-    report = FeedReport()
+    report = FeedReport("test", 0.0)
     got = rates_from_response(body, SPAN, report)
-    assert got == rates_from_response(_answer("read"), SPAN, FeedReport())
+    assert got == rates_from_response(_answer("read"), SPAN, FeedReport("test", 0.0))
     assert dict(report.warnings) == {"malformed": 1}
 
 
@@ -104,7 +104,7 @@ def test_bad_samples_are_each_counted_in_one_warning_line(caplog):
         doc["data"]["result"][0]["values"][1][1] = "NaN"
         doc["data"]["result"][0]["values"][3][1] = "-1"
 
-    report = FeedReport()
+    report = FeedReport("test", 0.0)
     with caplog.at_level(logging.WARNING, logger="iosight.live"):
         got = rates_from_response(_edited("write", spoil), SPAN, report)
     assert len(got) == len(RECORDED["replayed"]["bin_start"]) - 2

@@ -92,6 +92,8 @@ def test_rates_read_back_equal_the_replayed_bins(replayed, tmp_path):
     feed = PrometheusFeed(_options(url, max_points=3))
     first = feed.poll(wh, now=end)
     assert (first.rows, dict(first.warnings), first.lag) == (3, {}, 2 * 300.0)
+    # a sample per bin and direction
+    assert first.line() == "prometheus lustre: 6 messages, 3 rows, lag 600.0 s"
     second = feed.poll(wh, now=end)
     assert (second.rows, dict(second.warnings), second.lag) == (2, {}, 0.0)
     again = PrometheusFeed(_options(url)).poll(wh, now=end + 1)

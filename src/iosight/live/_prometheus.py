@@ -177,13 +177,15 @@ def plan_range(
 def rates_from_response(body: bytes, span: BinRange, report: FeedReport) -> dict[float, float]:
     """Bytes per bin (``bin_start`` -> bytes) from one ``query_range`` answer: the series
     of the matrix summed, each sample at ``t`` the bin ``[t - width, t)`` holding ``rate *
-    width`` bytes. An answer that cannot be read raises :class:`SourceFailure`; a sample
-    that is off the query's grid, not a number or negative is left out and counted (one
-    warning line per answer)."""
+    width`` bytes; the samples read are counted as the report's ``messages``. An answer
+    that cannot be read raises :class:`SourceFailure`; a sample that is off the query's
+    grid, not a number or negative is left out and counted (one warning line per answer)."""
     out: dict[float, float] = {}
     bad: list[str] = []
     for series in _matrix(body):
-        for point in _values(series):
+        points = _values(series)
+        report.messages += len(points)
+        for point in points:
             value = _sample(point, span)
             if isinstance(value, str):
                 bad.append(value)
@@ -191,8 +193,7 @@ def rates_from_response(body: bytes, span: BinRange, report: FeedReport) -> dict
             start = value[0] - span.width
             out[start] = out.get(start, 0.0) + value[1] * span.width
     if bad:
-        report.warn("malformed", f"{len(bad)} sample(s) left out, the first: {bad[0]}")
-        report.warnings["malformed"] += len(bad) - 1
+        report.warn("malformed", len(bad), f"samples left out, the first: {bad[0]}")
     return out
 
 
@@ -248,7 +249,8 @@ class PrometheusFeed:
         """Fetch the bins ended since the resume point (at most ``max_points``) and commit
         them with the new resume point; a failed query writes nothing."""
         now = time.time() if now is None else float(now)
-        o, report = self.options, FeedReport()
+        o = self.options
+        report = FeedReport(f"prometheus {o.name}", now)
         until = resume_point(warehouse, o.name)
         if until is None:
             until = math.floor((now - o.delay - o.backfill) / o.bin_width) * o.bin_width
@@ -277,7 +279,7 @@ class PrometheusFeed:
         if self._failing == failure.kind:
             report.warnings[failure.kind] += 1
         else:
-            report.warn(failure.kind, f"Prometheus at {self.options.url}: {failure}")
+            report.warn(failure.kind, 1, f"Prometheus at {self.options.url}: {failure}")
         self._failing = failure.kind
 
     def _recovered(self) -> None:
