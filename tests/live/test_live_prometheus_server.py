@@ -23,6 +23,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
 import time
 import urllib.parse
 import urllib.request
@@ -34,7 +37,7 @@ from prometheus_server import start_prometheus
 from iosight.live import PrometheusFeed, PrometheusOptions, Recording, ReplayExporter
 from iosight.live._prometheus import LIVE_RATES, RESUME, BinRange, query_range, resume_point
 from iosight.warehouse import Warehouse
-from tests_support import free_port
+from tests_support import child_env, free_port
 
 BINS, SPEED, RESOLUTION, WAIT_S = 5, 600.0, 60, 20.0
 
@@ -108,6 +111,35 @@ def test_rates_read_back_equal_the_replayed_bins(replayed, tmp_path):
     assert set(got["source"]) == {"lustre"} and set(got["known_at"]) == {end}
     assert len(wh.sql(f"select * from {RESUME}")) == 1
     _record(url, exporter, rec)
+
+
+@pytest.mark.parametrize("point, landed", [("staged", 0), ("published", 3)])
+def test_a_feed_killed_in_its_commit_neither_loses_nor_repeats_a_bin(
+    replayed, tmp_path, point, landed
+):
+    """SIGKILL in the poll's commit, before (staged) or after (published) its record: the
+    next open rolls the batch back or forward, rows and resume point together, and the
+    polls after it fetch the rest once."""
+    url, exporter, rec = replayed
+    path, end = tmp_path / "wh", exporter.clock_start + rec.duration
+    code = (
+        "from iosight.live import PrometheusFeed, PrometheusOptions\n"
+        "from iosight.warehouse import Warehouse\n"
+        f"o = PrometheusOptions({url!r}, delay=0.0, backfill={BINS * 300.0}, max_points=3)\n"
+        f"PrometheusFeed(o).poll(Warehouse({str(path)!r}, create=True), now={end!r})\n"
+    )
+    env = child_env(IOSIGHT_TEST_CRASH_AT=f"{point}:1")
+    killed = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()[-500:]
+    wh = Warehouse(path)
+    rows = len(wh.table(LIVE_RATES)) if wh.has_table(LIVE_RATES) else 0
+    assert rows == landed and resume_point(wh, "lustre") == (end - 600.0 if landed else None)
+    feed = PrometheusFeed(_options(url, max_points=3))
+    while feed.poll(wh, now=end).rows:
+        pass
+    got = wh.sql(f"select bin_start, write_bytes from {LIVE_RATES} order by bin_start")
+    np.testing.assert_array_equal(got["bin_start"], exporter.clock_start + 300.0 * np.arange(BINS))
+    np.testing.assert_allclose(got["write_bytes"], rec.write_bytes, rtol=1e-9)
 
 
 def test_refused_query_and_oversized_answer_write_nothing(replayed, tmp_path):
