@@ -3,8 +3,8 @@
 A facility that exports its file servers' byte counters to Prometheus (the Lustre
 exporter's per-OST ``lustre_read_bytes_total`` / ``lustre_write_bytes_total``, its
 jobstats' ``lustre_job_*``, the node exporter's NFS or disk counters) knows the system's
-read/write rate up to now: the ``live`` information regime of the burst forecasts
-(Saeedizade et al. (2023), §IV, assume it). Each :meth:`PrometheusFeed.poll` asks
+read/write rate up to now: the ``live`` information regime of the burst forecasts, whose
+features assume it (Saeedizade et al. (2023), §V). Each :meth:`PrometheusFeed.poll` asks
 Prometheus' ``/api/v1/query_range`` for the 5-minute bins that ended since the last poll
 and appends them to table ``live_rates``, in the timeline's units (bytes in the bin).
 
@@ -20,11 +20,14 @@ for gets no row (unknown is not zero).
 
 Bounded. One poll fetches at most ``max_points`` bins (a feed that is behind catches up
 over several polls, the report's ``lag`` says how far behind it is), reads at most
-``max_bytes`` of each answer and gives up on one not read within ``timeout`` seconds. A server that
-is down or answers an error is a ``source_down`` count, one that does not answer in time
-``slow``, an answer that cannot be read ``malformed``: one warning line, nothing written,
-the same bins asked again at the next poll. The resume point (the end of the last bin
-fetched) is table ``live_rates_resume``, one row per source, committed with the rows.
+``max_bytes`` of each answer and gives up on one not read within ``timeout`` seconds.
+What goes wrong is counted by kind, with one warning line: a server that cannot be
+reached, answers HTTP 5xx or closes the connection mid-answer is ``source_down``, one
+not read in time ``slow``, a query refused (HTTP 4xx) ``bad_query``, an answer over
+``max_bytes`` ``too_large``, one that cannot be read ``malformed``. Nothing is written
+then, and the same bins are asked again at the next poll. The resume point (the end of
+the last bin fetched) is table ``live_rates_resume``, one row per source, committed
+with the rows.
 """
 
 from __future__ import annotations
