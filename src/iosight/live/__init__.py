@@ -20,9 +20,11 @@ __getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {
         "_config": ("ForecastSettings", "LiveConfig", "LogsSettings", "ServeSettings"),
+        "_exporter": ("Recording", "ReplayExporter"),
+        "_feed": ("FeedReport",),
+        "_prometheus": ("PRESETS", "PrometheusFeed", "PrometheusOptions", "prometheus_feed"),
         "_refresh": ("Refresh",),
         "_service": ("FEEDS", "STATUS", "Feed", "LiveService", "make_feed"),
-        "_feed": ("FeedReport",),
         "_slurm": (
             "SlurmFeed",
             "SlurmFeedOptions",

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from iosight._errors import IosightError
 from iosight.live._config import LiveConfig
+from iosight.live._prometheus import prometheus_feed
 from iosight.live._refresh import Refresh
 from iosight.live._slurm import slurm_feed
 
@@ -38,7 +39,10 @@ class Feed(Protocol):
 
 
 #: feed kind (a key of the configuration's ``feeds``) -> maker from its settings mapping
-FEEDS: dict[str, Callable[[Mapping], Feed]] = {"slurm": slurm_feed}
+FEEDS: dict[str, Callable[[Mapping], Feed]] = {
+    "prometheus": prometheus_feed,
+    "slurm": slurm_feed,
+}
 
 
 def make_feed(kind: str, settings: Mapping) -> Feed:

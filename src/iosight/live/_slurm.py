@@ -88,18 +88,14 @@ def slurm_feed(settings: Mapping) -> SlurmFeed:
     :class:`SlurmFeedOptions`' fields: a command is a list or one string (split as a
     shell would), ``sacct: null`` where the site runs no accounting, ``timeout`` and
     ``lookback`` durations (``30s``, ``1d``)."""
-    from iosight.live._config import _duration, _known_keys
+    from iosight.live._config import feed_options
 
-    _known_keys("feeds.slurm", settings, SlurmFeedOptions)
-    opts = dict(settings)
+    opts = feed_options("slurm", settings, SlurmFeedOptions, ("timeout", "lookback"))
     for name in ("squeue", "sacct"):
         if isinstance(opts.get(name), str):
             opts[name] = tuple(shlex.split(opts[name]))
         elif opts.get(name) is not None:
             opts[name] = tuple(str(a) for a in opts[name])
-    for name in ("timeout", "lookback"):
-        if name in opts:
-            opts[name] = _duration(f"feeds.slurm.{name}", opts[name])
     if opts.get("recorded") is not None:
         opts["recorded"] = Path(opts["recorded"])
     return SlurmFeed(SlurmFeedOptions(**opts))
@@ -135,10 +131,10 @@ class SlurmFeed:
         ``lag``: seconds the source took to answer.
         """
         now = time.time() if now is None else float(now)
-        report = FeedReport()
+        report = FeedReport("slurm", now)
         last = last_snapshot(warehouse)
         if last is not None and now <= last[0]:
-            report.warn("future_clock", f"the last Slurm snapshot ({_utc(last[0])}) is not "
+            report.warn("future_clock", 1, f"the last Slurm snapshot ({_utc(last[0])}) is not "
                         f"before this poll ({_utc(now)}); nothing taken")  # fmt: skip
             return report
         began = time.monotonic()
@@ -161,7 +157,7 @@ class SlurmFeed:
             since = now - self.options.lookback if last is None else last[0]
             return self._commands(since, report)
         except _Problem as problem:
-            report.warn(problem.kind, str(problem))
+            report.warn(problem.kind, 1, str(problem))
             return None
 
     def _commands(self, since: float, report: FeedReport) -> _Snapshot:
@@ -174,7 +170,7 @@ class SlurmFeed:
                 snap.docs.append(_run_json(argv, opt.timeout, opt.max_output))
                 snap.source = "squeue+sacct"
             except _Problem as problem:
-                report.warn(problem.kind, str(problem))
+                report.warn(problem.kind, 1, str(problem))
         return snap
 
 
@@ -321,7 +317,7 @@ def _merge(docs: list[dict], report: FeedReport) -> list[dict]:
                 row = parse_job(job)
             except (KeyError, TypeError, ValueError, AttributeError) as err:
                 jobid = job.get("job_id", "?") if isinstance(job, dict) else "?"
-                report.warn("malformed", f"Slurm job {jobid}: unreadable ({err!r})")
+                report.warn("malformed", 1, f"Slurm job {jobid}: unreadable ({err!r})")
                 continue
             rows.setdefault(row["jobid"], row)
     return list(rows.values())
