@@ -57,6 +57,7 @@ class Recording:
 
     @property
     def duration(self) -> float:
+        """Seconds of recording: bins times the bin width."""
         return self.width * len(self.read_bytes)
 
     @classmethod
@@ -182,6 +183,7 @@ class ReplayExporter:
         return self
 
     def stop(self) -> None:
+        """Stop serving and wait for the server's thread (nothing if not started)."""
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -196,6 +198,7 @@ class ReplayExporter:
 
     @property
     def url(self) -> str:
+        """The address Prometheus scrapes: ``http://host:port/metrics``."""
         return f"http://{self.host}:{self.port}/metrics"
 
     def _start_clock(self, wall: float) -> None:

@@ -15,10 +15,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from iosight._errors import IosightError
 from iosight.live._config import LiveConfig
+from iosight.live._feed import FeedReport
 from iosight.live._prometheus import prometheus_feed
 from iosight.live._refresh import Refresh
 from iosight.live._slurm import slurm_feed
@@ -35,7 +36,8 @@ class Feed(Protocol):
     one commit with its resume point, and reports; it never raises for the source's
     faults (they are counted in the report)."""
 
-    def poll(self, warehouse: Warehouse, now: float | None = None) -> Any: ...
+    def poll(self, warehouse: Warehouse, now: float | None = None) -> FeedReport:
+        """One bounded step at ``now`` (epoch s; default the clock)."""
 
 
 #: feed kind (a key of the configuration's ``feeds``) -> maker from its settings mapping
@@ -75,7 +77,7 @@ class _Status:
             name, {"rows": 0, "warnings": {}, "lag_s": None, "polled_at": None}
         )
 
-    def feed(self, kind: str, report: Any, now: float) -> None:
+    def feed(self, kind: str, report: FeedReport, now: float) -> None:
         entry = self.source(kind)
         entry["rows"] += report.rows
         for what, n in report.warnings.items():
