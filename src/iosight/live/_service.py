@@ -183,6 +183,11 @@ class LiveService:
             self.status.logs(batches, len(self.follower.scanner.pending), time.time())
         for kind, feed in self.feeds.items():  # their warnings are logged as they happen
             self.status.feed(kind, feed.poll(self.warehouse), time.time())
+        if self.feeds:  # each poll adds small files; follow mode compacts after its batches
+            from iosight.warehouse import auto_compact
+
+            done = auto_compact(self.warehouse)
+            lines += [done.line()] if done is not None else []
         lines += self.refresh.after_batch() if new_jobs else []
         self.status.doc["updated_at"] = time.time()
         self.warehouse.write_state(STATUS, self.status.doc)
