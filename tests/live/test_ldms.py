@@ -201,3 +201,30 @@ def test_standard_input_is_read_without_blocking_until_it_ends(tmp_path):
     out = proc.stdout.read()
     assert out.decode().split(" ", 1) == ["100", "{'truncated': 1, 'source_down': 1}\n"]
     assert _stored(Warehouse(tmp_path / "wh")) == _expected(lines)
+
+
+_DRAIN = """
+import sys
+from iosight.live import LdmsFeed, LdmsOptions
+from iosight.warehouse import Warehouse
+wh = Warehouse(sys.argv[1], create=True)
+feed = LdmsFeed(LdmsOptions(sys.argv[2], max_line=1024, max_bytes=8192))
+while feed.poll(wh, now=float(sys.argv[3])).messages:
+    pass
+"""
+
+
+@pytest.mark.parametrize("crash", ["staged:3", "published:4"])
+def test_a_feed_killed_mid_commit_resumes_at_its_stored_offset(tmp_path, crash):
+    lines = list(synthetic_ldms_stream(JOB, 150, modules=("POSIX", "STDIO")))
+    path = tmp_path / "darshan.jsonl"
+    _append(path, lines)
+    args = [sys.executable, "-c", _DRAIN, str(tmp_path / "wh"), str(path), repr(NOW)]
+    killed = subprocess.run(args, env=child_env(IOSIGHT_TEST_CRASH_AT=crash), capture_output=True)
+    assert killed.returncode == -9, killed.stderr
+    partway = _stored(Warehouse(tmp_path / "wh"))  # rolls the killed commit forward or back
+    taken = sum(r + w for *_, r, w in partway.values())
+    assert 0 < taken < sum(r + w for *_, r, w in _expected(lines).values())
+    again = subprocess.run(args, env=child_env(), capture_output=True, text=True)
+    assert again.returncode == 0 and "Traceback" not in again.stderr, again.stderr
+    assert _stored(Warehouse(tmp_path / "wh")) == _expected(lines)

@@ -237,8 +237,8 @@ def stored_position(warehouse: Warehouse, name: str) -> FilePosition:
                          [name])  # fmt: skip
     if not len(got):
         return FilePosition()
-    inode, offset, skipping = got[0]
-    return FilePosition(int(inode), int(offset), bool(skipping))
+    row = got.records()[0]
+    return FilePosition(int(row["inode"]), int(row["offset"]), bool(row["skipping"]))
 
 
 class LdmsFeed:

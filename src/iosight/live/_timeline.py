@@ -2,10 +2,11 @@
 
 A job's Darshan log is complete and exact; its LDMS messages are what was seen of it
 while it ran. So at time T a job counts once: by its log when the log is known by T
-(``jobs`` has its ``jobid``, :data:`~iosight.warehouse.KNOWN_AT` <= T, and the log's job
-had not ended before the stream's first row of it: job ids are recycled), else by the
-``live_io`` rows known by T. Only the layers the timeline counts reach it
-(:data:`iosight.timeline.LAYERS`: MPI-IO and HDF5 run over POSIX and would count twice).
+(``jobs`` has its ``jobid`` and :data:`~iosight.warehouse.KNOWN_AT` <= T), else by the
+``live_io`` rows known by T. A log replaces the rows of its job id in the bins its run
+touches, not others: job ids are recycled, and a later run of the id is another job.
+Only the layers the timeline counts reach it (:data:`iosight.timeline.LAYERS`: MPI-IO
+and HDF5 run over POSIX and would count twice).
 """
 
 from __future__ import annotations
@@ -24,37 +25,40 @@ if TYPE_CHECKING:
 
 
 def _live_sql(as_of: float | None, with_jobs: bool) -> str:
-    """Per live job and bin: bytes and operations of the timeline's layers, and whether
-    the bin is its first or last (``first``, ``last``), for the jobs no log replaces."""
+    """Per live job and bin: bytes and operations of the timeline's layers, and the job's
+    first and last bin (``b0``, ``b1``), of the rows no log replaces."""
     from iosight.timeline import LAYERS
     from iosight.warehouse import known_at_sql
 
     known = "true" if as_of is None else f"known_at <= {float(as_of)!r}"
     layers = ", ".join(f"'{m}'" for m in LAYERS)
-    replaced = "select null where false"
+    kept = "l"
     if with_jobs:
         log_known = "true" if as_of is None else f"{known_at_sql('j')} <= {float(as_of)!r}"
-        replaced = (
-            "select s.jobid from span s join jobs j on j.jobid = s.jobid "
-            f"where {log_known} and coalesce(j.end_time, j.start_time) >= s.b0"
+        kept = (
+            "(select * from l where not exists (select 1 from jobs j where j.jobid = l.jobid "
+            f"and {log_known} and l.bin_start <= coalesce(j.end_time, j.start_time) "
+            f"and l.bin_start + {BIN_WIDTH!r} > j.start_time))"
         )
+
+    def layer(col: str) -> str:
+        return f"sum(case when k.module in ({layers}) then k.{col} else 0 end)"
+
     return (
-        f"with l as (select * from {LIVE_IO} where {known}), "
-        "span as (select jobid, min(bin_start) as b0, max(bin_start) as b1 from l group by jobid), "
-        f"kept as (select * from span where jobid not in ({replaced})) "
-        "select k.jobid, k.b0, k.b1, l.bin_start, "
-        f"sum(case when l.module in ({layers}) then l.read_bytes else 0 end) as read_bytes, "
-        f"sum(case when l.module in ({layers}) then l.write_bytes else 0 end) as write_bytes, "
-        f"sum(case when l.module in ({layers}) then l.reads else 0 end) as read_ops, "
-        f"sum(case when l.module in ({layers}) then l.writes else 0 end) as write_ops "
-        "from l join kept k using (jobid) group by k.jobid, k.b0, k.b1, l.bin_start"
+        f"with l as (select * from {LIVE_IO} where {known}), kept as (select * from {kept}), "
+        "span as (select jobid, min(bin_start) as b0, max(bin_start) as b1 from kept "
+        "group by jobid) "
+        f"select k.jobid, s.b0, s.b1, k.bin_start, {layer('read_bytes')} as read_bytes, "
+        f"{layer('write_bytes')} as write_bytes, {layer('reads')} as read_ops, "
+        f"{layer('writes')} as write_ops from kept k join span s using (jobid) "
+        "group by k.jobid, s.b0, s.b1, k.bin_start"
     )
 
 
 def live_rows(warehouse: Warehouse, as_of: float | None = None) -> pd.DataFrame:
-    """The ``live_io`` sums known by ``as_of`` (all: None) of the jobs no log known by
-    then replaces: one row per (``jobid``, ``bin_start``) with ``b0``/``b1`` (the job's
-    first and last bin in the stream), bytes and operations of the timeline's layers."""
+    """The ``live_io`` sums known by ``as_of`` (all: None) that no log known by then
+    replaces: one row per (``jobid``, ``bin_start``) with ``b0``/``b1`` (the job's first
+    and last such bin), bytes and operations of the timeline's layers."""
     import pandas as pd
 
     if not warehouse.has_table(LIVE_IO):
