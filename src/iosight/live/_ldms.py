@@ -7,15 +7,16 @@ subscribed to it writes the messages as JSON lines (``ldmsd_stream_subscribe -f 
 or to standard output, piped in or sent to a local socket); :class:`LdmsFeed` reads
 them, a bounded step per :meth:`~LdmsFeed.poll`.
 
-The lines are parsed in bulk (``pyarrow.json`` on blocks of lines, only the fields used;
-a block that fails is cut in halves until its bad lines stand alone, so a bad line costs
-a few re-parses, not a per-line parser for all). Each message's bytes (``seg[0].len`` of
-``read`` and ``write``) count in the 5-minute bin of its end (``seg[0].timestamp``,
-absolute epoch seconds). A message is left out, counted and logged once per poll, when
-it is not JSON of the expected types (``malformed``), lacks a field used
-(``missing_field``), names a module the connector does not publish (``unknown_module``)
-or ends later than the poll's clock plus ``future_tolerance`` (``future_clock``: a node
-whose clock runs ahead would otherwise place I/O in bins not yet begun).
+The lines are parsed in bulk (DuckDB's JSON reader on the block a poll read, only the
+fields used; a block that fails is cut in halves until its bad lines stand alone, so a
+bad line costs a few re-parses, not a per-line parser for all). Each message's bytes
+(``seg[0].len`` of ``read`` and ``write``) count in the 5-minute bin of its end
+(``seg[0].timestamp``, absolute epoch seconds). A message is left out, counted and
+logged once per poll, when it is not JSON of the expected types (``malformed``), lacks a
+field used (``missing_field``), names a module the connector does not publish
+(``unknown_module``) or ends later than the poll's clock plus ``future_tolerance``
+(``future_clock``: a node whose clock runs ahead would otherwise place I/O in bins not
+yet begun).
 
 Each poll appends one row per (job, module, bin) of what it took, stamped ``known_at`` =
 the poll's clock, and, for a file, its resume point (table ``live_ldms_state``) in the
@@ -40,6 +41,7 @@ from iosight.live._ldms_format import LDMS_MODULES
 from iosight.live._lines import FileLines, FilePosition, Lines, StreamLines, TcpLines
 
 if TYPE_CHECKING:
+    import duckdb
     import pyarrow as pa
 
     from iosight.warehouse import Warehouse
@@ -48,7 +50,6 @@ BIN_WIDTH = 300.0  # seconds: the timeline's bins (Saeedizade et al. (2023), §I
 LIVE_IO, STATE = "live_io", "live_ldms_state"
 LIVE_IO_COLUMNS = ("jobid", "uid", "exe", "module", "bin_start", "read_bytes",
                    "write_bytes", "reads", "writes", "known_at")  # fmt: skip
-_BLOCK = 8 << 20  # bytes pyarrow.json parses per block (one thread: 2 cores are shared)
 _EXAMPLE = 120  # characters of a bad line quoted in its warning
 
 
@@ -98,32 +99,33 @@ def tcp_address(source: str) -> tuple[str, int]:
 
 
 # ------------------------------------------------------------------ parsing
-def _schema() -> pa.Schema:
-    import pyarrow as pa
-
-    seg = pa.struct([("len", pa.int64()), ("timestamp", pa.float64())])
-    return pa.schema([("uid", pa.int64()), ("exe", pa.string()), ("job_id", pa.int64()),
-                      ("module", pa.string()), ("op", pa.string()),
-                      ("seg", pa.list_(seg))])  # fmt: skip
+#: the fields used, as DuckDB's ``read_json`` takes them (any other field is skipped)
+_COLUMNS = {"uid": "BIGINT", "exe": "VARCHAR", "job_id": "BIGINT", "module": "VARCHAR",
+            "op": "VARCHAR", "seg": 'STRUCT(len BIGINT, "timestamp" DOUBLE)[]'}  # fmt: skip
 
 
-def _read_block(data: bytes, schema: pa.Schema) -> pa.Table:
-    import pyarrow.json as pj
+def parser_connection() -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection of its own for parsing, on one thread (a feed shares the
+    machine with the service it runs in)."""
+    import duckdb
 
-    return pj.read_json(
-        io.BytesIO(data),
-        read_options=pj.ReadOptions(use_threads=False, block_size=_BLOCK),
-        parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
-    )
+    con = duckdb.connect()
+    con.execute("set threads = 1")
+    return con
 
 
-def _parse(data: bytes, schema: pa.Schema, bad: list[bytes]) -> list[pa.Table]:
+def _read_block(data: bytes, con: duckdb.DuckDBPyConnection) -> pa.Table:
+    rel = con.read_json(io.BytesIO(data), format="newline_delimited", columns=_COLUMNS)
+    return rel.to_arrow_table()
+
+
+def _parse(data: bytes, con: duckdb.DuckDBPyConnection, bad: list[bytes]) -> list[pa.Table]:
     """Tables of the valid lines of ``data``; the invalid lines go to ``bad``."""
-    import pyarrow as pa
+    import duckdb
 
     try:
-        return [_read_block(data, schema)]
-    except pa.ArrowInvalid:
+        return [_read_block(data, con)]
+    except duckdb.Error:
         pass
     mid = data.find(b"\n", len(data) // 2)
     if mid in (-1, len(data) - 1):
@@ -131,20 +133,36 @@ def _parse(data: bytes, schema: pa.Schema, bad: list[bytes]) -> list[pa.Table]:
     if mid < 0:  # one line
         bad.append(data)
         return []
-    return _parse(data[: mid + 1], schema, bad) + _parse(data[mid + 1 :], schema, bad)
+    return _parse(data[: mid + 1], con, bad) + _parse(data[mid + 1 :], con, bad)
 
 
-def parse_messages(data: bytes) -> tuple[pa.Table, list[bytes]]:
+def parse_messages(
+    data: bytes, con: duckdb.DuckDBPyConnection | None = None
+) -> tuple[pa.Table, list[bytes]]:
     """The messages of complete JSON lines ``data`` (the fields used: ``uid``, ``exe``,
     ``job_id``, ``module``, ``op``, ``seg[].len``, ``seg[].timestamp``), and the lines
-    that are not JSON of those types. NUL bytes are dropped first: the connector
-    publishes its C string with the terminating NUL, which some subscribers write out."""
+    that are not JSON objects of those types. DuckDB's JSON reader parses them, about
+    twice as fast as ``pyarrow.json`` here (``con``: a :func:`parser_connection`, made
+    when not given). NUL bytes are dropped first: the connector publishes its C string
+    with the terminating NUL, which some subscribers write out."""
     import pyarrow as pa
 
-    schema, bad = _schema(), []
+    bad: list[bytes] = []
     data = data.replace(b"\x00", b"")
-    parts = _parse(data, schema, bad) if data.strip() else []
-    return (pa.concat_tables(parts) if parts else schema.empty_table()), bad
+    if not data.strip():
+        return _empty(), bad
+    parts = _parse(data, con or parser_connection(), bad)
+    parts = [p for p in parts if p.num_rows]
+    return (pa.concat_tables(parts) if parts else _empty()), bad
+
+
+def _empty() -> pa.Table:
+    import pyarrow as pa
+
+    seg = pa.struct([("len", pa.int64()), ("timestamp", pa.float64())])
+    return pa.schema([("uid", pa.int64()), ("exe", pa.string()), ("job_id", pa.int64()),
+                      ("module", pa.string()), ("op", pa.string()),
+                      ("seg", pa.list_(seg))]).empty_table()  # fmt: skip
 
 
 def _first_segment(msgs: pa.Table) -> pa.Table:
@@ -249,6 +267,7 @@ class LdmsFeed:
         self.options = options
         self.source = _source(options)
         self._resumed = False
+        self._con: duckdb.DuckDBPyConnection | None = None
 
     def poll(self, warehouse: Warehouse, now: float | None = None) -> FeedReport:
         """One bounded step: read, parse, and commit the rows (with a file's resume point)
@@ -258,7 +277,9 @@ class LdmsFeed:
         lines, position = self._read(warehouse)
         for kind, count, detail in lines.warnings:
             report.warn(kind, count, detail)
-        msgs, bad = parse_messages(lines.data)
+        if self._con is None:
+            self._con = parser_connection()
+        msgs, bad = parse_messages(lines.data, self._con)
         if bad:
             example = bad[0][:_EXAMPLE].decode("utf-8", "replace").strip()
             report.warn("malformed", len(bad), f"lines that are not a Darshan message: {example}")
