@@ -148,8 +148,9 @@ def parse_messages(
     import pyarrow as pa
 
     bad: list[bytes] = []
-    data = data.replace(b"\x00", b"")
-    if not data.strip():
+    if b"\x00" in data:
+        data = data.replace(b"\x00", b"")
+    if not data or data.isspace():  # isspace stops at the first other byte: no copy
         return _empty(), bad
     parts = _parse(data, con or parser_connection(), bad)
     parts = [p for p in parts if p.num_rows]
