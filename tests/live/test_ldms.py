@@ -110,6 +110,9 @@ def test_bad_input_is_one_warning_and_a_count_each(wh, tmp_path, caplog):
     good = list(synthetic_ldms_stream(JOB, 200))
     future = ldms_message(JOB, rank=0, record_id=1, file="/f", module="POSIX", op="write",
                           start=7200.0, end=7200.1, length=10)  # fmt: skip
+    unset = LdmsJob(4242, 1001, "/apps/sim", start=0.0)  # a node whose clock says 1970
+    past = ldms_message(unset, rank=0, record_id=1, file="/f", module="POSIX", op="write",
+                        start=5.0, end=5.1, length=10)  # fmt: skip
     bad = [
         good[5][:-40],  # truncated
         '{"job_id": "N/A"}',  # wrong type
@@ -118,6 +121,7 @@ def test_bad_input_is_one_warning_and_a_count_each(wh, tmp_path, caplog):
         '{"uid":1, "exe":"N/A", "job_id":4242, "module":"POSIX", "op":"write"}',  # no seg
         good[7].replace('"POSIX"', '"LUSTRE"'),
         future,
+        past,
         "x" * 5000,  # longer than max_line
     ]
     path = tmp_path / "darshan.jsonl"
@@ -125,8 +129,8 @@ def test_bad_input_is_one_warning_and_a_count_each(wh, tmp_path, caplog):
     caplog.set_level("WARNING", logger="iosight.live")
     report = LdmsFeed(LdmsOptions(str(path), max_line=4096)).poll(wh, now=NOW)
     assert dict(report.warnings) == {"malformed": 3, "missing_field": 1, "unknown_module": 1,
-                                     "future_clock": 1, "too_long": 1}  # fmt: skip
-    assert len(caplog.records) == 5
+                                     "future_clock": 1, "past_clock": 1, "too_long": 1}  # fmt: skip
+    assert len(caplog.records) == 6
     assert _stored(wh) == _expected(good)
 
 

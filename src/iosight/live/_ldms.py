@@ -14,9 +14,9 @@ bad line costs a few re-parses, not a per-line parser for all). Each message's b
 (``seg[0].timestamp``, absolute epoch seconds). A message is left out, counted and
 logged once per poll, when it is not JSON of the expected types (``malformed``), lacks a
 field used (``missing_field``), names a module the connector does not publish
-(``unknown_module``) or ends later than the poll's clock plus ``future_tolerance``
+(``unknown_module``), or ends later than the poll's clock plus ``future_tolerance``
 (``future_clock``: a node whose clock runs ahead would otherwise place I/O in bins not
-yet begun).
+yet begun) or earlier than the clock less ``max_age`` (``past_clock``).
 
 Each poll appends one row per (job, module, bin) of what it took, stamped ``known_at`` =
 the poll's clock, and, for a file, its resume point (table ``live_ldms_state``) in the
@@ -62,7 +62,9 @@ class LdmsOptions:
     interface: it takes no credentials). ``name`` keys the stored resume point (one per
     feed). At most ``max_bytes`` are read per poll; a line over ``max_line`` bytes is
     dropped (the connector's messages fit 1,024); a message that ends more than
-    ``future_tolerance`` seconds after the poll's clock is left out.
+    ``future_tolerance`` seconds after the poll's clock, or more than ``max_age`` seconds
+    before it (a node whose clock was never set says 1970: its bins would stretch the
+    live timeline over decades), is left out.
     """
 
     source: str
@@ -70,6 +72,7 @@ class LdmsOptions:
     max_line: int = 1 << 16
     max_bytes: int = 64 << 20
     future_tolerance: float = 300.0
+    max_age: float = 7 * 86400.0
 
     def __post_init__(self) -> None:
         check_param("source", self.source, bool(self.source), "a file, '-' or 'tcp:PORT'")
@@ -79,6 +82,8 @@ class LdmsOptions:
         check_param("max_bytes", self.max_bytes, ok, "an integer > max_line (bytes)")
         ok = self.future_tolerance >= 0 and math.isfinite(self.future_tolerance)
         check_param("future_tolerance", self.future_tolerance, ok, "seconds >= 0")
+        ok = self.max_age > 0 and math.isfinite(self.max_age)
+        check_param("max_age", self.max_age, ok, "seconds > 0")
         if self.source.startswith("tcp:"):
             tcp_address(self.source)
 
@@ -183,9 +188,12 @@ def _first_segment(msgs: pa.Table) -> pa.Table:
     return msgs.filter(ok) if ok is not None and msgs.num_rows else msgs
 
 
-def message_rows(msgs: pa.Table, now: float, tolerance: float, report: FeedReport) -> pa.Table:
+def message_rows(
+    msgs: pa.Table, now: float, options: LdmsOptions, report: FeedReport
+) -> pa.Table:
     """``live_io`` rows of the messages ``msgs`` (:func:`parse_messages`) taken at
-    ``now``; the messages left out are counted in ``report``."""
+    ``now``; the messages left out (``options``' clock bounds) are counted in
+    ``report``."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -199,11 +207,16 @@ def message_rows(msgs: pa.Table, now: float, tolerance: float, report: FeedRepor
         report.warn("unknown_module", int((~known).sum()), f"modules {names}")
     msgs = msgs.filter(pa.array(known))
     ts = msgs["timestamp"].to_numpy()
-    future = ts > now + tolerance
+    future, past = ts > now + options.future_tolerance, ts < now - options.max_age
     if future.any():
         report.warn("future_clock", int(future.sum()), f"messages up to "
                     f"{float(ts.max() - now):.0f} s after the poll's clock")  # fmt: skip
-        msgs, ts = msgs.filter(pa.array(~future)), ts[~future]
+    if past.any():
+        report.warn("past_clock", int(past.sum()), f"messages up to "
+                    f"{float(now - ts.min()):.0f} s before the poll's clock")  # fmt: skip
+    if future.any() or past.any():
+        keep = ~(future | past)
+        msgs, ts = msgs.filter(pa.array(keep)), ts[keep]
     if len(ts):
         report.lag = max(now - float(ts.max()), 0.0)
     return _aggregate(msgs, ts, now)
@@ -238,6 +251,17 @@ def _aggregate(msgs: pa.Table, ts: np.ndarray, now: float) -> pa.Table:
 
 
 # ------------------------------------------------------------------ the feed
+def _report_lines(lines: Lines, report: FeedReport) -> None:
+    """The line source's warnings, one line per kind (the first one's detail)."""
+    counts: dict[str, int] = {}
+    details: dict[str, str] = {}
+    for kind, count, detail in lines.warnings:
+        counts[kind] = counts.get(kind, 0) + count
+        details.setdefault(kind, detail)
+    for kind, count in counts.items():
+        report.warn(kind, count, details[kind])
+
+
 def _source(options: LdmsOptions) -> FileLines | StreamLines | TcpLines:
     if options.source == "-":
         return StreamLines(sys.stdin.fileno(), options.max_line)
@@ -276,8 +300,7 @@ class LdmsFeed:
         now = time.time() if now is None else float(now)
         report = FeedReport(self.options.name, now)
         lines, position = self._read(warehouse)
-        for kind, count, detail in lines.warnings:
-            report.warn(kind, count, detail)
+        _report_lines(lines, report)
         if self._con is None:
             self._con = parser_connection()
         msgs, bad = parse_messages(lines.data, self._con)
@@ -285,7 +308,7 @@ class LdmsFeed:
             example = bad[0][:_EXAMPLE].decode("utf-8", "replace").strip()
             report.warn("malformed", len(bad), f"lines that are not a Darshan message: {example}")
         report.messages = msgs.num_rows
-        rows = message_rows(msgs, now, self.options.future_tolerance, report)
+        rows = message_rows(msgs, now, self.options, report)
         report.rows = rows.num_rows
         self._commit(warehouse, rows, position, now)
         return report
