@@ -21,7 +21,6 @@ is either in a committed poll or lost with the process, never stored twice.
 
 from __future__ import annotations
 
-import errno
 import os
 import selectors
 import socket
@@ -248,6 +247,9 @@ class TcpLines:
                 conn, _ = self.server.accept()
             except BlockingIOError:
                 return
+            except OSError as err:  # out of file descriptors: the rest wait in the backlog
+                out.warn("source_down", f"cannot accept on {self._where()}: {err}")
+                return
             conn.setblocking(False)
             self.buffers[conn] = LineBuffer(self.max_line)
             self.selector.register(conn, selectors.EVENT_READ)
@@ -259,9 +261,7 @@ class TcpLines:
                 chunk = conn.recv(min(_RECV, limit - size))
             except BlockingIOError:
                 break
-            except OSError as err:
-                if err.errno not in (errno.ECONNRESET, errno.EPIPE):
-                    raise
+            except OSError:  # reset by the peer, or worse: this connection is over
                 chunk = b""
             if not chunk:
                 got.append(buffer.feed(b"", out))
