@@ -45,10 +45,19 @@ class Lines:
         self.warnings.append((kind, count, detail))
 
 
+def _may_hold_long_lines(data: bytes, max_line: int) -> bool:
+    """Whether some window of ``max_line // 2`` bytes at a multiple of that size holds no
+    newline: a line longer than ``max_line`` covers such a window whole. Each ``find``
+    stops at the window's first newline, so the common case costs a few thousand calls,
+    not a scan of the block."""
+    h = max_line // 2
+    return any(data.find(b"\n", k, k + h) < 0 for k in range(0, len(data) - h + 1, h))
+
+
 def drop_long_lines(data: bytes, max_line: int) -> tuple[bytes, int]:
     """``data`` (complete lines) without the lines longer than ``max_line`` bytes, and how
     many were dropped; numpy finds the line ends, so the common case costs one scan."""
-    if len(data) <= max_line:
+    if len(data) <= max_line or not _may_hold_long_lines(data, max_line):
         return data, 0
     ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == _NEWLINE)
     starts = np.concatenate(([0], ends[:-1] + 1))
