@@ -236,3 +236,19 @@ def test_a_feed_killed_mid_commit_resumes_at_its_stored_offset(tmp_path, crash):
     again = subprocess.run(args, env=child_env(), capture_output=True, text=True)
     assert again.returncode == 0 and "Traceback" not in again.stderr, again.stderr
     assert _stored(Warehouse(tmp_path / "wh")) == _expected(lines)
+
+
+def test_a_line_of_max_line_bytes_is_kept_and_one_byte_more_is_dropped_wherever_it_lies(
+    wh, tmp_path
+):
+    good = list(synthetic_ldms_stream(JOB, 60))
+    path = tmp_path / "darshan.jsonl"
+    kept = good[0][:-1] + " " * (1024 - len(good[0])) + "}"  # valid JSON, 1,024 bytes
+    assert len(kept) == 1024
+    lines = []
+    for i, line in enumerate(good):  # the long lines at every alignment to 512-byte windows
+        lines += [line, kept if i % 2 else "z" * 1025]
+    _append(path, lines)
+    report = LdmsFeed(LdmsOptions(str(path), max_line=1024, max_bytes=1 << 20)).poll(wh, now=NOW)
+    assert dict(report.warnings) == {"too_long": 30}
+    assert report.messages == 60 + 30
