@@ -252,3 +252,16 @@ def test_a_line_of_max_line_bytes_is_kept_and_one_byte_more_is_dropped_wherever_
     report = LdmsFeed(LdmsOptions(str(path), max_line=1024, max_bytes=1 << 20)).poll(wh, now=NOW)
     assert dict(report.warnings) == {"too_long": 30}
     assert report.messages == 60 + 30
+
+
+def test_iosight_live_makes_the_feed_from_its_config_section(wh, tmp_path):
+    from iosight._errors import IosightError
+    from iosight.live import make_feed
+
+    path = tmp_path / "darshan.jsonl"
+    _append(path, list(synthetic_ldms_stream(JOB, 20)))
+    feed = make_feed("ldms", {"source": str(path), "max_age": "1d", "future_tolerance": "1m"})
+    assert (feed.options.max_age, feed.options.future_tolerance) == (86400.0, 60.0)
+    assert feed.poll(wh, now=NOW).messages == 20
+    with pytest.raises(IosightError, match="127.0.0.1 only"):
+        make_feed("ldms", {"source": "tcp://10.0.0.1:5140"})

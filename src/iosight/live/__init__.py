@@ -22,7 +22,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
         "_config": ("ForecastSettings", "LiveConfig", "LogsSettings", "ServeSettings"),
         "_exporter": ("Recording", "ReplayExporter"),
         "_feed": ("FeedReport",),
-        "_ldms": ("LIVE_IO_COLUMNS", "LdmsFeed", "LdmsOptions", "parse_messages"),
+        "_ldms": ("LIVE_IO_COLUMNS", "LdmsFeed", "LdmsOptions", "ldms_feed", "parse_messages"),
         "_ldms_format": ("LDMS_MODULES", "LdmsJob", "ldms_message", "synthetic_ldms_stream"),
         "_prometheus": ("PRESETS", "PrometheusFeed", "PrometheusOptions", "prometheus_feed"),
         "_refresh": ("Refresh",),

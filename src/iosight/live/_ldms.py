@@ -30,6 +30,7 @@ import math
 import os
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -86,6 +87,18 @@ class LdmsOptions:
         check_param("max_age", self.max_age, ok, "seconds > 0")
         if self.source.startswith("tcp:"):
             tcp_address(self.source)
+
+
+def ldms_feed(settings: Mapping) -> LdmsFeed:
+    """The feed of ``iosight live``'s ``feeds: {ldms: {...}}`` section, whose keys are
+    :class:`LdmsOptions`' fields (``source`` at least; ``future_tolerance`` and
+    ``max_age`` are durations: ``5m``, ``7d``)."""
+    from iosight.live._config import feed_options
+
+    if "source" not in settings:
+        raise IosightError("live config: feeds.ldms needs 'source' (a file, '-' or 'tcp:PORT')")
+    durations = ("future_tolerance", "max_age")
+    return LdmsFeed(LdmsOptions(**feed_options("ldms", settings, LdmsOptions, durations)))
 
 
 def tcp_address(source: str) -> tuple[str, int]:
@@ -204,7 +217,7 @@ def message_rows(
     known = pc.is_in(msgs["module"], value_set=pa.array(LDMS_MODULES)).to_numpy()
     if not known.all():
         names = sorted(set(msgs["module"].filter(pa.array(~known)).to_pylist()))[:5]
-        report.warn("unknown_module", int((~known).sum()), f"modules {names}")
+        report.warn("unknown_module", int((~known).sum()), f"messages of modules {names}")
     msgs = msgs.filter(pa.array(known))
     ts = msgs["timestamp"].to_numpy()
     future, past = ts > now + options.future_tolerance, ts < now - options.max_age
