@@ -79,7 +79,10 @@ def test_an_unreadable_file_and_an_unknown_feed_are_one_line_each(tmp_path):
          "unknown setting 'bogus' in 'feeds.prometheus'"),
         ("prometheus", {"url": "http://127.0.0.1:9090", "delay": "soon"}, "feeds.prometheus.delay"),
         ("slurm", {"timeout": "-3s"}, "feeds.slurm.timeout"),
-        ("gopher", {}, "unknown feed 'gopher' (known: prometheus, slurm"),
+        ("ldms", {"source": "x.jsonl", "bogus": 1}, "unknown setting 'bogus' in 'feeds.ldms'"),
+        ("ldms", {"source": "x.jsonl", "max_age": "soon"}, "feeds.ldms.max_age"),
+        ("ldms", {}, "feeds.ldms needs 'source'"),
+        ("gopher", {}, "unknown feed 'gopher' (known: ldms, prometheus, slurm"),
     ],
 )
 def test_a_feed_section_is_checked_by_its_own_options(kind, settings, says):

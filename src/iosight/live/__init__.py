@@ -22,6 +22,8 @@ __getattr__, __dir__, __all__ = lazy_exports(
         "_config": ("ForecastSettings", "LiveConfig", "LogsSettings", "ServeSettings"),
         "_exporter": ("Recording", "ReplayExporter"),
         "_feed": ("FeedReport",),
+        "_ldms": ("LIVE_IO_COLUMNS", "LdmsFeed", "LdmsOptions", "ldms_feed", "parse_messages"),
+        "_ldms_format": ("LDMS_MODULES", "LdmsJob", "ldms_message", "synthetic_ldms_stream"),
         "_prometheus": ("PRESETS", "PrometheusFeed", "PrometheusOptions", "prometheus_feed"),
         "_refresh": ("Refresh",),
         "_service": ("FEEDS", "STATUS", "Feed", "LiveService", "make_feed"),
@@ -35,5 +37,6 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "slurm_running_jobs",
             "begin_option",
         ),
+        "_timeline": ("live_rows", "live_timeline"),
     },
 )

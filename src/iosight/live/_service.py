@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 from iosight._errors import IosightError
 from iosight.live._config import LiveConfig
 from iosight.live._feed import FeedReport
+from iosight.live._ldms import ldms_feed
 from iosight.live._prometheus import prometheus_feed
 from iosight.live._refresh import Refresh
 from iosight.live._slurm import slurm_feed
@@ -42,6 +43,7 @@ class Feed(Protocol):
 
 #: feed kind (a key of the configuration's ``feeds``) -> maker from its settings mapping
 FEEDS: dict[str, Callable[[Mapping], Feed]] = {
+    "ldms": ldms_feed,
     "prometheus": prometheus_feed,
     "slurm": slurm_feed,
 }
