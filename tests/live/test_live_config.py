@@ -99,3 +99,20 @@ def test_feed_sections_make_their_feeds():
     prom = make_feed("prometheus", {"url": "http://127.0.0.1:9090", "delay": "2min"})
     assert isinstance(prom, PrometheusFeed) and prom.options.delay == 120.0
     assert isinstance(make_feed("slurm", {"sacct": None}), SlurmFeed)
+
+
+def test_feed_files_are_read_from_the_configuration_folder(tmp_path, monkeypatch):
+    from iosight.live import make_feed
+
+    cfg = LiveConfig.from_yaml(_yaml(tmp_path, """
+warehouse: wh
+feeds:
+  ldms: {source: streams/darshan.jsonl}
+  slurm: {recorded: slurm-replay}
+"""))
+    monkeypatch.chdir("/")  # not where the configuration is
+    ldms = make_feed("ldms", cfg.feeds["ldms"], cfg.base)
+    slurm = make_feed("slurm", cfg.feeds["slurm"], cfg.base)
+    assert ldms.options.source == str(tmp_path / "streams" / "darshan.jsonl")
+    assert slurm.options.recorded == tmp_path / "slurm-replay"
+    assert make_feed("ldms", {"source": "tcp:5140"}, cfg.base).options.source == "tcp:5140"

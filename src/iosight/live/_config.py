@@ -128,6 +128,8 @@ class LiveConfig:
     feeds: Mapping[str, Mapping] = field(default_factory=dict)
     serve: ServeSettings | None = None
     forecast: ForecastSettings = field(default_factory=ForecastSettings)
+    #: the configuration file's folder: the feeds read relative paths from it
+    base: Path = Path(".")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "interval", _duration("interval", self.interval))
@@ -168,6 +170,7 @@ class LiveConfig:
             feeds=feeds,
             serve=serve,
             forecast=ForecastSettings(**forecast),
+            base=base,
         )
 
     @classmethod

@@ -32,6 +32,7 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -89,16 +90,19 @@ class LdmsOptions:
             tcp_address(self.source)
 
 
-def ldms_feed(settings: Mapping) -> LdmsFeed:
+def ldms_feed(settings: Mapping, base: Path = Path(".")) -> LdmsFeed:
     """The feed of ``iosight live``'s ``feeds: {ldms: {...}}`` section, whose keys are
-    :class:`LdmsOptions`' fields (``source`` at least; ``future_tolerance`` and
-    ``max_age`` are durations: ``5m``, ``7d``)."""
+    :class:`LdmsOptions`' fields (``source`` at least: a file relative to ``base``, ``-``
+    or ``tcp:PORT``; ``future_tolerance`` and ``max_age`` are durations: ``5m``, ``7d``)."""
     from iosight.live._config import feed_options
 
     if "source" not in settings:
         raise IosightError("live config: feeds.ldms needs 'source' (a file, '-' or 'tcp:PORT')")
-    durations = ("future_tolerance", "max_age")
-    return LdmsFeed(LdmsOptions(**feed_options("ldms", settings, LdmsOptions, durations)))
+    opts = feed_options("ldms", settings, LdmsOptions, ("future_tolerance", "max_age"))
+    source = str(opts["source"])
+    if source != "-" and not source.startswith("tcp:"):
+        opts["source"] = str(base / source)
+    return LdmsFeed(LdmsOptions(**opts))
 
 
 def tcp_address(source: str) -> tuple[str, int]:

@@ -41,6 +41,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from string import Template
 from typing import TYPE_CHECKING
 
@@ -241,10 +242,11 @@ def _sample(point: object, span: BinRange) -> tuple[float, float] | str:
     return span.first_end + round(k) * span.width, rate
 
 
-def prometheus_feed(settings: Mapping) -> PrometheusFeed:
+def prometheus_feed(settings: Mapping, base: Path | None = None) -> PrometheusFeed:
     """The feed of ``iosight live``'s ``feeds: {prometheus: {...}}`` section, whose keys
     are :class:`PrometheusOptions`' fields (``url`` at least); ``bin_width``, ``delay``,
-    ``backfill`` and ``timeout`` are durations (``5min``, ``60s``, ``1d``)."""
+    ``backfill`` and ``timeout`` are durations (``5min``, ``60s``, ``1d``); it reads no
+    file (``base`` is unused)."""
     from iosight.live._config import feed_options
 
     durations = ("bin_width", "delay", "backfill", "timeout")

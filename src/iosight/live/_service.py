@@ -15,6 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from iosight._errors import IosightError
@@ -42,20 +43,21 @@ class Feed(Protocol):
 
 
 #: feed kind (a key of the configuration's ``feeds``) -> maker from its settings mapping
-FEEDS: dict[str, Callable[[Mapping], Feed]] = {
+FEEDS: dict[str, Callable[..., Feed]] = {
     "ldms": ldms_feed,
     "prometheus": prometheus_feed,
     "slurm": slurm_feed,
 }
 
 
-def make_feed(kind: str, settings: Mapping) -> Feed:
-    """The feed ``kind`` with ``settings`` (its configuration section)."""
+def make_feed(kind: str, settings: Mapping, base: Path = Path(".")) -> Feed:
+    """The feed ``kind`` with ``settings`` (its configuration section; relative paths
+    from ``base``, the configuration file's folder)."""
     maker = FEEDS.get(kind)
     if maker is None:
         known = ", ".join(sorted(FEEDS)) or "none"
         raise IosightError(f"live config: unknown feed {kind!r} (known: {known})")
-    return maker(settings)
+    return maker(settings, base=base)
 
 
 STATUS = "live"  # the warehouse state iosight live publishes each round
@@ -142,7 +144,7 @@ class LiveService:
         from iosight.warehouse import Warehouse
 
         self.config = config
-        self.feeds = {kind: make_feed(kind, s) for kind, s in config.feeds.items()}
+        self.feeds = {kind: make_feed(kind, s, config.base) for kind, s in config.feeds.items()}
         self.warehouse = Warehouse(config.warehouse, create=True)
         self.follower = self._follower(self.warehouse)
         self.refresh = Refresh(self.warehouse, config.forecast.models)

@@ -83,7 +83,7 @@ class SlurmFeedOptions:
         check_param("squeue", self.squeue, bool(self.squeue), "a command (program and options)")
 
 
-def slurm_feed(settings: Mapping) -> SlurmFeed:
+def slurm_feed(settings: Mapping, base: Path = Path(".")) -> SlurmFeed:
     """The feed of ``iosight live``'s ``feeds: {slurm: {...}}`` section, whose keys are
     :class:`SlurmFeedOptions`' fields: a command is a list or one string (split as a
     shell would), ``sacct: null`` where the site runs no accounting, ``timeout`` and
@@ -97,7 +97,7 @@ def slurm_feed(settings: Mapping) -> SlurmFeed:
         elif opts.get(name) is not None:
             opts[name] = tuple(str(a) for a in opts[name])
     if opts.get("recorded") is not None:
-        opts["recorded"] = Path(opts["recorded"])
+        opts["recorded"] = base / opts["recorded"]
     return SlurmFeed(SlurmFeedOptions(**opts))
 
 
