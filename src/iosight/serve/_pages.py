@@ -365,11 +365,11 @@ def now_window(wh: ServedWarehouse, max_bins: int = MAX_NOW_BINS) -> pd.DataFram
     if wh.has_table("live_io"):
         layers = ", ".join(f"'{m}'" for m in LAYERS)
         io = wh.sql(
-            "select floor(bin_start / ?) * ? bin_start, sum(read_bytes)::double read_bytes, "
-            "sum(write_bytes)::double write_bytes, floor(bin_start / ?) * ? + ? <= "
-            "(select max(known_at) from live_io) complete "
-            f"from live_io where module in ({layers}) group by 1 order by 1",
-            [width, width, width, width, width],
+            "select b bin_start, sum(read_bytes)::double read_bytes, "
+            "sum(write_bytes)::double write_bytes, b + ? <= any_value(newest) complete "
+            "from (select floor(bin_start / ?) * ? b, *, max(known_at) over () newest "
+            f"from live_io where module in ({layers})) group by b order by b",
+            [width, width, width],
         )
         parts.append(io.assign(source="live_io"))
     cols = ["source", "bin_start", "read_bytes", "write_bytes", "complete"]
