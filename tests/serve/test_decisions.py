@@ -117,7 +117,8 @@ def test_start_is_algorithm_1_on_the_served_forecast(plain, served_path):
     assert doc["run_time_s"] == rec.choice.run_time and doc["alpha"] == 0.4
     used = [b["burst"] for b in doc["forecast"]["bins"]]
     assert used == rec.forecast["burst"].tolist()
-    status, doc = get_json(plain, "/api/start?min_time=600&max_time=1800&pattern=110000&bin=300&policy=MRT")
+    query = "min_time=600&max_time=1800&pattern=110000&bin=300&policy=MRT"
+    status, doc = get_json(plain, f"/api/start?{query}")
     choice = choose_start("110000", 600, 1800, bin_s=300, policy="MRT")
     assert (doc["delay_s"], doc["run_time_s"], doc["start_at"]) == (choice.delay,
                                                                   choice.run_time, None)
@@ -149,7 +150,8 @@ def test_a_follow_forecast_is_served_as_stored(live_path):
     rows = [{"as_of": t, "model": "bursts-write", "direction": "write", "lead": lead,
              "bin_start": t + (lead - 1) * WIDTH, "probability": p, "burst": p > 0.5,
              "severity": 2 if p > 0.5 else 0}
-            for t, p in ((1000 * WIDTH, 0.9), (1001 * WIDTH, 0.25)) for lead in range(1, 25)]  # fmt: skip
+            for t, p in ((1000 * WIDTH, 0.9), (1001 * WIDTH, 0.25))
+            for lead in range(1, 25)]  # fmt: skip
     wh.write_table("forecasts", pa.Table.from_pylist(rows), mode="append")
     with BackgroundServer(create_app(path)) as srv:
         _, doc = get_json(srv, "/api/forecast")
