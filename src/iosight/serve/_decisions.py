@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 
 DIRECTIONS = ("read", "write")
 LIVE_RATES = "live_rates"  # the Prometheus feed's table (bin_start, read/write bytes, known_at)
-FORECASTS = "forecasts"  # follow mode's (iosight.bursts._follow.FORECASTS_TABLE)
 _BIN_COLUMNS = ("lead", "bin_start", "probability", "burst", "severity")
 _CACHED = 16  # forecasts kept (a few models x a few warehouse states)
 
@@ -113,7 +112,7 @@ class Decisions:
 
 def _model_stamp(wh: ServedWarehouse, name: str) -> int:
     """When the model's files last changed (a refit replaces them): part of the cache key."""
-    from iosight.bursts._forecaster import model_dir
+    from iosight.bursts import model_dir
 
     try:
         return (model_dir(wh, name) / "metadata.json").stat().st_mtime_ns
@@ -125,7 +124,7 @@ def _metadata(wh: ServedWarehouse, name: str) -> dict | None:
     """A saved forecaster's ``metadata.json`` (None if unreadable), without its models."""
     import json
 
-    from iosight.bursts._forecaster import model_dir
+    from iosight.bursts import model_dir
 
     try:
         return json.loads((model_dir(wh, name) / "metadata.json").read_text())
@@ -159,6 +158,8 @@ def pick_model(wh: ServedWarehouse, direction: str) -> str:
 
 def _stored_models(wh: ServedWarehouse) -> dict[str, float]:
     """Per model, the last boundary follow mode forecast at (table ``forecasts``)."""
+    from iosight.bursts import FORECASTS_TABLE as FORECASTS
+
     if not wh.has_table(FORECASTS):
         return {}
     df = wh.sql(f"select model, max(as_of) t from {FORECASTS} group by model")
@@ -192,6 +193,8 @@ def _served(fc: Forecaster, rates: str, source: str, as_of: float, bins) -> Serv
 
 def _stored_forecast(wh: ServedWarehouse, name: str) -> tuple[float, pd.DataFrame] | None:
     """The latest forecast follow mode stored for ``name``: its boundary and its bins."""
+    from iosight.bursts import FORECASTS_TABLE as FORECASTS
+
     if not wh.has_table(FORECASTS):
         return None
     df = wh.sql(
