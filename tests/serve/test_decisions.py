@@ -248,3 +248,37 @@ def test_api_answers_only_to_served_hosts(plain):
         urllib.request.urlopen(req, timeout=30)
     assert err.value.code == 400
     assert "script-src 'self'" in err.value.headers["content-security-policy"]
+
+
+@pytest.fixture(scope="module")
+def logs_path(served_path, tmp_path_factory):
+    """The facility with a ``logs`` forecaster of read bursts (from what the landed logs
+    held at each bin), as follow mode feeds."""
+    from iosight.bursts import train_bursts
+
+    path = tmp_path_factory.mktemp("logs") / "wh"
+    shutil.copytree(served_path, path)
+    train_bursts(Warehouse(path), directions="read", models="tree", feature_sets=3,
+                 modes="lead", horizons=[5], search_iter=0, cv_splits=2, seed=0,
+                 information="logs", n_jobs=1)  # fmt: skip
+    return path
+
+
+def test_a_logs_forecaster_forecasts_as_of_the_datas_last_boundary(logs_path):
+    """Computed on the served (locked-down) warehouse, it equals the forecaster's own
+    prediction at the last bin that ended before the newest job became known (here the
+    real logs ingested by the fixture arrived today: the timeline's last bin)."""
+    with BackgroundServer(create_app(logs_path)) as srv:
+        status, doc = get_json(srv, "/api/forecast")
+    assert status == 200
+    read = doc["directions"]["read"]
+    assert read["model"]["name"] == "bursts-read-logs"
+    assert (read["information"], read["source"]) == ("logs", "computed")
+    wh = Warehouse(logs_path)
+    clock = float(wh.sql("select max(coalesce(known_at, end_time)) t from jobs")["t"].iloc[0])
+    end = float(wh.sql("select max(bin_start + bin_width) t from timeline")["t"].iloc[0])
+    boundary = min(math.floor(clock / WIDTH) * WIDTH, end)  # the timeline's end at most
+    assert read["as_of"] == boundary
+    expected = load_forecaster(wh, "bursts-read-logs").predict_next(wh, boundary - WIDTH).table
+    assert [b["probability"] for b in read["bins"]] == pytest.approx(expected["probability"])
+    assert [b["bin_start"] for b in read["bins"]] == expected["bin_start"].tolist()

@@ -213,10 +213,14 @@ def _computed_logs(wh: ServedWarehouse, fc: Forecaster) -> ServedForecast:
 
     timeline = _timeline(wh, fc)
     width = float(fc.metadata["bin_width"])
+    wh.require("jobs")
     clock = wh.connect().execute(f"select max({KNOWN_AT}) from jobs").fetchall()[0][0]
+    if clock is None:
+        raise IosightError("no job is known yet: nothing to forecast from")
     last = float(timeline["bin_start"].iloc[-1])
     at = min(math.floor(float(clock) / width) * width - width, last)
-    pred = fc.predict(timeline, at, jobs=_jobs(wh, fc), known=load_known(wh))
+    known = wh.memo("known_sums", lambda: load_known(wh))  # once for both directions
+    pred = fc.predict(timeline, at, jobs=_jobs(wh, fc), known=known)
     return _served(fc, "logs", "computed", pred.last_bin + width, pred.table)
 
 
@@ -238,14 +242,14 @@ def _jobs(wh: ServedWarehouse, fc: Forecaster) -> pd.DataFrame | None:
     """The jobs feature set 4 reads (the scheduler's view of the running jobs)."""
     from iosight.bursts import load_jobs
 
-    return load_jobs(wh) if fc.metadata["feature_set"] == 4 else None
+    return wh.memo("jobs", lambda: load_jobs(wh)) if fc.metadata["feature_set"] == 4 else None
 
 
 def _timeline(wh: ServedWarehouse, fc: Forecaster) -> pd.DataFrame:
     from iosight.timeline import bin_width_of, load_timeline
 
     wh.require("timeline", "build it with 'iosight timeline build'")
-    df = load_timeline(wh)
+    df = wh.memo("timeline", lambda: load_timeline(wh))
     if df.empty:
         raise IosightError("the timeline is empty: nothing to forecast from")
     fc.check_compatible(bin_width=bin_width_of(df))
