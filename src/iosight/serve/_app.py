@@ -134,14 +134,14 @@ NOW_REFRESH_S = 10  # how often the Facility page asks for its "now" part again
 def _now_summary(df) -> str:
     """One line on the Facility page's live part (:func:`pages.now_window`)."""
     logs_end = df.attrs.get("logs_end")
-    after = f"after {_utc(logs_end)} UTC (the logs' last complete bin)" if logs_end else ""
+    after = f" after {_utc(logs_end)} UTC (the logs' last complete bin)" if logs_end else ""
     if df.empty:
-        return (f"No live bins {after}: no live source (tables live_rates, live_io) holds "
-                "later data.").replace("  ", " ")  # fmt: skip
+        return (f"No live bins{after}: no live source (tables live_rates, live_io) holds "
+                "later data.")  # fmt: skip
     last = df["bin_start"].max()
     partial = int((~df["complete"].astype(bool)).sum())
     sources = ", ".join(sorted(df["source"].unique()))
-    return (f"{df['bin_start'].nunique()} live bins {after} from {sources}; newest bin "
+    return (f"{df['bin_start'].nunique()} live bins{after} from {sources}; newest bin "
             f"{_utc(last)} UTC; {partial} partial (not over yet).")
 
 

@@ -76,6 +76,7 @@ class Decisions:
     def __init__(self, wh: ServedWarehouse) -> None:
         self.wh = wh
         self._lock = threading.Lock()
+        self._computing = threading.Lock()  # a burst of first requests computes once
         self._cache: dict[tuple, ServedForecast] = {}
 
     def forecast(self, direction: str, model: str | None = None) -> ServedForecast:
@@ -85,16 +86,17 @@ class Decisions:
         wh = self.wh
         name = model if model is not None else pick_model(wh, direction)
         key = (name, wh.tables_signature(), _model_stamp(wh, name))
-        with self._lock:
-            hit = self._cache.get(key)
-        if hit is not None:
-            return hit
-        with deadline(wh.connect(), wh.query_timeout):
-            made = _make_forecast(wh, name, direction)
-        with self._lock:
-            if len(self._cache) >= _CACHED:
-                self._cache.pop(next(iter(self._cache)))
-            self._cache[key] = made
+        with self._computing:
+            with self._lock:
+                hit = self._cache.get(key)
+            if hit is not None:
+                return hit
+            with deadline(wh.connect(), wh.query_timeout):
+                made = _make_forecast(wh, name, direction)
+            with self._lock:
+                if len(self._cache) >= _CACHED:
+                    self._cache.pop(next(iter(self._cache)))
+                self._cache[key] = made
         return made
 
     def forecasts(self, model: str | None = None) -> dict[str, dict]:
