@@ -69,3 +69,33 @@ def test_an_unreadable_file_and_an_unknown_feed_are_one_line_each(tmp_path):
         assert out.returncode == 1, out.stderr
         assert says in out.stderr and "Traceback" not in out.stderr
     assert not (tmp_path / "wh").exists()  # nothing made before the configuration was whole
+
+
+@pytest.mark.parametrize(
+    ("kind", "settings", "says"),
+    [
+        ("prometheus", {}, "feeds.prometheus needs 'url'"),
+        ("prometheus", {"url": "http://127.0.0.1:9090", "bogus": 1},
+         "unknown setting 'bogus' in 'feeds.prometheus'"),
+        ("prometheus", {"url": "http://127.0.0.1:9090", "delay": "soon"}, "feeds.prometheus.delay"),
+        ("slurm", {"timeout": "-3s"}, "feeds.slurm.timeout"),
+        ("ldms", {"source": "x.jsonl", "bogus": 1}, "unknown setting 'bogus' in 'feeds.ldms'"),
+        ("ldms", {"source": "x.jsonl", "max_age": "soon"}, "feeds.ldms.max_age"),
+        ("ldms", {}, "feeds.ldms needs 'source'"),
+        ("gopher", {}, "unknown feed 'gopher' (known: ldms, prometheus, slurm"),
+    ],
+)
+def test_a_feed_section_is_checked_by_its_own_options(kind, settings, says):
+    from iosight.live import make_feed
+
+    with pytest.raises(IosightError) as err:
+        make_feed(kind, settings)
+    assert says in str(err.value)
+
+
+def test_feed_sections_make_their_feeds():
+    from iosight.live import PrometheusFeed, SlurmFeed, make_feed
+
+    prom = make_feed("prometheus", {"url": "http://127.0.0.1:9090", "delay": "2min"})
+    assert isinstance(prom, PrometheusFeed) and prom.options.delay == 120.0
+    assert isinstance(make_feed("slurm", {"sacct": None}), SlurmFeed)

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import pandas as pd
 
@@ -148,3 +149,26 @@ def test_a_refit_equals_training_afresh_on_what_has_landed(tmp_path):
     got, want = new.predict(tl).table, fresh.predict(tl).table
     pd.testing.assert_frame_equal(got, want)
     assert new.metadata["timeline_window"] != old.metadata["timeline_window"]  # the week now
+
+
+def test_feeds_small_files_are_compacted_as_rounds_go(tmp_path):
+    """Each Slurm snapshot (recorded from Debian 12's Slurm, tests/live/slurm_data) is two
+    small files; over 40 rounds the service keeps the tables to a bounded number of files
+    and loses no row."""
+    from iosight.warehouse import AUTO_SMALL_FILES
+
+    replay = tmp_path / "replay"
+    replay.mkdir()
+    recorded = Path(__file__).parent / "slurm_data" / "squeue-22.05.8-debian12.json"
+    for i in range(40):
+        shutil.copy(recorded, replay / f"{i:03d}.json")
+    cfg = LiveConfig.from_mapping({"warehouse": "wh", "interval": 0.1,
+                                   "feeds": {"slurm": {"recorded": str(replay)}}},
+                                  base=tmp_path)  # fmt: skip
+    service = LiveService(cfg)
+    for _ in range(40):
+        service.step()
+    wh = service.warehouse
+    assert wh.sql("select count(*) n from sched_jobs")["n"][0] == 40 * 10
+    for table in ("sched_jobs", "sched_snapshots"):
+        assert len(wh.table_files(table)) <= AUTO_SMALL_FILES, table

@@ -57,6 +57,17 @@ def _known_keys(name: str, section: Mapping, cls: type) -> None:
         )
 
 
+def feed_options(kind: str, settings: Mapping, cls: type, durations: tuple[str, ...] = ()) -> dict:
+    """A feed's section ``feeds.<kind>`` as keyword arguments of its options class
+    ``cls``: unknown keys refused, the ``durations`` read as seconds (``30s``, ``1d``)."""
+    _known_keys(f"feeds.{kind}", settings, cls)
+    opts = dict(settings)
+    for name in durations:
+        if name in opts:
+            opts[name] = _duration(f"feeds.{kind}.{name}", opts[name])
+    return opts
+
+
 @dataclass(frozen=True)
 class LogsSettings:
     """The Darshan log directory to follow (:func:`iosight.warehouse.follow`)."""

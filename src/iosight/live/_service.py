@@ -15,11 +15,15 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from iosight._errors import IosightError
 from iosight.live._config import LiveConfig
+from iosight.live._feed import FeedReport
+from iosight.live._ldms import ldms_feed
+from iosight.live._prometheus import prometheus_feed
 from iosight.live._refresh import Refresh
+from iosight.live._slurm import slurm_feed
 
 if TYPE_CHECKING:
     from iosight.serve import BackgroundServer
@@ -33,11 +37,16 @@ class Feed(Protocol):
     one commit with its resume point, and reports; it never raises for the source's
     faults (they are counted in the report)."""
 
-    def poll(self, warehouse: Warehouse, now: float | None = None) -> Any: ...
+    def poll(self, warehouse: Warehouse, now: float | None = None) -> FeedReport:
+        """One bounded step at ``now`` (epoch s; default the clock)."""
 
 
 #: feed kind (a key of the configuration's ``feeds``) -> maker from its settings mapping
-FEEDS: dict[str, Callable[[Mapping], Feed]] = {}
+FEEDS: dict[str, Callable[[Mapping], Feed]] = {
+    "ldms": ldms_feed,
+    "prometheus": prometheus_feed,
+    "slurm": slurm_feed,
+}
 
 
 def make_feed(kind: str, settings: Mapping) -> Feed:
@@ -70,7 +79,7 @@ class _Status:
             name, {"rows": 0, "warnings": {}, "lag_s": None, "polled_at": None}
         )
 
-    def feed(self, kind: str, report: Any, now: float) -> None:
+    def feed(self, kind: str, report: FeedReport, now: float) -> None:
         entry = self.source(kind)
         entry["rows"] += report.rows
         for what, n in report.warnings.items():
@@ -176,6 +185,11 @@ class LiveService:
             self.status.logs(batches, len(self.follower.scanner.pending), time.time())
         for kind, feed in self.feeds.items():  # their warnings are logged as they happen
             self.status.feed(kind, feed.poll(self.warehouse), time.time())
+        if self.feeds:  # each poll adds small files; follow mode compacts after its batches
+            from iosight.warehouse import auto_compact
+
+            done = auto_compact(self.warehouse)
+            lines += [done.line()] if done is not None else []
         lines += self.refresh.after_batch() if new_jobs else []
         self.status.doc["updated_at"] = time.time()
         self.warehouse.write_state(STATUS, self.status.doc)

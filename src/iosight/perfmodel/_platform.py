@@ -123,6 +123,7 @@ class Platform:
     description: str = ""
 
     def stage(self, name: str) -> Stage:
+        """The stage called ``name`` of the write path (an error if there is none)."""
         for st in self.stages:
             if st.name == name:
                 return st

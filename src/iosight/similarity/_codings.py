@@ -250,6 +250,7 @@ class Categories:
         return lo, hi
 
     def to_dict(self) -> dict[str, list[float]]:
+        """The category splits per metric, as plain lists (JSON)."""
         return {m: [float(v) for v in self.splits[m]] for m in METRICS}
 
     @classmethod
@@ -469,6 +470,7 @@ def hex_to_text(levels: np.ndarray) -> str:
 
 
 def hex_from_text(text: str) -> np.ndarray:
+    """A hex coding from its text form (nine equal-length hex strings joined by ':')."""
     rows = str(text).split(":")
     if len(rows) != len(METRICS) or len({len(r) for r in rows}) != 1 or not rows[0]:
         raise IosightError(f"not a hex coding (9 equal-length hex strings): {text!r}")

@@ -90,6 +90,7 @@ class FollowReport:
     lags: deque[float] = field(default_factory=lambda: deque(maxlen=MAX_LAGS))
 
     def add(self, batch: FollowBatch) -> None:
+        """Count one committed batch."""
         r = batch.report
         self.batches += 1
         self.sources += r.sources
@@ -100,6 +101,7 @@ class FollowReport:
         self.lags += batch.lags
 
     def summary(self) -> str:
+        """One line: polls, sources and jobs ingested, batches, failures, lag p95."""
         lag = f"; lag p95 {np.percentile(self.lags, 95):.1f} s" if self.lags else ""
         return (
             f"stopped after {self.polls} polls: {self.ingested} sources ingested "

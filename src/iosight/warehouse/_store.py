@@ -70,7 +70,7 @@ def is_warehouse_dir(path: Path) -> bool:
 
 
 def new_batch_id() -> str:
-    # sortable by time, unique across processes
+    """A batch id sortable by time and unique across processes."""
     return f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
 
 
@@ -221,6 +221,7 @@ class Warehouse:
         return sorted(p.name for p in root.iterdir() if p.is_dir() and self.table_files(p.name))
 
     def has_table(self, name: str) -> bool:
+        """Whether table ``name`` holds any file."""
         return bool(self.table_files(name))
 
     def table_files(self, name: str) -> list[Path]:
@@ -347,6 +348,7 @@ class Warehouse:
             raise MissingTableError(name, hint or _HINTS.get(name, ""))
 
     def column_names(self, name: str) -> list[str]:
+        """The columns of table ``name`` (it must exist), in order."""
         self.require(name)
         return [r[0] for r in self.connect().execute(f'describe "{name}"').fetchall()]
 

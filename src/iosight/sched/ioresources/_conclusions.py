@@ -54,6 +54,7 @@ class BinDifference:
 
     @property
     def label(self) -> str:
+        """The load bin as text, ``[lo, hi)``."""
         return f"[{self.lo:g}, {self.hi:g})"
 
 
