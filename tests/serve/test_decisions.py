@@ -282,3 +282,26 @@ def test_a_logs_forecaster_forecasts_as_of_the_datas_last_boundary(logs_path):
     expected = load_forecaster(wh, "bursts-read-logs").predict_next(wh, boundary - WIDTH).table
     assert [b["probability"] for b in read["bins"]] == pytest.approx(expected["probability"])
     assert [b["bin_start"] for b in read["bins"]] == expected["bin_start"].tolist()
+
+
+def test_a_direction_prometheus_had_no_sample_for_stays_unknown(live_path):
+    """The Prometheus feed writes NaN for a direction without a sample in a bin: the
+    forecast still answers, and /metrics gives no rate rather than NaN."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    path = live_path.parent / "nan"
+    shutil.copytree(live_path, path)
+    wh = Warehouse(path)
+    after = float(wh.sql("select max(bin_start) t from live_rates")["t"].iloc[0]) + WIDTH
+    wh.write_table("live_rates", pa.table({
+        "bin_start": [after], "read_bytes": [float("nan")], "write_bytes": [7e9],
+        "source": ["lustre"], "known_at": [after + WIDTH + 1]}), mode="append")  # fmt: skip
+    with BackgroundServer(create_app(path)) as srv:
+        status, doc = get_json(srv, "/api/forecast")
+        _, body = get(srv, "/metrics")
+    assert status == 200 and doc["directions"]["write"]["as_of"] == after + WIDTH
+    rates = {tuple(sorted(s.labels.items())): s.value
+             for f in text_string_to_metric_families(body) for s in f.samples
+             if s.name == "iosight_rate_bytes_per_second"}  # fmt: skip
+    assert rates[(("direction", "write"), ("source", "live_rates"))] == 7e9 / WIDTH
+    assert (("direction", "read"), ("source", "live_rates")) not in rates

@@ -299,7 +299,8 @@ def last_logs_bin(wh: ServedWarehouse) -> tuple[float, float, float, float] | No
 def _with_rates(timeline: pd.DataFrame, rates: pd.DataFrame, width: float) -> pd.DataFrame:
     """The timeline on every bin up to the last rate, its read/write bytes replaced by the
     live rates where they have a bin (a server-side rate counts every job; the logs'
-    timeline only the logs that landed). Bins only the rates have count no operations."""
+    timeline only the logs that landed; an unknown rate, NaN, keeps the timeline's). Bins
+    only the rates have count no operations."""
     import pandas as pd
 
     from iosight.timeline import TIMELINE_COLUMNS
@@ -314,7 +315,9 @@ def _with_rates(timeline: pd.DataFrame, rates: pd.DataFrame, width: float) -> pd
     has = over.notna().to_numpy()
     rows = over[has].astype(int).to_numpy()
     for col in ("read_bytes", "write_bytes"):
-        df.loc[has, col] = rates[col].to_numpy(float)[rows]
+        values = rates[col].to_numpy(float)[rows]
+        known = np.isfinite(values)  # a bin Prometheus had no sample for is unknown (NaN)
+        df.loc[np.flatnonzero(has)[known], col] = values[known]
     return df[list(TIMELINE_COLUMNS)]
 
 

@@ -97,8 +97,9 @@ def _rates(wh: ServedWarehouse) -> list[Metric]:
             continue
         start, width, read, write = row
         when.add_metric([source], start)
-        rate.add_metric(["read", source], read / width)
-        rate.add_metric(["write", source], write / width)
+        for direction, value in (("read", read), ("write", write)):
+            if math.isfinite(value):  # a live source may have no sample of one direction
+                rate.add_metric([direction, source], value / width)
     return [rate, when]
 
 

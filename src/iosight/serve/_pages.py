@@ -345,7 +345,9 @@ def now_window(wh: ServedWarehouse, max_bins: int = MAX_NOW_BINS) -> pd.DataFram
     """The live part of the timeline: the bins after the logs' latest complete bin
     (:func:`~iosight.serve._decisions.last_logs_bin`), at most ``max_bins`` of the latest,
     from each live source present: ``live_rates`` (the file system's rate) and ``live_io``
-    (the jobs' streamed I/O, the timeline's layers). Columns ``source``, ``bin_start``,
+    (the jobs' streamed I/O, the timeline's layers, as streamed: the live timeline,
+    :func:`iosight.live.live_timeline`, also drops the rows of jobs whose log landed,
+    which here can only be in the logs' last, partial bin). Columns ``source``, ``bin_start``,
     ``read_bytes``, ``write_bytes`` (bytes in the bin), ``complete`` (false: the bin has
     not ended by its source's newest row, a partial count); ``attrs``: ``logs_end`` (epoch
     s, None without logs) and ``bin_width``."""
@@ -368,8 +370,8 @@ def now_window(wh: ServedWarehouse, max_bins: int = MAX_NOW_BINS) -> pd.DataFram
             "select b bin_start, sum(read_bytes)::double read_bytes, "
             "sum(write_bytes)::double write_bytes, b + ? <= any_value(newest) complete "
             "from (select floor(bin_start / ?) * ? b, *, max(known_at) over () newest "
-            f"from live_io where module in ({layers})) group by b order by b",
-            [width, width, width],
+            f"from live_io where module in ({layers}) and bin_start >= ?) group by b order by b",
+            [width, width, width, after],
         )
         parts.append(io.assign(source="live_io"))
     cols = ["source", "bin_start", "read_bytes", "write_bytes", "complete"]
