@@ -53,6 +53,7 @@ from iosight.bursts._forecaster import (
     describe_choice,
     list_forecasters,
     load_forecaster,
+    model_dir,
     train_forecaster,
 )
 from iosight.bursts._jobstate import (
@@ -135,6 +136,7 @@ __all__ = [
     "make_dataset",
     "make_features",
     "make_pipeline",
+    "model_dir",
     "model_names",
     "no_new_bursts_f1",
     "nowcast",
