@@ -30,9 +30,13 @@ from iosight._errors import IosightError, check_param, is_integer
 DEFAULT_INTERVAL_S = 10.0
 
 
-def _duration(name: str, value: object) -> float:
+def _duration(name: str, value: object, zero: bool = False) -> float:
+    """Seconds in ``value`` (``30s``, ``5min``, ``1d`` or a number); ``zero``: 0 allowed
+    (a feed's delay, say), else it must be positive."""
     from iosight.timeline import parse_duration
 
+    if zero and str(value).strip().lower() in ("0", "0.0", "0s"):
+        return 0.0
     try:
         return parse_duration(value)
     except IosightError as e:
@@ -59,12 +63,13 @@ def _known_keys(name: str, section: Mapping, cls: type) -> None:
 
 def feed_options(kind: str, settings: Mapping, cls: type, durations: tuple[str, ...] = ()) -> dict:
     """A feed's section ``feeds.<kind>`` as keyword arguments of its options class
-    ``cls``: unknown keys refused, the ``durations`` read as seconds (``30s``, ``1d``)."""
+    ``cls``: unknown keys refused, the ``durations`` read as seconds (``30s``, ``1d``, or
+    ``0``; the options class checks each one's range)."""
     _known_keys(f"feeds.{kind}", settings, cls)
     opts = dict(settings)
     for name in durations:
         if name in opts:
-            opts[name] = _duration(f"feeds.{kind}.{name}", opts[name])
+            opts[name] = _duration(f"feeds.{kind}.{name}", opts[name], zero=True)
     return opts
 
 
