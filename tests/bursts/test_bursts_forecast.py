@@ -239,7 +239,7 @@ def test_same_seed_same_scores():
 
 
 def test_parallel_map_keeps_order_and_reports_each_item():
-    from iosight.bursts._forecast import parallel_map
+    from iosight.bursts._task import parallel_map
 
     class Count:
         def __init__(self):

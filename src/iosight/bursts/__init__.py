@@ -8,6 +8,26 @@ from iosight.bursts._analysis import (
     deviation_histogram,
     run_length_table,
 )
+from iosight.bursts._candidates import (
+    BASELINES,
+    CHOICE_MARGIN,
+    CHOICE_WINDOWS,
+    Candidate,
+    FittedModel,
+    Persistence,
+    TimeOfDay,
+    best_cut,
+    choose,
+    fit_candidates,
+    fit_model,
+)
+from iosight.bursts._dataset import Dataset, make_dataset
+from iosight.bursts._evaluate import (
+    evaluate_forecasts,
+    evaluate_tasks,
+    no_new_bursts_f1,
+    running_jobs_share,
+)
 from iosight.bursts._features import (
     EMA_MINUTES,
     FEATURE_SETS,
@@ -23,33 +43,9 @@ from iosight.bursts._follow import (
     FollowForecasts,
     check_follow_forecaster,
 )
-from iosight.bursts._forecast import (
-    BASELINES,
-    CHOICE_MARGIN,
-    CHOICE_WINDOWS,
-    DEFAULT_HORIZONS,
-    MODES,
-    TARGETS,
-    VAL_FRACTION,
-    Candidate,
-    Dataset,
-    FittedModel,
-    Persistence,
-    TimeOfDay,
-    best_cut,
-    choose,
-    evaluate_forecasts,
-    fit_candidates,
-    fit_model,
-    make_dataset,
-    no_new_bursts_f1,
-    running_jobs_share,
-)
 from iosight.bursts._forecaster import (
-    MAX_LEAD,
     BurstPrediction,
     Forecaster,
-    ForecasterSettings,
     describe_choice,
     list_forecasters,
     load_forecaster,
@@ -69,6 +65,16 @@ from iosight.bursts._known import INFORMATION, known_ema, known_rows, load_known
 from iosight.bursts._labels import BurstLabels, choose_k, label_bursts, severity_classes
 from iosight.bursts._models import MODELS, make_pipeline, model_names, search_params
 from iosight.bursts._nowcast import nowcast, nowcast_accuracy
+from iosight.bursts._task import (
+    DEFAULT_HORIZONS,
+    MAX_LEAD,
+    MODES,
+    TARGETS,
+    VAL_FRACTION,
+    BurstTask,
+    ForecasterSettings,
+    task_grid,
+)
 from iosight.bursts._workflow import (
     EVALUATION_TABLE,
     TrainResult,
@@ -99,6 +105,7 @@ __all__ = [
     "BurstAnalysis",
     "BurstLabels",
     "BurstPrediction",
+    "BurstTask",
     "Candidate",
     "Dataset",
     "FittedModel",
@@ -121,6 +128,7 @@ __all__ = [
     "ema",
     "ema_span_bins",
     "evaluate_forecasts",
+    "evaluate_tasks",
     "feature_names",
     "fit_candidates",
     "fit_model",
@@ -148,6 +156,7 @@ __all__ = [
     "search_params",
     "severity_classes",
     "started_by",
+    "task_grid",
     "train_bursts",
     "train_forecaster",
 ]

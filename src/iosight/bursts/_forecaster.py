@@ -12,10 +12,8 @@ caller expecting another feature set.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import platform
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,107 +21,42 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from iosight._errors import IosightError, check_param, check_seed
+from iosight._errors import IosightError
 from iosight._modelio import ModelKind, Prediction, load_model, save_model
 from iosight._progress import Progress, ensure_progress
-from iosight.bursts._analysis import check_direction
-from iosight.bursts._features import check_feature_set, feature_names, make_features
-from iosight.bursts._forecast import (
+from iosight.bursts._candidates import (
     BASELINES,
-    VAL_FRACTION,
-    Dataset,
+    Candidate,
     FittedModel,
     Persistence,
     SplitModel,
     TimeOfDay,
-    _Builder,
-    _metrics,
     choose,
     fit_candidates,
     fit_model,
+)
+from iosight.bursts._dataset import Dataset, DatasetBuilder
+from iosight.bursts._evaluate import scores_of
+from iosight.bursts._features import feature_names, make_features
+from iosight.bursts._labels import check_finite
+from iosight.bursts._task import (
+    MODEL_NAME,
+    BurstTask,
+    check_model_name,
+    make_task,
     parallel_map,
 )
-from iosight.bursts._known import check_information
-from iosight.bursts._labels import check_finite
-from iosight.bursts._models import check_search, model_names
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from iosight.warehouse import Warehouse
 
-MAX_LEAD = 24  # two hours of 5-minute bins (§V-B)
-_MODEL_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
-
-
-def check_model_name(name: str) -> None:
-    """A name is one short path component (letters, digits, ``._-``), so no name escapes
-    ``models/`` or makes the file system fail (too long)."""
-    if not isinstance(name, str) or not _MODEL_NAME.fullmatch(name):
-        shown = name if not isinstance(name, str) or len(name) <= 80 else name[:80] + "..."
-        raise IosightError(
-            f"invalid model name {shown!r}: up to 128 letters, digits, '.', '_' or '-', "
-            "not starting with '.'"
-        )
-
 
 def model_dir(warehouse: Warehouse, name: str) -> Path:
-    """``models/<name>/`` (a name checked by :func:`check_model_name`)."""
+    """``models/<name>/`` of ``warehouse`` (a ``name`` checked by :func:`check_model_name`)."""
     check_model_name(name)
     return warehouse.path / "models" / name
-
-
-def _fraction(name: str, value: float) -> None:
-    ok = isinstance(value, (int, float)) and 0 < value < 1
-    check_param(name, value, ok, "a fraction in (0, 1)")
-
-
-@dataclass(frozen=True)
-class ForecasterSettings:
-    """What a forecaster is trained to do and how (§V), checked once when made.
-
-    ``model`` names the candidates tried per lead (normalised to a tuple of registered
-    names, ``"all"`` expanded); ``name`` defaults to ``bursts-<direction>``. See
-    :func:`train_forecaster` for each setting's meaning.
-    """
-
-    direction: str = "write"
-    model: tuple[str, ...] = ("xgboost",)
-    feature_set: int = 3
-    mode: str = "lead"
-    horizon_min: float = 5
-    max_lead: int = MAX_LEAD
-    k: float | None = None
-    target_fraction: float = 0.01
-    train_fraction: float = 0.8
-    val_fraction: float = VAL_FRACTION
-    search_iter: int = 0
-    cv_splits: int = 3
-    seed: int = 0
-    severity: bool = True
-    name: str | None = None
-    information: str = "live"
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "model", tuple(model_names(self.model)))
-        object.__setattr__(self, "name", self.name or f"bursts-{self.direction}")
-        check_direction(self.direction)
-        check_feature_set(self.feature_set)
-        check_param("mode", self.mode, self.mode in ("lead", "interval"), "'lead' or 'interval'")
-        check_param("horizon_min", self.horizon_min,
-                    isinstance(self.horizon_min, (int, float)) and 0 < self.horizon_min < math.inf,
-                    "positive, finite minutes")  # fmt: skip
-        check_param("max_lead", self.max_lead, 1 <= self.max_lead <= 288, "between 1 and 288")
-        for name in ("target_fraction", "train_fraction", "val_fraction"):
-            _fraction(name, getattr(self, name))
-        check_seed(self.seed)
-        check_search(self.search_iter, self.cv_splits)
-        check_model_name(self.name)
-        check_information(self.information)
-
-    def options(self) -> dict:
-        """The settings as :func:`train_forecaster`'s keyword arguments."""
-        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)
@@ -184,28 +117,73 @@ class Forecaster:
     classmethod), as :class:`iosight.perfmodel.WriteModel` has.
     """
 
-    settings: ForecasterSettings
+    settings: BurstTask
     metadata: dict
     binary: dict[int, FittedModel | SplitModel | Persistence] = field(default_factory=dict)
     severity: dict[int, FittedModel | Persistence] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
+        """The forecaster's name (its folder under ``models/``)."""
         return self.metadata["name"]
 
     @classmethod
     def fit(
         cls,
         timeline: pd.DataFrame,
-        settings: ForecasterSettings | None = None,
+        settings: BurstTask | None = None,
         *,
         jobs: pd.DataFrame | None = None,
+        known: pd.DataFrame | None = None,
         n_jobs: int = -1,
         progress: Progress | None = None,
     ) -> Forecaster:
-        """A forecaster trained on ``timeline`` (:func:`train_forecaster`)."""
-        opts = (settings or ForecasterSettings()).options()
-        return train_forecaster(timeline, **opts, jobs=jobs, n_jobs=n_jobs, progress=progress)
+        """A forecaster of the task ``settings`` (default: :class:`BurstTask`'s defaults)
+        trained on ``timeline`` (§V).
+
+        Lead mode fits, for each lead 1..``max_lead`` on the base bins, every candidate
+        model on the training part before its validation slice, tunes each binary model's
+        cut on that slice and keeps, per lead, the baseline with the best F1 on the
+        slice's compare half (persistence, time of day, under ``logs`` the nowcast) unless
+        a model beat it robustly there (:func:`iosight.bursts.choose`), so the forecaster
+        is never worse there than the best baseline of its regime
+        (``metadata["chosen"]`` names it per lead). Interval mode does the same for the
+        next ``horizon_min`` bin. ``severity=False`` skips the severity models (the
+        severity of a predicted burst is then the current bin's class, at least 1). Test
+        scores of the chosen candidate and of persistence are stored in the metadata.
+
+        Parameters
+        ----------
+        timeline : DataFrame
+            A timeline (:func:`iosight.timeline.load_timeline`).
+        settings : BurstTask, optional
+            What to forecast and how.
+        jobs : DataFrame, optional
+            :func:`iosight.bursts.load_jobs`, needed by feature set 4.
+        known : DataFrame, optional
+            The known-at sums (:func:`iosight.bursts.load_known`), needed under ``logs``
+            (every feature, persistence's too, is then what the logs held at t).
+        n_jobs : int
+            Leads fitted at once (threads; -1: every core).
+        progress : Progress, optional
+            Advanced as each lead is fitted.
+        """
+        from iosight.timeline import bin_width_of
+
+        task = settings or BurstTask()
+        width = bin_width_of(timeline)
+        builder = DatasetBuilder(timeline, jobs, task.information, known)
+        items = [_lead_data(builder, task.at_lead(lead, width), lead, task.severity)
+                 for lead in task.leads]  # fmt: skip
+        prog = ensure_progress(progress)
+        prog.start(len(items), f"training {','.join(task.model)} ({task.direction}, {task.mode})")
+        fits = parallel_map(lambda item: _fit_lead(item, task), items, n_jobs, prog)
+        prog.finish()
+        fc = cls(task, _metadata(task, timeline, items, fits))
+        for item, lead_fit in zip(items, fits, strict=True):
+            fc.binary[item["lead"]] = lead_fit.candidates[lead_fit.best].model
+            fc.severity[item["lead"]] = lead_fit.severity
+        return fc
 
     def describe(self) -> str:
         """What predicts: per lead, the candidate chosen on validation (the best baseline
@@ -345,7 +323,7 @@ def list_forecasters(warehouse: Warehouse) -> list[str]:
     """Names of the forecasters saved in the warehouse (temporary folders of a save in
     progress start with '.' and are no model names)."""
     found = (warehouse.path / "models").glob("*/metadata.json")
-    return sorted(p.parent.name for p in found if _MODEL_NAME.fullmatch(p.parent.name))
+    return sorted(p.parent.name for p in found if MODEL_NAME.fullmatch(p.parent.name))
 
 
 def load_forecaster(warehouse: Warehouse, name: str = "bursts-write") -> Forecaster:
@@ -364,148 +342,125 @@ def load_forecaster(warehouse: Warehouse, name: str = "bursts-write") -> Forecas
     return Forecaster(settings, md, fitted["binary"], fitted["severity"])
 
 
-def _settings(md: dict, path: Path) -> ForecasterSettings:
+def _settings(md: dict, path: Path) -> BurstTask:
     """The saved settings, checked again (a hand-edited file gets one line)."""
     try:
-        return ForecasterSettings(**md["settings"])
+        return BurstTask(**md["settings"])
     except (KeyError, TypeError) as err:
         raise IosightError(f"{path / 'metadata.json'} has no valid settings ({err})") from None
 
 
 def train_forecaster(
     df: pd.DataFrame,
+    task: BurstTask | None = None,
     *,
-    direction: str = "write",
-    model: str | list[str] = "xgboost",
-    feature_set: int = 3,
-    mode: str = "lead",
-    horizon_min: float = 5,
-    max_lead: int = MAX_LEAD,
-    k: float | None = None,
-    target_fraction: float = 0.01,
-    train_fraction: float = 0.8,
-    val_fraction: float = VAL_FRACTION,
-    search_iter: int = 0,
-    cv_splits: int = 3,
-    seed: int = 0,
-    severity: bool = True,
-    name: str | None = None,
     jobs: pd.DataFrame | None = None,
-    information: str = "live",
     known: pd.DataFrame | None = None,
     n_jobs: int = -1,
     progress: Progress | None = None,
+    **settings,
 ) -> Forecaster:
-    """Train a deployable forecaster on a timeline (§V).
+    """Train a deployable forecaster on the timeline ``df``: :meth:`Forecaster.fit` of
+    ``task`` with ``settings`` changed, or of a task of ``settings`` (:class:`BurstTask`
+    fields as keywords: ``direction``, ``model``, ``max_lead``, ...). ``jobs``, ``known``,
+    ``n_jobs`` and ``progress`` are :meth:`Forecaster.fit`'s."""
+    return Forecaster.fit(df, make_task(task, settings), jobs=jobs, known=known, n_jobs=n_jobs,
+                          progress=progress)  # fmt: skip
 
-    Lead mode fits, for each lead 1..``max_lead`` on the base bins, every model in
-    ``model`` (a name or a list) on the training part before its validation slice, tunes
-    each binary model's cut on that slice and keeps, per lead, the baseline with the best
-    F1 on the slice's compare half (persistence, time of day, under ``logs`` the nowcast)
-    unless a model beat it robustly there (:func:`choose`: a margin on the compare half
-    and no losing window), so the forecaster is never worse there than the best baseline
-    of its regime (``metadata["chosen"]`` names it per lead).
-    Interval mode does the same for the next ``horizon_min`` bin. ``severity=False``
-    skips the severity models (the severity of a predicted burst is then the current
-    bin's class, at least 1). Hyper-parameters are the
-    registered defaults unless ``search_iter`` > 0 (then searched per lead). Test scores of
-    the chosen candidate and of persistence are stored in the metadata. ``information``
-    ``logs`` makes every feature (persistence's too) from what the logs held at t
-    (``known``: the known-at sums, :func:`iosight.bursts.load_known`), recorded in
-    ``metadata["information"]``.
-    """
+
+def _lead_data(builder: DatasetBuilder, task: BurstTask, lead: int, severity: bool) -> dict:
+    """The binary (and with ``severity``, the severity) data set of one ``lead``."""
+    return {"lead": lead, "binary": builder.dataset(task, "binary"),
+            "severity": builder.dataset(task, "severity") if severity else None}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _LeadFit:
+    """One lead fitted: the candidate chosen on validation, every candidate, the test
+    scores of the chosen one and of persistence, and the severity model."""
+
+    best: str
+    candidates: dict[str, Candidate]
+    scores: dict[str, dict[str, float]]
+    severity: FittedModel | Persistence
+
+
+def _fit_lead(item: dict, task: BurstTask) -> _LeadFit:
+    """Fit, choose and score the candidates of one lead (:func:`_lead_data`'s ``item``)."""
+    ds = item["binary"]
+    cands = fit_candidates(ds, list(task.model), seed=task.seed, search_iter=task.search_iter,
+                           cv_splits=task.cv_splits)  # fmt: skip
+    best = choose(cands)
+    te = slice(ds.n_train, None)
+    scores = {n: scores_of(ds.y[te], *cands[n].model.predict(ds.X[te], ds.feature_start[te]))
+              for n in {best, "persistence"}}  # fmt: skip
+    return _LeadFit(best, cands, scores, _severity_model(ds, item["severity"], best,
+                                                         cands[best].model, task.seed))  # fmt: skip
+
+
+def _severity_model(ds: Dataset, sv: Dataset | None, best: str, model, seed: int):
+    """The severity model of a lead: the kind of the chosen binary ``model`` fitted on
+    the severity data set ``sv`` where it is a model and ``sv`` has two classes or more,
+    else persistence of the current bin's class."""
+    if sv is not None:
+        rows = slice(0, sv.n_fit)
+        if best not in BASELINES and np.unique(sv.y[rows]).size >= 2:
+            return fit_model(best, sv.X[rows], sv.y[rows], seed=seed, params=model.params)
+    return Persistence.of(ds.labels, severity=True, column=ds.nowcast_column or 0)
+
+
+def _lead_metadata(items: list[dict], fits: list[_LeadFit]) -> dict:
+    """Per lead (a string): the candidate chosen, every candidate's validation F1, and
+    the test scores of the chosen one beside persistence's F1."""
+    chosen, val, metrics = {}, {}, {}
+    for item, lf in zip(items, fits, strict=True):
+        lead = str(item["lead"])
+        chosen[lead] = lf.best
+        val[lead] = {n: c.val_f1 for n, c in lf.candidates.items()}
+        metrics[lead] = {
+            **{m: (None if np.isnan(v) else v) for m, v in lf.scores[lf.best].items()},
+            "persistence_f1": lf.scores["persistence"]["f1"],
+        }
+    return {"chosen": chosen, "val_f1": val, "test_metrics": metrics}
+
+
+def _metadata(task: BurstTask, df: pd.DataFrame, items: list[dict], fits: list[_LeadFit]) -> dict:
+    """What a forecaster of ``task`` trained on ``df`` saves beside its models."""
     from iosight.timeline import bin_width_of
 
-    settings = ForecasterSettings(
-        direction=direction, model=model, feature_set=feature_set, mode=mode,
-        horizon_min=horizon_min, max_lead=max_lead, k=k, target_fraction=target_fraction,
-        train_fraction=train_fraction, val_fraction=val_fraction, search_iter=search_iter,
-        cv_splits=cv_splits, seed=seed, severity=severity, name=name, information=information,
-    )  # fmt: skip
-    names = list(settings.model)
     width = bin_width_of(df)
-    leads = list(range(1, max_lead + 1)) if mode == "lead" else [1]
-    builder = _Builder(df, jobs, information, known)
-
-    def task(lead: int, target: str) -> Dataset:
-        return builder.dataset(
-            direction=direction, feature_set=feature_set, mode=mode,
-            horizon_min=lead * width / 60.0 if mode == "lead" else horizon_min,
-            target=target, k=k, target_fraction=target_fraction,
-            train_fraction=train_fraction, threshold_from="train", val_fraction=val_fraction,
-        )  # fmt: skip
-
-    items = [{"lead": lead, "binary": task(lead, "binary"),
-              "severity": task(lead, "severity") if severity else None}
-             for lead in leads]  # fmt: skip
-
-    def fit(item: dict) -> tuple:
-        ds = item["binary"]
-        cands = fit_candidates(ds, names, seed=seed, search_iter=search_iter,
-                               cv_splits=cv_splits)  # fmt: skip
-        best = choose(cands)
-        te = slice(ds.n_train, None)
-        scores = {n: _metrics(ds.y[te], *cands[n].model.predict(ds.X[te], ds.feature_start[te]),
-                              "binary")
-                  for n in {best, "persistence"}}  # fmt: skip
-        sev = Persistence.of(ds.labels, severity=True, column=ds.nowcast_column or 0)
-        sv = item["severity"]
-        if sv is not None:
-            fit_rows = slice(0, sv.n_fit)
-            if best not in BASELINES and np.unique(sv.y[fit_rows]).size >= 2:
-                sev = fit_model(best, sv.X[fit_rows], sv.y[fit_rows], seed=seed,
-                                params=cands[best].model.params)  # fmt: skip
-        return best, cands, scores, sev
-
-    prog = ensure_progress(progress)
-    prog.start(len(leads), f"training {','.join(names)} ({direction}, {mode})")
-    results = parallel_map(fit, items, n_jobs, prog)
-    prog.finish()
-    fc = Forecaster(settings, {})
-    chosen, metrics, val = {}, {}, {}
-    for item, (best, cands, scores, sev) in zip(items, results, strict=True):
-        lead = item["lead"]
-        fc.binary[lead] = cands[best].model
-        if sev is not None:
-            fc.severity[lead] = sev
-        chosen[str(lead)] = best
-        val[str(lead)] = {n: c.val_f1 for n, c in cands.items()}
-        metrics[str(lead)] = {
-            **{m: (None if np.isnan(v) else v) for m, v in scores[best].items()},
-            "persistence_f1": scores["persistence"]["f1"],
-        }
     ds = items[-1]["binary"]
     labels = ds.labels
     starts = df["bin_start"].to_numpy(np.float64)
-    fc.metadata = {
-        "name": settings.name,
-        "direction": direction,
-        "model": ",".join(names),
-        "chosen": chosen,
-        "mode": mode,
-        "feature_set": feature_set,
-        "information": information,
-        "features": feature_names(direction, feature_set, information),
+    per_lead = _lead_metadata(items, fits)
+    return {
+        "name": task.name,
+        "direction": task.direction,
+        "model": ",".join(task.model),
+        "chosen": per_lead["chosen"],
+        "mode": task.mode,
+        "feature_set": task.feature_set,
+        "information": task.information,
+        "features": feature_names(task.direction, task.feature_set, task.information),
         "bin_width": width,
-        "horizon_min": horizon_min if mode == "interval" else width / 60.0,
-        "leads": leads,
+        "horizon_min": task.horizon_min if task.mode == "interval" else width / 60.0,
+        "leads": task.leads,
         "thresholds": {
             "mean": labels.mean,
             "std": labels.std,
             "k": labels.k,
             "threshold": labels.threshold,
             "severity_edges_sigma": [labels.k + i * (10 - labels.k) / 5 for i in range(6)],
-        },  # fmt: skip
-        "target_fraction": target_fraction,
-        "train_fraction": train_fraction,
-        "val_fraction": val_fraction,
+        },
+        "target_fraction": task.target_fraction,
+        "train_fraction": task.train_fraction,
+        "val_fraction": task.val_fraction,
         "training_window": [ds.train_window[0], ds.train_window[1]],
         "timeline_window": [float(starts[0]), float(starts[-1])],
-        "params": {n: c.model.params for n, c in results[0][1].items()},
-        "seed": seed,
-        "val_f1": val,
-        "test_metrics": metrics,
+        "params": {n: c.model.params for n, c in fits[0].candidates.items()},
+        "seed": task.seed,
+        "val_f1": per_lead["val_f1"],
+        "test_metrics": per_lead["test_metrics"],
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "versions": _versions(),
     }
-    return fc

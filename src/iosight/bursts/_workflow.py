@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING
 
 from iosight._errors import parse_list
 from iosight._progress import Progress
-from iosight.bursts._forecast import BASELINES, DEFAULT_HORIZONS, evaluate_forecasts
-from iosight.bursts._forecaster import Forecaster, load_forecaster, train_forecaster
+from iosight.bursts._candidates import BASELINES
+from iosight.bursts._evaluate import evaluate_tasks
+from iosight.bursts._forecaster import Forecaster, load_forecaster
+from iosight.bursts._task import DEFAULT_HORIZONS, BurstTask, check_shared, task_grid
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -49,47 +51,72 @@ def train_bursts(
     horizons: float | list[float] = DEFAULT_HORIZONS,
     targets: str | list[str] = "binary",
     k: dict[str, float] | None = None,
-    target_fraction: float = 0.01,
-    threshold_from: str = "train",
-    search_iter: int = 0,
-    cv_splits: int = 3,
-    seed: int = 0,
     information: str | list[str] = "live",
     save: bool = True,
     n_jobs: int = -1,
     progress: Progress | None = None,
+    **settings,
 ) -> TrainResult:
-    """Evaluate (:func:`evaluate_forecasts`), append the rows to the ``burst_evaluation``
-    table, and save per direction and information regime a forecaster whose candidates
-    are the model with the best mean validation F1 and the baselines, chosen per lead on
-    validation (:func:`train_forecaster`): ``bursts-<direction>`` (leads 1-24) when
+    """Evaluate the tasks of the warehouse's timeline (:func:`evaluate_tasks` on
+    :func:`task_grid`), append the rows to the ``burst_evaluation`` table, and save per
+    direction and information regime a forecaster whose candidates are the model with
+    the best mean validation F1 and the baselines, chosen per lead on validation
+    (:meth:`Forecaster.fit`): ``bursts-<direction>`` (leads 1..``max_lead``) when
     ``lead`` is among the modes, else ``bursts-<direction>-interval`` for the shortest
     horizon; ``-logs`` appended under the ``logs`` regime (its known-at sums computed
     from the warehouse's jobs, :func:`iosight.bursts.load_known`).
+
+    Parameters
+    ----------
+    warehouse : Warehouse
+        Opened for writing.
+    directions, models, feature_sets, modes, horizons, targets, k, information
+        As :func:`evaluate_forecasts`; the forecasters use the last feature set, and fit
+        severity models when ``severity`` is among the targets.
+    save : bool
+        Save the forecasters (else only evaluate).
+    n_jobs : int
+        Data sets (or leads) fitted at once (threads; -1: every core).
+    progress : Progress, optional
+        Advanced as models are fitted.
+    **settings
+        The other :class:`BurstTask` settings, of the evaluation and the forecasters
+        alike: ``target_fraction``, ``train_fraction``, ``threshold_from`` (the
+        evaluation's; a forecaster's thresholds come from its training part),
+        ``val_fraction``, ``max_lead``, ``search_iter``, ``cv_splits``, ``seed``.
     """
     import pandas as pd
-    import pyarrow as pa
 
     from iosight.bursts._jobstate import load_jobs
     from iosight.bursts._known import load_known
     from iosight.timeline import load_timeline
 
+    check_shared(settings, also=("name", "severity"))
+    tasks = task_grid(BurstTask(model=models, **settings), information=information,
+                      directions=directions, feature_sets=feature_sets, modes=modes,
+                      horizons=horizons, k=k)  # fmt: skip
     df = load_timeline(warehouse)
-    fs_list = parse_list(feature_sets, int, "feature_sets")
-    dirs, mode_list = parse_list(directions, name="directions"), parse_list(modes, name="modes")
-    horizon_list = parse_list(horizons, float, "horizons")
+    jobs = load_jobs(warehouse) if any(t.feature_set == 4 for t in tasks) else None
+    known = load_known(warehouse) if any(t.information == "logs" for t in tasks) else None
     target_list = parse_list(targets, name="targets")
-    regimes = parse_list(information, name="information")
-    jobs = load_jobs(warehouse) if 4 in fs_list else None
-    known = load_known(warehouse) if "logs" in regimes else None
-    ev = evaluate_forecasts(
-        df, directions=dirs, models=models, feature_sets=fs_list, modes=mode_list,
-        horizons=horizon_list, targets=target_list, k=k, target_fraction=target_fraction,
-        threshold_from=threshold_from, search_iter=search_iter, cv_splits=cv_splits,
-        seed=seed, jobs=jobs, information=regimes, known=known, n_jobs=n_jobs,
-        progress=progress,
-    )  # fmt: skip
+    ev = evaluate_tasks(df, tasks, target_list, jobs=jobs, known=known, n_jobs=n_jobs,
+                        progress=progress)  # fmt: skip
     ev.insert(0, "trained_at", pd.Timestamp.now(tz="UTC").isoformat())
+    _store_evaluation(warehouse, ev)
+    chosen = {}
+    for task in _forecaster_tasks(ev, tasks, "severity" in target_list) if save else []:
+        fc = Forecaster.fit(df, task, jobs=jobs, known=known, n_jobs=n_jobs, progress=progress)
+        fc.save(warehouse)
+        chosen[fc.name] = fc.metadata["chosen"]
+    return TrainResult(ev, list(chosen), chosen)
+
+
+def _store_evaluation(warehouse: Warehouse, ev: pd.DataFrame) -> None:
+    """Append ``ev`` to the ``burst_evaluation`` table, its rows replacing the stored
+    rows of the same tasks and models."""
+    import pandas as pd
+    import pyarrow as pa
+
     if warehouse.has_table(EVALUATION_TABLE):
         old = warehouse.table(EVALUATION_TABLE).to_pandas()
         if "information" not in old:  # rows kept before regimes existed
@@ -104,26 +131,28 @@ def train_bursts(
     else:
         ev_all = ev
     warehouse.write_table(EVALUATION_TABLE, pa.Table.from_pandas(ev_all, preserve_index=False))
-    saved, chosen = [], {}
-    fs = fs_list[-1]
-    mode = "lead" if "lead" in mode_list else "interval"
-    for regime, d in ((r, d) for r in regimes for d in dirs):
-        best = _best_model(ev[ev["feature_set"] == fs], d, mode, regime)
-        if not save or best is None:
+
+
+def _forecaster_tasks(ev: pd.DataFrame, tasks: list[BurstTask], severity: bool) -> list[BurstTask]:
+    """The task of each forecaster to save, per regime and direction: the last feature
+    set, lead mode if evaluated (else the shortest interval), the model with the best mean
+    validation F1 (no forecaster where none was evaluated), thresholds from the training
+    part."""
+    last = tasks[-1]
+    mode = "lead" if any(t.mode == "lead" for t in tasks) else "interval"
+    out = []
+    for regime, d in dict.fromkeys((t.information, t.direction) for t in tasks):
+        best = _best_model(ev[ev["feature_set"] == last.feature_set], d, mode, regime)
+        if best is None:
             continue
         name = f"bursts-{d}" + ("" if mode == "lead" else "-interval")
-        fc = train_forecaster(
-            df, direction=d, model=best, feature_set=fs, mode=mode,
-            horizon_min=min(horizon_list),
-            name=name + ("-logs" if regime == "logs" else ""),
-            k=(k or {}).get(d), target_fraction=target_fraction, search_iter=search_iter,
-            cv_splits=cv_splits, seed=seed, jobs=jobs, information=regime, known=known,
-            n_jobs=n_jobs, progress=progress, severity="severity" in target_list,
-        )  # fmt: skip
-        fc.save(warehouse)
-        saved.append(fc.name)
-        chosen[fc.name] = fc.metadata["chosen"]
-    return TrainResult(ev, saved, chosen)
+        one = next(t for t in tasks if (t.information, t.direction) == (regime, d))
+        out.append(last.replace(
+            direction=d, model=best, mode=mode, horizon_min=min(t.horizon_min for t in tasks),
+            name=name + ("-logs" if regime == "logs" else ""), k=one.k, information=regime,
+            severity=severity, threshold_from="train",
+        ))  # fmt: skip
+    return out
 
 
 def load_evaluation(warehouse: Warehouse) -> pd.DataFrame:
@@ -141,11 +170,9 @@ def refit_forecaster(warehouse: Warehouse, name: str, *, n_jobs: int = -1) -> Fo
     from iosight.bursts._known import load_known
     from iosight.timeline import load_timeline
 
-    old = load_forecaster(warehouse, name)
-    options = old.settings.options()
-    jobs = load_jobs(warehouse) if options["feature_set"] == 4 else None
-    known = load_known(warehouse) if options["information"] == "logs" else None
-    fc = train_forecaster(load_timeline(warehouse), **options, jobs=jobs, known=known,
-                          n_jobs=n_jobs)  # fmt: skip
+    task = load_forecaster(warehouse, name).settings
+    jobs = load_jobs(warehouse) if task.feature_set == 4 else None
+    known = load_known(warehouse) if task.information == "logs" else None
+    fc = Forecaster.fit(load_timeline(warehouse), task, jobs=jobs, known=known, n_jobs=n_jobs)
     fc.save(warehouse)
     return fc
