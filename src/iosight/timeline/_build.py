@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import numbers
+import re
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -399,6 +400,33 @@ def _job_totals_query(
         f"select {', '.join(select)} from job_totals jt join jobs j using (job_key){joins} "
         f"where {jobs_where} and {_key_range('jt', keys)}"
     )
+
+
+def record_queries(schema: dict[str, set[str]]) -> list[str]:
+    """Every record query a timeline of a warehouse with ``schema`` (:func:`_schema`)
+    runs, on any jobs: two warehouses whose queries are the same bin their jobs alike."""
+    out = [
+        q
+        for layer in LAYERS
+        if layer.lower() in schema
+        for direction in _COUNTERS
+        for q in _layer_queries(schema, layer, direction, "true")
+    ]
+    return [*out, _job_totals_query(schema, "true") or ""]
+
+
+def query_names(schema: dict[str, set[str]]) -> set[str]:
+    """Every name (column, alias or keyword) in the :func:`record_queries` of ``schema``."""
+    return set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", " ".join(record_queries(schema))))
+
+
+def read_columns(schema: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The columns of ``schema`` that its :func:`record_queries` read, by table (every
+    table kept): what a stored timeline records of the warehouse's columns, as the
+    queries test whether a column is there and name it where it is, so these give the
+    same queries (481 columns of job totals would be 12 kB of names in its metadata)."""
+    used = query_names(schema)
+    return {name: cols & used for name, cols in schema.items()}
 
 
 class Bins:
@@ -838,7 +866,7 @@ def build_timeline(
         since_, until_, as_of_ = (None if t is None else float(t) for t in asked)
         options = {"bin_width": float(bin_width), "spread": spread, "since": since_,
                    "until": until_, "span": span, "as_of": as_of_}  # fmt: skip
-        state = {**sources_state(files, schema), "fences": bounds, "first": acc.first,
+        state = {**sources_state(files, read_columns(schema)), "fences": bounds, "first": acc.first,
                  "bins": table.num_rows}  # fmt: skip
         metadata = {
             **(left.metadata() if left is not None else {}),

@@ -17,23 +17,19 @@ from __future__ import annotations
 
 import functools
 import json
-import re
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from iosight.timeline._build import (
-    _COUNTERS,
     _OPTIONS_KEY,
     CHUNK_JOBS,
-    LAYERS,
     TOTAL_COLUMNS,
     VALUE_COLUMNS,
     Bins,
     _job_condition,
-    _job_totals_query,
-    _layer_queries,
     accumulate,
     assemble,
     build_options,
@@ -41,6 +37,9 @@ from iosight.timeline._build import (
     dense_fences,
     dense_quartiles,
     outside_fences,
+    query_names,
+    read_columns,
+    record_queries,
     stored_options,
     totals_intervals,
     undated_condition,
@@ -62,19 +61,17 @@ from iosight.timeline._stored import (
     TABLE,
     batch_of,
     digest,
+    newest_run,
     run_files,
     runs_of,
     source_files,
     sources_state,
-    stored_metadata,
     stored_quartiles,
     stored_state,
     write_runs,
 )
 
 if TYPE_CHECKING:
-    import os
-
     import duckdb
     import pyarrow as pa
 
@@ -122,15 +119,18 @@ def update_timeline(warehouse: Warehouse, *, progress: Progress | None = None) -
     docstring), saying why in :attr:`TimelineUpdate.rebuilt`."""
     warehouse.require(TABLE)
     with warehouse.writer_lock():  # no batch lands between what is read and what is recorded
-        metadata = stored_metadata(warehouse)
+        cache: dict = {}  # the Parquet files opened, by path: each footer read once
+        metadata = _open_paths([newest_run(warehouse)], cache)[0].metadata
         try:
-            return _add_new(warehouse, metadata, progress)
+            return _add_new(warehouse, metadata, cache, progress)
         except _Rebuild as why:
             table = build_timeline(warehouse, **stored_options(warehouse), progress=progress)
             return TimelineUpdate(0, table.num_rows, str(why))
 
 
-def _add_new(warehouse: Warehouse, metadata: dict, progress) -> TimelineUpdate:
+def _add_new(warehouse: Warehouse, metadata: dict, cache: dict, progress) -> TimelineUpdate:
+    """Add the new batches' jobs (``metadata``: the stored timeline's; ``cache``: the
+    Parquet files opened, by path) or raise :class:`_Rebuild`."""
     options, state = build_options(metadata), stored_state(metadata)
     if options is None or state is None:
         raise _Rebuild("it does not record what it read (an older iosight, or compacted)")
@@ -140,7 +140,6 @@ def _add_new(warehouse: Warehouse, metadata: dict, progress) -> TimelineUpdate:
         raise _Rebuild("files it read were replaced or removed (ingest --force, compact)")
     if not new:
         return TimelineUpdate(0, 0)
-    cache: dict = {}
     opened = _open_new(files, new, cache)
     full_schema = _checked_schema(state["schema"], opened)
     if set(opened) <= _PLAIN:
@@ -148,14 +147,14 @@ def _add_new(warehouse: Warehouse, metadata: dict, progress) -> TimelineUpdate:
         every = functools.partial(_open, files["jobs"], cache)
         span = _plain_span(options, state, stored_quartiles(metadata), new_jobs, every)
         if span is not None:
-            return _bin_plain(warehouse, metadata, options, state,
-                              sources_state(files, full_schema), new_jobs, span)  # fmt: skip
+            sources = sources_state(files, read_columns(full_schema))
+            return _bin_plain(warehouse, (metadata, cache), options, state, sources, new_jobs, span)
     dense = options.get("span", "dense") == "dense"
     with _NewRows(files, opened, state["schema"], all_jobs=dense) as rows:
-        return _bin_new(warehouse, metadata, options, state, files, rows, progress)
+        return _bin_new(warehouse, (metadata, cache), options, state, files, rows, progress)
 
 
-def _bin_new(warehouse, metadata, options, state, files, rows, progress) -> TimelineUpdate:
+def _bin_new(warehouse, stored, options, state, files, rows, progress) -> TimelineUpdate:
     """Bin the new jobs of ``rows`` (DuckDB, the full build's queries) and add them to the
     stored runs they touch."""
     dense = options.get("span", "dense") == "dense"
@@ -167,11 +166,11 @@ def _bin_new(warehouse, metadata, options, state, files, rows, progress) -> Time
     acc_args = (float(options["bin_width"]), options["spread"])
     acc = accumulate(rows, since, until, (0, 1), acc_args, CHUNK_JOBS, progress, as_of=as_of,
                      schema=rows.schema, memory=None)  # fmt: skip
-    return _commit(warehouse, metadata, options, state, sources_state(files, rows.full_schema),
-                   stats, (bounds, quartiles), acc)  # fmt: skip
+    sources = sources_state(files, read_columns(rows.full_schema))
+    return _commit(warehouse, stored, options, state, sources, stats, (bounds, quartiles), acc)
 
 
-def _bin_plain(warehouse, metadata, options, state, sources, new, span) -> TimelineUpdate:
+def _bin_plain(warehouse, stored, options, state, sources, new, span) -> TimelineUpdate:
     """Bin the new jobs ``new`` (:func:`_plain_new`: no records, their job totals at
     most) in numpy, as the full build bins job totals, and add them to the stored runs
     they touch: no SQL, whose fixed costs are most of an update this small. ``sources``:
@@ -188,13 +187,15 @@ def _bin_plain(warehouse, metadata, options, state, sources, new, span) -> Timel
     }
     acc = Bins(float(options["bin_width"]), options["spread"])
     new.bin(acc, counted)
-    return _commit(warehouse, metadata, options, state, sources, stats, span, acc)
+    return _commit(warehouse, stored, options, state, sources, stats, span, acc)
 
 
-def _commit(warehouse, metadata, options, state, sources, stats, dense, acc) -> TimelineUpdate:
+def _commit(warehouse, stored, options, state, sources, stats, dense, acc) -> TimelineUpdate:
     """Write the new jobs' bins ``acc`` (their ``stats``, :meth:`_NewRows.new_jobs`) into
-    the stored runs, with the timeline's metadata as it now is (``dense``: the dense
-    span's fences and :class:`~iosight.timeline._span.Quartiles`, or None)."""
+    the stored runs, with the timeline's metadata as it now is (``stored``: the stored
+    metadata and the files opened; ``dense``: the dense span's fences and
+    :class:`~iosight.timeline._span.Quartiles`, or None)."""
+    metadata, cache = stored
     if stats["outside"]:
         raise _Rebuild(f"the dense span leaves out {stats['outside']:,} of the new jobs")
     meta = {
@@ -207,7 +208,7 @@ def _commit(warehouse, metadata, options, state, sources, stats, dense, acc) -> 
     if quartiles is not None:
         meta[QUARTILES_KEY] = json.dumps(quartiles.to_json()).encode()
     state = {**sources, "fences": bounds}
-    return TimelineUpdate(stats["counted"], _write(warehouse, state, acc, meta, span))
+    return TimelineUpdate(stats["counted"], _write(warehouse, state, acc, meta, span, cache))
 
 
 def _carrier(metadata: dict) -> pa.Table:
@@ -283,8 +284,7 @@ class _NewRows:
         self.schema = {name: set(cols) for name, cols in schema.items()}
         self.full_schema = _checked_schema(schema, opened)
         names = {n: set().union(*(f.names for f in fs)) for n, fs in opened.items()}
-        queries = _queries(self.schema)
-        used = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", " ".join(queries))) | _JOB_COLUMNS
+        used = query_names(self.schema) | _JOB_COLUMNS
         self._con = _engine().cursor()  # a connection of its own costs 35-140 ms
         self._keep = []  # the registered Arrow tables live as long as this
         for name in {*opened, *self.schema}:  # a table the new batches lack: empty
@@ -363,7 +363,8 @@ class _Parquet:
 
         self._reader = pq.ParquetReader()
         self._reader.open(path)
-        self.names = self._reader.schema_arrow.names
+        schema = self._reader.schema_arrow
+        self.names, self.metadata = schema.names, dict(schema.metadata or {})
         self.rows = self._reader.metadata.num_rows
 
     def read(self, columns: list[str]) -> pa.Table:
@@ -374,8 +375,13 @@ class _Parquet:
 
 def _open(entries: list[os.DirEntry], cache: dict | None = None) -> list[_Parquet]:
     """The Parquet files ``entries``, opened: those in ``cache`` (by path) once."""
+    return _open_paths([e.path for e in entries], cache)
+
+
+def _open_paths(paths: list[str], cache: dict | None = None) -> list[_Parquet]:
+    """The Parquet files at ``paths``, opened: those in ``cache`` (by path) once."""
     cache = {} if cache is None else cache
-    return [cache.get(e.path) or cache.setdefault(e.path, _Parquet(e.path)) for e in entries]
+    return [cache.get(p) or cache.setdefault(p, _Parquet(p)) for p in paths]
 
 
 def _open_new(files: dict[str, list[os.DirEntry]], batches: set[str], cache: dict) -> dict:
@@ -397,7 +403,7 @@ def _checked_schema(schema: dict, opened: dict[str, list]) -> dict[str, set[str]
     for name, fs in opened.items():
         if name != "jobs":
             full[name] = full.get(name, set()).union(*(f.names for f in fs))
-    if _queries(full) != _queries({name: set(cols) for name, cols in schema.items()}):
+    if record_queries(full) != record_queries({name: set(cols) for name, cols in schema.items()}):
         raise _Rebuild("the new batches bring columns that change how records are read")
     return full
 
@@ -513,25 +519,13 @@ def _plain_span(options: dict, state: dict, kept, new: _PlainJobs, every) -> tup
     return bounds, None if bounds is None else quartiles_of(starts, bounds)
 
 
-def _queries(schema: dict[str, set[str]]) -> list[str]:
-    """Every record query a timeline of a warehouse with ``schema`` runs (on any jobs)."""
-    out = [
-        q
-        for layer in LAYERS
-        if layer.lower() in schema
-        for direction in _COUNTERS
-        for q in _layer_queries(schema, layer, direction, "true")
-    ]
-    return [*out, _job_totals_query(schema, "true") or ""]
-
-
 def _write(
-    warehouse: Warehouse, state: dict, acc: Bins, meta: dict, span: tuple[int, int]
+    warehouse: Warehouse, state: dict, acc: Bins, meta: dict, span: tuple[int, int], cache: dict
 ) -> int:
     """Add ``acc``'s bins to the stored runs they touch (the stored timeline: ``span`` =
-    its first lattice bin and how many) and commit those runs with the new metadata;
-    returns the bins written (at least the last run is rewritten, as the newest file
-    holds the timeline's metadata)."""
+    its first lattice bin and how many; ``cache``: its files opened, by path) and commit
+    those runs with the new metadata; returns the bins written (at least the last run is
+    rewritten, as the newest file holds the timeline's metadata)."""
     first, n = span
     last = first + n - 1
     lo, hi = _touched(first, last, acc)
@@ -545,7 +539,7 @@ def _write(
     stored_files = run_files(warehouse)
     drop = [stored_files[r] for r in runs if r in stored_files]
     for name in drop:
-        _add_stored(warehouse, name, first, a, sums, active)
+        _add_stored(warehouse, name, first, a, (sums, active), cache)
     if len(acc.sums):
         i = acc.first - a
         sums[i : i + len(acc.sums)] += acc.sums
@@ -568,12 +562,14 @@ def _touched(first: int, last: int, acc: Bins) -> tuple[int, int]:
 
 
 def _add_stored(
-    warehouse: Warehouse, name: str, first: int, a: int, sums: np.ndarray, active: np.ndarray
+    warehouse: Warehouse, name: str, first: int, a: int, into: tuple, cache: dict
 ) -> None:
-    """Add the rows of stored run file ``name`` into ``sums``/``active`` (row 0: bin ``a``)."""
+    """Add the rows of stored run file ``name`` (opened once: ``cache``) into ``into``,
+    the arrays of sums and active jobs (row 0: bin ``a``)."""
     from iosight.timeline._stored import run_of
 
-    file = _Parquet(str(warehouse.path / "tables" / TABLE / name))
+    sums, active = into
+    file = _open_paths([os.path.join(warehouse.path, "tables", TABLE, name)], cache)[0]
     table = file.read(file.names)
     start = max(run_of(name) * RUN_BINS, first) - a
     stop = start + table.num_rows

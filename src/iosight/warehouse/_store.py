@@ -87,6 +87,7 @@ def stage_tables(
     *,
     part: int = 0,
     arrow_schema: bool = True,
+    key_values: bool = False,
 ) -> list[str]:
     """Write a batch's tables as Parquet into ``staging``; return the names written.
 
@@ -94,7 +95,10 @@ def stage_tables(
     batches), so the committing process only renames files. A writer may stage
     several ``part``s of one batch to bound its memory. ``arrow_schema=False``
     leaves Arrow's own schema out of the file, so a dictionary-encoded string column
-    (ingest's ``job_key``) reads back as the plain string column it stands for.
+    (ingest's ``job_key``) reads back as the plain string column it stands for; it
+    leaves out the table's schema metadata too, unless ``key_values`` writes that as
+    the file's key-value metadata (once: Arrow's schema would hold it a second time,
+    base64-encoded, and every reader would decode both).
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -113,13 +117,12 @@ def stage_tables(
             for f in table.schema
             if pa.types.is_string(f.type) or pa.types.is_dictionary(f.type)
         ]
-        pq.write_table(
-            table,
-            staging / f"{name}.{part}.parquet",
-            compression="zstd",
-            use_dictionary=strings,
-            store_schema=arrow_schema,
-        )
+        path = staging / f"{name}.{part}.parquet"
+        options = {"compression": "zstd", "use_dictionary": strings, "store_schema": arrow_schema}
+        with pq.ParquetWriter(path, table.schema, **options) as writer:
+            writer.write_table(table)
+            if key_values and not arrow_schema and table.schema.metadata:
+                writer.add_key_value_metadata(table.schema.metadata)
         written.append(name)
     return written
 
@@ -225,17 +228,31 @@ class Warehouse:
     def table_files(self, name: str) -> list[Path]:
         """The files that hold table ``name`` now: compaction outputs it made live and
         every other file but those a compaction superseded."""
+        return [Path(e.path) for e in self.table_entries(name)]
+
+    def table_entries(self, name: str) -> list[os.DirEntry]:
+        """:meth:`table_files` as directory entries, sorted by name: one ``scandir`` and no
+        ``Path`` a file (what a caller that lists tables at every update wants)."""
         layout = self.layout(name)
         live, gone = set(layout["live"]), set(layout["superseded"])
         return [
-            f
-            for f in self._all_files(name)
-            if (f.name in live if f.name.startswith(COMPACT_PREFIX) else f.name not in gone)
+            e
+            for e in self._all_entries(name)
+            if (e.name in live if e.name.startswith(COMPACT_PREFIX) else e.name not in gone)
         ]
+
+    def _all_entries(self, name: str) -> list[os.DirEntry]:
+        """Every Parquet file in the table's folder, hidden ones included, sorted by name."""
+        try:
+            with os.scandir(self.path / _TABLES / name) as entries:
+                found = [e for e in entries if e.name.endswith(".parquet")]
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        return sorted((e for e in found if not e.name.startswith(".")), key=lambda e: e.name)
 
     def _all_files(self, name: str) -> list[Path]:
         """Every Parquet file in the table's folder, hidden ones included."""
-        return sorted((self.path / _TABLES / name).glob("*.parquet"))
+        return [Path(e.path) for e in self._all_entries(name)]
 
     def layout(self, name: str) -> dict:
         """Table ``name``'s compaction state: ``live`` outputs, ``superseded`` files
