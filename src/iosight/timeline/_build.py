@@ -141,13 +141,22 @@ def totals_intervals(columns: dict[str, np.ndarray]) -> tuple[np.ndarray, np.nda
     keep = np.isfinite(start)
     end = np.where(np.isfinite(end), np.maximum(end, start), start)
     values = np.zeros((len(start), len(VALUE_COLUMNS)))
-    for direction, (b, o, t, _, _) in _COUNTERS.items():
-        for pos, suffix in zip(_dir_cols(direction), (b, o, t), strict=True):
-            for layer in LAYERS:
-                v = columns.get(f"total_{layer}_{suffix}")
-                if v is not None:
-                    values[:, pos] += np.clip(np.nan_to_num(v, nan=0.0), 0.0, None)
+    for layer in LAYERS:  # a layer's columns at once: numpy's fixed costs once a layer
+        have = [(pos, columns[c]) for pos, c in _layer_totals(layer) if c in columns]
+        if have:
+            pos, cols = zip(*have, strict=True)
+            values[:, pos] += np.clip(np.nan_to_num(np.column_stack(cols), nan=0.0), 0.0, None)
     return start[keep], end[keep], values[keep]
+
+
+def _layer_totals(layer: str) -> list[tuple[int, str]]:
+    """The position in VALUE_COLUMNS and the job-total column of each of ``layer``'s
+    totals."""
+    return [
+        (pos, f"total_{layer}_{suffix}")
+        for direction, counters in _COUNTERS.items()
+        for pos, suffix in zip(_dir_cols(direction), counters[:3], strict=True)
+    ]
 
 
 def assemble(
@@ -451,8 +460,8 @@ class Bins:
         pad_lo = max(0, self.first - k0)
         pad_hi = max(0, k1 - (self.first + len(self.sums) - 1))
         if pad_lo or pad_hi:
-            self.sums = np.pad(self.sums, ((pad_lo, pad_hi), (0, 0)))
-            self.active = np.pad(self.active, (pad_lo, pad_hi))
+            self.sums = _padded(self.sums, pad_lo, pad_hi)
+            self.active = _padded(self.active, pad_lo, pad_hi)
             self.first -= pad_lo
 
     @property
@@ -488,6 +497,14 @@ class Bins:
         self._cover(float(start.min()), float(end.max()))
         o = self.origin
         self.active += count_active(start - o, end - o, width=self.width, n_bins=len(self.active))
+
+
+def _padded(a: np.ndarray, before: int, after: int) -> np.ndarray:
+    """``a`` with ``before`` and ``after`` rows of zeros (``np.pad``'s result without its
+    fixed cost of some 40 µs, paid twice for every batch binned)."""
+    out = np.zeros((before + len(a) + after, *a.shape[1:]), dtype=a.dtype)
+    out[before : before + len(a)] = a
+    return out
 
 
 @contextmanager
