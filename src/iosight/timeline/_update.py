@@ -70,6 +70,7 @@ from iosight.timeline._stored import (
     stored_state,
     write_runs,
 )
+from iosight.warehouse import IO_TOTALS
 
 if TYPE_CHECKING:
     import duckdb
@@ -140,7 +141,7 @@ def _add_new(warehouse: Warehouse, metadata: dict, cache: dict, progress) -> Tim
         raise _Rebuild("files it read were replaced or removed (ingest --force, compact)")
     if not new:
         return TimelineUpdate(0, 0)
-    opened = _open_new(files, new, cache)
+    opened = _open_new(warehouse, files, new, cache)
     full_schema = _checked_schema(state["schema"], opened)
     if set(opened) <= _PLAIN:
         new_jobs = _plain_new(opened, state["schema"])
@@ -384,16 +385,29 @@ def _open_paths(paths: list[str], cache: dict | None = None) -> list[_Parquet]:
     return [cache.get(p) or cache.setdefault(p, _Parquet(p)) for p in paths]
 
 
-def _open_new(files: dict[str, list[os.DirEntry]], batches: set[str], cache: dict) -> dict:
-    """The files of the ingest batches ``batches``, opened (into ``cache``), by table;
-    batches of more than :data:`MAX_NEW_BYTES` on disk are left to a full rebuild, which
-    streams."""
+def _open_new(
+    warehouse: Warehouse, files: dict[str, list[os.DirEntry]], batches: set[str], cache: dict
+) -> dict:
+    """The files of the ingest batches ``batches``, opened (into ``cache``), by table, a
+    ``job_totals`` file's narrow twin in its place (:func:`_narrow`); batches of more
+    than :data:`MAX_NEW_BYTES` on disk are left to a full rebuild, which streams."""
     new = {n: [e for e in es if batch_of(e.name) in batches] for n, es in files.items()}
     new = {n: es for n, es in new.items() if es}
+    if "job_totals" in new:
+        new["job_totals"] = _narrow(warehouse, new["job_totals"])
     size = sum(e.stat().st_size for es in new.values() for e in es)
     if size > MAX_NEW_BYTES:
         raise _Rebuild(f"the new batches are large ({size / 2**20:,.0f} MiB on disk)")
     return {n: _open(es, cache) for n, es in new.items()}
+
+
+def _narrow(warehouse: Warehouse, entries: list[os.DirEntry]) -> list[os.DirEntry]:
+    """The ``io_totals`` file of the same name as each ``job_totals`` file of ``entries``
+    (``iosight.warehouse._io_totals``: the same rows, and every column the timeline reads
+    of them, ``TOTAL_COLUMNS``, without a footer of some 480 columns); the file itself
+    where it has none (written by older code, or by another writer than ingest)."""
+    twins = {e.name: e for e in warehouse.table_entries(IO_TOTALS)}
+    return [twins.get(e.name, e) for e in entries]
 
 
 def _checked_schema(schema: dict, opened: dict[str, list]) -> dict[str, set[str]]:
