@@ -115,6 +115,12 @@ def runs_of(first: int, n_bins: int) -> range:
     return range(first // RUN_BINS, (first + n_bins - 1) // RUN_BINS + 1)
 
 
+#: how a run file is written: its metadata once (``stage_tables``), and uncompressed,
+#: as an update rewrites a run each time: zstd took 2.0 ms to write 1,878 bins and 0.6 ms
+#: to read them back, against 1.5 and 0.25 ms, for 84 kB of file instead of 180 kB
+_RUN_FILE = {"arrow_schema": False, "key_values": True, "compression": "none"}
+
+
 def write_runs(
     warehouse: Warehouse, table: pa.Table, first: int, runs: range, drop: list[str] | None
 ) -> None:
@@ -134,7 +140,7 @@ def write_runs(
             hi = min((run + 1) * RUN_BINS - first, table.num_rows)
             rows = table.slice(lo, hi - lo)
             rows = rows if run == newest else rows.replace_schema_metadata(None)
-            stage_tables(staging, {TABLE: [rows]}, part=run, arrow_schema=False, key_values=True)
+            stage_tables(staging, {TABLE: [rows]}, part=run, **_RUN_FILE)
         warehouse.commit_staged(
             batch,
             [TABLE],

@@ -88,6 +88,7 @@ def stage_tables(
     part: int = 0,
     arrow_schema: bool = True,
     key_values: bool = False,
+    compression: str = "zstd",
 ) -> list[str]:
     """Write a batch's tables as Parquet into ``staging``; return the names written.
 
@@ -98,7 +99,9 @@ def stage_tables(
     (ingest's ``job_key``) reads back as the plain string column it stands for; it
     leaves out the table's schema metadata too, unless ``key_values`` writes that as
     the file's key-value metadata (once: Arrow's schema would hold it a second time,
-    base64-encoded, and every reader would decode both).
+    base64-encoded, and every reader would decode both). ``compression``: Parquet's
+    codec (``"none"``: a table rewritten often, and small, writes and reads faster
+    without one).
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -118,8 +121,13 @@ def stage_tables(
             if pa.types.is_string(f.type) or pa.types.is_dictionary(f.type)
         ]
         path = staging / f"{name}.{part}.parquet"
-        options = {"compression": "zstd", "use_dictionary": strings, "store_schema": arrow_schema}
-        with pq.ParquetWriter(path, table.schema, **options) as writer:
+        with pq.ParquetWriter(
+            path,
+            table.schema,
+            compression=compression,
+            use_dictionary=strings,
+            store_schema=arrow_schema,
+        ) as writer:
             writer.write_table(table)
             if key_values and not arrow_schema and table.schema.metadata:
                 writer.add_key_value_metadata(table.schema.metadata)
