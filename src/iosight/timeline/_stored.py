@@ -81,7 +81,12 @@ def stored_metadata(warehouse: Warehouse) -> dict[bytes, bytes]:
 def newest_run(warehouse: Warehouse) -> str | None:
     """The path of the timeline's newest file (which holds its metadata); None: none."""
     names = _run_names(warehouse)
-    return os.path.join(warehouse.path, "tables", TABLE, names[-1]) if names else None
+    return run_path(warehouse, names[-1]) if names else None
+
+
+def run_path(warehouse: Warehouse, name: str) -> str:
+    """The path of the timeline's file ``name``."""
+    return os.path.join(warehouse.path, "tables", TABLE, name)
 
 
 def stored_state(metadata: dict[bytes, bytes]) -> dict | None:
@@ -104,10 +109,11 @@ def run_files(warehouse: Warehouse) -> dict[int, str]:
 def _run_names(warehouse: Warehouse) -> list[str]:
     """The names of the timeline's files, sorted (as ``table_files``, without building a
     ``Path`` of each: a millisecond an update for a year of runs)."""
-    folder = warehouse.path / "tables" / TABLE
-    if not folder.is_dir():
+    try:
+        with os.scandir(os.path.join(warehouse.path, "tables", TABLE)) as entries:
+            return sorted(e.name for e in entries if e.name.endswith(".parquet"))
+    except FileNotFoundError:
         return []
-    return sorted(e.name for e in os.scandir(folder) if e.name.endswith(".parquet"))
 
 
 def runs_of(first: int, n_bins: int) -> range:

@@ -61,8 +61,8 @@ from iosight.timeline._stored import (
     TABLE,
     batch_of,
     digest,
-    newest_run,
     run_files,
+    run_path,
     runs_of,
     source_files,
     sources_state,
@@ -120,18 +120,34 @@ def update_timeline(warehouse: Warehouse, *, progress: Progress | None = None) -
     docstring), saying why in :attr:`TimelineUpdate.rebuilt`."""
     warehouse.require(TABLE)
     with warehouse.writer_lock():  # no batch lands between what is read and what is recorded
-        cache: dict = {}  # the Parquet files opened, by path: each footer read once
-        metadata = _open_paths([newest_run(warehouse)], cache)[0].metadata
+        stored = _Stored.find(warehouse)
         try:
-            return _add_new(warehouse, metadata, cache, progress)
+            return _add_new(warehouse, stored, progress)
         except _Rebuild as why:
             table = build_timeline(warehouse, **stored_options(warehouse), progress=progress)
             return TimelineUpdate(0, table.num_rows, str(why))
 
 
-def _add_new(warehouse: Warehouse, metadata: dict, cache: dict, progress) -> TimelineUpdate:
-    """Add the new batches' jobs (``metadata``: the stored timeline's; ``cache``: the
-    Parquet files opened, by path) or raise :class:`_Rebuild`."""
+@dataclass(frozen=True)
+class _Stored:
+    """The stored timeline as an update finds it: its files by run index (one listing),
+    its metadata (the newest file's) and the Parquet files opened, by path (each footer
+    read once: the newest file's rows are read again when its run is rewritten)."""
+
+    runs: dict[int, str]
+    metadata: dict
+    cache: dict
+
+    @classmethod
+    def find(cls, warehouse: Warehouse) -> _Stored:
+        runs, cache = run_files(warehouse), {}
+        newest = _open_paths([run_path(warehouse, max(runs.values()))], cache)[0]
+        return cls(runs, newest.metadata, cache)
+
+
+def _add_new(warehouse: Warehouse, stored: _Stored, progress) -> TimelineUpdate:
+    """Add the new batches' jobs to the ``stored`` timeline or raise :class:`_Rebuild`."""
+    metadata, cache = stored.metadata, stored.cache
     options, state = build_options(metadata), stored_state(metadata)
     if options is None or state is None:
         raise _Rebuild("it does not record what it read (an older iosight, or compacted)")
@@ -149,10 +165,10 @@ def _add_new(warehouse: Warehouse, metadata: dict, cache: dict, progress) -> Tim
         span = _plain_span(options, state, stored_quartiles(metadata), new_jobs, every)
         if span is not None:
             sources = sources_state(files, read_columns(full_schema))
-            return _bin_plain(warehouse, (metadata, cache), options, state, sources, new_jobs, span)
+            return _bin_plain(warehouse, stored, options, state, sources, new_jobs, span)
     dense = options.get("span", "dense") == "dense"
     with _NewRows(files, opened, state["schema"], all_jobs=dense) as rows:
-        return _bin_new(warehouse, (metadata, cache), options, state, files, rows, progress)
+        return _bin_new(warehouse, stored, options, state, files, rows, progress)
 
 
 def _bin_new(warehouse, stored, options, state, files, rows, progress) -> TimelineUpdate:
@@ -193,10 +209,9 @@ def _bin_plain(warehouse, stored, options, state, sources, new, span) -> Timelin
 
 def _commit(warehouse, stored, options, state, sources, stats, dense, acc) -> TimelineUpdate:
     """Write the new jobs' bins ``acc`` (their ``stats``, :meth:`_NewRows.new_jobs`) into
-    the stored runs, with the timeline's metadata as it now is (``stored``: the stored
-    metadata and the files opened; ``dense``: the dense span's fences and
-    :class:`~iosight.timeline._span.Quartiles`, or None)."""
-    metadata, cache = stored
+    the ``stored`` runs, with the timeline's metadata as it now is (``dense``: the dense
+    span's fences and :class:`~iosight.timeline._span.Quartiles`, or None)."""
+    metadata = stored.metadata
     if stats["outside"]:
         raise _Rebuild(f"the dense span leaves out {stats['outside']:,} of the new jobs")
     meta = {
@@ -209,7 +224,7 @@ def _commit(warehouse, stored, options, state, sources, stats, dense, acc) -> Ti
     if quartiles is not None:
         meta[QUARTILES_KEY] = json.dumps(quartiles.to_json()).encode()
     state = {**sources, "fences": bounds}
-    return TimelineUpdate(stats["counted"], _write(warehouse, state, acc, meta, span, cache))
+    return TimelineUpdate(stats["counted"], _write(warehouse, state, acc, meta, span, stored))
 
 
 def _carrier(metadata: dict) -> pa.Table:
@@ -534,12 +549,12 @@ def _plain_span(options: dict, state: dict, kept, new: _PlainJobs, every) -> tup
 
 
 def _write(
-    warehouse: Warehouse, state: dict, acc: Bins, meta: dict, span: tuple[int, int], cache: dict
+    warehouse: Warehouse, state: dict, acc: Bins, meta: dict, span: tuple[int, int], stored: _Stored
 ) -> int:
-    """Add ``acc``'s bins to the stored runs they touch (the stored timeline: ``span`` =
-    its first lattice bin and how many; ``cache``: its files opened, by path) and commit
-    those runs with the new metadata; returns the bins written (at least the last run is
-    rewritten, as the newest file holds the timeline's metadata)."""
+    """Add ``acc``'s bins to the ``stored`` runs they touch (``span``: the stored
+    timeline's first lattice bin and how many) and commit those runs with the new
+    metadata; returns the bins written (at least the last run is rewritten, as the
+    newest file holds the timeline's metadata)."""
     first, n = span
     last = first + n - 1
     lo, hi = _touched(first, last, acc)
@@ -550,10 +565,9 @@ def _write(
     b = min(runs.stop * RUN_BINS - 1, new_last)
     sums = np.zeros((b - a + 1, len(VALUE_COLUMNS)))
     active = np.zeros(b - a + 1, dtype=np.int64)
-    stored_files = run_files(warehouse)
-    drop = [stored_files[r] for r in runs if r in stored_files]
+    drop = [stored.runs[r] for r in runs if r in stored.runs]
     for name in drop:
-        _add_stored(warehouse, name, first, a, (sums, active), cache)
+        _add_stored(warehouse, name, first, a, (sums, active), stored.cache)
     if len(acc.sums):
         i = acc.first - a
         sums[i : i + len(acc.sums)] += acc.sums
@@ -583,7 +597,7 @@ def _add_stored(
     from iosight.timeline._stored import run_of
 
     sums, active = into
-    file = _open_paths([os.path.join(warehouse.path, "tables", TABLE, name)], cache)[0]
+    file = _open_paths([run_path(warehouse, name)], cache)[0]
     table = file.read(file.names)
     start = max(run_of(name) * RUN_BINS, first) - a
     stop = start + table.num_rows

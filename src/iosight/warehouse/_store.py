@@ -228,10 +228,10 @@ class Warehouse:
     def tables(self) -> list[str]:
         """Names of the tables that hold at least one committed file."""
         root = self.path / _TABLES
-        return sorted(p.name for p in root.iterdir() if p.is_dir() and self.table_files(p.name))
+        return sorted(p.name for p in root.iterdir() if p.is_dir() and self.table_entries(p.name))
 
     def has_table(self, name: str) -> bool:
-        return bool(self.table_files(name))
+        return bool(self.table_entries(name))
 
     def table_files(self, name: str) -> list[Path]:
         """The files that hold table ``name`` now: compaction outputs it made live and
@@ -239,24 +239,34 @@ class Warehouse:
         return [Path(e.path) for e in self.table_entries(name)]
 
     def table_entries(self, name: str) -> list[os.DirEntry]:
-        """:meth:`table_files` as directory entries, sorted by name: one ``scandir`` and no
-        ``Path`` a file (what a caller that lists tables at every update wants)."""
-        layout = self.layout(name)
-        live, gone = set(layout["live"]), set(layout["superseded"])
+        """:meth:`table_files` as directory entries, sorted by name: one ``scandir``, no
+        ``Path`` a file, and the layout read only where the folder holds one (what a
+        caller that lists tables at every update wants)."""
+        files, has_layout = self._scan(name)
+        layout = self.layout(name) if has_layout else None
+        live, gone = (set(layout["live"]), set(layout["superseded"])) if layout else ((), ())
         return [
             e
-            for e in self._all_entries(name)
+            for e in files
             if (e.name in live if e.name.startswith(COMPACT_PREFIX) else e.name not in gone)
         ]
 
     def _all_entries(self, name: str) -> list[os.DirEntry]:
         """Every Parquet file in the table's folder, hidden ones included, sorted by name."""
+        return self._scan(name)[0]
+
+    def _scan(self, name: str) -> tuple[list[os.DirEntry], bool]:
+        """The Parquet files in the table's folder, sorted by name, and whether it holds a
+        layout (``_compacted.json``). Read before the layout: a compaction that lands in
+        between shows its outputs (moved in before the layout names them) and hides what
+        they replace (on disk for :data:`SUPERSEDED_GRACE_S` more)."""
         try:
-            with os.scandir(self.path / _TABLES / name) as entries:
-                found = [e for e in entries if e.name.endswith(".parquet")]
+            with os.scandir(os.path.join(self.path, _TABLES, name)) as entries:
+                found = list(entries)
         except (FileNotFoundError, NotADirectoryError):
-            return []
-        return sorted((e for e in found if not e.name.startswith(".")), key=lambda e: e.name)
+            return [], False
+        files = [e for e in found if e.name.endswith(".parquet") and not e.name.startswith(".")]
+        return sorted(files, key=lambda e: e.name), any(e.name == _LAYOUT for e in found)
 
     def _all_files(self, name: str) -> list[Path]:
         """Every Parquet file in the table's folder, hidden ones included."""
@@ -576,15 +586,14 @@ class Warehouse:
             for column, keys in by_column.items():
                 self._delete_rows(name, column, set(keys), keep=mine)
         staging = self.staging_dir(batch_id)
-        if staging.exists():
-            for src in sorted(staging.glob("*.parquet")):
-                name, part = src.name.removesuffix(".parquet").rsplit(".", 1)
-                dest = self.path / _TABLES / name
-                dest.mkdir(exist_ok=True)
-                os.replace(src, dest / f"{mine}{part}.parquet")
+        for src in _staged_files(staging):
+            name, part = src.removesuffix(".parquet").rsplit(".", 1)
+            dest = os.path.join(self.path, _TABLES, name)
+            os.makedirs(dest, exist_ok=True)
+            os.replace(os.path.join(staging, src), os.path.join(dest, f"{mine}{part}.parquet"))
         for name, plan in record.get("compaction", {}).items():
             self._apply_compaction(staging / "compact" / name, name, plan)
-        shutil.rmtree(staging, ignore_errors=True)
+        _remove_dir(staging)
         (self.path / _COMMITS / f"{batch_id}.json").unlink(missing_ok=True)
         self._invalidate()
 
@@ -636,6 +645,26 @@ class Warehouse:
             tmp = f.with_name(f.name + ".tmp")
             pq.write_table(kept, tmp, compression="zstd")
             os.replace(tmp, f)
+
+
+def _staged_files(staging: Path) -> list[str]:
+    """The names of the Parquet files staged in ``staging``, sorted (none: none)."""
+    try:
+        with os.scandir(staging) as entries:
+            return sorted(e.name for e in entries if e.name.endswith(".parquet"))
+    except FileNotFoundError:
+        return []
+
+
+def _remove_dir(path: Path) -> None:
+    """Remove the folder ``path`` and what it holds, if anything (an applied batch's
+    staging is empty: one ``rmdir``, where ``rmtree`` takes a dozen system calls)."""
+    try:
+        os.rmdir(path)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _holds_any(path: Path, column: str, value_set: pa.Array) -> bool:
