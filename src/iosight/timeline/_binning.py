@@ -4,9 +4,10 @@
 shares directly and the bins in between take equal shares through a difference array,
 so nothing is expanded per (row, bin) pair; intervals inside one bin (most of them) take
 one entry and nothing else. Shares are sparse (bins x rows) matrices applied to all
-value columns in one product. The difference array is summed in integers, exactly (a
-float cumulative sum leaves ``(a + b) - b != a`` rounding behind every interval), so a
-bin no interval touches is exactly 0 and no bin is negative.
+value columns in one product (up to ``SMALL_ROWS`` rows, ``np.add.at``: the same sums).
+The difference array is summed in integers, exactly (a float cumulative sum leaves
+``(a + b) - b != a`` rounding behind every interval), so a bin no interval touches is
+exactly 0 and no bin is negative.
 :func:`spread_fractions` gives the same split as explicit (row, bin, fraction) triples.
 """
 
