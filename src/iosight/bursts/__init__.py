@@ -53,6 +53,7 @@ from iosight.bursts._forecaster import (
     describe_choice,
     list_forecasters,
     load_forecaster,
+    model_dir,
     train_forecaster,
 )
 from iosight.bursts._jobstate import (
@@ -72,6 +73,7 @@ from iosight.bursts._workflow import (
     EVALUATION_TABLE,
     TrainResult,
     load_evaluation,
+    refit_forecaster,
     train_bursts,
 )
 
@@ -134,10 +136,12 @@ __all__ = [
     "make_dataset",
     "make_features",
     "make_pipeline",
+    "model_dir",
     "model_names",
     "no_new_bursts_f1",
     "nowcast",
     "nowcast_accuracy",
+    "refit_forecaster",
     "run_length",
     "run_length_table",
     "running_jobs_share",

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from iosight._errors import parse_list
 from iosight._progress import Progress
 from iosight.bursts._forecast import BASELINES, DEFAULT_HORIZONS, evaluate_forecasts
-from iosight.bursts._forecaster import train_forecaster
+from iosight.bursts._forecaster import Forecaster, load_forecaster, train_forecaster
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -130,3 +130,22 @@ def load_evaluation(warehouse: Warehouse) -> pd.DataFrame:
     """The stored ``burst_evaluation`` table (an error pointing to ``bursts train``)."""
     warehouse.require(EVALUATION_TABLE, "train first: 'iosight bursts train --warehouse WH'")
     return warehouse.table(EVALUATION_TABLE).to_pandas()
+
+
+def refit_forecaster(warehouse: Warehouse, name: str, *, n_jobs: int = -1) -> Forecaster:
+    """The saved forecaster ``name`` trained again, with its own settings, on the timeline
+    (and, under ``logs``, the known-at sums) the warehouse holds now, and saved in its
+    place (an atomic save: a reader sees the old model or the new one). ``iosight live``
+    refits on a schedule this way while it keeps answering."""
+    from iosight.bursts._jobstate import load_jobs
+    from iosight.bursts._known import load_known
+    from iosight.timeline import load_timeline
+
+    old = load_forecaster(warehouse, name)
+    options = old.settings.options()
+    jobs = load_jobs(warehouse) if options["feature_set"] == 4 else None
+    known = load_known(warehouse) if options["information"] == "logs" else None
+    fc = train_forecaster(load_timeline(warehouse), **options, jobs=jobs, known=known,
+                          n_jobs=n_jobs)  # fmt: skip
+    fc.save(warehouse)
+    return fc

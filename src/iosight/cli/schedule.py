@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import typer
 
 from iosight.cli._common import (
     FORMAT_OPT,
+    FORMATS,
     WAREHOUSE_OPT,
     RichProgress,
     cli_errors,
@@ -43,6 +45,28 @@ def _parse_at(text: str) -> float | None:
     return (stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)).timestamp()
 
 
+def _start_format(value: str) -> str:
+    """``schedule start``'s ``--format``: the frame formats, or ``sbatch``."""
+    from iosight._errors import IosightError
+
+    with cli_errors():
+        if value != "sbatch" and value not in FORMATS:
+            raise IosightError(
+                f"the 'format' option must be table, csv, json, jsonl or sbatch. Got {value!r}."
+            )
+        return value
+
+
+_START_FORMAT_OPT = typer.Option(
+    "table",
+    "--format",
+    "-f",
+    help="table, csv, json, jsonl, or sbatch: only sbatch's --begin= option for the chosen"
+    " start, in local time (sbatch $(iosight schedule start ... -f sbatch) job.sh).",
+    callback=_start_format,
+)
+
+
 @group.command("start")
 def start(
     min_time: float = typer.Option(..., "--min-time", help="Run time alone (s)."),
@@ -52,7 +76,12 @@ def start(
     policy: str = typer.Option(None, "--policy", help=_POLICY_HELP),
     warehouse: Path = WAREHOUSE_OPT,
     model: str = typer.Option(None, "--model", help="Trained burst model (instead of a pattern)."),
-    at: str = typer.Option("now", "--at", help="Decision time for --model: now or ISO time."),
+    at: str = typer.Option(
+        "now",
+        "--at",
+        help="Decision time: now or ISO time (UTC unless it says); with --pattern, when the"
+        " pattern's first bin starts (used by --format sbatch).",
+    ),
     bin_s: float = typer.Option(300.0, "--bin", help="Bin length L in seconds (with --pattern)."),
     options: int = typer.Option(
         24,
@@ -61,7 +90,7 @@ def start(
         " (2^24, bounds memory).",
     ),
     estimator: str = typer.Option("bins", "--estimator", help="bins (paper) or fractional."),
-    fmt: str = FORMAT_OPT,
+    fmt: str = _START_FORMAT_OPT,
 ) -> None:
     """Recommend a start delay for a job from a burst pattern or a burst model's forecast."""
     from iosight._errors import IosightError
@@ -83,6 +112,8 @@ def start(
                 estimator=estimator,
             )
             when = ""
+            first_bin = _parse_at(at)
+            start_at = (time.time() if first_bin is None else first_bin) + choice.delay
         else:
             rec = ba.recommend_start(
                 open_warehouse(warehouse),
@@ -95,10 +126,16 @@ def start(
                 n_options=options,
                 estimator=estimator,
             )
-            choice = rec.choice
-            pat = "".join("1" if b else "0" for b in rec.forecast["burst"].astype(bool))
-            console.print(f"forecast from {_when(rec.decided_at)}: {pat}")
-            when = f" (at {_when(rec.start_at)})"
+            choice, start_at = rec.choice, rec.start_at
+            when = f" (at {_when(start_at)})"
+            if fmt != "sbatch":
+                pat = "".join("1" if b else "0" for b in rec.forecast["burst"].astype(bool))
+                console.print(f"forecast from {_when(rec.decided_at)}: {pat}")
+        if fmt == "sbatch":
+            from iosight.live import begin_option
+
+            typer.echo(begin_option(start_at))
+            return
         if fmt == "table":
             console.print(
                 f"start after {choice.delay:g} s{when}: option {choice.index}, estimated run time "

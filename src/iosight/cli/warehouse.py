@@ -69,49 +69,41 @@ def ingest(
     ),
 ) -> None:
     """Read Darshan logs (3.x, 2.x, parser text) and job-total tables into the warehouse."""
-    from iosight.warehouse import check_ingest_args
-    from iosight.warehouse import ingest as run_ingest
-
+    ingest_args = {"workers": workers, "timeout": timeout, "batch_size": batch_size}
+    ingest_args["reader"] = reader
     if follow:
-        _follow(
-            paths,
-            warehouse,
-            force=force,
-            lock_timeout=lock_timeout,
-            interval=interval,
-            settle=settle,
-            scheduler=scheduler,
-            forecast=forecast,
-            ingest_args={"workers": workers, "timeout": timeout, "batch_size": batch_size}
-            | {"reader": reader},
-            compact=compact,
-        )
+        _follow(paths, warehouse, force=force, lock_timeout=lock_timeout, interval=interval,
+                settle=settle, scheduler=scheduler, forecast=forecast, ingest_args=ingest_args,
+                compact=compact)  # fmt: skip
         return
     with cli_errors():
         if forecast is not None:
             raise IosightError("--forecast forecasts as logs land: it goes with --follow")
+    _ingest_once(paths, warehouse, force=force, lock_timeout=lock_timeout, scheduler=scheduler,
+                 compact=compact, ingest_args=ingest_args)  # fmt: skip
+
+
+def _ingest_once(
+    paths: list[Path],
+    warehouse: Path | None,
+    *,
+    force: bool,
+    lock_timeout: float | None,
+    scheduler: str | None,
+    compact: bool,
+    ingest_args: dict,
+) -> None:
+    """``ingest`` without ``--follow``: the sources named, once; exit status 2 if any
+    failed."""
+    from iosight.warehouse import check_ingest_args
+    from iosight.warehouse import ingest as run_ingest
+
+    with cli_errors():
         # before the warehouse is made: bad arguments leave nothing behind
-        check_ingest_args(
-            paths, workers=workers, timeout=timeout, batch_size=batch_size, reader=reader
-        )
-        wh = open_warehouse(
-            warehouse,
-            create=True,
-            lock_timeout=lock_timeout,
-            on_lock_wait=_say,
-        )
-        report = run_ingest(
-            paths,
-            wh,
-            workers=workers,
-            force=force,
-            timeout=timeout,
-            scheduler=scheduler,
-            batch_size=batch_size,
-            progress=RichProgress(fields=("failed",)),
-            reader=reader,
-            compact=compact,
-        )
+        check_ingest_args(paths, **ingest_args)
+        wh = open_warehouse(warehouse, create=True, lock_timeout=lock_timeout, on_lock_wait=_say)
+        report = run_ingest(paths, wh, force=force, scheduler=scheduler, compact=compact,
+                            progress=RichProgress(fields=("failed",)), **ingest_args)  # fmt: skip
     console.print(report.summary())
     if report.compaction:
         console.print(report.compaction.line())

@@ -121,6 +121,7 @@ def warnings_in(metadata: str) -> list[str]:
 
 
 def jobs_schema() -> pa.Schema:
+    """The Arrow schema of the ``jobs`` table every reader fills."""
     import pyarrow as pa
 
     return pa.schema(

@@ -23,6 +23,7 @@ class DataFile:
 
     @property
     def url(self) -> str:
+        """Where the file is fetched from: its upstream path at the pinned commit."""
         return f"https://raw.githubusercontent.com/{self.repo}/{self.commit}/{self.upstream_path}"
 
 

@@ -30,6 +30,7 @@ def dataset(name: str) -> DataSet:
 
 
 def fetch_hint(name: str) -> str:
+    """The command that fetches data set ``name`` (said in errors when it is absent)."""
     return f"run `iosight data fetch {name}`"
 
 

@@ -59,6 +59,7 @@ class InsightsRun:
     seconds: float
 
     def summary(self) -> str:
+        """One line: jobs evaluated now, findings, time and rate, jobs already stored."""
         rate = self.evaluated / self.seconds if self.seconds > 0 else float("inf")
         return (
             f"{self.jobs} jobs: {self.evaluated} evaluated now ({self.findings} findings, "

@@ -16,4 +16,27 @@ Exports load on first use (:mod:`iosight._lazy`).
 
 from iosight._lazy import lazy_exports
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, {"_refresh": ("Refresh",)})
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        "_config": ("ForecastSettings", "LiveConfig", "LogsSettings", "ServeSettings"),
+        "_exporter": ("Recording", "ReplayExporter"),
+        "_feed": ("FeedReport",),
+        "_ldms": ("LIVE_IO_COLUMNS", "LdmsFeed", "LdmsOptions", "ldms_feed", "parse_messages"),
+        "_ldms_format": ("LDMS_MODULES", "LdmsJob", "ldms_message", "synthetic_ldms_stream"),
+        "_prometheus": ("PRESETS", "PrometheusFeed", "PrometheusOptions", "prometheus_feed"),
+        "_refresh": ("Refresh",),
+        "_service": ("FEEDS", "STATUS", "Feed", "LiveService", "make_feed"),
+        "_slurm": (
+            "SlurmFeed",
+            "SlurmFeedOptions",
+            "slurm_feed",
+            "SchedulerView",
+            "scheduler_view",
+            "sched_snapshot",
+            "slurm_running_jobs",
+            "begin_option",
+        ),
+        "_timeline": ("live_rows", "live_timeline"),
+    },
+)

@@ -245,6 +245,7 @@ def feature_specs(platform: Platform, *, gpfs_count: int = 43) -> list[FeatureSp
 
 
 def feature_names(platform: Platform, *, gpfs_count: int = 43) -> list[str]:
+    """The names of the model's features on ``platform``, in column order."""
     return [s.name for s in feature_specs(platform, gpfs_count=gpfs_count)]
 
 

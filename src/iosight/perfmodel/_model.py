@@ -325,6 +325,7 @@ class CheckpointPlan:
     feasible: bool  # False: even one checkpoint exceeds the budget
 
     def as_frame(self) -> pd.DataFrame:
+        """The plan as a two-column table (quantity, value), for printing."""
         import pandas as pd
 
         return pd.DataFrame([{"quantity": k, "value": v} for k, v in self.__dict__.items()])

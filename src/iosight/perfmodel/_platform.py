@@ -123,6 +123,7 @@ class Platform:
     description: str = ""
 
     def stage(self, name: str) -> Stage:
+        """The stage called ``name`` of the write path (an error if there is none)."""
         for st in self.stages:
             if st.name == name:
                 return st
@@ -213,32 +214,35 @@ def platform_from_dict(data: dict, source: str = "<dict>") -> Platform:
     fs = str(data["filesystem"]).lower()
     if fs not in REQUIRED_STAGES:
         raise IosightError(f"{source}: filesystem must be 'lustre' or 'gpfs'. Got {fs!r} instead.")
-    comp = data["compute"]
+    nodes, cores = _compute(source, data["compute"])
+    stages = _stages(source, data["stages"], nodes, fs)
+    return Platform(
+        name=str(data["name"]),
+        filesystem=fs,
+        nodes=nodes,
+        cores_per_node=cores,
+        stages=tuple(stages),
+        network=str(data.get("network", "network")),
+        storage=_storage(source, data["storage"], fs),
+        description=str(data.get("description", "")),
+    )
+
+
+def _compute(source: str, comp: object) -> tuple[int, int]:
+    """(nodes, cores per node) of the ``compute`` section."""
     if not isinstance(comp, dict):
         raise IosightError(f"{source}: 'compute' must be a mapping with nodes and cores_per_node")
     _only_keys(f"{source} compute", comp, {"nodes", "cores_per_node"})
     nodes = _positive_int(f"{source}: compute.nodes", comp.get("nodes"))
     cores = _positive_int(f"{source}: compute.cores_per_node", comp.get("cores_per_node"))
+    return nodes, cores
 
-    if not isinstance(data["stages"], list):
+
+def _stages(source: str, listed: object, nodes: int, fs: str) -> list[Stage]:
+    """The ``stages`` section: the write path's stages of a ``fs`` platform, in order."""
+    if not isinstance(listed, list):
         raise IosightError(f"{source}: 'stages' must be a list of {{name, count, mapping}}")
-    stages = []
-    for i, st in enumerate(data["stages"]):
-        if not isinstance(st, dict):
-            raise IosightError(f"{source}: stages[{i}] must be a mapping")
-        _only_keys(f"{source} stages[{i}]", st, {"name", "count", "mapping"})
-        count = _positive_int(f"{source}: stages[{i}].count", st.get("count"))
-        if count > nodes:
-            raise IosightError(
-                f"{source}: stage {st.get('name')!r} has {count} components but only "
-                f"{nodes} compute nodes feed it"
-            )
-        mapping = st.get("mapping", "block")
-        if mapping not in _MAPPINGS:
-            raise IosightError(
-                f"{source}: stages[{i}].mapping must be block or cyclic. Got {mapping!r} instead."
-            )
-        stages.append(Stage(str(st.get("name")), count, mapping))
+    stages = [_stage(source, i, st, nodes) for i, st in enumerate(listed)]
     names = tuple(s.name for s in stages)
     if names != REQUIRED_STAGES[fs]:
         raise IosightError(
@@ -247,8 +251,29 @@ def platform_from_dict(data: dict, source: str = "<dict>") -> Platform:
         )
     if fs == "gpfs":
         _check_nesting(source, nodes, stages)
+    return stages
 
-    sto = data["storage"]
+
+def _stage(source: str, i: int, st: object, nodes: int) -> Stage:
+    if not isinstance(st, dict):
+        raise IosightError(f"{source}: stages[{i}] must be a mapping")
+    _only_keys(f"{source} stages[{i}]", st, {"name", "count", "mapping"})
+    count = _positive_int(f"{source}: stages[{i}].count", st.get("count"))
+    if count > nodes:
+        raise IosightError(
+            f"{source}: stage {st.get('name')!r} has {count} components but only "
+            f"{nodes} compute nodes feed it"
+        )
+    mapping = st.get("mapping", "block")
+    if mapping not in _MAPPINGS:
+        raise IosightError(
+            f"{source}: stages[{i}].mapping must be block or cyclic. Got {mapping!r} instead."
+        )
+    return Stage(str(st.get("name")), count, mapping)
+
+
+def _storage(source: str, sto: object, fs: str) -> Storage:
+    """The ``storage`` section: servers, targets and the file system's own layout."""
     if not isinstance(sto, dict):
         raise IosightError(f"{source}: 'storage' must be a mapping")
     _only_keys(
@@ -269,37 +294,33 @@ def platform_from_dict(data: dict, source: str = "<dict>") -> Platform:
         raise IosightError(
             f"{source}: storage.target_to_server must be block or cyclic. Got {t2s!r} instead."
         )
-    extra: dict = {}
-    if fs == "lustre":
-        extra["stripe_size"] = parse_size(sto["stripe_size"])
-        w = _positive_int(f"{source}: storage.default_stripe_count", sto["default_stripe_count"])
-        if w > targets:
-            raise IosightError(f"{source}: default_stripe_count {w} exceeds the {targets} OSTs")
-        extra["default_stripe_count"] = w
-        if sto["start_target"] not in _START_POLICIES:
-            raise IosightError(
-                f"{source}: storage.start_target must be sequence or random. "
-                f"Got {sto['start_target']!r} instead."
-            )
-        extra["start_target"] = sto["start_target"]
-    else:
-        extra["block_size"] = parse_size(sto["block_size"])
-        extra["subblocks"] = _positive_int(f"{source}: storage.subblocks", sto["subblocks"])
-        if extra["block_size"] % extra["subblocks"]:
-            raise IosightError(
-                f"{source}: block_size {extra['block_size']} is not a multiple "
-                f"of {extra['subblocks']} subblocks"
-            )
-    return Platform(
-        name=str(data["name"]),
-        filesystem=fs,
-        nodes=nodes,
-        cores_per_node=cores,
-        stages=tuple(stages),
-        network=str(data.get("network", "network")),
-        storage=Storage(servers, targets, t2s, **extra),
-        description=str(data.get("description", "")),
-    )
+    layout = _lustre_layout(source, sto, targets) if fs == "lustre" else _gpfs_layout(source, sto)
+    return Storage(servers, targets, t2s, **layout)
+
+
+def _lustre_layout(source: str, sto: dict, targets: int) -> dict:
+    """Lustre's striping: stripe size, default stripe count, first-OST policy."""
+    w = _positive_int(f"{source}: storage.default_stripe_count", sto["default_stripe_count"])
+    if w > targets:
+        raise IosightError(f"{source}: default_stripe_count {w} exceeds the {targets} OSTs")
+    if sto["start_target"] not in _START_POLICIES:
+        raise IosightError(
+            f"{source}: storage.start_target must be sequence or random. "
+            f"Got {sto['start_target']!r} instead."
+        )
+    return {"stripe_size": parse_size(sto["stripe_size"]), "default_stripe_count": w,
+            "start_target": sto["start_target"]}  # fmt: skip
+
+
+def _gpfs_layout(source: str, sto: dict) -> dict:
+    """GPFS's blocks: block size and subblocks per block."""
+    block = parse_size(sto["block_size"])
+    subblocks = _positive_int(f"{source}: storage.subblocks", sto["subblocks"])
+    if block % subblocks:
+        raise IosightError(
+            f"{source}: block_size {block} is not a multiple of {subblocks} subblocks"
+        )
+    return {"block_size": block, "subblocks": subblocks}
 
 
 def _check_nesting(source: str, nodes: int, stages: list[Stage]) -> None:

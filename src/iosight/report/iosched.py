@@ -70,8 +70,30 @@ def _gnc(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _figures(acc, rob, ost, curves: tuple, out: Path, min_sets: int):
-    figs: list[tuple[str, str, object]] = []
+    """Figs. 5-13 of Bez et al. (2023) from the study's results, as PNGs in ``out``;
+    (path, title) of each written (the optional ones only with their data)."""
+    figs = [
+        _fig_mean_slowdown(acc, min_sets),
+        _fig_io_spread(acc),
+        _fig_io_spread_bestbdw(acc),
+        _fig_slowdown_ranges(acc),
+        _fig_rho_split(acc, min_sets),
+        _fig_idle_time(acc, min_sets),
+    ]
+    figs += [_fig_profile_fits(curves[0])] if curves else []
+    figs += [_fig_robustness(acc, rob, min_sets)] if len(rob) else []
+    figs += [_fig_ost(ost, min_sets)] if len(ost) else []
+    written = []
+    for name, title, fig in figs:
+        fig.suptitle(title)
+        fig.tight_layout()
+        path = out / f"{name}.png"
+        fig.savefig(path, dpi=90)
+        written.append((path, title))
+    return written
 
+
+def _fig_mean_slowdown(acc, min_sets: int) -> tuple[str, str, object]:
     fig, axes = subplots(1, 3, figsize=(15, 4), sharey=True)
     for ax, pl in zip(axes, PLACE_ORDER, strict=True):
         d = acc[(acc["placement"] == pl) | acc["allocator"].isin(["MCKP", "MCKP-0"])]
@@ -79,8 +101,10 @@ def _figures(acc, rob, ost, curves: tuple, out: Path, min_sets: int):
         ax.set_title(pl)
     axes[0].set_ylabel("Mean-I/O-SlowDown")
     _legend(axes[0])
-    figs.append(("fig05_mean_slowdown", "Fig. 5: Mean-I/O-SlowDown (mean, 10-90th pct.)", fig))
+    return "fig05_mean_slowdown", "Fig. 5: Mean-I/O-SlowDown (mean, 10-90th pct.)", fig
 
+
+def _fig_io_spread(acc) -> tuple[str, str, object]:
     fig, axes = subplots(1, 3, figsize=(15, 4), sharey=True)
     mid = _in(acc, 0.45, 0.55)
     for ax, al in zip(axes, ["BestBdw", "Nsys", "Random"], strict=True):
@@ -89,8 +113,10 @@ def _figures(acc, rob, ost, curves: tuple, out: Path, min_sets: int):
         ax.set_xticks(range(1, 4), PLACE_ORDER)
         ax.set_title(f"{al} (n = {len(d) // 3} sets)")
     axes[0].set_ylabel("I/O-spread")
-    figs.append(("fig06_io_spread_0.5", "Fig. 6: I/O-spread at I/O-load(π_sys) = 0.5 ± 0.05", fig))
+    return "fig06_io_spread_0.5", "Fig. 6: I/O-spread at I/O-load(π_sys) = 0.5 ± 0.05", fig
 
+
+def _fig_io_spread_bestbdw(acc) -> tuple[str, str, object]:
     fig, axes = subplots(1, 3, figsize=(15, 4), sharey=True)
     best = acc[acc["allocator"] == "BestBdw"]
     for ax, c in zip(axes, (0.2, 0.5, 0.8), strict=True):
@@ -100,8 +126,10 @@ def _figures(acc, rob, ost, curves: tuple, out: Path, min_sets: int):
         ax.set_xticks(range(3), PLACE_ORDER)
         ax.set_title(f"BestBdw, I/O-load(π_sys) = {c} ± 0.05")
     axes[0].set_ylabel("I/O-spread (mean, 95% CI)")
-    figs.append(("fig07_io_spread_bestbdw", "Fig. 7: I/O-spread with BestBdw", fig))
+    return "fig07_io_spread_bestbdw", "Fig. 7: I/O-spread with BestBdw", fig
 
+
+def _fig_slowdown_ranges(acc) -> tuple[str, str, object]:
     fig, axes = subplots(2, 2, figsize=(12, 8))
     g = _gnc(acc)
     for col, (lo, hi) in enumerate((LOW, HIGH)):
@@ -115,74 +143,68 @@ def _figures(acc, rob, ost, curves: tuple, out: Path, min_sets: int):
             ax.boxplot([d[d["allocator"] == a][metric] for a in ALLOC_ORDER], showfliers=False)
             ax.set_xticks(range(1, len(ALLOC_ORDER) + 1), ALLOC_ORDER)
             ax.set_yscale("log")
-    figs.append(("fig08_slowdown_ranges", "Fig. 8: Mean/Max-I/O-SlowDown, low and high load", fig))
+    return "fig08_slowdown_ranges", "Fig. 8: Mean/Max-I/O-SlowDown, low and high load", fig
 
+
+def _fig_rho_split(acc, min_sets: int) -> tuple[str, str, object]:
     fig, axes = subplots(1, 2, figsize=(12, 4))
     for ax, metric in zip(axes, ("mean_rho_io", "mean_rho_con"), strict=True):
-        _lines(ax, g, metric, "allocator", ALLOC_ORDER, min_sets=min_sets)
+        _lines(ax, _gnc(acc), metric, "allocator", ALLOC_ORDER, min_sets=min_sets)
         ax.set_title(f"{metric} (mean per 0.1 bin, 10-90th pct.)")
     _legend(axes[0])
-    figs.append(("fig09_rho_split", "Fig. 9: ρ_io and ρ_con vs I/O-load(π_sys)", fig))
+    return "fig09_rho_split", "Fig. 9: ρ_io and ρ_con vs I/O-load(π_sys)", fig
 
+
+def _fig_idle_time(acc, min_sets: int) -> tuple[str, str, object]:
     fig, ax = subplots(figsize=(7, 4))
-    _lines(ax, g, "idle_time", "allocator", ALLOC_ORDER, band=False, min_sets=min_sets)
+    _lines(ax, _gnc(acc), "idle_time", "allocator", ALLOC_ORDER, band=False, min_sets=min_sets)
     ax.set_ylabel("Machine-IdleTime")
     _legend(ax)
-    figs.append(("fig10_idle_time", "Fig. 10: Machine-IdleTime (Greedy-NC)", fig))
+    return "fig10_idle_time", "Fig. 10: Machine-IdleTime (Greedy-NC)", fig
 
-    if curves:
-        from iosight.sched.ioresources import profile_fits
 
-        curves = curves[0]
-        prof = curves.profiles
-        fits = profile_fits(curves.bw, prof)
-        fig, axes = subplots(1, len(fits), figsize=(4 * len(fits), 3.5))
-        n = np.arange(1, curves.bw.shape[1] + 1)
-        for ax, (p, fit) in zip(np.atleast_1d(axes), fits.items(), strict=True):
-            rows = curves.bw[prof == p]
-            ax.plot(n, (rows / rows[:, :1]).T, color="grey", alpha=0.3, lw=0.7)
-            ax.plot(n, fit, color="red", lw=2)
-            ax.set_title(f"{p} ({len(rows)} curves)")
-            ax.set_xlabel("n")
-        np.atleast_1d(axes)[0].set_ylabel("b(n) / b(1)")
-        figs.append(("fig11_profile_fits", f"Fig. 11: profile fits, {curves.source}", fig))
+def _fig_profile_fits(curves) -> tuple[str, str, object]:
+    from iosight.sched.ioresources import profile_fits
 
-    if len(rob):
-        fig, axes = subplots(1, 2, figsize=(12, 4))
-        ch = _robust_change(acc, rob)
-        for pair, d in ch.groupby("pair"):
-            b = _binned(d.assign(k=pair), "change_pct", "k", min_sets)
-            axes[0].plot(b["x"], b["mean"], marker=".", label=pair)
-        axes[0].set_ylabel("Mean-I/O-SlowDown change with profile curves (%)")
-        _legend(axes[0])
-        r = rob.assign(pair=rob["allocator"] + "+" + rob["placement"])
-        _lines(
-            axes[1], r, "idle_time", "pair", sorted(set(r["pair"])), band=False, min_sets=min_sets
-        )
-        axes[1].set_ylabel("Machine-IdleTime (profile curves)")
-        _legend(axes[1])
-        axes[0].set_xlabel("I/O-load(π_sys)")
-        axes[0].grid(alpha=0.3)
-        figs.append(("fig12_robustness", "Fig. 12: robustness to profile-level curves", fig))
+    prof = curves.profiles
+    fits = profile_fits(curves.bw, prof)
+    fig, axes = subplots(1, len(fits), figsize=(4 * len(fits), 3.5))
+    n = np.arange(1, curves.bw.shape[1] + 1)
+    for ax, (p, fit) in zip(np.atleast_1d(axes), fits.items(), strict=True):
+        rows = curves.bw[prof == p]
+        ax.plot(n, (rows / rows[:, :1]).T, color="grey", alpha=0.3, lw=0.7)
+        ax.plot(n, fit, color="red", lw=2)
+        ax.set_title(f"{p} ({len(rows)} curves)")
+        ax.set_xlabel("n")
+    np.atleast_1d(axes)[0].set_ylabel("b(n) / b(1)")
+    return "fig11_profile_fits", f"Fig. 11: profile fits, {curves.source}", fig
 
-    if len(ost):
-        fig, axes = subplots(1, 2, figsize=(12, 4))
-        og = _gnc(ost)
-        _lines(axes[0], og, "mean_slowdown", "allocator", ALLOC_ORDER, min_sets=min_sets)
-        axes[0].set_ylabel("Mean-I/O-SlowDown")
-        _lines(axes[1], og, "idle_time", "allocator", ALLOC_ORDER, min_sets=min_sets)
-        axes[1].set_ylabel("Machine-IdleTime")
-        _legend(axes[0])
-        figs.append(("fig13_ost", "Fig. 13: OST case (PARAMETRIC curves), Greedy-NC", fig))
 
-    written = []
-    for name, title, fig in figs:
-        fig.suptitle(title)
-        fig.tight_layout()
-        path = out / f"{name}.png"
-        fig.savefig(path, dpi=90)
-        written.append((path, title))
-    return written
+def _fig_robustness(acc, rob, min_sets: int) -> tuple[str, str, object]:
+    fig, axes = subplots(1, 2, figsize=(12, 4))
+    for pair, d in _robust_change(acc, rob).groupby("pair"):
+        b = _binned(d.assign(k=pair), "change_pct", "k", min_sets)
+        axes[0].plot(b["x"], b["mean"], marker=".", label=pair)
+    axes[0].set_ylabel("Mean-I/O-SlowDown change with profile curves (%)")
+    _legend(axes[0])
+    r = rob.assign(pair=rob["allocator"] + "+" + rob["placement"])
+    _lines(axes[1], r, "idle_time", "pair", sorted(set(r["pair"])), band=False, min_sets=min_sets)
+    axes[1].set_ylabel("Machine-IdleTime (profile curves)")
+    _legend(axes[1])
+    axes[0].set_xlabel("I/O-load(π_sys)")
+    axes[0].grid(alpha=0.3)
+    return "fig12_robustness", "Fig. 12: robustness to profile-level curves", fig
+
+
+def _fig_ost(ost, min_sets: int) -> tuple[str, str, object]:
+    fig, axes = subplots(1, 2, figsize=(12, 4))
+    og = _gnc(ost)
+    _lines(axes[0], og, "mean_slowdown", "allocator", ALLOC_ORDER, min_sets=min_sets)
+    axes[0].set_ylabel("Mean-I/O-SlowDown")
+    _lines(axes[1], og, "idle_time", "allocator", ALLOC_ORDER, min_sets=min_sets)
+    axes[1].set_ylabel("Machine-IdleTime")
+    _legend(axes[0])
+    return "fig13_ost", "Fig. 13: OST case (PARAMETRIC curves), Greedy-NC", fig
 
 
 def _with_case(results: pd.DataFrame) -> pd.DataFrame:

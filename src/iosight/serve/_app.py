@@ -23,6 +23,8 @@ from iosight._errors import IosightError
 from iosight._units import cell, human_bytes, human_duration, human_number, missing
 from iosight.serve import _figures as figs
 from iosight.serve import _pages as pages
+from iosight.serve._decisions import Decisions, StartAsk, served_start
+from iosight.serve._metrics import WarehouseCollector, metrics_text
 from iosight.serve._readonly import MEMORY_LIMIT, WHERE_TIMEOUT_S, ServedWarehouse
 from iosight.warehouse import find_job
 
@@ -126,6 +128,23 @@ def _templates():
     return env
 
 
+NOW_REFRESH_S = 10  # how often the Facility page asks for its "now" part again
+
+
+def _now_summary(df) -> str:
+    """One line on the Facility page's live part (:func:`pages.now_window`)."""
+    logs_end = df.attrs.get("logs_end")
+    after = f" after {_utc(logs_end)} UTC (the logs' last complete bin)" if logs_end else ""
+    if df.empty:
+        return (f"No live bins{after}: no live source (tables live_rates, live_io) holds "
+                "later data.")  # fmt: skip
+    last = df["bin_start"].max()
+    partial = int((~df["complete"].astype(bool)).sum())
+    sources = ", ".join(sorted(df["source"].unique()))
+    return (f"{df['bin_start'].nunique()} live bins{after} from {sources}; newest bin "
+            f"{_utc(last)} UTC; {partial} partial (not over yet).")
+
+
 # ------------------------------------------------------------------------ query params
 MAX_PARAM_CHARS = 4096  # any query parameter (a 'where' has its own, lower bound)
 
@@ -167,6 +186,21 @@ def _job_filter(request: Request) -> pages.JobFilter:
     return f
 
 
+def _start_ask(request: Request) -> StartAsk:
+    """``/api/start``'s parameters, named as ``iosight schedule start``'s options."""
+    needed = {n: _opt(request, n, float) for n in ("min_time", "max_time")}
+    for name, value in needed.items():
+        if value is None:
+            raise IosightError(f"{name} is required (seconds)")
+    return StartAsk(
+        **needed, policy=_opt(request, "policy"), alpha=_opt(request, "alpha", float),
+        direction=_opt(request, "direction") or "write", model=_opt(request, "model"),
+        pattern=_opt(request, "pattern"), bin_s=_opt(request, "bin", float) or 300.0,
+        n_options=_opt(request, "options", int) or 24,
+        estimator=_opt(request, "estimator") or "bins",
+    )  # fmt: skip
+
+
 def _link_params(request: Request, **changes) -> str:
     """This page's query string with some parameters changed (sort and page links)."""
     from urllib.parse import urlencode
@@ -189,6 +223,8 @@ class _Site:
         self.env = _templates()
         self._thresholds: pages.Thresholds | None = None
         self._synthetic: bool | None = None
+        self.decisions = Decisions(wh)
+        self.collector = WarehouseCollector(self.decisions)
 
     def thresholds(self) -> pages.Thresholds:
         if self._thresholds is None:
@@ -221,11 +257,13 @@ def create_app(
     hosts: Sequence[str] = LOOPBACK_HOSTS,
     memory_limit: str = MEMORY_LIMIT,
     query_timeout: float = WHERE_TIMEOUT_S,
+    now_refresh: float = NOW_REFRESH_S,
 ) -> Starlette:
     """The Starlette application serving the warehouse at ``path`` (read-only).
 
     ``hosts`` are the ``Host`` names it answers to (:func:`served_hosts`);
-    ``memory_limit`` and ``query_timeout`` bound DuckDB (:class:`ServedWarehouse`).
+    ``memory_limit`` and ``query_timeout`` bound DuckDB (:class:`ServedWarehouse`);
+    ``now_refresh`` is how often (s) the Facility page asks for its live part again.
     """
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
@@ -314,12 +352,14 @@ def create_app(
             except IosightError as err:
                 rec_error = str(err)
         title = "system I/O rate" + (" (SYNTHETIC jobs present)" if site.has_synthetic() else "")
+        now = pages.now_window(site.wh)
         return site.render(
             "facility.html", request, status=400 if rec_error else 200,
             error=None, thr=thr, models=models, ask=ask, policy=policy,
             fig_facility=figs.facility_figure(df, thr, title), bin_width=df.attrs["bin_width"],
             rec=rec, rec_error=rec_error, fig_rec=fig_rec, span=pages.timeline_span(site.wh),
             train=pages.cli_command(site.wh, "bursts train"),
+            fig_now=figs.now_figure(now), now_summary=_now_summary(now), refresh_s=now_refresh,
         )  # fmt: skip
 
     def timeline_api(request: Request) -> Response:
@@ -350,6 +390,35 @@ def create_app(
             return JSONResponse({"error": str(err)}, status_code=400)
         return JSONResponse(fig)
 
+    def api(fn):
+        """A JSON endpoint: a user error (a bad parameter, a missing table or model) is a
+        400 with its one line, ``{"error": ...}``."""
+
+        def handler(request: Request) -> Response:
+            site.wh.refresh()
+            try:
+                return JSONResponse(fn(request))
+            except IosightError as err:
+                return JSONResponse({"error": str(err)}, status_code=400)
+
+        return handler
+
+    def forecast_api(request: Request) -> dict:
+        return {"directions": site.decisions.forecasts(_opt(request, "model"))}
+
+    def start_api(request: Request) -> dict:
+        return served_start(site.decisions, _start_ask(request))
+
+    def now_api(request: Request) -> dict:
+        df = pages.now_window(site.wh)
+        return {"figure": figs.now_figure(df), "summary": _now_summary(df)}
+
+    def metrics(request: Request) -> Response:
+        from prometheus_client import CONTENT_TYPE_LATEST
+        from starlette.responses import Response as Plain
+
+        return Plain(metrics_text(site.collector), media_type=CONTENT_TYPE_LATEST)
+
     def errors(request: Request) -> Response:
         result = pages.errors_page(site.wh, _opt(request, "page", int) or 1)
         return site.render("errors.html", request, result=result, error=None)
@@ -363,6 +432,10 @@ def create_app(
         Route("/errors", page("errors.html", errors)),
         Route("/api/timeline", timeline_api),
         Route("/api/job/{key}/dxt", dxt_api),
+        Route("/api/forecast", api(forecast_api)),
+        Route("/api/start", api(start_api)),
+        Route("/api/now", api(now_api)),
+        Route("/metrics", metrics),
         Route("/static/plotly.min.js", lambda r: FileResponse(plotly_path, headers=_CACHE)),
         Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ]

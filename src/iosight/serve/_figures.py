@@ -195,6 +195,33 @@ def forecast_figure(forecast: pd.DataFrame, chosen_start: float) -> dict:
     }  # fmt: skip
 
 
+def now_figure(df: pd.DataFrame) -> dict:
+    """The live bins' rates per source and direction; a bin not yet over (partial) is an
+    open marker, a complete one a filled marker."""
+    data = []
+    width = df.attrs.get("bin_width", 300.0)
+    for (source, d), color in _now_traces():
+        rows = df[df["source"] == source]
+        if rows.empty:
+            continue
+        partial = ~rows["complete"].astype(bool).to_numpy()
+        symbols = ["circle-open" if p else "circle" for p in partial]
+        data.append({"type": "scatter", "mode": "lines+markers", "name": f"{d} ({source})",
+                     "x": (rows["bin_start"].to_numpy(float) * 1000.0).tolist(),
+                     "y": _floats(rows[f"{d}_bytes"].to_numpy(float) / width),
+                     "line": {"color": color, "dash": "dot" if source == "live_io" else "solid"},
+                     "marker": {"color": color, "size": 8,
+                                "symbol": symbols}})  # fmt: skip
+    return {"data": data, "layout": _layout(
+        "now: live bins after the logs' last complete bin (open marker: partial bin)",
+        height=280, xaxis={"type": "date"}, yaxis=_axis("bytes/s"))}  # fmt: skip
+
+
+def _now_traces() -> list[tuple[tuple[str, str], str]]:
+    return [(("live_rates", "read"), _READ), (("live_rates", "write"), _WRITE),
+            (("live_io", "read"), "#6baed6"), (("live_io", "write"), "#fc9272")]  # fmt: skip
+
+
 def _floats(a: np.ndarray) -> list:
     """JSON-ready floats: NaN and infinities become null (gaps in a plotly line)."""
     a = np.asarray(a, dtype=float)

@@ -338,6 +338,52 @@ def timeline_window(
     return df
 
 
+MAX_NOW_BINS = 288  # the Facility page's "now": at most a day of 5-minute bins
+
+
+def now_window(wh: ServedWarehouse, max_bins: int = MAX_NOW_BINS) -> pd.DataFrame:
+    """The live part of the timeline: the bins after the logs' latest complete bin
+    (:func:`~iosight.serve._decisions.last_logs_bin`), at most ``max_bins`` of the latest,
+    from each live source present: ``live_rates`` (the file system's rate) and ``live_io``
+    (the jobs' streamed I/O, the timeline's layers, as streamed: the live timeline,
+    :func:`iosight.live.live_timeline`, also drops the rows of jobs whose log landed,
+    which here can only be in the logs' last, partial bin). Columns ``source``, ``bin_start``,
+    ``read_bytes``, ``write_bytes`` (bytes in the bin), ``complete`` (false: the bin has
+    not ended by its source's newest row, a partial count); ``attrs``: ``logs_end`` (epoch
+    s, None without logs) and ``bin_width``."""
+    import pandas as pd
+
+    from iosight.serve._decisions import LIVE_RATES, last_logs_bin, live_rates
+    from iosight.timeline import LAYERS
+
+    logs = last_logs_bin(wh)
+    width = logs[1] if logs else 300.0
+    after = logs[0] + logs[1] if logs else -math.inf
+    parts = []
+    if wh.has_table(LIVE_RATES):
+        rates, complete = live_rates(wh, width)
+        if rates is not None:
+            parts.append(rates.assign(source=LIVE_RATES, complete=rates["bin_start"] <= complete))
+    if wh.has_table("live_io"):
+        layers = ", ".join(f"'{m}'" for m in LAYERS)
+        io = wh.sql(
+            "select b bin_start, sum(read_bytes)::double read_bytes, "
+            "sum(write_bytes)::double write_bytes, b + ? <= any_value(newest) complete "
+            "from (select floor(bin_start / ?) * ? b, *, max(known_at) over () newest "
+            f"from live_io where module in ({layers}) and bin_start >= ?) group by b order by b",
+            [width, width, width, after],
+        )
+        parts.append(io.assign(source="live_io"))
+    cols = ["source", "bin_start", "read_bytes", "write_bytes", "complete"]
+    df = pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)
+    df = df[df["bin_start"] >= after]
+    if len(df):
+        df = df[df["bin_start"] > df["bin_start"].max() - max_bins * width]
+    df = df.sort_values(["source", "bin_start"]).reset_index(drop=True)
+    df.attrs.update(logs_end=None if logs is None else after, bin_width=width)
+    return df
+
+
 def forecast_start(
     wh: ServedWarehouse, model: str, min_time: float, max_time: float, policy: str = "W3"
 ):

@@ -39,9 +39,11 @@ class Clustering:
 
     @property
     def n_clusters(self) -> int:
+        """The number of clusters (0 for no jobs)."""
         return int(self.labels.max()) + 1 if self.labels.size else 0
 
     def sizes(self) -> np.ndarray:
+        """Jobs per cluster, indexed by label."""
         return np.bincount(self.labels, minlength=self.n_clusters)
 
 

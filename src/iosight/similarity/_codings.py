@@ -91,6 +91,34 @@ def segment_samples(
     check_param("segment_s", segment_s, 0 < segment_s < np.inf, "a positive number of seconds")
     check_param("interval_s", interval_s, 0 < interval_s <= segment_s, "in (0, segment_s]")
     con = duckdb.connect()
+    _load_samples(con, samples)
+    _check_samples(con)
+    seg, iv = float(segment_s), float(interval_s)
+    _job_spans(con, seg)
+    jobs = con.execute(
+        f"""select job, cast(floor((t1 - t0) / {seg}) as bigint) + 1 n_segments,
+        cast(n_nodes as bigint) n_nodes, cast(n_fs as bigint) n_fs from span order by job"""
+    ).df()
+    out = con.execute(
+        f"""with s as (select src.job, node, fs, metric,
+                     cast(floor((t - t0) / {seg}) as bigint) segment, sum(v) total,
+                     any_value(t0) t0, any_value(t1) t1
+              from src join span using (job) group by all)
+        select job, node, fs, metric, segment,
+               total / (least(floor((t1 - t0) / {iv}) + 1,
+                              ceil((segment + 1) * {seg} / {iv} - 1e-9))
+                        - ceil(segment * {seg} / {iv} - 1e-9)) as value
+        from s where total > 0 order by job, node, fs, metric, segment"""
+    ).df()
+    out.attrs["jobs"] = jobs
+    return out
+
+
+def _load_samples(con, samples: pd.DataFrame | str | Path) -> None:
+    """``samples`` (a DataFrame, a CSV or a Parquet file) as the temp table ``src``:
+    ``job, node, fs, metric`` as text, ``t, v`` and the job columns as numbers."""
+    import duckdb
+
     if isinstance(samples, str | Path):
         path = Path(samples)
         if not path.is_file():
@@ -125,26 +153,6 @@ def segment_samples(
         ) from None
     except duckdb.InvalidInputException as err:  # e.g. a malformed CSV line past the sniffed part
         raise IosightError(f"cannot read monitoring samples: {str(err).splitlines()[0]}") from None
-    _check_samples(con)
-    seg, iv = float(segment_s), float(interval_s)
-    _job_spans(con, seg)
-    jobs = con.execute(
-        f"""select job, cast(floor((t1 - t0) / {seg}) as bigint) + 1 n_segments,
-        cast(n_nodes as bigint) n_nodes, cast(n_fs as bigint) n_fs from span order by job"""
-    ).df()
-    out = con.execute(
-        f"""with s as (select src.job, node, fs, metric,
-                     cast(floor((t - t0) / {seg}) as bigint) segment, sum(v) total,
-                     any_value(t0) t0, any_value(t1) t1
-              from src join span using (job) group by all)
-        select job, node, fs, metric, segment,
-               total / (least(floor((t1 - t0) / {iv}) + 1,
-                              ceil((segment + 1) * {seg} / {iv} - 1e-9))
-                        - ceil(segment * {seg} / {iv} - 1e-9)) as value
-        from s where total > 0 order by job, node, fs, metric, segment"""
-    ).df()
-    out.attrs["jobs"] = jobs
-    return out
 
 
 def _job_spans(con, seg: float) -> None:
@@ -242,6 +250,7 @@ class Categories:
         return lo, hi
 
     def to_dict(self) -> dict[str, list[float]]:
+        """The category splits per metric, as plain lists (JSON)."""
         return {m: [float(v) for v in self.splits[m]] for m in METRICS}
 
     @classmethod
@@ -461,6 +470,7 @@ def hex_to_text(levels: np.ndarray) -> str:
 
 
 def hex_from_text(text: str) -> np.ndarray:
+    """A hex coding from its text form (nine equal-length hex strings joined by ':')."""
     rows = str(text).split(":")
     if len(rows) != len(METRICS) or len({len(r) for r in rows}) != 1 or not rows[0]:
         raise IosightError(f"not a hex coding (9 equal-length hex strings): {text!r}")

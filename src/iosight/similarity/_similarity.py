@@ -76,12 +76,14 @@ class CodingSet:
 
     @classmethod
     def from_bin(cls, codings: Sequence[np.ndarray]) -> CodingSet:
+        """A set of binary codings (one string per job)."""
         strings = [_text(c) for c in codings]
         lengths = np.array([len(c) for c in codings], dtype=np.int64)
         return cls("bin", [strings], lengths, np.ones(len(strings), dtype=np.int64))
 
     @classmethod
     def from_hex(cls, codings: Sequence[np.ndarray]) -> CodingSet:
+        """A set of hex codings (one string per job and metric), with each job's active metrics."""
         parts = [[_text(c[m]) for c in codings] for m in range(len(METRICS))]
         lengths = np.array([c.shape[1] for c in codings], dtype=np.int64)
         bits = 1 << np.arange(len(METRICS), dtype=np.int64)

@@ -340,6 +340,7 @@ def _load_profiles(wh: Warehouse, coding: str) -> tuple[np.ndarray, np.ndarray, 
 
 # ----------------------------------------------------------------------- clustering
 def run_id(coding: str, algorithm: str, param: float) -> str:
+    """The id of a clustering run: coding, algorithm and parameter."""
     return f"{coding}/{algorithm}/{param:g}"
 
 

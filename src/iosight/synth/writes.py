@@ -138,68 +138,57 @@ def simulate_writes(
         used = np.flatnonzero(tb)
         sb = np.bincount(server_of, weights=tb, minlength=sto.servers)
         fixed = _stage_times(platform, pat, nodes, rates)
-        md = pat.nodes * pat.cores / rates["metadata"]
-        if platform.filesystem == "gpfs":
-            sub = sto.block_size // sto.subblocks
-            md += (
-                pat.nodes
-                * pat.cores
-                * math.ceil((pat.size % sto.block_size) / sub)
-                / rates["subblock"]
-            )
+        md = _metadata_time(platform, pat, rates)
         times: list[float] = []
         while len(times) < cfg.max_runs:
-            u = rng.uniform(0, cfg.interference)  # production load during this run
-            avail = 1.0 - u * rng.beta(2.0, 3.0, sto.targets)
-            if rng.random() < cfg.straggler_prob:
-                slow = rng.choice(sto.targets, max(1, sto.targets // 100), replace=False)
-                avail[slow] /= rng.uniform(2.0, 8.0)
-            t_target = float(np.max(tb[used] / (rates["target"] * avail[used])))
-            s_avail = np.bincount(server_of, weights=avail, minlength=sto.servers) / np.bincount(
-                server_of, minlength=sto.servers
-            )
-            t_server = float(np.max(sb / (rates["server"] * s_avail)))
-            stages = np.array([*fixed, t_target, t_server])
-            t = md * (1 + 2 * u) + stages.max() + 0.15 * (stages.sum() - stages.max())
-            t *= math.exp(rng.normal(0.0, cfg.noise * (1 + u)))
+            t = _one_run(rng, cfg, sto, rates, (tb, used, sb, server_of), fixed, md)
             times.append(t)
-            rows.append(
-                (
-                    pid,
-                    pat.nodes,
-                    pat.cores,
-                    pat.size,
-                    pat.stripes,
-                    pat.first_target,
-                    len(times),
-                    clock,
-                    t,
-                )
-            )
+            rows.append((pid, pat.nodes, pat.cores, pat.size, pat.stripes, pat.first_target,
+                         len(times), clock, t))  # fmt: skip
             clock += t + 60.0
             r = len(times)
             if r >= 3 and z * np.std(times, ddof=1) / math.sqrt(r) <= cfg.error * np.mean(times):
                 break
         prog.advance(1)
     prog.finish()
-    runs = pd.DataFrame(
-        rows,
-        columns=[
-            "pattern_id",
-            "nodes",
-            "cores",
-            "size",
-            "stripes",
-            "first_target",
-            "run",
-            "start_time",
-            "write_time",
-        ],
-    )
+    columns = ["pattern_id", "nodes", "cores", "size", "stripes", "first_target", "run",
+               "start_time", "write_time"]  # fmt: skip
+    runs = pd.DataFrame(rows, columns=columns)
     runs["stripes"] = runs["stripes"].astype(float)
     runs["system"] = f"{platform.name} (synthetic)"
     runs["synthetic"] = True
     return runs
+
+
+def _metadata_time(platform: Platform, pat, rates: dict) -> float:
+    """Seconds of metadata work: one create per process, and on GPFS the partial
+    blocks' subblock allocations."""
+    md = pat.nodes * pat.cores / rates["metadata"]
+    if platform.filesystem == "gpfs":
+        sto = platform.storage
+        sub = sto.block_size // sto.subblocks
+        partial = math.ceil((pat.size % sto.block_size) / sub)
+        md += pat.nodes * pat.cores * partial / rates["subblock"]
+    return md
+
+
+def _one_run(rng, cfg: WriteSimConfig, sto, rates: dict, load: tuple, fixed, md: float) -> float:
+    """One run's write time under a random production load: the slowest stage, plus a
+    share of the others, plus metadata, with log-normal noise. ``load``: the bytes per
+    target, the targets used, the bytes per server and each target's server."""
+    tb, used, sb, server_of = load
+    u = rng.uniform(0, cfg.interference)  # production load during this run
+    avail = 1.0 - u * rng.beta(2.0, 3.0, sto.targets)
+    if rng.random() < cfg.straggler_prob:
+        slow = rng.choice(sto.targets, max(1, sto.targets // 100), replace=False)
+        avail[slow] /= rng.uniform(2.0, 8.0)
+    t_target = float(np.max(tb[used] / (rates["target"] * avail[used])))
+    per_server = np.bincount(server_of, minlength=sto.servers)
+    s_avail = np.bincount(server_of, weights=avail, minlength=sto.servers) / per_server
+    t_server = float(np.max(sb / (rates["server"] * s_avail)))
+    stages = np.array([*fixed, t_target, t_server])
+    t = md * (1 + 2 * u) + stages.max() + 0.15 * (stages.sum() - stages.max())
+    return t * math.exp(rng.normal(0.0, cfg.noise * (1 + u)))
 
 
 def runs_to_warehouse(

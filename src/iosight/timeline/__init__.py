@@ -24,6 +24,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
         "_frame": ("bin_width_of", "load_timeline", "parse_duration", "parse_time", "rebin"),
         "_known": ("KNOWN_COLUMNS", "known_sums"),
         "_span": ("SPANS", "LeftOut", "left_out"),
+        "_unstored": ("known_timeline",),
         "_update": ("TimelineUpdate", "update_timeline"),
     },
 )

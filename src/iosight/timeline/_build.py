@@ -510,11 +510,12 @@ def _padded(a: np.ndarray, before: int, after: int) -> np.ndarray:
 @contextmanager
 def _duckdb_memory(warehouse: Warehouse, limit: str | None):
     """Cap DuckDB's memory while the timeline streams (joins spill to disk beyond it);
-    None: leave it (rows already in memory)."""
-    if limit is None:
+    None, or a connection whose configuration is locked (``iosight serve``'s, under its
+    own limit), leaves it."""
+    con = warehouse.connect()
+    if limit is None or con.execute("select current_setting('lock_configuration')").fetchone()[0]:
         yield
         return
-    con = warehouse.connect()
     before = con.execute("select current_setting('memory_limit')").fetchone()[0]
     con.execute(f"set memory_limit = '{limit}'")
     try:

@@ -61,9 +61,11 @@ class TraceModule:
             self.heatmap = Heatmap()
 
     def install(self) -> None:
+        """Start intercepting this module's calls."""
         raise NotImplementedError
 
     def uninstall(self) -> None:
+        """Stop intercepting and restore the real functions."""
         raise NotImplementedError
 
     def reset_after_fork(self) -> None:
@@ -172,9 +174,11 @@ class TraceCore:
         return time.perf_counter() - self.t0
 
     def excluded(self, path: str) -> bool:
+        """Whether ``path`` is under an excluded prefix (not traced)."""
         return path.startswith(self._excluded)
 
     def add_name(self, rec_id: int, path: str) -> None:
+        """Record ``path`` as the name of record ``rec_id`` (once), also in the state file."""
         if rec_id not in self.names:
             self.names[rec_id] = path
             if self.state is not None:

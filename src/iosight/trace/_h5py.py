@@ -240,136 +240,153 @@ class H5FModule(TraceModule):
         return rec
 
     def _patch(self) -> None:
+        """Wrap h5py's file and dataset entry points (the real ones kept to restore)."""
         from h5py._hl.dataset import Dataset
         from h5py._hl.files import File
         from h5py._hl.group import Group
 
-        self_mod, clock, busy = self, time.perf_counter, self._busy
-        t0, saved = self.core.t0, self._saved
+        hooks = _Hooks(self)
 
         def patch(cls, name, make):
             real = getattr(cls, name)
-            saved.append((cls, name, real))
+            self._saved.append((cls, name, real))
             wrapper = make(real)
             wrapper.__doc__, wrapper.__name__ = real.__doc__, real.__name__
             setattr(cls, name, wrapper)
 
-        def file_init(real):
-            def __init__(self, name, *args, **kwargs):
-                t1 = clock()
-                real(self, name, *args, **kwargs)
-                t2 = clock()
-                if not isinstance(name, (str, bytes, os.PathLike)):
-                    return  # an existing FileID or a Python file object: not an open of a path
-                rec = self_mod.new_record(clean_path(self.filename), H5FRecord)
-                if rec is not None:
-                    rec.c[0] += 1  # H5F_OPENS; H5F_USE_MPIIO stays 0 (no MPI-IO driver)
-                    rec.meta(t1 - t0, t2 - t0, "OPEN")
-                    self._iosight_rec = rec
+        def read_sel(a, k):
+            return k.get("source_sel", a[1] if len(a) > 1 else None)
 
-            return __init__
+        def write_sel(a, k):
+            return k.get("dest_sel", a[2] if len(a) > 2 else None)
 
-        def file_close(real):
-            def close(self):
-                rec = getattr(self, "_iosight_rec", None) if self.id.valid else None
-                t1 = clock()
-                real(self)
-                t2 = clock()
-                if rec is not None:
-                    rec.meta(t1 - t0, t2 - t0, "CLOSE")
+        patch(File, "__init__", hooks.file_init)
+        patch(File, "close", hooks.file_close)
+        patch(File, "flush", hooks.file_flush)
+        patch(Group, "__getitem__", lambda real: hooks.opener(real, False))
+        patch(Group, "create_dataset", lambda real: hooks.opener(real, True))
+        patch(Dataset, "__getitem__", lambda real: hooks.transfer(real, _READ, lambda a, k: a[0]))
+        patch(Dataset, "__setitem__", lambda real: hooks.transfer(real, _WRITE, lambda a, k: a[0]))
+        patch(Dataset, "read_direct", lambda real: hooks.transfer(real, _READ, read_sel))
+        patch(Dataset, "write_direct", lambda real: hooks.transfer(real, _WRITE, write_sel))
+        patch(Dataset, "flush", hooks.dataset_flush)
 
-            return close
 
-        def file_flush(real):
-            def flush(self):
-                t1 = clock()
-                real(self)
-                t2 = clock()
-                rec = getattr(self, "_iosight_rec", None)
-                if rec is not None:
-                    rec.c[1] += 1  # H5F_FLUSHES
-                    rec.meta(t1 - t0, t2 - t0)
+class _Hooks:
+    """The wrappers of h5py's methods for ``module``: each takes the real method and
+    returns one that calls it and records what it did (times from ``module``'s t0)."""
 
-            return flush
+    def __init__(self, module: H5FModule) -> None:
+        self.module, self.clock, self.busy = module, time.perf_counter, module._busy
+        self.t0 = module.core.t0
 
-        def outermost(real, self, args, kwargs):
-            """(result, start, end) of ``real``; start is None inside another wrapped call
-            (h5py calling itself: a field read, ``__array__``), which counts it already."""
-            if getattr(busy, "on", False):
-                return real(self, *args, **kwargs), None, None
-            busy.on = True
-            try:
-                t1 = clock()
-                out = real(self, *args, **kwargs)
-                return out, t1 - t0, clock() - t0
-            finally:
-                busy.on = False
+    def file_init(self, real):
+        hooks = self
 
-        def opener(real, writes_data):
-            def wrapper(self, *args, **kwargs):
-                obj, t1, t2 = outermost(real, self, args, kwargs)
-                if t1 is None or not isinstance(obj, Dataset):
-                    return obj
-                rec = self_mod._dataset_record(obj)
-                if rec is not None:
-                    rec.opened(t1, t2)
-                    data = kwargs.get("data", args[3] if len(args) > 3 else None)
-                    if writes_data and data is not None:
-                        rec.io(_WRITE, selection(obj, None), t1, t2)
+        def __init__(self, name, *args, **kwargs):
+            t1 = hooks.clock()
+            real(self, name, *args, **kwargs)
+            t2 = hooks.clock()
+            if not isinstance(name, (str, bytes, os.PathLike)):
+                return  # an existing FileID or a Python file object: not an open of a path
+            rec = hooks.module.new_record(clean_path(self.filename), H5FRecord)
+            if rec is not None:
+                rec.c[0] += 1  # H5F_OPENS; H5F_USE_MPIIO stays 0 (no MPI-IO driver)
+                rec.meta(t1 - hooks.t0, t2 - hooks.t0, "OPEN")
+                self._iosight_rec = rec
+
+        return __init__
+
+    def file_close(self, real):
+        hooks = self
+
+        def close(self):
+            rec = getattr(self, "_iosight_rec", None) if self.id.valid else None
+            t1 = hooks.clock()
+            real(self)
+            t2 = hooks.clock()
+            if rec is not None:
+                rec.meta(t1 - hooks.t0, t2 - hooks.t0, "CLOSE")
+
+        return close
+
+    def file_flush(self, real):
+        hooks = self
+
+        def flush(self):
+            t1 = hooks.clock()
+            real(self)
+            t2 = hooks.clock()
+            rec = getattr(self, "_iosight_rec", None)
+            if rec is not None:
+                rec.c[1] += 1  # H5F_FLUSHES
+                rec.meta(t1 - hooks.t0, t2 - hooks.t0)
+
+        return flush
+
+    def outermost(self, real, obj, args, kwargs):
+        """(result, start, end) of ``real``; start is None inside another wrapped call
+        (h5py calling itself: a field read, ``__array__``), which counts it already."""
+        if getattr(self.busy, "on", False):
+            return real(obj, *args, **kwargs), None, None
+        self.busy.on = True
+        try:
+            t1 = self.clock()
+            out = real(obj, *args, **kwargs)
+            return out, t1 - self.t0, self.clock() - self.t0
+        finally:
+            self.busy.on = False
+
+    def opener(self, real, writes_data: bool):
+        """A Group method that opens or creates a dataset (``writes_data``: with data)."""
+        from h5py._hl.dataset import Dataset
+
+        hooks = self
+
+        def wrapper(self, *args, **kwargs):
+            obj, t1, t2 = hooks.outermost(real, self, args, kwargs)
+            if t1 is None or not isinstance(obj, Dataset):
                 return obj
+            rec = hooks.module._dataset_record(obj)
+            if rec is not None:
+                rec.opened(t1, t2)
+                data = kwargs.get("data", args[3] if len(args) > 3 else None)
+                if writes_data and data is not None:
+                    rec.io(_WRITE, selection(obj, None), t1, t2)
+            return obj
 
-            return wrapper
+        return wrapper
 
-        def transfer(real, kind, where):
-            """A Dataset read or write; ``where(args, kwargs)`` gives the file selection."""
+    def transfer(self, real, kind, where):
+        """A Dataset read or write; ``where(args, kwargs)`` gives the file selection."""
+        hooks = self
 
-            def wrapper(self, *args, **kwargs):
-                out, t1, t2 = outermost(real, self, args, kwargs)
-                rec = self_mod._dataset_record(self) if t1 is not None else None
-                if rec is not None:
-                    try:
-                        sel = selection(self, where(args, kwargs))
-                    except Exception:  # an argument form h5py resolves itself (region refs)
-                        size = getattr(out, "size", 0) if kind == _READ else 0
-                        sel = (int(size), _ALL, [0] * H5D_MAX_NDIMS, [0] * H5D_MAX_NDIMS)
-                    rec.io(kind, sel, t1, t2)
-                return out
+        def wrapper(self, *args, **kwargs):
+            out, t1, t2 = hooks.outermost(real, self, args, kwargs)
+            rec = hooks.module._dataset_record(self) if t1 is not None else None
+            if rec is not None:
+                try:
+                    sel = selection(self, where(args, kwargs))
+                except Exception:  # an argument form h5py resolves itself (region refs)
+                    size = getattr(out, "size", 0) if kind == _READ else 0
+                    sel = (int(size), _ALL, [0] * H5D_MAX_NDIMS, [0] * H5D_MAX_NDIMS)
+                rec.io(kind, sel, t1, t2)
+            return out
 
-            return wrapper
+        return wrapper
 
-        def dataset_flush(real):
-            def flush(self):
-                t1 = clock()
-                real(self)
-                t2 = clock()
-                rec = self_mod._dataset_record(self)
-                if rec is not None:
-                    rec.flushed(t1 - t0, t2 - t0)
+    def dataset_flush(self, real):
+        hooks = self
 
-            return flush
+        def flush(self):
+            t1 = hooks.clock()
+            real(self)
+            t2 = hooks.clock()
+            rec = hooks.module._dataset_record(self)
+            if rec is not None:
+                rec.flushed(t1 - hooks.t0, t2 - hooks.t0)
 
-        patch(File, "__init__", file_init)
-        patch(File, "close", file_close)
-        patch(File, "flush", file_flush)
-        patch(Group, "__getitem__", lambda real: opener(real, False))
-        patch(Group, "create_dataset", lambda real: opener(real, True))
-        patch(Dataset, "__getitem__", lambda real: transfer(real, _READ, lambda a, k: a[0]))
-        patch(Dataset, "__setitem__", lambda real: transfer(real, _WRITE, lambda a, k: a[0]))
-        patch(
-            Dataset,
-            "read_direct",
-            lambda real: transfer(
-                real, _READ, lambda a, k: k.get("source_sel", a[1] if len(a) > 1 else None)
-            ),
-        )
-        patch(
-            Dataset,
-            "write_direct",
-            lambda real: transfer(
-                real, _WRITE, lambda a, k: k.get("dest_sel", a[2] if len(a) > 2 else None)
-            ),
-        )
-        patch(Dataset, "flush", dataset_flush)
+        return flush
 
 
 class H5DModule(TraceModule):

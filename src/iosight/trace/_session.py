@@ -72,6 +72,7 @@ class Tracer:
         self._pid = os.getpid()
 
     def start(self, *, at_exit: bool = False) -> Tracer:
+        """Start tracing (``at_exit``: finish and write the log when the process exits)."""
         self.core.start(self.state_path)
         if at_exit:
             atexit.register(self.finish)

@@ -18,6 +18,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "FollowReport",
             "check_follow_args",
             "follow",
+            "stopped_by_signals",
         ),
         "_ingest": (
             "DEFAULT_BATCH_SIZE",

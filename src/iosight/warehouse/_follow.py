@@ -90,6 +90,7 @@ class FollowReport:
     lags: deque[float] = field(default_factory=lambda: deque(maxlen=MAX_LAGS))
 
     def add(self, batch: FollowBatch) -> None:
+        """Count one committed batch."""
         r = batch.report
         self.batches += 1
         self.sources += r.sources
@@ -100,6 +101,7 @@ class FollowReport:
         self.lags += batch.lags
 
     def summary(self) -> str:
+        """One line: polls, sources and jobs ingested, batches, failures, lag p95."""
         lag = f"; lag p95 {np.percentile(self.lags, 95):.1f} s" if self.lags else ""
         return (
             f"stopped after {self.polls} polls: {self.ingested} sources ingested "
@@ -172,7 +174,7 @@ def follow(
     follower = Follower(directory, warehouse, settle=settle, workers=workers, timeout=timeout,
                         scheduler=scheduler, batch_size=batch_size, reader=reader,
                         compact=compact, on_batch=on_batch)  # fmt: skip
-    with _stopped_by_signals(stop):
+    with stopped_by_signals(stop):
         due = time.monotonic()
         while not stop.is_set():
             follower.poll(stop)
@@ -288,7 +290,7 @@ class _Scanner:
 
 
 @contextmanager
-def _stopped_by_signals(stop: threading.Event) -> Iterator[None]:
+def stopped_by_signals(stop: threading.Event) -> Iterator[None]:
     """In the main thread, SIGINT and SIGTERM set ``stop`` (the loop ends after the batch
     in hand); a second one raises KeyboardInterrupt. Elsewhere signals are left alone."""
     if threading.current_thread() is not threading.main_thread():

@@ -64,9 +64,11 @@ class IngestReport:
 
     @property
     def ok(self) -> bool:
+        """True when no source failed."""
         return self.failed == 0
 
     def summary(self) -> str:
+        """One line: sources ingested, skipped and failed; time and rates."""
         rate = self.ingested / self.seconds if self.seconds else 0.0
         retried = f", {self.retried} retried (timed out before)" if self.retried else ""
         return (

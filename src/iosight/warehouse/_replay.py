@@ -52,6 +52,7 @@ class ReplayReport:
     seconds: float = 0.0
 
     def summary(self) -> str:
+        """One line: jobs replayed, landings, logs and tables, time."""
         untimed = f"; {self.untimed} jobs with no time skipped" if self.untimed else ""
         return (
             f"{self.jobs} jobs replayed in {self.landings} landings ({self.logs} logs, "

@@ -53,6 +53,7 @@ DEFAULT_WAREHOUSE = "iosight-warehouse"
 DEFAULT_LOCK_TIMEOUT = 3600.0
 _LOCK_POLL_S = 0.2
 _TABLES, _STAGING, _COMMITS, _LOCK = "tables", "_staging", "_commits", "_lock"
+_STATE = "state"  # small JSON documents a running process publishes (iosight live's status)
 _LAYOUT, COMPACT_PREFIX = "_compacted.json", "compact-"
 #: seconds a file a compaction replaced stays on disk, hidden, for queries already reading it
 SUPERSEDED_GRACE_S = 600.0
@@ -69,7 +70,7 @@ def is_warehouse_dir(path: Path) -> bool:
 
 
 def new_batch_id() -> str:
-    # sortable by time, unique across processes
+    """A batch id sortable by time and unique across processes."""
     return f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
 
 
@@ -231,6 +232,7 @@ class Warehouse:
         return sorted(p.name for p in root.iterdir() if p.is_dir() and self.table_entries(p.name))
 
     def has_table(self, name: str) -> bool:
+        """Whether table ``name`` holds any file."""
         return bool(self.table_entries(name))
 
     def table_files(self, name: str) -> list[Path]:
@@ -381,6 +383,7 @@ class Warehouse:
             raise MissingTableError(name, hint or _HINTS.get(name, ""))
 
     def column_names(self, name: str) -> list[str]:
+        """The columns of table ``name`` (it must exist), in order."""
         self.require(name)
         return [r[0] for r in self.connect().execute(f'describe "{name}"').fetchall()]
 
@@ -612,6 +615,21 @@ class Warehouse:
         superseded = sorted(set(layout["superseded"]) | replaced)
         text = json.dumps({"live": live, "superseded": superseded, "at": time.time()})
         _atomic_write_text(dest / _LAYOUT, text)
+
+    def write_state(self, name: str, document: dict) -> None:
+        """Publish ``document`` as the state ``name`` (``iosight live``'s status: its
+        counters, lag and backlog, which ``iosight serve``'s ``/metrics`` reads): one
+        atomic replace, so a reader sees the old document or the new one."""
+        folder = self.path / _STATE
+        folder.mkdir(exist_ok=True)
+        _atomic_write_text(folder / f"{name}.json", json.dumps(document))
+
+    def read_state(self, name: str) -> dict | None:
+        """The state ``name`` last published (:meth:`write_state`), None if none is."""
+        try:
+            return json.loads((self.path / _STATE / f"{name}.json").read_text())
+        except FileNotFoundError:
+            return None
 
     def purge_superseded(self, name: str, grace: float = SUPERSEDED_GRACE_S) -> int:
         """Delete the files a compaction of ``name`` hid at least ``grace`` seconds ago

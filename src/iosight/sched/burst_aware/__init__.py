@@ -34,6 +34,7 @@ from iosight.sched.burst_aware._sources import (
     read_burst_series,
     recommend_start,
     simulate_source,
+    start_on_forecast,
 )
 
 __all__ = [
@@ -64,4 +65,5 @@ __all__ = [
     "simulate_series",
     "simulate_source",
     "simulate_windows",
+    "start_on_forecast",
 ]

@@ -104,6 +104,7 @@ class JobBins:
 
     @property
     def need(self) -> int:
+        """Bins of clean I/O the job needs: its clean bins times its burst bins."""
         return self.clean_bins * self.burst_bins
 
     @classmethod
@@ -256,6 +257,7 @@ class StartChoice:
 
     @property
     def total_time(self) -> float:
+        """Seconds from the earliest start to the end: the delay plus the run time."""
         return self.delay + self.run_time
 
     def options_frame(self) -> pd.DataFrame:

@@ -86,6 +86,7 @@ class EmulatorConfig:
     directory: Path | None = None
 
     def validate(self) -> None:
+        """Refuse settings the emulator cannot run in bounded time and disk (one clear error)."""
         check_param("bin_s", self.bin_s, 0.05 <= self.bin_s <= 60, "between 0.05 and 60 s")
         check_param("job_bins", self.job_bins, 0.5 <= self.job_bins <= 10, "between 0.5 and 10")
         check_param("writers", self.writers, 1 <= self.writers <= 4, "between 1 and 4")

@@ -236,6 +236,25 @@ def recommend_start(
     forecast = load_forecaster(warehouse, model).predict_next(warehouse, at=at).table
     if forecast.empty:
         raise IosightError(f"burst model {model!r} returned no forecast")
+    return start_on_forecast(forecast, min_time, max_time, alpha=alpha, policy=policy,
+                             n_options=n_options, estimator=estimator)  # fmt: skip
+
+
+def start_on_forecast(
+    forecast: pd.DataFrame,
+    min_time: float,
+    max_time: float,
+    *,
+    alpha: float | None = None,
+    policy: str | None = None,
+    n_options: int = 24,
+    estimator: str = "bins",
+) -> Recommendation:
+    """Algorithm 1 (§V-B) on a lead-mode forecast (``lead``, ``bin_start``, ``burst``, ...):
+    the one a model just made (:func:`recommend_start`) or one stored by follow mode
+    (``iosight serve``'s ``/api/start``). The bin length ``L`` is the spacing of its bins."""
+    if forecast.empty:
+        raise IosightError("the forecast holds no bins")
     forecast = forecast.sort_values("lead", kind="mergesort").reset_index(drop=True)
     starts = forecast["bin_start"].to_numpy(dtype=float)
     bin_s = float(np.median(np.diff(starts))) if len(starts) > 1 else 300.0

@@ -36,6 +36,7 @@ class Allocator:
         allowed: np.ndarray,
         rng: np.random.Generator,
     ) -> np.ndarray:
+        """Resources per application (an integer array of length k) from the policy's ``inputs``."""
         raise NotImplementedError
 
 

@@ -54,6 +54,7 @@ class BinDifference:
 
     @property
     def label(self) -> str:
+        """The load bin as text, ``[lo, hi)``."""
         return f"[{self.lo:g}, {self.hi:g})"
 
 
@@ -162,13 +163,18 @@ class _Claim:
 
 
 def _claims(dataset: str, k: int | None, n: int | None, zero: bool = False) -> list[_Claim]:
-    one_each = k is not None and n is not None and k % n == 0
-    mckp_note = (
-        f"K = {k} is a multiple of N = {n}: the capacity rule (N ceil(K/N) slots) gives "
-        "every application exactly one resource, so MCKP cannot favour a few here"
-        if one_each
-        else ""
+    """The paper's conclusions this study can check, as claims on its results."""
+    return (
+        _allocator_claims()
+        + _placement_claims()
+        + _mckp_claims(k, n, zero)
+        + [_static_claim(dataset)]
+        + _robust_claims()
     )
+
+
+def _allocator_claims() -> list[_Claim]:
+    """§VI-A1, §VI-A2, §VI-B: the allocators against BestBdw."""
     out = [
         _Claim(
             "§VI-A1",
@@ -213,6 +219,13 @@ def _claims(dataset: str, k: int | None, n: int | None, zero: bool = False) -> l
             "lower",
             HIGH,
         ),
+    ]
+    return out
+
+
+def _placement_claims() -> list[_Claim]:
+    """§VI-A1: the placement heuristics against each other."""
+    return [
         _Claim(
             "§VI-A1",
             "Greedy-Clairvoyant has negligible gain on Mean-I/O-SlowDown compared to "
@@ -246,6 +259,19 @@ def _claims(dataset: str, k: int | None, n: int | None, zero: bool = False) -> l
             placement="any",
         ),
     ]
+
+
+def _mckp_claims(k: int | None, n: int | None, zero: bool) -> list[_Claim]:
+    """§VI-A1: MCKP against every heuristic (and, with ``zero``, its zero-forwarder
+    reading)."""
+    one_each = k is not None and n is not None and k % n == 0
+    mckp_note = (
+        f"K = {k} is a multiple of N = {n}: the capacity rule (N ceil(K/N) slots) gives "
+        "every application exactly one resource, so MCKP cannot favour a few here"
+        if one_each
+        else ""
+    )
+    out = []
     readings = {  # MCKP_NAMES -> (how the claim names it, note)
         "MCKP": ("", mckp_note),
         "MCKP-0": (
@@ -270,33 +296,37 @@ def _claims(dataset: str, k: int | None, n: int | None, zero: bool = False) -> l
             )
             for other in HEURISTICS
         ]
+    return out
+
+
+def _static_claim(dataset: str) -> _Claim:
+    """§VI-C: Static on OSTs, and not on I/O nodes."""
     if dataset == "ost":
-        out.append(
-            _Claim(
-                "§VI-C",
-                "Static's performance is excellent for OSTs (at most 15 % worse than TCPU)",
-                "Static",
-                "TCPU",
-                "mean_slowdown",
-                "no_higher",
-                ALL,
-                tol=15.0,
-            )
+        return _Claim(
+            "§VI-C",
+            "Static's performance is excellent for OSTs (at most 15 % worse than TCPU)",
+            "Static",
+            "TCPU",
+            "mean_slowdown",
+            "no_higher",
+            ALL,
+            tol=15.0,
         )
-    else:
-        out.append(
-            _Claim(
-                "§VI-C",
-                "Static's excellent OST performance is not seen with I/O nodes "
-                "(read: TCPU better than Static)",
-                "TCPU",
-                "Static",
-                "mean_slowdown",
-                "lower",
-                ALL,
-            )
-        )
-    out += [
+    return _Claim(
+        "§VI-C",
+        "Static's excellent OST performance is not seen with I/O nodes "
+        "(read: TCPU better than Static)",
+        "TCPU",
+        "Static",
+        "mean_slowdown",
+        "lower",
+        ALL,
+    )
+
+
+def _robust_claims() -> list[_Claim]:
+    """§VI-B: profile curves instead of exact ones change almost nothing."""
+    return [
         _Claim(
             "§VI-B",
             f"{a} + {p} with profile curves: almost identical performance, the difference "
@@ -313,7 +343,6 @@ def _claims(dataset: str, k: int | None, n: int | None, zero: bool = False) -> l
         )
         for a, p in (("TCPU", "Greedy-NC"), ("BestBdw", "Greedy-NC"), ("BestBdw", "Greedy-C"))
     ]
-    return out
 
 
 def _diffs(df: pd.DataFrame, c: _Claim) -> pd.DataFrame:

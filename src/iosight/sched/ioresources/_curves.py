@@ -43,6 +43,7 @@ class CurveSet:
 
     @property
     def profiles(self) -> np.ndarray:
+        """Each curve's profile class (:func:`classify_profiles`)."""
         return classify_profiles(self.bw)
 
 

@@ -166,6 +166,7 @@ class ExperimentConfig:
         )
 
     def fingerprint(self) -> dict:
+        """The settings a resumed run must share with the stored one (loads and sets may grow)."""
         d = asdict(self)
         for key in ("loads", "sets", "forge_dir"):  # may grow between resumed runs
             d.pop(key)

@@ -116,6 +116,7 @@ class Workload:
 
     @property
     def k(self) -> int:
+        """The number of applications."""
         return len(self.q)
 
     @classmethod

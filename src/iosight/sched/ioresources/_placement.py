@@ -28,6 +28,8 @@ class Placement:
         n_resources: int,
         rng: np.random.Generator,
     ) -> np.ndarray:
+        """Which resources each application uses: a k x n boolean matrix with ``alloc[j]``
+        ones in row j."""
         raise NotImplementedError
 
 

@@ -69,23 +69,11 @@ def simulate_events(w: Workload, alloc: np.ndarray, place: np.ndarray) -> SimRes
     """
     alloc = np.asarray(alloc, dtype=np.int64)
     _check(w, alloc, place)
-    service, rate, cpu_phase, vol_phase = (a.tolist() for a in _per_phase(w, alloc))
-    k, n_res = w.k, w.n_resources
-    cols = np.nonzero(place)[1].tolist()  # row-major: app j's resources are contiguous
-    ends = np.cumsum(alloc).tolist()
-    res_of = [cols[e - n : e] for e, n in zip(ends, alloc.tolist(), strict=True)]
-    active = [0] * n_res
-    clock = [0.0] * n_res
-    seen = [0.0] * n_res
-    version = [0] * n_res
-    tags: list[list[tuple[float, int]]] = [[] for _ in range(n_res)]
-    busy = [0.0] * n_res
-    busy_since = [0.0] * n_res
-    left = w.phases.tolist()
-    pending = [0] * k
-    io_start = [0.0] * k
-    io_time = [0.0] * k
-    volume = [0.0] * k
+    st = _Events(w, alloc, place)
+    service, cpu_phase, vol_phase, res_of = st.service, st.cpu_phase, st.vol_phase, st.res_of
+    active, clock, seen, version, tags = st.active, st.clock, st.seen, st.version, st.tags
+    busy, busy_since, left, pending = st.busy, st.busy_since, st.left, st.pending
+    io_start, io_time, volume, k = st.io_start, st.io_time, st.volume, w.k
     events = [(cpu_phase[j], -1 - j, 0) for j in range(k)]  # (time, -1-app | resource, version)
     heapq.heapify(events)
     push, pop = heapq.heappush, heapq.heappop
@@ -134,23 +122,47 @@ def simulate_events(w: Workload, alloc: np.ndarray, place: np.ndarray) -> SimRes
                 first = j
                 break
             push(events, (t + cpu_phase[j], -1 - j, 0))
-    # close the window at t: partial I/O subphases and busy periods still running
-    remaining = np.zeros(k)
-    for r, heap in enumerate(tags):
-        if active[r]:
-            c = clock[r] + (t - seen[r]) / active[r]
-            busy[r] += t - busy_since[r]
-            for tag, j in heap:
-                remaining[j] += tag - c
-    in_io = np.array(pending) > 0
-    moved = alloc * np.array(service) - remaining
-    return SimResult(
-        t_end=t,
-        io_time=np.array(io_time) + np.where(in_io, t - np.array(io_start), 0.0),
-        volume=np.array(volume) + np.where(in_io, moved * np.array(rate), 0.0),
-        busy=np.array(busy),
-        first=first,
-    )
+    return st.close(t, first)
+
+
+class _Events:
+    """The state of :func:`simulate_events`: plain lists per resource and per
+    application, which its loop binds to locals and updates in place."""
+
+    def __init__(self, w: Workload, alloc: np.ndarray, place: np.ndarray) -> None:
+        self.alloc = alloc
+        per_phase = (a.tolist() for a in _per_phase(w, alloc))
+        self.service, self.rate, self.cpu_phase, self.vol_phase = per_phase
+        k, n_res = w.k, w.n_resources
+        cols = np.nonzero(place)[1].tolist()  # row-major: app j's resources are contiguous
+        ends = np.cumsum(alloc).tolist()
+        self.res_of = [cols[e - n : e] for e, n in zip(ends, alloc.tolist(), strict=True)]
+        self.active, self.version = [0] * n_res, [0] * n_res
+        self.clock, self.seen = [0.0] * n_res, [0.0] * n_res
+        self.tags: list[list[tuple[float, int]]] = [[] for _ in range(n_res)]
+        self.busy, self.busy_since = [0.0] * n_res, [0.0] * n_res
+        self.left, self.pending = w.phases.tolist(), [0] * k
+        self.io_start, self.io_time, self.volume = [0.0] * k, [0.0] * k, [0.0] * k
+
+    def close(self, t: float, first: int) -> SimResult:
+        """The result when the window closes at ``t``: the I/O subphases and busy
+        periods still running count up to ``t``."""
+        remaining = np.zeros(len(self.pending))
+        for r, heap in enumerate(self.tags):
+            if self.active[r]:
+                c = self.clock[r] + (t - self.seen[r]) / self.active[r]
+                self.busy[r] += t - self.busy_since[r]
+                for tag, j in heap:
+                    remaining[j] += tag - c
+        in_io = np.array(self.pending) > 0
+        moved = self.alloc * np.array(self.service) - remaining
+        return SimResult(
+            t_end=t,
+            io_time=np.array(self.io_time) + np.where(in_io, t - np.array(self.io_start), 0.0),
+            volume=np.array(self.volume) + np.where(in_io, moved * np.array(self.rate), 0.0),
+            busy=np.array(self.busy),
+            first=first,
+        )
 
 
 @SIMULATORS.register("timestep")

@@ -62,5 +62,20 @@ function loadParts() {  // server-rendered (escaped) HTML fragments of slower an
     });
   });
 }
+function refreshNow() {  // the Facility page's live part, asked again every data-refresh seconds
+  var box = document.getElementById("now");
+  if (!box) { return; }
+  setInterval(function () {
+    fetch(box.dataset.api).then(function (r) { return r.json(); }).then(function (res) {
+      if (res.error) { return; }
+      var el = document.getElementById("fig-now");
+      Plotly.react(el, res.figure.data, res.figure.layout).then(function () {
+        document.getElementById("now-summary").textContent = res.summary;
+        box.dataset.refreshed = String(Number(box.dataset.refreshed || "0") + 1);
+      });
+    });
+  }, 1000 * Number(box.dataset.refresh));
+}
 document.addEventListener("DOMContentLoaded", drawFigures);
+document.addEventListener("DOMContentLoaded", refreshNow);
 document.addEventListener("DOMContentLoaded", loadParts);

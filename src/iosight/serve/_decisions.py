@@ -1,0 +1,378 @@
+"""The decisions ``iosight serve`` answers with: the burst forecast of each direction, as
+of the last complete bin, and Algorithm 1's start on it (no web code here).
+
+The forecast comes, per direction, from a saved lead-mode forecaster
+(:mod:`iosight.bursts`): the latest one follow mode stored at a bin boundary (table
+``forecasts``, regime ``logs``: what the landed logs held) when there is one, else
+computed at the request and kept until the warehouse changes. A ``logs`` forecaster is
+computed as of the boundary the data's clock passed last (the newest job's known-at
+time), as follow mode does; a ``live`` one from the system's rate up to the last complete
+bin: the server-side rates of table ``live_rates`` (the Prometheus feed) where they are,
+the stored timeline elsewhere. Saeedizade et al. (2023), §V: forecasts per lead; §V-B,
+Algorithm 1.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from iosight._errors import IosightError, check_param
+from iosight.serve._readonly import ServedWarehouse, deadline
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from iosight.bursts import Forecaster
+
+DIRECTIONS = ("read", "write")
+LIVE_RATES = "live_rates"  # the Prometheus feed's table (bin_start, read/write bytes, known_at)
+_BIN_COLUMNS = ("lead", "bin_start", "probability", "burst", "severity")
+_CACHED = 16  # forecasts kept (a few models x a few warehouse states)
+
+
+@dataclass(frozen=True)
+class ServedForecast:
+    """One direction's next bins (``bins``: ``_BIN_COLUMNS``, by lead), made at ``as_of``
+    (epoch s, the end of the last bin it used) by ``model``; ``information`` is what it
+    knew (``logs`` or ``live``), ``rates`` where the system's rate came from (``logs``:
+    the stored timeline; ``live_rates``: a live source), ``source`` whether follow mode
+    stored it (``follow``) or it was computed at the request (``computed``)."""
+
+    direction: str
+    model: str
+    feature_set: int
+    information: str
+    rates: str
+    source: str
+    as_of: float
+    bin_width: float
+    bins: pd.DataFrame
+
+    def document(self) -> dict:
+        """The forecast as JSON-ready data (what ``/api/forecast`` answers per direction)."""
+        rows = [
+            {"lead": int(r.lead), "bin_start": float(r.bin_start),
+             "probability": float(r.probability), "burst": bool(r.burst),
+             "severity": int(r.severity)}
+            for r in self.bins.itertuples(index=False)
+        ]  # fmt: skip
+        return {
+            "model": {"name": self.model, "feature_set": self.feature_set,
+                      "information": self.information},
+            "information": self.information, "rates": self.rates, "source": self.source,
+            "as_of": self.as_of, "bin_width": self.bin_width, "bins": rows,
+        }  # fmt: skip
+
+
+class Decisions:
+    """Forecasts and start times of a served warehouse, each computed once per state of
+    the warehouse (its tables and saved models) and kept (a bounded cache)."""
+
+    def __init__(self, wh: ServedWarehouse) -> None:
+        self.wh = wh
+        self._lock = threading.Lock()
+        self._computing = threading.Lock()  # a burst of first requests computes once
+        self._cache: dict[tuple, ServedForecast] = {}
+
+    def forecast(self, direction: str, model: str | None = None) -> ServedForecast:
+        """The served forecast of ``direction`` (by ``model`` when named, else the
+        forecaster :func:`pick_model` picks)."""
+        check_param("direction", direction, direction in DIRECTIONS, "read or write")
+        wh = self.wh
+        name = model if model is not None else pick_model(wh, direction)
+        key = (name, wh.tables_signature(), _model_stamp(wh, name))
+        with self._computing:
+            with self._lock:
+                hit = self._cache.get(key)
+            if hit is not None:
+                return hit
+            with deadline(wh.connect(), wh.query_timeout):
+                made = _make_forecast(wh, name, direction)
+            with self._lock:
+                if len(self._cache) >= _CACHED:
+                    self._cache.pop(next(iter(self._cache)))
+                self._cache[key] = made
+        return made
+
+    def forecasts(self, model: str | None = None) -> dict[str, dict]:
+        """Per direction, the served forecast's document, or ``{"error": why}``."""
+        out = {}
+        for d in DIRECTIONS:
+            try:
+                out[d] = self.forecast(d, model).document()
+            except IosightError as err:
+                if model is not None and "no model" in str(err):
+                    raise
+                out[d] = {"error": str(err)}
+        return out
+
+
+def _model_stamp(wh: ServedWarehouse, name: str) -> int:
+    """When the model's files last changed (a refit replaces them): part of the cache key."""
+    from iosight.bursts import model_dir
+
+    try:
+        return (model_dir(wh, name) / "metadata.json").stat().st_mtime_ns
+    except FileNotFoundError:
+        return 0
+
+
+def _metadata(wh: ServedWarehouse, name: str) -> dict | None:
+    """A saved forecaster's ``metadata.json`` (None if unreadable), without its models."""
+    import json
+
+    from iosight.bursts import model_dir
+
+    try:
+        return json.loads((model_dir(wh, name) / "metadata.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def pick_model(wh: ServedWarehouse, direction: str) -> str:
+    """The forecaster serving ``direction``: of the saved lead-mode ones, one follow mode
+    keeps forecasting (the latest stored), else a ``live`` one where live rates exist, else
+    a ``logs`` one, else any; ties by name."""
+    from iosight.bursts import list_forecasters
+
+    found = {}
+    for name in list_forecasters(wh):
+        md = _metadata(wh, name)
+        if md and md.get("direction") == direction and md.get("mode") == "lead":
+            found[name] = md.get("information", "live")
+    if not found:
+        train = f"iosight bursts train --direction {direction} --information logs"
+        raise IosightError(f"no saved lead-mode forecaster of {direction} bursts: {train}")
+    stored = _stored_models(wh)
+    live = wh.has_table(LIVE_RATES)
+
+    def rank(name: str) -> tuple:
+        regime = found[name]
+        return (-stored.get(name, -math.inf), regime != ("live" if live else "logs"), name)
+
+    return min(found, key=rank)
+
+
+def _stored_models(wh: ServedWarehouse) -> dict[str, float]:
+    """Per model, the last boundary follow mode forecast at (table ``forecasts``)."""
+    from iosight.bursts import FORECASTS_TABLE as FORECASTS
+
+    if not wh.has_table(FORECASTS):
+        return {}
+    df = wh.sql(f"select model, max(as_of) t from {FORECASTS} group by model")
+    return dict(zip(df["model"], df["t"].astype(float), strict=True))
+
+
+def _make_forecast(wh: ServedWarehouse, name: str, direction: str) -> ServedForecast:
+    from iosight.bursts import load_forecaster
+
+    fc = load_forecaster(wh, name)
+    md = fc.metadata
+    if md["direction"] != direction:
+        raise IosightError(f"model {name!r} forecasts {md['direction']} bursts, not {direction}")
+    if md["mode"] != "lead":
+        raise IosightError(f"model {name!r} is in interval mode: the next bins need lead mode")
+    stored = _stored_forecast(wh, name)
+    if stored is not None:
+        as_of, bins = stored
+        return _served(fc, "logs", "follow", as_of, bins)
+    if fc.information == "logs":
+        return _computed_logs(wh, fc)
+    return _computed_live(wh, fc)
+
+
+def _served(fc: Forecaster, rates: str, source: str, as_of: float, bins) -> ServedForecast:
+    md = fc.metadata
+    table = bins[list(_BIN_COLUMNS)].sort_values("lead", kind="mergesort").reset_index(drop=True)
+    return ServedForecast(md["direction"], fc.name, int(md["feature_set"]), fc.information,
+                          rates, source, float(as_of), float(md["bin_width"]), table)  # fmt: skip
+
+
+def _stored_forecast(wh: ServedWarehouse, name: str) -> tuple[float, pd.DataFrame] | None:
+    """The latest forecast follow mode stored for ``name``: its boundary and its bins."""
+    from iosight.bursts import FORECASTS_TABLE as FORECASTS
+
+    if not wh.has_table(FORECASTS):
+        return None
+    df = wh.sql(
+        f"select * from {FORECASTS} where model = ? and as_of = "
+        f"(select max(as_of) from {FORECASTS} where model = ?)",
+        [name, name],
+    )
+    return (float(df["as_of"].iloc[0]), df) if len(df) else None
+
+
+def _computed_logs(wh: ServedWarehouse, fc: Forecaster) -> ServedForecast:
+    """A ``logs`` forecaster's forecast at the last boundary the data's clock passed (the
+    newest job's known-at time), from the jobs known before it, as follow mode makes it."""
+    from iosight.bursts import load_known
+    from iosight.warehouse import KNOWN_AT
+
+    timeline = _timeline(wh, fc)
+    width = float(fc.metadata["bin_width"])
+    wh.require("jobs")
+    clock = wh.connect().execute(f"select max({KNOWN_AT}) from jobs").fetchall()[0][0]
+    if clock is None:
+        raise IosightError("no job is known yet: nothing to forecast from")
+    last = float(timeline["bin_start"].iloc[-1])
+    at = min(math.floor(float(clock) / width) * width - width, last)
+    known = wh.memo("known_sums", lambda: load_known(wh))  # once for both directions
+    pred = fc.predict(timeline, at, jobs=_jobs(wh, fc), known=known)
+    return _served(fc, "logs", "computed", pred.last_bin + width, pred.table)
+
+
+def _computed_live(wh: ServedWarehouse, fc: Forecaster) -> ServedForecast:
+    """A ``live`` forecaster's forecast after the last complete bin of the system's rate:
+    the stored timeline with ``live_rates``' bins over it (their latest value per source,
+    summed over sources), up to the last bin that ended before the newest rate arrived."""
+    timeline = _timeline(wh, fc)
+    width = float(fc.metadata["bin_width"])
+    rates, complete = live_rates(wh, width)
+    if rates is None:
+        pred = fc.predict(timeline, jobs=_jobs(wh, fc))
+        return _served(fc, "logs", "computed", pred.last_bin + width, pred.table)
+    pred = fc.predict(_with_rates(timeline, rates, width), complete, jobs=_jobs(wh, fc))
+    return _served(fc, LIVE_RATES, "computed", pred.last_bin + width, pred.table)
+
+
+def _jobs(wh: ServedWarehouse, fc: Forecaster) -> pd.DataFrame | None:
+    """The jobs feature set 4 reads (the scheduler's view of the running jobs)."""
+    from iosight.bursts import load_jobs
+
+    return wh.memo("jobs", lambda: load_jobs(wh)) if fc.metadata["feature_set"] == 4 else None
+
+
+def _timeline(wh: ServedWarehouse, fc: Forecaster) -> pd.DataFrame:
+    from iosight.timeline import bin_width_of, load_timeline
+
+    wh.require("timeline", "build it with 'iosight timeline build'")
+    df = wh.memo("timeline", lambda: load_timeline(wh))
+    if df.empty:
+        raise IosightError("the timeline is empty: nothing to forecast from")
+    fc.check_compatible(bin_width=bin_width_of(df))
+    return df
+
+
+def live_rates(wh: ServedWarehouse, width: float) -> tuple[pd.DataFrame | None, float]:
+    """The live rates per bin of ``width`` seconds (bytes in the bin: ``bin_start``,
+    ``read_bytes``, ``write_bytes``; each source's latest value, summed over sources) and
+    the start of the last complete bin (the last that ended by the newest ``known_at``);
+    ``(None, nan)`` when there are none."""
+    if not wh.has_table(LIVE_RATES):
+        return None, math.nan
+    df = wh.sql(
+        "with latest as (select source, bin_start, arg_max(read_bytes, known_at) r, "
+        f"arg_max(write_bytes, known_at) w from {LIVE_RATES} group by source, bin_start) "
+        "select floor(bin_start / ?) * ? bin_start, sum(r) read_bytes, sum(w) write_bytes "
+        "from latest group by 1 order by 1",
+        [width, width],
+    )
+    newest = wh.connect().execute(f"select max(known_at) from {LIVE_RATES}").fetchall()[0][0]
+    if not len(df) or newest is None:
+        return None, math.nan
+    complete = df["bin_start"][df["bin_start"] + width <= float(newest)]
+    if complete.empty:
+        return None, math.nan
+    return df, float(complete.iloc[-1])
+
+
+def last_logs_bin(wh: ServedWarehouse) -> tuple[float, float, float, float] | None:
+    """The stored timeline's last bin that ended by the newest job's known-at time (start,
+    width, read and write bytes): the logs' latest complete bin."""
+    from iosight.warehouse import KNOWN_AT
+
+    if not wh.has_table("timeline") or not wh.has_table("jobs"):
+        return None
+    got = wh.connect().execute(
+        "select bin_start, bin_width, read_bytes, write_bytes from timeline "
+        f"where bin_start + bin_width <= (select max({KNOWN_AT}) from jobs) "
+        "order by bin_start desc limit 1"
+    ).fetchall()
+    return tuple(map(float, got[0])) if got else None
+
+
+def _with_rates(timeline: pd.DataFrame, rates: pd.DataFrame, width: float) -> pd.DataFrame:
+    """The timeline on every bin up to the last rate, its read/write bytes replaced by the
+    live rates where they have a bin (a server-side rate counts every job; the logs'
+    timeline only the logs that landed; an unknown rate, NaN, keeps the timeline's). Bins
+    only the rates have count no operations."""
+    import pandas as pd
+
+    from iosight.timeline import TIMELINE_COLUMNS
+
+    first = min(timeline["bin_start"].iloc[0], rates["bin_start"].iloc[0])
+    last = max(timeline["bin_start"].iloc[-1], rates["bin_start"].iloc[-1])
+    grid = pd.DataFrame({"bin_start": np.arange(round(first / width), round(last / width) + 1)
+                         * width})  # fmt: skip
+    df = grid.merge(timeline, on="bin_start", how="left").fillna(0)
+    df["bin_width"] = width
+    over = df["bin_start"].map(dict(zip(rates["bin_start"], rates.index, strict=True)))
+    has = over.notna().to_numpy()
+    rows = over[has].astype(int).to_numpy()
+    for col in ("read_bytes", "write_bytes"):
+        values = rates[col].to_numpy(float)[rows]
+        known = np.isfinite(values)  # a bin Prometheus had no sample for is unknown (NaN)
+        df.loc[np.flatnonzero(has)[known], col] = values[known]
+    return df[list(TIMELINE_COLUMNS)]
+
+
+MAX_JOB_S = 7 * 86400.0  # longest run time a start is asked for (bounds Algorithm 1's walk)
+MAX_OPTIONS = 288  # start options: a day of 5-minute bins
+
+
+@dataclass(frozen=True)
+class StartAsk:
+    """A job's question to ``/api/start``, as ``iosight schedule start`` takes it: run
+    times alone and in bursts (s), the weight of the delay (``alpha`` or ``policy``), the
+    start options, the estimator, and the bursts: a served forecast (``direction``, or
+    ``model``) or a ``pattern`` of 0/1 per bin of ``bin_s`` seconds. Bounded, so one
+    request costs little."""
+
+    min_time: float
+    max_time: float
+    policy: str | None = None
+    alpha: float | None = None
+    direction: str = "write"
+    model: str | None = None
+    pattern: str | None = None
+    bin_s: float = 300.0
+    n_options: int = 24
+    estimator: str = "bins"
+
+    def __post_init__(self) -> None:
+        for name in ("min_time", "max_time"):
+            value = getattr(self, name)
+            check_param(name, value, 0 < value <= MAX_JOB_S, f"seconds in (0, {MAX_JOB_S:g}]")
+        check_param("options", self.n_options, 1 <= self.n_options <= MAX_OPTIONS,
+                    f"between 1 and {MAX_OPTIONS}")  # fmt: skip
+        check_param("bin", self.bin_s, 60 <= self.bin_s <= 86400, "seconds in [60, 86400]")
+        if self.pattern is not None and self.model is not None:
+            raise IosightError("give at most one of pattern and model")
+
+
+def served_start(decisions: Decisions, ask: StartAsk) -> dict:
+    """Algorithm 1's start (§V-B) for ``ask``: the choice, and the forecast it used (the
+    served one, :meth:`Decisions.forecast`) or the pattern given."""
+    from iosight.sched.burst_aware import choose_start, start_on_forecast
+
+    how = {"alpha": ask.alpha, "policy": ask.policy, "n_options": ask.n_options,
+           "estimator": ask.estimator}  # fmt: skip
+    if ask.pattern is not None:
+        choice = choose_start(ask.pattern, ask.min_time, ask.max_time, bin_s=ask.bin_s, **how)
+        used, start_at = {"pattern": ask.pattern, "bin_s": ask.bin_s}, None
+    else:
+        served = decisions.forecast(ask.direction, ask.model)
+        rec = start_on_forecast(served.bins, ask.min_time, ask.max_time, **how)
+        choice, start_at = rec.choice, rec.start_at
+        used = {"direction": served.direction, **served.document()}
+    return {
+        "start_at": start_at, "delay_s": choice.delay, "option": choice.index,
+        "run_time_s": choice.run_time, "total_time_s": choice.total_time,
+        "score": choice.score, "alpha": choice.alpha, "estimator": choice.estimator,
+        "forecast": used,
+    }  # fmt: skip

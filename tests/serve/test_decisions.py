@@ -1,0 +1,307 @@
+"""The decisions served: /api/forecast, /api/start, /api/now and /metrics, over HTTP.
+
+The warehouse is a copy of the serve tests' SYNTHETIC facility; the live rows written
+here (``live_rates``, ``live_io``, ``forecasts``, the ``live`` state) are SYNTHETIC too,
+in the tables' schemas of issue #28's design.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import pyarrow as pa
+import pytest
+
+from iosight.bursts import load_forecaster
+from iosight.sched.burst_aware import choose_start, recommend_start
+from iosight.serve import BackgroundServer, create_app
+from iosight.warehouse import Warehouse
+
+WIDTH = 300.0
+
+
+def get(server, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(server.url + path, timeout=60) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+def get_json(server, path: str) -> tuple[int, dict]:
+    status, body = get(server, path)
+    return status, json.loads(body)
+
+
+@pytest.fixture(scope="module")
+def plain(served_path):
+    """A server over the facility as trained: logs only, no live source."""
+    with BackgroundServer(create_app(served_path)) as srv:
+        yield srv
+
+
+def logs_end(wh: Warehouse) -> float:
+    """End of the timeline's last bin that ended by the newest job's known-at time."""
+    return float(wh.sql(
+        "select max(bin_start + bin_width) t from timeline where bin_start + bin_width <= "
+        "(select max(coalesce(known_at, end_time, start_time)) from jobs)")["t"].iloc[0]
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def live_path(served_path, tmp_path_factory):
+    """The facility with SYNTHETIC live rows after the logs' end: four rate bins (the last
+    one partial), a stream of two jobs (POSIX and MPI-IO, the latter not counted), and the
+    state iosight live publishes."""
+    path = tmp_path_factory.mktemp("live") / "wh"
+    shutil.copytree(served_path, path)
+    wh = Warehouse(path)
+    end = logs_end(wh)
+    starts = [end + i * WIDTH for i in range(4)]
+    wh.write_table("live_rates", pa.table({
+        "bin_start": starts, "read_bytes": [3e9, 1e9, 2e9, 5e8],
+        "write_bytes": [6e11, 1e9, 4e9, 1e9], "source": ["lustre"] * 4,
+        "known_at": [s + WIDTH + 5 for s in starts[:3]] + [starts[3] + 100],
+    }), mode="append")  # fmt: skip
+    wh.write_table("live_io", pa.table({
+        "jobid": pa.array([7, 7, 8], pa.int64()), "uid": pa.array([1, 1, 2], pa.int64()),
+        "exe": ["a", "a", "b"], "module": ["POSIX", "MPI-IO", "POSIX"],
+        "bin_start": [starts[1], starts[1], starts[2]],
+        "read_bytes": pa.array([100, 999, 300], pa.int64()),
+        "write_bytes": pa.array([200, 999, 400], pa.int64()),
+        "reads": pa.array([1, 1, 1], pa.int64()), "writes": pa.array([1, 1, 1], pa.int64()),
+        "known_at": [starts[2] + 10] * 3,
+    }), mode="append")  # fmt: skip
+    wh.write_state("live", {"sources": {
+        "logs": {"rows": 3, "warnings": {"failed": 1}, "backlog": 4},
+        "prometheus": {"rows": 4, "warnings": {"source_down": 2, "malformed": 1}},
+    }})  # fmt: skip
+    return path
+
+
+@pytest.fixture(scope="module")
+def live(live_path):
+    with BackgroundServer(create_app(live_path)) as srv:
+        yield srv
+
+
+def test_forecast_is_the_saved_forecasters_next_bins(plain, served_path):
+    status, doc = get_json(plain, "/api/forecast")
+    assert status == 200
+    write, read = doc["directions"]["write"], doc["directions"]["read"]
+    assert "no saved lead-mode forecaster of read bursts" in read["error"]
+    wh = Warehouse(served_path)
+    fc = load_forecaster(wh, "bursts-write")
+    expected = fc.predict_next(wh).table  # the CLI's path: the timeline's last bin
+    assert write["model"] == {"name": "bursts-write", "feature_set": fc.metadata["feature_set"],
+                              "information": "live"}  # fmt: skip
+    assert (write["information"], write["rates"], write["source"]) == ("live", "logs", "computed")
+    assert len(write["bins"]) == 24
+    assert [b["bin_start"] for b in write["bins"]] == expected["bin_start"].tolist()
+    assert [b["probability"] for b in write["bins"]] == pytest.approx(expected["probability"])
+    assert [b["burst"] for b in write["bins"]] == expected["burst"].tolist()
+    assert write["as_of"] == write["bins"][0]["bin_start"]  # lead 1 is the bin after as_of
+
+
+def test_start_is_algorithm_1_on_the_served_forecast(plain, served_path):
+    status, doc = get_json(plain, "/api/start?min_time=600&max_time=3000&policy=W4")
+    assert status == 200
+    rec = recommend_start(Warehouse(served_path), "bursts-write", 600, 3000, policy="W4")
+    assert doc["start_at"] == rec.start_at and doc["delay_s"] == rec.choice.delay
+    assert doc["run_time_s"] == rec.choice.run_time and doc["alpha"] == 0.4
+    used = [b["burst"] for b in doc["forecast"]["bins"]]
+    assert used == rec.forecast["burst"].tolist()
+    query = "min_time=600&max_time=1800&pattern=110000&bin=300&policy=MRT"
+    status, doc = get_json(plain, f"/api/start?{query}")
+    choice = choose_start("110000", 600, 1800, bin_s=300, policy="MRT")
+    assert (doc["delay_s"], doc["run_time_s"], doc["start_at"]) == (choice.delay,
+                                                                  choice.run_time, None)
+
+
+@pytest.mark.parametrize("query", [
+    "/api/start?max_time=10", "/api/start?min_time=x&max_time=10",
+    "/api/start?min_time=-5&max_time=10", "/api/start?min_time=10&max_time=1e12",
+    "/api/start?min_time=10&max_time=20&options=100000",
+    "/api/start?min_time=10&max_time=20&policy=NOPE",
+    "/api/start?min_time=10&max_time=20&pattern=01x", "/api/start?min_time=10&max_time=20&bin=1",
+    "/api/start?min_time=10&max_time=20&direction=up",
+    "/api/start?min_time=10&max_time=20&model=..%2Fetc",
+    "/api/forecast?model=nope", "/api/forecast?model=" + "a" * 5000,
+])  # fmt: skip
+def test_a_bad_parameter_is_a_400_with_one_line(plain, query):
+    status, body = get(plain, query)
+    assert status == 400, body
+    doc = json.loads(body)
+    assert list(doc) == ["error"] and "\n" not in doc["error"] and doc["error"]
+    assert "Traceback" not in body
+
+
+def test_a_follow_forecast_is_served_as_stored(live_path):
+    """Forecasts follow mode stored (rows written here, SYNTHETIC) win over computing."""
+    path = live_path.parent / "follow"
+    shutil.copytree(live_path, path)
+    wh = Warehouse(path)
+    rows = [{"as_of": t, "model": "bursts-write", "direction": "write", "lead": lead,
+             "bin_start": t + (lead - 1) * WIDTH, "probability": p, "burst": p > 0.5,
+             "severity": 2 if p > 0.5 else 0}
+            for t, p in ((1000 * WIDTH, 0.9), (1001 * WIDTH, 0.25))
+            for lead in range(1, 25)]  # fmt: skip
+    wh.write_table("forecasts", pa.Table.from_pylist(rows), mode="append")
+    with BackgroundServer(create_app(path)) as srv:
+        _, doc = get_json(srv, "/api/forecast")
+    write = doc["directions"]["write"]
+    assert (write["source"], write["as_of"]) == ("follow", 1001 * WIDTH)
+    assert {b["probability"] for b in write["bins"]} == {0.25}
+    assert [b["lead"] for b in write["bins"]] == list(range(1, 25))
+
+
+def test_live_rates_feed_a_live_forecaster_to_the_last_complete_bin(live, live_path):
+    _, doc = get_json(live, "/api/forecast")
+    write = doc["directions"]["write"]
+    end = logs_end(Warehouse(live_path))
+    assert write["rates"] == "live_rates" and write["information"] == "live"
+    assert write["as_of"] == end + 3 * WIDTH  # the fourth rate bin is not over yet
+
+
+def test_now_shows_the_live_bins_after_the_logs(live, live_path):
+    status, doc = get_json(live, "/api/now")
+    assert status == 200
+    end = logs_end(Warehouse(live_path))
+    traces = {t["name"]: t for t in doc["figure"]["data"]}
+    rates = traces["write (live_rates)"]
+    assert rates["x"] == [(end + i * WIDTH) * 1000 for i in range(4)]
+    assert rates["y"] == pytest.approx([6e11 / WIDTH, 1e9 / WIDTH, 4e9 / WIDTH, 1e9 / WIDTH])
+    assert rates["marker"]["symbol"] == ["circle"] * 3 + ["circle-open"]
+    streamed = traces["read (live_io)"]  # MPI-IO is over POSIX: not counted again
+    assert streamed["y"] == pytest.approx([100 / WIDTH, 300 / WIDTH])
+    assert streamed["marker"]["symbol"] == ["circle", "circle-open"]
+    assert "4 live bins" in doc["summary"] and "2 partial" in doc["summary"]
+
+
+def test_metrics_parse_and_equal_the_warehouse(live, live_path):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    status, body = get(live, "/metrics")
+    assert status == 200
+    got = {(s.name, tuple(sorted(s.labels.items()))): s.value
+           for f in text_string_to_metric_families(body) for s in f.samples}  # fmt: skip
+    wh = Warehouse(live_path)
+    end = logs_end(wh)
+    last = wh.sql("select * from timeline where bin_start = ?", [end - WIDTH]).iloc[0]
+    rate = "iosight_rate_bytes_per_second"
+    assert got[(rate, (("direction", "write"), ("source", "logs")))] == last["write_bytes"] / WIDTH
+    assert got[(rate, (("direction", "read"), ("source", "live_rates")))] == 2e9 / WIDTH
+    assert got[("iosight_rate_bin_start_seconds", (("source", "live_rates"),))] == end + 2 * WIDTH
+    _, forecast = get_json(live, "/api/forecast")
+    bins = {b["lead"]: b["probability"] for b in forecast["directions"]["write"]["bins"]}
+    for minutes in (5, 30, 60, 120):
+        key = ("iosight_burst_probability", (("direction", "write"), ("information", "live"),
+                                             ("lead_minutes", str(minutes)),
+                                             ("model", "bursts-write")))  # fmt: skip
+        assert got[key] == bins[minutes // 5]
+    newest = float(wh.sql("select max(known_at) t from live_rates")["t"].iloc[0])
+    lag = got[("iosight_ingest_lag_seconds", (("table", "live_rates"),))]
+    assert 0 <= (time.time() - newest) - lag < 60  # the scrape came first
+    failed = int(wh.sql("select count(*) n from ingest_errors")["n"].iloc[0])
+    assert failed >= 1 and got[("iosight_ingest_errors", (("kind", "invalid"),))] == failed
+    assert got[("iosight_ingest_backlog_files", ())] == 4
+    warned = (("kind", "source_down"), ("source", "prometheus"))
+    assert got[("iosight_source_warnings", warned)] == 2
+    assert not any(math.isnan(v) for v in got.values())
+
+
+def test_metrics_are_read_from_the_warehouse_at_each_scrape(live_path):
+    """A scrape after the kept answer expired sees rows committed meanwhile."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from iosight.serve._decisions import Decisions
+    from iosight.serve._metrics import WarehouseCollector, metrics_text
+    from iosight.serve._readonly import ServedWarehouse
+
+    path = live_path.parent / "scrapes"
+    shutil.copytree(live_path, path)
+    clock = [1e9]
+    collector = WarehouseCollector(Decisions(ServedWarehouse(path)), ttl=5, clock=lambda: clock[0])
+
+    def backlog() -> float:
+        text = metrics_text(collector).decode()
+        families = {f.name: f for f in text_string_to_metric_families(text)}
+        return families["iosight_ingest_backlog_files"].samples[0].value
+
+    assert backlog() == 4
+    Warehouse(path).write_state("live", {"sources": {"logs": {"backlog": 9}}})
+    clock[0] += 1
+    assert backlog() == 4  # kept for ttl seconds
+    clock[0] += 5
+    assert backlog() == 9
+
+
+def test_api_answers_only_to_served_hosts(plain):
+    req = urllib.request.Request(plain.url + "/metrics", headers={"Host": "evil.example"})
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(req, timeout=30)
+    assert err.value.code == 400
+    assert "script-src 'self'" in err.value.headers["content-security-policy"]
+
+
+@pytest.fixture(scope="module")
+def logs_path(served_path, tmp_path_factory):
+    """The facility with a ``logs`` forecaster of read bursts (from what the landed logs
+    held at each bin), as follow mode feeds."""
+    from iosight.bursts import train_bursts
+
+    path = tmp_path_factory.mktemp("logs") / "wh"
+    shutil.copytree(served_path, path)
+    train_bursts(Warehouse(path), directions="read", models="tree", feature_sets=3,
+                 modes="lead", horizons=[5], search_iter=0, cv_splits=2, seed=0,
+                 information="logs", n_jobs=1)  # fmt: skip
+    return path
+
+
+def test_a_logs_forecaster_forecasts_as_of_the_datas_last_boundary(logs_path):
+    """Computed on the served (locked-down) warehouse, it equals the forecaster's own
+    prediction at the last bin that ended before the newest job became known (here the
+    real logs ingested by the fixture arrived today: the timeline's last bin)."""
+    with BackgroundServer(create_app(logs_path)) as srv:
+        status, doc = get_json(srv, "/api/forecast")
+    assert status == 200
+    read = doc["directions"]["read"]
+    assert read["model"]["name"] == "bursts-read-logs"
+    assert (read["information"], read["source"]) == ("logs", "computed")
+    wh = Warehouse(logs_path)
+    clock = float(wh.sql("select max(coalesce(known_at, end_time)) t from jobs")["t"].iloc[0])
+    end = float(wh.sql("select max(bin_start + bin_width) t from timeline")["t"].iloc[0])
+    boundary = min(math.floor(clock / WIDTH) * WIDTH, end)  # the timeline's end at most
+    assert read["as_of"] == boundary
+    expected = load_forecaster(wh, "bursts-read-logs").predict_next(wh, boundary - WIDTH).table
+    assert [b["probability"] for b in read["bins"]] == pytest.approx(expected["probability"])
+    assert [b["bin_start"] for b in read["bins"]] == expected["bin_start"].tolist()
+
+
+def test_a_direction_prometheus_had_no_sample_for_stays_unknown(live_path):
+    """The Prometheus feed writes NaN for a direction without a sample in a bin: the
+    forecast still answers, and /metrics gives no rate rather than NaN."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    path = live_path.parent / "nan"
+    shutil.copytree(live_path, path)
+    wh = Warehouse(path)
+    after = float(wh.sql("select max(bin_start) t from live_rates")["t"].iloc[0]) + WIDTH
+    wh.write_table("live_rates", pa.table({
+        "bin_start": [after], "read_bytes": [float("nan")], "write_bytes": [7e9],
+        "source": ["lustre"], "known_at": [after + WIDTH + 1]}), mode="append")  # fmt: skip
+    with BackgroundServer(create_app(path)) as srv:
+        status, doc = get_json(srv, "/api/forecast")
+        _, body = get(srv, "/metrics")
+    assert status == 200 and doc["directions"]["write"]["as_of"] == after + WIDTH
+    rates = {tuple(sorted(s.labels.items())): s.value
+             for f in text_string_to_metric_families(body) for s in f.samples
+             if s.name == "iosight_rate_bytes_per_second"}  # fmt: skip
+    assert rates[(("direction", "write"), ("source", "live_rates"))] == 7e9 / WIDTH
+    assert (("direction", "read"), ("source", "live_rates")) not in rates
