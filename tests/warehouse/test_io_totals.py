@@ -26,19 +26,14 @@ def _same_rows(wh: Warehouse) -> None:
     pd.testing.assert_frame_equal(narrow[kept], totals[kept])
 
 
-def test_ingest_of_job_totals_writes_their_io_totals(tmp_path):
-    """App1's first 300 jobs (a slice: the test stays cheap)."""
+def test_ingest_writes_the_io_totals_of_job_totals_and_of_logs(tmp_path):
+    """App1's first 300 jobs (a slice: the test stays cheap) and four example logs, in
+    one ingest."""
+    from iosight.demo.step_10_characterization import example_logs
+
     app1 = shared_path("datasets", "summit_darshan_total_2021", "darshan_total", "App1.parquet")
     pd.read_parquet(app1).head(300).to_parquet(tmp_path / "app1.parquet")
     wh = Warehouse(tmp_path / "wh", create=True)
-    assert ingest([tmp_path / "app1.parquet"], wh, workers=1).ok
-    assert len(wh.sql("select * from io_totals")) == 300
-    _same_rows(wh)
-
-
-def test_ingest_of_logs_writes_their_io_totals(tmp_path):
-    from iosight.demo.step_10_characterization import example_logs
-
-    wh = Warehouse(tmp_path / "wh", create=True)
-    assert ingest(example_logs()[:4], wh, workers=1).ok
+    assert ingest([tmp_path / "app1.parquet", *example_logs()[:4]], wh, workers=1).ok
+    assert len(wh.sql("select * from io_totals")) == 304
     _same_rows(wh)
