@@ -147,3 +147,29 @@ def test_bins_equal_an_exact_computation():
     for c in range(v.shape[1]):
         want = exact_bins(s, e, v[:, c], 10.0, 10.0 * np.arange(1_001))
         assert max_abs_error(out[:, c], want) <= 1
+
+
+def test_a_few_rows_are_summed_without_a_sparse_matrix_to_the_same_bit(monkeypatch):
+    """SYNTHETIC intervals, heavy-tailed values, many in the same bins: up to
+    ``SMALL_ROWS`` rows (an update's new jobs) are summed with ``np.add.at``, without
+    building a sparse matrix, and give the sparse product's sums bit for bit."""
+    from iosight.timeline import _binning
+
+    rng = np.random.default_rng(7)
+    cases = []
+    for n in (1, 2, 8, 33, 64):
+        s = rng.uniform(0, 600, n)
+        e = s + rng.lognormal(3, 2, n) * (rng.random(n) > 0.2)
+        cases.append((s, np.minimum(e, 700), rng.lognormal(20, 3, (n, 3))))
+
+    def bins(spread: str) -> list[np.ndarray]:
+        return [bin_intervals(s, e, v, width=7.0, n_bins=101, spread=spread) for s, e, v in cases]
+
+    for spread in ("overlap", "equal"):
+        monkeypatch.setattr(_binning, "SMALL_ROWS", -1)  # every product sparse
+        sparse = bins(spread)
+        monkeypatch.setattr(_binning, "SMALL_ROWS", 64)
+        monkeypatch.setattr(_binning, "_per_column", None)  # no sparse matrix is built
+        for got, want in zip(bins(spread), sparse, strict=True):
+            assert np.array_equal(got, want)
+        monkeypatch.undo()

@@ -264,3 +264,37 @@ def test_new_job_totals_that_move_a_fence_past_an_old_job_are_a_rebuild(warehous
     done = update_timeline(warehouse)
     assert done.rebuilt is not None and "dense span moved: 21 jobs" in done.rebuilt, done.line()
     _assert_as_rebuilt(warehouse, tmp_path / "rebuilt", bin_width=3600.0)
+
+
+def test_an_update_reads_the_new_io_totals_and_writes_the_metadata_once(pending, tmp_path):
+    """The fixed costs of an update (issue #27: in proportion to the new jobs): it reads
+    a new batch's narrow ``io_totals`` file, never its job-total file of some 480
+    columns; the timeline's metadata is written once, as the newest run file's key-value
+    metadata (no Arrow schema repeats it, no other run carries it), its state naming
+    only the job-total columns the timeline reads; and the run files are uncompressed."""
+    import pyarrow.parquet as pq
+
+    from iosight.timeline import _update
+    from iosight.timeline._build import TOTAL_COLUMNS
+
+    wh, opened = _copy(pending[0], tmp_path / "wh"), []
+    real = _update._Parquet
+
+    def spy(path: str):
+        opened.append(path)
+        return real(path)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_update, "_Parquet", spy)
+        done = update_timeline(wh)
+    assert done.rebuilt is None and done.jobs == len(pending[1]), done.line()
+    assert any("/io_totals/" in p for p in opened)
+    assert not any("/job_totals/" in p for p in opened)
+    files = [pq.ParquetFile(f) for f in wh.table_files("timeline")]
+    metadata = [f.metadata.metadata or {} for f in files]
+    assert not any(b"ARROW:schema" in m for m in metadata)
+    assert [bool(m) for m in metadata] == [False] * (len(files) - 1) + [True]
+    assert {f.metadata.row_group(0).column(0).compression for f in files} == {"UNCOMPRESSED"}
+    kept = set(stored_state(metadata[-1])["schema"]["job_totals"])
+    assert set(TOTAL_COLUMNS) & set(pending[1].columns) <= kept and len(kept) < 20
+    _assert_as_rebuilt(wh, tmp_path / "rebuilt")

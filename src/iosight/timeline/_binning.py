@@ -4,9 +4,10 @@
 shares directly and the bins in between take equal shares through a difference array,
 so nothing is expanded per (row, bin) pair; intervals inside one bin (most of them) take
 one entry and nothing else. Shares are sparse (bins x rows) matrices applied to all
-value columns in one product. The difference array is summed in integers, exactly (a
-float cumulative sum leaves ``(a + b) - b != a`` rounding behind every interval), so a
-bin no interval touches is exactly 0 and no bin is negative.
+value columns in one product (up to ``SMALL_ROWS`` rows, ``np.add.at``: the same sums).
+The difference array is summed in integers, exactly (a float cumulative sum leaves
+``(a + b) - b != a`` rounding behind every interval), so a bin no interval touches is
+exactly 0 and no bin is negative.
 :func:`spread_fractions` gives the same split as explicit (row, bin, fraction) triples.
 """
 
@@ -138,8 +139,8 @@ def _bin_block(rel_start, rel_end, values, width, n_bins, spread, out, runs) -> 
     share0 = np.ones(len(b0))
     share0[multi] = first
     xm = np.take(x, multi, axis=0)  # np.take: much faster than x[multi] on 2-D rows
-    out += _per_column(b0, share0, n_bins) @ x
-    out += _per_column(b1m, last, n_bins) @ xm
+    out += _scatter(b0, share0, x, n_bins)
+    out += _scatter(b1m, last, xm, n_bins)
     mid = np.flatnonzero(b1m - b0m > 1)
     if mid.size:
         runs.add(b0m[mid] + 1, b1m[mid], middle[mid, None] * np.take(xm, mid, axis=0))
@@ -185,9 +186,11 @@ def _exact_runs(first: np.ndarray, stop: np.ndarray, per_bin: np.ndarray, out: n
     rows = np.empty(2 * len(first), dtype=first.dtype)
     rows[0::2], rows[1::2] = first - lo, stop - lo
     signs = np.tile(np.array([1.0, -1.0]), len(first))
-    diff = _per_column(rows, signs, hi - lo + 1, per=2)
-    for limb, unit in _limbs(per_bin):
-        out[lo : hi + 1] += np.cumsum(diff @ limb, axis=0) * unit  # unit: a power of two
+    (hi_limb, hi_unit), (lo_limb, lo_unit) = _limbs(per_bin)
+    k = per_bin.shape[1]
+    diff = _scatter(rows, signs, np.hstack([hi_limb, lo_limb]), hi - lo + 1, per=2)
+    for at, unit in ((slice(0, k), hi_unit), (slice(k, 2 * k), lo_unit)):
+        out[lo : hi + 1] += np.cumsum(diff[:, at], axis=0) * unit  # unit: a power of two
 
 
 def _limbs(v: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
@@ -201,6 +204,23 @@ def _limbs(v: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
     hi = np.trunc(scaled * 2.0**-LIMB_BITS)
     lo = np.rint(scaled - hi * 2.0**LIMB_BITS)
     return (hi, 2.0**LIMB_BITS / scale), (lo, 1.0 / scale)
+
+
+SMALL_ROWS = 64  # rows up to which np.add.at sums faster than a sparse product is built
+
+
+def _scatter(rows: np.ndarray, data: np.ndarray, x: np.ndarray, n_rows: int, per: int = 1):
+    """``(n_rows, x.shape[1])`` sums of ``data[i] * x[i // per]`` into row ``rows[i]``:
+    the product of a sparse matrix (:func:`_per_column`) and ``x``. Up to
+    :data:`SMALL_ROWS` rows of ``x`` (an update's new jobs), ``np.add.at`` instead,
+    which adds the same products in the same order (scipy's ``csc_matvecs`` adds each
+    entry's product into its row, entry after entry, from 0), so the sums are the same
+    to the bit, without the fixed cost of building a matrix."""
+    if len(x) > SMALL_ROWS:
+        return _per_column(rows, data, n_rows, per) @ x
+    out = np.zeros((n_rows, x.shape[1]))
+    np.add.at(out, rows, data[:, None] * (np.repeat(x, per, axis=0) if per > 1 else x))
+    return out
 
 
 def _per_column(rows, data, n_rows: int, per: int = 1):

@@ -17,23 +17,19 @@ from __future__ import annotations
 
 import functools
 import json
-import re
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from iosight.timeline._build import (
-    _COUNTERS,
     _OPTIONS_KEY,
     CHUNK_JOBS,
-    LAYERS,
     TOTAL_COLUMNS,
     VALUE_COLUMNS,
     Bins,
     _job_condition,
-    _job_totals_query,
-    _layer_queries,
     accumulate,
     assemble,
     build_options,
@@ -41,6 +37,9 @@ from iosight.timeline._build import (
     dense_fences,
     dense_quartiles,
     outside_fences,
+    query_names,
+    read_columns,
+    record_queries,
     stored_options,
     totals_intervals,
     undated_condition,
@@ -63,18 +62,17 @@ from iosight.timeline._stored import (
     batch_of,
     digest,
     run_files,
+    run_path,
     runs_of,
     source_files,
     sources_state,
-    stored_metadata,
     stored_quartiles,
     stored_state,
     write_runs,
 )
+from iosight.warehouse import IO_TOTALS
 
 if TYPE_CHECKING:
-    import os
-
     import duckdb
     import pyarrow as pa
 
@@ -122,15 +120,34 @@ def update_timeline(warehouse: Warehouse, *, progress: Progress | None = None) -
     docstring), saying why in :attr:`TimelineUpdate.rebuilt`."""
     warehouse.require(TABLE)
     with warehouse.writer_lock():  # no batch lands between what is read and what is recorded
-        metadata = stored_metadata(warehouse)
+        stored = _Stored.find(warehouse)
         try:
-            return _add_new(warehouse, metadata, progress)
+            return _add_new(warehouse, stored, progress)
         except _Rebuild as why:
             table = build_timeline(warehouse, **stored_options(warehouse), progress=progress)
             return TimelineUpdate(0, table.num_rows, str(why))
 
 
-def _add_new(warehouse: Warehouse, metadata: dict, progress) -> TimelineUpdate:
+@dataclass(frozen=True)
+class _Stored:
+    """The stored timeline as an update finds it: its files by run index (one listing),
+    its metadata (the newest file's) and the Parquet files opened, by path (each footer
+    read once: the newest file's rows are read again when its run is rewritten)."""
+
+    runs: dict[int, str]
+    metadata: dict
+    cache: dict
+
+    @classmethod
+    def find(cls, warehouse: Warehouse) -> _Stored:
+        runs, cache = run_files(warehouse), {}
+        newest = _open_paths([run_path(warehouse, max(runs.values()))], cache)[0]
+        return cls(runs, newest.metadata, cache)
+
+
+def _add_new(warehouse: Warehouse, stored: _Stored, progress) -> TimelineUpdate:
+    """Add the new batches' jobs to the ``stored`` timeline or raise :class:`_Rebuild`."""
+    metadata, cache = stored.metadata, stored.cache
     options, state = build_options(metadata), stored_state(metadata)
     if options is None or state is None:
         raise _Rebuild("it does not record what it read (an older iosight, or compacted)")
@@ -140,22 +157,21 @@ def _add_new(warehouse: Warehouse, metadata: dict, progress) -> TimelineUpdate:
         raise _Rebuild("files it read were replaced or removed (ingest --force, compact)")
     if not new:
         return TimelineUpdate(0, 0)
-    cache: dict = {}
-    opened = _open_new(files, new, cache)
+    opened = _open_new(warehouse, files, new, cache)
     full_schema = _checked_schema(state["schema"], opened)
     if set(opened) <= _PLAIN:
         new_jobs = _plain_new(opened, state["schema"])
         every = functools.partial(_open, files["jobs"], cache)
         span = _plain_span(options, state, stored_quartiles(metadata), new_jobs, every)
         if span is not None:
-            return _bin_plain(warehouse, metadata, options, state,
-                              sources_state(files, full_schema), new_jobs, span)  # fmt: skip
+            sources = sources_state(files, read_columns(full_schema))
+            return _bin_plain(warehouse, stored, options, state, sources, new_jobs, span)
     dense = options.get("span", "dense") == "dense"
     with _NewRows(files, opened, state["schema"], all_jobs=dense) as rows:
-        return _bin_new(warehouse, metadata, options, state, files, rows, progress)
+        return _bin_new(warehouse, stored, options, state, files, rows, progress)
 
 
-def _bin_new(warehouse, metadata, options, state, files, rows, progress) -> TimelineUpdate:
+def _bin_new(warehouse, stored, options, state, files, rows, progress) -> TimelineUpdate:
     """Bin the new jobs of ``rows`` (DuckDB, the full build's queries) and add them to the
     stored runs they touch."""
     dense = options.get("span", "dense") == "dense"
@@ -167,11 +183,11 @@ def _bin_new(warehouse, metadata, options, state, files, rows, progress) -> Time
     acc_args = (float(options["bin_width"]), options["spread"])
     acc = accumulate(rows, since, until, (0, 1), acc_args, CHUNK_JOBS, progress, as_of=as_of,
                      schema=rows.schema, memory=None)  # fmt: skip
-    return _commit(warehouse, metadata, options, state, sources_state(files, rows.full_schema),
-                   stats, (bounds, quartiles), acc)  # fmt: skip
+    sources = sources_state(files, read_columns(rows.full_schema))
+    return _commit(warehouse, stored, options, state, sources, stats, (bounds, quartiles), acc)
 
 
-def _bin_plain(warehouse, metadata, options, state, sources, new, span) -> TimelineUpdate:
+def _bin_plain(warehouse, stored, options, state, sources, new, span) -> TimelineUpdate:
     """Bin the new jobs ``new`` (:func:`_plain_new`: no records, their job totals at
     most) in numpy, as the full build bins job totals, and add them to the stored runs
     they touch: no SQL, whose fixed costs are most of an update this small. ``sources``:
@@ -188,13 +204,14 @@ def _bin_plain(warehouse, metadata, options, state, sources, new, span) -> Timel
     }
     acc = Bins(float(options["bin_width"]), options["spread"])
     new.bin(acc, counted)
-    return _commit(warehouse, metadata, options, state, sources, stats, span, acc)
+    return _commit(warehouse, stored, options, state, sources, stats, span, acc)
 
 
-def _commit(warehouse, metadata, options, state, sources, stats, dense, acc) -> TimelineUpdate:
+def _commit(warehouse, stored, options, state, sources, stats, dense, acc) -> TimelineUpdate:
     """Write the new jobs' bins ``acc`` (their ``stats``, :meth:`_NewRows.new_jobs`) into
-    the stored runs, with the timeline's metadata as it now is (``dense``: the dense
+    the ``stored`` runs, with the timeline's metadata as it now is (``dense``: the dense
     span's fences and :class:`~iosight.timeline._span.Quartiles`, or None)."""
+    metadata = stored.metadata
     if stats["outside"]:
         raise _Rebuild(f"the dense span leaves out {stats['outside']:,} of the new jobs")
     meta = {
@@ -207,7 +224,7 @@ def _commit(warehouse, metadata, options, state, sources, stats, dense, acc) -> 
     if quartiles is not None:
         meta[QUARTILES_KEY] = json.dumps(quartiles.to_json()).encode()
     state = {**sources, "fences": bounds}
-    return TimelineUpdate(stats["counted"], _write(warehouse, state, acc, meta, span))
+    return TimelineUpdate(stats["counted"], _write(warehouse, state, acc, meta, span, stored))
 
 
 def _carrier(metadata: dict) -> pa.Table:
@@ -283,8 +300,7 @@ class _NewRows:
         self.schema = {name: set(cols) for name, cols in schema.items()}
         self.full_schema = _checked_schema(schema, opened)
         names = {n: set().union(*(f.names for f in fs)) for n, fs in opened.items()}
-        queries = _queries(self.schema)
-        used = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", " ".join(queries))) | _JOB_COLUMNS
+        used = query_names(self.schema) | _JOB_COLUMNS
         self._con = _engine().cursor()  # a connection of its own costs 35-140 ms
         self._keep = []  # the registered Arrow tables live as long as this
         for name in {*opened, *self.schema}:  # a table the new batches lack: empty
@@ -363,7 +379,8 @@ class _Parquet:
 
         self._reader = pq.ParquetReader()
         self._reader.open(path)
-        self.names = self._reader.schema_arrow.names
+        schema = self._reader.schema_arrow
+        self.names, self.metadata = schema.names, dict(schema.metadata or {})
         self.rows = self._reader.metadata.num_rows
 
     def read(self, columns: list[str]) -> pa.Table:
@@ -374,20 +391,38 @@ class _Parquet:
 
 def _open(entries: list[os.DirEntry], cache: dict | None = None) -> list[_Parquet]:
     """The Parquet files ``entries``, opened: those in ``cache`` (by path) once."""
+    return _open_paths([e.path for e in entries], cache)
+
+
+def _open_paths(paths: list[str], cache: dict | None = None) -> list[_Parquet]:
+    """The Parquet files at ``paths``, opened: those in ``cache`` (by path) once."""
     cache = {} if cache is None else cache
-    return [cache.get(e.path) or cache.setdefault(e.path, _Parquet(e.path)) for e in entries]
+    return [cache.get(p) or cache.setdefault(p, _Parquet(p)) for p in paths]
 
 
-def _open_new(files: dict[str, list[os.DirEntry]], batches: set[str], cache: dict) -> dict:
-    """The files of the ingest batches ``batches``, opened (into ``cache``), by table;
-    batches of more than :data:`MAX_NEW_BYTES` on disk are left to a full rebuild, which
-    streams."""
+def _open_new(
+    warehouse: Warehouse, files: dict[str, list[os.DirEntry]], batches: set[str], cache: dict
+) -> dict:
+    """The files of the ingest batches ``batches``, opened (into ``cache``), by table, a
+    ``job_totals`` file's narrow twin in its place (:func:`_narrow`); batches of more
+    than :data:`MAX_NEW_BYTES` on disk are left to a full rebuild, which streams."""
     new = {n: [e for e in es if batch_of(e.name) in batches] for n, es in files.items()}
     new = {n: es for n, es in new.items() if es}
+    if "job_totals" in new:
+        new["job_totals"] = _narrow(warehouse, new["job_totals"])
     size = sum(e.stat().st_size for es in new.values() for e in es)
     if size > MAX_NEW_BYTES:
         raise _Rebuild(f"the new batches are large ({size / 2**20:,.0f} MiB on disk)")
     return {n: _open(es, cache) for n, es in new.items()}
+
+
+def _narrow(warehouse: Warehouse, entries: list[os.DirEntry]) -> list[os.DirEntry]:
+    """The ``io_totals`` file of the same name as each ``job_totals`` file of ``entries``
+    (``iosight.warehouse._io_totals``: the same rows, and every column the timeline reads
+    of them, ``TOTAL_COLUMNS``, without a footer of some 480 columns); the file itself
+    where it has none (written by older code, or by another writer than ingest)."""
+    twins = {e.name: e for e in warehouse.table_entries(IO_TOTALS)}
+    return [twins.get(e.name, e) for e in entries]
 
 
 def _checked_schema(schema: dict, opened: dict[str, list]) -> dict[str, set[str]]:
@@ -397,7 +432,7 @@ def _checked_schema(schema: dict, opened: dict[str, list]) -> dict[str, set[str]
     for name, fs in opened.items():
         if name != "jobs":
             full[name] = full.get(name, set()).union(*(f.names for f in fs))
-    if _queries(full) != _queries({name: set(cols) for name, cols in schema.items()}):
+    if record_queries(full) != record_queries({name: set(cols) for name, cols in schema.items()}):
         raise _Rebuild("the new batches bring columns that change how records are read")
     return full
 
@@ -513,25 +548,13 @@ def _plain_span(options: dict, state: dict, kept, new: _PlainJobs, every) -> tup
     return bounds, None if bounds is None else quartiles_of(starts, bounds)
 
 
-def _queries(schema: dict[str, set[str]]) -> list[str]:
-    """Every record query a timeline of a warehouse with ``schema`` runs (on any jobs)."""
-    out = [
-        q
-        for layer in LAYERS
-        if layer.lower() in schema
-        for direction in _COUNTERS
-        for q in _layer_queries(schema, layer, direction, "true")
-    ]
-    return [*out, _job_totals_query(schema, "true") or ""]
-
-
 def _write(
-    warehouse: Warehouse, state: dict, acc: Bins, meta: dict, span: tuple[int, int]
+    warehouse: Warehouse, state: dict, acc: Bins, meta: dict, span: tuple[int, int], stored: _Stored
 ) -> int:
-    """Add ``acc``'s bins to the stored runs they touch (the stored timeline: ``span`` =
-    its first lattice bin and how many) and commit those runs with the new metadata;
-    returns the bins written (at least the last run is rewritten, as the newest file
-    holds the timeline's metadata)."""
+    """Add ``acc``'s bins to the ``stored`` runs they touch (``span``: the stored
+    timeline's first lattice bin and how many) and commit those runs with the new
+    metadata; returns the bins written (at least the last run is rewritten, as the
+    newest file holds the timeline's metadata)."""
     first, n = span
     last = first + n - 1
     lo, hi = _touched(first, last, acc)
@@ -542,10 +565,9 @@ def _write(
     b = min(runs.stop * RUN_BINS - 1, new_last)
     sums = np.zeros((b - a + 1, len(VALUE_COLUMNS)))
     active = np.zeros(b - a + 1, dtype=np.int64)
-    stored_files = run_files(warehouse)
-    drop = [stored_files[r] for r in runs if r in stored_files]
+    drop = [stored.runs[r] for r in runs if r in stored.runs]
     for name in drop:
-        _add_stored(warehouse, name, first, a, sums, active)
+        _add_stored(warehouse, name, first, a, (sums, active), stored.cache)
     if len(acc.sums):
         i = acc.first - a
         sums[i : i + len(acc.sums)] += acc.sums
@@ -568,12 +590,14 @@ def _touched(first: int, last: int, acc: Bins) -> tuple[int, int]:
 
 
 def _add_stored(
-    warehouse: Warehouse, name: str, first: int, a: int, sums: np.ndarray, active: np.ndarray
+    warehouse: Warehouse, name: str, first: int, a: int, into: tuple, cache: dict
 ) -> None:
-    """Add the rows of stored run file ``name`` into ``sums``/``active`` (row 0: bin ``a``)."""
+    """Add the rows of stored run file ``name`` (opened once: ``cache``) into ``into``,
+    the arrays of sums and active jobs (row 0: bin ``a``)."""
     from iosight.timeline._stored import run_of
 
-    file = _Parquet(str(warehouse.path / "tables" / TABLE / name))
+    sums, active = into
+    file = _open_paths([run_path(warehouse, name)], cache)[0]
     table = file.read(file.names)
     start = max(run_of(name) * RUN_BINS, first) - a
     stop = start + table.num_rows

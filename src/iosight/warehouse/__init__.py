@@ -27,6 +27,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "discover",
             "ingest",
         ),
+        "_io_totals": ("IO_TOTALS", "IO_TOTAL_COLUMNS", "io_totals"),
         "_known": ("KNOWN_AT", "known_at_sql"),
         "_provenance": ("data_kind", "kind_of", "synthetic_flag"),
         "_replay": ("DEFAULT_GROUP", "ReplayReport", "check_replay_args", "replay"),

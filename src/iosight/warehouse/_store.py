@@ -88,6 +88,8 @@ def stage_tables(
     *,
     part: int = 0,
     arrow_schema: bool = True,
+    key_values: bool = False,
+    compression: str = "zstd",
 ) -> list[str]:
     """Write a batch's tables as Parquet into ``staging``; return the names written.
 
@@ -95,7 +97,12 @@ def stage_tables(
     batches), so the committing process only renames files. A writer may stage
     several ``part``s of one batch to bound its memory. ``arrow_schema=False``
     leaves Arrow's own schema out of the file, so a dictionary-encoded string column
-    (ingest's ``job_key``) reads back as the plain string column it stands for.
+    (ingest's ``job_key``) reads back as the plain string column it stands for; it
+    leaves out the table's schema metadata too, unless ``key_values`` writes that as
+    the file's key-value metadata (once: Arrow's schema would hold it a second time,
+    base64-encoded, and every reader would decode both). ``compression``: Parquet's
+    codec (``"none"``: a table rewritten often, and small, writes and reads faster
+    without one).
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -114,13 +121,17 @@ def stage_tables(
             for f in table.schema
             if pa.types.is_string(f.type) or pa.types.is_dictionary(f.type)
         ]
-        pq.write_table(
-            table,
-            staging / f"{name}.{part}.parquet",
-            compression="zstd",
+        path = staging / f"{name}.{part}.parquet"
+        with pq.ParquetWriter(
+            path,
+            table.schema,
+            compression=compression,
             use_dictionary=strings,
             store_schema=arrow_schema,
-        )
+        ) as writer:
+            writer.write_table(table)
+            if key_values and not arrow_schema and table.schema.metadata:
+                writer.add_key_value_metadata(table.schema.metadata)
         written.append(name)
     return written
 
@@ -218,26 +229,50 @@ class Warehouse:
     def tables(self) -> list[str]:
         """Names of the tables that hold at least one committed file."""
         root = self.path / _TABLES
-        return sorted(p.name for p in root.iterdir() if p.is_dir() and self.table_files(p.name))
+        return sorted(p.name for p in root.iterdir() if p.is_dir() and self.table_entries(p.name))
 
     def has_table(self, name: str) -> bool:
         """Whether table ``name`` holds any file."""
-        return bool(self.table_files(name))
+        return bool(self.table_entries(name))
 
     def table_files(self, name: str) -> list[Path]:
         """The files that hold table ``name`` now: compaction outputs it made live and
         every other file but those a compaction superseded."""
-        layout = self.layout(name)
-        live, gone = set(layout["live"]), set(layout["superseded"])
+        return [Path(e.path) for e in self.table_entries(name)]
+
+    def table_entries(self, name: str) -> list[os.DirEntry]:
+        """:meth:`table_files` as directory entries, sorted by name: one ``scandir``, no
+        ``Path`` a file, and the layout read only where the folder holds one (what a
+        caller that lists tables at every update wants)."""
+        files, has_layout = self._scan(name)
+        layout = self.layout(name) if has_layout else None
+        live, gone = (set(layout["live"]), set(layout["superseded"])) if layout else ((), ())
         return [
-            f
-            for f in self._all_files(name)
-            if (f.name in live if f.name.startswith(COMPACT_PREFIX) else f.name not in gone)
+            e
+            for e in files
+            if (e.name in live if e.name.startswith(COMPACT_PREFIX) else e.name not in gone)
         ]
+
+    def _all_entries(self, name: str) -> list[os.DirEntry]:
+        """Every Parquet file in the table's folder, hidden ones included, sorted by name."""
+        return self._scan(name)[0]
+
+    def _scan(self, name: str) -> tuple[list[os.DirEntry], bool]:
+        """The Parquet files in the table's folder, sorted by name, and whether it holds a
+        layout (``_compacted.json``). Read before the layout: a compaction that lands in
+        between shows its outputs (moved in before the layout names them) and hides what
+        they replace (on disk for :data:`SUPERSEDED_GRACE_S` more)."""
+        try:
+            with os.scandir(os.path.join(self.path, _TABLES, name)) as entries:
+                found = list(entries)
+        except (FileNotFoundError, NotADirectoryError):
+            return [], False
+        files = [e for e in found if e.name.endswith(".parquet") and not e.name.startswith(".")]
+        return sorted(files, key=lambda e: e.name), any(e.name == _LAYOUT for e in found)
 
     def _all_files(self, name: str) -> list[Path]:
         """Every Parquet file in the table's folder, hidden ones included."""
-        return sorted((self.path / _TABLES / name).glob("*.parquet"))
+        return [Path(e.path) for e in self._all_entries(name)]
 
     def layout(self, name: str) -> dict:
         """Table ``name``'s compaction state: ``live`` outputs, ``superseded`` files
@@ -554,15 +589,14 @@ class Warehouse:
             for column, keys in by_column.items():
                 self._delete_rows(name, column, set(keys), keep=mine)
         staging = self.staging_dir(batch_id)
-        if staging.exists():
-            for src in sorted(staging.glob("*.parquet")):
-                name, part = src.name.removesuffix(".parquet").rsplit(".", 1)
-                dest = self.path / _TABLES / name
-                dest.mkdir(exist_ok=True)
-                os.replace(src, dest / f"{mine}{part}.parquet")
+        for src in _staged_files(staging):
+            name, part = src.removesuffix(".parquet").rsplit(".", 1)
+            dest = os.path.join(self.path, _TABLES, name)
+            os.makedirs(dest, exist_ok=True)
+            os.replace(os.path.join(staging, src), os.path.join(dest, f"{mine}{part}.parquet"))
         for name, plan in record.get("compaction", {}).items():
             self._apply_compaction(staging / "compact" / name, name, plan)
-        shutil.rmtree(staging, ignore_errors=True)
+        _remove_dir(staging)
         (self.path / _COMMITS / f"{batch_id}.json").unlink(missing_ok=True)
         self._invalidate()
 
@@ -629,6 +663,26 @@ class Warehouse:
             tmp = f.with_name(f.name + ".tmp")
             pq.write_table(kept, tmp, compression="zstd")
             os.replace(tmp, f)
+
+
+def _staged_files(staging: Path) -> list[str]:
+    """The names of the Parquet files staged in ``staging``, sorted (none: none)."""
+    try:
+        with os.scandir(staging) as entries:
+            return sorted(e.name for e in entries if e.name.endswith(".parquet"))
+    except FileNotFoundError:
+        return []
+
+
+def _remove_dir(path: Path) -> None:
+    """Remove the folder ``path`` and what it holds, if anything (an applied batch's
+    staging is empty: one ``rmdir``, where ``rmtree`` takes a dozen system calls)."""
+    try:
+        os.rmdir(path)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _holds_any(path: Path, column: str, value_set: pa.Array) -> bool:
