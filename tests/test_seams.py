@@ -210,3 +210,71 @@ def test_the_reference_finder_finds_references(tmp_path):
     text.write_text("\n".join(lines))
     found = [s.split(": ", 1)[1] for s in _outside_references([text])]
     assert found == lines[:6]
+
+
+MAX_FUNCTION_LINES = 80  # of code: a function's docstring is not counted
+
+
+def _docstring_lines(node: ast.AST) -> int:
+    body = getattr(node, "body", [])
+    first = body[0] if body else None
+    is_doc = (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+              and isinstance(first.value.value, str))  # fmt: skip
+    return first.end_lineno - first.lineno + 1 if is_doc else 0
+
+
+def _long_functions(tree: ast.AST, limit: int = MAX_FUNCTION_LINES) -> list[tuple[str, int]]:
+    return [
+        (node.name, length)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and (length := node.end_lineno - node.lineno + 1 - _docstring_lines(node)) > limit
+    ]
+
+
+def test_no_function_is_longer_than_80_lines_of_code():
+    """Small functions that do one thing: none in src/ over 80 lines, not counting its
+    docstring (a long one is split by what its parts do)."""
+    long = [f"{module}.{name}: {n} lines" for module, (path, _) in MODULES.items()
+            for name, n in _long_functions(ast.parse(path.read_text()))]  # fmt: skip
+    assert long == []
+
+
+def test_the_length_check_counts_code_not_docstrings():
+    doc = '    """' + "\n".join(["a docstring line"] * 100) + '"""\n'
+    code = "".join(f"    x{i} = {i}\n" for i in range(81))
+    assert _long_functions(ast.parse("def f():\n" + doc + "    return 1\n")) == []
+    assert _long_functions(ast.parse("def g():\n" + code)) == [("g", 82)]
+
+
+def _undocumented(obj: object, name: str) -> list[str]:
+    """``name`` if ``obj`` (a function or class) has no docstring of its own, and each
+    public method or property of a class with none (nor one it overrides)."""
+    import inspect
+
+    if not (inspect.isfunction(obj) or inspect.isclass(obj)):
+        return []  # a constant
+    missing = [] if obj.__doc__ else [name]
+    if inspect.isclass(obj):
+        for attr, member in vars(obj).items():
+            func = getattr(member, "fget", None) or getattr(member, "__func__", member)
+            if attr.startswith("_") or not inspect.isfunction(func) or func.__doc__:
+                continue
+            if not any(getattr(getattr(base, attr, None), "__doc__", None)
+                       for base in obj.__mro__[1:]):  # fmt: skip
+                missing.append(f"{name}.{attr}")
+    return missing
+
+
+def test_every_public_name_has_a_docstring():
+    """What a notebook user calls (every name a package exports, and the public methods
+    of its classes) says what it does."""
+    import importlib
+
+    missing = []
+    for module, (_, package) in sorted(MODULES.items()):
+        if package:
+            mod = importlib.import_module(module)
+            for name in getattr(mod, "__all__", []):
+                missing += _undocumented(getattr(mod, name), f"{module}.{name}")
+    assert missing == []

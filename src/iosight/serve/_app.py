@@ -216,10 +216,11 @@ def _link_params(request: Request, **changes) -> str:
 
 # ------------------------------------------------------------------------ the app
 class _Site:
-    """The warehouse, the templates and small per-warehouse facts computed once."""
+    """The warehouse, the templates and small per-warehouse facts computed once, and the
+    handlers of the pages and the APIs."""
 
-    def __init__(self, wh: ServedWarehouse) -> None:
-        self.wh = wh
+    def __init__(self, wh: ServedWarehouse, now_refresh: float = NOW_REFRESH_S) -> None:
+        self.wh, self.now_refresh = wh, now_refresh
         self.env = _templates()
         self._thresholds: pages.Thresholds | None = None
         self._synthetic: bool | None = None
@@ -250,6 +251,158 @@ class _Site:
         )
         return HTMLResponse(body, status_code=status)
 
+    def page(self, name: str, fn):
+        """A page handler that shows user errors (bad filters, missing tables) on the page."""
+
+        def handler(request: Request) -> Response:
+            self.wh.refresh()
+            try:
+                return fn(request)
+            except IosightError as err:
+                return self.render(name, request, status=400, error=str(err), **_empty(name))
+
+        return handler
+
+    def jobs(self, request: Request) -> Response:
+        f = _job_filter(request)
+        result = pages.jobs_page(self.wh, f)
+        return self.render("jobs.html", request, f=f, result=result, error=None)
+
+    def job(self, request: Request) -> Response:
+        from iosight.warehouse import job_summary
+
+        key = find_job(self.wh, request.path_params["key"])
+        s = job_summary(self.wh, key)
+        files_page = _opt(request, "files_page", int) or 1
+        kind, timeline = pages.job_timeline(self.wh, key)
+        timeline_fig = (
+            figs.dxt_figure(timeline) if kind == "dxt"
+            else figs.heatmap_figure(timeline) if kind == "heatmap" else None
+        )  # fmt: skip
+        start = (files_page - 1) * _FILES_PAGE
+        return self.render(
+            "job.html", request, s=s, error=None,
+            files=s.files.iloc[start : start + _FILES_PAGE], files_page=files_page,
+            files_pages=max(1, math.ceil(len(s.files) / _FILES_PAGE)),
+            figures={"access": figs.access_sizes_figure(s.access_sizes),
+                     "files": figs.top_files_figure(s.files), "timeline": timeline_fig},
+            key=key, timeline_kind=kind,
+        )  # fmt: skip
+
+    def job_part(self, request: Request) -> Response:
+        """Insights or similar jobs of one job: an HTML fragment the job page fetches, so
+        the page itself answers before these (possibly slow) analyses finish."""
+        from starlette.responses import HTMLResponse
+
+        self.wh.refresh()
+        part = request.path_params["part"]
+        try:
+            key = find_job(self.wh, request.path_params["key"])
+            if part == "insights":
+                df, why = pages.job_insights_table(self.wh, key)
+            elif part == "similar":
+                df, why = pages.similar_jobs(self.wh, key)
+            else:
+                return HTMLResponse("no such part", status_code=404)
+        except IosightError as err:
+            df, why = None, str(err)
+        body = self.env.get_template("_part.html").render(part=part, df=df, why=why)
+        return HTMLResponse(body)
+
+    def facility(self, request: Request) -> Response:
+        thr = self.thresholds()
+        df = pages.timeline_window(self.wh, thr)
+        models = pages.list_models(self.wh)
+        rec, rec_error, fig_rec = None, None, None
+        ask = {k: request.query_params.get(k, "") for k in ("model", "min_time", "max_time")}
+        policy = request.query_params.get("policy", "W3")
+        if ask["min_time"] and ask["max_time"]:
+            try:
+                rec = pages.forecast_start(
+                    self.wh, ask["model"] or (models[0] if models else "bursts-write"),
+                    _opt(request, "min_time", float), _opt(request, "max_time", float), policy,
+                )  # fmt: skip
+                fig_rec = figs.forecast_figure(rec.forecast, rec.start_at)
+            except IosightError as err:
+                rec_error = str(err)
+        title = "system I/O rate" + (" (SYNTHETIC jobs present)" if self.has_synthetic() else "")
+        now = pages.now_window(self.wh)
+        return self.render(
+            "facility.html", request, status=400 if rec_error else 200,
+            error=None, thr=thr, models=models, ask=ask, policy=policy,
+            fig_facility=figs.facility_figure(df, thr, title), bin_width=df.attrs["bin_width"],
+            rec=rec, rec_error=rec_error, fig_rec=fig_rec, span=pages.timeline_span(self.wh),
+            train=pages.cli_command(self.wh, "bursts train"),
+            fig_now=figs.now_figure(now), now_summary=_now_summary(now), refresh_s=self.now_refresh,
+        )  # fmt: skip
+
+    def timeline_api(self, request: Request) -> Response:
+        from starlette.responses import JSONResponse
+
+        self.wh.refresh()
+        try:
+            df = pages.timeline_window(
+                self.wh, self.thresholds(), _opt(request, "start", float),
+                _opt(request, "end", float),
+            )  # fmt: skip
+        except IosightError as err:
+            return JSONResponse({"error": str(err)}, status_code=400)
+        return JSONResponse({"traces": figs.facility_traces(df),
+                             "bin_width": df.attrs["bin_width"]})  # fmt: skip
+
+    def dxt_api(self, request: Request) -> Response:
+        """The Job page's DXT view of a window (its zoom): at most MAX_DXT_POINTS points."""
+        from starlette.responses import JSONResponse
+
+        from iosight.report.dxt import DxtWindow
+
+        self.wh.refresh()
+        try:
+            key = find_job(self.wh, request.path_params["key"])
+            window = DxtWindow(
+                _opt(request, "start", float), _opt(request, "end", float),
+                _opt(request, "rank_min", int), _opt(request, "rank_max", int),
+            )  # fmt: skip
+            fig = figs.dxt_figure(pages.job_dxt(self.wh, key, window))
+        except IosightError as err:
+            return JSONResponse({"error": str(err)}, status_code=400)
+        return JSONResponse(fig)
+
+    def api(self, fn):
+        """A JSON endpoint: a user error (a bad parameter, a missing table or model) is a
+        400 with its one line, ``{"error": ...}``."""
+        from starlette.responses import JSONResponse
+
+
+        def handler(request: Request) -> Response:
+            self.wh.refresh()
+            try:
+                return JSONResponse(fn(request))
+            except IosightError as err:
+                return JSONResponse({"error": str(err)}, status_code=400)
+
+        return handler
+
+    def forecast_api(self, request: Request) -> dict:
+        return {"directions": self.decisions.forecasts(_opt(request, "model"))}
+
+    def start_api(self, request: Request) -> dict:
+        return served_start(self.decisions, _start_ask(request))
+
+    def now_api(self, request: Request) -> dict:
+        df = pages.now_window(self.wh)
+        return {"figure": figs.now_figure(df), "summary": _now_summary(df)}
+
+    def metrics(self, request: Request) -> Response:
+        from prometheus_client import CONTENT_TYPE_LATEST
+        from starlette.responses import Response as Plain
+
+        return Plain(metrics_text(self.collector), media_type=CONTENT_TYPE_LATEST)
+
+    def errors(self, request: Request) -> Response:
+        result = pages.errors_page(self.wh, _opt(request, "page", int) or 1)
+        return self.render("errors.html", request, result=result, error=None)
+
 
 def create_app(
     path: str | Path,
@@ -268,174 +421,28 @@ def create_app(
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
     from starlette.middleware.trustedhost import TrustedHostMiddleware
-    from starlette.responses import FileResponse, JSONResponse, RedirectResponse
+    from starlette.responses import FileResponse, RedirectResponse
     from starlette.routing import Mount, Route
     from starlette.staticfiles import StaticFiles
 
     wh = ServedWarehouse(path, memory_limit=memory_limit, query_timeout=query_timeout)
     wh.connect()  # a bad memory limit fails here, not on the first request
-    site = _Site(wh)
+    site = _Site(wh, now_refresh)
     plotly_path = plotly_js()
-
-    def page(name: str, fn):
-        """A page handler that shows user errors (bad filters, missing tables) on the page."""
-
-        def handler(request: Request) -> Response:
-            site.wh.refresh()
-            try:
-                return fn(request)
-            except IosightError as err:
-                return site.render(name, request, status=400, error=str(err), **_empty(name))
-
-        return handler
-
-    def jobs(request: Request) -> Response:
-        f = _job_filter(request)
-        result = pages.jobs_page(site.wh, f)
-        return site.render("jobs.html", request, f=f, result=result, error=None)
-
-    def job(request: Request) -> Response:
-        from iosight.warehouse import job_summary
-
-        key = find_job(site.wh, request.path_params["key"])
-        s = job_summary(site.wh, key)
-        files_page = _opt(request, "files_page", int) or 1
-        kind, timeline = pages.job_timeline(site.wh, key)
-        timeline_fig = (
-            figs.dxt_figure(timeline) if kind == "dxt"
-            else figs.heatmap_figure(timeline) if kind == "heatmap" else None
-        )  # fmt: skip
-        start = (files_page - 1) * _FILES_PAGE
-        return site.render(
-            "job.html", request, s=s, error=None,
-            files=s.files.iloc[start : start + _FILES_PAGE], files_page=files_page,
-            files_pages=max(1, math.ceil(len(s.files) / _FILES_PAGE)),
-            figures={"access": figs.access_sizes_figure(s.access_sizes),
-                     "files": figs.top_files_figure(s.files), "timeline": timeline_fig},
-            key=key, timeline_kind=kind,
-        )  # fmt: skip
-
-    def job_part(request: Request) -> Response:
-        """Insights or similar jobs of one job: an HTML fragment the job page fetches, so
-        the page itself answers before these (possibly slow) analyses finish."""
-        from starlette.responses import HTMLResponse
-
-        site.wh.refresh()
-        part = request.path_params["part"]
-        try:
-            key = find_job(site.wh, request.path_params["key"])
-            if part == "insights":
-                df, why = pages.job_insights_table(site.wh, key)
-            elif part == "similar":
-                df, why = pages.similar_jobs(site.wh, key)
-            else:
-                return HTMLResponse("no such part", status_code=404)
-        except IosightError as err:
-            df, why = None, str(err)
-        body = site.env.get_template("_part.html").render(part=part, df=df, why=why)
-        return HTMLResponse(body)
-
-    def facility(request: Request) -> Response:
-        thr = site.thresholds()
-        df = pages.timeline_window(site.wh, thr)
-        models = pages.list_models(site.wh)
-        rec, rec_error, fig_rec = None, None, None
-        ask = {k: request.query_params.get(k, "") for k in ("model", "min_time", "max_time")}
-        policy = request.query_params.get("policy", "W3")
-        if ask["min_time"] and ask["max_time"]:
-            try:
-                rec = pages.forecast_start(
-                    site.wh, ask["model"] or (models[0] if models else "bursts-write"),
-                    _opt(request, "min_time", float), _opt(request, "max_time", float), policy,
-                )  # fmt: skip
-                fig_rec = figs.forecast_figure(rec.forecast, rec.start_at)
-            except IosightError as err:
-                rec_error = str(err)
-        title = "system I/O rate" + (" (SYNTHETIC jobs present)" if site.has_synthetic() else "")
-        now = pages.now_window(site.wh)
-        return site.render(
-            "facility.html", request, status=400 if rec_error else 200,
-            error=None, thr=thr, models=models, ask=ask, policy=policy,
-            fig_facility=figs.facility_figure(df, thr, title), bin_width=df.attrs["bin_width"],
-            rec=rec, rec_error=rec_error, fig_rec=fig_rec, span=pages.timeline_span(site.wh),
-            train=pages.cli_command(site.wh, "bursts train"),
-            fig_now=figs.now_figure(now), now_summary=_now_summary(now), refresh_s=now_refresh,
-        )  # fmt: skip
-
-    def timeline_api(request: Request) -> Response:
-        site.wh.refresh()
-        try:
-            df = pages.timeline_window(
-                site.wh, site.thresholds(), _opt(request, "start", float),
-                _opt(request, "end", float),
-            )  # fmt: skip
-        except IosightError as err:
-            return JSONResponse({"error": str(err)}, status_code=400)
-        return JSONResponse({"traces": figs.facility_traces(df),
-                             "bin_width": df.attrs["bin_width"]})  # fmt: skip
-
-    def dxt_api(request: Request) -> Response:
-        """The Job page's DXT view of a window (its zoom): at most MAX_DXT_POINTS points."""
-        from iosight.report.dxt import DxtWindow
-
-        site.wh.refresh()
-        try:
-            key = find_job(site.wh, request.path_params["key"])
-            window = DxtWindow(
-                _opt(request, "start", float), _opt(request, "end", float),
-                _opt(request, "rank_min", int), _opt(request, "rank_max", int),
-            )  # fmt: skip
-            fig = figs.dxt_figure(pages.job_dxt(site.wh, key, window))
-        except IosightError as err:
-            return JSONResponse({"error": str(err)}, status_code=400)
-        return JSONResponse(fig)
-
-    def api(fn):
-        """A JSON endpoint: a user error (a bad parameter, a missing table or model) is a
-        400 with its one line, ``{"error": ...}``."""
-
-        def handler(request: Request) -> Response:
-            site.wh.refresh()
-            try:
-                return JSONResponse(fn(request))
-            except IosightError as err:
-                return JSONResponse({"error": str(err)}, status_code=400)
-
-        return handler
-
-    def forecast_api(request: Request) -> dict:
-        return {"directions": site.decisions.forecasts(_opt(request, "model"))}
-
-    def start_api(request: Request) -> dict:
-        return served_start(site.decisions, _start_ask(request))
-
-    def now_api(request: Request) -> dict:
-        df = pages.now_window(site.wh)
-        return {"figure": figs.now_figure(df), "summary": _now_summary(df)}
-
-    def metrics(request: Request) -> Response:
-        from prometheus_client import CONTENT_TYPE_LATEST
-        from starlette.responses import Response as Plain
-
-        return Plain(metrics_text(site.collector), media_type=CONTENT_TYPE_LATEST)
-
-    def errors(request: Request) -> Response:
-        result = pages.errors_page(site.wh, _opt(request, "page", int) or 1)
-        return site.render("errors.html", request, result=result, error=None)
 
     routes = [
         Route("/", lambda r: RedirectResponse("/jobs")),
-        Route("/jobs", page("jobs.html", jobs)),
-        Route("/job/{key}", page("job.html", job)),
-        Route("/job/{key}/{part}", job_part),
-        Route("/facility", page("facility.html", facility)),
-        Route("/errors", page("errors.html", errors)),
-        Route("/api/timeline", timeline_api),
-        Route("/api/job/{key}/dxt", dxt_api),
-        Route("/api/forecast", api(forecast_api)),
-        Route("/api/start", api(start_api)),
-        Route("/api/now", api(now_api)),
-        Route("/metrics", metrics),
+        Route("/jobs", site.page("jobs.html", site.jobs)),
+        Route("/job/{key}", site.page("job.html", site.job)),
+        Route("/job/{key}/{part}", site.job_part),
+        Route("/facility", site.page("facility.html", site.facility)),
+        Route("/errors", site.page("errors.html", site.errors)),
+        Route("/api/timeline", site.timeline_api),
+        Route("/api/job/{key}/dxt", site.dxt_api),
+        Route("/api/forecast", site.api(site.forecast_api)),
+        Route("/api/start", site.api(site.start_api)),
+        Route("/api/now", site.api(site.now_api)),
+        Route("/metrics", site.metrics),
         Route("/static/plotly.min.js", lambda r: FileResponse(plotly_path, headers=_CACHE)),
         Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ]

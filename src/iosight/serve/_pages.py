@@ -78,6 +78,7 @@ class JobsPage:
 
     @property
     def pages(self) -> int:
+        """Pages of ``page_size`` rows (at least one, even for no rows)."""
         return max(1, math.ceil(self.total / self.page_size))
 
 
