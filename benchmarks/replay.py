@@ -17,7 +17,8 @@ includes the waits for the replay), the busy share (time in batches over wall ti
 lag from a table landing (its modification time) to the commit of its jobs (p50, p95,
 max), and this process's resident memory (peak over the first and over the last quarter
 of the batches: "flat over the year" means the two are alike), the followed
-warehouse's files after the last batch and the most after any; with ``--forecast``, the
+warehouse's files after the last batch and the most after any, the automatic
+compactions' count and time; with ``--forecast``, the
 boundaries forecast per second of forecasting, and the lag from a table landing to the
 forecasts that follow its commit (p50, p95). The load average is
 printed before and after: on a shared machine the rates are only comparable within a run.
@@ -209,6 +210,7 @@ def run(args) -> None:
             f"{peak:.0f} MB"
         )
         print(_files_line(files))
+        print(_compactions_line(batches))
     print(f"load average after: {os.getloadavg()[0]:.1f} (a shared machine: compare within a run)")
 
 
@@ -221,6 +223,14 @@ def _files_line(files: list[dict[str, int]]) -> str:
         f"{len(files[-1])} tables (most {max(sum(f.values()) for f in files)}); {fullest}: "
         f"{files[-1][fullest]} (most {max(f.get(fullest, 0) for f in files)})"
     )
+
+
+def _compactions_line(batches: list) -> str:
+    """How many automatic compactions ran after the batches, and their time."""
+    took = [b.report.compaction.seconds for b in batches if b.report.compaction]
+    if not took:
+        return "compactions: none"
+    return f"compactions: {len(took)}, {sum(took):.1f} s in all, the longest {max(took):.1f} s"
 
 
 def _all_in(out: Path, batches: list) -> bool:
