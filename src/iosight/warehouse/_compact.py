@@ -9,17 +9,16 @@ it count as small, so an output of a full group (a little under or over the targ
 as its compression goes) is never merged again.
 
 The automatic compaction after each ingest or follow batch merges small files of like
-size only (size tiers, as in the size-tiered merging of O'Neil et al., 1996, "The
-Log-Structured Merge-Tree", section 3, and of Bigtable's and Cassandra's compactions):
-it waits for :data:`AUTO_SMALL_FILES` files in one tier (tier 0 under
-:data:`TIER_BYTES`, each next one :data:`TIER_FACTOR` times larger) and merges those,
-so its own earlier outputs are left alone until enough of their size accumulate. A
-table that stays below the target (a year of a 481-column job-total table is 11 MB)
-is then not read and sorted whole again at every compaction: what one reads is bounded
-by its tier, and each row is rewritten once per tier, a handful of times, while the
-files stay bounded by the tiers (fewer than :data:`AUTO_SMALL_FILES` small files per
-tier, a few tiers below the target). ``iosight compact`` by hand merges every small
-file.
+size only (size tiers): like Bigtable's merging compactions, which read a few SSTables
+rather than all of them (Chang et al., 2006, "Bigtable", section 5.4), it waits for
+:data:`AUTO_SMALL_FILES` files in one tier (tier 0 under :data:`TIER_BYTES`, each next
+one :data:`TIER_FACTOR` times larger) and merges those, so its own earlier outputs
+are left alone until enough of their size accumulate. A table that stays below the
+target (Summit's 2021 job totals, 481 columns, are 11 MB) is then not read and sorted
+whole again at every compaction: what one reads is bounded by its tier, each row is
+rewritten once per tier, and the files stay bounded (fewer than
+:data:`AUTO_SMALL_FILES` small files per tier, three tiers below the target).
+``iosight compact`` by hand merges every small file.
 
 Rows are sorted by job start time and job key (``jobs``) or by job key (the per-job
 tables; sorting DXT segments further, by rank and sequence, cost a third more time
