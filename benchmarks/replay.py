@@ -16,7 +16,9 @@ Printed: sources and jobs per second through follow (wall time of the follow, wh
 includes the waits for the replay), the busy share (time in batches over wall time),
 lag from a table landing (its modification time) to the commit of its jobs (p50, p95,
 max), and this process's resident memory (peak over the first and over the last quarter
-of the batches: "flat over the year" means the two are alike); with ``--forecast``, the
+of the batches: "flat over the year" means the two are alike), the followed
+warehouse's files after the last batch and the most after any, the automatic
+compactions' count and time; with ``--forecast``, the
 boundaries forecast per second of forecasting, and the lag from a table landing to the
 forecasts that follow its commit (p50, p95). The load average is
 printed before and after: on a shared machine the rates are only comparable within a run.
@@ -148,7 +150,7 @@ def run(args) -> None:
         wh = Warehouse(tmp / "followed", create=True)
         fc = Forecasting(forecaster(source, wh)) if args.forecast else None
         me = psutil.Process()
-        batches, rss, busy, stop = [], [], [0.0], threading.Event()
+        batches, rss, files, busy, stop = [], [], [], [0.0], threading.Event()
 
         def after(batch) -> None:
             t = time.perf_counter()
@@ -159,6 +161,7 @@ def run(args) -> None:
             busy[0] += batch.report.seconds + time.perf_counter() - t
             batches.append(batch)
             rss.append(me.memory_info().rss)
+            files.append({t: len(wh.table_files(t)) for t in wh.tables()})
             if replayer.poll() is not None and _all_in(out, batches):
                 stop.set()
 
@@ -206,7 +209,28 @@ def run(args) -> None:
             f"MB, last quarter peak {max(rss[-quarter:]) / 2**20:.0f} MB; peak over the run "
             f"{peak:.0f} MB"
         )
+        print(_files_line(files))
+        print(_compactions_line(batches))
     print(f"load average after: {os.getloadavg()[0]:.1f} (a shared machine: compare within a run)")
+
+
+def _files_line(files: list[dict[str, int]]) -> str:
+    """The followed warehouse's files after the last batch and the most after any, in
+    all and in the table with the most: bounded over the year when compaction keeps up."""
+    fullest = max(files[-1], key=files[-1].get)
+    return (
+        f"files (after each batch): {sum(files[-1].values())} at the end in "
+        f"{len(files[-1])} tables (most {max(sum(f.values()) for f in files)}); {fullest}: "
+        f"{files[-1][fullest]} (most {max(f.get(fullest, 0) for f in files)})"
+    )
+
+
+def _compactions_line(batches: list) -> str:
+    """How many automatic compactions ran after the batches, and their time."""
+    took = [b.report.compaction.seconds for b in batches if b.report.compaction]
+    if not took:
+        return "compactions: none"
+    return f"compactions: {len(took)}, {sum(took):.1f} s in all, the longest {max(took):.1f} s"
 
 
 def _all_in(out: Path, batches: list) -> bool:

@@ -242,3 +242,45 @@ def test_a_long_lived_warehouse_object_reads_what_others_committed(tmp_path, all
     after = Warehouse(wh.path).arrow(query)["n"][0].as_py()
     assert after > before
     assert wh.arrow(query)["n"][0].as_py() == after
+
+
+def _append_and_compact(wh: Warehouse, appends: int, rows: int) -> tuple[list[int], int]:
+    """``appends`` commits of ``rows`` SYNTHETIC rows to table ``rows``, the automatic
+    compaction after each; the on-disk bytes each compaction read (the files it
+    replaced) and the most files the table held after any of them."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    read, most = [], 0
+    for i in range(appends):
+        ids = np.arange(i * rows, (i + 1) * rows)
+        table = pa.table({"job_key": ids.astype(str), "bytes": rng.integers(0, 2**40, rows)})
+        wh.write_table("rows", table, mode="append")
+        before = {f.name: f.stat().st_size for f in wh.table_files("rows")}
+        if _compact.auto_compact(wh) is not None:
+            after = {f.name for f in wh.table_files("rows")}
+            read.append(sum(size for name, size in before.items() if name not in after))
+        most = max(most, len(wh.table_files("rows")))
+    return read, most
+
+
+def test_automatic_compaction_of_a_table_below_the_target_reads_the_new_files(
+    tmp_path, monkeypatch
+):
+    """A table far below the 64 MB target, appended to 48 times with the automatic
+    compaction after each (4 files a tier, tiers of 8 KiB x 4^k, lowered from 16 and
+    256 KiB x 16^k): most compactions of the second half read the new files alone (4
+    of 4 KiB), not the table so far, as the old compaction did (it merged the whole
+    table each time); the table keeps fewer than 4 small files per tier, nothing lost
+    or duplicated."""
+    monkeypatch.setattr(_compact, "AUTO_SMALL_FILES", 4)
+    monkeypatch.setattr(_compact, "TIER_BYTES", 8 << 10)
+    monkeypatch.setattr(_compact, "TIER_FACTOR", 4)
+    wh = Warehouse(tmp_path / "wh", create=True)
+    read, most = _append_and_compact(wh, appends=48, rows=400)
+    table = sum(f.stat().st_size for f in wh.table_files("rows"))
+    late = sorted(read[len(read) // 2 :])
+    assert late[len(late) // 2] <= 4 * (8 << 10) < table / 3, (late, table)
+    assert most <= 4 * (_compact.size_tier(table) + 1), most
+    counts = wh.sql("select count(*) n, count(distinct job_key) k from rows")
+    assert counts["n"][0] == counts["k"][0] == 48 * 400

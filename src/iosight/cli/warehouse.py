@@ -59,7 +59,7 @@ def ingest(
         True,
         "--compact/--no-compact",
         help="Afterwards (with --follow: after each batch) merge the small files of tables "
-        "that have 16 or more into sorted ones.",
+        "that have 16 or more of like size into sorted ones.",
     ),
     forecast: str = typer.Option(
         None,
