@@ -360,9 +360,9 @@ class Warehouse:
             raise  # a caller's deadline interrupted it: the caller says so
         except duckdb.CatalogException as err:
             tables = ", ".join(self.tables()) or "none"
-            raise IosightError(f"{_one_line(err)} Tables here: {tables}") from None
+            raise IosightError(f"{_duckdb_message(err)} Tables here: {tables}") from None
         except duckdb.Error as err:
-            raise IosightError(_one_line(err)) from None
+            raise IosightError(_duckdb_message(err)) from None
 
     def table(
         self, name: str, columns: list[str] | None = None, where: str | None = None
@@ -705,7 +705,7 @@ def _sql_text(path: str | Path) -> str:
     return "'" + str(path).replace("'", "''") + "'"
 
 
-def _one_line(err: Exception) -> str:
+def _duckdb_message(err: Exception) -> str:
     """DuckDB's message on one line, without the echo of the query and its caret."""
     lines = [ln.strip() for ln in str(err).splitlines()]
     kept = [ln for ln in lines if ln and not ln.startswith("LINE ") and set(ln) != {"^"}]
