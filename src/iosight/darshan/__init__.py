@@ -16,7 +16,14 @@ __getattr__, __dir__, __all__ = lazy_exports(
         "_parser_text": ("read_parser_text",),
         "_parser_text_write": ("write_parser_text",),
         "_pydarshan": ("read_pydarshan",),
-        "_sources": ("DARSHAN3_READERS", "READERS", "SOURCE_SUFFIXES", "read_source"),
+        "_sources": (
+            "READERS",
+            "SOURCE_SUFFIXES",
+            "Reader",
+            "check_reader_way",
+            "read_source",
+            "reader_ways",
+        ),
         "_tables": (
             "ACCESS_SIZE_BINS",
             "JOB_COLUMNS",

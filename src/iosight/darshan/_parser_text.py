@@ -66,7 +66,7 @@ from iosight.darshan._parser_text_rows import (
     _record_rows,
 )
 from iosight.darshan._parser_text_totals import _printed_totals
-from iosight.darshan._tables import MODULE_TABLES, jobs_schema, table_for_module
+from iosight.darshan._tables import MODULE_TABLES, LogTables, jobs_schema, table_for_module
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -74,7 +74,7 @@ if TYPE_CHECKING:
 _MODULE_NAMES = {table: module for module, table in MODULE_TABLES.items()}
 
 
-def read_parser_text(path: Path) -> dict[str, pa.Table]:
+def read_parser_text(path: Path) -> LogTables:
     """Read one ``darshan-parser --all`` dump (plain, gzip or bzip2) into warehouse tables.
 
     Parameters
@@ -85,7 +85,7 @@ def read_parser_text(path: Path) -> dict[str, pa.Table]:
 
     Returns
     -------
-    dict of str to pyarrow.Table
+    LogTables
         ``jobs``, ``names``, ``mounts``, one table per module with records
         (``posix``, ``mpiio``, ``stdio``, ``lustre``, ``heatmap``, ``dxt_posix``, ...)
         and ``job_totals``.
@@ -99,7 +99,7 @@ def read_parser_text(path: Path) -> dict[str, pa.Table]:
     return read_naming_file(Path(path), _read)
 
 
-def _read(path: Path) -> dict[str, pa.Table]:
+def _read(path: Path) -> LogTables:
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -165,7 +165,8 @@ def _read(path: Path) -> dict[str, pa.Table]:
     }
     tables["jobs"] = pa.Table.from_pylist([row], jobs_schema())  # known_at: null, ingest sets it
     tables["job_totals"] = _printed_totals(text, head["perf"]) or job_totals(tables)
-    return {k: v for k, v in tables.items() if v.num_columns}  # no counters: no job_totals
+    # no counters: no job_totals
+    return LogTables({k: v for k, v in tables.items() if v.num_columns})
 
 
 def _names_table(rows: pa.Table, dxt_names: dict[int, str], legacy: bool) -> pa.Table:
