@@ -236,18 +236,14 @@ def test_a_batch_is_one_file_per_table_with_a_plain_string_key(warehouse, tmp_pa
     assert warehouse.sql("select count(*) n from posix")["n"][0] == rows
 
 
-def test_native_and_libdarshan_ingests_give_the_same_warehouse(tmp_path):
+def test_native_and_libdarshan_ingests_give_the_same_warehouse(tmp_path, example_warehouse):
     """The native reader's batch-built tables (job totals come as rows, one table per
     batch) equal libdarshan-util's per-log tables in the warehouse, every table value
     for value (PyDarshan's example logs: POSIX, MPI-IO, STDIO, H5, DXT, HEATMAP, ...)."""
     pytest.importorskip("darshan")
     from test_ingest_crash import assert_same_warehouse
 
-    native, oracle = (
-        Warehouse(tmp_path / "native", create=True),
-        Warehouse(tmp_path / "libdarshan", create=True),
-    )
-    assert ingest(example_logs(), native, workers=1).ok
+    native, oracle = example_warehouse, Warehouse(tmp_path / "libdarshan", create=True)
     assert ingest(example_logs(), oracle, workers=1, reader="libdarshan").ok
     assert native.table("job_totals").num_rows == len(native.jobs())
     assert_same_warehouse(native, oracle)
