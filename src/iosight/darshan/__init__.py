@@ -13,8 +13,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
         "_darshan2": ("read_darshan2",),
         "_darshan3": ("read_darshan3", "read_darshan3_bytes"),
         "_jobtotals": ("read_job_totals",),
-        "_parser_text": ("read_parser_text",),
-        "_parser_text_write": ("write_parser_text",),
+        "_parser_text": ("read_parser_text", "write_parser_text"),
         "_pydarshan": ("read_pydarshan",),
         "_sources": (
             "READERS",
