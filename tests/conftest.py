@@ -19,6 +19,31 @@ def warehouse(tmp_path):
     return Warehouse(tmp_path / "wh", create=True)
 
 
+@pytest.fixture(scope="session")
+def example_warehouse(tmp_path_factory):
+    """PyDarshan's example logs (real, 2017-2023: POSIX, MPI-IO, STDIO, H5, DXT,
+    HEATMAP, ...) ingested once per test worker (a session under pytest-xdist is one
+    worker's). READ-ONLY: the tests that share it must not write it (copy it with
+    :func:`shutil.copytree` first); the session fails at its end if one did."""
+    from iosight.demo.step_10_characterization import example_logs
+    from iosight.warehouse import Warehouse, ingest
+
+    wh = Warehouse(tmp_path_factory.mktemp("examples") / "wh", create=True)
+    assert ingest(example_logs(), wh, workers=1).ok
+    before = _files_of(wh.path)
+    yield wh
+    assert _files_of(wh.path) == before, "a test wrote the shared example_warehouse"
+
+
+def _files_of(folder) -> list[tuple[str, int, int]]:
+    """Every file under ``folder`` (path, size, mtime) but the lock, which opening touches."""
+    return sorted(
+        (str(p.relative_to(folder)), p.stat().st_size, p.stat().st_mtime_ns)
+        for p in folder.rglob("*")
+        if p.is_file() and p.name != "_lock"
+    )
+
+
 MILLION_SEGMENTS = 1_000_000
 
 

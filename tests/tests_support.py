@@ -27,6 +27,42 @@ def shared_path(*parts: str) -> Path:
     return p
 
 
+def summit_totals(folder: Path, jobs: int = 50) -> Path:
+    """A job-total table of the first ``jobs`` jobs of Summit's 2021 App1 totals (real),
+    written in ``folder``. Skips the test without ../shared."""
+    import pyarrow.parquet as pq
+
+    app1 = shared_path("datasets", "summit_darshan_total_2021", "darshan_total", "App1.parquet")
+    out = Path(folder) / "App1-head.parquet"
+    pq.write_table(pq.read_table(app1).slice(0, jobs), out)
+    return out
+
+
+def wait_for_sync(partial: Path, timeout: float = 30.0) -> None:
+    """Wait until the tracer has copied, into every state file in ``partial``, what its
+    process did before this call: until each file's sync time has changed twice. A sync
+    stamps its time first, then copies, one after the other: the first change is a sync
+    that began after this call, the second says it ended. At most ``timeout`` seconds."""
+    import time
+
+    from iosight.trace._state import STATE_SUFFIX, recover_state
+
+    def stamp(state: Path) -> tuple[int, int]:
+        job = recover_state(state)[0].job
+        return job.end_time_sec, job.end_time_nsec
+
+    deadline = time.monotonic() + timeout
+    states = sorted(Path(partial).glob(f"*{STATE_SUFFIX}"))
+    assert states, f"no trace state file in {partial}"
+    for state in states:
+        seen = [stamp(state)]
+        while len(seen) < 3:
+            assert time.monotonic() < deadline, f"{state}: no whole sync in {timeout} s"
+            time.sleep(0.01)
+            if (now := stamp(state)) != seen[-1]:
+                seen.append(now)
+
+
 def exact_bins(start, end, values, width: float, bin_starts) -> list[Fraction]:
     """An independent, exact (``Fraction``) timeline of the bins ``[b, b + width)`` for
     ``b`` in ``bin_starts``: each interval ``[start, end]`` puts its value times the share

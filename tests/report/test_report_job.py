@@ -12,7 +12,7 @@ def test_job_figure_for_dxt_and_plain_logs(warehouse, tmp_path):
         assert out.read_bytes()[:4] == b"\x89PNG"
 
 
-def test_dxt_panel_plots_every_segment_of_the_job_among_many_others(warehouse):
+def test_dxt_panel_plots_every_segment_of_the_job_among_many_others(example_warehouse):
     """Every segment of the job, drawn one by one when they are few, counted per rank
     bin and time bin when they are more than the panel's points: none left out."""
     import numpy as np
@@ -20,7 +20,7 @@ def test_dxt_panel_plots_every_segment_of_the_job_among_many_others(warehouse):
 
     from iosight.report import job as job_report
 
-    ingest(example_logs(), warehouse, workers=1)
+    warehouse = example_warehouse
     counts = warehouse.sql("select job_key, count(*) n from dxt_posix group by 1 order by 2")
     key, n = counts["job_key"][0], int(counts["n"][0])  # the job with the fewest segments
     others = int(counts["n"].sum()) - n

@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 from typer.testing import CliRunner
 
 from iosight.cli import app
-from iosight.demo.step_10_characterization import example_logs
 from iosight.similarity import find_similar
-from iosight.warehouse import Warehouse, ingest
+from iosight.warehouse import Warehouse
 
 runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
-def wh(tmp_path_factory):
-    w = Warehouse(tmp_path_factory.mktemp("plain") / "wh", create=True)
-    ingest(example_logs(), w, workers=1)
-    return w
+def wh(example_warehouse, tmp_path_factory):
+    """A copy of the example logs' warehouse (the tests add similarity tables)."""
+    copy = tmp_path_factory.mktemp("plain") / "wh"
+    return Warehouse(shutil.copytree(example_warehouse.path, copy))
 
 
 def test_series_counts_jobs_with_time_resolved_io(wh):
@@ -54,7 +55,7 @@ def test_find_never_lists_unrelated_jobs_and_report_renders(wh, tmp_path):
     assert "The warehouse's jobs" in page and "time-resolved" in page
 
 
-def test_find_compares_only_jobs_of_the_same_source(shared, tmp_path):
+def test_find_compares_only_jobs_of_the_same_source(shared, tmp_path, example_warehouse):
     """Real Darshan logs and real DKRZ codings (their first 3,000 jobs) in one warehouse:
     a log's similar jobs are logs, never DKRZ jobs whose codes merely look alike."""
     from iosight.similarity import import_codings, series_from_darshan
@@ -62,8 +63,7 @@ def test_find_compares_only_jobs_of_the_same_source(shared, tmp_path):
     dkrz = shared("datasets", "dkrz_mistral_bcoding_100k", "coding_job_abs_mode_False.csv")
     head = tmp_path / "dkrz-head.csv"
     head.write_text("\n".join(dkrz.read_text().splitlines()[:3001]) + "\n")
-    mixed = Warehouse(tmp_path / "wh", create=True)
-    ingest(example_logs(), mixed, workers=1)
+    mixed = Warehouse(shutil.copytree(example_warehouse.path, tmp_path / "wh"))
     series_from_darshan(mixed)
     import_codings(mixed, head)
     sources = dict(mixed.sql("select job_key, source from sim_jobs").values)

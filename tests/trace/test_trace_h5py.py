@@ -7,13 +7,13 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import numpy as np
 import pytest
 
 from iosight.trace import ProcessInfo, darshan_hash, recover, run_traced, trace
 from iosight.trace._activate import trace_env
+from tests_support import wait_for_sync
 
 h5py = pytest.importorskip("h5py")
 darshan = pytest.importorskip("darshan")
@@ -194,7 +194,7 @@ def test_killed_h5py_program_is_recovered(tmp_path):
         [sys.executable, str(prog)], env=env, stdout=subprocess.PIPE, text=True
     )
     assert child.stdout.readline().strip() == "wrote"
-    time.sleep(0.3)  # a few sync intervals
+    wait_for_sync(logs / "partial")
     child.send_signal(signal.SIGKILL)
     child.wait()
     (log,) = recover(logs / "partial", logs)

@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 from typer.testing import CliRunner
@@ -15,7 +14,7 @@ from typer.testing import CliRunner
 from iosight.cli import app
 from iosight.trace import darshan_hash, read_log, recover
 from iosight.trace._activate import trace_env
-from tests_support import child_env
+from tests_support import child_env, wait_for_sync
 
 darshan = pytest.importorskip("darshan")
 
@@ -111,7 +110,7 @@ def test_sigkill_leaves_a_recoverable_log(tmp_path):
     logs = tmp_path / "logs"
     child = _spawn(tmp_path, logs, [str(tmp_path / "k"), "25", "sleep"], {"SLURM_JOB_ID": "555"})
     assert child.stdout.readline().strip() == "wrote 25"
-    time.sleep(0.3)  # a few sync intervals
+    wait_for_sync(logs / "partial")
     child.send_signal(signal.SIGKILL)
     child.wait()
     assert child.returncode == -signal.SIGKILL
@@ -209,7 +208,7 @@ def test_recover_merges_killed_and_finished_ranks(tmp_path):
         )
     assert procs[0].wait() == 0
     assert procs[1].stdout.readline().strip() == b"ready"
-    time.sleep(0.3)
+    wait_for_sync(logs / "partial")
     procs[1].kill()
     procs[1].wait()
     assert not list(logs.glob("*.darshan"))  # rank 1 never finished: no job log yet

@@ -28,13 +28,12 @@ def _logs() -> list[str]:
     return [str(p) for p in example_logs()]
 
 
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory) -> Warehouse:
-    """One clean ingest of every example log."""
-    wh = Warehouse(tmp_path_factory.mktemp("clean") / "wh", create=True)
-    assert ingest(_logs(), wh, workers=1).ok
-    assert len(wh.jobs()) == len(wh.table("sources")) == _unique_logs()
-    return wh
+@pytest.fixture
+def reference(example_warehouse) -> Warehouse:
+    """One clean ingest of every example log (the session's, read only)."""
+    assert len(example_warehouse.jobs()) == len(example_warehouse.table("sources"))
+    assert len(example_warehouse.jobs()) == _unique_logs()
+    return example_warehouse
 
 
 def _unique_logs() -> int:

@@ -50,7 +50,7 @@ from iosight.darshan._darshan2_counters import (
     MPIIO_COLUMNS,
     POSIX_COLUMNS,
 )
-from iosight.darshan._tables import jobs_schema
+from iosight.darshan._tables import LogTables, jobs_schema
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -317,7 +317,7 @@ def job_totals(tables: dict[str, pa.Table]) -> pa.Table:
     return pa.table(totals)
 
 
-def read_darshan2(path: Path) -> dict[str, pa.Table]:
+def read_darshan2(path: Path) -> LogTables:
     """Read one Darshan 2.x log into the warehouse tables (see ``_tables.py``).
 
     Parameters
@@ -327,7 +327,7 @@ def read_darshan2(path: Path) -> dict[str, pa.Table]:
 
     Returns
     -------
-    dict of str to pyarrow.Table
+    LogTables
         ``jobs``, ``names``, ``mounts``, ``posix``, ``mpiio`` (when any record has
         MPI-IO activity) and ``job_totals``.
 
@@ -340,7 +340,7 @@ def read_darshan2(path: Path) -> dict[str, pa.Table]:
     return read_naming_file(Path(path), _read)
 
 
-def _read(path: Path) -> dict[str, pa.Table]:
+def _read(path: Path) -> LogTables:
     import pyarrow as pa
 
     raw = path.read_bytes()
@@ -411,4 +411,4 @@ def _read(path: Path) -> dict[str, pa.Table]:
     }
     tables["jobs"] = pa.Table.from_pylist([row], jobs_schema())  # known_at: null, ingest sets it
     tables["job_totals"] = job_totals(tables)
-    return tables
+    return LogTables(tables)

@@ -66,9 +66,14 @@ from iosight.darshan._record_tables import (
     named_ids,
     named_tables,
     names_table,
-    totals_table,
 )
-from iosight.darshan._tables import LogTables, jobs_schema, table_for_module, with_warning
+from iosight.darshan._tables import (
+    LogTables,
+    TableChunks,
+    jobs_schema,
+    table_for_module,
+    with_warning,
+)
 
 MAGIC = 6567223
 MAX_REGION_BYTES = 1 << 30  # one inflated region (1 GiB)
@@ -300,14 +305,10 @@ def _inflate_zlib(raw: bytes, cap: int, what: str) -> bytearray:
     return out
 
 
-def read_darshan3(
-    path: str | Path, *, job_totals_row: bool = False, chunked: bool = False
-) -> LogTables:
+def read_darshan3(path: str | Path, *, chunked: bool = False) -> LogTables:
     """Read one Darshan 3.x log (format 3.00-3.41) into warehouse tables.
 
-    ``job_totals_row``: give ``job_totals`` as its one row (a dict, column -> value),
-    for a caller that builds one table of many logs' rows (ingest: a one-row table of
-    ~190 columns costs more to build and to concatenate than the whole row does).
+    ``job_totals`` is held as its row (:attr:`LogTables.totals_row`), a table when asked.
     ``chunked``: give the DXT tables as :class:`~iosight.darshan.TableChunks`, built as
     they are iterated, for a caller that writes each piece away (ingest: a log of
     millions of segments then costs its region and one piece, not all its rows).
@@ -322,22 +323,18 @@ def read_darshan3(
         blob = path.read_bytes()
     except OSError as err:
         raise CorruptLogError(f"{path}: cannot open ({err.strerror})") from None
-    return read_darshan3_bytes(blob, path, job_totals_row=job_totals_row, chunked=chunked)
+    return read_darshan3_bytes(blob, path, chunked=chunked)
 
 
 def read_darshan3_bytes(
-    blob: bytes,
-    path: str | Path = "<bytes>",
-    *,
-    job_totals_row: bool = False,
-    chunked: bool = False,
+    blob: bytes, path: str | Path = "<bytes>", *, chunked: bool = False
 ) -> LogTables:
     """:func:`read_darshan3` of a log already in memory (``path`` names it in errors)."""
     path = Path(path)
     if not blob:
         raise CorruptLogError(f"{path}: empty file")
     try:
-        return _read(blob, path, job_totals_row, chunked)
+        return _read(blob, path, chunked)
     except CorruptLogError as err:
         if str(err).startswith(f"{path}: "):
             raise
@@ -357,7 +354,7 @@ def _region(blob: bytes, hdr: _Header, what: str, off: int, length: int, budget)
     return _inflate(blob[off : off + length], hdr.comp, what, budget)
 
 
-def _read(blob: bytes, path: Path, job_totals_row: bool, chunked: bool) -> LogTables:
+def _read(blob: bytes, path: Path, chunked: bool) -> LogTables:
     hdr = _header(blob, path)
     budget = [MAX_LOG_BYTES]
     _check_overlaps(hdr)
@@ -369,7 +366,7 @@ def _read(blob: bytes, path: Path, job_totals_row: bool, chunked: bool) -> LogTa
     job, warnings = record.row, record.warnings
     names = _names(blob, hdr, budget)
     named = named_ids(names)
-    tables: LogTables = {}
+    tables: dict[str, pa.Table | TableChunks] = {}
     raw_records: dict[str, np.ndarray] = {}
     for mod, (off, length, ver) in hdr.regions.items():
         known = KNOWN_VERSIONS.get(mod)
@@ -414,10 +411,7 @@ def _read(blob: bytes, path: Path, job_totals_row: bool, chunked: bool) -> LogTa
     )
     tables["names"] = names_table(names, record.mounts)
     _check_ranks(raw_records, job["nprocs"] if job["nprocs"] > 0 else _MAX_NPROCS)
-    totals = _job_totals(raw_records)
-    if totals:
-        tables["job_totals"] = totals if job_totals_row else totals_table(totals)
-    return tables
+    return LogTables(tables, totals_row=_job_totals(raw_records) or None)
 
 
 def _names(blob: bytes, hdr: _Header, budget: list[int]) -> dict[int, str]:

@@ -111,7 +111,7 @@ def read_job_totals(path: str | Path) -> LogTables:
     ).append_column("_row", pa.array(np.arange(n, dtype=np.int64)))
     job_totals = pa.Table.from_pandas(counters, preserve_index=False)
     job_totals = job_totals.append_column("_row", pa.array(np.arange(n, dtype=np.int64)))
-    return {"jobs": jobs, "job_totals": job_totals}
+    return LogTables({"jobs": jobs, "job_totals": job_totals})
 
 
 def _numeric_totals(df, totals: list[str]) -> tuple[pd.DataFrame, list[str]]:

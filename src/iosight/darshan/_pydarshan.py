@@ -30,9 +30,8 @@ from iosight.darshan._record_tables import (
     heatmap_table,
     named_tables,
     names_table,
-    totals_table,
 )
-from iosight.darshan._tables import LogTables, jobs_schema, table_for_module
+from iosight.darshan._tables import LogTables, jobs_schema, table_for_module, totals_table
 
 # modules whose records are {base_rec, [file_rec_id,] counters[], fcounters[], ...}
 _GENERIC = {
@@ -119,7 +118,7 @@ def _read_open_log(be, log, path: Path) -> LogTables:
     mounts = be.log_get_mounts(log)
     modules = be.log_get_modules(log)
     names = be.log_get_name_records(log)
-    tables: LogTables = {}
+    tables: dict[str, pa.Table] = {}
     totals: dict[str, float] = {}
     for mod, info in modules.items():
         if info["len"] == 0:
@@ -150,7 +149,7 @@ def _read_open_log(be, log, path: Path) -> LogTables:
     )
     tables["names"] = names_table(names, mounts)
     tables["job_totals"] = totals_table(totals) if totals else pa.table({})
-    return {k: v for k, v in tables.items() if v.num_columns}
+    return LogTables({k: v for k, v in tables.items() if v.num_columns})
 
 
 def _job(be, log, path: Path) -> dict:

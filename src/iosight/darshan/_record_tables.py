@@ -121,18 +121,3 @@ def names_table(names: dict[int, str], mounts: list[tuple[str, str]]) -> pa.Tabl
             "fs_type": pa.array([m[1] for m in by_len] + ["UNKNOWN"], pa.string()).take(idx),
         }
     )
-
-
-def totals_table(totals: dict[str, float]) -> pa.Table:
-    """The one-row ``job_totals`` table: int64 columns for int values, float64 for
-    floats. The values go into Arrow as two arrays, each column a slice of one
-    (an array per column costs 2x more; ``from_pylist`` 3x)."""
-    values = list(totals.values())
-    is_float = [isinstance(v, float) for v in values]
-    ints = pa.array(np.array([v for v in values if not isinstance(v, float)], np.int64))
-    floats = pa.array(np.array([v for v in values if isinstance(v, float)], np.float64))
-    cols, at = [], [0, 0]
-    for f in is_float:
-        cols.append((floats if f else ints).slice(at[f], 1))
-        at[f] += 1
-    return pa.Table.from_arrays(cols, names=list(totals))

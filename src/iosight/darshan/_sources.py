@@ -1,8 +1,10 @@
 """Which reader reads a source: sniffed from its first bytes and its name.
 
-Readers register by name in :data:`READERS`; :func:`read_source` picks the
-first whose ``sniff`` accepts the source. Adding a format touches only its module
-and one ``register`` call here.
+Readers register in :data:`READERS`, one :class:`Reader` per format and way of
+reading it; :func:`read_source` picks the format whose native reader's ``sniff``
+accepts the source, then that format's reader of the chosen way. Adding a format or
+a way touches only its module and one ``_register`` call here; the choices and error
+messages are built from the registry.
 """
 
 from __future__ import annotations
@@ -30,18 +32,33 @@ SOURCE_SUFFIXES = (
 
 @dataclass(frozen=True)
 class Reader:
-    """A format: ``sniff(head, path)`` says whether ``read(path)`` applies."""
+    """One way to read one source format.
 
-    name: str
+    ``format``: what ingest records as a source's format; ``what``: the format in words,
+    for error messages; ``sniff(head, path)``: whether a source whose first bytes are
+    ``head`` is of the format; ``read(path, chunked)``: its tables (``chunked``: a
+    reader that can may give big DXT tables as :class:`~iosight.darshan.TableChunks`);
+    ``way``: how it reads, the choice of ``--reader`` (``native``: iosight's own
+    parser; ``libdarshan``: through libdarshan-util, as PyDarshan does).
+    """
+
+    format: str
+    what: str
     sniff: Callable[[bytes, Path], bool]
-    read: Callable[[Path], LogTables]
+    read: Callable[[Path, bool], LogTables]
+    way: str = "native"
+
+    @property
+    def name(self) -> str:
+        """The registry name: the format, with its way when that is not native."""
+        return self.format if self.way == "native" else f"{self.format}-{self.way}"
 
 
 READERS: Registry[Reader] = Registry("reader")
 
 
-def _register(name: str, sniff, read) -> None:
-    READERS.register(name)(Reader(name, sniff, read))
+def _register(reader: Reader) -> None:
+    READERS.register(reader.name)(reader)
 
 
 def _darshan3(head: bytes, path: Path) -> bool:
@@ -80,51 +97,58 @@ def _job_totals(head: bytes, path: Path) -> bool:
     return is_job_totals_table(path)
 
 
-def _read_darshan3(path: Path, job_totals_row: bool = False, chunked: bool = False) -> LogTables:
+def _read_darshan3(path: Path, chunked: bool) -> LogTables:
     from iosight.darshan._darshan3 import read_darshan3
 
-    return read_darshan3(path, job_totals_row=job_totals_row, chunked=chunked)
+    return read_darshan3(path, chunked=chunked)
 
 
-def _read_darshan3_libdarshan(
-    path: Path, job_totals_row: bool = False, chunked: bool = False
-) -> LogTables:
-    """``job_totals_row`` and ``chunked`` are ignored: libdarshan-util gives whole tables."""
+def _read_darshan3_libdarshan(path: Path, chunked: bool) -> LogTables:
+    """``chunked`` is ignored: libdarshan-util gives whole tables."""
     from iosight.darshan._pydarshan import read_pydarshan
 
     return read_pydarshan(path)
 
 
-# how 3.x logs are read: natively (default) or through libdarshan-util (PyDarshan's cffi)
-DARSHAN3_READERS = {"native": _read_darshan3, "libdarshan": _read_darshan3_libdarshan}
-
-
-def _read_darshan2(path: Path) -> LogTables:
+def _read_darshan2(path: Path, chunked: bool) -> LogTables:
     from iosight.darshan._darshan2 import read_darshan2
 
     return read_darshan2(path)
 
 
-def _read_parser_text(path: Path) -> LogTables:
+def _read_parser_text(path: Path, chunked: bool) -> LogTables:
     from iosight.darshan._parser_text import read_parser_text
 
     return read_parser_text(path)
 
 
-def _read_job_totals(path: Path) -> LogTables:
+def _read_job_totals(path: Path, chunked: bool) -> LogTables:
     from iosight.darshan._jobtotals import read_job_totals
 
     return read_job_totals(path)
 
 
-_register("darshan3", _darshan3, _read_darshan3)
-_register("darshan2", _darshan2, _read_darshan2)
-_register("parser-text", _parser_text, _read_parser_text)
-_register("job-totals", _job_totals, _read_job_totals)
+_register(Reader("darshan3", "Darshan log", _darshan3, _read_darshan3))
+_register(Reader("darshan3", "Darshan log", _darshan3, _read_darshan3_libdarshan, "libdarshan"))
+_register(Reader("darshan2", "Darshan log", _darshan2, _read_darshan2))
+_register(Reader("parser-text", "parser text dump", _parser_text, _read_parser_text))
+_register(Reader("job-totals", "job-total table", _job_totals, _read_job_totals))
 
 
-def sniff(path: Path) -> Reader:
-    """The reader for ``path``, or :class:`CorruptLogError` saying what it looks like."""
+def reader_ways() -> list[str]:
+    """The ways a source can be read (``--reader``): every registered reader's."""
+    return sorted({r.way for _, r in READERS.items()})
+
+
+def check_reader_way(way: str) -> None:
+    """Raise :class:`UnknownNameError` naming the registered ways unless ``way`` is one."""
+    if way not in reader_ways():
+        raise UnknownNameError("3.x reader", way, reader_ways())
+
+
+def sniff(path: Path, way: str = "native") -> Reader:
+    """The reader for ``path`` (read ``way`` when its format can be, else natively), or
+    :class:`CorruptLogError` saying what it looks like."""
     try:
         with open(path, "rb") as fh:
             head = fh.read(64)
@@ -133,34 +157,31 @@ def sniff(path: Path) -> Reader:
     if not head:
         raise CorruptLogError(f"{path}: empty file")
     for _, reader in READERS.items():
-        if reader.sniff(head, path):
-            return reader
-    raise CorruptLogError(f"{path}: not a Darshan log, parser text dump or job-total table")
+        if reader.way == "native" and reader.sniff(head, path):
+            alt = f"{reader.format}-{way}"
+            return READERS.get(alt) if alt in READERS.names() else reader
+    raise CorruptLogError(f"{path}: not a {_formats_in_words()}")
+
+
+def _formats_in_words() -> str:
+    """``a, b or c``: what every format is, each said once, in registry order."""
+    whats = list(dict.fromkeys(r.what for _, r in READERS.items()))
+    return whats[0] if len(whats) == 1 else f"{', '.join(whats[:-1])} or {whats[-1]}"
 
 
 def read_source(
-    path: str | Path,
-    *,
-    darshan3: str = "native",
-    job_totals_row: bool = False,
-    chunked: bool = False,
+    path: str | Path, *, reader: str = "native", chunked: bool = False
 ) -> tuple[str, LogTables]:
     """Read one source with the reader that fits; return (format name, tables).
 
-    ``darshan3`` picks how Darshan 3.x logs are read (:data:`DARSHAN3_READERS`):
-    ``"native"`` parses the file format itself, ``"libdarshan"`` goes through
-    libdarshan-util as PyDarshan does (the oracle the native reader is tested against).
-    ``job_totals_row``: the native reader gives a log's ``job_totals`` as its row (a
-    dict, see :func:`~iosight.darshan.read_darshan3`); every other reader, a table.
-    ``chunked``: the native reader may give DXT tables as
+    ``reader`` picks how a format that has several readers is read (:func:`reader_ways`):
+    ``"native"`` parses the file format itself, ``"libdarshan"`` reads Darshan 3.x logs
+    through libdarshan-util as PyDarshan does (the oracle the native reader is tested
+    against). ``chunked``: the native 3.x reader may give DXT tables as
     :class:`~iosight.darshan.TableChunks` (iterate them with
     :func:`~iosight.darshan.table_pieces`).
     """
     path = Path(path)
-    if darshan3 not in DARSHAN3_READERS:
-        raise UnknownNameError("3.x reader", darshan3, list(DARSHAN3_READERS))
-    reader = sniff(path)
-    if reader.name == "darshan3":
-        read = DARSHAN3_READERS[darshan3]
-        return reader.name, read(path, job_totals_row=job_totals_row, chunked=chunked)
-    return reader.name, reader.read(path)
+    check_reader_way(reader)
+    chosen = sniff(path, reader)
+    return chosen.format, chosen.read(path, chunked)

@@ -48,7 +48,8 @@ module tables (``posix``, ``mpiio``, ``stdio``, ``h5f``, ``h5d``, ``pnetcdf_file
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -161,10 +162,37 @@ ACCESS_SIZE_BINS = (
     "1G_PLUS",
 )
 
-# dict[str, pa.Table]: warehouse table name -> rows of one source; with
-# read_source(..., job_totals_row=True), "job_totals" may be one row (dict[str, float]);
-# with read_source(..., chunked=True), "dxt_posix"/"dxt_mpiio" may be TableChunks
-LogTables = dict
+@dataclass(eq=False)
+class LogTables(Mapping[str, "pa.Table | TableChunks"]):
+    """What every reader returns: one source's rows, warehouse table name -> Arrow table.
+
+    ``tables``: the tables as read; with ``chunked=True`` a DXT table may be
+    :class:`TableChunks`. ``totals_row``: the ``job_totals`` row (column -> value) of a
+    reader that reduces the records itself (the native 3.x reader), made a table only
+    when ``log["job_totals"]`` asks for it: ingest gathers many logs' rows into one
+    table instead (a one-row table of ~190 columns costs more to build and to
+    concatenate than the row does). Equal to any mapping of equal tables.
+    """
+
+    tables: dict[str, pa.Table | TableChunks] = field(default_factory=dict)
+    totals_row: dict[str, int | float] | None = None
+
+    def __getitem__(self, name: str) -> pa.Table | TableChunks:
+        if name == "job_totals" and name not in self.tables and self.totals_row is not None:
+            self.tables[name] = totals_table(self.totals_row)
+        return self.tables[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def _names(self) -> list[str]:
+        names = list(self.tables)
+        if self.totals_row is not None and "job_totals" not in self.tables:
+            names.append("job_totals")
+        return names
 
 
 class TableChunks:
@@ -184,3 +212,21 @@ class TableChunks:
 def table_pieces(table: pa.Table | TableChunks) -> Iterable[pa.Table]:
     """A reader's table as the pieces to handle one at a time (a whole table: itself)."""
     return table if isinstance(table, TableChunks) else (table,)
+
+
+def totals_table(totals: dict[str, float]) -> pa.Table:
+    """The one-row ``job_totals`` table: int64 columns for int values, float64 for
+    floats. The values go into Arrow as two arrays, each column a slice of one
+    (an array per column costs 2x more; ``from_pylist`` 3x)."""
+    import numpy as np
+    import pyarrow as pa
+
+    values = list(totals.values())
+    is_float = [isinstance(v, float) for v in values]
+    ints = pa.array(np.array([v for v in values if not isinstance(v, float)], np.int64))
+    floats = pa.array(np.array([v for v in values if isinstance(v, float)], np.float64))
+    cols, at = [], [0, 0]
+    for f in is_float:
+        cols.append((floats if f else ints).slice(at[f], 1))
+        at[f] += 1
+    return pa.Table.from_arrays(cols, names=list(totals))

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from iosight._errors import IosightError, UnknownNameError, check_param
+from iosight._errors import IosightError, check_param
 from iosight._progress import Progress, ensure_progress
 from iosight.parallel import default_workers
 from iosight.warehouse._compact import CompactReport, auto_compact
@@ -241,11 +241,10 @@ def check_ingest_args(
     (a named source missing or a warehouse, a count or timeout out of range, an unknown
     reader): the command line checks them before it makes a warehouse, so bad arguments
     leave nothing behind."""
-    from iosight.darshan import DARSHAN3_READERS
+    from iosight.darshan import check_reader_way
     from iosight.parallel import check_pool_params
 
-    if reader not in DARSHAN3_READERS:
-        raise UnknownNameError("3.x reader", reader, list(DARSHAN3_READERS))
+    check_reader_way(reader)
     check_pool_params(workers, timeout)
     check_param("batch_size", batch_size, batch_size is None or batch_size >= 1, "an integer >= 1")
     _check_sources(paths)
@@ -517,19 +516,21 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str, float | None]], str], beat
         out["keys"].append(key)
         out["bytes"] += os.path.getsize(path)
         try:
-            fmt, tables = read_source(path, darshan3=reader, job_totals_row=True, chunked=True)
+            fmt, log = read_source(path, reader=reader, chunked=True)
         except Exception as err:  # noqa: BLE001 - an unreadable source is an error row
             reason = one_line(err)
             out["errors"].append((path, reason))
             row = {"source_key": key, "source_path": path, "error": reason, "ingested_at": now}
             parts.add("ingest_errors", pa.Table.from_pylist([row]))
             continue
-        tables["jobs"] = _with_known_at(tables["jobs"], arrival)
-        jobs = tables["jobs"].num_rows
-        for name, t in tables.items():
+        log.tables["jobs"] = _with_known_at(log.tables["jobs"], arrival)
+        jobs = log.tables["jobs"].num_rows
+        for name, t in log.tables.items():
             for piece in table_pieces(t):  # a big DXT table piece by piece: see _Parts
                 parts.add(name, *_job_keys(key, piece))
-        if fmt != "job-totals" and "job_totals" not in tables:
+        if log.totals_row is not None:
+            parts.add_row("job_totals", log.totals_row, key)
+        elif fmt != "job-totals" and "job_totals" not in log.tables:
             # a log with no records still gets its row (no counter recorded: all null)
             parts.add("job_totals", _ONE_ROW, key)
         sources.append(
@@ -573,8 +574,8 @@ class _Parts:
     plus one source's tables, and staging copies one table at a time (into one chunk
     per column when its sources' chunks are small, ``_SMALL_CHUNK_ROWS``: Parquet writes
     one chunk much faster than many small ones). A table's
-    rows may also come as dicts (a 3.x log's ``job_totals`` row): those become one
-    table at staging.
+    rows may also come one by one (a 3.x log's ``job_totals`` row, see
+    :class:`~iosight.darshan.LogTables`): those become one table at staging.
 
     Each source's rows carry their ``job_key`` only here: the column is built once per
     staged table, dictionary-encoded (no string per row; Parquet stores a dictionary
@@ -583,17 +584,26 @@ class _Parts:
 
     def __init__(self, staging: Path) -> None:
         self.staging = staging
-        self.acc: dict[str, list[tuple[pa.Table | dict, str | list[str] | None]]] = {}
+        self.acc: dict[str, list[tuple[pa.Table, str | list[str] | None]]] = {}
+        self.rows: dict[str, list[tuple[dict, str]]] = {}
         self.size: dict[str, int] = {}
         self.total = 0  # sum of self.size, kept as tables come and go (add runs per table)
         self.part: dict[str, int] = {}
         self.written: set[str] = set()
 
-    def add(self, name: str, table: pa.Table | dict, keys: str | list[str] | None = None) -> None:
-        """Hold ``table``'s rows (or one row, a dict); ``keys``: the ``job_key`` of every
-        row (one string), of each row (a list), or ``None`` for a table without one."""
+    def add(self, name: str, table: pa.Table, keys: str | list[str] | None = None) -> None:
+        """Hold ``table``'s rows; ``keys``: the ``job_key`` of every row (one string), of
+        each row (a list), or ``None`` for a table without one."""
         self.acc.setdefault(name, []).append((table, keys))
-        size = _held_bytes(table)
+        # get_total_buffer_size: nbytes deduplicates and costs far more
+        self._hold(name, table.get_total_buffer_size())
+
+    def add_row(self, name: str, row: dict[str, int | float], key: str) -> None:
+        """Hold one row (column -> value) of job ``key``."""
+        self.rows.setdefault(name, []).append((row, key))
+        self._hold(name, 88 * len(row))  # about 88 bytes a value: a float object, a dict slot
+
+    def _hold(self, name: str, size: int) -> None:
         self.size[name] = self.size.get(name, 0) + size
         self.total += size
         if self.total > _PART_BYTES:
@@ -601,7 +611,10 @@ class _Parts:
                 self._stage(max(self.size, key=self.size.__getitem__))
 
     def _stage(self, name: str) -> None:
-        entries = _rows_as_table(self.acc.pop(name))
+        entries = self.acc.pop(name, [])
+        if name in self.rows:
+            rows = self.rows.pop(name)
+            entries.insert(0, (_rows_table([r for r, _ in rows]), [k for _, k in rows]))
         table = pa.concat_tables([t for t, _ in entries], promote_options="permissive")
         if table.num_rows < _SMALL_CHUNK_ROWS * len(entries):
             table = table.combine_chunks()  # small chunks: worth a copy
@@ -623,34 +636,21 @@ class _Parts:
         self.total -= self.size.pop(name)
 
     def finish(self) -> set[str]:
-        for name in list(self.acc):
+        for name in list(self.size):
             self._stage(name)
         return self.written
 
 
-def _rows_as_table(entries: list) -> list[tuple[pa.Table, str | list[str] | None]]:
-    """``entries`` with their dict rows made one table (its columns: every key met, in
-    order; a row without one holds null), first."""
-    rows = [(r, k) for r, k in entries if isinstance(r, dict)]
-    if not rows:
-        return entries
+def _rows_table(rows: list[dict[str, int | float]]) -> pa.Table:
+    """``rows`` as one table: its columns every key met, in order (float64 for floats,
+    int64 otherwise); a row without one holds null."""
     seen: dict = {}  # every column, in the order met, with a value (of its one type)
-    for row, _ in rows:
+    for row in rows:
         seen.update(row)
     schema = pa.schema(
         [(col, pa.float64() if isinstance(v, float) else pa.int64()) for col, v in seen.items()]
     )
-    table = pa.Table.from_pylist([r for r, _ in rows], schema=schema)
-    return [(table, [k for _, k in rows])] + [e for e in entries if not isinstance(e[0], dict)]
-
-
-def _held_bytes(table: pa.Table | dict) -> int:
-    """Bytes of ``table``'s buffers (``get_total_buffer_size``; ``nbytes`` deduplicates
-    and costs far more). A row (a dict of Python numbers): about 88 bytes a value, a
-    float object and its dict slot."""
-    if isinstance(table, dict):
-        return 88 * len(table)
-    return table.get_total_buffer_size()
+    return pa.Table.from_pylist(rows, schema=schema)
 
 
 # chunks of fewer rows than this on average are combined before Parquet writes them (a
@@ -675,10 +675,10 @@ def _key_column(entries: list[tuple[pa.Table, str | list[str]]]) -> pa.Dictionar
     )
 
 
-def _job_keys(key: str, table: pa.Table | dict) -> tuple[pa.Table | dict, str | list[str]]:
+def _job_keys(key: str, table: pa.Table) -> tuple[pa.Table, str | list[str]]:
     """``table`` and its rows' ``job_key``: the source key, or ``<key>-<row>`` for the
     rows of a multi-job source (its ``_row`` column, dropped here)."""
-    if isinstance(table, dict) or table.schema.get_field_index("_row") < 0:
+    if table.schema.get_field_index("_row") < 0:
         return table, key
     rows = table["_row"].to_numpy().tolist()
     return table.drop_columns(["_row"]), [f"{key}-{r:08d}" for r in rows]

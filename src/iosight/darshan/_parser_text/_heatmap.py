@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from iosight._errors import CorruptLogError
-from iosight.darshan._parser_text_rows import _as, _records
+from iosight.darshan._parser_text._rows import _as, _records
 
 if TYPE_CHECKING:
     import pyarrow as pa

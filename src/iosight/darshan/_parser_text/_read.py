@@ -1,13 +1,12 @@
 """Read ``darshan-parser --all`` text dumps (Darshan 3.x output format).
 
 Facilities that archive parser output instead of binary logs can ingest it with
-:func:`read_parser_text`; :func:`write_parser_text` (``_parser_text_write.py``) renders
+:func:`read_parser_text`; :func:`write_parser_text` (``_write.py``) renders
 warehouse tables back in the same format. 1.x/2.x dumps fill the same 2.x record
 interface as the binary 2.x reader (:func:`~iosight.darshan._darshan2.cp_record_tables`).
-This module is the entry point; each part of the dump has its own module:
-``_parser_text_header`` (``# `` lines), ``_parser_text_rows`` (counter records),
-``_parser_text_lustre``, ``_parser_text_heatmap``, ``_parser_text_dxt`` and
-``_parser_text_totals`` (``total_*``/``--perf`` lines).
+This module is the entry point; each part of the dump has its own module beside it:
+``_header`` (``# `` lines), ``_rows`` (counter records), ``_lustre``, ``_heatmap``,
+``_dxt`` and ``_totals`` (``total_*``/``--perf`` lines).
 The format is that of ``darshan-util/darshan-parser.c`` and
 the modules' ``darshan_log_print_*`` functions (Listing 1 of Saeedizade et al.,
 "I/O Burst Prediction for HPC Clusters using Darshan Logs", shows an excerpt):
@@ -54,19 +53,19 @@ import numpy as np
 
 from iosight._errors import CorruptLogError, read_naming_file
 from iosight.darshan._darshan2 import job_totals
-from iosight.darshan._parser_text_dxt import _dxt_tables
-from iosight.darshan._parser_text_header import _header, _number, _text_of
-from iosight.darshan._parser_text_heatmap import _heatmap_table
-from iosight.darshan._parser_text_lustre import _lustre_table
-from iosight.darshan._parser_text_rows import (
+from iosight.darshan._parser_text._dxt import _dxt_tables
+from iosight.darshan._parser_text._header import _header, _number, _text_of
+from iosight.darshan._parser_text._heatmap import _heatmap_table
+from iosight.darshan._parser_text._lustre import _lustre_table
+from iosight.darshan._parser_text._rows import (
     LEGACY_FIELDS,
     _as,
     _legacy_tables,
     _module_table,
     _record_rows,
 )
-from iosight.darshan._parser_text_totals import _printed_totals
-from iosight.darshan._tables import MODULE_TABLES, jobs_schema, table_for_module
+from iosight.darshan._parser_text._totals import _printed_totals
+from iosight.darshan._tables import MODULE_TABLES, LogTables, jobs_schema, table_for_module
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -74,7 +73,7 @@ if TYPE_CHECKING:
 _MODULE_NAMES = {table: module for module, table in MODULE_TABLES.items()}
 
 
-def read_parser_text(path: Path) -> dict[str, pa.Table]:
+def read_parser_text(path: Path) -> LogTables:
     """Read one ``darshan-parser --all`` dump (plain, gzip or bzip2) into warehouse tables.
 
     Parameters
@@ -85,7 +84,7 @@ def read_parser_text(path: Path) -> dict[str, pa.Table]:
 
     Returns
     -------
-    dict of str to pyarrow.Table
+    LogTables
         ``jobs``, ``names``, ``mounts``, one table per module with records
         (``posix``, ``mpiio``, ``stdio``, ``lustre``, ``heatmap``, ``dxt_posix``, ...)
         and ``job_totals``.
@@ -99,7 +98,7 @@ def read_parser_text(path: Path) -> dict[str, pa.Table]:
     return read_naming_file(Path(path), _read)
 
 
-def _read(path: Path) -> dict[str, pa.Table]:
+def _read(path: Path) -> LogTables:
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -165,7 +164,8 @@ def _read(path: Path) -> dict[str, pa.Table]:
     }
     tables["jobs"] = pa.Table.from_pylist([row], jobs_schema())  # known_at: null, ingest sets it
     tables["job_totals"] = _printed_totals(text, head["perf"]) or job_totals(tables)
-    return {k: v for k, v in tables.items() if v.num_columns}  # no counters: no job_totals
+    # no counters: no job_totals
+    return LogTables({k: v for k, v in tables.items() if v.num_columns})
 
 
 def _names_table(rows: pa.Table, dxt_names: dict[int, str], legacy: bool) -> pa.Table:

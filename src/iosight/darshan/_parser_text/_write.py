@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, TextIO
 import numpy as np
 
 from iosight._errors import CorruptLogError
-from iosight.darshan._parser_text_dxt import _DXT_TABLES
-from iosight.darshan._parser_text_lustre import _LUSTRE_COMP_COUNTERS
-from iosight.darshan._parser_text_totals import _PERF_KEYS
+from iosight.darshan._parser_text._dxt import _DXT_TABLES
+from iosight.darshan._parser_text._lustre import _LUSTRE_COMP_COUNTERS
+from iosight.darshan._parser_text._totals import _PERF_KEYS
 from iosight.darshan._tables import table_for_module
 
 if TYPE_CHECKING:

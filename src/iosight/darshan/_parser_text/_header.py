@@ -1,6 +1,6 @@
 """Header comments of a ``darshan-parser`` dump: job fields, metadata, mounts, module
 sections, partial flags, ``--perf`` lines and DXT file names (the format is described in
-``_parser_text.py``)."""
+``_read.py``)."""
 
 from __future__ import annotations
 
