@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 N_AHEAD = 24  # bins of expected I/O, two hours of 5-minute bins (§V-B)
 MIN_RUNS = 3  # ended runs an application needs before its own statistics are used
 _DAY = 86400.0
+_NEVER = 9e9  # a run never known (the year 2255): after any real time, below 1e10
 _JOB_COLUMNS = ("start_time", "end_time", "exe", "source", "nprocs", "read_bytes", "write_bytes")
 
 
@@ -237,7 +238,7 @@ def _history(key, known, runtime, rate, job, day, elapsed, offsets):
     ``day``; ``ok`` where the application had at least ``MIN_RUNS`` such runs."""
     codes, inv = np.unique(key, return_inverse=True)
     order = np.lexsort((known, inv))  # runs grouped by application, by known-at time
-    g, e = inv[order], known[order]
+    g, e = inv[order], np.minimum(known[order], _NEVER)  # never known (Slurm's): last
     group_first = np.searchsorted(g, np.arange(codes.size))
     # runs of the pair's application known before its day: a prefix of the group
     composite = g.astype(np.float64) * 1e10 + e  # exact: codes < 1e5, times < 1e10
