@@ -73,3 +73,17 @@ def test_without_snapshots_the_logs_are_the_job_state(tmp_path):
     bare = Warehouse(tmp_path / "wh", create=True)
     logs = _logs()
     assert scheduler_jobs(bare, logs) is logs
+
+
+def test_an_empty_snapshot_says_nothing_runs(tmp_path):
+    """A snapshot with no job (no ``sched_jobs`` table yet): from it on no log's job
+    counts as running, before it the logs' do."""
+    import json
+
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({**json.loads(DEB12.read_text()), "jobs": []}))
+    bare = Warehouse(tmp_path / "wh", create=True)
+    SlurmFeed(SlurmFeedOptions(recorded=empty)).poll(bare, now=1795803300.0)
+    assert not bare.has_table("sched_jobs")
+    running = job_state(scheduler_jobs(bare, _logs()), BINS, WIDTH, "write").running
+    assert running.tolist() == [float(START < t < 1795803300.0) for t in BINS + WIDTH]

@@ -28,8 +28,8 @@ SCHED_SNAPSHOTS = "sched_snapshots"
 RUNNING = frozenset({"RUNNING", "COMPLETING"})
 PENDING = "PENDING"
 _UNLIMITED_RUN = 365 * 86400.0  # how long a running job without a time limit may run
-SCHED_COLUMNS = ("jobid", "name", "user", "partition", "nodes", "ntasks", "state", "submit_time",
-            "start_time", "end_time", "time_limit_s")  # fmt: skip
+SCHED_COLUMNS = ("jobid", "name", "user", "partition", "nodes", "ntasks", "state",
+                 "submit_time", "start_time", "end_time", "time_limit_s")  # fmt: skip
 
 
 def last_snapshot(warehouse: Warehouse, at: float | None = None) -> tuple[float, str] | None:
@@ -142,6 +142,8 @@ def scheduler_jobs(warehouse: Warehouse, jobs: pd.DataFrame) -> pd.DataFrame:
         return jobs
     logs = jobs.assign(running_from=jobs["start_time"],
                        running_until=np.minimum(jobs["end_time"], first))  # fmt: skip
+    if not warehouse.has_table(SCHED_JOBS):  # every snapshot was empty: nothing ran
+        return logs
     run = _running_windows(warehouse)
     landed = jobs.groupby("jobid")["known_at"].min()
     log_at = run["jobid"].map(landed).to_numpy(np.float64)
@@ -157,8 +159,8 @@ def scheduler_jobs(warehouse: Warehouse, jobs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _first_snapshot(warehouse: Warehouse) -> float | None:
-    """Time of the first snapshot (None: none, or no job table to join)."""
-    if not (warehouse.has_table(SCHED_SNAPSHOTS) and warehouse.has_table(SCHED_JOBS)):
+    """Time of the first snapshot (None: none)."""
+    if not warehouse.has_table(SCHED_SNAPSHOTS):
         return None
     got = warehouse.rows(f"select min(known_at) as t from {SCHED_SNAPSHOTS}")
     (row,) = got.records()
