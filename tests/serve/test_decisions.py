@@ -14,7 +14,9 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -305,3 +307,67 @@ def test_a_direction_prometheus_had_no_sample_for_stays_unknown(live_path):
              if s.name == "iosight_rate_bytes_per_second"}  # fmt: skip
     assert rates[(("direction", "write"), ("source", "live_rates"))] == 7e9 / WIDTH
     assert (("direction", "read"), ("source", "live_rates")) not in rates
+
+
+EXTRA = 30  # jobs only Slurm knows of (no log yet)
+
+
+@pytest.fixture(scope="module")
+def slurm_path(served_path, tmp_path_factory):
+    """The facility with one Slurm snapshot (the recorded 22.05 squeue document's running
+    job as the template, SYNTHETIC jobs) at the end of the timeline's last bin T: every
+    job the logs show running at T, as Slurm shows it, and ``EXTRA`` 128-task jobs of the
+    commonest application that have no log."""
+    from iosight.bursts import load_jobs
+    from iosight.live import SlurmFeed, SlurmFeedOptions
+    from iosight.timeline import load_timeline
+
+    root = tmp_path_factory.mktemp("slurm")
+    shutil.copytree(served_path, root / "wh")
+    wh = Warehouse(root / "wh")
+    at = float(load_timeline(wh)["bin_start"].iloc[-1]) + WIDTH
+    jobs = load_jobs(wh)
+    run = jobs[(jobs["start_time"] < at) & (jobs["end_time"] > at)]
+    common = jobs["exe"].mode()[0]
+    doc = json.loads(SLURM_DOC.read_text())
+    template = next(j for j in doc["jobs"] if j["job_state"] == "RUNNING")
+
+    def job(jobid, name, tasks, start):
+        return {**template, "job_id": int(jobid), "name": name, "tasks": int(tasks),
+                "start_time": float(start), "time_limit": 10**6}  # fmt: skip
+
+    doc["jobs"] = [job(r.jobid, r.exe, r.nprocs, r.start_time) for r in run.itertuples()]
+    doc["jobs"] += [job(10**12 + i, common, 128, at - 600) for i in range(EXTRA)]
+    (root / "squeue.json").write_text(json.dumps(doc))
+    SlurmFeed(SlurmFeedOptions(recorded=root / "squeue.json")).poll(wh, now=at)
+    return root / "wh"
+
+
+SLURM_DOC = Path(__file__).parents[1] / "live" / "slurm_data" / "squeue-22.05.8-debian12.json"
+
+
+def test_a_set_4_forecast_reads_the_running_jobs_slurm_saw(slurm_path):
+    """/api/forecast's feature set 4 takes Slurm's running jobs: its job state differs from
+    the logs' alone only at the snapshot's bin, by the jobs without a log, and the
+    forecast served is the forecaster's on that state (this tree's probabilities happen
+    to be the same on the logs' state alone)."""
+    from iosight.bursts import job_state, load_jobs, scheduler_jobs
+    from iosight.timeline import load_timeline
+
+    with BackgroundServer(create_app(slurm_path)) as srv:
+        status, doc = get_json(srv, "/api/forecast")
+    assert status == 200
+    write = doc["directions"]["write"]
+    wh = Warehouse(slurm_path)
+    fc = load_forecaster(wh, write["model"]["name"])
+    assert fc.metadata["feature_set"] == 4
+    timeline, logs = load_timeline(wh), load_jobs(wh)
+    live = scheduler_jobs(wh, logs)
+    starts = timeline["bin_start"].to_numpy()
+    a, b = (job_state(j, starts, WIDTH, "write") for j in (logs, live))
+    assert (b.running - a.running).tolist() == [0.0] * (len(starts) - 1) + [float(EXTRA)]
+    np.testing.assert_array_equal(a.expected[:-1], b.expected[:-1])
+    assert b.expected[-1, 0] > a.expected[-1, 0]
+    expected = fc.predict(timeline, jobs=live).table
+    assert write["as_of"] == starts[-1] + WIDTH
+    assert [x["probability"] for x in write["bins"]] == pytest.approx(expected["probability"])

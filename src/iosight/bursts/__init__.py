@@ -65,6 +65,17 @@ from iosight.bursts._known import INFORMATION, known_ema, known_rows, load_known
 from iosight.bursts._labels import BurstLabels, choose_k, label_bursts, severity_classes
 from iosight.bursts._models import MODELS, make_pipeline, model_names, search_params
 from iosight.bursts._nowcast import nowcast, nowcast_accuracy
+from iosight.bursts._scheduler import (
+    SCHED_COLUMNS,
+    SCHED_JOBS,
+    SCHED_SNAPSHOTS,
+    SchedulerView,
+    last_snapshot,
+    sched_snapshot,
+    scheduler_jobs,
+    scheduler_view,
+    slurm_running_jobs,
+)
 from iosight.bursts._task import (
     DEFAULT_HORIZONS,
     MAX_LEAD,
@@ -100,6 +111,9 @@ __all__ = [
     "MODELS",
     "MODES",
     "N_AHEAD",
+    "SCHED_COLUMNS",
+    "SCHED_JOBS",
+    "SCHED_SNAPSHOTS",
     "TARGETS",
     "VAL_FRACTION",
     "BurstAnalysis",
@@ -114,6 +128,7 @@ __all__ = [
     "ForecasterSettings",
     "JobState",
     "Persistence",
+    "SchedulerView",
     "TimeOfDay",
     "TrainResult",
     "analyze_bursts",
@@ -136,6 +151,7 @@ __all__ = [
     "known_ema",
     "known_rows",
     "label_bursts",
+    "last_snapshot",
     "list_forecasters",
     "load_evaluation",
     "load_forecaster",
@@ -153,8 +169,12 @@ __all__ = [
     "run_length",
     "run_length_table",
     "running_jobs_share",
+    "sched_snapshot",
+    "scheduler_jobs",
+    "scheduler_view",
     "search_params",
     "severity_classes",
+    "slurm_running_jobs",
     "started_by",
     "task_grid",
     "train_bursts",

@@ -34,11 +34,13 @@ if TYPE_CHECKING:
 N_AHEAD = 24  # bins of expected I/O, two hours of 5-minute bins (§V-B)
 MIN_RUNS = 3  # ended runs an application needs before its own statistics are used
 _DAY = 86400.0
+_NEVER = 9e9  # a run never known (the year 2255): after any real time, below 1e10
 _JOB_COLUMNS = ("start_time", "end_time", "exe", "source", "nprocs", "read_bytes", "write_bytes")
 
 
 def load_jobs(warehouse: Warehouse) -> pd.DataFrame:
-    """Per job: ``start_time``, ``end_time``, ``exe``, ``source``, ``nprocs``, ``uid``,
+    """Per job: ``jobid`` (to match Slurm's), ``start_time``, ``end_time``, ``exe``,
+    ``source``, ``nprocs``, ``uid``,
     ``known_at`` (when its log landed: ``iosight.warehouse.KNOWN_AT``) and POSIX+STDIO
     ``read_bytes`` / ``write_bytes`` (records where present, else ``job_totals``), the
     layers the timeline counts (``iosight.timeline``)."""
@@ -73,14 +75,15 @@ def load_jobs(warehouse: Warehouse) -> pd.DataFrame:
                 )
     io = " union all ".join(parts) if parts else "select null as job_key, 0 as r, 0 as w"
     return warehouse.sql(
-        "select j.start_time, coalesce(j.end_time, j.start_time) as end_time, "
+        "select try_cast(j.jobid as bigint) as jobid, j.start_time, "
+        "coalesce(j.end_time, j.start_time) as end_time, "
         "coalesce(j.exe, '') as exe, coalesce(j.source_path, '') as source, "
         "greatest(coalesce(j.nprocs, 1), 1) as nprocs, coalesce(cast(j.uid as varchar), '') "
         f"as uid, coalesce({KNOWN_AT}, j.start_time) as known_at, "
         "coalesce(sum(io.r), 0) as read_bytes, coalesce(sum(io.w), 0) as write_bytes "
         f"from jobs j left join ({io}) io using (job_key) where j.start_time is not null "
-        "group by j.job_key, j.start_time, j.end_time, j.exe, j.source_path, j.nprocs, j.uid, "
-        "j.known_at "
+        "group by j.job_key, j.jobid, j.start_time, j.end_time, j.exe, j.source_path, "
+        "j.nprocs, j.uid, j.known_at "
         "order by j.start_time, j.job_key"
     )
 
@@ -123,6 +126,18 @@ def _known_times(jobs: pd.DataFrame, end: np.ndarray) -> np.ndarray:
     return np.fmax(jobs["known_at"].to_numpy(np.float64), end)
 
 
+def _running_window(
+    jobs: pd.DataFrame, start: np.ndarray, end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """When each job counts as running (after the first, before the second): its run, or
+    the window the scheduler's view gives it (``running_from`` / ``running_until``,
+    :func:`iosight.bursts.scheduler_jobs`), never before its start."""
+    if "running_from" not in jobs.columns:
+        return start, end
+    run_from = np.maximum(jobs["running_from"].to_numpy(np.float64), np.nextafter(start, -np.inf))
+    return run_from, jobs["running_until"].to_numpy(np.float64)
+
+
 def job_state(jobs: pd.DataFrame, bin_start: np.ndarray, width: float, direction: str) -> JobState:
     """The state of running jobs at the end of each bin, using only what was known then.
 
@@ -142,8 +157,9 @@ def job_state(jobs: pd.DataFrame, bin_start: np.ndarray, width: float, direction
     nprocs = np.maximum(jobs["nprocs"].to_numpy(np.float64), 1.0)
     rate = jobs[f"{direction}_bytes"].to_numpy(np.float64) / (runtime * nprocs)  # per process
     # (bin, job) pairs: job started before the bin's end and has not ended by then
-    first = np.searchsorted(ends_T, start, side="right")  # first bin whose end > start
-    last = np.searchsorted(ends_T, end, side="left")  # first bin whose end >= end
+    run_from, run_until = _running_window(jobs, start, end)
+    first = np.searchsorted(ends_T, run_from, side="right")  # first bin whose end > start
+    last = np.searchsorted(ends_T, run_until, side="left")  # first bin whose end >= end
     count = np.maximum(last - first, 0)
     job = np.repeat(np.arange(len(start)), count)
     bins = np.repeat(first - np.cumsum(count) + count, count) + np.arange(count.sum())
@@ -222,7 +238,7 @@ def _history(key, known, runtime, rate, job, day, elapsed, offsets):
     ``day``; ``ok`` where the application had at least ``MIN_RUNS`` such runs."""
     codes, inv = np.unique(key, return_inverse=True)
     order = np.lexsort((known, inv))  # runs grouped by application, by known-at time
-    g, e = inv[order], known[order]
+    g, e = inv[order], np.minimum(known[order], _NEVER)  # never known (Slurm's): last
     group_first = np.searchsorted(g, np.arange(codes.size))
     # runs of the pair's application known before its day: a prefix of the group
     composite = g.astype(np.float64) * 1e10 + e  # exact: codes < 1e5, times < 1e10

@@ -34,27 +34,24 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from iosight._errors import IosightError, check_param
+from iosight.bursts import SCHED_COLUMNS, SCHED_JOBS, SCHED_SNAPSHOTS, last_snapshot
+from iosight.bursts import SchedulerView as SchedulerView  # re-exported by iosight.live
+from iosight.bursts import sched_snapshot as sched_snapshot
+from iosight.bursts import scheduler_view as scheduler_view
+from iosight.bursts import slurm_running_jobs as slurm_running_jobs
 from iosight.live._feed import FeedReport
 from iosight.live._refresh import _utc
 
 if TYPE_CHECKING:
-    import pandas as pd
     import pyarrow as pa
 
     from iosight.warehouse import Warehouse
 
-SCHED_JOBS = "sched_jobs"
-SNAPSHOTS = "sched_snapshots"
 # Slurm's job states after which a job holds no resources (squeue's and sacct's names)
 ENDED = frozenset(
     {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
      "DEADLINE", "OUT_OF_MEMORY", "REVOKED", "SPECIAL_EXIT"}
 )  # fmt: skip
-RUNNING = frozenset({"RUNNING", "COMPLETING"})
-PENDING = "PENDING"
-_UNLIMITED_RUN = 365 * 86400.0  # how long a running job without a time limit may run
-_COLUMNS = ("jobid", "name", "user", "partition", "nodes", "ntasks", "state", "submit_time",
-            "start_time", "end_time", "time_limit_s")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -333,7 +330,7 @@ def _table(rows: list[dict], now: float) -> pa.Table:
          ("end_time", pa.float64()), ("time_limit_s", pa.float64()),
          ("known_at", pa.float64())]
     )  # fmt: skip
-    cols = {c: [r[c] for r in rows] for c in _COLUMNS}
+    cols = {c: [r[c] for r in rows] for c in SCHED_COLUMNS}
     cols["known_at"] = [now] * len(rows)
     return pa.table(cols, schema=schema)
 
@@ -347,96 +344,10 @@ def _commit(warehouse: Warehouse, rows: list[dict], now: float, source: str) -> 
         schema=pa.schema([("known_at", pa.float64()), ("jobs", pa.int64()),
                           ("source", pa.string())]),
     )  # fmt: skip
-    batch = {SNAPSHOTS: [snap]}
+    batch = {SCHED_SNAPSHOTS: [snap]}
     if rows:
         batch[SCHED_JOBS] = [_table(rows, now)]
     warehouse.commit(batch)
-
-
-def last_snapshot(warehouse: Warehouse, at: float | None = None) -> tuple[float, str] | None:
-    """Time and source of the last snapshot taken at or before ``at`` (default: any)."""
-    if not warehouse.has_table(SNAPSHOTS):
-        return None
-    where, params = ("where known_at <= ?", [float(at)]) if at is not None else ("", [])
-    rows = warehouse.rows(
-        f"select known_at, source from {SNAPSHOTS} {where} order by known_at desc limit 1",
-        params,
-    )
-    if not len(rows):
-        return None
-    (row,) = rows.records()
-    return float(row["known_at"]), str(row["source"])
-
-
-def sched_snapshot(warehouse: Warehouse, at: float | None = None) -> pd.DataFrame:
-    """The jobs of the last snapshot taken at or before ``at`` (``sched_jobs`` rows);
-    empty when there is none yet or it held no job."""
-    return _jobs_of(warehouse, last_snapshot(warehouse, at))
-
-
-def _jobs_of(warehouse: Warehouse, last: tuple[float, str] | None) -> pd.DataFrame:
-    """The ``sched_jobs`` rows of the snapshot ``last`` (time, source)."""
-    if last is None or not warehouse.has_table(SCHED_JOBS):
-        import pandas as pd
-
-        return pd.DataFrame(columns=[*_COLUMNS, "known_at"])
-    return warehouse.sql(f"select * from {SCHED_JOBS} where known_at = ? order by jobid", [last[0]])
-
-
-@dataclass(frozen=True)
-class SchedulerView:
-    """What Slurm showed at ``as_of`` (its last snapshot at or before the asked time):
-    ``running`` jobs (start, size, name) and ``pending`` ones with Slurm's expected start
-    (``start_time``; missing where Slurm has not planned the job yet)."""
-
-    as_of: float | None
-    running: pd.DataFrame
-    pending: pd.DataFrame
-
-
-def scheduler_view(warehouse: Warehouse, at: float | None = None) -> SchedulerView:
-    """The scheduler's view at ``at`` (epoch s; default the last snapshot)."""
-    last = last_snapshot(warehouse, at)
-    jobs = _jobs_of(warehouse, last)
-    running = jobs[jobs["state"].isin(RUNNING)].reset_index(drop=True)
-    pending = jobs[jobs["state"] == PENDING].sort_values(["start_time", "jobid"], kind="mergesort")
-    return SchedulerView(last[0] if last else None, running, pending.reset_index(drop=True))
-
-
-def slurm_running_jobs(warehouse: Warehouse, at: float | None = None) -> pd.DataFrame:
-    """Jobs running at ``at`` as Slurm saw them, in :func:`iosight.bursts.load_jobs`'
-    columns, to join the ended runs in :func:`iosight.bursts.job_state`.
-
-    ``exe`` is the Slurm job name (what stands for the application when no log has
-    landed), ``nprocs`` the tasks launched (Slurm's total over the job's nodes; the node
-    count where Slurm gives none), ``source`` ``"slurm"``. A running job's end and bytes
-    are unknown: its bytes are 0 and its end is the end of its time limit (a year where it
-    has none), Slurm's own expectation, never before the snapshot; ``known_at`` is that
-    end too, so no run is taken as an ended one before it could have ended.
-    """
-    import numpy as np
-    import pandas as pd
-
-    view = scheduler_view(warehouse, at)
-    run = view.running
-    start = run["start_time"].to_numpy(np.float64)
-    limit = run["time_limit_s"].to_numpy(np.float64)
-    limit = np.where(np.isfinite(limit), limit, _UNLIMITED_RUN)
-    end = np.maximum(start + limit, view.as_of if view.as_of is not None else start)
-    tasks = run["ntasks"].astype("Float64").fillna(run["nodes"].astype("Float64"))
-    return pd.DataFrame(
-        {
-            "start_time": start,
-            "end_time": end,
-            "exe": run["name"].astype(str).to_numpy(),
-            "source": "slurm",
-            "nprocs": tasks.fillna(1).clip(lower=1).to_numpy(np.int64),
-            "uid": run["user"].astype(str).to_numpy(),
-            "known_at": end,
-            "read_bytes": 0.0,
-            "write_bytes": 0.0,
-        }
-    )
 
 
 def begin_option(epoch: float) -> str:

@@ -241,10 +241,13 @@ def _computed_live(wh: ServedWarehouse, fc: Forecaster) -> ServedForecast:
 
 
 def _jobs(wh: ServedWarehouse, fc: Forecaster) -> pd.DataFrame | None:
-    """The jobs feature set 4 reads (the scheduler's view of the running jobs)."""
-    from iosight.bursts import load_jobs
+    """The jobs feature set 4 reads: the ended runs of the logs and, where Slurm's
+    snapshots exist, the jobs Slurm saw running (the logs never hold a running job)."""
+    from iosight.bursts import load_jobs, scheduler_jobs
 
-    return wh.memo("jobs", lambda: load_jobs(wh)) if fc.metadata["feature_set"] == 4 else None
+    if fc.metadata["feature_set"] != 4:
+        return None
+    return wh.memo("jobs", lambda: scheduler_jobs(wh, load_jobs(wh)))
 
 
 def _timeline(wh: ServedWarehouse, fc: Forecaster) -> pd.DataFrame:
