@@ -14,8 +14,22 @@ Sections (``--only NAME``; more are added beside ``stream``):
   the ratios, peak RSS (``ru_maxrss`` of the process) and the load average before each
   run. Both must find the same bytes per job.
 
+- ``lag``: the time from a batch of SYNTHETIC messages appended to the LDMS stream file
+  to ``/api/now`` answering with it, through ``LiveService`` (the ``ldms`` feed, rounds
+  every ``--interval`` s, the server on its own thread). ``/api/now``, not
+  ``/api/forecast``: the forecast reads the file system's rates (``live_rates``), not the
+  jobs' streamed I/O (``live_io``), so an LDMS message changes the live bins, not the
+  forecast. A batch every 1.7 s (not a multiple of the interval: arrivals fall anywhere
+  in a round); ``/api/now`` asked every 10 ms until its bytes change. p50 and p95 beside
+  the polling floor a competent user's poller has at the same interval (a message
+  waits for the next poll: uniform in [0, interval], p50 interval/2, p95 0.95 interval).
+- ``memory``: RSS of a ``LiveService`` (ldms feed and server) over an hour of SYNTHETIC
+  messages (``--rate`` per second, 50 jobs of 16 ranks) replayed one simulated minute
+  per round, as fast as it goes; RSS at each quarter beside the first quarter's.
+
     python benchmarks/live.py                 # 10 k, 100 k and 1 M messages
     python benchmarks/live.py --sizes 10000   # one size
+    python benchmarks/live.py --only lag --only memory
 """
 
 from __future__ import annotations
@@ -159,7 +173,140 @@ def stream_section(args: argparse.Namespace) -> None:
           "(a shared machine: compare within a run)")  # fmt: skip
 
 
-SECTIONS = {"stream": stream_section}
+def batch(start: float, n: int, seed: int) -> list[str]:
+    """SYNTHETIC: ``n`` messages of one new job whose I/O falls around ``start``."""
+    from iosight.live import LdmsJob, synthetic_ldms_stream
+
+    job = LdmsJob(2_000_000 + seed, 5000, "/apps/app0", start)
+    return list(synthetic_ldms_stream(job, n, ranks=2, duration=2.0, seed=seed))
+
+
+def live_service(tmp: Path, source: Path, interval: float):
+    """A LiveService on ``source`` (the ldms feed) serving on a free port."""
+    from iosight.live import LiveConfig, LiveService
+
+    config = LiveConfig.from_mapping({"warehouse": str(tmp / "wh"), "interval": interval,
+                                      "feeds": {"ldms": {"source": str(source)}},
+                                      "serve": {"port": 0}})  # fmt: skip
+    return LiveService(config)
+
+
+def now_bytes(url: str) -> float:
+    """The bytes/s summed over ``/api/now``'s traces (changes when a batch lands)."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"{url}/api/now") as r:
+        doc = json.load(r)
+    return sum(sum(y or 0.0 for y in t["y"]) for t in doc["figure"]["data"])
+
+
+def lag_of(url: str, source: Path, seed: int, before: float) -> tuple[float, float]:
+    """Append one batch; seconds until ``/api/now`` differs from ``before``, its new value."""
+    with open(source, "a") as f:
+        f.writelines(m + "\n" for m in batch(time.time() - 1.0, 40, seed))
+    t0 = time.perf_counter()
+    while True:
+        got = now_bytes(url)
+        if got != before:
+            return time.perf_counter() - t0, got
+        time.sleep(0.01)
+
+
+def lag_section(args: argparse.Namespace) -> None:
+    import threading
+
+    import numpy as np
+
+    period, interval = 1.7, args.interval
+    print(f"== lag: LDMS message appended -> /api/now reflects it (SYNTHETIC, "
+          f"{args.batches} batches of 40 messages every {period} s, rounds every {interval} s)")
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "darshan.jsonl"
+        source.write_text("")
+        service = live_service(Path(tmp), source, interval)
+        url = service.start_server()
+        service.start_server = lambda: url  # run() keeps the server started here
+        stop = threading.Event()
+        thread = threading.Thread(target=service.run, args=(stop,), daemon=True)
+        thread.start()
+        loads, lags, before = [], [], now_bytes(url)
+        try:
+            for i in range(args.batches):
+                due = time.monotonic() + period
+                loads.append(os.getloadavg()[0])
+                lag, before = lag_of(url, source, i, before)
+                lags.append(lag)
+                time.sleep(max(due - time.monotonic(), 0.0))
+        finally:
+            stop.set()
+            thread.join()
+    p50, p95 = np.percentile(lags, [50, 95])
+    f50, f95 = interval / 2, 0.95 * interval
+    print(f"{'':>10} {'p50 s':>7} {'p95 s':>7} {'max s':>7}")
+    print(f"{'iosight':>10} {p50:>7.2f} {p95:>7.2f} {max(lags):>7.2f}")
+    print(f"{'floor':>10} {f50:>7.2f} {f95:>7.2f} {interval:>7.2f}  (a poller every {interval} s)")
+    print(f"{'':>10} iosight/floor: {p50 / f50:.2f}x (p50), {p95 / f95:.2f}x (p95); load "
+          f"average during: {np.mean(loads):.1f} on {os.cpu_count()} cores")  # fmt: skip
+
+
+def rss_mb() -> float:
+    """This process's resident set now (``/proc/self/status``), MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def hour_of_messages(start: float, rate: int) -> list[tuple[float, str]]:
+    """SYNTHETIC: an hour of ``rate`` messages/s from JOBS jobs, (time, message) by time."""
+    from iosight.live import LdmsJob, synthetic_ldms_stream
+
+    out = []
+    for j in range(JOBS):
+        job = LdmsJob(3_000_000 + j, 5000 + j % 7, f"/apps/app{j % 5}", start)
+        for m in synthetic_ldms_stream(job, rate * 3600 // JOBS, ranks=RANKS, duration=3600.0,
+                                       seed=j, modules=("POSIX", "MPIIO", "STDIO")):  # fmt: skip
+            out.append((json.loads(m)["seg"][0]["timestamp"], m))
+    out.sort(key=lambda p: p[0])
+    return out
+
+
+def memory_section(args: argparse.Namespace) -> None:
+    import bisect
+
+    start = time.time() - 3600.0  # the hour just past: no message is in the future
+    msgs = hour_of_messages(start, args.rate)
+    times = [t for t, _ in msgs]
+    print(f"== memory: RSS over an hour of SYNTHETIC LDMS messages ({len(msgs):,}, "
+          f"{args.rate}/s), one simulated minute per round")
+    print(f"{'minute':>7} {'messages':>10} {'live_io rows':>13} {'RSS MB':>7} "
+          f"{'/ 1st q':>8} {'wall s':>7} {'load':>5}")  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "darshan.jsonl"
+        source.write_text("")
+        service = live_service(Path(tmp), source, 60.0)
+        url = service.start_server()
+        t0, first, done = time.perf_counter(), None, 0
+        try:
+            for minute in range(1, 61):
+                upto = bisect.bisect_right(times, start + 60.0 * minute)
+                with open(source, "a") as f:
+                    f.writelines(m + "\n" for _, m in msgs[done:upto])
+                done = upto
+                service.step()
+                if minute % 15:
+                    continue
+                now_bytes(url)  # the server answers from the same process
+                rss = rss_mb()
+                first = first or rss
+                rows = service.warehouse.sql("select count(*) n from live_io")["n"].iloc[0]
+                print(f"{minute:>7} {done:>10,} {rows:>13,} {rss:>7.0f} {rss / first:>8.2f} "
+                      f"{time.perf_counter() - t0:>7.1f} {os.getloadavg()[0]:>5.1f}")  # fmt: skip
+        finally:
+            service.close()
+
+
+SECTIONS = {"stream": stream_section, "lag": lag_section, "memory": memory_section}
 
 
 def main() -> None:
@@ -169,6 +316,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=sorted(SECTIONS), action="append")
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--batches", type=int, default=30, help="lag: batches appended")
+    parser.add_argument("--interval", type=float, default=1.0, help="lag: seconds per round")
+    parser.add_argument("--rate", type=int, default=100, help="memory: messages per second")
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     for name in args.only or list(SECTIONS):
