@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from iosight.demo.step_10_characterization import example_logs
+from iosight.data import example_logs
 from iosight.timeline import build_timeline
 from iosight.warehouse import Warehouse, ingest
 

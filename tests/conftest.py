@@ -25,7 +25,7 @@ def example_warehouse(tmp_path_factory):
     HEATMAP, ...) ingested once per test worker (a session under pytest-xdist is one
     worker's). READ-ONLY: the tests that share it must not write it (copy it with
     :func:`shutil.copytree` first); the session fails at its end if one did."""
-    from iosight.demo.step_10_characterization import example_logs
+    from iosight.data import example_logs
     from iosight.warehouse import Warehouse, ingest
 
     wh = Warehouse(tmp_path_factory.mktemp("examples") / "wh", create=True)

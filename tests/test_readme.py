@@ -228,7 +228,7 @@ def _run_python(run: ReadmeRun, env: dict) -> None:
 @pytest.fixture(scope="module")
 def readme(tmp_path_factory) -> ReadmeRun:
     """The README run once, for the tests below."""
-    from iosight.demo.step_10_characterization import example_logs
+    from iosight.data import example_logs
 
     datasets = SHARED / "datasets"
     if not datasets.exists():

@@ -96,7 +96,7 @@ def test_cli_errors_are_one_line(tmp_path, args, message):
 def test_mostly_empty_timeline_has_no_burst_threshold(tmp_path):
     """PyDarshan's example logs (real) span 2017-2023: their hourly timeline is nearly all
     empty, so a threshold for 1% bursts would be 0 B; analyze and train refuse in one line."""
-    from iosight.demo.step_10_characterization import example_logs
+    from iosight.data import example_logs
     from iosight.warehouse import Warehouse, ingest
 
     w = ["-w", str(tmp_path / "wh")]

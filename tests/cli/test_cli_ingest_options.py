@@ -34,7 +34,7 @@ def test_out_of_range_options_are_one_line_and_make_nothing(tmp_path):
     ever, --timeout -1 to fail every log."""
     from typer.testing import CliRunner
 
-    from iosight.demo.step_10_characterization import example_logs
+    from iosight.data import example_logs
 
     log = str(example_logs()[0])
     wh = tmp_path / "wh"

@@ -12,7 +12,7 @@ from jsonschema import Draft202012Validator
 from typer.testing import CliRunner
 
 from iosight.cli import app
-from iosight.demo.step_10_characterization import example_logs
+from iosight.data import example_logs
 
 runner = CliRunner()
 DOC = Path(__file__).resolve().parents[2] / "docs" / "job.md"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typer.testing import CliRunner
 
 from iosight.cli import app
-from iosight.demo.step_10_characterization import example_logs
+from iosight.data import example_logs
 
 runner = CliRunner()
 

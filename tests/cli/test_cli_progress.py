@@ -10,7 +10,7 @@ import sys
 
 from iosight.cli import _common
 from iosight.cli._common import Eta, RichProgress
-from iosight.demo.step_10_characterization import example_logs
+from iosight.data import example_logs
 from iosight.warehouse import Warehouse
 
 

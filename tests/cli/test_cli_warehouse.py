@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from iosight.cli import app
-from iosight.demo.step_10_characterization import example_logs
+from iosight.data import example_logs
 from iosight.warehouse import Warehouse
 
 runner = CliRunner()

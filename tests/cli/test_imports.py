@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from iosight.demo.step_10_characterization import example_logs
+from iosight.data import example_logs
 from iosight.timeline import build_timeline
 from iosight.warehouse import Warehouse, ingest
 from tests_support import imported_modules

@@ -16,7 +16,7 @@ from iosight.darshan._accumulate import ACCUMULATED
 from iosight.darshan._darshan3 import read_darshan3
 from iosight.darshan._pydarshan import read_pydarshan
 from iosight.darshan._record_tables import named_tables, names_table
-from iosight.demo.step_10_characterization import example_logs
+from iosight.data import example_logs
 from tests_support import SHARED
 
 

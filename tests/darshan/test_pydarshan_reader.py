@@ -10,7 +10,7 @@ import pytest
 
 from iosight._errors import CorruptLogError
 from iosight.darshan._pydarshan import read_pydarshan
-from iosight.demo.step_10_characterization import example_logs
+from iosight.data import example_logs
 from tests_support import SHARED
 
 GENERIC = {

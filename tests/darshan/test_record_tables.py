@@ -5,7 +5,7 @@ from __future__ import annotations
 from iosight._errors import CorruptLogError
 from iosight.darshan import _record_tables
 from iosight.darshan._darshan3 import read_darshan3
-from iosight.demo.step_10_characterization import example_logs
+from iosight.data import example_logs
 from tests_support import SHARED
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from iosight.demo.step_10_characterization import example_logs
+from iosight.data import example_logs
 from iosight.insights import job_insights
 from iosight.warehouse import log_warehouse
 

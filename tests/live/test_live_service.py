@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from iosight.demo.step_10_characterization import example_logs
+from iosight.data import example_logs
 from iosight.live import LiveConfig, LiveService
 from iosight.warehouse import Warehouse
 from tests_support import child_env, shared_path

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from iosight._errors import IosightError
-from iosight.demo.step_10_characterization import example_logs
+from iosight.data import example_logs
 from iosight.report.dxt import DxtWindow, dxt_view
 from iosight.warehouse import Warehouse, ingest
 

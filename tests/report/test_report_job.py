@@ -1,4 +1,4 @@
-from iosight.demo.step_10_characterization import example_logs
+from iosight.data import example_logs
 from iosight.report.job import plot_job
 from iosight.warehouse import ingest, job_summary
 

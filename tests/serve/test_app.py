@@ -87,7 +87,7 @@ def test_facility_recommends_a_start(server):
 def test_facility_says_why_a_mostly_empty_timeline_has_no_threshold(tmp_path):
     """PyDarshan's example logs (real, 2017-2023) in hourly bins: nearly every bin is
     empty, so neither direction has a burst threshold, and the page says why."""
-    from iosight.demo.step_10_characterization import example_logs
+    from iosight.data import example_logs
     from iosight.serve import BackgroundServer, create_app
     from iosight.timeline import build_timeline
     from iosight.warehouse import Warehouse, ingest

@@ -7,7 +7,7 @@ import urllib.request
 
 import pytest
 
-from iosight.demo.step_10_characterization import example_logs
+from iosight.data import example_logs
 from iosight.serve import BackgroundServer, create_app
 from iosight.warehouse import Warehouse, ingest
 

@@ -172,7 +172,7 @@ def test_a_refresh_shows_new_files_and_compacted_ones(served_path, tmp_path):
     the next request's refresh reads the new files, with the same rows a new reader has."""
     import shutil
 
-    from iosight.demo.step_10_characterization import example_logs
+    from iosight.data import example_logs
     from iosight.warehouse import Warehouse, compact, ingest
 
     path = shutil.copytree(served_path, tmp_path / "wh")

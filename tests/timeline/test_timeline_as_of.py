@@ -28,7 +28,7 @@ def app1() -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def example_warehouse(tmp_path_factory) -> Warehouse:
     """PyDarshan's example logs (real, 2017-2021, with DXT) ingested."""
-    from iosight.demo.step_10_characterization import example_logs
+    from iosight.data import example_logs
 
     wh = Warehouse(tmp_path_factory.mktemp("examples") / "wh", create=True)
     ingest(example_logs(), wh, workers=1)

@@ -123,7 +123,7 @@ def test_update_on_real_logs_equals_a_full_rebuild(tmp_path, late, why):
     timeline of the others. The fourth latest is the first with DXT segments, a table
     the timeline did not read, which changes how every POSIX record is placed (by its
     segments first): a full rebuild, saying so."""
-    from iosight.demo.step_10_characterization import example_logs
+    from iosight.data import example_logs
 
     wh = Warehouse(tmp_path / "wh", create=True)
     ingest(example_logs(), wh, workers=1)

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from iosight.demo.step_10_characterization import example_logs
+from iosight.data import example_logs
 from iosight.warehouse import Warehouse, _compact, compact, ingest
 from tests_support import assert_same_warehouse, child_env, hold_warehouse_lock
 

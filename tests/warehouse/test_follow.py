@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from iosight.demo.step_10_characterization import example_logs
+from iosight.data import example_logs
 from iosight.insights import compute_insights
 from iosight.warehouse import Warehouse, follow, ingest
 from tests_support import SHARED, assert_same_warehouse, child_env, hold_warehouse_lock

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iosight.demo.step_10_characterization import example_logs
+from iosight.data import example_logs
 from iosight.warehouse import Warehouse, ingest
 
 

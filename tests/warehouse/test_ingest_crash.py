@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from iosight.demo.step_10_characterization import example_logs
+from iosight.data import example_logs
 from iosight.warehouse import Warehouse, ingest
 from tests_support import assert_same_warehouse, child_env, hold_warehouse_lock
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from iosight.demo.step_10_characterization import example_logs
+from iosight.data import example_logs
 from iosight.warehouse import Warehouse, ingest
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from iosight.demo.step_10_characterization import example_logs
+from iosight.data import example_logs
 from iosight.warehouse import ingest
 from iosight.warehouse._ingest import IngestReport, _PerLog
 

@@ -29,7 +29,7 @@ def _same_rows(wh: Warehouse) -> None:
 def test_ingest_writes_the_io_totals_of_job_totals_and_of_logs(tmp_path):
     """App1's first 300 jobs (a slice: the test stays cheap) and four example logs, in
     one ingest."""
-    from iosight.demo.step_10_characterization import example_logs
+    from iosight.data import example_logs
 
     app1 = shared_path("datasets", "summit_darshan_total_2021", "darshan_total", "App1.parquet")
     pd.read_parquet(app1).head(300).to_parquet(tmp_path / "app1.parquet")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from iosight.demo.step_10_characterization import example_logs
+from iosight.data import example_logs
 from iosight.warehouse import KNOWN_AT, Warehouse, ingest
 
 

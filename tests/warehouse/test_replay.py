@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from iosight.demo.step_10_characterization import example_logs
+from iosight.data import example_logs
 from iosight.warehouse import KNOWN_AT, FollowReport, Warehouse, ingest, replay
 from tests_support import follow_until
 

@@ -57,7 +57,7 @@ def test_key_prefixes_are_literal_and_long_enough(jobs):
 
 def _summary_of(log_name: str):
     """The summary of one PyDarshan example log (real data) and its POSIX records' ranks."""
-    from iosight.demo.step_10_characterization import example_logs
+    from iosight.data import example_logs
     from iosight.warehouse import job_summary, log_warehouse
 
     log = next(p for p in example_logs() if p.name == log_name)

@@ -2,19 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from iosight.data import example_logs
 
 TITLE = "Characterization: PyDarshan's example logs into a warehouse"
-
-
-def example_logs() -> list[Path]:
-    """The real Darshan logs that ship inside the ``darshan`` package."""
-    import darshan
-
-    root = Path(darshan.__file__).parent
-    logs = sorted((root / "examples" / "example_logs").glob("*.darshan"))
-    logs += sorted((root / "tests" / "input").glob("*.darshan"))
-    return logs
 
 
 def run(ctx) -> None:

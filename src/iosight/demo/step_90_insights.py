@@ -13,7 +13,7 @@ def run(ctx: DemoContext) -> None:
     from iosight.warehouse import ingest
 
     if not ctx.warehouse.has_table("jobs"):  # run alone (--only insights): the example logs
-        from iosight.demo.step_10_characterization import example_logs
+        from iosight.data import example_logs
 
         ingest(example_logs(), ctx.warehouse, workers=2)
     run_ = compute_insights(ctx.warehouse)
