@@ -116,3 +116,13 @@ feeds:
     assert ldms.options.source == str(tmp_path / "streams" / "darshan.jsonl")
     assert slurm.options.recorded == tmp_path / "slurm-replay"
     assert make_feed("ldms", {"source": "tcp:5140"}, cfg.base).options.source == "tcp:5140"
+
+
+@pytest.mark.parametrize("delay", [0, "0", "0s", "0min"])
+def test_a_feed_delay_of_zero_is_any_spelling_of_zero(delay):
+    from iosight.live import make_feed
+
+    feed = make_feed("prometheus", {"url": "http://127.0.0.1:9090", "delay": delay})
+    assert feed.options.delay == 0.0
+    with pytest.raises(IosightError, match="feeds.prometheus.delay"):
+        make_feed("prometheus", {"url": "http://127.0.0.1:9090", "delay": "-1min"})

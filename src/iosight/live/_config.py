@@ -35,10 +35,8 @@ def _duration(name: str, value: object, zero: bool = False) -> float:
     (a feed's delay, say), else it must be positive."""
     from iosight.timeline import parse_duration
 
-    if zero and str(value).strip().lower() in ("0", "0.0", "0s"):
-        return 0.0
     try:
-        return parse_duration(value)
+        return parse_duration(value, zero=zero)
     except IosightError as e:
         raise IosightError(f"live config: {name}: {e}") from None
 

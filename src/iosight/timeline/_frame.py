@@ -18,8 +18,9 @@ _UNITS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 6048
 _SUMMED = ("read_bytes", "write_bytes", "read_ops", "write_ops", "read_time", "write_time")
 
 
-def parse_duration(text: str | float) -> float:
-    """Seconds in ``"300"``, ``"300s"``, ``"5min"``, ``"2h"``, ``"1d"``, ``"1w"`` (or a number)."""
+def parse_duration(text: str | float, *, zero: bool = False) -> float:
+    """Seconds in ``"300"``, ``"300s"``, ``"5min"``, ``"2h"``, ``"1d"``, ``"1w"`` (or a number);
+    positive, or with ``zero`` also 0 (a delay, say)."""
     if isinstance(text, int | float):
         value = float(text)
     else:
@@ -29,8 +30,9 @@ def parse_duration(text: str | float) -> float:
                 f"cannot read duration {text!r}; write e.g. 300, 300s, 5min, 2h or 1d"
             )
         value = float(m.group(1)) * _UNITS.get(m.group(2), 1)
-    if not np.isfinite(value) or value <= 0:
-        raise IosightError(f"a duration must be positive. Got {text!r} instead.")
+    if not np.isfinite(value) or value < 0 or (value == 0 and not zero):
+        what = "0 or more" if zero else "positive"
+        raise IosightError(f"a duration must be {what}. Got {text!r} instead.")
     return value
 
 
