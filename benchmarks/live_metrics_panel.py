@@ -20,7 +20,6 @@ of the last complete bin, its burst probability at 30 minutes and the lag of its
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
 import sys
@@ -37,24 +36,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "live")]  # the test helpers
 OUT = ROOT / "docs" / "img" / "live-metrics-panel.png"
 WIDTH, BINS = 300.0, 24  # two hours of 5-minute bins replayed
-
-
-def facility(root: Path) -> Path:
-    """SYNTHETIC: two days of jobs before today, their timeline, a ``live`` forecaster."""
-    from iosight.bursts import train_forecaster
-    from iosight.synth.facility import FacilityConfig, generate_facility
-    from iosight.timeline import build_timeline, load_timeline
-    from iosight.warehouse import Warehouse
-
-    today = dt.datetime.now(dt.UTC).date()
-    wh = Warehouse(root / "wh", create=True)
-    start = (today - dt.timedelta(days=2)).isoformat()
-    generate_facility(wh, FacilityConfig(months=2 / 30, seed=5, start=start, jobs_per_day=120))
-    build_timeline(wh, bin_width=WIDTH)
-    fc = train_forecaster(load_timeline(wh), direction="write", model="logreg", max_lead=24,
-                          severity=False, n_jobs=1, name="bursts-write")  # fmt: skip
-    fc.save(wh)
-    return wh.path
 
 
 def recording():
@@ -92,9 +73,9 @@ def run(args: argparse.Namespace, root: Path) -> tuple[str, float, float]:
     from prometheus_server import start_prometheus
 
     from iosight.live import LiveConfig, LiveService, ReplayExporter
-    from tests_support import free_port
+    from tests_support import free_port, recent_facility
 
-    wh, port, source = facility(root), free_port(), root / "darshan.jsonl"
+    wh, port, source = recent_facility(root, WIDTH), free_port(), root / "darshan.jsonl"
     source.write_text("")
     exporter = ReplayExporter(recording(), speed=args.speed, resolution=60, port=free_port())
     targets = [f"127.0.0.1:{exporter.port}", f"127.0.0.1:{port}"]

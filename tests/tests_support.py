@@ -353,3 +353,26 @@ def follow_until(logs, wh, files: int, timeout: float, after=None, **options):
         return follow(logs, wh, workers=1, on_batch=batch, stop=stop, **options)
     finally:
         timer.cancel()
+
+
+def recent_facility(root: Path, width: float = 300.0) -> Path:
+    """A warehouse at ``root / "wh"`` of two days of SYNTHETIC facility jobs ending at
+    midnight UTC today, its timeline and a ``live`` write forecaster ``bursts-write``
+    (logreg, leads of 5 to 120 minutes) trained on it: a history the live feeds of
+    today can follow."""
+    import datetime as dt
+
+    from iosight.bursts import train_forecaster
+    from iosight.synth.facility import FacilityConfig, generate_facility
+    from iosight.timeline import build_timeline, load_timeline
+    from iosight.warehouse import Warehouse
+
+    today = dt.datetime.now(dt.UTC).date()
+    wh = Warehouse(root / "wh", create=True)
+    start = (today - dt.timedelta(days=2)).isoformat()
+    generate_facility(wh, FacilityConfig(months=2 / 30, seed=5, start=start, jobs_per_day=120))
+    build_timeline(wh, bin_width=width)
+    fc = train_forecaster(load_timeline(wh), direction="write", model="logreg", max_lead=24,
+                          severity=False, n_jobs=1, name="bursts-write")  # fmt: skip
+    fc.save(wh)
+    return wh.path

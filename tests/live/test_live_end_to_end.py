@@ -11,7 +11,6 @@ real server (Debian's package), as in test_live_prometheus_server.py.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import shutil
 import time
@@ -34,8 +33,7 @@ from iosight.live import (
     synthetic_ldms_stream,
 )
 from iosight.timeline import known_timeline
-from iosight.warehouse import Warehouse
-from tests_support import free_port
+from tests_support import free_port, recent_facility
 
 WIDTH = 300.0
 RECORDED_SLURM = Path(__file__).parent / "slurm_data" / "squeue-22.05.8-debian12.json"
@@ -45,20 +43,8 @@ LANDED, STREAM_ONLY = 910001, 910002  # job ids: one whose log lands, one still 
 @pytest.fixture(scope="module")
 def facility(tmp_path_factory) -> Path:
     """Two days of SYNTHETIC facility jobs before today, their timeline and a ``live``
-    write forecaster (leads of 5 to 120 minutes) trained on it."""
-    from iosight.bursts import train_forecaster
-    from iosight.synth.facility import FacilityConfig, generate_facility
-    from iosight.timeline import build_timeline, load_timeline
-
-    today = dt.datetime.now(dt.UTC).date()
-    wh = Warehouse(tmp_path_factory.mktemp("e2e") / "facility", create=True)
-    start = (today - dt.timedelta(days=2)).isoformat()
-    generate_facility(wh, FacilityConfig(months=2 / 30, seed=5, start=start, jobs_per_day=120))
-    build_timeline(wh, bin_width=WIDTH)
-    fc = train_forecaster(load_timeline(wh), direction="write", model="logreg", max_lead=24,
-                          severity=False, n_jobs=1, name="bursts-write")  # fmt: skip
-    fc.save(wh)
-    return wh.path
+    write forecaster trained on it."""
+    return recent_facility(tmp_path_factory.mktemp("e2e"), WIDTH)
 
 
 def _stream(path: Path, now: float) -> dict[int, LdmsJob]:
