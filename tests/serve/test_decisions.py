@@ -21,7 +21,7 @@ import pyarrow as pa
 import pytest
 
 from iosight.bursts import load_forecaster
-from iosight.sched.burst_aware import choose_start, recommend_start
+from iosight.schedule import choose_start, recommend_start
 from iosight.serve import BackgroundServer, create_app
 from iosight.warehouse import Warehouse
 

@@ -36,7 +36,7 @@ def allocate(
     fmt: str = FORMAT_OPT,
 ) -> None:
     """How many and which I/O resources each application gets."""
-    from iosight.sched.ioresources import allocate_apps
+    from iosight.iosched import allocate_apps
 
     with cli_errors():
         table, load = allocate_apps(apps, resources, allocator, placement, seed)
@@ -56,7 +56,7 @@ def simulate(
     """Schedule, then simulate until the first application finishes."""
     import pandas as pd
 
-    from iosight.sched.ioresources import simulate_apps
+    from iosight.iosched import simulate_apps
 
     with cli_errors():
         table, metrics = simulate_apps(
@@ -92,7 +92,7 @@ def experiment(
     forge_dir: Path = FORGE,
 ) -> None:
     """The simulation study of the paper (§V-C, §VI), in parallel and resumable."""
-    from iosight.sched.ioresources import (
+    from iosight.iosched import (
         ExperimentConfig,
         parse_loads,
         run_experiment,

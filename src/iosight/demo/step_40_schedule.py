@@ -42,7 +42,7 @@ def _lead_model(ctx: DemoContext, wh) -> str:
 
 def run(ctx: DemoContext) -> None:
     from iosight.report.schedule import write_schedule_report
-    from iosight.sched.burst_aware import (
+    from iosight.schedule import (
         burst_series,
         choose_start,
         forecast_study,

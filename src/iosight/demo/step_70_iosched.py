@@ -11,13 +11,13 @@ def run(ctx: DemoContext) -> None:
     import pandas as pd
 
     from iosight._errors import IosightError
-    from iosight.report.iosched import build_report
-    from iosight.sched.ioresources import (
+    from iosight.iosched import (
         ExperimentConfig,
         load_results,
         resolve_curves,
         run_experiment,
     )
+    from iosight.report.iosched import build_report
 
     try:
         curves = resolve_curves("io-nodes")

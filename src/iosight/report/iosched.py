@@ -1,7 +1,7 @@
 """Figures and the conclusions table of the I/O-resource scheduling study (§VI).
 
 Figures are equivalents of Fig. 5-13 of Bandet, Boito, Pallez (2024), drawn from the
-Parquet results of :func:`iosight.sched.ioresources.run_experiment`; the HTML page
+Parquet results of :func:`iosight.iosched.run_experiment`; the HTML page
 embeds them with the table that checks the paper's conclusions on our runs.
 """
 
@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 from iosight._errors import IosightError
+from iosight.iosched import Finding, conclusions, findings_frame
 from iosight.report._html import html_table, img_tag, subplots, write_page
-from iosight.sched.ioresources import Finding, conclusions, findings_frame
 
 ALLOC_ORDER = ["BestBdw", "Nsys", "TCPU", "Static", "Random", "MCKP", "MCKP-0"]
 PLACE_ORDER = ["Greedy-C", "Greedy-NC", "Random"]
@@ -164,7 +164,7 @@ def _fig_idle_time(acc, min_sets: int) -> tuple[str, str, object]:
 
 
 def _fig_profile_fits(curves) -> tuple[str, str, object]:
-    from iosight.sched.ioresources import profile_fits
+    from iosight.iosched import profile_fits
 
     prof = curves.profiles
     fits = profile_fits(curves.bw, prof)
@@ -246,7 +246,7 @@ def profile_table(curves) -> pd.DataFrame:
     fitted n_perf, the share of curves keeping their n_perf under the family fit, the
     bandwidth kept, b(fitted n_perf) / b(n_perf), and the share of super-linear curves
     (b(n) > n b(1) for some n; only those can have n_sys > 1)."""
-    from iosight.sched.ioresources import profile_estimates
+    from iosight.iosched import profile_estimates
 
     prof = curves.profiles
     est = profile_estimates(curves.bw, prof)
@@ -334,7 +334,7 @@ def report_from_folders(
 ) -> Report:
     """:func:`build_report` over the results folders of ``iosight iosched experiment``;
     Fig. 11 is drawn from the FORGE curves when they can be found."""
-    from iosight.sched.ioresources import load_results, resolve_curves
+    from iosight.iosched import load_results, resolve_curves
 
     results = pd.concat([load_results(f) for f in folders], ignore_index=True)
     try:

@@ -17,7 +17,7 @@ from iosight.report._html import fig_png, html_table, img_tag, subplots, write_p
 if TYPE_CHECKING:
     import pandas as pd
 
-    from iosight.sched.burst_aware import EmulationResult, ScheduleSimulation
+    from iosight.schedule import EmulationResult, ScheduleSimulation
 
 _METRIC_LABELS = {"delay": "delay (s)", "run_time": "run time (s)", "total_time": "total time (s)"}
 

@@ -389,7 +389,7 @@ def forecast_start(
     wh: ServedWarehouse, model: str, min_time: float, max_time: float, policy: str = "W3"
 ):
     """The saved forecaster's next bins and Algorithm 1's start (§V-B) for one application."""
-    from iosight.sched.burst_aware import recommend_start
+    from iosight.schedule import recommend_start
 
     return recommend_start(wh, model, min_time, max_time, policy=policy)
 
