@@ -155,6 +155,14 @@ def write_runs(
         )
 
 
+def replace_newest(warehouse: Warehouse, table: pa.Table, name: str) -> None:
+    """Commit ``table`` (one run, with the timeline's metadata) in place of the newest
+    file ``name``, which holds that run: one rename (``Warehouse.replace_file``), as
+    atomic as :func:`write_runs`' commit, and the file keeps its name, so it stays the
+    newest."""
+    warehouse.replace_file(TABLE, name, table, **_RUN_FILE)
+
+
 def lattice_first(table: pa.Table) -> int:
     """The lattice index of a timeline table's first bin."""
     width = float(table.column("bin_width")[0].as_py())

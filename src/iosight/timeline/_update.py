@@ -61,6 +61,7 @@ from iosight.timeline._stored import (
     TABLE,
     batch_of,
     digest,
+    replace_newest,
     run_files,
     run_path,
     runs_of,
@@ -118,7 +119,6 @@ def update_timeline(warehouse: Warehouse, *, progress: Progress | None = None) -
     was built with, rewriting only the runs of bins they touch (one atomic commit); the
     result equals a full rebuild. A full rebuild when an update cannot give that (module
     docstring), saying why in :attr:`TimelineUpdate.rebuilt`."""
-    warehouse.require(TABLE)
     with warehouse.writer_lock():  # no batch lands between what is read and what is recorded
         stored = _Stored.find(warehouse)
         try:
@@ -135,14 +135,18 @@ class _Stored:
     read once: the newest file's rows are read again when its run is rewritten)."""
 
     runs: dict[int, str]
+    newest: str
     metadata: dict
     cache: dict
 
     @classmethod
     def find(cls, warehouse: Warehouse) -> _Stored:
         runs, cache = run_files(warehouse), {}
-        newest = _open_paths([run_path(warehouse, max(runs.values()))], cache)[0]
-        return cls(runs, newest.metadata, cache)
+        if not runs:
+            warehouse.require(TABLE)  # says how to build one
+        newest = max(runs.values())
+        return cls(runs, newest, _open_paths([run_path(warehouse, newest)], cache)[0].metadata,
+                   cache)  # fmt: skip
 
 
 def _add_new(warehouse: Warehouse, stored: _Stored, progress) -> TimelineUpdate:
@@ -378,7 +382,7 @@ class _Parquet:
         import pyarrow.parquet as pq
 
         self._reader = pq.ParquetReader()
-        self._reader.open(path)
+        self._reader.open(path, pre_buffer=False)  # coalesced reads: for remote stores
         schema = self._reader.schema_arrow
         self.names, self.metadata = schema.names, dict(schema.metadata or {})
         self.rows = self._reader.metadata.num_rows
@@ -576,7 +580,10 @@ def _write(
     table = assemble(new_first * width, width, sums, active, offset=a - new_first)
     state = {**state, "first": new_first, "bins": new_last - new_first + 1}
     table = table.replace_schema_metadata({**meta, STATE_KEY: json.dumps(state).encode()})
-    write_runs(warehouse, table, a, runs, drop)
+    if drop == [stored.newest] and len(runs) == 1:  # the newest run alone: in its place
+        replace_newest(warehouse, table, stored.newest)
+    else:
+        write_runs(warehouse, table, a, runs, drop)
     return table.num_rows
 
 
