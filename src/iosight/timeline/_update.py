@@ -48,7 +48,6 @@ from iosight.timeline._build import (
 )
 from iosight.timeline._span import (
     LeftOut,
-    Quartiles,
     fences_of,
     left_out,
     outside,
@@ -226,7 +225,7 @@ def _commit(warehouse, stored, options, state, sources, stats, dense, acc) -> Ti
     span = (int(state["first"]), int(state["bins"]))
     bounds, quartiles = dense
     if quartiles is not None:
-        meta[QUARTILES_KEY] = json.dumps(quartiles.to_json()).encode()
+        meta[QUARTILES_KEY] = quartiles.to_bytes()
     state = {**sources, "fences": bounds}
     return TimelineUpdate(stats["counted"], _write(warehouse, state, acc, meta, span, stored))
 
@@ -524,7 +523,7 @@ def _plain_new(opened: dict[str, list], schema: dict) -> _PlainJobs:
 def _plain_span(options: dict, state: dict, kept, new: _PlainJobs, every) -> tuple | None:
     """The dense span's fences and quartiles with the new jobs ``new`` (``(None, None)``
     for ``span="all"``): from the stored :class:`~iosight.timeline._span.Quartiles`
-    (``kept``, as JSON; None: none) and the new jobs, else from every job's start
+    (``kept``; None: none) and the new jobs, else from every job's start
     (``every()``: the ``jobs`` files, opened; None when there are more than
     :data:`MAX_ALL_JOBS`). Raises :class:`_Rebuild` when a job the stored timeline read
     changes side (as :func:`_fences`)."""
@@ -534,10 +533,9 @@ def _plain_span(options: dict, state: dict, kept, new: _PlainJobs, every) -> tup
     starts = new.start[new.counted(*window)]
     old = None if state["fences"] is None else tuple(state["fences"])
     if old is not None and kept is not None:
-        stored = Quartiles.from_json(kept)
-        quartiles = stored.add(starts)
+        quartiles = kept.add(starts)
         bounds = quartiles.fences()
-        if bounds is not None and (bounds == old or not stored.moved(old, bounds)):
+        if bounds is not None and (bounds == old or not kept.moved(old, bounds)):
             return bounds, quartiles.near_to(bounds, starts)
     files = every()
     if sum(f.rows for f in files) > MAX_ALL_JOBS:
