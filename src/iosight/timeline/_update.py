@@ -167,7 +167,7 @@ def _add_new(warehouse: Warehouse, stored: _Stored, progress) -> TimelineUpdate:
         every = functools.partial(_open, files["jobs"], cache)
         span = _plain_span(options, state, stored_quartiles(metadata), new_jobs, every)
         if span is not None:
-            sources = sources_state(files, read_columns(full_schema))
+            sources = sources_state(files, _read_columns(full_schema, state["schema"]))
             return _bin_plain(warehouse, stored, options, state, sources, new_jobs, span)
     dense = options.get("span", "dense") == "dense"
     with _NewRows(files, opened, state["schema"], all_jobs=dense) as rows:
@@ -186,7 +186,7 @@ def _bin_new(warehouse, stored, options, state, files, rows, progress) -> Timeli
     acc_args = (float(options["bin_width"]), options["spread"])
     acc = accumulate(rows, since, until, (0, 1), acc_args, CHUNK_JOBS, progress, as_of=as_of,
                      schema=rows.schema, memory=None)  # fmt: skip
-    sources = sources_state(files, read_columns(rows.full_schema))
+    sources = sources_state(files, _read_columns(rows.full_schema, state["schema"]))
     return _commit(warehouse, stored, options, state, sources, stats, (bounds, quartiles), acc)
 
 
@@ -382,9 +382,14 @@ class _Parquet:
 
         self._reader = pq.ParquetReader()
         self._reader.open(path, pre_buffer=False)  # coalesced reads: for remote stores
-        schema = self._reader.schema_arrow
-        self.names, self.metadata = schema.names, dict(schema.metadata or {})
+        self._schema = self._reader.schema_arrow
+        self.names = self._schema.names
         self.rows = self._reader.metadata.num_rows
+
+    @property
+    def metadata(self) -> dict:
+        """The file's key-value metadata (the newest run's: the timeline's)."""
+        return dict(self._schema.metadata or {})
 
     def read(self, columns: list[str]) -> pa.Table:
         """The ``columns`` (all in the file)."""
@@ -431,13 +436,21 @@ def _narrow(warehouse: Warehouse, entries: list[os.DirEntry]) -> list[os.DirEntr
 def _checked_schema(schema: dict, opened: dict[str, list]) -> dict[str, set[str]]:
     """The columns the timeline reads, ``schema``, with those of the new files ``opened``;
     raises :class:`_Rebuild` when the new columns change how records are read."""
-    full = {name: set(cols) for name, cols in schema.items()}
+    stored = {name: set(cols) for name, cols in schema.items()}
+    full = dict(stored)
     for name, fs in opened.items():
         if name != "jobs":
             full[name] = full.get(name, set()).union(*(f.names for f in fs))
-    if record_queries(full) != record_queries({name: set(cols) for name, cols in schema.items()}):
+    if full != stored and record_queries(full) != record_queries(stored):
         raise _Rebuild("the new batches bring columns that change how records are read")
     return full
+
+
+def _read_columns(full: dict[str, set[str]], schema: dict) -> dict[str, set[str]]:
+    """:func:`~iosight.timeline._build.read_columns` of ``full``; the stored ``schema``
+    (what it recorded: the columns read) where the new batches brought no column."""
+    stored = {name: set(cols) for name, cols in schema.items()}
+    return stored if full == stored else read_columns(full)
 
 
 def _read(files: list[_Parquet], columns: list[str]) -> pa.Table:
@@ -445,7 +458,10 @@ def _read(files: list[_Parquet], columns: list[str]) -> pa.Table:
     import pyarrow as pa
 
     parts = [f.read(sorted(set(columns) & set(f.names))) for f in files]
-    table = pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
+    if len(parts) == 1:  # one new file: a batch's (no concatenation to pay for)
+        table = parts[0]
+    else:
+        table = pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
     for c in columns:
         if c not in table.column_names:  # null typed: compares with numbers and text
             table = table.append_column(c, pa.nulls(table.num_rows))
