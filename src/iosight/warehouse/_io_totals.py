@@ -9,9 +9,9 @@ time, read and written), so an update of the timeline reads a footer of 13 colum
 Deleting rows (``ingest --force``) deletes them from both tables, like every table keyed
 by ``job_key``; a reader uses an ``io_totals`` file only beside the ``job_totals`` file
 of the same name, and that file otherwise. Ingest writes it uncompressed
-(:data:`IO_TOTALS_COMPRESSION`): a reader pays for zstd once a column (a decompression
-context a page), 0.13 ms of the 0.33 it took to read a file of eight jobs, for some
-15% more bytes on disk.
+(:data:`IO_TOTALS_COMPRESSION`): a reader pays for zstd once a page (a decompression
+context each), a good part of reading a file of a few jobs, for some more bytes on
+disk.
 """
 
 from __future__ import annotations
