@@ -619,7 +619,7 @@ def _add_stored(
 
     sums, active = into
     file = _open_paths([run_path(warehouse, name)], cache)[0]
-    table = file.read(file.names)
+    table = file.read([*VALUE_COLUMNS, "active_jobs"])  # not the bins' starts and width
     start = max(run_of(name) * RUN_BINS, first) - a
     stop = start + table.num_rows
     if start < 0 or stop > len(sums):

@@ -549,7 +549,7 @@ class Warehouse:
         """The lock file opened to write (unlocked): a warehouse this process cannot
         write fails here, with one line."""
         try:
-            return open(self.path / _LOCK, "a+")
+            return open(self.path / _LOCK, "ab+")  # bytes: no text layer to build
         except OSError as err:
             raise _ReadOnly(
                 f"cannot write warehouse {self.path}: its lock file: {err.strerror or err}"
