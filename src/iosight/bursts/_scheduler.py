@@ -125,24 +125,32 @@ def _as_jobs(run: pd.DataFrame, seen: np.ndarray) -> pd.DataFrame:
     )
 
 
-def scheduler_jobs(warehouse: Warehouse, jobs: pd.DataFrame) -> pd.DataFrame:
+def scheduler_jobs(
+    warehouse: Warehouse, jobs: pd.DataFrame, *, logs_until: float | None = None
+) -> pd.DataFrame:
     """The jobs of feature set 4 with Slurm's view of the running ones: ``jobs``
-    (:func:`load_jobs`, with ``jobid``) counted running only before the first snapshot,
-    plus one row per job and snapshot that showed it running, counted running from that
+    (:func:`load_jobs`, with ``jobid``) counted running only before ``logs_until``, plus
+    one row per job and snapshot that showed it running, counted running from that
     snapshot until the next one or until the job's log is known, whichever is first.
 
-    The window a row counts as running in is ``running_from`` / ``running_until``
-    (read by :func:`job_state`); Slurm's rows never count as ended runs (``known_at``
-    infinite). ``jobs`` unchanged when the warehouse has no snapshot.
+    ``logs_until``: until when the logs' jobs stand for the scheduler's view (default:
+    the first snapshot, as the batch ``logs`` regime assumes before it; ``-inf``: never,
+    as follow mode sees them: a log lands after its job ended, so the logs known at t
+    show no job running at t). The window a row counts as running in is
+    ``running_from`` / ``running_until`` (read by :func:`job_state` and the nowcast);
+    Slurm's rows never count as ended runs (``known_at`` infinite). ``jobs`` unchanged
+    when the warehouse has no snapshot and ``logs_until`` is not given.
     """
     import pandas as pd
 
     first = _first_snapshot(warehouse)
-    if first is None:
-        return jobs
+    if logs_until is None:
+        if first is None:
+            return jobs
+        logs_until = first
     logs = jobs.assign(running_from=jobs["start_time"],
-                       running_until=np.minimum(jobs["end_time"], first))  # fmt: skip
-    if not warehouse.has_table(SCHED_JOBS):  # every snapshot was empty: nothing ran
+                       running_until=np.minimum(jobs["end_time"], logs_until))  # fmt: skip
+    if first is None or not warehouse.has_table(SCHED_JOBS):  # no snapshot, or all empty
         return logs
     run = _running_windows(warehouse)
     landed = jobs.groupby("jobid")["known_at"].min()
