@@ -192,10 +192,19 @@ def _same(got: pd.DataFrame, want: pd.DataFrame) -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def followed(recorded, slurm, tmp_path_factory) -> pd.DataFrame:
-    """The forecasts follow stored (both models), by model, boundary and lead."""
+def follow_wh(recorded, slurm, tmp_path_factory) -> Warehouse:
+    """The followed warehouse: the week's jobs, its timeline, Slurm's snapshots, both
+    forecasters and their forecasts; its timeline brought up to date (the test's follow
+    only forecasts)."""
     wh = _followed(recorded, slurm, tmp_path_factory.mktemp("followed"))
-    got = wh.sql(f"select * from {FORECASTS_TABLE}")
+    build_timeline(wh, bin_width=WIDTH)
+    return wh
+
+
+@pytest.fixture(scope="module")
+def followed(follow_wh) -> pd.DataFrame:
+    """The forecasts follow stored (both models), by model, boundary and lead."""
+    got = follow_wh.sql(f"select * from {FORECASTS_TABLE}")
     assert list(got.columns) == list(FORECAST_COLUMNS)
     return got.sort_values(["model", "as_of", "lead"], ignore_index=True)
 
@@ -255,6 +264,43 @@ def test_set_4_follow_reads_slurms_running_jobs_as_the_batch_evaluation(recorded
         peek = _evaluation(recorded, known, fc, other)
         peek = peek[peek["as_of"].between(first, last)]
         assert not np.allclose(peek["probability"], want["probability"])
+
+
+def test_predict_next_takes_the_running_jobs_slurm_saw_and_says_so(follow_wh, slurm, tmp_path):
+    """``predict_next`` (and ``iosight bursts predict``) of a set-4 forecaster reads
+    Slurm's running jobs where the warehouse has snapshots (``auto``, ``slurm``), the
+    logs' otherwise or when asked (``logs``), and says which in ``running_jobs``; Slurm
+    asked for where there is none, or an unknown source, is one line."""
+    from typer.testing import CliRunner
+
+    from iosight.cli import app
+
+    _, times, _, _, fc = slurm
+    tl, known = load_timeline(follow_wh), load_known(follow_wh)
+    views = {"slurm": scheduler_jobs(follow_wh, load_jobs(follow_wh)), "logs": load_jobs(follow_wh)}
+    differ = 0
+    for at in times[10:40:6]:
+        at = np.floor(at / WIDTH) * WIDTH
+        got = {r: fc.predict_next(follow_wh, at, running=r).table
+               for r in ("auto", "slurm", "logs")}  # fmt: skip
+        for r, view in (("auto", "slurm"), ("slurm", "slurm"), ("logs", "logs")):
+            assert set(got[r]["running_jobs"]) == {view}
+            want = fc.predict(tl, at, jobs=views[view], known=known).table["probability"]
+            np.testing.assert_allclose(got[r]["probability"], want, rtol=1e-12)
+        differ += not np.allclose(got["slurm"]["probability"], got["logs"]["probability"])
+    assert differ >= 3  # of 5 times, the views give other forecasts
+    args = ["bursts", "predict", "-w", str(follow_wh.path), "--model", "w4", "--at",
+            "2021-03-04 12:00", "--format", "json"]  # fmt: skip
+    r = CliRunner().invoke(app, [*args, "--running", "slurm"])
+    assert r.exit_code == 0, r.output
+    assert {row["running_jobs"] for row in json.loads(r.output)} == {"slurm"}
+    bare = Warehouse(tmp_path / "bare", create=True)
+    fc.save(bare)
+    with pytest.raises(IosightError, match="no Slurm snapshot"):
+        fc.predict_next(bare, running="slurm")
+    r = CliRunner().invoke(app, [*args, "--running", "squeue"])
+    assert r.exit_code == 1 and "'auto', 'slurm' or 'logs'" in r.output
+    assert "Traceback" not in r.output
 
 
 def test_what_follow_cannot_forecast_with_is_one_line(recorded, tmp_path):

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from iosight._errors import IosightError, check_param
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -27,6 +29,8 @@ SCHED_JOBS = "sched_jobs"
 SCHED_SNAPSHOTS = "sched_snapshots"
 RUNNING = frozenset({"RUNNING", "COMPLETING"})
 PENDING = "PENDING"
+#: where feature set 4's running jobs come from (:func:`set4_jobs`)
+RUNNING_SOURCES = ("auto", "slurm", "logs")
 _UNLIMITED_RUN = 365 * 86400.0  # how long a running job without a time limit may run
 SCHED_COLUMNS = ("jobid", "name", "user", "partition", "nodes", "ntasks", "state",
                  "submit_time", "start_time", "end_time", "time_limit_s")  # fmt: skip
@@ -164,6 +168,27 @@ def scheduler_jobs(
     )
     slurm = slurm[until > seen]
     return pd.concat([logs, slurm], ignore_index=True)
+
+
+def set4_jobs(warehouse: Warehouse, running: str = "auto") -> tuple[pd.DataFrame, str]:
+    """Feature set 4's jobs of ``warehouse`` and where their running jobs come from:
+    ``"slurm"`` (Slurm's snapshots, :func:`scheduler_jobs`: the logs' jobs stand in before
+    the first) or ``"logs"`` (:func:`load_jobs`: the logs' start times, sizes and
+    executables, as the batch ``logs`` regime assumes the scheduler knew them).
+    ``running``: one of those, or ``"auto"``, Slurm's where the warehouse has a snapshot."""
+    from iosight.bursts._jobstate import load_jobs
+
+    check_param("running", running, running in RUNNING_SOURCES, "'auto', 'slurm' or 'logs'")
+    has = _first_snapshot(warehouse) is not None
+    if running == "slurm" and not has:
+        raise IosightError(
+            f"no Slurm snapshot in {warehouse.path} (table {SCHED_SNAPSHOTS}): poll them with "
+            "iosight live's slurm feed, or take the running jobs from the logs"
+        )
+    jobs = load_jobs(warehouse)
+    if running == "logs" or not has:
+        return jobs, "logs"
+    return scheduler_jobs(warehouse, jobs), "slurm"
 
 
 def _first_snapshot(warehouse: Warehouse) -> float | None:
