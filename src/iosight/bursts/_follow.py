@@ -120,7 +120,7 @@ class FollowForecasts:
             return 0
         first = min(s.last for s in todo) + 1
         rows = _known_sums(wh, first * self.width, (newest + 1) * self.width)
-        jobs = self._jobs()
+        jobs = self._jobs(first * self.width)
         made = [self._advance(s, rows, newest, jobs) for s in todo]
         wh.write_table(FORECASTS_TABLE, _arrow(made), mode="append")
         return newest - first + 1
@@ -146,7 +146,7 @@ class FollowForecasts:
             return
         stored = _last_forecasts(self.warehouse)
         start = math.floor(_first_known(self.warehouse) / self.width) - 1
-        jobs = self._jobs()
+        jobs = self._jobs((start + 1) * self.width)
         for s in fresh:
             at = stored.get(s.forecaster.name)
             s.last = start if at is None else round(at / self.width) - 1
@@ -188,16 +188,18 @@ class FollowForecasts:
         cols["nowcast"] = level
         return cols
 
-    def _jobs(self) -> pd.DataFrame | None:
-        """The jobs set 4 reads (None: no forecaster of set 4): the logs' ended runs and,
-        where Slurm's snapshots exist, the jobs Slurm showed running; as follow sees the
-        logs, never a job of theirs running (it landed after its end)."""
+    def _jobs(self, since: float) -> pd.DataFrame | None:
+        """The jobs set 4 reads at the bins ending after ``since`` (None: no forecaster of
+        set 4): the logs' ended runs and, where Slurm's snapshots exist, the jobs Slurm
+        showed running; as follow sees the logs, never a job of theirs running (it landed
+        after its end)."""
         if all(s.forecaster.metadata["feature_set"] != 4 for s in self.series):
             return None
         from iosight.bursts._jobstate import load_jobs
         from iosight.bursts._scheduler import scheduler_jobs
 
-        return scheduler_jobs(self.warehouse, load_jobs(self.warehouse), logs_until=-math.inf)
+        jobs = load_jobs(self.warehouse)
+        return scheduler_jobs(self.warehouse, jobs, logs_until=-math.inf, since=since)
 
     def _windows(self) -> list[int]:
         return [ema_span_bins(m, self.width) for m in EMA_MINUTES]

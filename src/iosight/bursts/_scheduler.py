@@ -130,7 +130,11 @@ def _as_jobs(run: pd.DataFrame, seen: np.ndarray) -> pd.DataFrame:
 
 
 def scheduler_jobs(
-    warehouse: Warehouse, jobs: pd.DataFrame, *, logs_until: float | None = None
+    warehouse: Warehouse,
+    jobs: pd.DataFrame,
+    *,
+    logs_until: float | None = None,
+    since: float = -np.inf,
 ) -> pd.DataFrame:
     """The jobs of feature set 4 with Slurm's view of the running ones: ``jobs``
     (:func:`load_jobs`, with ``jobid``) counted running only before ``logs_until``, plus
@@ -140,7 +144,10 @@ def scheduler_jobs(
     ``logs_until``: until when the logs' jobs stand for the scheduler's view (default:
     the first snapshot, as the batch ``logs`` regime assumes before it; ``-inf``: never,
     as follow mode sees them: a log lands after its job ended, so the logs known at t
-    show no job running at t). The window a row counts as running in is
+    show no job running at t). ``since``: only Slurm's rows of snapshots whose window
+    reaches past it (a caller that needs bins ending after ``since`` only: follow mode
+    reads the snapshots of the bins it forecasts, not the year's). The window a row
+    counts as running in is
     ``running_from`` / ``running_until`` (read by :func:`job_state` and the nowcast);
     Slurm's rows never count as ended runs (``known_at`` infinite). ``jobs`` unchanged
     when the warehouse has no snapshot and ``logs_until`` is not given.
@@ -156,7 +163,7 @@ def scheduler_jobs(
                        running_until=np.minimum(jobs["end_time"], logs_until))  # fmt: skip
     if first is None or not warehouse.has_table(SCHED_JOBS):  # no snapshot, or all empty
         return logs
-    run = _running_windows(warehouse)
+    run = _running_windows(warehouse, since)
     landed = jobs.groupby("jobid")["known_at"].min()
     log_at = run["jobid"].map(landed).to_numpy(np.float64)
     until = np.fmin(run["until"].to_numpy(np.float64), log_at)
@@ -200,14 +207,15 @@ def _first_snapshot(warehouse: Warehouse) -> float | None:
     return None if row["t"] is None else float(row["t"])
 
 
-def _running_windows(warehouse: Warehouse) -> pd.DataFrame:
-    """The running rows of every snapshot with ``seen`` (its time) and ``until`` (the
-    next snapshot's; infinite after the last)."""
+def _running_windows(warehouse: Warehouse, since: float = -np.inf) -> pd.DataFrame:
+    """The running rows of every snapshot whose window ends after ``since``, with
+    ``seen`` (its time) and ``until`` (the next snapshot's; infinite after the last)."""
     states = ", ".join(f"'{s}'" for s in sorted(RUNNING))
     return warehouse.sql(
-        "with s as (select known_at, lead(known_at) over (order by known_at) as nxt "
-        f"from (select distinct known_at from {SCHED_SNAPSHOTS})) "
-        "select j.*, s.known_at as seen, coalesce(s.nxt, 'inf'::double) as until "
+        "with s as (select known_at, coalesce(lead(known_at) over (order by known_at), "
+        f"'inf'::double) as nxt from (select distinct known_at from {SCHED_SNAPSHOTS})) "
+        "select j.*, s.known_at as seen, s.nxt as until "
         f"from {SCHED_JOBS} j join s using (known_at) where j.state in ({states}) "
-        "order by seen, jobid"
+        "and s.nxt > ? order by seen, jobid",
+        [float(since)],
     )
