@@ -82,7 +82,9 @@ def run_length(flags: np.ndarray, before: float = 0.0) -> np.ndarray:
     return np.where(f, lengths, -lengths).astype(np.float64)
 
 
-def burst_runs(level: np.ndarray, threshold: float, restart: int, before: float = 0.0):
+def burst_runs(
+    level: np.ndarray, threshold: float, restart: int, before: float = 0.0
+) -> np.ndarray:
     """Set 4's ``run_length`` of the bursts of ``level``, counted afresh from index
     ``restart`` (under ``logs``: the bin the first job became known in, before which the
     logs knew nothing), continued from ``before`` at the bin before the first."""
