@@ -74,6 +74,7 @@ from iosight.bursts._scheduler import (
     sched_snapshot,
     scheduler_jobs,
     scheduler_view,
+    set4_jobs,
     slurm_running_jobs,
 )
 from iosight.bursts._task import (
@@ -173,6 +174,7 @@ __all__ = [
     "scheduler_jobs",
     "scheduler_view",
     "search_params",
+    "set4_jobs",
     "severity_classes",
     "slurm_running_jobs",
     "started_by",

@@ -293,18 +293,31 @@ class Forecaster:
         return pd.concat(parts, ignore_index=True)
 
     def predict_next(
-        self, warehouse: Warehouse, at: float | None = None, *, feature_set: int | None = None
+        self,
+        warehouse: Warehouse,
+        at: float | None = None,
+        *,
+        feature_set: int | None = None,
+        running: str = "auto",
     ) -> BurstPrediction:
         """:meth:`predict` on the warehouse's timeline (and jobs, for feature set 4): the
-        bins after ``at`` (epoch s; None = the timeline's last bin)."""
-        from iosight.bursts._jobstate import load_jobs
+        bins after ``at`` (epoch s; None = the timeline's last bin). Set 4: ``running``
+        says where the running jobs come from (:func:`iosight.bursts.set4_jobs`: ``slurm``,
+        ``logs``, or ``auto``, Slurm's snapshots where the warehouse has them), and the
+        table's column ``running_jobs`` which was used."""
         from iosight.bursts._known import load_known
+        from iosight.bursts._scheduler import set4_jobs
         from iosight.timeline import load_timeline
 
-        jobs = load_jobs(warehouse) if self.metadata["feature_set"] == 4 else None
+        jobs, source = None, None
+        if self.metadata["feature_set"] == 4:
+            jobs, source = set4_jobs(warehouse, running)
         known = load_known(warehouse) if self.information == "logs" else None
-        return self.predict(load_timeline(warehouse), at, feature_set=feature_set, jobs=jobs,
+        pred = self.predict(load_timeline(warehouse), at, feature_set=feature_set, jobs=jobs,
                             known=known)  # fmt: skip
+        if source is not None:
+            pred.table["running_jobs"] = source
+        return pred
 
     def save(self, warehouse: Warehouse) -> Path:
         """Write the model folder ``models/<name>/`` atomically (:mod:`iosight._modelio`:

@@ -105,6 +105,12 @@ def predict(
     at: str = typer.Option(None, help="Time (UTC) to predict from; default the last bin."),
     model: str = typer.Option("bursts-write", help="Saved model name."),
     features: int = typer.Option(None, help="Refuse a model of another feature set."),
+    running: str = typer.Option(
+        "auto",
+        help="Feature set 4: the running jobs from 'slurm' (the warehouse's Slurm snapshots), "
+        "'logs' (their logs' start times), or 'auto' (slurm where there are snapshots); "
+        "column running_jobs says which.",
+    ),
     fmt: str = FORMAT_OPT,
 ) -> None:
     """Burst yes/no, probability and severity for the next bins (24 five-minute bins)."""
@@ -114,7 +120,8 @@ def predict(
 
         wh = open_warehouse(warehouse)
         fc = load_forecaster(wh, model)
-        p = fc.predict_next(wh, None if at is None else parse_time(at), feature_set=features).table
+        when = None if at is None else parse_time(at)
+        p = fc.predict_next(wh, when, feature_set=features, running=running).table
         if fmt == "table":  # on screen the UTC time says what bin_start (epoch s) says
             p = p.drop(columns="bin_start")
         print_frame(p, fmt, title=f"{model}: {fc.describe()}")
