@@ -461,21 +461,6 @@ def explore(
 
 
 # ----------------------------------------------------------------------- questions
-def resolve_job(wh: Warehouse, job: str) -> str:
-    """A job key from a job key, or from a jobid."""
-    wh.require("sim_jobs", _HINT)
-    df = wh.sql(
-        "select job_key from sim_jobs where job_key = ? or cast(jobid as varchar) = ? "
-        "order by job_key",
-        [job, job],
-    )
-    if df.empty:
-        raise IosightError(f"no job {job!r} in sim_jobs (give a job key or a jobid)")
-    if len(df) > 1:
-        raise IosightError(f"jobid {job!r} matches several jobs; give the job key")
-    return str(df["job_key"].iloc[0])
-
-
 def find_similar(wh: Warehouse, job: str, *, coding: str = "bin-aggzeros", top: int = 20):
     """The ``top`` jobs most similar to ``job`` (exact; §7), best first, among the jobs
     of its own source (``sim_jobs.source``: one codings file, Darshan logs, monitoring,
@@ -488,8 +473,10 @@ def find_similar(wh: Warehouse, job: str, *, coding: str = "bin-aggzeros", top: 
     """
     import pandas as pd
 
+    from iosight.warehouse import find_job
+
     check_param("top", top, top >= 1, "a positive number of jobs")
-    key = resolve_job(wh, job)
+    key = find_job(wh, job, table="sim_jobs", hint=_HINT)
     source = str(wh.sql("select source from sim_jobs where job_key = ?", [key]).iat[0, 0])
     loaded = load_codings(wh, coding, source=source)
     pos = np.flatnonzero(loaded.job_keys == key)
@@ -530,7 +517,9 @@ def cluster_of(wh: Warehouse, job: str, runs: Sequence[str] | None = None) -> pd
     A job type is a distinct coding (``Coding with 100% similarity are of the same
     job phenotype``, §6).
     """
-    key = resolve_job(wh, job)
+    from iosight.warehouse import find_job
+
+    key = find_job(wh, job, table="sim_jobs", hint=_HINT)
     wh.require("sim_membership", "run 'iosight similarity cluster' first")
     df = wh.sql(
         """with mine as (select run_id, cluster from sim_membership where job_key = ?)

@@ -12,10 +12,9 @@ from iosight.trace._activate import activate_from_env, run_traced, trace_env
 from iosight.trace._core import TRACE_MODULES, TraceConfig, TraceCore, TraceModule
 from iosight.trace._format import LogContent, darshan_hash, read_log, write_log
 from iosight.trace._heavy import dxt_heavy_log
-from iosight.trace._merge import combine, merge_logs
+from iosight.trace._merge import combine, merge
 from iosight.trace._process import ProcessInfo
-from iosight.trace._session import Tracer, TraceResult, merge, recover, trace
-from iosight.trace._summary import job_summary
+from iosight.trace._session import Tracer, TraceResult, recover, trace
 
 __all__ = [
     "TRACE_MODULES",
@@ -30,9 +29,7 @@ __all__ = [
     "combine",
     "darshan_hash",
     "dxt_heavy_log",
-    "job_summary",
     "merge",
-    "merge_logs",
     "read_log",
     "recover",
     "run_traced",

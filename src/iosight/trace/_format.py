@@ -11,7 +11,9 @@ Layouts follow ``darshan-log-format.h`` and the module headers of Darshan 3.4
 
 from __future__ import annotations
 
+import getpass
 import struct
+import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -316,3 +318,18 @@ def read_log(path: str | Path) -> LogContent:
             blobs[mod] = region(off, length)
     flagged = {m for m, mid in MODULE_IDS.items() if partial >> mid & 1}
     return LogContent(job, lines[0], list(mounts), names, records, flagged, blobs)
+
+
+def log_name(log: LogContent) -> str:
+    """Darshan's log file name: ``<user>_<exe>_id<jobid>_<m>-<d>-<sec of day>-<hash>_1.darshan``."""
+    t = time.localtime(log.job.start_time_sec)
+    words = [Path(w).name for w in log.exe.split()] or ["python"]
+    exe = words[1] if words[0].startswith("python") and len(words) > 1 else words[0]
+    exe = "".join(ch if ch.isalnum() or ch in "-." else "-" for ch in exe)[:40]
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = str(log.job.uid)
+    secs = t.tm_hour * 3600 + t.tm_min * 60 + t.tm_sec
+    h = darshan_hash(f"{log.exe}{log.job.start_time_sec}{log.job.start_time_nsec}") % 10**19
+    return f"{user}_{exe}_id{log.job.jobid}_{t.tm_mon}-{t.tm_mday}-{secs}-{h}_1.darshan"
