@@ -9,14 +9,8 @@ import pandas as pd
 import pytest
 
 from iosight._errors import IosightError
-from iosight.bursts import (
-    FORECAST_COLUMNS,
-    FORECASTS_TABLE,
-    FollowForecasts,
-    fit_model,
-    load_known,
-    train_forecaster,
-)
+from iosight.bursts import FORECASTS_TABLE, FollowForecasts, fit_model, load_known, train_forecaster
+from iosight.bursts._follow import FORECAST_COLUMNS
 from iosight.timeline import build_timeline, load_timeline
 from iosight.warehouse import Warehouse, ingest, replay
 from tests_support import follow_until, shared_path

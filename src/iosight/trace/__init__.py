@@ -8,7 +8,7 @@ Characterization with Darshan*).
 """
 
 from iosight.trace import _h5py, _numpy, _posix, _stdio  # noqa: F401  (register the modules)
-from iosight.trace._activate import activate_from_env, run_traced, trace_env
+from iosight.trace._activate import run_traced, trace_env
 from iosight.trace._core import TRACE_MODULES, TraceConfig, TraceCore, TraceModule
 from iosight.trace._format import LogContent, darshan_hash, read_log, write_log
 from iosight.trace._heavy import dxt_heavy_log
@@ -25,7 +25,6 @@ __all__ = [
     "TraceModule",
     "TraceResult",
     "Tracer",
-    "activate_from_env",
     "combine",
     "darshan_hash",
     "dxt_heavy_log",
