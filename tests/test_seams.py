@@ -280,15 +280,15 @@ def test_every_public_name_has_a_docstring():
 
 # Parameters (after scikit-learn's test_docstring_parameters.py, in iosight's light style):
 # a parameter is documented when its docstring names it in double backticks (``name``:
-# what it is) or in a numpydoc "Parameters" entry (``name : type``); a dataclass field
-# also by the comment on its line. The docstring of a class covers its constructor; a
+# what it is, or ``name=value``) or in a numpydoc "Parameters" entry (``name : type``); a
+# dataclass field also by the comment on its line. The docstring of a class covers its constructor; a
 # method that overrides one may rely on the base's docstring.
 UNDOCUMENTED_PARAMETERS = Path(__file__).with_name("undocumented_parameters.txt")
 
 
 def _names_documented(doc: str) -> set[str]:
     """Every name ``doc`` documents, in either style."""
-    quoted = re.findall(r"``\*{0,2}(\w+)``", doc)
+    quoted = re.findall(r"``\*{0,2}(\w+)(?:=[^`]*)?``", doc)
     entries = re.findall(r"^\s*(\*{0,2}\w+(?:,\s*\*{0,2}\w+)*)\s+:", doc, re.M)
     return {*quoted, *(n.strip(" *") for e in entries for n in e.split(","))}
 
@@ -381,8 +381,9 @@ def test_every_public_parameter_is_documented():
 
 
 def test_the_parameter_check_finds_an_undocumented_parameter():
-    def documented(warehouse, name, *, seed=0, **options):
-        """Read ``warehouse``; ``name``: the table; ``**options`` go to the reader.
+    def documented(warehouse, name, *, seed=0, top=5, **options):
+        """Read ``warehouse``; ``name``: the table; ``**options`` go to the reader (say,
+        ``top=3``).
 
         Parameters
         ----------

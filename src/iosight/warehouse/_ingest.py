@@ -48,7 +48,13 @@ _PRELOAD = (
 
 @dataclass
 class IngestReport:
-    """What an ingest did; ``failed`` sources are also rows of ``ingest_errors``."""
+    """What an ingest did; ``failed`` sources are also rows of ``ingest_errors``.
+
+    ``sources``: sources found; ``ingested``: sources read and stored; ``jobs``: jobs stored;
+    ``skipped``: sources already in the warehouse (same content), not read again;
+    ``bytes_read``: bytes of the sources read; ``seconds``: wall time of the ingest; ``errors``:
+    ``(source, message)`` of each source that failed.
+    """
 
     sources: int = 0
     ingested: int = 0
@@ -156,6 +162,8 @@ def ingest(
     sources, hands out batches and commits them, so it never holds a log's rows.
     A batch whose worker crashed or hung at source *i* is committed without it:
     source *i* becomes an ``ingest_errors`` row and the others are read again.
+
+    ``progress``: told of each source read (default: silent).
     """
     paths = list(paths)  # used twice: checked here, walked under the lock
     check_ingest_args(paths, workers=workers, timeout=timeout, batch_size=batch_size, reader=reader)
@@ -240,7 +248,12 @@ def check_ingest_args(
     """Raise the error :func:`ingest` would for these arguments before it reads anything
     (a named source missing or a warehouse, a count or timeout out of range, an unknown
     reader): the command line checks them before it makes a warehouse, so bad arguments
-    leave nothing behind."""
+    leave nothing behind.
+
+    ``paths``: the sources (files or folders); ``workers``: processes reading (0: one per core);
+    ``timeout``: seconds one source may take; ``batch_size``: sources per committed batch;
+    ``reader``: how Darshan logs are read (``native`` or ``libdarshan``).
+    """
     from iosight.darshan import check_reader_way
     from iosight.parallel import check_pool_params
 

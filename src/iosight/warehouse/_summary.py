@@ -30,7 +30,13 @@ _LAYERS = {
 
 @dataclass
 class JobSummary:
-    """Tables describing one job (DataFrames, ready to print or plot)."""
+    """Tables describing one job (DataFrames, ready to print or plot).
+
+    ``job``: the job's ``jobs`` row; ``modules``: one row per module (bytes, operations, I/O
+    time); ``access_sizes``: the access-size histogram per module; ``files``: one row per file;
+    ``osts``: Lustre OSTs and the job's ranks and I/O time on each; ``notes``: what the summary
+    should be read with (partial modules, SYNTHETIC data).
+    """
 
     job: pd.Series
     modules: pd.DataFrame
@@ -96,7 +102,11 @@ def find_job(warehouse: Warehouse, ident: str, *, table: str = "jobs", hint: str
 
 
 def job_summary(warehouse: Warehouse, ident: str) -> JobSummary:
-    """Summarise one job (by job id or job_key prefix) from the warehouse tables."""
+    """Summarise one job (by job id or job_key prefix) from the warehouse tables.
+
+    ``warehouse``: the warehouse read; ``ident``: the job: its job id, job_key or a job_key
+    prefix (:func:`find_job`).
+    """
     key = find_job(warehouse, ident)
     job = warehouse.sql("select * from jobs where job_key = ?", [key]).iloc[0]
     tables = set(warehouse.tables())
