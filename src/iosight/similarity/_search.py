@@ -22,7 +22,10 @@ _CHUNK = 64
 @dataclass
 class SearchResult:
     """Positions (into the indexed set) and similarities, best first; ``compared``
-    counts the exact edit-distance comparisons made."""
+    counts the exact edit-distance comparisons made.
+
+    ``index``: positions into the indexed set; ``similarity``: their similarities to the query.
+    """
 
     index: np.ndarray
     similarity: np.ndarray
@@ -64,6 +67,8 @@ class SimilarityIndex:
     ``1 - sum_m (L - c_m) / (N L)``. Candidates are compared in order of that
     upper bound and the search stops when the next bound is below the k-th best
     similarity found: the result equals brute force, ties broken by position.
+
+    ``codings``: the codings indexed, all of one kind.
     """
 
     def __init__(self, codings: CodingSet) -> None:
@@ -84,7 +89,10 @@ class SimilarityIndex:
         return np.where(n > 0, 1.0 - missing / (np.maximum(n, 1) * longest), 1.0)
 
     def query(self, i: int, k: int = 20, *, exclude_self: bool = True) -> SearchResult:
-        """The ``k`` codings most similar to coding ``i`` of the indexed set."""
+        """The ``k`` codings most similar to coding ``i`` of the indexed set.
+
+        ``exclude_self``: leave coding ``i`` itself out of the answer.
+        """
         check_param("k", k, k >= 1, "a positive number of jobs")
         cs = self.codings
         ub = self._upper_bounds(self.hist[i], int(cs.lengths[i]), int(cs.active[i]))
@@ -114,7 +122,11 @@ class SimilarityIndex:
 
 
 def brute_force_top_k(codings: CodingSet, i: int, k: int, *, exclude_self: bool = True):
-    """Reference answer: compare coding ``i`` with every coding, best ``k`` first."""
+    """Reference answer: compare coding ``i`` with every coding, best ``k`` first.
+
+    ``codings``: the codings compared; ``exclude_self``: leave coding ``i`` itself out of the
+    answer.
+    """
     idx = np.arange(len(codings))
     if exclude_self:
         idx = idx[idx != i]
