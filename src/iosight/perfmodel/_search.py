@@ -281,10 +281,10 @@ def lasso_grid_search(
 
     ``n_jobs``: worker processes, 1 or more, or -1 for every core.
 
-    ``x``: training features; ``y``: training targets; ``scale``: each training sample's
-    write scale (the subsets are of these); ``x_val``: validation features; ``y_val``: validation targets; ``subsets``: the feature
-    subsets (default: every one); ``alphas``: the shrinkage values; ``progress``: told of each
-    subset (default: silent).
+    ``x``: training features; ``y``: training targets; ``scale``: each training sample's write
+    scale (the subsets are of these); ``x_val``: validation features; ``y_val``: validation
+    targets; ``subsets``: the feature subsets (default: every one); ``alphas``: the shrinkage
+    values; ``progress``: told of each subset (default: silent).
     """
     from joblib import Parallel, delayed
 
@@ -330,9 +330,10 @@ def naive_grid_search(
     until both are tight. ``with_converged=True`` also returns a boolean grid: False where
     coordinate descent stopped at ``max_iter`` before reaching ``tol``.
 
-    ``x``: training features; ``y``: training targets; ``scale``: each training sample's
-    write scale (the subsets are of these); ``x_val``: validation features; ``y_val``: validation targets; ``subsets``: the feature
-    subsets (default: every one); ``alphas``: the shrinkage values.
+    ``x``: training features; ``y``: training targets; ``scale``: each training sample's write
+    scale (the subsets are of these); ``x_val``: validation features; ``y_val``: validation
+    targets; ``subsets``: the feature subsets (default: every one); ``alphas``: the shrinkage
+    values.
     """
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import Lasso, LinearRegression
