@@ -153,6 +153,7 @@ def ingest(
         batches; default :data:`DEFAULT_BATCH_SIZE`); local batches are at most a worker's
         share of what is left, so a small ingest keeps every worker busy and the workers
         finish together
+    progress : told of each source read (default: silent)
     reader : how Darshan 3.x logs are read: ``"native"`` (the file format itself) or
         ``"libdarshan"`` (libdarshan-util through PyDarshan, today's oracle)
     compact : afterwards, compact the tables that have many small files
@@ -162,8 +163,6 @@ def ingest(
     sources, hands out batches and commits them, so it never holds a log's rows.
     A batch whose worker crashed or hung at source *i* is committed without it:
     source *i* becomes an ``ingest_errors`` row and the others are read again.
-
-    ``progress``: told of each source read (default: silent).
     """
     paths = list(paths)  # used twice: checked here, walked under the lock
     check_ingest_args(paths, workers=workers, timeout=timeout, batch_size=batch_size, reader=reader)
