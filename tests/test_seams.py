@@ -280,17 +280,29 @@ def test_every_public_name_has_a_docstring():
 
 # Parameters (after scikit-learn's test_docstring_parameters.py, in iosight's light style):
 # a parameter is documented when its docstring names it in double backticks (``name``:
-# what it is, or ``name=value``) or in a numpydoc "Parameters" entry (``name : type``); a
-# dataclass field also by the comment on its line. The docstring of a class covers its constructor; a
-# method that overrides one may rely on the base's docstring.
+# what it is, or ``name=value``) or in a numpydoc Parameters or Attributes entry (``name :
+# type``); a dataclass field also by the comment on its line. The docstring of a class
+# covers its constructor; a method that overrides one may rely on the base's docstring.
 UNDOCUMENTED_PARAMETERS = Path(__file__).with_name("undocumented_parameters.txt")
 
 
+_SECTION = re.compile(r"^(\s*)(Parameters|Other Parameters|Attributes)\n\1-{3,}$", re.M)
+_ENTRY = re.compile(r"(\*{0,2}\w+(?:,\s*\*{0,2}\w+)*)\s*(?::.*)?")
+
+
 def _names_documented(doc: str) -> set[str]:
-    """Every name ``doc`` documents, in either style."""
-    quoted = re.findall(r"``\*{0,2}(\w+)(?:=[^`]*)?``", doc)
-    entries = re.findall(r"^\s*(\*{0,2}\w+(?:,\s*\*{0,2}\w+)*)\s+:", doc, re.M)
-    return {*quoted, *(n.strip(" *") for e in entries for n in e.split(","))}
+    """Every name ``doc`` documents: quoted in double backticks, or an entry (``name : type``,
+    ``a, b : type`` or a bare ``a, b``) of a numpydoc Parameters or Attributes section."""
+    names = set(re.findall(r"``\*{0,2}(\w+)(?:=[^`]*)?``", doc))
+    for section in _SECTION.finditer(doc):
+        indent = section.group(1)
+        for line in doc[section.end() :].splitlines()[1:]:
+            if line.strip() and not line.startswith(indent + " "):
+                entry = _ENTRY.fullmatch(line.strip())
+                if not line.startswith(indent) or not entry or line.strip().endswith("-"):
+                    break
+                names |= {n.strip(" *") for n in entry.group(1).split(",")}
+    return names
 
 
 def _commented_fields(cls: type) -> set[str]:
@@ -381,17 +393,29 @@ def test_every_public_parameter_is_documented():
 
 
 def test_the_parameter_check_finds_an_undocumented_parameter():
-    def documented(warehouse, name, *, seed=0, top=5, **options):
+    def documented(warehouse, name, *, seed=0, top=5, alpha=1, beta=1, **options):
         """Read ``warehouse``; ``name``: the table; ``**options`` go to the reader (say,
         ``top=3``).
 
         Parameters
         ----------
         seed : int
+            The random seed.
+        alpha, beta
+            Shape parameters.
+
+        Returns
+        -------
+        gamma
         """
 
-    def undocumented(warehouse, ident, top=5):
-        """The ``top`` jobs like job ``identity`` in a warehouse."""
+    def undocumented(warehouse, ident, top=5, gamma=0):
+        """The ``top`` jobs like job ``identity`` in a warehouse.
+
+        Returns
+        -------
+        gamma
+        """
 
     class Point:
         """A point."""
@@ -403,7 +427,7 @@ def test_the_parameter_check_finds_an_undocumented_parameter():
             """The point moved by ``dx``."""
 
     assert _parameter_gaps(documented) == []
-    assert _parameter_gaps(undocumented) == [("undocumented", ["warehouse", "ident"])]
+    assert _parameter_gaps(undocumented) == [("undocumented", ["warehouse", "ident", "gamma"])]
     assert _parameter_gaps(Point) == [("Point", ["y"])]
 
 
