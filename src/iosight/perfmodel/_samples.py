@@ -113,14 +113,14 @@ def group_runs(
     the first ``r`` that passes ends the pattern (converged), otherwise the first
     ``max_runs`` runs give an unconverged sample.
 
+    ``runs``: one row per run (``nodes, cores, size[, stripes], write_time``); ``error``: the
+    relative error the interval must reach; ``min_runs``: runs before the test is first made.
+
     Notes
     -----
     iosight's reading: ``z`` is the two-sided normal quantile of ``confidence`` and the
     test starts at ``min_runs = 3`` runs (a two-run standard deviation is too unstable).
     Vectorised with cumulative sums per pattern.
-
-    ``runs``: one row per run (``nodes, cores, size[, stripes], write_time``); ``error``: the
-    relative error the interval must reach; ``min_runs``: runs before the test is first made.
     """
     import pandas as pd
     from scipy.stats import norm

@@ -294,14 +294,14 @@ class Categories:
     ) -> Categories:
         """Split points from quantiles of each metric's non-zero segment means.
 
+        ``series``: a segmented series (``metric``, ``value`` columns); ``quantiles``: the
+        quantiles giving ``low`` and ``high``.
+
         Notes
         -----
         iosight's reading (docs/methods.md §3, "taken from quantiles of the data set"): the
         quantiles are of the non-zero node-segment means, so a split point is
         never 0; a metric never seen active gets split points (1, 1).
-
-        ``series``: a segmented series (``metric``, ``value`` columns); ``quantiles``: the
-        quantiles giving ``low`` and ``high``.
         """
         q1, q2 = quantiles
         check_param("quantiles", quantiles, 0 < q1 <= q2 < 1, "two levels 0 < q1 <= q2 < 1")

@@ -58,6 +58,8 @@ def _histograms(codings: CodingSet) -> np.ndarray:
 class SimilarityIndex:
     """An exact top-k index over codings of one kind (BIN eq. 1 or HEX_LEV eq. 2).
 
+    ``codings``: the codings indexed, all of one kind.
+
     Notes
     -----
     For codings of lengths ``la``, ``lb`` sharing ``c`` symbols as multisets,
@@ -67,8 +69,6 @@ class SimilarityIndex:
     ``1 - sum_m (L - c_m) / (N L)``. Candidates are compared in order of that
     upper bound and the search stops when the next bound is below the k-th best
     similarity found: the result equals brute force, ties broken by position.
-
-    ``codings``: the codings indexed, all of one kind.
     """
 
     def __init__(self, codings: CodingSet) -> None:

@@ -38,13 +38,13 @@ def bin_similarity(a: Sequence[int], b: Sequence[int]) -> float:
 def hex_similarity(a: np.ndarray, b: np.ndarray) -> float:
     """``1 - sum_m lev(A_m, B_m) / (N * L_B)`` (eq. 2), ``L_B >= L_A``.
 
+    ``a``: one job's (9, length) hex levels; ``b``: the other's.
+
     Notes
     -----
     iosight's reading (docs/methods.md §3): N counts the metrics that are non-zero in
     either job and the sum runs over those metrics, so the value is the mean of
     the per-metric similarities over them; two all-zero codings have similarity 1.
-
-    ``a``: one job's (9, length) hex levels; ``b``: the other's.
     """
     from rapidfuzz.distance import Levenshtein
 
