@@ -280,9 +280,10 @@ def test_every_public_name_has_a_docstring():
 
 # Parameters (after scikit-learn's test_docstring_parameters.py, in iosight's light style):
 # a parameter is documented when its docstring names it in double backticks (``name``:
-# what it is, or ``name=value``) or in a numpydoc Parameters or Attributes entry (``name :
-# type``); a dataclass field also by the comment on its line. The docstring of a class
-# covers its constructor; a method that overrides one may rely on the base's docstring.
+# what it is; or ``name=value``, ``name(args)``) or in a numpydoc Parameters or
+# Attributes entry (``name : type``); a dataclass field also by the comment on its line.
+# The docstring of a class covers its constructor; a method that overrides one may rely on
+# the base's docstring.
 UNDOCUMENTED_PARAMETERS = Path(__file__).with_name("undocumented_parameters.txt")
 
 
@@ -293,7 +294,7 @@ _ENTRY = re.compile(r"(\*{0,2}\w+(?:,\s*\*{0,2}\w+)*)\s*(?::.*)?")
 def _names_documented(doc: str) -> set[str]:
     """Every name ``doc`` documents: quoted in double backticks, or an entry (``name : type``,
     ``a, b : type`` or a bare ``a, b``) of a numpydoc Parameters or Attributes section."""
-    names = set(re.findall(r"``\*{0,2}(\w+)(?:=[^`]*)?``", doc))
+    names = set(re.findall(r"``\*{0,2}(\w+)(?:[=(][^`]*)?``", doc))
     for section in _SECTION.finditer(doc):
         indent = section.group(1)
         for line in doc[section.end() :].splitlines()[1:]:
@@ -395,14 +396,14 @@ def test_every_public_parameter_is_documented():
 def test_the_parameter_check_finds_an_undocumented_parameter():
     def documented(warehouse, name, *, seed=0, top=5, alpha=1, beta=1, **options):
         """Read ``warehouse``; ``name``: the table; ``**options`` go to the reader (say,
-        ``top=3``).
+        ``top=3``), called as ``beta(x)``.
 
         Parameters
         ----------
         seed : int
             The random seed.
-        alpha, beta
-            Shape parameters.
+        alpha
+            Shape parameter.
 
         Returns
         -------
