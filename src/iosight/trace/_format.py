@@ -143,6 +143,8 @@ def darshan_hash(name: str | bytes, level: int = 0) -> int:
     Darshan names a record by ``darshan_hash(path, strlen(path), 0)``; the same path thus
     gets the same id in every process and every log, which is what lets shared records
     be found and reduced (§III-A).
+
+    ``name``: the path hashed; ``level``: the hash's seed.
     """
     k = name.encode() if isinstance(name, str) else name
     length = len(k)
@@ -186,6 +188,9 @@ class LogContent:
     :func:`record_dtype` rows; ``partial`` names modules that dropped records for lack
     of room (the header's partial flags); ``blobs`` holds the serialized records of
     variable-length modules (``"DXT_POSIX"``, ``"HEATMAP"``).
+
+    ``job``: the job record (ids, times, process count); ``exe``: the command line; ``names``:
+    record id to path.
     """
 
     job: Job
@@ -225,6 +230,8 @@ def write_log(path: str | Path, log: LogContent) -> Path:
     """Write ``log`` as a zlib-compressed Darshan 3.41 log that PyDarshan reads.
 
     Records are written sorted by rank, then id, as ``darshan_record_sort`` leaves them.
+
+    ``path``: the file written.
     """
     path = Path(path)
     regions: list[tuple[int, bytes]] = [(-2, _job_bytes(log))]
@@ -271,6 +278,8 @@ def read_log(path: str | Path) -> LogContent:
 
     Used by ``merge``; other modules' regions are skipped. Raises
     :class:`~iosight._errors.CorruptLogError` for anything else.
+
+    ``path``: the log.
     """
     path = Path(path)
     try:

@@ -175,6 +175,8 @@ def combine(logs: Sequence[LogContent], *, labels: Sequence[str] | None = None) 
     given twice, a merged log and one of its ranks, or two single-process runs) are
     refused, as their records would be counted twice. ``labels`` name the logs in that
     error (e.g. their paths).
+
+    ``logs``: the processes' logs.
     """
     if not logs:
         raise IosightError("nothing to merge: no per-process logs given")
@@ -289,6 +291,8 @@ def merge(paths: Sequence[str | Path], out: str | Path | None = None) -> Path:
     log never replaces an input, and inputs holding the same rank are refused (see
     :func:`~iosight.trace.combine`), so merging a directory again fails rather than
     counting its logs twice.
+
+    ``paths``: logs, or directories of them.
     """
     files: list[Path] = []
     for p in map(Path, paths):

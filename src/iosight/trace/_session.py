@@ -32,7 +32,11 @@ def partial_name(jobid: int, rank: int) -> str:
 
 @dataclass
 class TraceResult:
-    """What one process's tracing produced."""
+    """What one process's tracing produced.
+
+    ``records``: records kept per module; ``dropped``: records dropped per module (over
+    ``record_limit``).
+    """
 
     log: Path | None  # the job log, when this process wrote or merged it
     partial: Path | None  # this rank's per-process log, for multi-process jobs
@@ -41,7 +45,11 @@ class TraceResult:
 
 
 class Tracer:
-    """Trace this Python process: :meth:`start`, run the program, :meth:`finish`."""
+    """Trace this Python process: :meth:`start`, run the program, :meth:`finish`.
+
+    ``config``: how to trace; ``proc``: where this process sits in its job (default: from the
+    environment).
+    """
 
     def __init__(self, config: TraceConfig, proc: ProcessInfo | None = None) -> None:
         self.config = config
@@ -113,7 +121,8 @@ def _merge_if_complete(pdir: Path, log_dir: Path, jobid: int, nprocs: int) -> Pa
 
 @contextmanager
 def trace(log_dir: str | Path, **options) -> Iterator[Tracer]:
-    """Trace the code in the ``with`` block of this process; the log is written on exit.
+    """Trace the code in the ``with`` block of this process; the log is written on exit
+    into ``log_dir``.
 
     ``options`` are :class:`~iosight.trace._core.TraceConfig` fields; ``proc`` may give a
     :class:`~iosight.trace.ProcessInfo` instead of the environment's.
@@ -132,6 +141,8 @@ def recover(partial_dir: str | Path, out_dir: str | Path) -> list[Path]:
     State files of one job id are merged into one job log together with any per-rank
     logs of the same job that finished normally; the state files are removed once
     their log is written.
+
+    ``partial_dir``: the folder holding the state files.
     """
     partial_dir, out_dir = Path(partial_dir), Path(out_dir)
     if not partial_dir.is_dir():
