@@ -205,7 +205,7 @@ def explore_cmd(
 
 @group.command("find")
 def find_cmd(
-    job: str = typer.Argument(..., help="Job key or jobid."),
+    job: str = typer.Argument(..., help="Job id, job key or a job key prefix (6+ characters)."),
     warehouse: Path = WAREHOUSE_OPT,
     coding: str = CODING_OPT,
     top: int = typer.Option(20, help="How many similar jobs."),
@@ -234,7 +234,7 @@ def find_cmd(
 
 @group.command("cluster-of")
 def cluster_of_cmd(
-    job: str = typer.Argument(..., help="Job key or jobid."),
+    job: str = typer.Argument(..., help="Job id, job key or a job key prefix (6+ characters)."),
     warehouse: Path = WAREHOUSE_OPT,
     fmt: str = FORMAT_OPT,
 ) -> None:
