@@ -894,8 +894,7 @@ def build_timeline(
         }
         if bounds is not None:
             where = _job_condition(*asked[:2], as_of=as_of)
-            quartiles = dense_quartiles(warehouse, where, bounds).to_json()
-            metadata[QUARTILES_KEY] = json.dumps(quartiles).encode()
+            metadata[QUARTILES_KEY] = dense_quartiles(warehouse, where, bounds).to_bytes()
         table = table.replace_schema_metadata(metadata)
         write_runs(warehouse, table, acc.first, runs_of(acc.first, table.num_rows), None)
     return table

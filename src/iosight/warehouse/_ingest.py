@@ -30,7 +30,7 @@ from iosight._errors import IosightError, check_param
 from iosight._progress import Progress, ensure_progress
 from iosight.parallel import default_workers
 from iosight.warehouse._compact import CompactReport, auto_compact
-from iosight.warehouse._io_totals import IO_TOTALS, io_totals
+from iosight.warehouse._io_totals import IO_TOTALS, IO_TOTALS_COMPRESSION, io_totals
 from iosight.warehouse._store import Warehouse, is_warehouse_dir, new_batch_id, stage_tables
 
 _PART_BYTES = 32 << 20  # a worker holds at most this many bytes of Arrow rows (see _Parts)
@@ -640,10 +640,12 @@ class _Parts:
                 else pa.table({"job_key": keys})
             )
         part = self.part.get(name, 0)
-        tables = {name: [table]}
+        self.written.update(stage_tables(self.staging, {name: [table]}, part=part,
+                                         arrow_schema=False))  # fmt: skip
         if name == "job_totals":  # and its narrow twin, under the same name (_io_totals)
-            tables[IO_TOTALS] = [io_totals(table)]
-        self.written.update(stage_tables(self.staging, tables, part=part, arrow_schema=False))
+            twin = {IO_TOTALS: [io_totals(table)]}
+            self.written.update(stage_tables(self.staging, twin, part=part, arrow_schema=False,
+                                             compression=IO_TOTALS_COMPRESSION))  # fmt: skip
         self.part[name] = part + 1
         self.total -= self.size.pop(name)
 

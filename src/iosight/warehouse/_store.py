@@ -107,7 +107,6 @@ def stage_tables(
     ``batch``: table name to the Arrow tables of the batch.
     """
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     staging.mkdir(parents=True, exist_ok=True)
     written = []
@@ -116,26 +115,38 @@ def stage_tables(
         if not parts:
             continue
         table = pa.concat_tables(parts, promote_options="permissive")
-        # dictionary pages only for strings (job_key, names, hosts, ops): numeric
-        # counters compress better, and faster, without them
-        strings = [
-            f.name
-            for f in table.schema
-            if pa.types.is_string(f.type) or pa.types.is_dictionary(f.type)
-        ]
         path = staging / f"{name}.{part}.parquet"
-        with pq.ParquetWriter(
-            path,
-            table.schema,
-            compression=compression,
-            use_dictionary=strings,
-            store_schema=arrow_schema,
-        ) as writer:
-            writer.write_table(table)
-            if key_values and not arrow_schema and table.schema.metadata:
-                writer.add_key_value_metadata(table.schema.metadata)
+        write_parquet(path, table, arrow_schema=arrow_schema, key_values=key_values,
+                      compression=compression)  # fmt: skip
         written.append(name)
     return written
+
+
+def write_parquet(
+    path: str | os.PathLike | pa.NativeFile,
+    table: pa.Table,
+    *,
+    arrow_schema: bool = True,
+    key_values: bool = False,
+    compression: str = "zstd",
+) -> None:
+    """Write ``table`` as the Parquet file ``path`` (or into a pyarrow stream), as
+    :func:`stage_tables` does (its options are this function's)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    # dictionary pages only for strings (job_key, names, hosts, ops): numeric
+    # counters compress better, and faster, without them
+    strings = [
+        f.name for f in table.schema if pa.types.is_string(f.type) or pa.types.is_dictionary(f.type)
+    ]
+    with pq.ParquetWriter(
+        path, table.schema, compression=compression, use_dictionary=strings,
+        store_schema=arrow_schema,
+    ) as writer:  # fmt: skip
+        writer.write_table(table)
+        if key_values and not arrow_schema and table.schema.metadata:
+            writer.add_key_value_metadata(table.schema.metadata)
 
 
 class Warehouse:
@@ -501,6 +512,40 @@ class Warehouse:
             self._apply(record)
             _crash_point("applied")  # between this commit and the next
 
+    def replace_file(self, name: str, file: str, table: pa.Table, **options) -> None:
+        """Replace table ``name``'s file ``file`` (one it lists now, or a new name) by
+        ``table`` (written as :func:`write_parquet` writes, with ``options``), with one
+        rename and no commit record: what a writer that rewrites a single file of a
+        table wants (a timeline update: no record, staging folder or second rename).
+
+        The file is encoded in memory, written into the staging folder in one write,
+        flushed to disk (``fsync``) and renamed over ``file``, under the write lock. A
+        reader, a process killed at any moment, and (the bytes being on disk before the
+        name is) a machine that goes down see the old file or the new one, whole, never
+        both or a part; a file left in staging by a writer killed before the rename is
+        removed by the next :class:`Warehouse` that opens the directory (it was never
+        visible).
+        """
+        import pyarrow as pa
+
+        staged = self.path / _STAGING / f"{new_batch_id()}.{name}.parquet"
+        sink = pa.BufferOutputStream()  # one write: Parquet's writer writes page by page
+        write_parquet(sink, table, **options)
+        data = sink.getvalue()
+        with self.writer_lock():
+            fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            _crash_point("staged")  # written and on disk, not visible
+            os.replace(staged, os.path.join(self.path, _TABLES, name, file))
+            _crash_point("applied")
+            self._invalidate()
+
     @contextmanager
     def writer_lock(self, timeout: float | None = None) -> Iterator[None]:
         """Hold the warehouse's write lock (re-entrant in this process).
@@ -538,7 +583,7 @@ class Warehouse:
         """The lock file opened to write (unlocked): a warehouse this process cannot
         write fails here, with one line."""
         try:
-            return open(self.path / _LOCK, "a+")
+            return open(self.path / _LOCK, "ab+")  # bytes: no text layer to build
         except OSError as err:
             raise _ReadOnly(
                 f"cannot write warehouse {self.path}: its lock file: {err.strerror or err}"
@@ -570,10 +615,7 @@ class Warehouse:
                     )
                 told = True
                 time.sleep(min(_LOCK_POLL_S, max(0.0, deadline - time.monotonic())))
-        fh.seek(0)
-        fh.truncate()
-        fh.write(f"{os.getpid()} {socket.gethostname()}\n")
-        fh.flush()
+        _write_holder(fh.fileno(), f"{os.getpid()} {socket.gethostname()}")
         return fh
 
     def _lock_holder(self) -> str:
@@ -604,7 +646,9 @@ class Warehouse:
             tmp.unlink()
         staging = self.path / _STAGING
         for stale in staging.iterdir() if staging.is_dir() else ():
-            if not (commits / f"{stale.name}.json").exists():
+            if stale.is_file():  # a file of replace_file: never visible
+                stale.unlink(missing_ok=True)
+            elif not (commits / f"{stale.name}.json").exists():
                 shutil.rmtree(stale, ignore_errors=True)
 
     def _apply(self, record: dict) -> None:
@@ -697,6 +741,20 @@ class Warehouse:
             tmp = f.with_name(f.name + ".tmp")
             pq.write_table(kept, tmp, compression="zstd")
             os.replace(tmp, f)
+
+
+_HOLDER_BYTES = 128  # the lock file's line, padded: rewritten in place, never truncated
+
+
+def _write_holder(fd: int, holder: str) -> None:
+    """Write ``holder`` as the lock file's first line, padded to :data:`_HOLDER_BYTES`,
+    over what it held (the file is opened to append, so that a missing one is made):
+    ext4 flushes a file truncated to nothing when it is closed, at every commit."""
+    line = holder.encode().ljust(_HOLDER_BYTES - 1) + b"\n"
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_APPEND)
+    os.pwrite(fd, line, 0)
+    if os.fstat(fd).st_size > len(line):  # a longer line of another writer's host name
+        os.ftruncate(fd, len(line))
 
 
 def _staged_files(staging: Path) -> list[str]:
