@@ -16,7 +16,6 @@ import pytest
 
 from iosight._errors import IosightError
 from iosight.bursts import (
-    FORECAST_COLUMNS,
     FORECASTS_TABLE,
     FollowForecasts,
     fit_model,
@@ -25,6 +24,7 @@ from iosight.bursts import (
     scheduler_jobs,
     train_forecaster,
 )
+from iosight.bursts._follow import FORECAST_COLUMNS
 from iosight.live import SlurmFeed, SlurmFeedOptions
 from iosight.timeline import build_timeline, load_timeline
 from iosight.warehouse import Warehouse, ingest, replay

@@ -6,16 +6,9 @@ import pandas as pd
 import pytest
 
 from iosight._errors import IosightError
-from iosight.bursts import (
-    N_AHEAD,
-    bytes_by_start,
-    evaluate_forecasts,
-    feature_names,
-    job_state,
-    make_features,
-    run_length,
-    started_by,
-)
+from iosight.bursts import evaluate_forecasts, feature_names, job_state, run_length
+from iosight.bursts._features import make_features
+from iosight.bursts._jobstate import N_AHEAD, bytes_by_start, started_by
 from iosight.timeline import bin_intervals
 
 W = 300.0

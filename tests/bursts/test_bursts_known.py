@@ -6,7 +6,9 @@ import pandas as pd
 import pytest
 
 from iosight._errors import IosightError
-from iosight.bursts import evaluate_forecasts, known_ema, known_rows, make_features
+from iosight.bursts import evaluate_forecasts
+from iosight.bursts._features import make_features
+from iosight.bursts._known import known_ema, known_rows
 from iosight.timeline import VALUE_COLUMNS
 from tests_support import known_frame
 

@@ -8,13 +8,8 @@ import pyarrow as pa
 import pytest
 
 from iosight._errors import IosightError
-from iosight.bursts import (
-    EVALUATION_TABLE,
-    load_evaluation,
-    load_forecaster,
-    refit_forecaster,
-    train_bursts,
-)
+from iosight.bursts import EVALUATION_TABLE, load_forecaster, refit_forecaster, train_bursts
+from iosight.bursts._workflow import load_evaluation
 from tests_support import daily_spikes
 
 OPTIONS = {"directions": "write", "models": "tree", "feature_sets": 3, "modes": "lead",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from iosight.report.schedule import write_schedule_report
+from iosight.report.schedule import write_report
 from iosight.schedule import PAPER_APPS, EmulationResult, simulate_series
 
 
@@ -30,7 +30,7 @@ def test_report_writes_tables_and_figures(tmp_path):
     emu = EmulationResult(
         runs, min_time=2.8, max_time=8.0, bin_s=1.0, work_mb=100, load_average=(1.0, 1.0, 1.0)
     )
-    index = write_schedule_report(sim, tmp_path / "r", emulation=emu)
+    index = write_report(sim, tmp_path / "r", emulation=emu)
     names = {p.name for p in (tmp_path / "r").iterdir()}
     want = {"schedule-summary.csv", "fig10_means.png", "fig11_cdf_dlio.png", "fig9_emulation.png"}
     assert want <= names

@@ -60,6 +60,8 @@ def no_new_bursts_f1(now: np.ndarray, later: np.ndarray) -> float:
     No forecast that only tells how long what is happening lasts (persistence is one)
     scores higher: it misses every burst not on now and can at best hit every one that
     is. Gains beyond it need foreseeing new bursts (docs/bursts.md, issue 14).
+
+    ``now``: burst classes at t; ``later``: burst classes at the target bin.
     """
     on, nxt = np.asarray(now) > 0, np.asarray(later) > 0
     return burst_f1(nxt, on & nxt)
@@ -74,6 +76,8 @@ def running_jobs_share(known: np.ndarray, threshold: float, later: np.ndarray) -
     Not a forecast and not a bound on one: a measure of where bursts come from. Where it
     is near 0, the bursts at that lead are made by jobs not yet started at t, and a
     forecast of them is a forecast of job starts (docs/bursts.md, issue 14).
+
+    ``threshold``: the burst threshold (bytes per bin).
     """
     burst = np.asarray(later) > 0
     if not burst.any():

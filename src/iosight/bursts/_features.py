@@ -51,7 +51,11 @@ def ema(x: np.ndarray, n: int) -> np.ndarray:
 
 def feature_names(direction: str, feature_set: int, information: str = "live") -> list[str]:
     """Column names of a feature set, in the order models see them (``logs``, set 4: and
-    the nowcast of the current bin, :mod:`iosight.bursts._nowcast`)."""
+    the nowcast of the current bin, :mod:`iosight.bursts._nowcast`).
+
+    ``direction``: ``read`` or ``write``; ``feature_set``: 1 to 4; ``information``: ``live`` or
+    ``logs``.
+    """
     check_direction(direction)
     check_feature_set(feature_set)
     check_information(information)
@@ -71,7 +75,10 @@ def feature_names(direction: str, feature_set: int, information: str = "live") -
 def run_length(flags: np.ndarray, before: float = 0.0) -> np.ndarray:
     """Signed length of the run holding each bin so far: +n in the n-th bin of a run of
     True, -n in the n-th bin of a run of False (causal); ``before``: the signed length at
-    the bin before the first (a series continued bin by bin, as follow mode makes it)."""
+    the bin before the first (a series continued bin by bin, as follow mode makes it).
+
+    ``flags``: burst flags per bin.
+    """
     f = np.asarray(flags, dtype=bool)
     if f.size == 0:
         return np.zeros(0)

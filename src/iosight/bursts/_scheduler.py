@@ -37,7 +37,10 @@ SCHED_COLUMNS = ("jobid", "name", "user", "partition", "nodes", "ntasks", "state
 
 
 def last_snapshot(warehouse: Warehouse, at: float | None = None) -> tuple[float, str] | None:
-    """Time and source of the last snapshot taken at or before ``at`` (default: any)."""
+    """Time and source of the last snapshot taken at or before ``at`` (default: any).
+
+    ``warehouse``: the warehouse holding ``sched_snapshots``.
+    """
     if not warehouse.has_table(SCHED_SNAPSHOTS):
         return None
     where, params = ("where known_at <= ?", [float(at)]) if at is not None else ("", [])
@@ -53,7 +56,10 @@ def last_snapshot(warehouse: Warehouse, at: float | None = None) -> tuple[float,
 
 def sched_snapshot(warehouse: Warehouse, at: float | None = None) -> pd.DataFrame:
     """The jobs of the last snapshot taken at or before ``at`` (``sched_jobs`` rows);
-    empty when there is none yet or it held no job."""
+    empty when there is none yet or it held no job.
+
+    ``warehouse``: the warehouse holding the snapshots.
+    """
     return _jobs_of(warehouse, last_snapshot(warehouse, at))
 
 
@@ -78,7 +84,10 @@ class SchedulerView:
 
 
 def scheduler_view(warehouse: Warehouse, at: float | None = None) -> SchedulerView:
-    """The scheduler's view at ``at`` (epoch s; default the last snapshot)."""
+    """The scheduler's view at ``at`` (epoch s; default the last snapshot).
+
+    ``warehouse``: the warehouse holding the snapshots.
+    """
     last = last_snapshot(warehouse, at)
     jobs = _jobs_of(warehouse, last)
     running = jobs[jobs["state"].isin(RUNNING)].reset_index(drop=True)
@@ -96,6 +105,8 @@ def slurm_running_jobs(warehouse: Warehouse, at: float | None = None) -> pd.Data
     are unknown: its bytes are 0 and its end is the end of its time limit (a year where it
     has none), Slurm's own expectation, never before the snapshot; ``known_at`` is that
     end too, so no run is taken as an ended one before it could have ended.
+
+    ``warehouse``: the warehouse holding the snapshots.
     """
     view = scheduler_view(warehouse, at)
     seen = view.as_of if view.as_of is not None else -np.inf
@@ -151,6 +162,8 @@ def scheduler_jobs(
     ``running_from`` / ``running_until`` (read by :func:`job_state` and the nowcast);
     Slurm's rows never count as ended runs (``known_at`` infinite). ``jobs`` unchanged
     when the warehouse has no snapshot and ``logs_until`` is not given.
+
+    ``warehouse``: the warehouse holding the snapshots.
     """
     import pandas as pd
 

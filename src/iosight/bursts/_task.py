@@ -193,7 +193,12 @@ def task_grid(
 ) -> list[BurstTask]:
     """Every task of ``base`` crossed over the lists (or comma-separated strings), regime
     first and horizon last (the evaluation table's order); ``k`` holds fixed thresholds
-    per direction (else ``base``'s ``target_fraction`` chooses them)."""
+    per direction (else ``base``'s ``target_fraction`` chooses them).
+
+    ``information``: ``live`` and/or ``logs``; ``directions``: ``read`` and/or ``write``;
+    ``feature_sets``: feature sets 1 to 4; ``modes``: ``interval`` and/or ``lead``;
+    ``horizons``: horizons in minutes.
+    """
     lists = (parse_list(information, name="information"),
              parse_list(directions, name="directions"),
              parse_list(feature_sets, int, "feature_sets"), parse_list(modes, name="modes"),

@@ -24,7 +24,11 @@ EVALUATION_TABLE = "burst_evaluation"
 @dataclass(frozen=True)
 class TrainResult:
     """The evaluation table, the names of the forecasters saved and, per saved
-    forecaster, the candidate chosen on validation for each lead."""
+    forecaster, the candidate chosen on validation for each lead.
+
+    ``evaluation``: the evaluation rows appended; ``saved``: the forecasters saved; ``chosen``:
+    per saved forecaster, lead to the candidate chosen.
+    """
 
     evaluation: pd.DataFrame
     saved: list[str]
@@ -165,7 +169,10 @@ def refit_forecaster(warehouse: Warehouse, name: str, *, n_jobs: int = -1) -> Fo
     """The saved forecaster ``name`` trained again, with its own settings, on the timeline
     (and, under ``logs``, the known-at sums) the warehouse holds now, and saved in its
     place (an atomic save: a reader sees the old model or the new one). ``iosight live``
-    refits on a schedule this way while it keeps answering."""
+    refits on a schedule this way while it keeps answering.
+
+    ``warehouse``: the warehouse holding the forecaster and the timeline.
+    """
     from iosight.bursts._jobstate import load_jobs
     from iosight.bursts._known import load_known
     from iosight.timeline import load_timeline

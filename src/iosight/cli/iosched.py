@@ -126,14 +126,18 @@ def report(
     fmt: str = FORMAT_OPT,
 ) -> None:
     """Figures like Fig. 5-13 of the paper and the table checking its conclusions."""
-    from iosight.report.iosched import report_from_folders
+    import pandas as pd
+
+    from iosight.report.iosched import write_report
 
     with cli_errors():
-        rep = report_from_folders(results, out, forge_dir=forge_dir, min_sets=min_sets)
-        print_frame(rep.conclusions, fmt, title="the paper's conclusions on our runs")
-        if rep.profiles is not None:
-            print_frame(rep.profiles, fmt, title="profile families and their fits")
-        console.print(f"{len(rep.figures)} figures; open {rep.html}")
+        page = write_report(results, out, forge_dir=forge_dir, min_sets=min_sets)
+        table = pd.read_csv(page.parent / "conclusions.csv", keep_default_na=False)
+        print_frame(table, fmt, title="the paper's conclusions on our runs")
+        if (page.parent / "profiles.csv").exists():
+            profiles = pd.read_csv(page.parent / "profiles.csv")
+            print_frame(profiles, fmt, title="profile families and their fits")
+        console.print(f"{len(list(page.parent.glob('*.png')))} figures; open {page}")
 
 
 def register(app: typer.Typer) -> None:

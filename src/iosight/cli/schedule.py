@@ -203,9 +203,9 @@ def simulate(
         else:
             print_frame(comparison, fmt, title="chosen on forecasts vs on actual bursts")
         if out is not None:
-            from iosight.report.schedule import write_schedule_report
+            from iosight.report.schedule import write_report
 
-            index = write_schedule_report(sim, out, comparison=comparison)
+            index = write_report(sim, out, comparison=comparison)
             console.print(f"report: {index}")
 
 

@@ -205,7 +205,7 @@ def explore_cmd(
 
 @group.command("find")
 def find_cmd(
-    job: str = typer.Argument(..., help="Job key or jobid."),
+    job: str = typer.Argument(..., help="Job id, job key or a job key prefix (6+ characters)."),
     warehouse: Path = WAREHOUSE_OPT,
     coding: str = CODING_OPT,
     top: int = typer.Option(20, help="How many similar jobs."),
@@ -234,7 +234,7 @@ def find_cmd(
 
 @group.command("cluster-of")
 def cluster_of_cmd(
-    job: str = typer.Argument(..., help="Job key or jobid."),
+    job: str = typer.Argument(..., help="Job id, job key or a job key prefix (6+ characters)."),
     warehouse: Path = WAREHOUSE_OPT,
     fmt: str = FORMAT_OPT,
 ) -> None:
@@ -266,13 +266,13 @@ def report_cmd(
 ) -> None:
     """An HTML report: Fig. 3, Fig. 4, Table 2, quality, series plots."""
     from iosight.data import locate
-    from iosight.report.similarity import build_report
+    from iosight.report.similarity import write_report
     from iosight.warehouse import default_path, is_warehouse_dir
 
     with cli_errors():
         # the codings CSV alone makes a report; a warehouse is read only when there is one
         optional = codings is not None and not is_warehouse_dir(warehouse or default_path())
-        path = build_report(
+        path = write_report(
             None if optional else open_warehouse(warehouse),
             out,
             codings_csv=locate(codings) if codings else None,

@@ -12,8 +12,6 @@ from iosight.iosched._conclusions import (
     findings_frame,
 )
 from iosight.iosched._curves import (
-    FAMILY_CURVES,
-    PROFILES,
     CurveSet,
     classify_profiles,
     interpolate_grid,
@@ -47,7 +45,6 @@ from iosight.iosched._model import (
 from iosight.iosched._placement import PLACEMENTS, Placement, mckp, place, schedule
 from iosight.iosched._plan import allocate_apps, simulate_apps
 from iosight.iosched._simulate import (
-    SIMULATORS,
     SimResult,
     simulate,
     simulate_events,
@@ -57,11 +54,8 @@ from iosight.iosched._workload import compute_sizes, generate_workload, x_bound
 
 __all__ = [
     "ALLOCATORS",
-    "FAMILY_CURVES",
     "PLACEMENTS",
-    "PROFILES",
     "ROBUST_PAIRS",
-    "SIMULATORS",
     "Allocator",
     "Application",
     "BinDifference",

@@ -36,7 +36,12 @@ class Allocator:
         allowed: np.ndarray,
         rng: np.random.Generator,
     ) -> np.ndarray:
-        """Resources per application (an integer array of length k) from the policy's ``inputs``."""
+        """Resources per application (an integer array of length k) from the policy's ``inputs``.
+
+        ``n_resources``: the platform's I/O resources N; ``q_cpu``: its compute resources Q_cpu;
+        ``allowed``: ``allowed[j, n - 1]``: application j may use n resources; ``rng``: the
+        random generator (for the random policies).
+        """
         raise NotImplementedError
 
 
@@ -63,7 +68,11 @@ def allocate(
     rng: np.random.Generator,
     known_bw: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Run the allocator ``name`` on a workload, giving it only its Table II inputs."""
+    """Run the allocator ``name`` on a workload, giving it only its Table II inputs.
+
+    ``w``: the workload; ``rng``: the random generator (for the random policies); ``known_bw``:
+    the curves the heuristics know (default: the true ones).
+    """
     alloc = ALLOCATORS.get(name)()
     inputs = application_inputs(w, alloc.inputs_needed, known_bw)
     out = alloc.allocate(inputs, w.n_resources, w.q_cpu, w.allowed.copy(), rng)

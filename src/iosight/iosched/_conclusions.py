@@ -42,7 +42,13 @@ Verdict = Literal["yes", "NO", "undecided", "n/a"]
 
 @dataclass(frozen=True)
 class BinDifference:
-    """Paired relative difference ``100 (A / B - 1)`` in one load bin."""
+    """Paired relative difference ``100 (A / B - 1)`` in one load bin.
+
+    ``lo``: the load bin's lower end; ``hi``: its upper end (excluded); ``sets``: paired
+    application sets in the bin; ``mean``: the mean paired difference (%); ``ci_low``: its 95%
+    interval's lower end; ``ci_high``: its upper end; ``verdict``: ``yes``, ``NO``,
+    ``undecided`` or ``n/a`` in this bin.
+    """
 
     lo: float
     hi: float
@@ -60,7 +66,16 @@ class BinDifference:
 
 @dataclass(frozen=True)
 class Finding:
-    """One claim of the paper, one comparison ``A vs B`` on one metric, and its verdict."""
+    """One claim of the paper, one comparison ``A vs B`` on one metric, and its verdict.
+
+    ``case``: the study case (curves and platform); ``section``: the paper's section of the
+    claim; ``claim``: the claim as the paper words it; ``a``: the heuristic A compared; ``b``:
+    the heuristic B it is compared with; ``metric``: the metric compared; ``rule``: ``lower``,
+    ``no_higher`` or ``within``: what A must be against B; ``tol``: the tolerance of ``within``
+    (%); ``bins``: the paired difference per load bin; ``applies``: the bins the claim is about;
+    ``verdict``: ``yes``, ``NO``, ``undecided`` or ``n/a``; ``note``: what the verdict should be
+    read with.
+    """
 
     case: str
     section: str
@@ -397,7 +412,10 @@ def _case_findings(case: str, df: pd.DataFrame, min_sets: int) -> list[Finding]:
 
 def conclusions(results: pd.DataFrame, *, min_sets: int = 10) -> list[Finding]:
     """Test the paper's conclusions on the rows of one or more studies (column ``case``,
-    else ``dataset``); bins with fewer than ``min_sets`` paired sets give no verdict."""
+    else ``dataset``); bins with fewer than ``min_sets`` paired sets give no verdict.
+
+    ``results``: the rows of one or more studies (:func:`load_results`).
+    """
     d = results if "case" in results else results.assign(case=results["dataset"])
     out: list[Finding] = []
     for case, df in d.groupby("case", sort=False):
@@ -407,7 +425,10 @@ def conclusions(results: pd.DataFrame, *, min_sets: int = 10) -> list[Finding]:
 
 def findings_frame(findings: list[Finding]) -> pd.DataFrame:
     """One row per finding: case, section, claim, comparison, measured (paired
-    differences with 95% intervals per load bin), holds, note."""
+    differences with 95% intervals per load bin), holds, note.
+
+    ``findings``: :func:`conclusions`' findings.
+    """
     import pandas as pd
 
     return pd.DataFrame(

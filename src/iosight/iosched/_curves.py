@@ -27,7 +27,11 @@ FORGE_FILES = ("marenostrum-4.results.csv", "marenostrum-4-gpfs.results.csv")
 class CurveSet:
     """Named bandwidth curves on the common grid n = 1..M (``bw[i, n - 1]``, MB/s);
     NaN where n was not measured on a measured-only grid. ``bw0`` (optional) is b(0) per
-    curve: the bandwidth with no I/O resource (direct file-system access)."""
+    curve: the bandwidth with no I/O resource (direct file-system access).
+
+    ``names``: the curves' names; ``bw``: the curves, one row per curve; ``source``: where they
+    came from (FORGE data, PARAMETRIC, a CSV).
+    """
 
     names: tuple[str, ...]
     bw: np.ndarray
@@ -53,6 +57,8 @@ def interpolate_grid(n: np.ndarray, bw: np.ndarray, n_max: int | None = None) ->
     iosight's reading: between measured points b(n) is linear in n; beyond the
     largest measured n it is not extrapolated (``n_max`` defaults to it), below the
     smallest one b is held at its first value.
+
+    ``bw``: the curves at ``n``, one row per curve.
     """
     n = np.asarray(n, dtype=float)
     grid = np.arange(1, int(n_max or n.max()) + 1)
@@ -113,6 +119,8 @@ def classify_profiles(bw: np.ndarray, *, neutral_tol: float = 0.2) -> np.ndarray
     iosight's reading: Neutral when min b >= (1 - ``neutral_tol``) max b; otherwise
     by where the maximum lies: at the largest n (Ascent), at n = 1 (Descent), or
     in between (Peak).
+
+    ``bw``: the curves, one row per curve.
     """
     bw = np.atleast_2d(bw)
     top = np.nanmax(bw, axis=1)
@@ -129,6 +137,9 @@ def profile_fits(bw: np.ndarray, profiles: np.ndarray, *, degree: int = 3) -> di
     Returns the fitted normalised curve on n = 1..M for each family (Fig. 11); it is
     floored at 1 % of its maximum so that no bandwidth is zero. Unmeasured (NaN)
     points are left out of the fit.
+
+    ``bw``: the curves, one row per curve; ``profiles``: each curve's profile family;
+    ``degree``: the polynomial's degree.
     """
     n = np.arange(1, bw.shape[1] + 1)
     fits = {}
@@ -153,7 +164,10 @@ FAMILY_CURVES = ("median", "cubic")
 
 def profile_medians(bw: np.ndarray, profiles: np.ndarray) -> dict[str, np.ndarray]:
     """Per profile family, the median over its curves of b(n) / b(1) at each n
-    (unusable n, NaN in every curve, stay NaN)."""
+    (unusable n, NaN in every curve, stay NaN).
+
+    ``bw``: the curves, one row per curve; ``profiles``: each curve's profile family.
+    """
     out = {}
     for prof in PROFILES:
         rows = bw[profiles == prof]
@@ -176,6 +190,9 @@ def profile_estimates(
     curve is the per-n median (``method="median"``, default) or the cubic fit of Fig. 11
     (``"cubic"``), which on the FORGE data peaks at an interpolated n = 3 for the Peak
     family although 86.6 % of its curves peak at n = 2 (docs/iosched.md).
+
+    ``bw``: the curves, one row per curve; ``profiles``: each curve's profile family;
+    ``degree``: the polynomial's degree (``cubic``).
     """
     check_param("method", method, method in FAMILY_CURVES, " or ".join(FAMILY_CURVES))
     if method == "median":
@@ -194,6 +211,8 @@ def ost_curves(n_curves: int = 301, n_max: int = 8, *, seed: int = 0) -> CurveSe
     saturation s in [1, 8]), Neutral 20 % (flat, +-5 % noise), Peak 15 % (rises then
     falls after a peak in 2..n_max-1), Descent 10 % (b(n) = 1 / (1 + d (n - 1)),
     d in [0.05, 0.3]); b(1) is log-uniform in [100, 5000] MB/s.
+
+    ``n_curves``: how many curves; ``n_max``: the largest OST count; ``seed``: the random seed.
     """
     check_param("n_curves", n_curves, n_curves >= 1, "a positive integer")
     check_param("n_max", n_max, n_max >= 3, "at least 3")
@@ -223,6 +242,8 @@ def load_curves_csv(path: Path) -> CurveSet:
 
     Points are interpolated as in :func:`interpolate_grid`; every curve must be
     measured at n = 1 and all are cut to the shortest curve's largest n.
+
+    ``path``: the CSV file.
     """
     import pandas as pd
 

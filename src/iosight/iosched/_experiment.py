@@ -65,7 +65,12 @@ def resolve_curves(
     statistic: str = "mean",
     grid: str = "interpolated",
 ) -> CurveSet:
-    """Curves by name: ``io-nodes`` (FORGE data), ``ost`` (parametric), or a CSV path."""
+    """Curves by name: ``io-nodes`` (FORGE data), ``ost`` (parametric), or a CSV path.
+
+    ``dataset``: ``io-nodes``, ``ost`` or a CSV path; ``forge_dir``: where the FORGE data is
+    (default: looked up); ``statistic``: the FORGE repetitions' statistic (``mean`` or
+    ``median``); ``grid``: ``interpolated`` or ``measured`` resource counts.
+    """
     if dataset == "io-nodes":
         return load_forge(forge_dir or default_forge_dir(), statistic=statistic, grid=grid)
     if dataset == "ost":
@@ -86,6 +91,8 @@ def parse_loads(spec: str) -> tuple[float, ...]:
 
     Every number must be finite, loads positive, a range's step at least 0.001 (loads are
     kept to 3 decimals) and its end not below its start; a list may not repeat a load.
+
+    ``spec``: the loads as text.
     """
     try:
         parts = [float(x) for x in spec.split(":" if ":" in spec else ",")]
@@ -125,7 +132,17 @@ def pairs(mckp_zero: bool = False) -> list[tuple[str, str]]:
 
 @dataclass(frozen=True, kw_only=True)
 class ExperimentConfig:
-    """Settings of one study; ``asdict`` of it is stored beside the results."""
+    """Settings of one study; ``asdict`` of it is stored beside the results.
+
+    ``dataset``: the curves (:func:`resolve_curves`: ``io-nodes``, ``ost`` or a CSV path);
+    ``loads``: the target I/O-loads theta; ``sets``: application sets per load; ``seed``: the
+    random seed of the study; ``k``: applications per set; ``n_resources``: the platform's I/O
+    resources N; ``q_cpu``: its compute resources Q_cpu; ``statistic``: the FORGE repetitions'
+    statistic (``mean`` or ``median``); ``grid``: ``interpolated`` or ``measured`` resource
+    counts; ``simulator``: ``events`` or ``timestep``; ``robustness``: also run the robustness
+    study (heuristics given family curves); ``forge_dir``: where the FORGE data is (default:
+    looked up).
+    """
 
     dataset: str = "io-nodes"
     loads: tuple[float, ...] = tuple(np.round(np.arange(0.1, 1.51, 0.1), 3))
@@ -247,7 +264,10 @@ def run_experiment(
     workers: int = 1,
     progress: Progress | None = None,
 ) -> dict[str, int]:
-    """Run (or resume) a study into ``out``; returns counts of tasks run and skipped."""
+    """Run (or resume) a study into ``out``; returns counts of tasks run and skipped.
+
+    ``cfg``: the study's settings; ``progress``: told of each task (default: silent).
+    """
     out = Path(out)
     # everything that can fail on the settings fails before the folder is claimed: a
     # config.json written for a run that cannot start would refuse the corrected one

@@ -17,6 +17,9 @@ def slowdowns(w: Workload, alloc: np.ndarray, sim: SimResult) -> dict[str, np.nd
     n_perf ranges over n >= 1 as in Eq. (1), also under the zero-forwarder option, so an
     application on 0 resources has rho_io = b(n_perf) / b(0), below 1 when direct access
     is faster.
+
+    ``w``: the workload; ``alloc``: resources per application; ``sim``: the simulation of its
+    schedule.
     """
     rows = np.arange(w.k)
     b_perf = w.bw[rows, n_perf(w.bw, w.n_resources) - 1]
@@ -27,13 +30,20 @@ def slowdowns(w: Workload, alloc: np.ndarray, sim: SimResult) -> dict[str, np.nd
 
 
 def occupancy(sim: SimResult) -> np.ndarray:
-    """I/O-res-occ O_i: share of [0, t_end] during which resource i moves data."""
+    """I/O-res-occ O_i: share of [0, t_end] during which resource i moves data.
+
+    ``sim``: a simulation's result.
+    """
     return sim.busy / sim.t_end
 
 
 def evaluate(w: Workload, alloc: np.ndarray, sim: SimResult) -> dict[str, float]:
     """Mean/Max-I/O-SlowDown (Eq. 4) and their rho_io / rho_con parts, I/O-spread (Eq. 5),
-    Machine-IdleTime = sum_j L_j Q_j / (t Q_cpu), all over [0, t_end]."""
+    Machine-IdleTime = sum_j L_j Q_j / (t Q_cpu), all over [0, t_end].
+
+    ``w``: the workload; ``alloc``: resources per application; ``sim``: the simulation of its
+    schedule.
+    """
     s = slowdowns(w, alloc, sim)
     ok = np.isfinite(s["rho"])
     occ = occupancy(sim)

@@ -44,6 +44,10 @@ class Application:
     bw : array of float
         Bandwidth b(n) in MB/s for n = 1, 2, ..., len(bw) I/O resources; NaN marks an
         n that may not be allocated (not measured); b(1) is required.
+    name : str
+        The application's name.
+    profile : str
+        Its profile family (Ascent, Descent, Peak, Neutral), when known.
     """
 
     q: int
@@ -79,6 +83,13 @@ class Workload:
     ``bw`` is a K x M matrix, ``bw[j, n - 1] = b_j(n)``; entries past an application's
     curve, or at unmeasured n of a measured-only grid, are NaN. Application j may use
     n resources when ``allowed[j, n - 1]`` (b_j(n) known and n <= N).
+
+    ``q``: compute resources Q_j per application; ``phases``: phases p_j per application;
+    ``t_cpu``: accumulated compute time per application (s); ``v_io``: accumulated I/O volume
+    per application (MB); ``n_resources``: the platform's I/O resources N; ``q_cpu``: its
+    compute resources Q_cpu; ``profile``: the applications' profile families, when known;
+    ``names``: the applications' names; ``bw0``: b_j(0) per application (direct file-system
+    access), when known.
     """
 
     q: np.ndarray
@@ -121,7 +132,11 @@ class Workload:
 
     @classmethod
     def from_apps(cls, apps: list[Application], n_resources: int, q_cpu: int) -> Workload:
-        """Stack applications into arrays (curves NaN-padded to the longest)."""
+        """Stack applications into arrays (curves NaN-padded to the longest).
+
+        ``apps``: the applications; ``n_resources``: the platform's I/O resources N; ``q_cpu``:
+        its compute resources Q_cpu.
+        """
         if not apps:
             raise IosightError("a workload needs at least one application")
         m = max(a.bw.size for a in apps)
@@ -158,32 +173,52 @@ def _usable(bw: np.ndarray, n_resources: int) -> np.ndarray:
 
 
 def io_time(v_io: np.ndarray, bw: np.ndarray) -> np.ndarray:
-    """Congestion-free I/O time T_cf_io(n) = V_io / b(n) for every n (K x M), §III-B."""
+    """Congestion-free I/O time T_cf_io(n) = V_io / b(n) for every n (K x M), §III-B.
+
+    ``v_io``: I/O volume per application (MB); ``bw``: the applications' curves (K x M, MB/s).
+    """
     return np.asarray(v_io, dtype=float)[:, None] / np.atleast_2d(bw)
 
 
 def io_stress(t_cpu: np.ndarray, v_io: np.ndarray, bw: np.ndarray) -> np.ndarray:
-    """I/O-Stress(j, n) = n T_io(n) / (T_cpu + T_io(n)) for n = 1..M (K x M), §III-B."""
+    """I/O-Stress(j, n) = n T_io(n) / (T_cpu + T_io(n)) for n = 1..M (K x M), §III-B.
+
+    ``t_cpu``: compute time per application (s); ``v_io``: I/O volume per application (MB);
+    ``bw``: the applications' curves (K x M, MB/s).
+    """
     t_io = io_time(v_io, bw)
     n = np.arange(1, t_io.shape[1] + 1)
     return n * t_io / (np.asarray(t_cpu, dtype=float)[:, None] + t_io)
 
 
 def cpu_load(q: np.ndarray, t_cpu: np.ndarray, v_io: np.ndarray, bw: np.ndarray) -> np.ndarray:
-    """CPUload(j, n) = Q_j T_cpu / (T_cpu + T_io(n)) (K x M), §IV-A."""
+    """CPUload(j, n) = Q_j T_cpu / (T_cpu + T_io(n)) (K x M), §IV-A.
+
+    ``q``: compute resources per application; ``t_cpu``: compute time per application (s);
+    ``v_io``: I/O volume per application (MB); ``bw``: the applications' curves (K x M, MB/s).
+    """
     t_io = io_time(v_io, bw)
     t_cpu = np.asarray(t_cpu, dtype=float)[:, None]
     return np.asarray(q, dtype=float)[:, None] * t_cpu / (t_cpu + t_io)
 
 
 def n_perf(bw: np.ndarray, n_resources: int) -> np.ndarray:
-    """n_perf = argmax_n b(n), Eq. (1); ties go to the smallest n (iosight's reading)."""
+    """n_perf = argmax_n b(n), Eq. (1); ties go to the smallest n (iosight's reading).
+
+    ``bw``: the applications' curves (K x M, MB/s); ``n_resources``: the platform's I/O
+    resources N.
+    """
     b = _usable(bw, n_resources)
     return np.nanargmax(b, axis=1) + 1
 
 
 def n_sys(t_cpu: np.ndarray, v_io: np.ndarray, bw: np.ndarray, n_resources: int) -> np.ndarray:
-    """n_sys = argmin_n I/O-Stress(j, n), Eq. (2); ties go to the smallest n."""
+    """n_sys = argmin_n I/O-Stress(j, n), Eq. (2); ties go to the smallest n.
+
+    ``t_cpu``: compute time per application (s); ``v_io``: I/O volume per application (MB);
+    ``bw``: the applications' curves (K x M, MB/s); ``n_resources``: the platform's I/O
+    resources N.
+    """
     s = io_stress(t_cpu, v_io, _usable(bw, n_resources))
     return np.nanargmin(s, axis=1) + 1
 
@@ -191,7 +226,12 @@ def n_sys(t_cpu: np.ndarray, v_io: np.ndarray, bw: np.ndarray, n_resources: int)
 def io_load(
     t_cpu: np.ndarray, v_io: np.ndarray, bw: np.ndarray, alloc: np.ndarray, n_resources: int
 ) -> float:
-    """I/O-load(pi) = (1/N) sum_j I/O-Stress(j, pi_j), Eq. (3)."""
+    """I/O-load(pi) = (1/N) sum_j I/O-Stress(j, pi_j), Eq. (3).
+
+    ``t_cpu``: compute time per application (s); ``v_io``: I/O volume per application (MB);
+    ``bw``: the applications' curves (K x M, MB/s); ``alloc``: resources per application;
+    ``n_resources``: the platform's I/O resources N.
+    """
     alloc = np.asarray(alloc, dtype=np.int64)
     b = np.atleast_2d(bw)[np.arange(len(alloc)), alloc - 1]
     return _load_at(t_cpu, v_io, b, alloc, n_resources)
@@ -199,7 +239,10 @@ def io_load(
 
 def workload_io_load(w: Workload, alloc: np.ndarray) -> float:
     """:func:`io_load` of an allocation of a :class:`Workload`; an application on 0
-    resources (direct file-system access) puts no stress on the N resources."""
+    resources (direct file-system access) puts no stress on the N resources.
+
+    ``w``: the workload; ``alloc``: resources per application.
+    """
     alloc = np.asarray(alloc, dtype=np.int64)
     return _load_at(w.t_cpu, w.v_io, alloc_bandwidth(w, alloc), alloc, w.n_resources)
 

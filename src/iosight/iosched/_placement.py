@@ -29,7 +29,12 @@ class Placement:
         rng: np.random.Generator,
     ) -> np.ndarray:
         """Which resources each application uses: a k x n boolean matrix with ``alloc[j]``
-        ones in row j."""
+        ones in row j.
+
+        ``alloc``: resources per application; ``inputs``: the policy's Table II inputs;
+        ``n_resources``: the platform's I/O resources N; ``rng``: the random generator (for the
+        random policy).
+        """
         raise NotImplementedError
 
 
@@ -99,7 +104,12 @@ def place(
     rng: np.random.Generator,
     known_bw: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Run the placement ``name`` with only its Table II inputs."""
+    """Run the placement ``name`` with only its Table II inputs.
+
+    ``alloc``: resources per application; ``w``: the workload; ``rng``: the random generator
+    (for the random policy); ``known_bw``: the curves the heuristics know (default: the true
+    ones).
+    """
     p = PLACEMENTS.get(name)()
     inputs = application_inputs(w, p.inputs_needed, known_bw)
     out = p.place(np.asarray(alloc, dtype=np.int64), inputs, w.n_resources, rng)
@@ -125,6 +135,8 @@ def mckp(
       applications whatever K is.
 
     Reads only b, b(0) and the platform. Returns (allocation, placement).
+
+    ``w``: the workload; ``known_bw``: the curves the baseline knows (default: the true ones).
     """
     bw = (w.bw if known_bw is None else known_bw)[:, : w.n_resources]
     k, n_res = w.k, w.n_resources
@@ -163,7 +175,12 @@ def schedule(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(allocation, placement) of one heuristic pair; ``allocator == "MCKP"`` runs the
     joint baseline, ``"MCKP-0"`` its zero-forwarder reading (``placement`` must then
-    be the same name)."""
+    be the same name).
+
+    ``allocator``: the allocation heuristic; ``w``: the workload; ``rng``: the random generator
+    (for the random policies); ``known_bw``: the curves the heuristics know (default: the true
+    ones).
+    """
     if allocator in MCKP_NAMES or placement in MCKP_NAMES:
         if allocator != placement:
             joint = allocator if allocator in MCKP_NAMES else placement

@@ -147,7 +147,12 @@ def allocate_apps(
 ):
     """Schedule the applications of a YAML file or shipped example (:func:`load_apps_yaml`):
     (per-app DataFrame, I/O-load); the frame's ``attrs["schedule"]`` names the heuristics
-    used."""
+    used.
+
+    ``path``: the applications' YAML file, or a shipped example's name; ``n_resources``: the
+    platform's I/O resources N; ``allocator``: the allocation heuristic; ``placement``: the
+    placement heuristic; ``seed``: the random seed.
+    """
     import pandas as pd
 
     check_param("resources", n_resources, n_resources >= 1, "a positive integer")
@@ -167,7 +172,12 @@ def simulate_apps(
     simulator: str = "events",
     seed: int = 0,
 ):
-    """Schedule then simulate a YAML file: (per-app DataFrame, metrics dict)."""
+    """Schedule then simulate a YAML file: (per-app DataFrame, metrics dict).
+
+    ``path``: the applications' YAML file, or a shipped example's name; ``n_resources``: the
+    platform's I/O resources N; ``allocator``: the allocation heuristic; ``placement``: the
+    placement heuristic; ``simulator``: ``events`` or ``timestep``; ``seed``: the random seed.
+    """
     import pandas as pd
 
     check_param("resources", n_resources, n_resources >= 1, "a positive integer")

@@ -29,7 +29,11 @@ from iosight.iosched._model import Workload, alloc_bandwidth
 @dataclass(frozen=True)
 class SimResult:
     """What happened in [0, t_end]: I/O time L_j and volume moved per application,
-    busy time per resource; ``first`` is the application that finished at t_end."""
+    busy time per resource; ``first`` is the application that finished at t_end.
+
+    ``t_end``: the end of the simulated window (s); ``io_time``: I/O time L_j per application;
+    ``volume``: volume moved per application; ``busy``: busy time per resource.
+    """
 
     t_end: float
     io_time: np.ndarray
@@ -66,6 +70,9 @@ def simulate_events(w: Workload, alloc: np.ndarray, place: np.ndarray) -> SimRes
     ``clock += (t - seen) / active``; a transfer needing s seconds of exclusive use
     that starts at virtual time c ends when the clock reaches its tag c + s. The
     hot loop is inlined (plain lists, no calls) because it runs once per event.
+
+    ``w``: the workload; ``alloc``: resources per application; ``place``: which resources each
+    application uses (k x N).
     """
     alloc = np.asarray(alloc, dtype=np.int64)
     _check(w, alloc, place)
@@ -169,7 +176,11 @@ class _Events:
 def simulate_timestep(
     w: Workload, alloc: np.ndarray, place: np.ndarray, *, dt: float = 1.0
 ) -> SimResult:
-    """The paper's time-stepped reference (§V-B): colliding applications alternate."""
+    """The paper's time-stepped reference (§V-B): colliding applications alternate.
+
+    ``w``: the workload; ``alloc``: resources per application; ``place``: which resources each
+    application uses (k x N); ``dt``: the time step (s).
+    """
     check_param("dt", dt, dt > 0, "positive")
     alloc = np.asarray(alloc, dtype=np.int64)
     _check(w, alloc, place)
@@ -231,6 +242,9 @@ def simulate(
     the file system directly, through one extra resource that they alone share fairly
     (its capacity for application j is b_j(0), measured alone, as b_j(n) is); it is
     left out of the returned busy times, which cover the N resources.
+
+    ``w``: the workload; ``alloc``: resources per application; ``place``: which resources each
+    application uses (k x N).
     """
     alloc = np.asarray(alloc, dtype=np.int64)
     zero = alloc == 0

@@ -36,6 +36,8 @@ def x_bound(c: float) -> float:
     Analytic through Lambert's W (lower branch): 1 + b = -W_{-1}(-c e^{-c}) / c.
     c = 1 has no positive root: b = 0 (every application is pure I/O); c > 1 is out
     of reach, since 1/(1+X) <= 1.
+
+    ``c``: the target mean of 1/(1+X), in (0, 1].
     """
     check_param("c", c, 0 < c <= 1 + _LOAD_TOL, "in (0, 1]")
     if c >= 1:
@@ -51,6 +53,8 @@ def compute_sizes(k: int, q_cpu: int) -> np.ndarray:
     iosight's reading: class sizes are rounded (the small class takes the rest, the
     large one at least one app); each app of a class gets floor(share Q_cpu / count),
     at least 1.
+
+    ``k``: applications; ``q_cpu``: the platform's compute resources.
     """
     n_large = max(1, round(SIZE_CLASSES[0][0] * k))
     n_medium = round(SIZE_CLASSES[1][0] * k)
@@ -75,6 +79,9 @@ def generate_workload(
     """One application set with I/O-load(pi_1) = theta in expectation (§V-C).
 
     Returns the workload and the index of each application's curve in ``curves``.
+
+    ``theta``: the target I/O-load; ``k``: applications; ``n_resources``: the platform's I/O
+    resources N; ``q_cpu``: its compute resources Q_cpu; ``rng``: the random generator.
     """
     check_param("k", k, k >= 1, "a positive integer")
     check_param("n_resources", n_resources, n_resources >= 1, "a positive integer")

@@ -280,6 +280,11 @@ def lasso_grid_search(
     """Validation MSE for every (training subset, shrinkage) pair: shape (subsets, alphas).
 
     ``n_jobs``: worker processes, 1 or more, or -1 for every core.
+
+    ``x``: training features; ``y``: training targets; ``scale``: each training sample's write
+    scale (the subsets are of these); ``x_val``: validation features; ``y_val``: validation
+    targets; ``subsets``: the feature subsets (default: every one); ``alphas``: the shrinkage
+    values; ``progress``: told of each subset (default: silent).
     """
     from joblib import Parallel, delayed
 
@@ -324,6 +329,11 @@ def naive_grid_search(
     conditioned training sets its MSEs differ from the exact ones of :func:`lasso_grid_search`
     until both are tight. ``with_converged=True`` also returns a boolean grid: False where
     coordinate descent stopped at ``max_iter`` before reaching ``tol``.
+
+    ``x``: training features; ``y``: training targets; ``scale``: each training sample's write
+    scale (the subsets are of these); ``x_val``: validation features; ``y_val``: validation
+    targets; ``subsets``: the feature subsets (default: every one); ``alphas``: the shrinkage
+    values.
     """
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import Lasso, LinearRegression
@@ -396,12 +406,18 @@ def fit_tree_family(family, x, y, scale, x_val, y_val, subsets, seed) -> Candida
 
 
 def relative_errors(pred: np.ndarray, true: np.ndarray) -> np.ndarray:
-    """Formula 2: ``(t' - t) / t``; > 0 overestimates, < 0 underestimates."""
+    """Formula 2: ``(t' - t) / t``; > 0 overestimates, < 0 underestimates.
+
+    ``pred``: predicted times; ``true``: measured times.
+    """
     return (np.asarray(pred) - np.asarray(true)) / np.asarray(true)
 
 
 def accuracy(err: np.ndarray) -> dict[str, float]:
-    """Shares within 20% / 30%, over/under-estimation, median |error| (§IV-C, §IV-D)."""
+    """Shares within 20% / 30%, over/under-estimation, median |error| (§IV-C, §IV-D).
+
+    ``err``: relative errors (:func:`relative_errors`).
+    """
     err = np.asarray(err, dtype=float)
     if len(err) == 0:
         return {"samples": 0}
@@ -445,7 +461,12 @@ def linear_coefficients(estimator, names: list[str]) -> pd.DataFrame:
 
 @dataclass
 class SearchOutcome:
-    """Everything :func:`search_models` found: candidates, accuracy and the MSE grid."""
+    """Everything :func:`search_models` found: candidates, accuracy and the MSE grid.
+
+    ``candidates``: family to its fitted candidate; ``mse_grid``: validation MSE per (feature
+    subset, shrinkage); ``subsets``: the feature subsets searched; ``alphas``: the shrinkage
+    values searched; ``features``: the feature names, in column order.
+    """
 
     candidates: dict[str, Candidate]
     accuracy: pd.DataFrame  # one row per (family, test set)

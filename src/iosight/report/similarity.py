@@ -17,7 +17,7 @@ import numpy as np
 
 from iosight._errors import IosightError
 from iosight._progress import Progress
-from iosight.report._html import fig_img, html_table, subplots, write_page
+from iosight.report._html import fig_img, html_table, report_dir, subplots, write_page
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -275,8 +275,8 @@ def _warehouse_section(wh: Warehouse) -> tuple[str, list[str]]:
     return "".join(body), lines
 
 
-def build_report(
-    wh: Warehouse | None,
+def write_report(
+    source: Warehouse | None,
     out: str | Path,
     *,
     codings_csv: str | Path | None = None,
@@ -291,10 +291,12 @@ def build_report(
     Section 1 (with ``codings_csv``): the real codings in their own warehouse
     ``out/dkrz-warehouse``, BIN_ALL and BIN_AGGZEROS for every SIM, compared with
     the paper. Section 2 (when ``wh`` is given and holds labelled jobs): every coding and
-    algorithm on the synthetic classes, with ARI, homogeneity and purity.
+    algorithm on the synthetic classes, with ARI, homogeneity and purity. Without
+    either, the warehouse's stored codings and clusterings. ``job`` is the chosen job
+    (Table 2, series plots); ``sims`` and ``eps`` the SIM and eps values clustered,
+    ``sample`` the jobs sampled for them; ``progress`` reports the clusterings.
     """
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    wh, out = source, report_dir(out)
     sections, lines = [], []
     if codings_csv is not None:
         body, ln = _real_section(out, Path(codings_csv), sims, job, progress)

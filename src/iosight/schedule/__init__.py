@@ -3,7 +3,6 @@
 from iosight.schedule._algorithm import (
     ESTIMATORS,
     POLICIES,
-    JobBins,
     StartChoice,
     choose_start,
     parse_pattern,
@@ -49,7 +48,6 @@ __all__ = [
     "EmulationResult",
     "EmulatorConfig",
     "ForecastStudy",
-    "JobBins",
     "Recommendation",
     "ScheduleSimulation",
     "StartChoice",

@@ -78,7 +78,10 @@ def parse_pattern(pattern: str | Sequence[int] | Sequence[bool] | np.ndarray) ->
 
 
 def policy_alpha(policy: str | None = None, alpha: float | None = None) -> float:
-    """The alpha of a named policy (MDT, W1..W4, MRT), or ``alpha`` itself when given."""
+    """The alpha of a named policy (MDT, W1..W4, MRT), or ``alpha`` itself when given.
+
+    ``policy``: a policy's name.
+    """
     if policy is not None and alpha is not None:
         raise IosightError("give either a policy or an alpha, not both")
     if policy is not None:
@@ -236,6 +239,12 @@ class StartChoice:
 
     Attributes
     ----------
+    alpha : float
+        The policy's weight of delay against run time.
+    bin_s : float
+        The bin length L (s).
+    estimator : str
+        How run times were estimated: ``bins`` or ``fractional``.
     index : int
         Chosen start option (0 = start now).
     delay, run_time, total_time, score : float

@@ -260,6 +260,8 @@ class EmulationResult:
     alone_runs, loaded_runs : tuple of float
         The calibration runs behind ``min_time`` and ``max_time``; their spread is the
         noise floor of the comparison.
+    config : dict
+        The :class:`EmulatorConfig` the emulation ran with.
     """
 
     runs: pd.DataFrame
@@ -306,6 +308,10 @@ def emulate(
     picks a start option; the job is run once per distinct option with the writers
     following the pattern from that option on, and its run time is measured. The start
     delay itself is not waited out.
+
+    ``patterns``: burst patterns, one 0/1 per bin; ``config``: the emulator's settings (default:
+    :class:`EmulatorConfig`); ``policies``: the policies whose choices are run; ``progress``:
+    told of each run (default: silent).
 
     References
     ----------

@@ -38,7 +38,10 @@ METRICS = ("delay", "run_time", "total_time")
 
 @dataclass(frozen=True)
 class App:
-    """An application of Fig. 10: run time alone (``min_time``) and in bursts (``max_time``)."""
+    """An application of Fig. 10: run time alone (``min_time``) and in bursts (``max_time``).
+
+    ``name``: the application's name.
+    """
 
     name: str
     min_time: float
@@ -46,7 +49,10 @@ class App:
 
     @classmethod
     def parse(cls, spec: str) -> App:
-        """``"name:min:max"``, e.g. ``"dlio:850:4250"``."""
+        """``"name:min:max"``, e.g. ``"dlio:850:4250"``.
+
+        ``spec``: the application as text.
+        """
         parts = spec.split(":")
         try:
             name, mn, mx = parts[0], float(parts[1]), float(parts[2])
@@ -155,6 +161,9 @@ class ScheduleSimulation:
         time the algorithm expected from the predicted pattern.
     n_windows, n_patterns : int
         Windows simulated and distinct predicted patterns among them.
+    settings : dict
+        What the simulation ran with: bin length, start options, estimator (and from a
+        burst series its source and data kind).
     """
 
     windows: pd.DataFrame
@@ -175,7 +184,11 @@ class ScheduleSimulation:
         return out
 
     def cdf(self, metric: str, app: str | None = None) -> pd.DataFrame:
-        """Empirical CDF of a metric per app and policy (Fig. 11): value, fraction <= value."""
+        """Empirical CDF of a metric per app and policy (Fig. 11): value, fraction <= value.
+
+        ``metric``: ``delay``, ``run_time`` or ``total_time``; ``app``: only this application
+        (default: all).
+        """
         import pandas as pd
 
         check_param("metric", metric, metric in self.windows, f"one of {', '.join(METRICS)}")
@@ -237,6 +250,8 @@ def simulate_windows(
         i.e. the paper's simulation.
     bin_s, n_options, estimator :
         As in :func:`choose_start`.
+    progress : Progress, optional
+        Told of the distinct patterns chosen on (default: silent).
 
     Notes
     -----
@@ -322,6 +337,10 @@ def simulate_series(
 
     Each window is both the prediction and what the job is charged for; bins past it are
     bursts (Algorithm 1's worst case), as in §V-B.
+
+    ``is_burst``: burst flags per bin; ``apps``: the applications; ``policies``: names (MDT,
+    W1..W4, MRT) or alphas; ``bin_s``: the bin length (s); ``estimator``: ``bins`` or
+    ``fractional`` run-time estimates; ``progress``: told of each pattern (default: silent).
     """
     win = burst_windows(is_burst, width=int(n_options))
     if len(win) == 0:

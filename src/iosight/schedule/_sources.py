@@ -69,6 +69,8 @@ def burst_series(
 
     The timeline is coarsened to ``bin_s`` when its bins are finer; ``k`` defaults to the
     value that marks ``target_fraction`` of the bins (the paper's 1%).
+
+    ``warehouse``: the warehouse holding the timeline; ``direction``: ``read`` or ``write``.
     """
     from iosight.bursts import label_bursts
     from iosight.timeline import bin_width_of, load_timeline, rebin
@@ -105,7 +107,10 @@ def read_burst_series(path: str | Path, *, bin_s: float = 300.0) -> BurstSeries:
     """A burst series from a file: ``.parquet``/``.csv`` with an ``is_burst`` or ``burst``
     column (or a single column) of 0/1 or true/false, or text of 0s and 1s (one per line or
     one string). Anything else (a gap, 0.6, an unreadable file) is an error naming the file:
-    a flag is never guessed."""
+    a flag is never guessed.
+
+    ``path``: the file; ``bin_s``: the bin length (s).
+    """
     p = Path(path)
     if not p.is_file():
         raise IosightError(f"no burst series file at {p}")
@@ -175,7 +180,12 @@ def simulate_source(
     estimator: str = "bins",
     progress: Progress | None = None,
 ) -> ScheduleSimulation:
-    """The paper's simulation (§V-B, Fig. 10-11) on a labelled burst series."""
+    """The paper's simulation (§V-B, Fig. 10-11) on a labelled burst series.
+
+    ``series``: the labelled burst series; ``apps``: the applications; ``policies``: names (MDT,
+    W1..W4, MRT) or alphas; ``n_options``: start options per window; ``estimator``: ``bins`` or
+    ``fractional`` run-time estimates; ``progress``: told of each pattern (default: silent).
+    """
     sim = simulate_series(
         series.is_burst,
         apps,
@@ -197,7 +207,10 @@ def simulate_source(
 
 @dataclass(frozen=True)
 class Recommendation:
-    """A start recommendation from a burst forecast: the forecast and Algorithm 1's choice."""
+    """A start recommendation from a burst forecast: the forecast and Algorithm 1's choice.
+
+    ``forecast``: the lead-mode forecast it was made on; ``choice``: Algorithm 1's choice.
+    """
 
     forecast: pd.DataFrame
     choice: StartChoice
@@ -226,6 +239,12 @@ def recommend_start(
     ``at`` (epoch s) is the decision time; ``None`` is right after the last timeline bin.
     The model's lead-mode forecast (``lead, bin_start, burst, ...``) gives the pattern;
     the bin length ``L`` is the spacing of its bins.
+
+    ``warehouse``: the warehouse holding the model and the timeline; ``model``: the saved
+    lead-mode forecaster's name; ``min_time``: the job's run time alone (s); ``max_time``: its
+    run time in bursts (s); ``alpha``: the policy's weight of delay against run time;
+    ``policy``: a named policy instead (MDT, W1..W4, MRT); ``n_options``: start options;
+    ``estimator``: ``bins`` or ``fractional`` run-time estimates.
     """
     try:
         from iosight.bursts import load_forecaster
@@ -252,7 +271,13 @@ def start_on_forecast(
 ) -> Recommendation:
     """Algorithm 1 (§V-B) on a lead-mode forecast (``lead``, ``bin_start``, ``burst``, ...):
     the one a model just made (:func:`recommend_start`) or one stored by follow mode
-    (``iosight serve``'s ``/api/start``). The bin length ``L`` is the spacing of its bins."""
+    (``iosight serve``'s ``/api/start``). The bin length ``L`` is the spacing of its bins.
+
+    ``forecast``: the lead-mode forecast; ``min_time``: the job's run time alone (s);
+    ``max_time``: its run time in bursts (s); ``alpha``: the policy's weight of delay against
+    run time; ``policy``: a named policy instead (MDT, W1..W4, MRT); ``n_options``: start
+    options; ``estimator``: ``bins`` or ``fractional`` run-time estimates.
+    """
     if forecast.empty:
         raise IosightError("the forecast holds no bins")
     forecast = forecast.sort_values("lead", kind="mergesort").reset_index(drop=True)
@@ -318,6 +343,11 @@ def forecast_study(
     predicted or actual next 24 bins hold a burst, and (``test_only``) that come after
     the model's training window, so no window was seen in training. Run times are
     charged on the actual bins, also past the 24 (bursts past the timeline's end).
+
+    ``warehouse``: the warehouse holding the model and the timeline; ``model``: the saved
+    lead-mode forecaster's name; ``apps``: the applications; ``policies``: names (MDT, W1..W4,
+    MRT) or alphas; ``n_options``: start options per window; ``estimator``: ``bins`` or
+    ``fractional`` run-time estimates; ``progress``: told of each window (default: silent).
     """
     from iosight.bursts import load_forecaster, load_jobs, load_known
     from iosight.timeline import bin_width_of, load_timeline

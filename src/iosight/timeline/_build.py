@@ -202,6 +202,9 @@ def timeline_from_job_totals(
     Each job's POSIX + STDIO bytes, operations and I/O time are spread over
     ``[start_time, end_time]`` (process-level precision, §II). Columns as
     :func:`build_timeline`; ``active_jobs`` counts the jobs running in a bin.
+
+    ``df``: one row per job (``start_time``, ``end_time`` and the totals' columns);
+    ``bin_width``: the bin width (s); ``spread``: ``overlap`` or ``equal``.
     """
     _check_width(bin_width)
     check_spread(spread)
@@ -931,7 +934,10 @@ def rebuild_timeline(warehouse: Warehouse, **kwargs) -> pa.Table:
     """Build the timeline again with the options its stored build was given (bin width,
     spread, since/until, span, as-of; ``kwargs`` such as ``progress`` are passed on), e.g.
     after new jobs came in. A timeline stored before its options were kept: its bin width
-    and the defaults."""
+    and the defaults.
+
+    ``warehouse``: the warehouse holding the timeline.
+    """
     return build_timeline(warehouse, **stored_options(warehouse), **kwargs)
 
 def accumulate_as_built(

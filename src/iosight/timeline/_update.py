@@ -117,7 +117,11 @@ def update_timeline(warehouse: Warehouse, *, progress: Progress | None = None) -
     """Add the jobs of the batches the stored timeline has not read, with the options it
     was built with, rewriting only the runs of bins they touch (one atomic commit); the
     result equals a full rebuild. A full rebuild when an update cannot give that (module
-    docstring), saying why in :attr:`TimelineUpdate.rebuilt`."""
+    docstring), saying why in :attr:`TimelineUpdate.rebuilt`.
+
+    ``warehouse``: the warehouse holding the timeline; ``progress``: told of the jobs read
+    (default: silent).
+    """
     with warehouse.writer_lock():  # no batch lands between what is read and what is recorded
         stored = _Stored.find(warehouse)
         try:

@@ -48,7 +48,13 @@ _PRELOAD = (
 
 @dataclass
 class IngestReport:
-    """What an ingest did; ``failed`` sources are also rows of ``ingest_errors``."""
+    """What an ingest did; ``failed`` sources are also rows of ``ingest_errors``.
+
+    ``sources``: sources found; ``ingested``: sources read and stored; ``jobs``: jobs stored;
+    ``skipped``: sources already in the warehouse (same content), not read again;
+    ``bytes_read``: bytes of the sources read; ``seconds``: wall time of the ingest; ``errors``:
+    ``(source, message)`` of each source that failed.
+    """
 
     sources: int = 0
     ingested: int = 0
@@ -147,6 +153,7 @@ def ingest(
         batches; default :data:`DEFAULT_BATCH_SIZE`); local batches are at most a worker's
         share of what is left, so a small ingest keeps every worker busy and the workers
         finish together
+    progress : told of each source read (default: silent)
     reader : how Darshan 3.x logs are read: ``"native"`` (the file format itself) or
         ``"libdarshan"`` (libdarshan-util through PyDarshan, today's oracle)
     compact : afterwards, compact the tables that have many small files
@@ -240,7 +247,12 @@ def check_ingest_args(
     """Raise the error :func:`ingest` would for these arguments before it reads anything
     (a named source missing or a warehouse, a count or timeout out of range, an unknown
     reader): the command line checks them before it makes a warehouse, so bad arguments
-    leave nothing behind."""
+    leave nothing behind.
+
+    ``paths``: the sources (files or folders); ``workers``: processes reading (0: one per core);
+    ``timeout``: seconds one source may take; ``batch_size``: sources per committed batch;
+    ``reader``: how Darshan logs are read (``native`` or ``libdarshan``).
+    """
     from iosight.darshan import check_reader_way
     from iosight.parallel import check_pool_params
 

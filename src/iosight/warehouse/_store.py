@@ -103,6 +103,8 @@ def stage_tables(
     base64-encoded, and every reader would decode both). ``compression``: Parquet's
     codec (``"none"``: a table rewritten often, and small, writes and reads faster
     without one).
+
+    ``batch``: table name to the Arrow tables of the batch.
     """
     import pyarrow as pa
 
@@ -254,7 +256,10 @@ class Warehouse:
     def table_entries(self, name: str) -> list[os.DirEntry]:
         """:meth:`table_files` as directory entries, sorted by name: one ``scandir``, no
         ``Path`` a file, and the layout read only where the folder holds one (what a
-        caller that lists tables at every update wants)."""
+        caller that lists tables at every update wants).
+
+        ``name``: the table.
+        """
         files, has_layout = self._scan(name)
         layout = self.layout(name) if has_layout else None
         live, gone = (set(layout["live"]), set(layout["superseded"])) if layout else ((), ())
@@ -342,18 +347,30 @@ class Warehouse:
             self._con = None
 
     def sql(self, query: str, params: list | None = None) -> pd.DataFrame:
-        """Run DuckDB SQL over the warehouse views and return a DataFrame."""
+        """Run DuckDB SQL over the warehouse views and return a DataFrame.
+
+        ``query``: DuckDB SQL over the tables' views (``jobs``, ``posix``, ...); ``params``: the
+        values of its ``?`` placeholders, in order.
+        """
         return self._run(query, params, lambda rel: rel.df())
 
     def rows(self, query: str, params: list | None = None) -> Rows:
         """Run DuckDB SQL over the warehouse views and return plain Python :class:`Rows`
-        (no pandas or pyarrow import: what a command that prints a result needs)."""
+        (no pandas or pyarrow import: what a command that prints a result needs).
+
+        ``query``: DuckDB SQL over the tables' views (``jobs``, ``posix``, ...); ``params``: the
+        values of its ``?`` placeholders, in order.
+        """
         from iosight.warehouse._rows import Rows
 
         return self._run(query, params, Rows.fetch)
 
     def arrow(self, query: str, params: list | None = None) -> pa.Table:
-        """Run DuckDB SQL over the warehouse views and return an Arrow table."""
+        """Run DuckDB SQL over the warehouse views and return an Arrow table.
+
+        ``query``: DuckDB SQL over the tables' views (``jobs``, ``posix``, ...); ``params``: the
+        values of its ``?`` placeholders, in order.
+        """
         return self._run(query, params, lambda rel: rel.to_arrow_table())
 
     def _run(self, query: str, params: list | None, fetch: Callable):
@@ -378,7 +395,10 @@ class Warehouse:
     def table(
         self, name: str, columns: list[str] | None = None, where: str | None = None
     ) -> pa.Table:
-        """One table as Arrow, optionally only some columns and rows (SQL ``where``)."""
+        """One table as Arrow, optionally only some columns and rows (SQL ``where``).
+
+        ``name``: the table; ``columns``: the columns to read (default: all).
+        """
         self.require(name)
         cols = ", ".join(f'"{c}"' for c in columns) if columns else "*"
         query = f'select {cols} from "{name}"' + (f" where {where}" if where else "")
@@ -389,7 +409,10 @@ class Warehouse:
         return self.table("jobs", where=where).to_pandas()
 
     def require(self, name: str, hint: str = "") -> None:
-        """Raise a clear error when ``name`` has not been written yet."""
+        """Raise a clear error when ``name`` has not been written yet.
+
+        ``hint``: what to run to write it, added to the error (default: the table's own hint).
+        """
         if not self.has_table(name):
             raise MissingTableError(name, hint or _HINTS.get(name, ""))
 
@@ -400,7 +423,10 @@ class Warehouse:
 
     # ------------------------------------------------------------------ writing
     def write_table(self, name: str, table: pa.Table, *, mode: str = "replace") -> None:
-        """Write a derived table atomically: ``mode`` is ``"replace"`` or ``"append"``."""
+        """Write a derived table atomically: ``mode`` is ``"replace"`` or ``"append"``.
+
+        ``name``: the derived table written; ``table``: its rows.
+        """
         if mode not in ("replace", "append"):
             raise ValueError(f"mode must be 'replace' or 'append', not {mode!r}")
         self.commit({name: [table]}, replace_tables=[name] if mode == "replace" else [])
@@ -436,7 +462,10 @@ class Warehouse:
         return batch_id
 
     def staging_dir(self, batch_id: str) -> Path:
-        """Where a writer (possibly another process) stages the files of a batch."""
+        """Where a writer (possibly another process) stages the files of a batch.
+
+        ``batch_id``: the batch's id (:func:`new_batch_id`).
+        """
         return self.path / _STAGING / batch_id
 
     def commit_staged(
@@ -457,6 +486,11 @@ class Warehouse:
         table (the timeline's runs of bins) without touching the others.
         ``compaction`` maps a table to the ``outputs`` a compaction staged under
         ``<staging>/compact/<table>/`` and the files they ``replace``.
+
+        ``batch_id``: the batch :meth:`staging_dir` staged; ``tables``: the tables it staged;
+        ``delete_keys``: per table, the keys (of ``key_column``, or per column) whose old rows
+        the batch replaces; ``replace_tables``: tables the batch replaces whole; ``key_column``:
+        the column ``delete_keys`` lists values of when it gives them as a list.
         """
         record = {
             "batch": batch_id,
