@@ -449,7 +449,10 @@ def _local_map(func, items: list, n: int, threads: bool) -> Iterator[tuple[int, 
     if threads:
         pool = ThreadPoolExecutor(n)
     else:
-        pool = ProcessPoolExecutor(n, mp_context=mp.get_context("forkserver"))
+        ctx = mp.get_context("forkserver")
+        # a fork server started now imports the work's module once, not each worker
+        ctx.set_forkserver_preload([getattr(func, "func", func).__module__])
+        pool = ProcessPoolExecutor(n, mp_context=ctx)
     with pool:
         with _main_hidden():  # the processes start as the items are submitted
             futures = {pool.submit(func, item): i for i, item in enumerate(items)}
