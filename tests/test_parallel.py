@@ -4,7 +4,7 @@ import sys
 import pytest
 
 from iosight.parallel import LocalPool, dask_results, map_items
-from tests_support import crash_or_echo, raise_on_bad
+from tests_support import blas_threads, crash_or_echo, raise_on_bad
 
 
 def _run(tasks, **kw):
@@ -91,6 +91,18 @@ def test_map_items_keeps_order_and_reports_each_item(workers, threads):
     out = map_items(abs, items, workers=workers, threads=threads, on_done=lambda *d: seen.append(d))
     assert out == [abs(i) for i in items]
     assert sorted(seen) == sorted(enumerate(out))
+
+
+@pytest.mark.parametrize("threads", [False, True])
+def test_map_items_gives_each_item_running_at_once_a_share_of_the_cores(threads):
+    """Two items at once on two workers: one BLAS thread each; one item alone: both
+    cores; and this process's pools as they were afterwards."""
+    import numpy  # noqa: F401 - loads the BLAS library threadpoolctl limits
+
+    before = blas_threads(None)
+    assert map_items(blas_threads, range(4), workers=2, threads=threads) == [1] * 4
+    assert map_items(blas_threads, [0], workers=2, threads=threads) == [2]
+    assert blas_threads(None) == before
 
 
 @pytest.mark.parametrize("threads", [False, True])

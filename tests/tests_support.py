@@ -98,6 +98,13 @@ def raise_on_bad(item: str) -> str:
     return item
 
 
+def blas_threads(_item) -> int:
+    """The threads of this process's BLAS pools (threadpoolctl), for map tests."""
+    from threadpoolctl import threadpool_info
+
+    return max(p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas")
+
+
 def crash_or_echo(items: list[str], beat) -> list[str]:
     """A task for worker-pool tests: 'segv' kills the process, 'sleep' hangs, 'SIGINT'
     and 'SIGTERM' signal the worker itself, else echo."""

@@ -24,7 +24,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
@@ -422,18 +422,21 @@ def map_items(
     ``on_done(i, result)`` is called here as each item finishes. Local work runs in
     threads with ``threads`` (work that releases the GIL, such as scikit-learn's and
     XGBoost's fitting, and shares its arrays without copies), else in processes forked
-    from a fork server (``func`` and the items must pickle); with one worker, or one
-    item, it runs in this process. On Dask, ``func`` and each item are sent to the
-    cluster once (cloudpickle: closures travel too). An item that raises stops the map
-    and its error is raised here, as in a loop.
+    from a fork server (``func``, importable, and the items must pickle); with one
+    worker, or one item, it runs in this process. Each item running at once gets an
+    even share of the ``workers`` cores for its BLAS and OpenMP thread pools
+    (threadpoolctl), so the map uses at most ``workers`` cores. On Dask, ``func`` and
+    each item are sent to the cluster once (cloudpickle: closures travel too). An item
+    that raises stops the map and its error is raised here, as in a loop.
     """
     check_workers(workers)
     items = list(items)
     if scheduler:
         done = _dask_map(func, items, scheduler)
     else:
-        n = min(workers or default_workers(), len(items))
-        done = _local_map(func, items, n, threads) if n > 1 else enumerate(map(func, items))
+        total = workers or default_workers()
+        n = min(total, len(items))
+        done = _local_map(func, items, n, threads, max(1, total // max(1, n)))
     out: list = [None] * len(items)
     for i, value in done:
         out[i] = value
@@ -442,26 +445,48 @@ def map_items(
     return out
 
 
-def _local_map(func, items: list, n: int, threads: bool) -> Iterator[tuple[int, Any]]:
-    """(index, result) of each item as it finishes, on ``n`` threads or processes."""
+def _local_map(
+    func, items: list, n: int, threads: bool, share: int
+) -> Iterator[tuple[int, Any]]:
+    """(index, result) of each item as it finishes, on ``n`` threads or processes (here
+    when ``n`` is 1), each item's thread pools limited to ``share`` threads."""
     from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 
-    if threads:
-        pool = ThreadPoolExecutor(n)
+    from threadpoolctl import threadpool_limits
+
+    if n <= 1 or threads:
+        limits = threadpool_limits(share)  # this process's pools, which the threads share
+        pool = ThreadPoolExecutor(n) if n > 1 else None
     else:
+        limits = nullcontext()
         ctx = mp.get_context("forkserver")
         # a fork server started now imports the work's module once, not each worker
         ctx.set_forkserver_preload([getattr(func, "func", func).__module__])
-        pool = ProcessPoolExecutor(n, mp_context=ctx)
-    with pool:
-        with _main_hidden():  # the processes start as the items are submitted
-            futures = {pool.submit(func, item): i for i, item in enumerate(items)}
-        try:
-            for fut in as_completed(futures):
-                yield futures[fut], fut.result()
-        finally:  # an item failed (or the caller stopped): drop what has not started
-            for fut in futures:
-                fut.cancel()
+        pool = ProcessPoolExecutor(n, mp_context=ctx, initializer=_limit_threads,
+                                   initargs=(share,))  # fmt: skip
+    with limits:
+        if pool is None:
+            yield from enumerate(map(func, items))
+            return
+        with pool:
+            with _main_hidden():  # the processes start as the items are submitted
+                futures = {pool.submit(func, item): i for i, item in enumerate(items)}
+            try:
+                for fut in as_completed(futures):
+                    yield futures[fut], fut.result()
+            finally:  # an item failed (or the caller stopped): drop what has not started
+                for fut in futures:
+                    fut.cancel()
+
+
+def _limit_threads(share: int) -> None:
+    """A worker process's BLAS and OpenMP pools: ``share`` threads for good, those of the
+    libraries loaded already (threadpoolctl) and of those loaded later (their variables)."""
+    from threadpoolctl import threadpool_limits
+
+    for name in ("OMP", "OPENBLAS", "MKL", "BLIS"):
+        os.environ[f"{name}_NUM_THREADS"] = str(share)
+    threadpool_limits(share)
 
 
 def _dask_map(func, items: list, scheduler: str) -> Iterator[tuple[int, Any]]:
