@@ -418,7 +418,8 @@ def map_items(
     core) or, given its address, on a Dask cluster (``scheduler``).
 
     Results come back in the order of ``items`` whatever the order they finish in, so
-    a deterministic ``func`` gives the same list with any ``workers`` and on Dask;
+    a deterministic ``func`` gives the same list with any ``workers`` and on Dask (as
+    far as its BLAS sums do not depend on the threads an item gets, below);
     ``on_done(i, result)`` is called here as each item finishes. Local work runs in
     threads with ``threads`` (work that releases the GIL, such as scikit-learn's and
     XGBoost's fitting, and shares its arrays without copies), else in processes forked
@@ -494,12 +495,12 @@ def _dask_map(func, items: list, scheduler: str) -> Iterator[tuple[int, Any]]:
     from distributed import as_completed
 
     with dask_client(scheduler) as client:
-        # scattered, not inlined in the task graph (a data set is tens of MB); each in a
-        # list of one, or a list, tuple or dict item would be scattered piece by piece
+        # scattered, not inlined in the task graph (a data set is tens of MB): a list is
+        # scattered element by element, so func goes in a list of one
         remote = client.scatter([func], hash=False)[0]
         futures = {
-            client.submit(_apply, remote, client.scatter([item], hash=False)[0], pure=False): i
-            for i, item in enumerate(items)
+            client.submit(_apply, remote, item, pure=False): i
+            for i, item in enumerate(client.scatter(items, hash=False))
         }
         for fut in as_completed(futures):
             yield futures[fut], fut.result()
