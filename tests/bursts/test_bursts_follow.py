@@ -121,7 +121,7 @@ def recorded(tmp_path_factory):
     known = load_known(wh)
     tl = load_timeline(wh)
     fc = train_forecaster(tl, direction="write", model="logreg", max_lead=3,
-                          information="logs", known=known, n_jobs=1, name="w")  # fmt: skip
+                          information="logs", known=known, workers=1, name="w")  # fmt: skip
     _logreg_on_all(fc, fc.features(tl, known=known), tl["write_bytes"].to_numpy())
     return wh, jobs, known, fc
 
@@ -314,7 +314,7 @@ def test_what_follow_cannot_forecast_with_is_one_line(recorded, tmp_path):
 
     rec, _, _, _ = recorded
     live = train_forecaster(load_timeline(rec), direction="write", model="logreg", max_lead=1,
-                            n_jobs=1, name="live-w")  # fmt: skip
+                            workers=1, name="live-w")  # fmt: skip
     wh = Warehouse(tmp_path / "wh", create=True)
     live.save(wh)
     logs = tmp_path / "logs"

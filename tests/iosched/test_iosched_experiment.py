@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from iosight import IosightError
@@ -57,6 +58,27 @@ def test_experiment_is_resumable_and_seeded(tmp_path):
         run_experiment(
             ExperimentConfig(dataset="ost", loads=(0.5,), sets=2, seed=4), tmp_path / "a"
         )
+
+
+def test_one_or_two_workers_or_a_dask_cluster_give_the_same_results(tmp_path):
+    """Each task's streams come from its (load, set): where it ran changes no row."""
+    distributed = pytest.importorskip("distributed")
+    cfg = ExperimentConfig(dataset="ost", loads=(0.4, 0.8), sets=1, seed=5, k=12, n_resources=6,
+                           robustness=False, mckp_zero=False)  # fmt: skip
+
+    def results(name: str, **where) -> pd.DataFrame:
+        assert run_experiment(cfg, tmp_path / name, **where) == {"run": 2, "skipped": 0}
+        df = load_results(tmp_path / name)
+        return df.sort_values(["theta", "set", "study", "allocator", "placement"],
+                              ignore_index=True)  # fmt: skip
+
+    one = results("one", workers=1)
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+    ) as cluster:
+        on_dask = results("dask", scheduler=cluster.scheduler_address)
+    for other in (results("two", workers=2), on_dask):
+        pd.testing.assert_frame_equal(other, one)
 
 
 def test_folders_from_before_family_curves_resume_as_cubic(tmp_path):

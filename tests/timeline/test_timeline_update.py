@@ -130,15 +130,14 @@ def test_update_keeps_the_as_of_time_and_the_window(app1, tmp_path):
 
 
 @pytest.mark.parametrize(("late", "why"), [(3, None), (4, "columns")])
-def test_update_on_real_logs_equals_a_full_rebuild(tmp_path, late, why):
+def test_update_on_real_logs_equals_a_full_rebuild(tmp_path, late, why, example_warehouse):
     """PyDarshan's example logs (counters and DXT): the ``late`` latest to end added to a
     timeline of the others. The fourth latest is the first with DXT segments, a table
     the timeline did not read, which changes how every POSIX record is placed (by its
     segments first): a full rebuild, saying so."""
-    from iosight.data import example_logs
+    import shutil
 
-    wh = Warehouse(tmp_path / "wh", create=True)
-    ingest(example_logs(), wh, workers=1)
+    wh = Warehouse(shutil.copytree(example_warehouse.path, tmp_path / "wh"))  # written below
     jobs = wh.sql("select job_key, source_path from jobs order by end_time")
     keys, paths = jobs["job_key"].iloc[-late:].tolist(), jobs["source_path"].iloc[-late:].tolist()
     tables = [n for n in wh.tables() if "job_key" in wh.column_names(n)]

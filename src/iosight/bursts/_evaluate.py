@@ -179,7 +179,8 @@ def evaluate_tasks(
     *,
     jobs: pd.DataFrame | None = None,
     known: pd.DataFrame | None = None,
-    n_jobs: int = -1,
+    workers: int = 0,
+    scheduler: str | None = None,
     progress: Progress | None = None,
 ) -> pd.DataFrame:
     """Train and test every model of every task with each of ``targets``, beside the
@@ -197,8 +198,11 @@ def evaluate_tasks(
     jobs, known : DataFrame, optional
         :func:`iosight.bursts.load_jobs` (feature set 4) and the known-at sums
         (:func:`iosight.bursts.load_known`, the ``logs`` regime).
-    n_jobs : int
-        Data sets fitted at once (threads; -1: every core).
+    workers : int
+        Data sets fitted at once (threads; 0: one per core).
+    scheduler : str, optional
+        Address of a Dask cluster to fit the data sets on instead
+        (:func:`iosight.parallel.map_items`).
     progress : Progress, optional
         Advanced by the task's models as each data set is done.
 
@@ -218,7 +222,8 @@ def evaluate_tasks(
              for task in tasks for target in targets]  # fmt: skip
     prog = ensure_progress(progress)
     prog.start(sum(len(task.model) for _, task, _ in items), "burst models")
-    results = parallel_map(lambda item: score_task(item[2], item[1]), items, n_jobs, prog,
+    results = parallel_map(lambda item: score_task(item[2], item[1]), items, prog,
+                           workers=workers, scheduler=scheduler,
                            weight=lambda item: len(item[1].model))  # fmt: skip
     prog.finish()
     rows = []
@@ -241,7 +246,8 @@ def evaluate_forecasts(
     information: str | list[str] = "live",
     jobs: pd.DataFrame | None = None,
     known: pd.DataFrame | None = None,
-    n_jobs: int = -1,
+    workers: int = 0,
+    scheduler: str | None = None,
     progress: Progress | None = None,
     **settings,
 ) -> pd.DataFrame:
@@ -261,7 +267,7 @@ def evaluate_forecasts(
         ``known``, lead mode only).
     k : dict, optional
         Fixed thresholds per direction (stdevs); else chosen for ``target_fraction``.
-    jobs, known, n_jobs, progress
+    jobs, known, workers, scheduler, progress
         As :func:`evaluate_tasks`.
     **settings
         The tasks' other settings (:class:`BurstTask` fields: ``target_fraction``,
@@ -290,4 +296,5 @@ def evaluate_forecasts(
                       directions=directions, feature_sets=feature_sets, modes=modes,
                       horizons=horizons, k=k)  # fmt: skip
     return evaluate_tasks(df, tasks, parse_list(targets, name="targets"), jobs=jobs,
-                          known=known, n_jobs=n_jobs, progress=progress)  # fmt: skip
+                          known=known, workers=workers, scheduler=scheduler,
+                          progress=progress)  # fmt: skip

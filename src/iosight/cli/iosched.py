@@ -6,7 +6,15 @@ from pathlib import Path
 
 import typer
 
-from iosight.cli._common import FORMAT_OPT, RichProgress, cli_errors, console, print_frame
+from iosight.cli._common import (
+    FORMAT_OPT,
+    SCHEDULER_OPT,
+    WORKERS_OPT,
+    RichProgress,
+    cli_errors,
+    console,
+    print_frame,
+)
 
 group = typer.Typer(
     help="Schedule distributed I/O resources (I/O nodes, OSTs) among applications.",
@@ -81,7 +89,8 @@ def experiment(
     resources: int = RESOURCES,
     statistic: str = typer.Option("mean", help="FORGE repetitions: mean or best."),
     grid: str = typer.Option("interpolated", help="FORGE n: interpolated (1..8) or measured."),
-    workers: int = typer.Option(2, help="Worker processes."),
+    workers: int = WORKERS_OPT,
+    scheduler: str = SCHEDULER_OPT,
     robustness: bool = typer.Option(True, help="Also run the profile-curve study."),
     family_curves: str = typer.Option(
         "median", help="Profile-curve study: median (per n) or cubic (the paper's Fig. 11 fit)."
@@ -113,7 +122,8 @@ def experiment(
             mckp_zero=mckp_zero,
             forge_dir=str(forge_dir) if forge_dir else None,
         )
-        done = run_experiment(cfg, out, workers=workers, progress=RichProgress())
+        done = run_experiment(cfg, out, workers=workers, scheduler=scheduler,
+                              progress=RichProgress())  # fmt: skip
         console.print(f"{done['run']} tasks run, {done['skipped']} already there, in {out}")
 
 

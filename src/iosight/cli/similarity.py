@@ -9,7 +9,9 @@ import typer
 from iosight._errors import parse_list
 from iosight.cli._common import (
     FORMAT_OPT,
+    SCHEDULER_OPT,
     WAREHOUSE_OPT,
+    WORKERS_OPT,
     RichProgress,
     cli_errors,
     console,
@@ -184,6 +186,8 @@ def explore_cmd(
     eps: str = typer.Option("0.03,0.06,0.09,0.1,0.2,0.3", help="eps values (tree)."),
     algorithm: str = typer.Option("density", help="density or tree."),
     sample: int = typer.Option(10_000, help="Agglomerative sample size (tree)."),
+    workers: int = WORKERS_OPT,
+    scheduler: str = SCHEDULER_OPT,
     fmt: str = FORMAT_OPT,
 ) -> None:
     """Cluster once per SIM (Fig. 4): clusters, clusters with >= 2 and >= 10 jobs."""
@@ -191,14 +195,15 @@ def explore_cmd(
 
     with cli_errors():
         values = parse_list(sim if algorithm == "density" else eps, float, "sim/eps")
-        extra = {"sample": sample} if algorithm == "tree" else {}
         df = explore(
             open_warehouse(warehouse, write=True),
             coding,
             values,
             algorithm=algorithm,
+            sample=sample,
+            workers=workers,
+            scheduler=scheduler,
             progress=RichProgress(),
-            **extra,
         )
         print_frame(df, fmt)
 
@@ -263,6 +268,8 @@ def report_cmd(
     ),
     job: str = typer.Option(None, help="The chosen job (Table 2, series plots)."),
     sims: str = typer.Option("0.1,0.3,0.5,0.7,0.9,0.95,0.99", help="SIM values."),
+    workers: int = WORKERS_OPT,
+    scheduler: str = SCHEDULER_OPT,
 ) -> None:
     """An HTML report: Fig. 3, Fig. 4, Table 2, quality, series plots."""
     from iosight.data import locate
@@ -278,6 +285,8 @@ def report_cmd(
             codings_csv=locate(codings) if codings else None,
             job=job,
             sims=parse_list(sims, float, "sims"),
+            workers=workers,
+            scheduler=scheduler,
             progress=RichProgress(),
         )
     console.print((path.parent / "summary.txt").read_text(), highlight=False, markup=False)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import math
 import os
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -236,17 +235,12 @@ def run_task(cfg: ExperimentConfig, curves: CurveSet, theta: float, set_id: int)
     return rows
 
 
-_WORKER: dict = {}
-
-
-def _init_worker(cfg: ExperimentConfig, curves: CurveSet) -> None:
-    _WORKER["cfg"], _WORKER["curves"] = cfg, curves
-
-
-def _work(theta: float, set_id: int, path: str) -> str:
+def _work(cfg: ExperimentConfig, curves: CurveSet, task: tuple[float, int, str]) -> str:
+    """Run one task (target load, set, result file) and write its rows atomically."""
     import pandas as pd
 
-    rows = run_task(_WORKER["cfg"], _WORKER["curves"], theta, set_id)
+    theta, set_id, path = task
+    rows = run_task(cfg, curves, theta, set_id)
     tmp = f"{path}.tmp"
     pd.DataFrame(rows).to_parquet(tmp, index=False)
     os.replace(tmp, path)
@@ -261,13 +255,24 @@ def run_experiment(
     cfg: ExperimentConfig,
     out: Path,
     *,
-    workers: int = 1,
+    workers: int = 0,
+    scheduler: str | None = None,
     progress: Progress | None = None,
 ) -> dict[str, int]:
     """Run (or resume) a study into ``out``; returns counts of tasks run and skipped.
 
+    Tasks run on ``workers`` local processes (0: one per core) or on the Dask cluster
+    at ``scheduler`` (:func:`iosight.parallel.map_items`; ``out`` must then be on a
+    file system its workers share), each writing its own file; a task's random
+    streams come from its (load, set), so the results do not depend on where it ran.
+
     ``cfg``: the study's settings; ``progress``: told of each task (default: silent).
     """
+    from functools import partial
+
+    from iosight.parallel import check_workers, map_items
+
+    check_workers(workers)
     out = Path(out)
     # everything that can fail on the settings fails before the folder is claimed: a
     # config.json written for a run that cannot start would refuse the corrected one
@@ -289,24 +294,15 @@ def run_experiment(
         out.mkdir(parents=True, exist_ok=True)
         meta.write_text(json.dumps(cfg.fingerprint(), indent=1))
     todo = [
-        (theta, s, task_path(out, theta, s))
+        (theta, s, str(task_path(out, theta, s)))
         for theta in cfg.loads
         for s in range(cfg.sets)
         if not task_path(out, theta, s).exists()
     ]
     bar = ensure_progress(progress)
     bar.start(len(todo), f"iosched {cfg.dataset}")
-    if workers <= 1:
-        _init_worker(cfg, curves)
-        for theta, s, path in todo:
-            _work(theta, s, str(path))
-            bar.advance(1)
-    else:
-        with ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(cfg, curves)) as ex:
-            futures = [ex.submit(_work, theta, s, str(path)) for theta, s, path in todo]
-            for fut in as_completed(futures):
-                fut.result()
-                bar.advance(1)
+    map_items(partial(_work, cfg, curves), todo, workers=workers, scheduler=scheduler,
+              on_done=lambda *_: bar.advance(1))  # fmt: skip
     bar.finish()
     n_all = len(cfg.loads) * cfg.sets
     return {"run": len(todo), "skipped": n_all - len(todo)}

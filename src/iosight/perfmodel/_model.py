@@ -148,16 +148,19 @@ class WriteModel:
         platform: Platform,
         settings: WriteModelSettings | None = None,
         *,
-        n_jobs: int = 1,
+        workers: int = 0,
+        scheduler: str | None = None,
         progress: Progress | None = None,
     ) -> WriteModel:
         """Search ``settings.families`` on ``samples`` of ``platform`` and keep
-        ``settings.family`` (§IV-B).
+        ``settings.family`` (§IV-B). The search runs on ``workers`` local threads (0:
+        one per core) or on the Dask cluster at ``scheduler``, with the same model.
 
         ``settings``: how to search and choose (default: :class:`WriteModelSettings`);
         ``progress``: told of the search's steps (default: silent).
         """
-        return _fit(samples, platform, settings or WriteModelSettings(), n_jobs, progress)
+        where = {"workers": workers, "scheduler": scheduler}
+        return _fit(samples, platform, settings or WriteModelSettings(), where, progress)
 
     def predict(self, patterns: pd.DataFrame) -> WritePrediction:
         """Predicted mean write time (s) for rows ``nodes, cores, size[, stripes]``.
@@ -238,10 +241,13 @@ def evaluate(
     min_time: float = 5.0,
     families: tuple[str, ...] = FAMILIES,
     seed: int = 0,
-    n_jobs: int = 1,
+    workers: int = 0,
+    scheduler: str | None = None,
     progress: Progress | None = None,
 ) -> SearchOutcome:
-    """The paper's search and comparison on ``samples`` of ``platform`` (§IV-B, §IV-C).
+    """The paper's search and comparison on ``samples`` of ``platform`` (§IV-B, §IV-C),
+    on ``workers`` local threads (0: one per core) or the Dask cluster at
+    ``scheduler`` (:func:`search_models`).
 
     ``train_max_nodes``: training uses samples on at most this many nodes; ``min_time``: samples
     faster than this (s) are dropped; ``families``: the model families compared; ``seed``: the
@@ -261,7 +267,8 @@ def evaluate(
         names,
         families=families,
         seed=seed,
-        n_jobs=n_jobs,
+        workers=workers,
+        scheduler=scheduler,
         progress=progress,
     )
 
@@ -275,7 +282,8 @@ def fit_model(
     train_max_nodes: int = 128,
     min_time: float = 5.0,
     seed: int = 0,
-    n_jobs: int = 1,
+    workers: int = 0,
+    scheduler: str | None = None,
     progress: Progress | None = None,
 ) -> WriteModel:
     """Search ``families``, keep ``family`` (``best``: lowest validation MSE) as the model:
@@ -284,22 +292,24 @@ def fit_model(
     ``samples``: the write samples (:func:`collect_samples`); ``platform``: the platform they
     ran on; ``train_max_nodes``: training uses samples on at most this many nodes; ``min_time``:
     samples faster than this (s) are dropped; ``seed``: the random seed of the search;
+    ``workers`` and ``scheduler``: where the search runs (as :meth:`WriteModel.fit`);
     ``progress``: told of the search's steps (default: silent).
     """
     settings = WriteModelSettings(family, families, train_max_nodes, min_time, seed)
-    return WriteModel.fit(samples, platform, settings, n_jobs=n_jobs, progress=progress)
+    return WriteModel.fit(samples, platform, settings, workers=workers, scheduler=scheduler,
+                          progress=progress)  # fmt: skip
 
 
 def _fit(
     samples: pd.DataFrame,
     platform: Platform,
     settings: WriteModelSettings,
-    n_jobs: int,
+    where: dict,
     progress: Progress | None,
 ) -> WriteModel:
     s = settings
     out = evaluate(samples, platform, train_max_nodes=s.train_max_nodes, min_time=s.min_time,
-                   families=s.families, seed=s.seed, n_jobs=n_jobs, progress=progress)  # fmt: skip
+                   families=s.families, seed=s.seed, progress=progress, **where)  # fmt: skip
     family = s.family
     if family == "best":
         family = min(out.candidates, key=lambda f: out.candidates[f].val_mse)

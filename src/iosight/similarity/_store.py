@@ -392,19 +392,26 @@ def cluster(
     ``hex`` codings with threshold ``sim``; ``algorithm="tree"`` runs ClusteringTree
     with Euclidean distance threshold ``eps`` on the ``io-metric`` or
     ``io-duration`` profiles. Zero jobs are counted and set aside (§5.1). Returns
-    the ``sim_runs`` row.
+    the ``sim_runs`` row. One run is sequential by nature (a job joins the first
+    similar cluster), so it runs here; :func:`explore` runs several at once.
 
     ``wh``: the warehouse holding the codings; the run is stored there; ``coding``: the coding
     or profile clustered; ``sample``: at most this many jobs, sampled, when there are more;
     ``seed``: the sample's random seed; ``progress``: told of the jobs clustered (default:
     silent).
     """
+    keys, zero, data = _cluster_input(wh, coding, algorithm)
+    param = sim if algorithm == "density" else eps
+    result = _clustering(data, algorithm, param, sample=sample, seed=seed, progress=progress)
+    return _stored_run(wh, coding, algorithm, param, keys, zero, result)
+
+
+def _cluster_input(wh: Warehouse, coding: str, algorithm: str):
+    """(job keys, zero-job mask, what the algorithm clusters) of the warehouse's jobs."""
     if algorithm == "density":
         loaded = load_codings(wh, coding)
-        keys, zero = loaded.job_keys, loaded.zero
-        result = simplified_density(loaded.coding_set(), sim, progress=progress)
-        param = sim
-    elif algorithm == "tree":
+        return loaded.job_keys, loaded.zero, loaded.coding_set()
+    if algorithm == "tree":
         if coding not in PROFILE_CODINGS:
             raise IosightError(
                 f"ClusteringTree works on profiles: coding must be one of "
@@ -413,17 +420,30 @@ def cluster(
         keys, zero, x = _load_profiles(wh, coding)
         if (~zero).sum() < 2:
             raise IosightError("fewer than 2 non-zero jobs to cluster")
-        result = clustering_tree(x[~zero], eps, sample=sample, seed=seed)
-        param = eps
-    else:
-        raise IosightError(
-            f"the 'algorithm' parameter must be density or tree. Got {algorithm!r} instead."
-        )
-    rid = run_id(coding, algorithm, param)
+        return keys, zero, x[~zero]
+    raise IosightError(
+        f"the 'algorithm' parameter must be density or tree. Got {algorithm!r} instead."
+    )
+
+
+def _clustering(
+    data, algorithm: str, param: float, *, sample: int = 10_000, seed: int = 0, progress=None
+) -> Clustering:
+    """SimplifiedDensity of codings ``data`` at SIM ``param``, or ClusteringTree of
+    profiles ``data`` at eps ``param``."""
+    if algorithm == "density":
+        return simplified_density(data, param, progress=progress)
+    return clustering_tree(data, param, sample=sample, seed=seed)
+
+
+def _stored_run(
+    wh: Warehouse, coding: str, algorithm: str, param: float, keys, zero, result: Clustering
+) -> dict:
+    """Store one clustering (its ``sim_runs`` row, clusters, members, progress); the row."""
     members = keys[~zero]
     sizes = result.sizes()
     run = {
-        "run_id": rid,
+        "run_id": run_id(coding, algorithm, param),
         "coding": coding,
         "algorithm": algorithm,
         "param": float(param),
@@ -480,25 +500,43 @@ def explore(
     values: Sequence[float],
     *,
     algorithm: str = "density",
+    sample: int = 10_000,
+    seed: int = 0,
+    workers: int = 0,
+    scheduler: str | None = None,
     progress: Progress | None = None,
-    **kwargs,
 ) -> pd.DataFrame:
     """One clustering per SIM (or eps) value: the numbers behind Fig. 4.
+
+    The clusterings run on ``workers`` local processes (0: one per core) or on the
+    Dask cluster at ``scheduler`` (:func:`iosight.parallel.map_items`), each as
+    :func:`cluster` would run it, and are stored here in the order of ``values``;
+    ``progress`` advances as each clustering ends. Returns their ``sim_runs`` rows.
 
     ``wh``: the warehouse holding the codings; the runs are stored there; ``coding``: the coding
     or profile clustered; ``values``: the SIM values (``density``) or eps values (``tree``);
     ``algorithm``: ``density`` or ``tree``; ``progress``: told of each clustering (default:
-    silent); ``kwargs``: further :func:`cluster` options.
+    silent); ``sample`` and ``seed``: as :func:`cluster`'s.
     """
+    from functools import partial
+
     import pandas as pd
+
+    from iosight._progress import ensure_progress
+    from iosight.parallel import check_workers, map_items
 
     if not values:
         raise IosightError("give at least one SIM value")
-    key = "sim" if algorithm == "density" else "eps"
-    rows = [
-        cluster(wh, coding, algorithm=algorithm, progress=progress, **{key: v}, **kwargs)
-        for v in values
-    ]
+    check_workers(workers)
+    keys, zero, data = _cluster_input(wh, coding, algorithm)
+    prog = ensure_progress(progress)
+    prog.start(len(values), f"{coding} clusterings ({algorithm})")
+    run = partial(_clustering, data, algorithm, sample=sample, seed=seed)
+    results = map_items(run, values, workers=workers, scheduler=scheduler,
+                        on_done=lambda *_: prog.advance(1))  # fmt: skip
+    prog.finish()
+    rows = [_stored_run(wh, coding, algorithm, v, keys, zero, r)
+            for v, r in zip(values, results, strict=True)]  # fmt: skip
     return pd.DataFrame(rows)
 
 

@@ -587,8 +587,8 @@ def _key_ranges(warehouse: Warehouse, jobs_where: str, chunk_jobs: int) -> list[
     """
     sub = f"select j.job_key from jobs j where {jobs_where}"
     con = warehouse.connect()
-    n_jobs = con.execute(f"select count(*) from ({sub})").fetchall()[0][0]
-    n = -(-int(n_jobs) // chunk_jobs)
+    job_count = con.execute(f"select count(*) from ({sub})").fetchall()[0][0]
+    n = -(-int(job_count) // chunk_jobs)
     if n <= 1:
         return [(None, None)]
     rows = con.execute(
