@@ -139,7 +139,7 @@ def slurm(recorded, tmp_path_factory):
     sched = scheduler_jobs(view, load_jobs(rec), logs_until=-math.inf)
     tl = load_timeline(rec)
     fc = train_forecaster(tl, direction="write", model="logreg", max_lead=3, feature_set=4,
-                          information="logs", known=known, jobs=sched, n_jobs=1,
+                          information="logs", known=known, jobs=sched, workers=1,
                           name="w4")  # fmt: skip
     _logreg_on_all(fc, fc.features(tl, sched, known), tl["write_bytes"].to_numpy())
     return tmp / "squeue", times, view, sched, fc
