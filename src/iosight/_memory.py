@@ -5,11 +5,11 @@ The pyarrow wheels allocate Arrow's buffers with mimalloc by default, which keep
 pages a thread freed for that thread's later allocations and hands them back to the
 system lazily; Arrow's reader and writer threads (Parquet in and out, a batch's
 pandas conversions) free buffers of all sizes, and what they keep grows with the
-batches. On the replayed Summit 2021 year (``docs/follow.md``, "Memory over the year")
-the process grew by about 1 MB a batch, all of it in mimalloc's region, while Arrow held
-no live buffer after a batch (``pyarrow.total_allocated_bytes()`` 0); with the system
-allocator (glibc's malloc, which maps large blocks and unmaps them when freed) it stayed
-flat, at the same CPU time.
+batches. Through the replayed Summit 2021 year (``benchmarks/replay.py``; ``docs/follow.md``,
+"Memory over the year") the process grew batch after batch, all of it in mimalloc's
+region, while Arrow held no live buffer after a batch (``pyarrow.total_allocated_bytes()``
+0); with the system allocator (glibc's malloc, which maps large blocks and unmaps them
+when freed) it stayed flat, at the same CPU time.
 """
 
 from __future__ import annotations
