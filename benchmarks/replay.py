@@ -16,7 +16,8 @@ Printed: sources and jobs per second through follow (wall time of the follow, wh
 includes the waits for the replay), the busy share (time in batches over wall time),
 lag from a table landing (its modification time) to the commit of its jobs (p50, p95,
 max), and this process's resident memory (peak over the first and over the last quarter
-of the batches: "flat over the year" means the two are alike), the followed
+of the batches: "flat over the year" means the two are alike; and Arrow's memory pool
+in the batches: follow's system allocator, or ``ARROW_DEFAULT_MEMORY_POOL``'s), the followed
 warehouse's files after the last batch and the most after any, the automatic
 compactions' count and time; with ``--forecast``, the
 boundaries forecast per second of forecasting, and the lag from a table landing to the
@@ -28,6 +29,8 @@ printed before and after: on a shared machine the rates are only comparable with
     python benchmarks/replay.py --warehouse WH --days 60   # another recorded warehouse
     python benchmarks/replay.py --warehouse WH --forecast  # and forecasts (WH: a copy with
                                                            # a timeline; it trains there)
+    ARROW_DEFAULT_MEMORY_POOL=mimalloc python benchmarks/replay.py ...  # Arrow's default
+                                              # pool kept, as follow did before (it grew)
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from pathlib import Path
 
 import numpy as np
 import psutil
+import pyarrow as pa
 
 SUMMIT = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "summit_darshan_total_2021"
 
@@ -151,6 +155,7 @@ def run(args) -> None:
         fc = Forecasting(forecaster(source, wh)) if args.forecast else None
         me = psutil.Process()
         batches, rss, files, busy, stop = [], [], [], [0.0], threading.Event()
+        pools = set()  # Arrow's default pool in the batches (follow's, or the person's)
 
         def after(batch) -> None:
             t = time.perf_counter()
@@ -161,6 +166,7 @@ def run(args) -> None:
             busy[0] += batch.report.seconds + time.perf_counter() - t
             batches.append(batch)
             rss.append(me.memory_info().rss)
+            pools.add(pa.default_memory_pool().backend_name)
             files.append({t: len(wh.table_files(t)) for t in wh.tables()})
             if replayer.poll() is not None and _all_in(out, batches):
                 stop.set()
@@ -207,7 +213,7 @@ def run(args) -> None:
             f"memory (RSS of this process after each batch): first quarter peak "
             f"{max(rss[:quarter]) / 2**20:.0f} MB, middle quarter peak {max(mid) / 2**20:.0f} "
             f"MB, last quarter peak {max(rss[-quarter:]) / 2**20:.0f} MB; peak over the run "
-            f"{peak:.0f} MB"
+            f"{peak:.0f} MB; Arrow's pool: {', '.join(sorted(pools))}"
         )
         print(_files_line(files))
         print(_compactions_line(batches))

@@ -281,3 +281,33 @@ def test_follow_adds_each_batch_to_a_timeline_as_a_rebuild_would(tmp_path):
         assert got[col].to_numpy() == pytest.approx(want[col].to_numpy(), rel=1e-12, abs=0)
     assert said == []  # each batch was an update: a rebuild would say why
     assert update_timeline(wh).line() == "timeline: up to date (no new jobs)"
+
+
+@pytest.mark.parametrize("chosen", [None, "mimalloc"])
+def test_follow_batches_allocate_from_the_system_pool_unless_one_was_chosen(
+    tmp_path, monkeypatch, chosen
+):
+    """A follow runs for months: Arrow's buffers go back to the system when freed (the
+    default mimalloc pool kept them, and the replayed Summit year grew batch by batch);
+    the caller's pool is back afterwards, and a pool chosen by the person (Arrow's
+    ARROW_DEFAULT_MEMORY_POOL) is left alone."""
+    import pyarrow as pa
+
+    if chosen is None:
+        monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
+    else:
+        monkeypatch.setenv("ARROW_DEFAULT_MEMORY_POOL", chosen)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(example_logs()[0], logs)
+    wh, stop, pools = Warehouse(tmp_path / "wh", create=True), threading.Event(), []
+    before = pa.default_memory_pool()
+
+    def after(batch) -> None:
+        pools.append((pa.default_memory_pool().backend_name, batch.report.ingested))
+        stop.set()
+
+    follow(logs, wh, interval=0.1, workers=1, on_batch=after, stop=stop)
+    assert pools == [("system" if chosen is None else before.backend_name, 1)]
+    assert pa.default_memory_pool().backend_name == before.backend_name
+    assert len(wh.jobs()) == 1

@@ -204,6 +204,7 @@ class LiveService:
     def run(self, stop: threading.Event | None = None) -> None:
         """Rounds every ``interval`` seconds until ``stop`` is set (or, in the main thread,
         SIGINT or SIGTERM arrives), the server answering throughout."""
+        from iosight._memory import system_arrow_pool
         from iosight.warehouse import stopped_by_signals
 
         stop = stop or threading.Event()
@@ -213,7 +214,7 @@ class LiveService:
         for line in self.refresh.forecast():
             log.info(line)
         try:
-            with stopped_by_signals(stop):
+            with stopped_by_signals(stop), system_arrow_pool():  # flat over months
                 due = time.monotonic()
                 while not stop.is_set():
                     for line in self.step(stop):

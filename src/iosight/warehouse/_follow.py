@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from iosight._errors import IosightError, check_param, is_integer
+from iosight._memory import system_arrow_pool
 from iosight.parallel import default_workers
 from iosight.warehouse._ingest import (
     DEFAULT_BATCH_SIZE,
@@ -178,6 +179,10 @@ def follow(
         to date: the command line evaluates the new jobs' insights there)
 
     ``warehouse``: the warehouse written.
+
+    While it runs, Arrow allocates from the system allocator, which gives freed memory
+    back, so the process stays the same size over months of batches
+    (:func:`iosight._memory.system_arrow_pool`).
     """
     check_follow_args(
         directory,
@@ -192,7 +197,7 @@ def follow(
     follower = Follower(directory, warehouse, settle=settle, workers=workers, timeout=timeout,
                         scheduler=scheduler, batch_size=batch_size, reader=reader,
                         compact=compact, on_batch=on_batch)  # fmt: skip
-    with stopped_by_signals(stop):
+    with stopped_by_signals(stop), system_arrow_pool():
         due = time.monotonic()
         while not stop.is_set():
             follower.poll(stop)

@@ -1,0 +1,56 @@
+"""Memory of the loops that run for months (follow mode, ``iosight live``): Arrow's
+buffers go back to the system once freed, so the process does not grow batch by batch.
+
+The pyarrow wheels allocate Arrow's buffers with mimalloc by default, which keeps the
+pages a thread freed for that thread's later allocations and hands them back to the
+system lazily; Arrow's reader and writer threads (Parquet in and out, a batch's pandas
+conversions) free buffers of all sizes, and what they keep grows with the batches.
+Through the replayed Summit 2021 year (``benchmarks/replay.py``, ``replay_memory.py``;
+``docs/follow.md``, "Memory over the year") the process grew batch after batch, nearly
+all of it in mimalloc's region, while Arrow held no live buffer after a batch
+(``pyarrow.total_allocated_bytes()`` 0); with the system allocator (glibc's malloc,
+which maps large blocks and unmaps them when freed) it stayed flat, at the same CPU time.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+#: Arrow's own setting of its default pool: when set, the person chose; left alone
+POOL_VARIABLE = "ARROW_DEFAULT_MEMORY_POOL"
+
+
+class _Switch:
+    """The process's default pool while loops run (two follows in two threads: the
+    pool the first found is back when the last ends)."""
+
+    lock = threading.Lock()
+    running = 0
+    saved = None
+
+
+@contextmanager
+def system_arrow_pool() -> Iterator[None]:
+    """Within the block Arrow allocates from the system allocator (the caller's default
+    pool is back after it), unless :data:`POOL_VARIABLE` chose a pool for the process.
+    Buffers made before keep the pool they came from, so switching is safe."""
+    import pyarrow as pa
+
+    if os.environ.get(POOL_VARIABLE):
+        yield
+        return
+    with _Switch.lock:
+        if not _Switch.running:
+            _Switch.saved = pa.default_memory_pool()
+            pa.set_memory_pool(pa.system_memory_pool())
+        _Switch.running += 1
+    try:
+        yield
+    finally:
+        with _Switch.lock:
+            _Switch.running -= 1
+            if not _Switch.running:
+                pa.set_memory_pool(_Switch.saved)
