@@ -39,6 +39,7 @@ COMMANDS = [
     ["errors"],
     ["timeline", "show"],
     ["job", "4478544"],
+    ["insights"],
     "schedule start --min-time 100 --max-time 200 --pattern 0001100 --policy MDT".split(),
 ]
 
