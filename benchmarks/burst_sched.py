@@ -2,7 +2,7 @@
 
 Builds a synthetic (seeded) burst series, takes every 24-bin window with a burst, and
 runs Algorithm 1 for 3 applications x 6 policies with
-``iosight.sched.burst_aware.simulate_windows`` and with the listing of §V-B transcribed
+``iosight.schedule.simulate_windows`` and with the listing of §V-B transcribed
 line by line in pure Python. The fair baseline caches that transcription per distinct
 pattern (one walk per application, the 6 policies score it) and runs on every window; the
 uncached transcription is a labelled weak column timed on a subset. Rates are windows/s
@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from iosight.sched.burst_aware import PAPER_APPS, POLICIES, burst_windows, simulate_windows
+from iosight.schedule import PAPER_APPS, POLICIES, burst_windows, simulate_windows
 
 SEED = 0
 BIN_S = 300.0

@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from iosight import IosightError
-from iosight.sched.ioresources import (
+from iosight.iosched import (
     evaluate,
     generate_workload,
     ost_curves,

@@ -18,11 +18,13 @@
    ``rebuild_timeline`` (the whole year), each on a fresh copy (flushed to disk before
    the clock starts), in this process after a warm-up, wall and CPU medians of
    ``--repeat`` runs, and the two timelines compared; the imports an update needs are
-   timed apart, in a fresh Python each.
+   timed apart, in a fresh Python each. ``--steps N`` then times N more updates step by
+   step (each step's own CPU; the wrappers add a few microseconds a call).
 
     python benchmarks/timeline.py              # 10 M records; warehouses of 1 M and 10 M
     python benchmarks/timeline.py --quick      # 1 M records; warehouses of 0.2 M and 1 M
     python benchmarks/timeline.py --only-incremental --summit "$(iosight data path summit-2021)"
+    python benchmarks/timeline.py --only-incremental --summit DIR --repeat 9 --steps 40
 """
 
 from __future__ import annotations
@@ -304,7 +306,85 @@ def import_seconds(repeat: int) -> float:
     return statistics.median(float(r) for r in runs)
 
 
-def incremental(summit: Path, repeat: int, workdir: str | None) -> None:
+#: what ``--steps`` times apart in an update: where each is looked up, and its name
+_STEPS = {
+    "iosight.timeline._update:_Parquet.__init__": "open the Parquet files (newest run, new batch)",
+    "iosight.timeline._update:_Parquet.read": "read their columns",
+    "iosight.timeline._update:_read": "  one table a kind of file, absent columns null",
+    "iosight.timeline._update:run_files": "list the files: the timeline's runs",
+    "iosight.timeline._update:source_files": "list the files: the tables it reads",
+    "iosight.timeline._update:digest": "  their names, sizes and times",
+    "iosight.timeline._update:_narrow": "  the new batch's io_totals",
+    "iosight.timeline._update:_PlainJobs.__init__": "the new jobs' times and totals as arrays",
+    "iosight.timeline._update:_PlainJobs.bin": "bin the new jobs, count the active ones",
+    "iosight.timeline._update:_plain_span": "the dense span from the quartile windows",
+    "iosight.timeline._update:stored_quartiles": "  the windows read",
+    "iosight.timeline._update:_add_stored": "add the stored run's bins",
+    "iosight.timeline._update:assemble": "the rewritten run as a table",
+    "iosight.warehouse._store:write_parquet": "encode it (Parquet, in memory)",
+    "iosight.warehouse._store:Warehouse.replace_file": "write it, fsync, rename it over the old",
+    "iosight.warehouse._store:Warehouse._acquire": "take the write lock",
+}
+
+
+def _timed_steps(clock: dict) -> list:
+    """Wrap each of :data:`_STEPS` to add its CPU seconds, less those of the steps it
+    calls, to ``clock``; returns what to put back."""
+    import importlib
+
+    stack, undo = [], []
+
+    def wrap(fn, label):
+        def timed(*args, **kwargs):
+            c = time.process_time()
+            stack.append(0.0)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent, inner = time.process_time() - c, stack.pop()
+                clock[label] = clock.get(label, 0.0) + spent - inner
+                if stack:
+                    stack[-1] += spent
+        return timed
+
+    for where, label in _STEPS.items():
+        module, _, name = where.partition(":")
+        owner = importlib.import_module(module)
+        *path, attr = name.split(".")
+        for part in path:
+            owner = getattr(owner, part)
+        undo.append((owner, attr, getattr(owner, attr)))
+        setattr(owner, attr, wrap(getattr(owner, attr), label))
+    return undo
+
+
+def steps(wh_path: Path, scratch: Path, repeat: int) -> list[str]:
+    """The CPU of each step of an update (:data:`_STEPS`, exclusive), medians of
+    ``repeat`` updates, each on a fresh copy flushed to disk, after a warm-up: the lines
+    to print."""
+    from iosight.timeline import update_timeline
+
+    per, clock = [], {}
+    undo = _timed_steps(clock)
+    try:
+        for i in range(repeat + 1):
+            clock.clear()
+            wall, cpu, _ = _timed(update_timeline, wh_path, scratch)
+            if i:
+                per.append({**clock, "total": cpu})
+    finally:
+        for owner, attr, fn in undo:
+            setattr(owner, attr, fn)
+    med = {k: statistics.median(p.get(k, 0.0) for p in per) for k in [*_STEPS.values(), "total"]}
+    rest = med["total"] - sum(v for k, v in med.items() if k != "total")
+    lines = [f"  an update step by step (CPU, exclusive, median of {repeat} updates one after "
+             f"another; load {os.getloadavg()[0]:.1f}):"]  # fmt: skip
+    lines += [f"    {label:<48} {1000 * med[label]:6.2f} ms" for label in _STEPS.values()]
+    lines.append(f"    {'the rest (Python between the steps, metadata)':<48} {1000 * rest:6.2f} ms")
+    return [*lines, f"    {'in all':<48} {1000 * med['total']:6.2f} ms"]
+
+
+def incremental(summit: Path, repeat: int, workdir: str | None, n_steps: int = 0) -> None:
     """One hour of Summit jobs added to the year's timeline: update against rebuild."""
     from iosight.timeline import (
         VALUE_COLUMNS,
@@ -336,6 +416,7 @@ def incremental(summit: Path, repeat: int, workdir: str | None) -> None:
         same = got[["bin_start", "active_jobs"]].equals(want[["bin_start", "active_jobs"]])
         err = max(float(np.abs(got[c] - want[c]).max() / max(np.abs(want[c]).max(), 1e-300))
                   for c in VALUE_COLUMNS)  # fmt: skip
+        by_step = steps(base.path, Path(tmp) / "steps", n_steps) if n_steps else []
     med = {k: [statistics.median(x[j] for x in v) for j in (0, 1)] for k, v in runs.items()}
     (uw, uc), (rw, rc) = med["update"], med["rebuild"]
     print(f"  update_timeline (the hour):  {1000 * uw:8.1f} ms wall, {1000 * uc:8.1f} ms CPU")
@@ -346,6 +427,8 @@ def incremental(summit: Path, repeat: int, workdir: str | None) -> None:
           f"{1000 * import_seconds(3):.0f} ms wall")  # fmt: skip
     print(f"  same bins and active jobs: {same}; largest sum difference: {err:.1e} of the "
           "column's largest bin")
+    for line in by_step:
+        print(line)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -359,6 +442,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--summit", type=Path, help="Summit job totals (darshan_total/): part 3")
     p.add_argument("--only-incremental", action="store_true", help="part 3 only")
     p.add_argument("--repeat", type=int, default=5, help="timed runs of part 3")
+    p.add_argument("--steps", type=int, default=0, help="part 3: time this many updates "
+                   "step by step too (their CPU, each step apart)")  # fmt: skip
     p.add_argument("--known", type=Path, help="a warehouse with a stored timeline: time "
                    "its known-at sums only (e.g. a Summit warehouse)")  # fmt: skip
     p.add_argument("--child", help=argparse.SUPPRESS)
@@ -376,7 +461,7 @@ def main(argv: list[str] | None = None) -> None:
             p.error("--only-incremental needs --summit")
         print(f"load average at start: {os.getloadavg()[0]:.2f} (1 min) on {os.cpu_count()} cores")
         print("Summit 2021 (real): one hour of jobs added to the year's timeline")
-        return incremental(a.summit, a.repeat, a.workdir)
+        return incremental(a.summit, a.repeat, a.workdir, a.steps)
     if a.quick:
         a.records, a.pandas_records, a.facility = 1_000_000, 5_000, "200000,1000000"
     from iosight.timeline import bin_intervals
@@ -413,7 +498,7 @@ def main(argv: list[str] | None = None) -> None:
     end_to_end(sizes, a.seed, a.workdir)
     if a.summit:
         print("Summit 2021 (real): one hour of jobs added to the year's timeline")
-        incremental(a.summit, a.repeat, a.workdir)
+        incremental(a.summit, a.repeat, a.workdir, a.steps)
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
     if not same:
         sys.exit(1)

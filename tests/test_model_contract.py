@@ -34,7 +34,7 @@ from tests_support import daily_spikes, planted_pickle
 def forecaster() -> tuple[Forecaster, pd.DataFrame]:
     timeline = daily_spikes(days=14, anytime=True)
     settings = ForecasterSettings(model="tree", max_lead=2, k=3.0)
-    return Forecaster.fit(timeline, settings, n_jobs=1), timeline
+    return Forecaster.fit(timeline, settings, workers=1), timeline
 
 
 def test_fit_save_load_predict_with_the_same_verbs(forecaster, tmp_path):

@@ -3,8 +3,8 @@ import sys
 
 import pytest
 
-from iosight.parallel import LocalPool, dask_results
-from tests_support import crash_or_echo
+from iosight.parallel import LocalPool, dask_results, map_items
+from tests_support import blas_threads, crash_or_echo, raise_on_bad
 
 
 def _run(tasks, **kw):
@@ -80,3 +80,60 @@ def test_a_pool_needs_workers_and_a_positive_timeout():
         LocalPool(crash_or_echo, workers=-1)
     with pytest.raises(IosightError, match="'timeout' parameter must be a number of seconds"):
         LocalPool(crash_or_echo, timeout=-1.0)
+
+
+@pytest.mark.parametrize(("workers", "threads"), [(1, False), (2, False), (2, True), (0, True)])
+def test_map_items_keeps_order_and_reports_each_item(workers, threads):
+    """Whatever order the items finish in, results come back in the items' order, and
+    on_done sees each (index, result) once, here."""
+    items = [3, -1, 4, -1, -5, 9, -2, 6]
+    seen = []
+    out = map_items(abs, items, workers=workers, threads=threads, on_done=lambda *d: seen.append(d))
+    assert out == [abs(i) for i in items]
+    assert sorted(seen) == sorted(enumerate(out))
+
+
+@pytest.mark.parametrize("threads", [False, True])
+def test_map_items_gives_each_item_running_at_once_a_share_of_the_cores(threads):
+    """Two items at once on two workers: one BLAS thread each; one item alone: both
+    cores; and this process's pools as they were afterwards."""
+    import numpy  # noqa: F401 - loads the BLAS library threadpoolctl limits
+
+    before = blas_threads(None)
+    assert map_items(blas_threads, range(4), workers=2, threads=threads) == [1] * 4
+    assert map_items(blas_threads, [0], workers=2, threads=threads) == [2]
+    assert blas_threads(None) == before
+
+
+@pytest.mark.parametrize("threads", [False, True])
+def test_map_items_raises_the_error_of_an_item(threads):
+    from iosight._errors import IosightError
+
+    with pytest.raises(IosightError, match="a bad item"):
+        map_items(raise_on_bad, ["a", "bad", "c"], workers=2, threads=threads)
+
+
+@pytest.mark.parametrize("workers", [-1, 1.5, True])
+def test_map_items_needs_a_worker_count(workers):
+    from iosight._errors import IosightError
+
+    with pytest.raises(IosightError, match="'workers' parameter must be an integer >= 0"):
+        map_items(abs, [1, 2], workers=workers)
+
+
+def test_map_items_on_a_dask_cluster_equals_the_loop():
+    """Closures travel by cloudpickle; a dict item is sent whole (scattered alone it would
+    be split by key); an item's error is raised here as it was raised there."""
+    distributed = pytest.importorskip("distributed")
+    from iosight._errors import IosightError
+
+    items = [{"a": i, "b": [i, i]} for i in range(5)]
+    offset = 10
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+    ) as cluster:
+        out = map_items(lambda d: d["a"] + sum(d["b"]) + offset, items,
+                        scheduler=cluster.scheduler_address)  # fmt: skip
+        with pytest.raises(IosightError, match="a bad item"):
+            map_items(raise_on_bad, ["a", "bad"], scheduler=cluster.scheduler_address)
+    assert out == [3 * i + 10 for i in range(5)]

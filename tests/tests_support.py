@@ -89,6 +89,22 @@ def max_abs_error(got, exact: list[Fraction]) -> Fraction:
     return max(abs(Fraction(float(g)) - w) for g, w in zip(got, exact, strict=True))
 
 
+def raise_on_bad(item: str) -> str:
+    """An item function for map tests: 'bad' raises an iosight error, else echo."""
+    if item == "bad":
+        from iosight._errors import IosightError
+
+        raise IosightError("a bad item")
+    return item
+
+
+def blas_threads(_item) -> int:
+    """The threads of this process's BLAS pools (threadpoolctl), for map tests."""
+    from threadpoolctl import threadpool_info
+
+    return max(p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas")
+
+
 def crash_or_echo(items: list[str], beat) -> list[str]:
     """A task for worker-pool tests: 'segv' kills the process, 'sleep' hangs, 'SIGINT'
     and 'SIGTERM' signal the worker itself, else echo."""
@@ -373,6 +389,6 @@ def recent_facility(root: Path, width: float = 300.0) -> Path:
     generate_facility(wh, FacilityConfig(months=2 / 30, seed=5, start=start, jobs_per_day=120))
     build_timeline(wh, bin_width=width)
     fc = train_forecaster(load_timeline(wh), direction="write", model="logreg", max_lead=24,
-                          severity=False, n_jobs=1, name="bursts-write")  # fmt: skip
+                          severity=False, workers=1, name="bursts-write")  # fmt: skip
     fc.save(wh)
     return wh.path

@@ -1,5 +1,10 @@
 """Where work runs: a pool of long-lived local worker processes, or a Dask cluster.
 
+Every heavy computation of iosight takes the same two options: ``workers``, the local
+workers (0: one per core), and ``scheduler``, the address of a Dask cluster to run on
+instead. Ingest and the timeline use the pool and :func:`dask_results` below; model
+fitting, searches, simulations and clusterings use :func:`map_items`.
+
 The local pool exists because reading real archives crashes and hangs C code.
 Each worker runs one task at a time; a task is a list of items and the worker
 sends a heartbeat after each item, so the parent knows which item was running
@@ -18,8 +23,8 @@ import signal
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
@@ -47,18 +52,28 @@ class TaskResult:
 
 
 def default_workers() -> int:
+    """The cores this process may run on: what ``workers=0`` means."""
     if hasattr(os, "sched_getaffinity"):
         return max(1, len(os.sched_getaffinity(0)))
     return max(1, os.cpu_count() or 1)
 
 
+def check_workers(workers: int) -> None:
+    """Raise a clear error for a worker count that is not an integer >= 0 (0: one per
+    core): a negative count would start no worker and wait for ever."""
+    from iosight._errors import check_param, is_integer
+
+    ok = is_integer(workers) and workers >= 0
+    check_param("workers", workers, ok, "an integer >= 0 (0: one per core)")
+
+
 def check_pool_params(workers: int, timeout: float | None) -> None:
-    """Raise a clear error for a worker count below 0 (0: one per core) or a timeout
-    that is not a positive number of seconds (``None``: no limit): a negative count
-    would start no worker and wait for ever, a negative timeout fail every task."""
+    """Raise a clear error for a worker count below 0 (:func:`check_workers`) or a
+    timeout that is not a positive number of seconds (``None``: no limit): a negative
+    timeout would fail every task."""
     from iosight._errors import check_param
 
-    check_param("workers", workers, workers >= 0, "an integer >= 0 (0: one per core)")
+    check_workers(workers)
     check_param(
         "timeout", timeout, timeout is None or timeout > 0, "a number of seconds > 0, or None"
     )
@@ -268,18 +283,15 @@ def dask_results(
     restarted through its nanny, so a reader stuck in C code does not hold it for
     ever; its other tasks go back to the scheduler and run again.
     """
-    try:
-        from distributed import Client, KilledWorker
-    except ImportError as err:  # pragma: no cover - depends on the install
-        from iosight._errors import IosightError
-
-        raise IosightError("--scheduler needs Dask: pip install 'iosight[dask]'") from err
     import queue
     import uuid
 
+    client = dask_client(scheduler)
+    from distributed import KilledWorker
+
     topic = f"iosight-beat-{uuid.uuid4().hex}"
     events: queue.SimpleQueue = queue.SimpleQueue()
-    with Client(scheduler, timeout=30) as client:
+    with client:
         # events arrive on the client's thread; the loop below reads them in this one
         client.subscribe_topic(topic, lambda event: events.put(event[1]))
         futures = {
@@ -311,6 +323,18 @@ def dask_results(
                 except Exception:  # noqa: BLE001 - a worker without nanny keeps its thread
                     pass
                 yield TaskResult(key, error=f"{TIMED_OUT} {timeout:g} s", failed_item=item)
+
+
+def dask_client(scheduler: str):
+    """A Dask client of the cluster at ``scheduler``; a clear error where Dask is not
+    installed."""
+    try:
+        from distributed import Client
+    except ImportError as err:  # pragma: no cover - depends on the install
+        from iosight._errors import IosightError
+
+        raise IosightError("--scheduler needs Dask: pip install 'iosight[dask]'") from err
+    return Client(scheduler, timeout=30)
 
 
 def _with_beats(func: Callable[[Any, Beat], Any], arg: Any, key: Any, topic: str) -> Any:
@@ -379,3 +403,108 @@ class _DaskBeats:
             return self._POLL_S
         due = min(since for _, since, _ in self.at.values()) + self.timeout - time.monotonic()
         return max(0.0, min(self._POLL_S, due))
+
+
+def map_items(
+    func: Callable[[Any], Any],
+    items: Sequence[Any],
+    *,
+    workers: int = 0,
+    scheduler: str | None = None,
+    threads: bool = False,
+    on_done: Callable[[int, Any], None] | None = None,
+) -> list:
+    """``[func(item) for item in items]`` on ``workers`` local workers (0: one per
+    core) or, given its address, on a Dask cluster (``scheduler``).
+
+    Results come back in the order of ``items`` whatever the order they finish in, so
+    a deterministic ``func`` gives the same list with any ``workers`` and on Dask (as
+    far as its BLAS sums do not depend on the threads an item gets, below);
+    ``on_done(i, result)`` is called here as each item finishes. Local work runs in
+    threads with ``threads`` (work that releases the GIL, such as scikit-learn's and
+    XGBoost's fitting, and shares its arrays without copies), else in processes forked
+    from a fork server (``func``, importable, and the items must pickle); with one
+    worker, or one item, it runs in this process. Each item running at once gets an
+    even share of the ``workers`` cores for its BLAS and OpenMP thread pools
+    (threadpoolctl), so the map uses at most ``workers`` cores. On Dask, ``func`` and
+    each item are sent to the cluster once (cloudpickle: closures travel too). An item
+    that raises stops the map and its error is raised here, as in a loop.
+    """
+    check_workers(workers)
+    items = list(items)
+    if scheduler:
+        done = _dask_map(func, items, scheduler)
+    else:
+        total = workers or default_workers()
+        n = min(total, len(items))
+        done = _local_map(func, items, n, threads, max(1, total // max(1, n)))
+    out: list = [None] * len(items)
+    for i, value in done:
+        out[i] = value
+        if on_done is not None:
+            on_done(i, value)
+    return out
+
+
+def _local_map(
+    func, items: list, n: int, threads: bool, share: int
+) -> Iterator[tuple[int, Any]]:
+    """(index, result) of each item as it finishes, on ``n`` threads or processes (here
+    when ``n`` is 1), each item's thread pools limited to ``share`` threads."""
+    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+
+    from threadpoolctl import threadpool_limits
+
+    if n <= 1 or threads:
+        limits = threadpool_limits(share)  # this process's pools, which the threads share
+        pool = ThreadPoolExecutor(n) if n > 1 else None
+    else:
+        limits = nullcontext()
+        ctx = mp.get_context("forkserver")
+        # a fork server started now imports the work's module once, not each worker
+        ctx.set_forkserver_preload([getattr(func, "func", func).__module__])
+        pool = ProcessPoolExecutor(n, mp_context=ctx, initializer=_limit_threads,
+                                   initargs=(share,))  # fmt: skip
+    with limits:
+        if pool is None:
+            yield from enumerate(map(func, items))
+            return
+        with pool:
+            with _main_hidden():  # the processes start as the items are submitted
+                futures = {pool.submit(func, item): i for i, item in enumerate(items)}
+            try:
+                for fut in as_completed(futures):
+                    yield futures[fut], fut.result()
+            finally:  # an item failed (or the caller stopped): drop what has not started
+                for fut in futures:
+                    fut.cancel()
+
+
+def _limit_threads(share: int) -> None:
+    """A worker process's BLAS and OpenMP pools: ``share`` threads for good, those of the
+    libraries loaded already (threadpoolctl) and of those loaded later (their variables)."""
+    from threadpoolctl import threadpool_limits
+
+    for name in ("OMP", "OPENBLAS", "MKL", "BLIS"):
+        os.environ[f"{name}_NUM_THREADS"] = str(share)
+    threadpool_limits(share)
+
+
+def _dask_map(func, items: list, scheduler: str) -> Iterator[tuple[int, Any]]:
+    """(index, result) of each item as it finishes on the Dask cluster."""
+    from distributed import as_completed
+
+    with dask_client(scheduler) as client:
+        # scattered, not inlined in the task graph (a data set is tens of MB): a list is
+        # scattered element by element, so func goes in a list of one
+        remote = client.scatter([func], hash=False)[0]
+        futures = {
+            client.submit(_apply, remote, item, pure=False): i
+            for i, item in enumerate(client.scatter(items, hash=False))
+        }
+        for fut in as_completed(futures):
+            yield futures[fut], fut.result()
+
+
+def _apply(func: Callable[[Any], Any], item: Any) -> Any:
+    return func(item)

@@ -93,14 +93,12 @@ def test_cli_errors_are_one_line(tmp_path, args, message):
     assert r.exit_code == 1 and message in r.output and "Traceback" not in r.output
 
 
-def test_mostly_empty_timeline_has_no_burst_threshold(tmp_path):
+def test_mostly_empty_timeline_has_no_burst_threshold(tmp_path, example_warehouse):
     """PyDarshan's example logs (real) span 2017-2023: their hourly timeline is nearly all
     empty, so a threshold for 1% bursts would be 0 B; analyze and train refuse in one line."""
-    from iosight.data import example_logs
-    from iosight.warehouse import Warehouse, ingest
+    import shutil
 
-    w = ["-w", str(tmp_path / "wh")]
-    ingest(example_logs(), Warehouse(tmp_path / "wh", create=True), workers=1)
+    w = ["-w", str(shutil.copytree(example_warehouse.path, tmp_path / "wh"))]  # written below
     _ok("timeline", "build", *w, "--bin", "1h")
     train = ["bursts", "train", "--models", "logreg", "--horizons", "60"]
     for args in (["bursts", "analyze"], train):

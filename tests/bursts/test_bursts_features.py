@@ -3,7 +3,8 @@ import pandas as pd
 import pytest
 
 from iosight._errors import IosightError
-from iosight.bursts import ema, ema_span_bins, feature_names, make_features
+from iosight.bursts import feature_names
+from iosight.bursts._features import ema, ema_span_bins, make_features
 
 
 def _timeline(n=3000, seed=0, width=300.0):

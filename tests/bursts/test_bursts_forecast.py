@@ -83,7 +83,7 @@ def test_chosen_falls_back_to_persistence_when_models_are_worse():
     on = (np.arange(len(df)) // 50) % 7 == 3  # 50-bin plateaus
     df["write_bytes"] = np.where(on, 1e12, x)
     r = evaluate_forecasts(df, directions="write", models="naive_bayes", feature_sets=1,
-                           modes="lead", horizons=[5], k={"write": 1.0}, n_jobs=1)  # fmt: skip
+                           modes="lead", horizons=[5], k={"write": 1.0}, workers=1)  # fmt: skip
     r = r.set_index("model")
     assert r.loc["persistence", "f1"] > 0.9
     assert r.loc["naive_bayes", "val_f1"] <= r.loc["persistence", "val_f1"]
@@ -186,7 +186,7 @@ def test_severity_target_reports_macro_and_weighted_f1():
 
 def test_forecaster_save_load_predict_and_refusals(warehouse):
     df = _daily_spikes(days=14)  # a burst in each half of the validation slice
-    fc = train_forecaster(df, direction="write", model="tree", max_lead=4, k=3.0, n_jobs=2)
+    fc = train_forecaster(df, direction="write", model="tree", max_lead=4, k=3.0, workers=2)
     warehouse.write_table("timeline", pa.Table.from_pandas(df))
     fc.save(warehouse)
     loaded = load_forecaster(warehouse, "bursts-write")
@@ -230,11 +230,13 @@ def test_a_bad_model_name_is_one_error_line(warehouse, name):
         load_forecaster(warehouse, name)
 
 
-def test_same_seed_same_scores():
+def test_same_seed_same_scores_on_one_or_two_workers():
+    """Seeded searches and fits: the scores do not depend on how many data sets are fitted
+    at once (each model fits on one thread)."""
     df = _daily_spikes(days=6)
     kw = dict(directions="write", models="forest,xgboost", horizons=[5, 15], k={"write": 3.0},
               search_iter=2, seed=4)  # fmt: skip
-    a, b = evaluate_forecasts(df, **kw), evaluate_forecasts(df, **kw)
+    a, b = evaluate_forecasts(df, workers=1, **kw), evaluate_forecasts(df, workers=2, **kw)
     pd.testing.assert_frame_equal(a, b)
 
 
@@ -248,10 +250,10 @@ def test_parallel_map_keeps_order_and_reports_each_item():
         def advance(self, n=1, **fields):
             self.seen.append((n, fields))
 
-    for n_jobs in (1, 2, -1):
+    for workers in (1, 2, 0):
         prog = Count()
         items = [{"lead": i} for i in range(7)]
-        out = parallel_map(lambda it: it["lead"] ** 2, items, n_jobs, prog)
+        out = parallel_map(lambda it: it["lead"] ** 2, items, prog, workers=workers)
         assert out == [i**2 for i in range(7)]
         assert sorted(f["lead"] for _, f in prog.seen) == list(range(7))
 
@@ -285,7 +287,7 @@ def test_predict_refuses_a_timeline_with_nan_as_analysis_does():
     from iosight.bursts import label_bursts
 
     df = _daily_spikes(days=6)
-    fc = train_forecaster(df, direction="write", model="tree", max_lead=1, k=3.0, n_jobs=1)
+    fc = train_forecaster(df, direction="write", model="tree", max_lead=1, k=3.0, workers=1)
     assert len(fc.predict(df).table) == 1
     holed = df.copy()
     holed.loc[len(df) - 3, "read_ops"] = np.nan

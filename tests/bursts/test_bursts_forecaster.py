@@ -27,7 +27,7 @@ TASK = BurstTask(model="tree", max_lead=3, k=3.0, train_fraction=0.75)
 @pytest.fixture(scope="module")
 def fitted() -> tuple[Forecaster, pd.DataFrame]:
     timeline = daily_spikes(days=12)
-    return Forecaster.fit(timeline, TASK, n_jobs=1), timeline
+    return Forecaster.fit(timeline, TASK, workers=1), timeline
 
 
 def _without_time(metadata: dict) -> dict:
@@ -36,8 +36,8 @@ def _without_time(metadata: dict) -> dict:
 
 def test_the_keyword_front_door_fits_the_same_forecaster(fitted):
     fc, timeline = fitted
-    again = train_forecaster(timeline, **TASK.options(), n_jobs=1)
-    changed = train_forecaster(timeline, TASK, max_lead=2, n_jobs=1)
+    again = train_forecaster(timeline, **TASK.options(), workers=1)
+    changed = train_forecaster(timeline, TASK, max_lead=2, workers=1)
     assert again.settings == fc.settings == TASK
     assert _without_time(again.metadata) == _without_time(fc.metadata)
     pd.testing.assert_frame_equal(again.predict(timeline).table, fc.predict(timeline).table)
@@ -46,6 +46,27 @@ def test_the_keyword_front_door_fits_the_same_forecaster(fitted):
     md = fc.metadata
     assert (md["train_fraction"], md["leads"], md["model"]) == (0.75, [1, 2, 3], "tree")
     assert md["training_window"][1] == timeline["bin_start"].iloc[int(0.75 * len(timeline)) - 1]
+
+
+def _same_forecaster(a: Forecaster, b: Forecaster, timeline: pd.DataFrame) -> None:
+    assert a.settings == b.settings and _without_time(a.metadata) == _without_time(b.metadata)
+    pd.testing.assert_frame_equal(a.predict(timeline).table, b.predict(timeline).table)
+
+
+def test_two_workers_fit_the_same_forecaster(fitted):
+    """Where the leads are fitted changes nothing: seeded fits, results in lead order."""
+    fc, timeline = fitted
+    _same_forecaster(Forecaster.fit(timeline, TASK, workers=2), fc, timeline)
+
+
+def test_a_dask_cluster_fits_the_same_forecaster(fitted):
+    distributed = pytest.importorskip("distributed")
+    fc, timeline = fitted
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+    ) as cluster:
+        on_dask = Forecaster.fit(timeline, TASK, scheduler=cluster.scheduler_address)
+    _same_forecaster(on_dask, fc, timeline)
 
 
 def test_a_forecaster_saved_before_threshold_from_existed_still_loads(fitted, warehouse):
@@ -108,8 +129,8 @@ def test_fit_takes_the_known_at_sums_of_the_logs_regime():
         known_start=timeline["bin_start"] + 300.0, active_jobs=1)
     task = BurstTask(model="tree", max_lead=2, k=3.0, information="logs", severity=False)
     with pytest.raises(IosightError, match="needs the known-at sums"):
-        Forecaster.fit(timeline, task, n_jobs=1)
-    fc = Forecaster.fit(timeline, task, known=known, n_jobs=1)
-    same = train_forecaster(timeline, task, known=known, n_jobs=1)
+        Forecaster.fit(timeline, task, workers=1)
+    fc = Forecaster.fit(timeline, task, known=known, workers=1)
+    same = train_forecaster(timeline, task, known=known, workers=1)
     assert fc.information == "logs" and fc.metadata["leads"] == [1, 2]
     assert _without_time(fc.metadata) == _without_time(same.metadata)

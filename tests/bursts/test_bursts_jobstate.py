@@ -6,16 +6,9 @@ import pandas as pd
 import pytest
 
 from iosight._errors import IosightError
-from iosight.bursts import (
-    N_AHEAD,
-    bytes_by_start,
-    evaluate_forecasts,
-    feature_names,
-    job_state,
-    make_features,
-    run_length,
-    started_by,
-)
+from iosight.bursts import evaluate_forecasts, feature_names, job_state, run_length
+from iosight.bursts._features import make_features
+from iosight.bursts._jobstate import N_AHEAD, bytes_by_start, started_by
 from iosight.timeline import bin_intervals
 
 W = 300.0
@@ -135,7 +128,7 @@ def test_jobs_state_forecasts_what_bytes_cannot():
     df = _timeline(jobs, 24 * 288, io_at_end=1200.0)
     ev = evaluate_forecasts(df, directions="write", models="tree", feature_sets=[3, 4],
                             modes="lead", horizons=20, k={"write": 1.0}, jobs=jobs,
-                            n_jobs=1)  # fmt: skip
+                            workers=1)  # fmt: skip
     f1 = ev.set_index(["feature_set", "model"])["f1"]
     assert ev["test_bursts"].iloc[0] >= 20
     assert f1[(4, "tree")] > 0.9
@@ -183,7 +176,7 @@ def test_running_jobs_share_of_long_and_short_bursty_jobs():
     long = _jobs(seed=2, days=12)
     ev = evaluate_forecasts(_timeline(long, 13 * 288), directions="write", models="naive_bayes",
                             feature_sets=1, modes="lead", horizons=[20], k={"write": 0.5},
-                            jobs=long, n_jobs=1).set_index("model")  # fmt: skip
+                            jobs=long, workers=1).set_index("model")  # fmt: skip
     assert ev["running_jobs_share"].iloc[0] > 0.9 and ev["test_bursts"].iloc[0] > 100
     short = long.copy()
     big = short["exe"] == "big"
@@ -191,11 +184,11 @@ def test_running_jobs_share_of_long_and_short_bursty_jobs():
     ev = evaluate_forecasts(_timeline(short, 13 * 288), directions="write",
                             models="naive_bayes", feature_sets=1, modes="lead",
                             horizons=[30], k={"write": 0.5}, jobs=short,
-                            n_jobs=1).set_index("model")  # fmt: skip
+                            workers=1).set_index("model")  # fmt: skip
     assert ev["test_bursts"].iloc[0] > 0
     assert (ev["running_jobs_share"] == 0).all()
     # without the jobs there is no ceiling to report
     bare = evaluate_forecasts(_timeline(short, 13 * 288), directions="write",
                               models="naive_bayes", feature_sets=1, modes="lead",
-                              horizons=[30], k={"write": 0.5}, n_jobs=1)  # fmt: skip
+                              horizons=[30], k={"write": 0.5}, workers=1)  # fmt: skip
     assert bare["running_jobs_share"].isna().all()

@@ -6,7 +6,9 @@ import pandas as pd
 import pytest
 
 from iosight._errors import IosightError
-from iosight.bursts import evaluate_forecasts, known_ema, known_rows, make_features
+from iosight.bursts import evaluate_forecasts
+from iosight.bursts._features import make_features
+from iosight.bursts._known import known_ema, known_rows
 from iosight.timeline import VALUE_COLUMNS
 from tests_support import known_frame
 
@@ -104,7 +106,7 @@ def test_logs_regime_scores_beside_live_against_the_same_labels():
     df = timeline_of(known, n)
     ev = evaluate_forecasts(df, directions="write", models="tree", feature_sets=4,
                             modes="lead", horizons=[5, 30], jobs=jobs,
-                            information=["live", "logs"], known=known, n_jobs=1)  # fmt: skip
+                            information=["live", "logs"], known=known, workers=1)  # fmt: skip
     assert set(ev["information"]) == {"live", "logs"}
     per = ev.set_index(["information", "horizon_min", "model"])
     for h in (5, 30):  # same labels: same test bursts
@@ -122,6 +124,6 @@ def test_logs_regime_scores_beside_live_against_the_same_labels():
     with pytest.raises(IosightError, match="lead mode only"):
         evaluate_forecasts(df, directions="write", models="tree", feature_sets=4,
                            modes="interval", horizons=15, jobs=jobs, information="logs",
-                           known=known, n_jobs=1)  # fmt: skip
+                           known=known, workers=1)  # fmt: skip
     with pytest.raises(IosightError, match="known-at sums"):
         evaluate_forecasts(df, directions="write", models="tree", information="logs")

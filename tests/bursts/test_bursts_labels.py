@@ -3,15 +3,9 @@ import pandas as pd
 import pytest
 
 from iosight._errors import IosightError
-from iosight.bursts import (
-    analyze_bursts,
-    burst_runs,
-    choose_k,
-    deviation_histogram,
-    label_bursts,
-    run_length_table,
-    severity_classes,
-)
+from iosight.bursts import analyze_bursts, label_bursts
+from iosight.bursts._analysis import burst_runs, deviation_histogram, run_length_table
+from iosight.bursts._labels import choose_k, severity_classes
 
 
 def test_hand_worked_threshold():

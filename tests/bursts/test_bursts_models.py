@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from iosight._errors import IosightError
-from iosight.bursts import MODELS, make_pipeline, model_names, search_params
-from iosight.bursts._models import check_search, signed_log1p
+from iosight.bursts import MODELS, make_pipeline
+from iosight.bursts._models import check_search, model_names, search_params, signed_log1p
 
 
 def _problem(n: int = 400, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

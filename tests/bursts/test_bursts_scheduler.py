@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from iosight.bursts import job_state, scheduler_jobs
+from iosight.bursts._nowcast import unseen_bytes
 from iosight.live import SlurmFeed, SlurmFeedOptions
 from iosight.warehouse import Warehouse
 
@@ -66,6 +67,24 @@ def test_a_running_jobs_later_log_changes_nothing_before_it_lands(wh):
         np.testing.assert_array_equal(x[before], y[before])
     at = np.flatnonzero(before & (a.running > 0))
     assert a.expected[at, 0] == pytest.approx(1e9 / 600 * WIDTH)
+
+
+def test_the_nowcast_counts_a_job_slurm_saw_once_while_it_runs(wh):
+    """The unseen bytes of the current bin (the nowcast's) take job 7 where Slurm showed
+    it running and its log had not landed, once (not also as its log's run), at its
+    application's rate; as follow sees the logs (``logs_until=-inf``), its log's run
+    counts nowhere, so before the snapshot nothing runs."""
+    ends = BINS + WIDTH
+    for until in (None, -np.inf):
+        sched = scheduler_jobs(wh, _logs(), logs_until=until)
+        want = [1e9 / 600 * min(t - START, WIDTH) * (SEEN <= t < LANDS) for t in ends]
+        np.testing.assert_allclose(unseen_bytes(sched, BINS, WIDTH, "write"), want)
+    running = job_state(scheduler_jobs(wh, _logs(), logs_until=-np.inf), BINS, WIDTH, "write")
+    assert running.running.tolist() == [float(SEEN <= t < LANDS) for t in ends]
+    bare = Warehouse(wh.path.parent / "bare", create=True)
+    follow_view = scheduler_jobs(bare, _logs(), logs_until=-np.inf)
+    assert not job_state(follow_view, BINS, WIDTH, "write").running.any()
+    assert not unseen_bytes(follow_view, BINS, WIDTH, "write").any()
 
 
 def test_without_snapshots_the_logs_are_the_job_state(tmp_path):

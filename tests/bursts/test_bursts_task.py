@@ -102,14 +102,14 @@ def test_the_task_objects_give_the_keywords_table_and_the_forecasters_scores(sum
     tl = summit_timeline
     kw = {"train_fraction": 0.75, "val_fraction": 0.3, "seed": 2}
     by_keywords = evaluate_forecasts(tl, directions="write,read", models="tree",
-                                     modes="lead", horizons=[5, 15], n_jobs=1, **kw)  # fmt: skip
+                                     modes="lead", horizons=[5, 15], workers=1, **kw)  # fmt: skip
     base = BurstTask(model="tree", **kw)
     tasks = task_grid(base, directions="write,read", modes="lead", horizons=[5, 15])
-    by_tasks = evaluate_tasks(tl, tasks, n_jobs=1)
+    by_tasks = evaluate_tasks(tl, tasks, workers=1)
     pd.testing.assert_frame_equal(by_tasks, by_keywords)
     assert (by_tasks["n_train"] == [int(0.75 * len(tl)) - s for s in by_tasks["horizon_min"]
                                     // 5]).all()  # fmt: skip
-    fc = Forecaster.fit(tl, base.replace(direction="read", max_lead=1, severity=False), n_jobs=1)
+    fc = Forecaster.fit(tl, base.replace(direction="read", max_lead=1, severity=False), workers=1)
     row = by_tasks.set_index(["direction", "horizon_min", "model"]).loc[("read", 5.0, "chosen")]
     assert fc.metadata["chosen"]["1"] == row["chosen"]
     assert fc.metadata["test_metrics"]["1"]["f1"] == pytest.approx(row["f1"], abs=1e-12)

@@ -8,17 +8,12 @@ import pyarrow as pa
 import pytest
 
 from iosight._errors import IosightError
-from iosight.bursts import (
-    EVALUATION_TABLE,
-    load_evaluation,
-    load_forecaster,
-    refit_forecaster,
-    train_bursts,
-)
+from iosight.bursts import EVALUATION_TABLE, load_forecaster, refit_forecaster, train_bursts
+from iosight.bursts._workflow import load_evaluation
 from tests_support import daily_spikes
 
 OPTIONS = {"directions": "write", "models": "tree", "feature_sets": 3, "modes": "lead",
-           "k": {"write": 3.0}, "n_jobs": 1}  # fmt: skip
+           "k": {"write": 3.0}, "workers": 1}  # fmt: skip
 
 
 @pytest.fixture
@@ -73,7 +68,7 @@ def test_a_refit_keeps_the_saved_settings(spiky):
     train_bursts(spiky, horizons=[5], max_lead=1, train_fraction=0.6, **OPTIONS)
     old = load_forecaster(spiky, "bursts-write")
     spiky.write_table("timeline", pa.Table.from_pandas(daily_spikes(days=14)))
-    new = refit_forecaster(spiky, "bursts-write", n_jobs=1)
+    new = refit_forecaster(spiky, "bursts-write", workers=1)
     assert new.settings == old.settings and new.settings.train_fraction == 0.6
     assert new.metadata["timeline_window"][1] > old.metadata["timeline_window"][1]
     assert load_forecaster(spiky, "bursts-write").metadata["timeline_window"] == \

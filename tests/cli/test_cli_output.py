@@ -207,7 +207,7 @@ def test_rows_of_arrays_print_as_their_data_frame(fmt, capsys):
     import pandas as pd
 
     from iosight.cli import _common
-    from iosight.sched.burst_aware import choose_start
+    from iosight.schedule import choose_start
     from iosight.warehouse import Rows
 
     columns = choose_start("0001100001111000", 100, 1000, alpha=0.3).options_columns()

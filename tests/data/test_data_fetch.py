@@ -61,7 +61,7 @@ def test_fetch_from_a_mirror_then_commands_find_the_data(mirror, tmp_path):
 
 
 def test_iosched_finds_fetched_forge_data(mirror, monkeypatch):
-    from iosight.sched.ioresources._experiment import default_forge_dir, resolve_curves
+    from iosight.iosched._experiment import default_forge_dir, resolve_curves
 
     monkeypatch.delenv("IOSIGHT_SHARED", raising=False)
     runner.invoke(app, ["data", "fetch", "forge-bandwidth"])

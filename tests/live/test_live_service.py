@@ -138,12 +138,12 @@ def test_a_refit_equals_training_afresh_on_what_has_landed(tmp_path):
         assert ingest([tmp_path / f"{part}.parquet"], wh, workers=1).ok
         build_timeline(wh, bin_width=300.0)
         if part == "a":
-            old = train_forecaster(load_timeline(wh), model="logreg", max_lead=2, n_jobs=1,
+            old = train_forecaster(load_timeline(wh), model="logreg", max_lead=2, workers=1,
                                    severity=False, name="w")  # fmt: skip
             old.save(wh)
-    new = refit_forecaster(wh, "w", n_jobs=1)
+    new = refit_forecaster(wh, "w", workers=1)
     tl = load_timeline(wh)
-    fresh = train_forecaster(tl, **old.settings.options(), n_jobs=1)
+    fresh = train_forecaster(tl, **old.settings.options(), workers=1)
     assert load_forecaster(wh, "w").metadata == json.loads(json.dumps(new.metadata))
     assert new.settings == old.settings
     got, want = new.predict(tl).table, fresh.predict(tl).table

@@ -198,7 +198,7 @@ def test_running_jobs_join_the_job_state_of_the_logs_forecaster(wh):
 def test_schedule_start_prints_sbatchs_begin_in_local_time(monkeypatch):
     """--format sbatch: the --begin= option of the start Algorithm 1 chose, in the local
     time zone sbatch reads it in (here UTC+05:30, a POSIX TZ)."""
-    from iosight.sched.burst_aware import choose_start
+    from iosight.schedule import choose_start
 
     monkeypatch.setenv("TZ", "IST-5:30")
     time.tzset()

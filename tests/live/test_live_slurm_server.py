@@ -43,7 +43,7 @@ def slurm(tmp_path_factory):
 def _chosen(env: dict) -> tuple[str, float]:
     """A decision time an hour ahead (a bin boundary, ISO UTC) and the start Algorithm 1
     chooses for PATTERN from it (epoch s)."""
-    from iosight.sched.burst_aware import choose_start
+    from iosight.schedule import choose_start
 
     at = math.ceil(time.time() / 300) * 300 + 3600
     delay = choose_start(PATTERN, 850, 4250, policy="MRT").delay

@@ -13,9 +13,9 @@ from iosight.perfmodel import (
     feature_names,
     load_platform,
     parse_size,
-    platform_from_dict,
-    write_path_loads,
 )
+from iosight.perfmodel._features import write_path_loads
+from iosight.perfmodel._platform import platform_from_dict
 
 MiB = 1024**2
 

@@ -9,7 +9,6 @@ import pytest
 
 from iosight.perfmodel import (
     OnlineSettings,
-    best_shift,
     causal_features,
     session_estimate,
     session_weight,
@@ -17,6 +16,7 @@ from iosight.perfmodel import (
     tokio_split,
     walk_forward,
 )
+from iosight.perfmodel._online import best_shift
 
 MIRA = ("datasets", "tokio_abc_year_in_life", "mira-summaries_2017-02-14_2018-02-15.csv.gz")
 OUTCOME = ("darshan_agg_perf_by_slowest_posix",)

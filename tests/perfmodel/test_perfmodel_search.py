@@ -71,11 +71,11 @@ def test_unfittable_training_sets_score_inf():
     assert np.allclose(fast, slow, rtol=1e-2)
 
 
-@pytest.mark.parametrize("n_jobs", [0, -2])
-def test_worker_count_is_checked(n_jobs):
+@pytest.mark.parametrize("workers", [-1, 1.5])
+def test_worker_count_is_checked(workers):
     x = np.arange(12.0).reshape(6, 2)
-    with pytest.raises(IosightError, match="'n_jobs' parameter must be -1"):
-        lasso_grid_search(x, x[:, 0], np.ones(6), x, x[:, 0], n_jobs=n_jobs)
+    with pytest.raises(IosightError, match="'workers' parameter must be an integer >= 0"):
+        lasso_grid_search(x, x[:, 0], np.ones(6), x, x[:, 0], workers=workers)
 
 
 def test_fit_model_with_a_single_sample_scale():
@@ -91,7 +91,7 @@ def small_model():
     plat = load_platform("titan")
     cfg = WriteSimConfig(scales=(1, 2, 4, 8, 200, 256), patterns_per_scale=12, seed=3)
     samples = group_runs(simulate_writes(plat, cfg))
-    return fit_model(samples, plat, min_time=0.5, seed=0), samples
+    return fit_model(samples, plat, min_time=0.5, seed=0, workers=2), samples
 
 
 def test_fit_predict_save_load(small_model, tmp_path):
@@ -107,6 +107,31 @@ def test_fit_predict_save_load(small_model, tmp_path):
     assert np.allclose(back.predict(test).seconds, pred)
     with pytest.raises(IosightError, match="not a model directory"):
         WriteModel.load(tmp_path)
+
+
+def _same_model(a: WriteModel, b: WriteModel) -> None:
+    assert (a.family, a.scales, a.params) == (b.family, b.scales, b.params)
+    for name in ("accuracy", "predictions", "coefficients"):
+        pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name))
+
+
+def test_one_worker_fits_the_same_model(small_model):
+    """Every cell of the search is exact and seeded: the model does not depend on how
+    many cells run at once (the fixture ran on two workers)."""
+    model, samples = small_model
+    _same_model(fit_model(samples, load_platform("titan"), min_time=0.5, seed=0, workers=1),
+                model)  # fmt: skip
+
+
+def test_a_dask_cluster_fits_the_same_model(small_model):
+    distributed = pytest.importorskip("distributed")
+    model, samples = small_model
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+    ) as cluster:
+        on_dask = fit_model(samples, load_platform("titan"), min_time=0.5, seed=0,
+                            scheduler=cluster.scheduler_address)  # fmt: skip
+    _same_model(on_dask, model)
 
 
 def test_predict_refuses_a_non_positive_prediction(small_model):

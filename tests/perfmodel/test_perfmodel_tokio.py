@@ -76,7 +76,7 @@ def test_real_data_report_section(shared, tmp_path):
 
 
 def test_choice_on_validation_prefers_the_simplest_on_ties():
-    from iosight.perfmodel import choose_on_validation
+    from iosight.perfmodel._online import choose_on_validation
 
     shares = {"paper pipeline (Lasso)": 0.9, "online median": 0.8, "iosight predictor": 0.85}
     assert choose_on_validation(shares) == "paper pipeline (Lasso)"

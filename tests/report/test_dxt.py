@@ -5,19 +5,15 @@ from __future__ import annotations
 import pytest
 
 from iosight._errors import IosightError
-from iosight.data import example_logs
 from iosight.report.dxt import DxtWindow, _Binned, _bounds, dxt_view
-from iosight.warehouse import Warehouse, ingest
 
 
-@pytest.fixture(scope="module")
-def dxt_job(tmp_path_factory):
-    """PyDarshan's real ``dxt.darshan`` beside another real DXT log."""
-    warehouse = Warehouse(tmp_path_factory.mktemp("dxt") / "wh", create=True)
-    logs = [p for p in example_logs() if p.name in ("dxt.darshan", "sample-dxt-simple.darshan")]
-    ingest(logs, warehouse, workers=1)
-    key = warehouse.sql("select job_key from jobs where source_path like '%dxt.darshan'")
-    return warehouse, key["job_key"][0]
+@pytest.fixture
+def dxt_job(example_warehouse):
+    """PyDarshan's real ``dxt.darshan`` beside its other logs (several with DXT)."""
+    key = example_warehouse.sql("select job_key from jobs where source_path like '%/dxt.darshan'")
+    assert len(key) == 1
+    return example_warehouse, key["job_key"][0]
 
 
 def _count(wh, key, window: DxtWindow, also: str = "true") -> int:

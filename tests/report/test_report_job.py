@@ -1,12 +1,14 @@
 from iosight.data import example_logs
 from iosight.report.job import plot_job
-from iosight.warehouse import ingest, job_summary
+from iosight.warehouse import job_summary
 
 
-def test_job_figure_for_dxt_and_plain_logs(warehouse, tmp_path):
-    logs = [p for p in example_logs() if p.name in ("dxt.darshan", "noposix.darshan")]
-    ingest(logs, warehouse, workers=1)
-    for jobid in warehouse.sql("select jobid from jobs")["jobid"]:
+def test_job_figure_for_dxt_and_plain_logs(example_warehouse, tmp_path):
+    warehouse = example_warehouse
+    logs = "source_path like '%/dxt.darshan' or source_path like '%/noposix.darshan'"
+    jobids = warehouse.sql(f"select jobid from jobs where {logs}")["jobid"]
+    assert len(jobids) == 2
+    for jobid in jobids:
         out = plot_job(warehouse, job_summary(warehouse, str(jobid)), tmp_path / f"{jobid}.png")
         assert out.stat().st_size > 10_000
         assert out.read_bytes()[:4] == b"\x89PNG"

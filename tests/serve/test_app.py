@@ -84,16 +84,16 @@ def test_facility_recommends_a_start(server):
     assert body.count("<tr") == 1 + 24  # the forecaster's next 24 bins
 
 
-def test_facility_says_why_a_mostly_empty_timeline_has_no_threshold(tmp_path):
+def test_facility_says_why_a_mostly_empty_timeline_has_no_threshold(tmp_path, example_warehouse):
     """PyDarshan's example logs (real, 2017-2023) in hourly bins: nearly every bin is
     empty, so neither direction has a burst threshold, and the page says why."""
-    from iosight.data import example_logs
+    import shutil
+
     from iosight.serve import BackgroundServer, create_app
     from iosight.timeline import build_timeline
-    from iosight.warehouse import Warehouse, ingest
+    from iosight.warehouse import Warehouse
 
-    wh = Warehouse(tmp_path / "wh", create=True)
-    ingest(example_logs(), wh, workers=1)
+    wh = Warehouse(shutil.copytree(example_warehouse.path, tmp_path / "wh"))  # written below
     build_timeline(wh, bin_width=3600.0)
     with BackgroundServer(create_app(wh.path)) as srv:
         status, _, body = get(srv, "/facility")

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pytest
 
 from iosight.bursts import load_forecaster
-from iosight.sched.burst_aware import choose_start, recommend_start
+from iosight.schedule import choose_start, recommend_start
 from iosight.serve import BackgroundServer, create_app
 from iosight.warehouse import Warehouse
 
@@ -262,7 +262,7 @@ def logs_path(served_path, tmp_path_factory):
     shutil.copytree(served_path, path)
     train_bursts(Warehouse(path), directions="read", models="tree", feature_sets=3,
                  modes="lead", horizons=[5], search_iter=0, cv_splits=2, seed=0,
-                 information="logs", n_jobs=1)  # fmt: skip
+                 information="logs", workers=1)  # fmt: skip
     return path
 
 

@@ -7,17 +7,13 @@ import urllib.request
 
 import pytest
 
-from iosight.data import example_logs
 from iosight.serve import BackgroundServer, create_app
-from iosight.warehouse import Warehouse, ingest
 
 
 @pytest.fixture(scope="module")
-def page(tmp_path_factory) -> str:
+def page(example_warehouse) -> str:
     """The Job page of ``example.darshan``: 2048 ranks writing one shared file (real data)."""
-    wh = Warehouse(tmp_path_factory.mktemp("jobpage") / "wh", create=True)
-    ingest([p for p in example_logs() if p.name == "example.darshan"], wh, workers=1)
-    with BackgroundServer(create_app(wh.path)) as srv:
+    with BackgroundServer(create_app(example_warehouse.path)) as srv:
         with urllib.request.urlopen(srv.url + "/job/4478544", timeout=60) as r:
             return r.read().decode()
 

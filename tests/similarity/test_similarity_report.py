@@ -7,7 +7,7 @@ import re
 import pytest
 
 from iosight._errors import IosightError
-from iosight.report.similarity import build_report
+from iosight.report.similarity import write_report
 from iosight.synth.monitoring import synth_monitoring
 
 CSV = "coding,jobid\n0,5\n128:128:0,3\n128:128,4\n0:0:16:0:0:32,1\n0:0,2\n128:128:0:0,6\n"
@@ -17,7 +17,7 @@ def test_report_sections_and_summary(tmp_path, warehouse):
     csv = tmp_path / "codes.csv"
     csv.write_text(CSV)
     synth_monitoring(warehouse, 150, seed=4)
-    path = build_report(
+    path = write_report(
         warehouse, tmp_path / "out", codings_csv=csv, sims=(0.5, 0.9), eps=(0.3,), sample=100
     )
     page = path.read_text()
@@ -33,4 +33,4 @@ def test_report_sections_and_summary(tmp_path, warehouse):
 
 def test_report_needs_something_to_show(tmp_path, warehouse):
     with pytest.raises(IosightError, match="nothing to report"):
-        build_report(warehouse, tmp_path / "out")
+        write_report(warehouse, tmp_path / "out")

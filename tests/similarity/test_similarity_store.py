@@ -152,6 +152,30 @@ def test_synthetic_quality_is_measured(warehouse):
         cluster(warehouse, "bin", algorithm="tree")
 
 
+def _explored(wh, **where) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """explore's rows (less the time taken) and the stored memberships of its runs."""
+    runs = explore(wh, "bin-aggzeros", [0.3, 0.7, 0.9], **where)
+    members = wh.sql("select * from sim_membership order by run_id, job_key")
+    return runs.drop(columns="seconds"), members
+
+
+def test_explore_on_one_or_two_workers_or_a_dask_cluster_stores_the_same_runs(warehouse):
+    """The clusterings of one explore run at once (processes, or a Dask cluster); each is
+    the sequential algorithm, so the runs stored are the same whatever ran them."""
+    distributed = pytest.importorskip("distributed")
+    synth_monitoring(warehouse, 60, seed=2)
+    one = _explored(warehouse, workers=1)
+    assert one[0]["n_clusters"].is_monotonic_increasing and one[0]["n_clusters"].iloc[0] > 1
+    two = _explored(warehouse, workers=2)
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+    ) as cluster:
+        on_dask = _explored(warehouse, scheduler=cluster.scheduler_address)
+    for other in (two, on_dask):
+        pd.testing.assert_frame_equal(other[0], one[0])
+        pd.testing.assert_frame_equal(other[1], one[1])
+
+
 def _splits(wh):
     df = wh.sql("select metric, low, high, origin from sim_categories order by metric")
     return df.set_index("metric")

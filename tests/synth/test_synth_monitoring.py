@@ -6,10 +6,10 @@ from iosight._errors import IosightError
 from iosight.synth.monitoring import MAX_JOBS, generate_monitoring
 
 
-@pytest.mark.parametrize("n_jobs", [0, MAX_JOBS + 1, 10_000_000_000_000])
-def test_job_counts_past_the_bound_are_refused(n_jobs):
-    with pytest.raises(IosightError, match="n_jobs"):
-        generate_monitoring(n_jobs)
+@pytest.mark.parametrize("job_count", [0, MAX_JOBS + 1, 10_000_000_000_000])
+def test_job_counts_past_the_bound_are_refused(job_count):
+    with pytest.raises(IosightError, match="job_count"):
+        generate_monitoring(job_count)
 
 
 def test_negative_seed_is_refused():

@@ -26,13 +26,13 @@ def app1() -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def example_warehouse(tmp_path_factory) -> Warehouse:
-    """PyDarshan's example logs (real, 2017-2021, with DXT) ingested."""
-    from iosight.data import example_logs
+def examples(example_warehouse, tmp_path_factory) -> Warehouse:
+    """PyDarshan's example logs (real, 2017-2023, with DXT): a copy of the session's
+    warehouse of them, since building a timeline writes it."""
+    import shutil
 
-    wh = Warehouse(tmp_path_factory.mktemp("examples") / "wh", create=True)
-    ingest(example_logs(), wh, workers=1)
-    return wh
+    copy = tmp_path_factory.mktemp("as-of") / "wh"
+    return Warehouse(shutil.copytree(example_warehouse.path, copy))
 
 
 def _only_jobs_ended_by(wh: Warehouse, t: float, path) -> Warehouse:
@@ -49,8 +49,8 @@ def _only_jobs_ended_by(wh: Warehouse, t: float, path) -> Warehouse:
     return copy
 
 
-def test_as_of_on_real_logs_equals_a_warehouse_of_the_logs_known_then(example_warehouse, tmp_path):
-    wh = example_warehouse
+def test_as_of_on_real_logs_equals_a_warehouse_of_the_logs_known_then(examples, tmp_path):
+    wh = examples
     t = float(wh.jobs()["end_time"].median())
     got = build_timeline(wh, bin_width=86400.0, as_of=t)
     assert build_options_of(got)["as_of"] == t

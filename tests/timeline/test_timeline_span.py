@@ -95,10 +95,11 @@ def test_quartiles_with_new_starts_equal_those_of_all_starts_or_say_they_cannot(
     """SYNTHETIC starts in increments: the fences and nearest starts found from the
     stored windows and the new starts alone equal those of every start, and ``moved``
     says exactly when a fence crossed an old start; once a quartile leaves its window,
-    ``fences`` says so (None) instead of guessing."""
+    ``fences`` says so (None) instead of guessing. Each step starts from the summary as
+    a timeline keeps it (``to_bytes``, read back)."""
     import numpy as np
 
-    from iosight.timeline._span import fences_of, outside, quartiles_of
+    from iosight.timeline._span import Quartiles, fences_of, outside, quartiles_of
 
     starts = _starts(1103, 1)
     starts = np.concatenate([starts, starts.max() + 60.0 * np.arange(1, 201)])  # 200 late
@@ -106,6 +107,11 @@ def test_quartiles_with_new_starts_equal_those_of_all_starts_or_say_they_cannot(
     summary = quartiles_of(starts[:seen], fences_of(starts[:seen]), window=64)
     answered = moved = 0
     for step in (5, 1, 30, 7, 60, 200):
+        kept = Quartiles.from_bytes(summary.to_bytes())
+        assert (kept.n, kept.near) == (summary.n, summary.near) and None in kept.near
+        for (f1, w1), (f2, w2) in zip(kept.windows, summary.windows, strict=True):
+            assert f1 == f2 and np.array_equal(w1, w2)
+        summary = kept
         new = starts[seen : seen + step]
         old_bounds = fences_of(starts[:seen])
         added = summary.add(new, window=64)

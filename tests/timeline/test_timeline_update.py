@@ -18,6 +18,7 @@ from iosight.timeline import build_timeline, load_timeline, update_timeline
 from iosight.timeline._span import Quartiles
 from iosight.timeline._stored import (
     QUARTILES_KEY,
+    batch_of,
     stored_metadata,
     stored_quartiles,
     stored_state,
@@ -45,6 +46,18 @@ def pending(app1, tmp_path_factory):
     return wh.path, rest
 
 
+@pytest.fixture(scope="module")
+def last_day(app1, tmp_path_factory):
+    """As ``pending``, the jobs that ended in App1's last day (3) landing after the
+    build: they touch the newest run of bins alone."""
+    late = app1["end_time"] > app1["end_time"].max() - 86400
+    wh = Warehouse(tmp_path_factory.mktemp("last_day") / "wh", create=True)
+    _ingest_rows(app1[~late], wh, "first.parquet")
+    build_timeline(wh)
+    _ingest_rows(app1[late], wh, "rest.parquet")
+    return wh.path, app1[late]
+
+
 def _copy(path, to) -> Warehouse:
     return Warehouse(shutil.copytree(path, to))
 
@@ -64,10 +77,9 @@ def _assert_as_rebuilt(wh: Warehouse, path, **options) -> pd.DataFrame:
     copy = Warehouse(shutil.copytree(wh.path, path))
     want = build_timeline(copy, **options).to_pandas()
     assert state["fences"] == _state(copy)["fences"]  # the dense span's, exactly
-    quartiles = stored_quartiles(stored_metadata(wh))
-    if quartiles is not None:  # what the next update starts from: the same fences
-        summary = Quartiles.from_json(quartiles)
-        assert summary.n == stored_quartiles(stored_metadata(copy))["n"]
+    summary = stored_quartiles(stored_metadata(wh))
+    if summary is not None:  # what the next update starts from: the same fences
+        assert summary.n == stored_quartiles(stored_metadata(copy)).n
         assert list(summary.fences()) == state["fences"]
     assert_same_timeline(got, want)
     return got
@@ -118,15 +130,14 @@ def test_update_keeps_the_as_of_time_and_the_window(app1, tmp_path):
 
 
 @pytest.mark.parametrize(("late", "why"), [(3, None), (4, "columns")])
-def test_update_on_real_logs_equals_a_full_rebuild(tmp_path, late, why):
+def test_update_on_real_logs_equals_a_full_rebuild(tmp_path, late, why, example_warehouse):
     """PyDarshan's example logs (counters and DXT): the ``late`` latest to end added to a
     timeline of the others. The fourth latest is the first with DXT segments, a table
     the timeline did not read, which changes how every POSIX record is placed (by its
     segments first): a full rebuild, saying so."""
-    from iosight.data import example_logs
+    import shutil
 
-    wh = Warehouse(tmp_path / "wh", create=True)
-    ingest(example_logs(), wh, workers=1)
+    wh = Warehouse(shutil.copytree(example_warehouse.path, tmp_path / "wh"))  # written below
     jobs = wh.sql("select job_key, source_path from jobs order by end_time")
     keys, paths = jobs["job_key"].iloc[-late:].tolist(), jobs["source_path"].iloc[-late:].tolist()
     tables = [n for n in wh.tables() if "job_key" in wh.column_names(n)]
@@ -191,9 +202,45 @@ def test_a_job_the_dense_span_leaves_out_is_a_rebuild(shared, tmp_path):
 _UPDATE = "from iosight.timeline import update_timeline; from iosight.warehouse import Warehouse; "
 
 
-@pytest.mark.parametrize("point", ["staged", "published", "applied"])
-def test_update_killed_at_each_commit_step_then_rerun_equals_a_rebuild(pending, tmp_path, point):
-    wh, rest = _copy(pending[0], tmp_path / "wh"), pending[1]
+def test_an_update_of_the_newest_run_alone_replaces_that_file_in_place(last_day, tmp_path):
+    """New jobs in the newest run's bins only: that file is replaced under its own name
+    (one rename, no commit record; it stays the newest, holding the metadata), the
+    other runs are left alone, and the timeline equals a full rebuild."""
+    wh, rest = _copy(last_day[0], tmp_path / "wh"), last_day[1]
+    files = wh.table_files("timeline")
+    before = {f.name: f.stat().st_ino for f in files}
+
+    def no_commit(*args, **kwargs):
+        raise AssertionError("a commit record for one file")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Warehouse, "commit_staged", no_commit)
+        done = update_timeline(wh)
+    assert done.rebuilt is None and done.jobs == len(rest), done.line()
+    after = {f.name: f.stat().st_ino for f in wh.table_files("timeline")}
+    assert after.keys() == before.keys()
+    assert [n for n in after if after[n] != before[n]] == [files[-1].name]
+    assert _state(wh)["jobs_batches"] == sorted(batch_of(f.name) for f in wh.table_files("jobs"))
+    _assert_as_rebuilt(wh, tmp_path / "rebuilt")
+
+
+@pytest.mark.parametrize(
+    ("increment", "point"),
+    [
+        ("pending", "staged"),
+        ("pending", "published"),
+        ("pending", "applied"),
+        ("last_day", "staged"),
+        ("last_day", "applied"),
+    ],
+)
+def test_update_killed_at_each_commit_step_then_rerun_equals_a_rebuild(
+    increment, point, tmp_path, request
+):
+    """Killed at each step of its commit: several runs (``pending``: a commit record) or
+    the newest run alone (``last_day``: one file replaced in place)."""
+    path, rest = request.getfixturevalue(increment)
+    wh = _copy(path, tmp_path / "wh")
     env = {**os.environ, "IOSIGHT_TEST_CRASH_AT": f"{point}:1"}
     code = _UPDATE + f"update_timeline(Warehouse({str(wh.path)!r}))"
     killed = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True)
@@ -223,23 +270,27 @@ def test_a_batch_with_records_of_jobs_it_holds_is_a_rebuild(warehouse, tmp_path)
     _assert_as_rebuilt(warehouse, tmp_path / "rebuilt")
 
 
-def test_an_update_without_stored_quartiles_reads_every_start_and_keeps_them(pending, tmp_path):
-    """A timeline that kept no quartile windows (written before them): the update finds
-    the fences from every job's start, equals a full rebuild and keeps the windows."""
-    import json
-
+@pytest.mark.parametrize("legacy", [False, True])
+def test_an_update_without_stored_quartiles_reads_every_start_and_keeps_them(
+    pending, tmp_path, legacy
+):
+    """A timeline that kept no quartile windows (written before them), or kept them as
+    JSON (``legacy``: older code, a key this code does not read): the update finds the
+    fences from every job's start, equals a full rebuild and keeps the windows."""
     import pyarrow.parquet as pq
 
     wh = _copy(pending[0], tmp_path / "wh")
     newest = wh.table_files("timeline")[-1]  # holds the timeline's metadata
     table = pq.read_table(newest)
     meta = dict(table.schema.metadata)
-    assert json.loads(meta.pop(QUARTILES_KEY))["n"] == len(wh.jobs()) - len(pending[1])
+    assert Quartiles.from_bytes(meta.pop(QUARTILES_KEY)).n == len(wh.jobs()) - len(pending[1])
+    if legacy:  # not even its n is right: it is never read
+        meta[b"iosight.timeline_quartiles"] = b'{"n": 1, "windows": [], "near": []}'
     pq.write_table(table.replace_schema_metadata(meta), newest)
     done = update_timeline(wh)
     assert done.rebuilt is None and done.jobs == len(pending[1]), done.line()
     _assert_as_rebuilt(wh, tmp_path / "rebuilt")
-    assert stored_quartiles(stored_metadata(wh))["n"] == len(wh.jobs())
+    assert stored_quartiles(stored_metadata(wh)).n == len(wh.jobs())
 
 
 def test_new_job_totals_that_move_a_fence_past_an_old_job_are_a_rebuild(warehouse, tmp_path):

@@ -7,9 +7,8 @@ import pytest
 
 from iosight._errors import IosightError
 from iosight.trace import combine, darshan_hash, merge, read_log, write_log
-from iosight.trace._format import COUNTER_NAMES, Job, LogContent, record_dtype
+from iosight.trace._format import COUNTER_NAMES, Job, LogContent, log_name, record_dtype
 from iosight.trace._merge import reduce_shared
-from iosight.trace._session import log_name
 
 PC, PF = ({n: i for i, n in enumerate(x)} for x in COUNTER_NAMES["POSIX"])
 

@@ -37,3 +37,19 @@ def test_ingest_writes_the_io_totals_of_job_totals_and_of_logs(tmp_path):
     assert ingest([tmp_path / "app1.parquet", *example_logs()[:4]], wh, workers=1).ok
     assert len(wh.sql("select * from io_totals")) == 304
     _same_rows(wh)
+    # uncompressed (read once, by a timeline update), where job_totals is not
+    codecs = {name: _codecs(wh, name) for name in ("io_totals", "job_totals")}
+    assert codecs == {"io_totals": {"UNCOMPRESSED"}, "job_totals": {"ZSTD"}}
+
+
+def _codecs(wh: Warehouse, name: str) -> set[str]:
+    """The compression codecs of table ``name``'s column chunks."""
+    import pyarrow.parquet as pq
+
+    codecs = set()
+    for path in wh.table_files(name):
+        meta = pq.ParquetFile(path).metadata
+        for g in range(meta.num_row_groups):
+            group = meta.row_group(g)
+            codecs |= {group.column(c).compression for c in range(group.num_columns)}
+    return codecs

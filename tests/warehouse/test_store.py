@@ -1,4 +1,5 @@
 import json
+import os
 
 import pyarrow as pa
 import pytest
@@ -209,6 +210,21 @@ def test_a_writer_waits_for_the_lock_and_names_its_holder(tmp_path):
         f"{socket.gethostname()}; waiting up to 60 s for it to finish"
     ]
     assert wh.sql("select job_key from jobs")["job_key"].tolist() == ["a"]
+
+
+def test_the_lock_file_names_its_last_writer_over_a_longer_line(tmp_path):
+    """The holder's line is written over the old one in place (no truncation a commit),
+    and a longer line, another host's, is cut: the file names this process alone."""
+    import socket
+
+    wh = Warehouse(tmp_path / "wh", create=True)
+    (wh.path / "_lock").write_text("1 " + "h" * 300 + "\n")
+    wh.commit({"jobs": [_t(["a"], [1])]})
+    text = (wh.path / "_lock").read_text()
+    assert text.split() == [str(os.getpid()), socket.gethostname()] and text.endswith("\n")
+    assert wh._lock_holder() == f"process {os.getpid()} on {socket.gethostname()}"
+    wh.commit({"jobs": [_t(["b"], [2])]})
+    assert (wh.path / "_lock").read_text() == text  # rewritten in place, the same size
 
 
 def test_a_writer_gives_up_after_its_lock_timeout(tmp_path):

@@ -55,6 +55,18 @@ def test_key_prefixes_are_literal_and_long_enough(jobs):
             find_job(jobs, ident)
 
 
+def test_a_whole_key_of_any_length_is_found_in_the_table_named(warehouse):
+    """``sim_jobs`` holds jobs of codings files, keyed by their own short names."""
+    sim_jobs = pa.table({"job_key": ["j1", "j10"], "jobid": pa.array([None, 5], pa.int64())})
+    warehouse.commit({"sim_jobs": [sim_jobs]})
+    assert find_job(warehouse, "j1", table="sim_jobs") == "j1"
+    assert find_job(warehouse, "5", table="sim_jobs") == "j10"
+    with pytest.raises(IosightError, match="no job with id or key 'j2' in sim_jobs"):
+        find_job(warehouse, "j2", table="sim_jobs")
+    with pytest.raises(IosightError, match="run this first"):
+        find_job(warehouse, "j1", hint="run this first")  # no jobs table yet
+
+
 def _summary_of(log_name: str):
     """The summary of one PyDarshan example log (real data) and its POSIX records' ranks."""
     from iosight.data import example_logs

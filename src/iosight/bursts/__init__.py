@@ -4,9 +4,6 @@ from iosight.bursts._analysis import (
     DIRECTIONS,
     BurstAnalysis,
     analyze_bursts,
-    burst_runs,
-    deviation_histogram,
-    run_length_table,
 )
 from iosight.bursts._candidates import (
     BASELINES,
@@ -15,10 +12,7 @@ from iosight.bursts._candidates import (
     Candidate,
     FittedModel,
     Persistence,
-    TimeOfDay,
-    best_cut,
     choose,
-    fit_candidates,
     fit_model,
 )
 from iosight.bursts._dataset import Dataset, make_dataset
@@ -29,19 +23,12 @@ from iosight.bursts._evaluate import (
     running_jobs_share,
 )
 from iosight.bursts._features import (
-    EMA_MINUTES,
-    FEATURE_SETS,
-    ema,
-    ema_span_bins,
     feature_names,
-    make_features,
     run_length,
 )
 from iosight.bursts._follow import (
-    FORECAST_COLUMNS,
     FORECASTS_TABLE,
     FollowForecasts,
-    check_follow_forecaster,
 )
 from iosight.bursts._forecaster import (
     BurstPrediction,
@@ -53,18 +40,14 @@ from iosight.bursts._forecaster import (
     train_forecaster,
 )
 from iosight.bursts._jobstate import (
-    MIN_RUNS,
-    N_AHEAD,
     JobState,
-    bytes_by_start,
     job_state,
     load_jobs,
-    started_by,
 )
-from iosight.bursts._known import INFORMATION, known_ema, known_rows, load_known
-from iosight.bursts._labels import BurstLabels, choose_k, label_bursts, severity_classes
-from iosight.bursts._models import MODELS, make_pipeline, model_names, search_params
-from iosight.bursts._nowcast import nowcast, nowcast_accuracy
+from iosight.bursts._known import load_known
+from iosight.bursts._labels import BurstLabels, label_bursts
+from iosight.bursts._models import MODELS, make_pipeline
+from iosight.bursts._nowcast import nowcast
 from iosight.bursts._scheduler import (
     SCHED_COLUMNS,
     SCHED_JOBS,
@@ -74,14 +57,11 @@ from iosight.bursts._scheduler import (
     sched_snapshot,
     scheduler_jobs,
     scheduler_view,
+    set4_jobs,
     slurm_running_jobs,
 )
 from iosight.bursts._task import (
-    DEFAULT_HORIZONS,
-    MAX_LEAD,
-    MODES,
     TARGETS,
-    VAL_FRACTION,
     BurstTask,
     ForecasterSettings,
     task_grid,
@@ -89,7 +69,6 @@ from iosight.bursts._task import (
 from iosight.bursts._workflow import (
     EVALUATION_TABLE,
     TrainResult,
-    load_evaluation,
     refit_forecaster,
     train_bursts,
 )
@@ -98,24 +77,14 @@ __all__ = [
     "BASELINES",
     "CHOICE_MARGIN",
     "CHOICE_WINDOWS",
-    "DEFAULT_HORIZONS",
     "DIRECTIONS",
-    "EMA_MINUTES",
     "EVALUATION_TABLE",
-    "FEATURE_SETS",
     "FORECASTS_TABLE",
-    "FORECAST_COLUMNS",
-    "INFORMATION",
-    "MAX_LEAD",
-    "MIN_RUNS",
     "MODELS",
-    "MODES",
-    "N_AHEAD",
     "SCHED_COLUMNS",
     "SCHED_JOBS",
     "SCHED_SNAPSHOTS",
     "TARGETS",
-    "VAL_FRACTION",
     "BurstAnalysis",
     "BurstLabels",
     "BurstPrediction",
@@ -129,53 +98,34 @@ __all__ = [
     "JobState",
     "Persistence",
     "SchedulerView",
-    "TimeOfDay",
     "TrainResult",
     "analyze_bursts",
-    "best_cut",
-    "burst_runs",
-    "bytes_by_start",
-    "check_follow_forecaster",
     "choose",
-    "choose_k",
     "describe_choice",
-    "deviation_histogram",
-    "ema",
-    "ema_span_bins",
     "evaluate_forecasts",
     "evaluate_tasks",
     "feature_names",
-    "fit_candidates",
     "fit_model",
     "job_state",
-    "known_ema",
-    "known_rows",
     "label_bursts",
     "last_snapshot",
     "list_forecasters",
-    "load_evaluation",
     "load_forecaster",
     "load_jobs",
     "load_known",
     "make_dataset",
-    "make_features",
     "make_pipeline",
     "model_dir",
-    "model_names",
     "no_new_bursts_f1",
     "nowcast",
-    "nowcast_accuracy",
     "refit_forecaster",
     "run_length",
-    "run_length_table",
     "running_jobs_share",
     "sched_snapshot",
     "scheduler_jobs",
     "scheduler_view",
-    "search_params",
-    "severity_classes",
+    "set4_jobs",
     "slurm_running_jobs",
-    "started_by",
     "task_grid",
     "train_bursts",
     "train_forecaster",

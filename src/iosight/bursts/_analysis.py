@@ -67,7 +67,13 @@ def run_length_table(is_burst: np.ndarray) -> pd.DataFrame:
 
 @dataclass
 class BurstAnalysis:
-    """Thresholds and Fig. 3-5 statistics of both directions of one timeline."""
+    """Thresholds and Fig. 3-5 statistics of both directions of one timeline.
+
+    ``summary``: one row per direction: threshold, bursts, swings; ``labels``: direction to its
+    :class:`BurstLabels`; ``histograms``: direction to its deviation histogram (Fig. 3);
+    ``runs``: direction to its run-length table (Fig. 4); ``totals``: direction to its bytes per
+    burst run (Fig. 5).
+    """
 
     summary: pd.DataFrame
     labels: dict[str, BurstLabels]

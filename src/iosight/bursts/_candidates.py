@@ -30,7 +30,12 @@ BASELINES = ("persistence", "time_of_day", "nowcast")  # nowcast: logs, feature 
 @dataclass
 class FittedModel:
     """A fitted pipeline, the classes its dense codes stand for, and (binary) the cut on
-    the burst probability tuned for F1 on the validation slice."""
+    the burst probability tuned for F1 on the validation slice.
+
+    ``pipeline``: the fitted scikit-learn or XGBoost pipeline; ``classes``: the classes its
+    dense codes stand for; ``params``: its hyper-parameters; ``cut``: the burst-probability cut
+    (binary; None: the pipeline's own).
+    """
 
     pipeline: object
     classes: np.ndarray
@@ -38,7 +43,11 @@ class FittedModel:
     cut: float | None = None
 
     def predict(self, X: np.ndarray, starts=None) -> tuple[np.ndarray, np.ndarray]:
-        """Predicted classes and the probability of a burst (any class above 0)."""
+        """Predicted classes and the probability of a burst (any class above 0).
+
+        ``X``: features, one row per bin; ``starts``: the rows' ``bin_start`` (not read: the
+        signature every model shares).
+        """
         proba = self.pipeline.predict_proba(X)
         p_burst = proba[:, self.classes > 0].sum(axis=1)
         if self.cut is not None and self.classes.size == 2:
@@ -53,6 +62,11 @@ class Persistence:
     ``X[:, column]`` is the current bin's bytes (column 0 in every feature set; under
     ``logs`` the part the logs hold, or the nowcast's column); a burst when it exceeds
     ``mean + k * std`` (severity: the current bin's class, §V-A).
+
+    ``mean``: the series' mean bytes per bin; ``std``: its standard deviation; ``k``: the
+    threshold in standard deviations; ``severity``: predict severity classes (else burst or
+    not); ``params``: its (empty) hyper-parameters, as a model has; ``column``: the feature
+    column holding the current bin's bytes.
     """
 
     mean: float
@@ -73,7 +87,10 @@ class Persistence:
     @classmethod
     def of(cls, labels: BurstLabels, severity: bool = False, column: int = 0) -> Persistence:
         """Persistence under the thresholds of ``labels``, of severity classes (else
-        burst or not), reading feature ``column``."""
+        burst or not), reading feature ``column``.
+
+        ``severity``: predict severity classes.
+        """
         return cls(labels.mean, labels.std, labels.k, severity, column=column)
 
 
@@ -231,7 +248,11 @@ def fit_model(
     params: dict | None = None,
 ) -> FittedModel:
     """Search hyper-parameters (``search_iter`` > 0, unless ``params`` given) and fit on
-    all of (X, y)."""
+    all of (X, y).
+
+    ``name``: the model (:data:`MODELS`); ``X``: features; ``y``: targets; ``seed``: the random
+    seed; ``cv_splits``: time-series folds of the search.
+    """
     classes = np.unique(y)
     if classes.size < 2:
         raise IosightError(
@@ -260,7 +281,11 @@ CHOICE_MARGIN = 0.02
 @dataclass
 class Candidate:
     """One candidate forecast of a task: the model, its burst-class F1 on the compare half
-    of the validation slice and on each of its :data:`CHOICE_WINDOWS` consecutive windows."""
+    of the validation slice and on each of its :data:`CHOICE_WINDOWS` consecutive windows.
+
+    ``model``: the fitted model or baseline; ``val_f1``: its burst-class F1 on the compare half;
+    ``window_f1``: its F1 on each window of the half.
+    """
 
     model: FittedModel | SplitModel | Persistence
     val_f1: float
@@ -268,7 +293,10 @@ class Candidate:
 
     @classmethod
     def scored(cls, model, yv: np.ndarray, pv: np.ndarray) -> Candidate:
-        """The candidate with its F1 of predictions ``pv`` against ``yv`` (booleans)."""
+        """The candidate with its F1 of predictions ``pv`` against ``yv`` (booleans).
+
+        ``model``: the fitted model or baseline.
+        """
         windows = zip(np.array_split(yv, CHOICE_WINDOWS), np.array_split(pv, CHOICE_WINDOWS),
                       strict=True)  # fmt: skip
         return cls(model, burst_f1(yv, pv), tuple(burst_f1(y, p) for y, p in windows))
@@ -326,7 +354,10 @@ def choose(candidates: dict[str, Candidate], margin: float = CHOICE_MARGIN) -> s
     best such model. So the choice is never worse on the half than the best baseline of
     its regime. A model that wins on the half by one lucky stretch of bursts lost on the
     test months (Summit, docs/bursts.md), so a small lead or one losing window keeps the
-    baseline."""
+    baseline.
+
+    ``candidates``: name to candidate, baselines among them.
+    """
     base = max((n for n in BASELINES if n in candidates), key=lambda n: candidates[n].val_f1)
     ref = candidates[base]
     ok = [n for n, c in candidates.items() if n not in BASELINES

@@ -33,7 +33,13 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Dataset:
-    """Features, targets and the chronological split of one forecasting task."""
+    """Features, targets and the chronological split of one forecasting task.
+
+    ``X``: features, one row per bin t; ``n_train``: rows of the training part (the rest tests);
+    ``labels``: the thresholds and labels of the series; ``train_window``: first and last
+    ``bin_start`` of the training part; ``nowcast``: the nowcast's accuracy on the test part
+    (``logs``, set 4).
+    """
 
     X: np.ndarray
     y: np.ndarray  # target class at t + step (0/1 or severity 0-5)

@@ -60,6 +60,8 @@ def no_new_bursts_f1(now: np.ndarray, later: np.ndarray) -> float:
     No forecast that only tells how long what is happening lasts (persistence is one)
     scores higher: it misses every burst not on now and can at best hit every one that
     is. Gains beyond it need foreseeing new bursts (docs/bursts.md, issue 14).
+
+    ``now``: burst classes at t; ``later``: burst classes at the target bin.
     """
     on, nxt = np.asarray(now) > 0, np.asarray(later) > 0
     return burst_f1(nxt, on & nxt)
@@ -74,6 +76,8 @@ def running_jobs_share(known: np.ndarray, threshold: float, later: np.ndarray) -
     Not a forecast and not a bound on one: a measure of where bursts come from. Where it
     is near 0, the bursts at that lead are made by jobs not yet started at t, and a
     forecast of them is a forecast of job starts (docs/bursts.md, issue 14).
+
+    ``threshold``: the burst threshold (bytes per bin).
     """
     burst = np.asarray(later) > 0
     if not burst.any():
@@ -175,7 +179,8 @@ def evaluate_tasks(
     *,
     jobs: pd.DataFrame | None = None,
     known: pd.DataFrame | None = None,
-    n_jobs: int = -1,
+    workers: int = 0,
+    scheduler: str | None = None,
     progress: Progress | None = None,
 ) -> pd.DataFrame:
     """Train and test every model of every task with each of ``targets``, beside the
@@ -193,8 +198,11 @@ def evaluate_tasks(
     jobs, known : DataFrame, optional
         :func:`iosight.bursts.load_jobs` (feature set 4) and the known-at sums
         (:func:`iosight.bursts.load_known`, the ``logs`` regime).
-    n_jobs : int
-        Data sets fitted at once (threads; -1: every core).
+    workers : int
+        Data sets fitted at once (threads; 0: one per core).
+    scheduler : str, optional
+        Address of a Dask cluster to fit the data sets on instead
+        (:func:`iosight.parallel.map_items`).
     progress : Progress, optional
         Advanced by the task's models as each data set is done.
 
@@ -214,7 +222,8 @@ def evaluate_tasks(
              for task in tasks for target in targets]  # fmt: skip
     prog = ensure_progress(progress)
     prog.start(sum(len(task.model) for _, task, _ in items), "burst models")
-    results = parallel_map(lambda item: score_task(item[2], item[1]), items, n_jobs, prog,
+    results = parallel_map(lambda item: score_task(item[2], item[1]), items, prog,
+                           workers=workers, scheduler=scheduler,
                            weight=lambda item: len(item[1].model))  # fmt: skip
     prog.finish()
     rows = []
@@ -237,7 +246,8 @@ def evaluate_forecasts(
     information: str | list[str] = "live",
     jobs: pd.DataFrame | None = None,
     known: pd.DataFrame | None = None,
-    n_jobs: int = -1,
+    workers: int = 0,
+    scheduler: str | None = None,
     progress: Progress | None = None,
     **settings,
 ) -> pd.DataFrame:
@@ -257,7 +267,7 @@ def evaluate_forecasts(
         ``known``, lead mode only).
     k : dict, optional
         Fixed thresholds per direction (stdevs); else chosen for ``target_fraction``.
-    jobs, known, n_jobs, progress
+    jobs, known, workers, scheduler, progress
         As :func:`evaluate_tasks`.
     **settings
         The tasks' other settings (:class:`BurstTask` fields: ``target_fraction``,
@@ -286,4 +296,5 @@ def evaluate_forecasts(
                       directions=directions, feature_sets=feature_sets, modes=modes,
                       horizons=horizons, k=k)  # fmt: skip
     return evaluate_tasks(df, tasks, parse_list(targets, name="targets"), jobs=jobs,
-                          known=known, n_jobs=n_jobs, progress=progress)  # fmt: skip
+                          known=known, workers=workers, scheduler=scheduler,
+                          progress=progress)  # fmt: skip

@@ -51,7 +51,11 @@ def ema(x: np.ndarray, n: int) -> np.ndarray:
 
 def feature_names(direction: str, feature_set: int, information: str = "live") -> list[str]:
     """Column names of a feature set, in the order models see them (``logs``, set 4: and
-    the nowcast of the current bin, :mod:`iosight.bursts._nowcast`)."""
+    the nowcast of the current bin, :mod:`iosight.bursts._nowcast`).
+
+    ``direction``: ``read`` or ``write``; ``feature_set``: 1 to 4; ``information``: ``live`` or
+    ``logs``.
+    """
     check_direction(direction)
     check_feature_set(feature_set)
     check_information(information)
@@ -68,15 +72,44 @@ def feature_names(direction: str, feature_set: int, information: str = "live") -
     return names
 
 
-def run_length(flags: np.ndarray) -> np.ndarray:
+def run_length(flags: np.ndarray, before: float = 0.0) -> np.ndarray:
     """Signed length of the run holding each bin so far: +n in the n-th bin of a run of
-    True, -n in the n-th bin of a run of False (causal)."""
+    True, -n in the n-th bin of a run of False (causal); ``before``: the signed length at
+    the bin before the first (a series continued bin by bin, as follow mode makes it).
+
+    ``flags``: burst flags per bin.
+    """
     f = np.asarray(flags, dtype=bool)
     if f.size == 0:
         return np.zeros(0)
     new = np.flatnonzero(np.r_[True, f[1:] != f[:-1]])
     lengths = np.arange(f.size) - np.repeat(new, np.diff(np.r_[new, f.size])) + 1
+    if before and (before > 0) == f[0]:
+        lengths[: new[1] if new.size > 1 else f.size] += int(abs(before))
     return np.where(f, lengths, -lengths).astype(np.float64)
+
+
+def burst_runs(
+    level: np.ndarray, threshold: float, restart: int, before: float = 0.0
+) -> np.ndarray:
+    """Set 4's ``run_length`` of the bursts of ``level``, counted afresh from index
+    ``restart`` (under ``logs``: the bin the first job became known in, before which the
+    logs knew nothing), continued from ``before`` at the bin before the first."""
+    burst = np.asarray(level) > threshold
+    if restart <= 0:
+        return run_length(burst, before)
+    return np.r_[run_length(burst[:restart], before), run_length(burst[restart:])]
+
+
+def first_known_bin(jobs: pd.DataFrame, bin_start: np.ndarray, width: float) -> int:
+    """Index in ``bin_start`` of the bin in which the first job of ``jobs`` became known
+    (its log landed: ``known_at``); the number of bins when none is known in them."""
+    known = jobs["known_at"].to_numpy(np.float64) if "known_at" in jobs else np.zeros(0)
+    known = known[np.isfinite(known)]
+    if not known.size:
+        return len(bin_start)
+    ends = np.asarray(bin_start, np.float64) + width
+    return int(np.searchsorted(ends, known.min(), side="right"))
 
 
 def make_features(
@@ -133,18 +166,21 @@ def make_features(
             raise IosightError("feature set 4 needs the jobs (load_jobs) and a burst threshold")
         st = job_state(jobs, starts, width, direction)
         level = x if rows is None else nowcast(x, unseen_bytes(jobs, starts, width, direction))
-        cols = _state_features(level, st, threshold)
+        restart = 0 if rows is None else first_known_bin(jobs, starts, width)
+        cols = state_features(level, st, threshold, burst_runs(level, threshold, restart))
         if rows is not None:
             cols["nowcast"] = level
         out = pd.concat([out, pd.DataFrame(cols, index=df.index)], axis=1)
     return out[names]
 
 
-def _state_features(level: np.ndarray, st, threshold: float) -> dict[str, np.ndarray]:
+def state_features(
+    level: np.ndarray, st, threshold: float, runs: np.ndarray
+) -> dict[str, np.ndarray]:
     """Set 4's state columns from the current bin's bytes ``level`` (complete, or the
-    nowcast) and the running jobs' state ``st``."""
+    nowcast), the running jobs' state ``st`` and the burst runs (:func:`burst_runs`)."""
     burst = level > threshold
-    cols = {"burst_now": burst.astype(np.float64), "run_length": run_length(burst),
+    cols = {"burst_now": burst.astype(np.float64), "run_length": runs,
             "over_threshold": level / threshold if threshold > 0 else level,
             "running_jobs": st.running, "elapsed_ratio": st.elapsed_ratio}  # fmt: skip
     now = st.expected[:, 0]

@@ -14,6 +14,10 @@ evaluation, :meth:`Forecaster.predict` at each bin on the complete warehouse (te
 The clock is the data's: a boundary T has passed once a job known at T or later is in
 the warehouse (live, the poll that found its log; in a replay, its recorded time), so
 every job known before T is in by then, as logs land in the order they became known.
+
+Feature set 4 reads the jobs running at T, which no landed log shows: they come from
+Slurm's snapshots where the warehouse has them (:func:`iosight.bursts.scheduler_jobs`,
+the logs never standing in for the scheduler), and there are none otherwise.
 """
 
 from __future__ import annotations
@@ -25,9 +29,18 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from iosight._errors import IosightError
-from iosight.bursts._features import EMA_MINUTES, ema_span_bins, feature_names
+from iosight.bursts._features import (
+    EMA_MINUTES,
+    burst_runs,
+    ema_span_bins,
+    feature_names,
+    first_known_bin,
+    state_features,
+)
 from iosight.bursts._forecaster import load_forecaster
+from iosight.bursts._jobstate import job_state
 from iosight.bursts._known import known_ema_sums, known_now, known_rows
+from iosight.bursts._nowcast import nowcast, unseen_bytes
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -45,8 +58,7 @@ FORECAST_COLUMNS = ("as_of", "model", "direction", "lead", "bin_start", "probabi
 
 def check_follow_forecaster(forecaster: Forecaster) -> None:
     """Refuse a forecaster follow mode cannot feed: trained on what a server-side monitor
-    would know (``live``), in interval mode, or on set 4 (the scheduler's view of the
-    running jobs, which a log directory does not give)."""
+    would know (``live``), or in interval mode."""
     md, name = forecaster.metadata, forecaster.name
     if forecaster.information != "logs":
         raise IosightError(
@@ -55,21 +67,18 @@ def check_follow_forecaster(forecaster: Forecaster) -> None:
         )
     if md["mode"] != "lead":
         raise IosightError(f"model {name!r} is in interval mode: follow forecasts per lead")
-    if md["feature_set"] == 4:
-        raise IosightError(
-            f"model {name!r} uses feature set 4 (the running jobs, from the scheduler), which "
-            "a log directory does not tell; train one with --features 3 or lower"
-        )
 
 
 @dataclass
 class _Series:
     """One forecaster's place: the index of the last bin it forecast from (its end is the
-    last ``as_of``) and the EMA sums there, per window in bins."""
+    last ``as_of``), the EMA sums there, per window in bins, and (set 4) the signed
+    length of the burst run it ends."""
 
     forecaster: Forecaster
     last: int | None = None
     sums: dict[int, float] = field(default_factory=dict)
+    run: float = 0.0
 
 
 class FollowForecasts:
@@ -111,7 +120,8 @@ class FollowForecasts:
             return 0
         first = min(s.last for s in todo) + 1
         rows = _known_sums(wh, first * self.width, (newest + 1) * self.width)
-        made = [self._advance(s, rows, newest) for s in todo]
+        jobs = self._jobs(first * self.width)
+        made = [self._advance(s, rows, newest, jobs) for s in todo]
         wh.write_table(FORECASTS_TABLE, _arrow(made), mode="append")
         return newest - first + 1
 
@@ -136,11 +146,14 @@ class FollowForecasts:
             return
         stored = _last_forecasts(self.warehouse)
         start = math.floor(_first_known(self.warehouse) / self.width) - 1
+        jobs = self._jobs((start + 1) * self.width)
         for s in fresh:
             at = stored.get(s.forecaster.name)
             s.last = start if at is None else round(at / self.width) - 1
             before = _known_sums(self.warehouse, -math.inf, (s.last + 1) * self.width)
             s.sums = self._sums_at(s, before)
+            if jobs is not None and s.last > start:
+                s.run = self._run_at(s, before, jobs, start + 1)
 
     def _sums_at(self, s: _Series, known: pd.DataFrame) -> dict[int, float]:
         """The EMA sums at bin ``s.last`` of the rows ``known`` (all known by its end)."""
@@ -152,27 +165,67 @@ class FollowForecasts:
         col = f"{s.forecaster.metadata['direction']}_bytes"
         return {n: float(known_ema_sums(rows, col, n)[-1]) for n in self._windows()}
 
+    def _run_at(self, s: _Series, known: pd.DataFrame, jobs: pd.DataFrame, first: int) -> float:
+        """Set 4's burst run length at bin ``s.last``, counted from bin ``first`` (the
+        one the first job became known in) on the nowcast of the rows ``known``."""
+        starts = np.arange(first, s.last + 1) * self.width
+        rows = known_rows(known, starts, self.width)
+        col = f"{s.forecaster.metadata['direction']}_bytes"
+        return float(self._state(s, known_now(rows, col), starts, jobs, 0.0)["run_length"][-1])
+
+    def _state(
+        self, s: _Series, known: np.ndarray, starts: np.ndarray, jobs: pd.DataFrame, run: float
+    ) -> dict[str, np.ndarray]:
+        """Set 4's state columns at bins ``starts`` (as :func:`make_features` computes
+        them) from their known bytes ``known`` and the scheduler's view ``jobs``, the
+        burst run continued from ``run``."""
+        md = s.forecaster.metadata
+        direction, threshold = md["direction"], md["thresholds"]["threshold"]
+        level = nowcast(known, unseen_bytes(jobs, starts, self.width, direction))
+        state = job_state(jobs, starts, self.width, direction)
+        restart = first_known_bin(jobs, starts, self.width)
+        cols = state_features(level, state, threshold, burst_runs(level, threshold, restart, run))
+        cols["nowcast"] = level
+        return cols
+
+    def _jobs(self, since: float) -> pd.DataFrame | None:
+        """The jobs set 4 reads at the bins ending after ``since`` (None: no forecaster of
+        set 4): the logs' ended runs and, where Slurm's snapshots exist, the jobs Slurm
+        showed running; as follow sees the logs, never a job of theirs running (it landed
+        after its end)."""
+        if all(s.forecaster.metadata["feature_set"] != 4 for s in self.series):
+            return None
+        from iosight.bursts._jobstate import load_jobs
+        from iosight.bursts._scheduler import scheduler_jobs
+
+        jobs = load_jobs(self.warehouse)
+        return scheduler_jobs(self.warehouse, jobs, logs_until=-math.inf, since=since)
+
     def _windows(self) -> list[int]:
         return [ema_span_bins(m, self.width) for m in EMA_MINUTES]
 
-    def _advance(self, s: _Series, known: pd.DataFrame, newest: int) -> pd.DataFrame:
+    def _advance(
+        self, s: _Series, known: pd.DataFrame, newest: int, jobs: pd.DataFrame | None
+    ) -> pd.DataFrame:
         """``s``'s forecasts at the ends of bins ``s.last + 1 .. newest`` from the rows
-        ``known`` (those known since ``s.last``, and maybe earlier ones: skipped)."""
+        ``known`` (those known since ``s.last``, and maybe earlier ones: skipped) and, for
+        set 4, the scheduler's view ``jobs``."""
         md = s.forecaster.metadata
         first = s.last + 1
         known = known[known["known_start"] >= first * self.width - self.width / 2]
         starts = np.arange(first, newest + 1) * self.width
-        X = self._features(s, known_rows(known, starts, self.width, earlier=True))
+        X = self._features(s, known_rows(known, starts, self.width, earlier=True), starts, jobs)
         out = s.forecaster.forecast(X, starts, self.width)
         s.last = newest
         out["as_of"] = out.pop("at") + self.width
         out["model"], out["direction"] = s.forecaster.name, md["direction"]
         return out
 
-    def _features(self, s: _Series, rows) -> np.ndarray:
-        """The feature rows of ``rows``' bins under ``logs`` (sets 1-3, as
+    def _features(self, s: _Series, rows, starts: np.ndarray, jobs) -> np.ndarray:
+        """The feature rows of ``rows``' bins ``starts`` under ``logs`` (as
         :func:`iosight.bursts.make_features` computes them in one pass over all bins),
-        the EMAs continued from ``s.sums``, which move to the last bin."""
+        the EMAs continued from ``s.sums`` and set 4's burst run from ``s.run``, which
+        move to the last bin."""
         md = s.forecaster.metadata
         direction, feature_set = md["direction"], md["feature_set"]
         names = feature_names(direction, feature_set, "logs")
@@ -184,6 +237,9 @@ class FollowForecasts:
                 cols[f"ema{m}"] = 2.0 / (n + 1) * sums
             cols["macd_short"] = cols["ema60"] - cols["ema130"]
             cols["macd_long"] = cols["ema500"] - cols["ema1000"]
+        if feature_set == 4:
+            cols.update(self._state(s, cols[f"{direction}_bytes"], starts, jobs, s.run))
+            s.run = float(cols["run_length"][-1])
         return np.column_stack([cols[c] for c in names])
 
 

@@ -135,7 +135,8 @@ class Forecaster:
         *,
         jobs: pd.DataFrame | None = None,
         known: pd.DataFrame | None = None,
-        n_jobs: int = -1,
+        workers: int = 0,
+        scheduler: str | None = None,
         progress: Progress | None = None,
     ) -> Forecaster:
         """A forecaster of the task ``settings`` (default: :class:`BurstTask`'s defaults)
@@ -163,8 +164,11 @@ class Forecaster:
         known : DataFrame, optional
             The known-at sums (:func:`iosight.bursts.load_known`), needed under ``logs``
             (every feature, persistence's too, is then what the logs held at t).
-        n_jobs : int
-            Leads fitted at once (threads; -1: every core).
+        workers : int
+            Leads fitted at once (threads; 0: one per core).
+        scheduler : str, optional
+            Address of a Dask cluster to fit the leads on instead
+            (:func:`iosight.parallel.map_items`).
         progress : Progress, optional
             Advanced as each lead is fitted.
         """
@@ -177,7 +181,8 @@ class Forecaster:
                  for lead in task.leads]  # fmt: skip
         prog = ensure_progress(progress)
         prog.start(len(items), f"training {','.join(task.model)} ({task.direction}, {task.mode})")
-        fits = parallel_map(lambda item: _fit_lead(item, task), items, n_jobs, prog)
+        fits = parallel_map(lambda item: _fit_lead(item, task), items, prog, workers=workers,
+                            scheduler=scheduler)  # fmt: skip
         prog.finish()
         fc = cls(task, _metadata(task, timeline, items, fits))
         for item, lead_fit in zip(items, fits, strict=True):
@@ -293,18 +298,31 @@ class Forecaster:
         return pd.concat(parts, ignore_index=True)
 
     def predict_next(
-        self, warehouse: Warehouse, at: float | None = None, *, feature_set: int | None = None
+        self,
+        warehouse: Warehouse,
+        at: float | None = None,
+        *,
+        feature_set: int | None = None,
+        running: str = "auto",
     ) -> BurstPrediction:
         """:meth:`predict` on the warehouse's timeline (and jobs, for feature set 4): the
-        bins after ``at`` (epoch s; None = the timeline's last bin)."""
-        from iosight.bursts._jobstate import load_jobs
+        bins after ``at`` (epoch s; None = the timeline's last bin). Set 4: ``running``
+        says where the running jobs come from (:func:`iosight.bursts.set4_jobs`: ``slurm``,
+        ``logs``, or ``auto``, Slurm's snapshots where the warehouse has them), and the
+        table's column ``running_jobs`` which was used."""
         from iosight.bursts._known import load_known
+        from iosight.bursts._scheduler import set4_jobs
         from iosight.timeline import load_timeline
 
-        jobs = load_jobs(warehouse) if self.metadata["feature_set"] == 4 else None
+        jobs, source = None, None
+        if self.metadata["feature_set"] == 4:
+            jobs, source = set4_jobs(warehouse, running)
         known = load_known(warehouse) if self.information == "logs" else None
-        return self.predict(load_timeline(warehouse), at, feature_set=feature_set, jobs=jobs,
+        pred = self.predict(load_timeline(warehouse), at, feature_set=feature_set, jobs=jobs,
                             known=known)  # fmt: skip
+        if source is not None:
+            pred.table["running_jobs"] = source
+        return pred
 
     def save(self, warehouse: Warehouse) -> Path:
         """Write the model folder ``models/<name>/`` atomically (:mod:`iosight._modelio`:
@@ -356,16 +374,17 @@ def train_forecaster(
     *,
     jobs: pd.DataFrame | None = None,
     known: pd.DataFrame | None = None,
-    n_jobs: int = -1,
+    workers: int = 0,
+    scheduler: str | None = None,
     progress: Progress | None = None,
     **settings,
 ) -> Forecaster:
     """Train a deployable forecaster on the timeline ``df``: :meth:`Forecaster.fit` of
     ``task`` with ``settings`` changed, or of a task of ``settings`` (:class:`BurstTask`
     fields as keywords: ``direction``, ``model``, ``max_lead``, ...). ``jobs``, ``known``,
-    ``n_jobs`` and ``progress`` are :meth:`Forecaster.fit`'s."""
-    return Forecaster.fit(df, make_task(task, settings), jobs=jobs, known=known, n_jobs=n_jobs,
-                          progress=progress)  # fmt: skip
+    ``workers``, ``scheduler`` and ``progress`` are :meth:`Forecaster.fit`'s."""
+    return Forecaster.fit(df, make_task(task, settings), jobs=jobs, known=known,
+                          workers=workers, scheduler=scheduler, progress=progress)  # fmt: skip
 
 
 def _lead_data(builder: DatasetBuilder, task: BurstTask, lead: int, severity: bool) -> dict:

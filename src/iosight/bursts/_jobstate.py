@@ -43,7 +43,10 @@ def load_jobs(warehouse: Warehouse) -> pd.DataFrame:
     ``source``, ``nprocs``, ``uid``,
     ``known_at`` (when its log landed: ``iosight.warehouse.KNOWN_AT``) and POSIX+STDIO
     ``read_bytes`` / ``write_bytes`` (records where present, else ``job_totals``), the
-    layers the timeline counts (``iosight.timeline``)."""
+    layers the timeline counts (``iosight.timeline``).
+
+    ``warehouse``: the warehouse read.
+    """
     from iosight.timeline import LAYERS
     from iosight.warehouse import KNOWN_AT
 

@@ -35,7 +35,10 @@ def check_information(information: str) -> None:
 
 def load_known(warehouse: Warehouse) -> pd.DataFrame:
     """The stored timeline's known-at sums (:func:`iosight.timeline.known_sums`): its
-    jobs streamed again, about as long as a timeline build."""
+    jobs streamed again, about as long as a timeline build.
+
+    ``warehouse``: the warehouse read.
+    """
     from iosight.timeline import known_sums
 
     return known_sums(warehouse)

@@ -44,7 +44,10 @@ class BurstLabels:
         return float(self.is_burst.mean()) if self.is_burst.size else 0.0
 
     def sigma(self, values: np.ndarray) -> np.ndarray:
-        """``(values - mean) / std``: distance from the mean in standard deviations."""
+        """``(values - mean) / std``: distance from the mean in standard deviations.
+
+        ``values``: bytes per bin.
+        """
         return (np.asarray(values, dtype=np.float64) - self.mean) / self.std
 
 

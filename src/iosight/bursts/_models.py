@@ -105,7 +105,10 @@ def model_names(spec: str | list[str]) -> list[str]:
 
 
 def make_pipeline(name: str, seed: int, params: dict | None = None):
-    """The model's pipeline (signed log1p, scaling, classifier) with ``params`` set."""
+    """The model's pipeline (signed log1p, scaling, classifier) with ``params`` set.
+
+    ``name``: the model (:data:`MODELS`); ``seed``: the random seed.
+    """
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import FunctionTransformer, StandardScaler
 

@@ -67,12 +67,18 @@ def unseen_bytes(
     jobs: pd.DataFrame, bin_start: np.ndarray, width: float, direction: str
 ) -> np.ndarray:
     """Per bin t, the bytes in t of the jobs started before its end ``T`` whose log had
-    not landed by ``T``, at their analog rates over their time in the bin up to ``T``."""
+    not landed by ``T``, at their analog rates over their time in the bin up to ``T``.
+    With the scheduler's view (:func:`iosight.bursts.scheduler_jobs`), the jobs it shows
+    running at ``T`` (``running_from`` < T < ``running_until``)."""
     start = jobs["start_time"].to_numpy(np.float64)
     ends = np.asarray(bin_start, np.float64) + width
     n = len(ends)
-    first = np.searchsorted(ends, start, side="right")  # bin holding the start
-    stop = np.searchsorted(ends, known_at(jobs), side="right")  # bin the log landed in
+    if "running_from" in jobs:
+        first = np.searchsorted(ends, jobs["running_from"].to_numpy(np.float64), side="right")
+        stop = np.searchsorted(ends, jobs["running_until"].to_numpy(np.float64), side="left")
+    else:
+        first = np.searchsorted(ends, start, side="right")  # bin holding the start
+        stop = np.searchsorted(ends, known_at(jobs), side="right")  # bin the log landed in
     count = np.maximum(stop - first, 0)
     job = np.repeat(np.arange(len(start)), count)
     bins = np.repeat(first - np.cumsum(count) + count, count) + np.arange(count.sum())

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from iosight._errors import IosightError, check_param
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -27,13 +29,18 @@ SCHED_JOBS = "sched_jobs"
 SCHED_SNAPSHOTS = "sched_snapshots"
 RUNNING = frozenset({"RUNNING", "COMPLETING"})
 PENDING = "PENDING"
+#: where feature set 4's running jobs come from (:func:`set4_jobs`)
+RUNNING_SOURCES = ("auto", "slurm", "logs")
 _UNLIMITED_RUN = 365 * 86400.0  # how long a running job without a time limit may run
 SCHED_COLUMNS = ("jobid", "name", "user", "partition", "nodes", "ntasks", "state",
                  "submit_time", "start_time", "end_time", "time_limit_s")  # fmt: skip
 
 
 def last_snapshot(warehouse: Warehouse, at: float | None = None) -> tuple[float, str] | None:
-    """Time and source of the last snapshot taken at or before ``at`` (default: any)."""
+    """Time and source of the last snapshot taken at or before ``at`` (default: any).
+
+    ``warehouse``: the warehouse holding ``sched_snapshots``.
+    """
     if not warehouse.has_table(SCHED_SNAPSHOTS):
         return None
     where, params = ("where known_at <= ?", [float(at)]) if at is not None else ("", [])
@@ -49,7 +56,10 @@ def last_snapshot(warehouse: Warehouse, at: float | None = None) -> tuple[float,
 
 def sched_snapshot(warehouse: Warehouse, at: float | None = None) -> pd.DataFrame:
     """The jobs of the last snapshot taken at or before ``at`` (``sched_jobs`` rows);
-    empty when there is none yet or it held no job."""
+    empty when there is none yet or it held no job.
+
+    ``warehouse``: the warehouse holding the snapshots.
+    """
     return _jobs_of(warehouse, last_snapshot(warehouse, at))
 
 
@@ -74,7 +84,10 @@ class SchedulerView:
 
 
 def scheduler_view(warehouse: Warehouse, at: float | None = None) -> SchedulerView:
-    """The scheduler's view at ``at`` (epoch s; default the last snapshot)."""
+    """The scheduler's view at ``at`` (epoch s; default the last snapshot).
+
+    ``warehouse``: the warehouse holding the snapshots.
+    """
     last = last_snapshot(warehouse, at)
     jobs = _jobs_of(warehouse, last)
     running = jobs[jobs["state"].isin(RUNNING)].reset_index(drop=True)
@@ -92,6 +105,8 @@ def slurm_running_jobs(warehouse: Warehouse, at: float | None = None) -> pd.Data
     are unknown: its bytes are 0 and its end is the end of its time limit (a year where it
     has none), Slurm's own expectation, never before the snapshot; ``known_at`` is that
     end too, so no run is taken as an ended one before it could have ended.
+
+    ``warehouse``: the warehouse holding the snapshots.
     """
     view = scheduler_view(warehouse, at)
     seen = view.as_of if view.as_of is not None else -np.inf
@@ -125,26 +140,43 @@ def _as_jobs(run: pd.DataFrame, seen: np.ndarray) -> pd.DataFrame:
     )
 
 
-def scheduler_jobs(warehouse: Warehouse, jobs: pd.DataFrame) -> pd.DataFrame:
+def scheduler_jobs(
+    warehouse: Warehouse,
+    jobs: pd.DataFrame,
+    *,
+    logs_until: float | None = None,
+    since: float = -np.inf,
+) -> pd.DataFrame:
     """The jobs of feature set 4 with Slurm's view of the running ones: ``jobs``
-    (:func:`load_jobs`, with ``jobid``) counted running only before the first snapshot,
-    plus one row per job and snapshot that showed it running, counted running from that
+    (:func:`load_jobs`, with ``jobid``) counted running only before ``logs_until``, plus
+    one row per job and snapshot that showed it running, counted running from that
     snapshot until the next one or until the job's log is known, whichever is first.
 
-    The window a row counts as running in is ``running_from`` / ``running_until``
-    (read by :func:`job_state`); Slurm's rows never count as ended runs (``known_at``
-    infinite). ``jobs`` unchanged when the warehouse has no snapshot.
+    ``logs_until``: until when the logs' jobs stand for the scheduler's view (default:
+    the first snapshot, as the batch ``logs`` regime assumes before it; ``-inf``: never,
+    as follow mode sees them: a log lands after its job ended, so the logs known at t
+    show no job running at t). ``since``: only Slurm's rows of snapshots whose window
+    reaches past it (a caller that needs bins ending after ``since`` only: follow mode
+    reads the snapshots of the bins it forecasts, not the year's). The window a row
+    counts as running in is
+    ``running_from`` / ``running_until`` (read by :func:`job_state` and the nowcast);
+    Slurm's rows never count as ended runs (``known_at`` infinite). ``jobs`` unchanged
+    when the warehouse has no snapshot and ``logs_until`` is not given.
+
+    ``warehouse``: the warehouse holding the snapshots.
     """
     import pandas as pd
 
     first = _first_snapshot(warehouse)
-    if first is None:
-        return jobs
+    if logs_until is None:
+        if first is None:
+            return jobs
+        logs_until = first
     logs = jobs.assign(running_from=jobs["start_time"],
-                       running_until=np.minimum(jobs["end_time"], first))  # fmt: skip
-    if not warehouse.has_table(SCHED_JOBS):  # every snapshot was empty: nothing ran
+                       running_until=np.minimum(jobs["end_time"], logs_until))  # fmt: skip
+    if first is None or not warehouse.has_table(SCHED_JOBS):  # no snapshot, or all empty
         return logs
-    run = _running_windows(warehouse)
+    run = _running_windows(warehouse, since)
     landed = jobs.groupby("jobid")["known_at"].min()
     log_at = run["jobid"].map(landed).to_numpy(np.float64)
     until = np.fmin(run["until"].to_numpy(np.float64), log_at)
@@ -158,6 +190,27 @@ def scheduler_jobs(warehouse: Warehouse, jobs: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([logs, slurm], ignore_index=True)
 
 
+def set4_jobs(warehouse: Warehouse, running: str = "auto") -> tuple[pd.DataFrame, str]:
+    """Feature set 4's jobs of ``warehouse`` and where their running jobs come from:
+    ``"slurm"`` (Slurm's snapshots, :func:`scheduler_jobs`: the logs' jobs stand in before
+    the first) or ``"logs"`` (:func:`load_jobs`: the logs' start times, sizes and
+    executables, as the batch ``logs`` regime assumes the scheduler knew them).
+    ``running``: one of those, or ``"auto"``, Slurm's where the warehouse has a snapshot."""
+    from iosight.bursts._jobstate import load_jobs
+
+    check_param("running", running, running in RUNNING_SOURCES, "'auto', 'slurm' or 'logs'")
+    has = _first_snapshot(warehouse) is not None
+    if running == "slurm" and not has:
+        raise IosightError(
+            f"no Slurm snapshot in {warehouse.path} (table {SCHED_SNAPSHOTS}): poll them with "
+            "iosight live's slurm feed, or take the running jobs from the logs"
+        )
+    jobs = load_jobs(warehouse)
+    if running == "logs" or not has:
+        return jobs, "logs"
+    return scheduler_jobs(warehouse, jobs), "slurm"
+
+
 def _first_snapshot(warehouse: Warehouse) -> float | None:
     """Time of the first snapshot (None: none)."""
     if not warehouse.has_table(SCHED_SNAPSHOTS):
@@ -167,14 +220,15 @@ def _first_snapshot(warehouse: Warehouse) -> float | None:
     return None if row["t"] is None else float(row["t"])
 
 
-def _running_windows(warehouse: Warehouse) -> pd.DataFrame:
-    """The running rows of every snapshot with ``seen`` (its time) and ``until`` (the
-    next snapshot's; infinite after the last)."""
+def _running_windows(warehouse: Warehouse, since: float = -np.inf) -> pd.DataFrame:
+    """The running rows of every snapshot whose window ends after ``since``, with
+    ``seen`` (its time) and ``until`` (the next snapshot's; infinite after the last)."""
     states = ", ".join(f"'{s}'" for s in sorted(RUNNING))
     return warehouse.sql(
-        "with s as (select known_at, lead(known_at) over (order by known_at) as nxt "
-        f"from (select distinct known_at from {SCHED_SNAPSHOTS})) "
-        "select j.*, s.known_at as seen, coalesce(s.nxt, 'inf'::double) as until "
+        "with s as (select known_at, coalesce(lead(known_at) over (order by known_at), "
+        f"'inf'::double) as nxt from (select distinct known_at from {SCHED_SNAPSHOTS})) "
+        "select j.*, s.known_at as seen, s.nxt as until "
         f"from {SCHED_JOBS} j join s using (known_at) where j.state in ({states}) "
-        "order by seen, jobid"
+        "and s.nxt > ? order by seen, jobid",
+        [float(since)],
     )

@@ -193,7 +193,12 @@ def task_grid(
 ) -> list[BurstTask]:
     """Every task of ``base`` crossed over the lists (or comma-separated strings), regime
     first and horizon last (the evaluation table's order); ``k`` holds fixed thresholds
-    per direction (else ``base``'s ``target_fraction`` chooses them)."""
+    per direction (else ``base``'s ``target_fraction`` chooses them).
+
+    ``information``: ``live`` and/or ``logs``; ``directions``: ``read`` and/or ``write``;
+    ``feature_sets``: feature sets 1 to 4; ``modes``: ``interval`` and/or ``lead``;
+    ``horizons``: horizons in minutes.
+    """
     lists = (parse_list(information, name="information"),
              parse_list(directions, name="directions"),
              parse_list(feature_sets, int, "feature_sets"), parse_list(modes, name="modes"),
@@ -206,27 +211,27 @@ def task_grid(
 
 
 def parallel_map(
-    func: Callable, items: list, n_jobs: int, progress: Progress, weight: Callable = lambda _: 1
+    func: Callable,
+    items: list,
+    progress: Progress,
+    *,
+    workers: int = 0,
+    scheduler: str | None = None,
+    weight: Callable = lambda _: 1,
 ) -> list:
-    """``[func(item) for item in items]`` on ``n_jobs`` threads (-1: every core), the
-    ``progress`` advanced by ``weight(item)`` as each item finishes. Threads share the
-    feature matrices without copies; scikit-learn's and XGBoost's fitting releases the GIL."""
-    import os
+    """``[func(item) for item in items]`` through :func:`iosight.parallel.map_items`: on
+    ``workers`` threads (0: one per core; threads share the feature matrices without
+    copies, and scikit-learn's and XGBoost's fitting releases the GIL) or on the Dask
+    cluster at ``scheduler``, the ``progress`` advanced by ``weight(item)`` as each item
+    finishes. The models fit on one thread each (``n_jobs=1``), so ``workers`` bounds
+    the cores in use."""
+    from iosight.parallel import map_items
 
-    from joblib import Parallel, delayed
-
-    n = (os.cpu_count() or 1) if n_jobs < 0 else max(1, n_jobs)
-    out = [None] * len(items)
-    run = Parallel(n_jobs=min(n, max(1, len(items))), prefer="threads",
-                   return_as="generator_unordered")  # fmt: skip
-
-    def job(i):
-        return i, func(items[i])
-
-    for i, result in run(delayed(job)(i) for i in range(len(items))):
-        out[i] = result
+    def done(i: int, _) -> None:
         progress.advance(weight(items[i]), **_fields(items[i]))
-    return out
+
+    return map_items(func, items, workers=workers, scheduler=scheduler, threads=True,
+                     on_done=done)  # fmt: skip
 
 
 def _fields(item) -> dict:

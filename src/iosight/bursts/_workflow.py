@@ -24,7 +24,11 @@ EVALUATION_TABLE = "burst_evaluation"
 @dataclass(frozen=True)
 class TrainResult:
     """The evaluation table, the names of the forecasters saved and, per saved
-    forecaster, the candidate chosen on validation for each lead."""
+    forecaster, the candidate chosen on validation for each lead.
+
+    ``evaluation``: the evaluation rows appended; ``saved``: the forecasters saved; ``chosen``:
+    per saved forecaster, lead to the candidate chosen.
+    """
 
     evaluation: pd.DataFrame
     saved: list[str]
@@ -53,7 +57,8 @@ def train_bursts(
     k: dict[str, float] | None = None,
     information: str | list[str] = "live",
     save: bool = True,
-    n_jobs: int = -1,
+    workers: int = 0,
+    scheduler: str | None = None,
     progress: Progress | None = None,
     **settings,
 ) -> TrainResult:
@@ -75,8 +80,10 @@ def train_bursts(
         severity models when ``severity`` is among the targets.
     save : bool
         Save the forecasters (else only evaluate).
-    n_jobs : int
-        Data sets (or leads) fitted at once (threads; -1: every core).
+    workers : int
+        Data sets (or leads) fitted at once (threads; 0: one per core).
+    scheduler : str, optional
+        Address of a Dask cluster to fit them on instead.
     progress : Progress, optional
         Advanced as models are fitted.
     **settings
@@ -99,13 +106,14 @@ def train_bursts(
     jobs = load_jobs(warehouse) if any(t.feature_set == 4 for t in tasks) else None
     known = load_known(warehouse) if any(t.information == "logs" for t in tasks) else None
     target_list = parse_list(targets, name="targets")
-    ev = evaluate_tasks(df, tasks, target_list, jobs=jobs, known=known, n_jobs=n_jobs,
-                        progress=progress)  # fmt: skip
+    where = {"workers": workers, "scheduler": scheduler}
+    ev = evaluate_tasks(df, tasks, target_list, jobs=jobs, known=known, progress=progress,
+                        **where)  # fmt: skip
     ev.insert(0, "trained_at", pd.Timestamp.now(tz="UTC").isoformat())
     _store_evaluation(warehouse, ev)
     chosen = {}
     for task in _forecaster_tasks(ev, tasks, "severity" in target_list) if save else []:
-        fc = Forecaster.fit(df, task, jobs=jobs, known=known, n_jobs=n_jobs, progress=progress)
+        fc = Forecaster.fit(df, task, jobs=jobs, known=known, progress=progress, **where)
         fc.save(warehouse)
         chosen[fc.name] = fc.metadata["chosen"]
     return TrainResult(ev, list(chosen), chosen)
@@ -161,11 +169,17 @@ def load_evaluation(warehouse: Warehouse) -> pd.DataFrame:
     return warehouse.table(EVALUATION_TABLE).to_pandas()
 
 
-def refit_forecaster(warehouse: Warehouse, name: str, *, n_jobs: int = -1) -> Forecaster:
+def refit_forecaster(
+    warehouse: Warehouse, name: str, *, workers: int = 0, scheduler: str | None = None
+) -> Forecaster:
     """The saved forecaster ``name`` trained again, with its own settings, on the timeline
     (and, under ``logs``, the known-at sums) the warehouse holds now, and saved in its
     place (an atomic save: a reader sees the old model or the new one). ``iosight live``
-    refits on a schedule this way while it keeps answering."""
+    refits on a schedule this way while it keeps answering.
+
+    ``warehouse``: the warehouse holding the forecaster and the timeline; ``workers`` and
+    ``scheduler`` are :meth:`Forecaster.fit`'s.
+    """
     from iosight.bursts._jobstate import load_jobs
     from iosight.bursts._known import load_known
     from iosight.timeline import load_timeline
@@ -173,6 +187,7 @@ def refit_forecaster(warehouse: Warehouse, name: str, *, n_jobs: int = -1) -> Fo
     task = load_forecaster(warehouse, name).settings
     jobs = load_jobs(warehouse) if task.feature_set == 4 else None
     known = load_known(warehouse) if task.information == "logs" else None
-    fc = Forecaster.fit(load_timeline(warehouse), task, jobs=jobs, known=known, n_jobs=n_jobs)
+    fc = Forecaster.fit(load_timeline(warehouse), task, jobs=jobs, known=known,
+                        workers=workers, scheduler=scheduler)  # fmt: skip
     fc.save(warehouse)
     return fc

@@ -31,6 +31,27 @@ WAREHOUSE_OPT = typer.Option(
 )
 
 
+def _workers_option(value: int) -> int:
+    """``--workers`` checked while the command line is parsed: a bad count is one error
+    line before any work."""
+    if value:  # 0, the default, needs no check (nor the import)
+        from iosight.parallel import check_workers
+
+        with cli_errors():
+            check_workers(value)
+    return value
+
+
+# where heavy work runs, the same two options on every command that has it
+# (iosight.parallel: local workers, or a Dask cluster)
+WORKERS_OPT = typer.Option(
+    0, "--workers", help="Local workers (0: one per core).", callback=_workers_option
+)
+SCHEDULER_OPT = typer.Option(
+    None, "--scheduler", help="Dask scheduler address: run the work on that cluster instead."
+)
+
+
 def _format_option(value: str) -> str:
     """Every command's ``--format``, checked while the command line is parsed, so a bad
     one is one error line before any work (also where the work prints no frame)."""

@@ -8,7 +8,9 @@ import typer
 
 from iosight.cli._common import (
     FORMAT_OPT,
+    SCHEDULER_OPT,
     WAREHOUSE_OPT,
+    WORKERS_OPT,
     RichProgress,
     cli_errors,
     console,
@@ -71,7 +73,8 @@ def train(
     search_iter: int = typer.Option(0, help="Hyper-parameter candidates per model (0: defaults)."),
     cv_splits: int = typer.Option(3, help="Time-series folds of the search (at least 2)."),
     seed: int = typer.Option(0, help="Seed of models and searches."),
-    jobs: int = typer.Option(-1, "--jobs", help="Tasks fitted at once (-1: every core)."),
+    workers: int = WORKERS_OPT,
+    scheduler: str = SCHEDULER_OPT,
     save: bool = typer.Option(True, help="Save the best forecaster per direction."),
     information: str = typer.Option(
         "live", help="live (bytes known up to t) and/or logs (only the logs landed by t)."
@@ -89,7 +92,8 @@ def train(
             feature_sets=features, modes=mode, horizons=horizons, targets=target,
             k=_k(k_read, k_write), target_fraction=target_fraction,
             threshold_from=threshold_from, search_iter=search_iter, cv_splits=cv_splits,
-            seed=seed, information=information, save=save, n_jobs=jobs,
+            seed=seed, information=information, save=save, workers=workers,
+            scheduler=scheduler,
             progress=RichProgress(fields=("direction", "horizon_min", "lead")),
         )  # fmt: skip
         shown = r.evaluation.drop(columns=["trained_at", "params", "n_train", "n_test", "k"])
@@ -105,6 +109,12 @@ def predict(
     at: str = typer.Option(None, help="Time (UTC) to predict from; default the last bin."),
     model: str = typer.Option("bursts-write", help="Saved model name."),
     features: int = typer.Option(None, help="Refuse a model of another feature set."),
+    running: str = typer.Option(
+        "auto",
+        help="Feature set 4: the running jobs from 'slurm' (the warehouse's Slurm snapshots), "
+        "'logs' (their logs' start times), or 'auto' (slurm where there are snapshots); "
+        "column running_jobs says which.",
+    ),
     fmt: str = FORMAT_OPT,
 ) -> None:
     """Burst yes/no, probability and severity for the next bins (24 five-minute bins)."""
@@ -114,7 +124,8 @@ def predict(
 
         wh = open_warehouse(warehouse)
         fc = load_forecaster(wh, model)
-        p = fc.predict_next(wh, None if at is None else parse_time(at), feature_set=features).table
+        when = None if at is None else parse_time(at)
+        p = fc.predict_next(wh, when, feature_set=features, running=running).table
         if fmt == "table":  # on screen the UTC time says what bin_start (epoch s) says
             p = p.drop(columns="bin_start")
         print_frame(p, fmt, title=f"{model}: {fc.describe()}")

@@ -40,7 +40,7 @@ def insights(
         wh = open_warehouse(warehouse, write=True)
         t = load_thresholds(thresholds)
         if report:
-            from iosight.report.insights import report_dir
+            from iosight.report import report_dir
 
             report_dir(report)  # a bad path fails now, not after the rules ran
         run = compute_insights(wh, where=where, thresholds=t, progress=RichProgress())
@@ -58,9 +58,9 @@ def insights(
         if not trend.empty:
             print_frame(trend, title="percent of each month's jobs (top rules by time at stake)")
         if report:
-            from iosight.report.insights import write_insights_report
+            from iosight.report.insights import write_report
 
-            path = write_insights_report(view, report, title=f"I/O insights: {wh.path}")
+            path = write_report(view, report, title=f"I/O insights: {wh.path}")
             console.print(f"report: {path}")
 
 

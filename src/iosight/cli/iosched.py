@@ -6,7 +6,15 @@ from pathlib import Path
 
 import typer
 
-from iosight.cli._common import FORMAT_OPT, RichProgress, cli_errors, console, print_frame
+from iosight.cli._common import (
+    FORMAT_OPT,
+    SCHEDULER_OPT,
+    WORKERS_OPT,
+    RichProgress,
+    cli_errors,
+    console,
+    print_frame,
+)
 
 group = typer.Typer(
     help="Schedule distributed I/O resources (I/O nodes, OSTs) among applications.",
@@ -36,7 +44,7 @@ def allocate(
     fmt: str = FORMAT_OPT,
 ) -> None:
     """How many and which I/O resources each application gets."""
-    from iosight.sched.ioresources import allocate_apps
+    from iosight.iosched import allocate_apps
 
     with cli_errors():
         table, load = allocate_apps(apps, resources, allocator, placement, seed)
@@ -56,7 +64,7 @@ def simulate(
     """Schedule, then simulate until the first application finishes."""
     import pandas as pd
 
-    from iosight.sched.ioresources import simulate_apps
+    from iosight.iosched import simulate_apps
 
     with cli_errors():
         table, metrics = simulate_apps(
@@ -81,7 +89,8 @@ def experiment(
     resources: int = RESOURCES,
     statistic: str = typer.Option("mean", help="FORGE repetitions: mean or best."),
     grid: str = typer.Option("interpolated", help="FORGE n: interpolated (1..8) or measured."),
-    workers: int = typer.Option(2, help="Worker processes."),
+    workers: int = WORKERS_OPT,
+    scheduler: str = SCHEDULER_OPT,
     robustness: bool = typer.Option(True, help="Also run the profile-curve study."),
     family_curves: str = typer.Option(
         "median", help="Profile-curve study: median (per n) or cubic (the paper's Fig. 11 fit)."
@@ -92,7 +101,7 @@ def experiment(
     forge_dir: Path = FORGE,
 ) -> None:
     """The simulation study of the paper (§V-C, §VI), in parallel and resumable."""
-    from iosight.sched.ioresources import (
+    from iosight.iosched import (
         ExperimentConfig,
         parse_loads,
         run_experiment,
@@ -113,7 +122,8 @@ def experiment(
             mckp_zero=mckp_zero,
             forge_dir=str(forge_dir) if forge_dir else None,
         )
-        done = run_experiment(cfg, out, workers=workers, progress=RichProgress())
+        done = run_experiment(cfg, out, workers=workers, scheduler=scheduler,
+                              progress=RichProgress())  # fmt: skip
         console.print(f"{done['run']} tasks run, {done['skipped']} already there, in {out}")
 
 
@@ -126,14 +136,18 @@ def report(
     fmt: str = FORMAT_OPT,
 ) -> None:
     """Figures like Fig. 5-13 of the paper and the table checking its conclusions."""
-    from iosight.report.iosched import report_from_folders
+    import pandas as pd
+
+    from iosight.report.iosched import write_report
 
     with cli_errors():
-        rep = report_from_folders(results, out, forge_dir=forge_dir, min_sets=min_sets)
-        print_frame(rep.conclusions, fmt, title="the paper's conclusions on our runs")
-        if rep.profiles is not None:
-            print_frame(rep.profiles, fmt, title="profile families and their fits")
-        console.print(f"{len(rep.figures)} figures; open {rep.html}")
+        page = write_report(results, out, forge_dir=forge_dir, min_sets=min_sets)
+        table = pd.read_csv(page.parent / "conclusions.csv", keep_default_na=False)
+        print_frame(table, fmt, title="the paper's conclusions on our runs")
+        if (page.parent / "profiles.csv").exists():
+            profiles = pd.read_csv(page.parent / "profiles.csv")
+            print_frame(profiles, fmt, title="profile families and their fits")
+        console.print(f"{len(list(page.parent.glob('*.png')))} figures; open {page}")
 
 
 def register(app: typer.Typer) -> None:

@@ -9,7 +9,9 @@ from rich.markup import escape
 
 from iosight.cli._common import (
     FORMAT_OPT,
+    SCHEDULER_OPT,
     WAREHOUSE_OPT,
+    WORKERS_OPT,
     RichProgress,
     cli_errors,
     console,
@@ -163,9 +165,8 @@ def fit(
     min_time: float = typer.Option(5.0, help="Drop samples faster than this (s), §IV-A."),
     train_max_nodes: int = typer.Option(128, help="Largest training scale; above it: test."),
     seed: int = typer.Option(0, help="Seed of the validation split and the tree models."),
-    jobs: int = typer.Option(
-        1, "--jobs", "-j", help="Parallel workers for the Lasso search (-1: every core)."
-    ),
+    workers: int = WORKERS_OPT,
+    scheduler: str = SCHEDULER_OPT,
     format: str = FORMAT_OPT,
 ) -> None:
     """Search Lasso over 255 training sets x shrinkage 0..10 and compare model families."""
@@ -179,7 +180,8 @@ def fit(
             min_time=min_time,
             train_max_nodes=train_max_nodes,
             seed=seed,
-            n_jobs=jobs,
+            workers=workers,
+            scheduler=scheduler,
             progress=RichProgress(),
         )
         path = model.save(out)

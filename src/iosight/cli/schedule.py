@@ -93,15 +93,15 @@ def start(
     fmt: str = _START_FORMAT_OPT,
 ) -> None:
     """Recommend a start delay for a job from a burst pattern or a burst model's forecast."""
+    from iosight import schedule as sched
     from iosight._errors import IosightError
-    from iosight.sched import burst_aware as ba
     from iosight.warehouse import Rows
 
     with cli_errors():
         if (pattern is None) == (model is None):
             raise IosightError("give either --pattern or --model")
         if pattern is not None:
-            choice = ba.choose_start(
+            choice = sched.choose_start(
                 pattern,
                 min_time,
                 max_time,
@@ -115,7 +115,7 @@ def start(
             first_bin = _parse_at(at)
             start_at = (time.time() if first_bin is None else first_bin) + choice.delay
         else:
-            rec = ba.recommend_start(
+            rec = sched.recommend_start(
                 open_warehouse(warehouse),
                 model,
                 min_time,
@@ -167,28 +167,28 @@ def simulate(
     fmt: str = FORMAT_OPT,
 ) -> None:
     """Run Algorithm 1 over every 24-bin window with a burst (Fig. 10-11)."""
+    from iosight import schedule as sched
     from iosight._errors import IosightError
-    from iosight.sched import burst_aware as ba
 
     with cli_errors():
-        apps = [ba.App.parse(a) for a in app] if app else list(ba.PAPER_APPS)
-        policies = policy or tuple(ba.POLICIES)
+        apps = [sched.App.parse(a) for a in app] if app else list(sched.PAPER_APPS)
+        policies = policy or tuple(sched.POLICIES)
         comparison = None
         if model is not None and series is not None:
             raise IosightError("give at most one of --series and --model")
         if model is not None:
-            study = ba.forecast_study(
+            study = sched.forecast_study(
                 open_warehouse(warehouse), model, apps, policies, estimator=estimator
             )
             sim, comparison = study.forecast, study.summary()
         else:
             if series is not None:
-                source = ba.read_burst_series(series, bin_s=bin_s)
+                source = sched.read_burst_series(series, bin_s=bin_s)
             else:
-                source = ba.burst_series(
+                source = sched.burst_series(
                     open_warehouse(warehouse), direction=direction, bin_s=bin_s, k=k
                 )
-            sim = ba.simulate_source(
+            sim = sched.simulate_source(
                 source, apps, policies, estimator=estimator, progress=RichProgress()
             )
         data = sim.settings.get("data")
@@ -203,9 +203,9 @@ def simulate(
         else:
             print_frame(comparison, fmt, title="chosen on forecasts vs on actual bursts")
         if out is not None:
-            from iosight.report.schedule import write_schedule_report
+            from iosight.report.schedule import write_report
 
-            index = write_schedule_report(sim, out, comparison=comparison)
+            index = write_report(sim, out, comparison=comparison)
             console.print(f"report: {index}")
 
 
@@ -223,13 +223,13 @@ def emulate(
 
     Writes bounded files (<= 256 MiB) in a temporary directory that is always removed.
     """
-    from iosight.sched import burst_aware as ba
+    from iosight import schedule as sched
 
     with cli_errors():
-        cfg = ba.EmulatorConfig(
+        cfg = sched.EmulatorConfig(
             bin_s=bin_s, job_bins=job_bins, writers=writers, repeats=repeats, directory=directory
         )
-        result = ba.emulate(pattern or ba.DEFAULT_PATTERNS, cfg, progress=RichProgress())
+        result = sched.emulate(pattern or sched.DEFAULT_PATTERNS, cfg, progress=RichProgress())
         if fmt == "table":
             console.print(
                 f"job writes {result.work_mb} MiB: min_time {result.min_time:.2f} s, "

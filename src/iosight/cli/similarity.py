@@ -9,7 +9,9 @@ import typer
 from iosight._errors import parse_list
 from iosight.cli._common import (
     FORMAT_OPT,
+    SCHEDULER_OPT,
     WAREHOUSE_OPT,
+    WORKERS_OPT,
     RichProgress,
     cli_errors,
     console,
@@ -184,6 +186,8 @@ def explore_cmd(
     eps: str = typer.Option("0.03,0.06,0.09,0.1,0.2,0.3", help="eps values (tree)."),
     algorithm: str = typer.Option("density", help="density or tree."),
     sample: int = typer.Option(10_000, help="Agglomerative sample size (tree)."),
+    workers: int = WORKERS_OPT,
+    scheduler: str = SCHEDULER_OPT,
     fmt: str = FORMAT_OPT,
 ) -> None:
     """Cluster once per SIM (Fig. 4): clusters, clusters with >= 2 and >= 10 jobs."""
@@ -191,21 +195,22 @@ def explore_cmd(
 
     with cli_errors():
         values = parse_list(sim if algorithm == "density" else eps, float, "sim/eps")
-        extra = {"sample": sample} if algorithm == "tree" else {}
         df = explore(
             open_warehouse(warehouse, write=True),
             coding,
             values,
             algorithm=algorithm,
+            sample=sample,
+            workers=workers,
+            scheduler=scheduler,
             progress=RichProgress(),
-            **extra,
         )
         print_frame(df, fmt)
 
 
 @group.command("find")
 def find_cmd(
-    job: str = typer.Argument(..., help="Job key or jobid."),
+    job: str = typer.Argument(..., help="Job id, job key or a job key prefix (6+ characters)."),
     warehouse: Path = WAREHOUSE_OPT,
     coding: str = CODING_OPT,
     top: int = typer.Option(20, help="How many similar jobs."),
@@ -234,7 +239,7 @@ def find_cmd(
 
 @group.command("cluster-of")
 def cluster_of_cmd(
-    job: str = typer.Argument(..., help="Job key or jobid."),
+    job: str = typer.Argument(..., help="Job id, job key or a job key prefix (6+ characters)."),
     warehouse: Path = WAREHOUSE_OPT,
     fmt: str = FORMAT_OPT,
 ) -> None:
@@ -263,21 +268,25 @@ def report_cmd(
     ),
     job: str = typer.Option(None, help="The chosen job (Table 2, series plots)."),
     sims: str = typer.Option("0.1,0.3,0.5,0.7,0.9,0.95,0.99", help="SIM values."),
+    workers: int = WORKERS_OPT,
+    scheduler: str = SCHEDULER_OPT,
 ) -> None:
     """An HTML report: Fig. 3, Fig. 4, Table 2, quality, series plots."""
     from iosight.data import locate
-    from iosight.report.similarity import build_report
+    from iosight.report.similarity import write_report
     from iosight.warehouse import default_path, is_warehouse_dir
 
     with cli_errors():
         # the codings CSV alone makes a report; a warehouse is read only when there is one
         optional = codings is not None and not is_warehouse_dir(warehouse or default_path())
-        path = build_report(
+        path = write_report(
             None if optional else open_warehouse(warehouse),
             out,
             codings_csv=locate(codings) if codings else None,
             job=job,
             sims=parse_list(sims, float, "sims"),
+            workers=workers,
+            scheduler=scheduler,
             progress=RichProgress(),
         )
     console.print((path.parent / "summary.txt").read_text(), highlight=False, markup=False)

@@ -12,7 +12,9 @@ from rich.markup import escape
 from iosight._errors import IosightError
 from iosight.cli._common import (
     FORMAT_OPT,
+    SCHEDULER_OPT,
     WAREHOUSE_OPT,
+    WORKERS_OPT,
     RichProgress,
     check_format,
     cli_errors,
@@ -27,8 +29,8 @@ from iosight.cli._common import (
 def ingest(
     paths: list[Path] = typer.Argument(..., help="Log files or directories (recursive)."),
     warehouse: Path = WAREHOUSE_OPT,
-    workers: int = typer.Option(0, help="Worker processes (0: one per core)."),
-    scheduler: str = typer.Option(None, help="Dask scheduler address to run readers on."),
+    workers: int = WORKERS_OPT,
+    scheduler: str = SCHEDULER_OPT,
     force: bool = typer.Option(False, help="Replace sources already ingested."),
     timeout: float = typer.Option(300.0, help="Seconds one log may take before it fails."),
     batch_size: int = typer.Option(

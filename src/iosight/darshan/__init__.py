@@ -12,7 +12,6 @@ __getattr__, __dir__, __all__ = lazy_exports(
     {
         "_darshan2": ("read_darshan2",),
         "_darshan3": ("read_darshan3", "read_darshan3_bytes"),
-        "_jobtotals": ("read_job_totals",),
         "_parser_text": ("read_parser_text", "write_parser_text"),
         "_pydarshan": ("read_pydarshan",),
         "_sources": (
@@ -30,7 +29,6 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "LogTables",
             "TableChunks",
             "jobs_schema",
-            "table_for_module",
             "table_pieces",
             "warnings_in",
         ),

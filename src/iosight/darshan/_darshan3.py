@@ -313,6 +313,8 @@ def read_darshan3(path: str | Path, *, chunked: bool = False) -> LogTables:
     they are iterated, for a caller that writes each piece away (ingest: a log of
     millions of segments then costs its region and one piece, not all its rows).
 
+    ``path``: the log.
+
     Raises
     ------
     CorruptLogError
@@ -329,7 +331,10 @@ def read_darshan3(path: str | Path, *, chunked: bool = False) -> LogTables:
 def read_darshan3_bytes(
     blob: bytes, path: str | Path = "<bytes>", *, chunked: bool = False
 ) -> LogTables:
-    """:func:`read_darshan3` of a log already in memory (``path`` names it in errors)."""
+    """:func:`read_darshan3` of a log already in memory (``path`` names it in errors).
+
+    ``blob``: the log's bytes; ``chunked``: as :func:`read_darshan3`.
+    """
     path = Path(path)
     if not blob:
         raise CorruptLogError(f"{path}: empty file")

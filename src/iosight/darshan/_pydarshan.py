@@ -62,6 +62,8 @@ def read_pydarshan(path: str | Path) -> LogTables:
     libdarshan-util's own messages (it prints to the C ``stderr``) are kept off the
     terminal: the first one becomes part of the error's reason.
 
+    ``path``: the log.
+
     Raises
     ------
     CorruptLogError

@@ -180,6 +180,8 @@ def read_source(
     against). ``chunked``: the native 3.x reader may give DXT tables as
     :class:`~iosight.darshan.TableChunks` (iterate them with
     :func:`~iosight.darshan.table_pieces`).
+
+    ``path``: the source (a log, a parser dump, a job-total table).
     """
     path = Path(path)
     check_reader_way(reader)

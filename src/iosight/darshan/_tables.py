@@ -199,7 +199,10 @@ class TableChunks:
     """A table given as pieces built one at a time as they are iterated (a big DXT
     region's segments, asked for with ``chunked=True``): a consumer that writes each
     piece away holds one piece, not the table. Iterable once; ``num_rows`` is known
-    before."""
+    before.
+
+    ``pieces``: the pieces, built as they are iterated.
+    """
 
     def __init__(self, pieces: Iterable[pa.Table], num_rows: int) -> None:
         self._pieces = iter(pieces)
@@ -210,7 +213,10 @@ class TableChunks:
 
 
 def table_pieces(table: pa.Table | TableChunks) -> Iterable[pa.Table]:
-    """A reader's table as the pieces to handle one at a time (a whole table: itself)."""
+    """A reader's table as the pieces to handle one at a time (a whole table: itself).
+
+    ``table``: a table, or its pieces.
+    """
     return table if isinstance(table, TableChunks) else (table,)
 
 

@@ -13,7 +13,12 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class DataFile:
-    """One file: its path inside the data directory, hash and pinned upstream location."""
+    """One file: its path inside the data directory, hash and pinned upstream location.
+
+    ``path``: its path inside the data set's folder; ``sha256``: its pinned hash; ``repo``: the
+    GitHub repository holding it; ``commit``: the pinned commit; ``upstream_path``: its path in
+    that repository.
+    """
 
     path: str
     sha256: str
@@ -29,7 +34,11 @@ class DataFile:
 
 @dataclass(frozen=True)
 class DataSet:
-    """A named data set: a folder of the data directory and what uses it."""
+    """A named data set: a folder of the data directory and what uses it.
+
+    ``name``: the name ``iosight data fetch`` takes; ``folder``: its folder in the data
+    directory; ``description``: what it is; ``used_by``: what reads it; ``files``: its files.
+    """
 
     name: str
     folder: str

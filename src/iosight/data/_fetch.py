@@ -35,7 +35,10 @@ def fetch_hint(name: str) -> str:
 
 
 def dataset_path(name: str, root: Path | None = None) -> Path:
-    """The folder of data set ``name``, or an error naming the fetch command to run."""
+    """The folder of data set ``name``, or an error naming the fetch command to run.
+
+    ``root``: the data directory (default :func:`data_dir`).
+    """
     ds = dataset(name)
     folder = (root or data_dir()) / ds.folder
     missing = [f for f in ds.files if not (folder.parent / f.path).is_file()]
@@ -53,6 +56,8 @@ def fetch(name: str, root: Path | None = None, progress: Progress | None = None)
     Files already there with the right sha256 are kept; a download whose sha256 differs
     from the pinned one is deleted and refused. ``$IOSIGHT_DATA_URL`` replaces GitHub
     with a mirror holding the same layout as the data directory.
+
+    ``progress``: told of each file (default: silent).
     """
     import pooch
 

@@ -41,8 +41,8 @@ def _lead_model(ctx: DemoContext, wh) -> str:
 
 
 def run(ctx: DemoContext) -> None:
-    from iosight.report.schedule import write_schedule_report
-    from iosight.sched.burst_aware import (
+    from iosight.report.schedule import write_report
+    from iosight.schedule import (
         burst_series,
         choose_start,
         forecast_study,
@@ -62,7 +62,7 @@ def run(ctx: DemoContext) -> None:
         f"{sim.n_windows} windows with a burst, {sim.n_patterns} distinct patterns"
     )
     ctx.show(sim.summary(), "Mean delay / run time / total time per policy (Fig. 10, synthetic)")
-    index = write_schedule_report(sim, ctx.workdir / "schedule-report")
+    index = write_report(sim, ctx.workdir / "schedule-report")
     ctx.artifacts["schedule_report"] = index
     ctx.say(f"figures (Fig. 10-11 equivalents): {index}")
 

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import sys
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from iosight._errors import CorruptLogError
 from iosight.demo import DemoContext
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 TITLE = "Darshan-style tracing of a Python program (iosight trace)"
 
@@ -42,7 +48,7 @@ WORKLOAD = textwrap.dedent(
 def run(ctx: DemoContext) -> None:
     from darshan.examples import example_logs
 
-    from iosight.trace import job_summary, run_traced
+    from iosight.trace import run_traced
 
     work = ctx.workdir / "trace"
     data, logs = work / "data", work / "logs"
@@ -59,7 +65,9 @@ def run(ctx: DemoContext) -> None:
     ctx.artifacts["trace_log"] = log
     shipped = Path(example_logs.__file__).parent
     examples = [shipped / n for n in ("example.darshan", "dxt.darshan") if (shipped / n).exists()]
-    ctx.show(job_summary([log, *examples]), "iosight's log (first row) beside real Darshan logs")
+    ctx.show(
+        _pydarshan_rows([log, *examples]), "iosight's log (first row) beside real Darshan logs"
+    )
     import darshan
 
     with darshan.DarshanReport(str(log), read_all=True) as r:
@@ -69,9 +77,48 @@ def run(ctx: DemoContext) -> None:
     cols += ["POSIX_BYTES_READ", "POSIX_ACCESS1_ACCESS", "POSIX_ACCESS1_COUNT"]
     ctx.show(c[cols], "POSIX records as PyDarshan reads them (rank -1: shared by all ranks)")
 
-    from iosight.warehouse import ingest
-    from iosight.warehouse import job_summary as warehouse_job
+    from iosight.warehouse import ingest, job_summary
 
     report = ingest([log], ctx.warehouse, workers=1)
     ctx.say(f"iosight ingest of the traced log: {report.summary()}")
-    ctx.show(warehouse_job(ctx.warehouse, "8080").modules, "job 8080 in the warehouse: per module")
+    ctx.show(job_summary(ctx.warehouse, "8080").modules, "job 8080 in the warehouse: per module")
+
+
+def _pydarshan_rows(paths: Sequence[Path]) -> pd.DataFrame:
+    """Job facts and I/O totals of each log, as PyDarshan (the ground-truth reader) reads
+    them: the traced log is a Darshan log like the shipped ones.
+
+    Columns: log, exe, jobid, nprocs, run_time, modules, files (name records of data
+    modules), shared (rank -1 records), POSIX and STDIO bytes read and written.
+    """
+    import darshan
+    import pandas as pd
+
+    rows = []
+    for path in map(Path, paths):
+        try:
+            report = darshan.DarshanReport(str(path), read_all=True)
+        except (RuntimeError, OSError, ValueError) as err:
+            raise CorruptLogError(f"PyDarshan cannot read {path}: {err}") from None
+        with report as r:
+            job = r.metadata["job"]
+            row = {
+                "log": path.name,
+                "exe": r.metadata["exe"][:60],
+                "jobid": job["jobid"],
+                "nprocs": job["nprocs"],
+                "run_time": round(float(job["run_time"]), 3),
+                "modules": ",".join(sorted(r.modules)),
+            }
+            ids, shared = set(), 0
+            for mod in ("POSIX", "STDIO"):
+                row[f"{mod.lower()}_read"] = row[f"{mod.lower()}_write"] = 0
+                if mod in r.records and len(r.records[mod]):
+                    c = r.records[mod].to_df()["counters"]
+                    row[f"{mod.lower()}_read"] = int(c[f"{mod}_BYTES_READ"].sum())
+                    row[f"{mod.lower()}_write"] = int(c[f"{mod}_BYTES_WRITTEN"].sum())
+                    ids |= set(c["id"].tolist())
+                    shared += int((c["rank"] == -1).sum())
+            row["files"], row["shared"] = len(ids), shared
+            rows.append(row)
+    return pd.DataFrame(rows)

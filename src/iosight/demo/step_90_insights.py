@@ -9,7 +9,7 @@ TITLE = "I/O insights: what is wrong with each job's I/O, and across all jobs"
 
 def run(ctx: DemoContext) -> None:
     from iosight.insights import compute_insights, facility_view, job_insights
-    from iosight.report.insights import write_insights_report
+    from iosight.report.insights import write_report
     from iosight.warehouse import ingest
 
     if not ctx.warehouse.has_table("jobs"):  # run alone (--only insights): the example logs
@@ -30,6 +30,6 @@ def run(ctx: DemoContext) -> None:
     ctx.show(view.summary_table().drop(columns="worst applications"), "facility view")
     if not view.not_evaluated.empty:
         ctx.show(view.not_evaluated, "rules some jobs' data could not evaluate")
-    ctx.artifacts["insights report"] = write_insights_report(
+    ctx.artifacts["insights report"] = write_report(
         view, ctx.workdir / "insights", title="I/O insights of the demo jobs (real logs)"
     )

@@ -16,8 +16,6 @@ from iosight.insights import (  # noqa: F401  (each module registers its rules)
     _requests,
 )
 from iosight.insights._compute import (
-    FINDINGS_TABLE,
-    JOBS_TABLE,
     InsightsRun,
     JobInsights,
     compute_insights,
@@ -25,13 +23,10 @@ from iosight.insights._compute import (
     job_insights,
 )
 from iosight.insights._facility import FacilityView, facility_view
-from iosight.insights._rules import LEVELS, NEEDS, RULES, Rule
+from iosight.insights._rules import NEEDS, RULES, Rule
 from iosight.insights._thresholds import Thresholds, load_thresholds
 
 __all__ = [
-    "FINDINGS_TABLE",
-    "JOBS_TABLE",
-    "LEVELS",
     "NEEDS",
     "RULES",
     "FacilityView",

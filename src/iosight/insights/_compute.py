@@ -51,7 +51,10 @@ JOBS_SCHEMA = pa.schema(
 
 @dataclass
 class InsightsRun:
-    """What :func:`compute_insights` did."""
+    """What :func:`compute_insights` did.
+
+    ``seconds``: how long it took.
+    """
 
     jobs: int  # jobs in scope
     evaluated: int  # jobs evaluated now (new, or stored with other thresholds)
@@ -68,7 +71,10 @@ class InsightsRun:
 
 
 def evaluate(data: _frame.JobData, t: Thresholds) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Every rule over the jobs of ``data``: (findings, one row per job)."""
+    """Every rule over the jobs of ``data``: (findings, one row per job).
+
+    ``t``: the rules' thresholds.
+    """
     jobs = data.jobs
     parts = []
     not_eval = np.full(len(jobs), "", dtype=object)
@@ -119,6 +125,9 @@ def compute_insights(
 
     Work goes in batches of ``batch_jobs`` jobs, each one SQL pass per frame and one
     atomic commit, so memory stays bounded and an interrupted run keeps what it committed.
+
+    ``warehouse``: the warehouse read; the findings are stored there; ``thresholds``: the rules'
+    thresholds (default: Drishti's); ``progress``: told of each batch (default: silent).
     """
     t = thresholds or Thresholds()
     warehouse.require("jobs")
@@ -157,7 +166,10 @@ def compute_insights(
 
 @dataclass
 class JobInsights:
-    """One job's findings (ordered by level) and the rules its data could not evaluate."""
+    """One job's findings (ordered by level) and the rules its data could not evaluate.
+
+    ``job_key``: the job; ``findings``: its findings, one row each.
+    """
 
     job_key: str
     findings: pd.DataFrame
@@ -185,7 +197,11 @@ class JobInsights:
 def job_insights(
     warehouse: Warehouse, ident: str, *, thresholds: Thresholds | None = None
 ) -> JobInsights:
-    """One job's insights: stored ones when current, else evaluated now (nothing written)."""
+    """One job's insights: stored ones when current, else evaluated now (nothing written).
+
+    ``warehouse``: the warehouse read; ``ident``: the job: its job id, job_key or a job_key
+    prefix; ``thresholds``: the rules' thresholds (default: Drishti's).
+    """
     t = thresholds or Thresholds()
     key = find_job(warehouse, ident)
     stored = None

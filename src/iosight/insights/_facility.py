@@ -56,7 +56,10 @@ class FacilityView:
         )
 
     def top_codes(self, n: int = 6) -> list[str]:
-        """The high/warn rules with the most time at stake (then the most jobs)."""
+        """The high/warn rules with the most time at stake (then the most jobs).
+
+        ``n``: how many rules.
+        """
         if self.rules.empty:
             return []
         bad = self.rules[self.rules["level"].isin(["high", "warn"])]
@@ -74,7 +77,11 @@ class FacilityView:
 
 
 def facility_view(warehouse: Warehouse, *, where: str | None = None, apps: int = 3) -> FacilityView:
-    """Summarise the stored insights of the jobs matching ``where`` (SQL on ``jobs``)."""
+    """Summarise the stored insights of the jobs matching ``where`` (SQL on ``jobs``).
+
+    ``warehouse``: the warehouse holding the stored insights; ``apps``: worst applications shown
+    per rule.
+    """
     warehouse.require(JOBS_TABLE, "run 'iosight insights' (or compute_insights) first")
     cond = f"where {where}" if where else ""
     scope = f"(select j.* from jobs j join {JOBS_TABLE} using (job_key) {cond})"

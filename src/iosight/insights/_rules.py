@@ -47,7 +47,12 @@ FINDING_COLUMNS = (
 
 @dataclass(frozen=True)
 class Rule:
-    """One insight: its Drishti code, family, what data it needs, and its evaluation."""
+    """One insight: its Drishti code, family, what data it needs, and its evaluation.
+
+    ``code``: its Drishti code; ``family``: the group it is listed under; ``title``: what it
+    finds, in words; ``needs``: what data it needs: ``totals``, ``records`` or ``nodes``
+    (:data:`NEEDS`); ``evaluate``: finds it in a per-job frame under thresholds.
+    """
 
     code: str
     family: str

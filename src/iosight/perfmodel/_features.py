@@ -67,7 +67,10 @@ class WritePattern:
     first_target: int = 0
 
     def check(self, platform: Platform) -> None:
-        """Raise :class:`IosightError` when the pattern does not fit the platform."""
+        """Raise :class:`IosightError` when the pattern does not fit the platform.
+
+        ``platform``: the platform the pattern runs on.
+        """
         check_param(
             "nodes",
             self.nodes,
@@ -99,7 +102,12 @@ class WritePattern:
 
 @dataclass(frozen=True)
 class FeatureSpec:
-    """One model feature: its name, stage and performance-related parameter (Tables I, II)."""
+    """One model feature: its name, stage and performance-related parameter (Tables I, II).
+
+    ``name``: the feature's column name; ``stage``: the write-path stage it describes;
+    ``parameter``: the performance-related parameter it measures; ``fn``: computes it from the
+    pattern's per-component loads.
+    """
 
     name: str
     stage: str
@@ -245,14 +253,21 @@ def feature_specs(platform: Platform, *, gpfs_count: int = 43) -> list[FeatureSp
 
 
 def feature_names(platform: Platform, *, gpfs_count: int = 43) -> list[str]:
-    """The names of the model's features on ``platform``, in column order."""
+    """The names of the model's features on ``platform``, in column order.
+
+    ``gpfs_count``: GPFS's count of targets in the features (Table II).
+    """
     return [s.name for s in feature_specs(platform, gpfs_count=gpfs_count)]
 
 
 def place_nodes(
     platform: Platform, n: int, placement: str = "block", *, first: int = 0, seed: int = 0
 ) -> np.ndarray:
-    """Node indices of a job: ``block`` (``first .. first+n-1``) or ``random`` (seeded)."""
+    """Node indices of a job: ``block`` (``first .. first+n-1``) or ``random`` (seeded).
+
+    ``platform``: the platform; ``n``: the job's node count; ``placement``: ``block`` or
+    ``random``; ``first``: the block's first node; ``seed``: the random placement's seed.
+    """
     check_param("placement", placement, placement in PLACEMENTS, "'block' or 'random'")
     check_seed(seed)
     check_param("nodes", n, 1 <= n <= platform.nodes, f"between 1 and {platform.nodes}")
@@ -307,7 +322,10 @@ def start_targets(platform: Platform, pattern: WritePattern, seed: int) -> np.nd
 
 
 def target_bytes(platform: Platform, pattern: WritePattern, seed: int = 0) -> np.ndarray:
-    """Bytes each OST / NSD receives from ``pattern`` (length: the platform's targets)."""
+    """Bytes each OST / NSD receives from ``pattern`` (length: the platform's targets).
+
+    ``platform``: the platform; ``seed``: the random placement's seed.
+    """
     sto = platform.storage
     start = start_targets(platform, pattern, seed)
     if platform.filesystem == "lustre":
@@ -389,6 +407,9 @@ def compute_features(
     """Features for every row of ``patterns`` (columns ``nodes, cores, size[, stripes]``).
 
     Rows may carry ``first_node`` (block placement start) and ``first_target``.
+
+    ``platform``: the platform the patterns run on; ``placement``: ``block`` or ``random`` node
+    placement; ``seed``: the random placement's seed.
     """
     import pandas as pd
 
@@ -423,7 +444,12 @@ def describe_features(
     seed: int = 0,
     gpfs_count: int = 43,
 ) -> pd.DataFrame:
-    """One row per feature (stage, parameter, feature, value) for ``features`` output."""
+    """One row per feature (stage, parameter, feature, value) for ``features`` output.
+
+    ``platform``: the platform the pattern runs on; ``pattern``: the write pattern; ``nodes``:
+    its compute nodes (default: a block from node 0); ``seed``: the random placement's seed;
+    ``gpfs_count``: GPFS's count of targets in the features (Table II).
+    """
     import pandas as pd
 
     loads = write_path_loads(platform, pattern, nodes, seed=seed)

@@ -39,6 +39,8 @@ def split_samples(
     Test sets (§IV-C): ``small`` (converged, < 300 nodes), ``medium`` (converged, >= 300
     nodes) and ``unconverged``. Samples faster than ``min_time`` seconds are dropped (§IV-A
     studies writes > 5 s).
+
+    ``samples``: the write samples.
     """
     need = {"nodes", "cores", "size", "mean_time", "converged"}
     if not need <= set(samples.columns):
@@ -67,6 +69,8 @@ class WriteModelSettings:
     ``family`` is kept as the model (``best``: the lowest validation MSE among
     ``families``); training uses converged samples on at most ``train_max_nodes`` nodes
     slower than ``min_time`` seconds.
+
+    ``seed``: the random seed of the search.
     """
 
     family: str = "lasso"
@@ -115,6 +119,14 @@ class WriteModel:
 
     The model contract: :meth:`fit` (a classmethod), :meth:`predict`, :meth:`save`,
     :meth:`load` (a classmethod), as :class:`iosight.bursts.Forecaster` has.
+
+    ``settings``: how it was searched and chosen; ``platform``: the write path it models;
+    ``estimator``: the fitted scikit-learn or XGBoost estimator; ``features``: its input
+    features, in column order; ``scales``: the write scales it was trained on; ``params``: the
+    chosen hyperparameters; ``accuracy``: accuracy per family and test set; ``predictions``:
+    test predictions per family; ``coefficients``: the Lasso's selected features and
+    coefficients (raw units), when linear; ``meta``: provenance (versions, sample counts, when
+    fitted).
     """
 
     settings: WriteModelSettings
@@ -136,15 +148,25 @@ class WriteModel:
         platform: Platform,
         settings: WriteModelSettings | None = None,
         *,
-        n_jobs: int = 1,
+        workers: int = 0,
+        scheduler: str | None = None,
         progress: Progress | None = None,
     ) -> WriteModel:
         """Search ``settings.families`` on ``samples`` of ``platform`` and keep
-        ``settings.family`` (§IV-B)."""
-        return _fit(samples, platform, settings or WriteModelSettings(), n_jobs, progress)
+        ``settings.family`` (§IV-B). The search runs on ``workers`` local threads (0:
+        one per core) or on the Dask cluster at ``scheduler``, with the same model.
+
+        ``settings``: how to search and choose (default: :class:`WriteModelSettings`);
+        ``progress``: told of the search's steps (default: silent).
+        """
+        where = {"workers": workers, "scheduler": scheduler}
+        return _fit(samples, platform, settings or WriteModelSettings(), where, progress)
 
     def predict(self, patterns: pd.DataFrame) -> WritePrediction:
-        """Predicted mean write time (s) for rows ``nodes, cores, size[, stripes]``."""
+        """Predicted mean write time (s) for rows ``nodes, cores, size[, stripes]``.
+
+        ``patterns``: the write patterns, one per row.
+        """
         x = compute_features(self.platform, patterns).to_numpy(float)
         cols = [c for c in ("nodes", "cores", "size", "stripes") if c in patterns]
         table = patterns[cols].reset_index(drop=True)
@@ -175,7 +197,10 @@ class WriteModel:
 
     @classmethod
     def load(cls, path: str | Path) -> WriteModel:
-        """Read a model folder written by :meth:`save`; a pickle is refused, not loaded."""
+        """Read a model folder written by :meth:`save`; a pickle is refused, not loaded.
+
+        ``path``: the model folder.
+        """
         import pandas as pd
 
         d = Path(path)
@@ -216,10 +241,18 @@ def evaluate(
     min_time: float = 5.0,
     families: tuple[str, ...] = FAMILIES,
     seed: int = 0,
-    n_jobs: int = 1,
+    workers: int = 0,
+    scheduler: str | None = None,
     progress: Progress | None = None,
 ) -> SearchOutcome:
-    """The paper's search and comparison on ``samples`` of ``platform`` (§IV-B, §IV-C)."""
+    """The paper's search and comparison on ``samples`` of ``platform`` (§IV-B, §IV-C),
+    on ``workers`` local threads (0: one per core) or the Dask cluster at
+    ``scheduler`` (:func:`search_models`).
+
+    ``train_max_nodes``: training uses samples on at most this many nodes; ``min_time``: samples
+    faster than this (s) are dropped; ``families``: the model families compared; ``seed``: the
+    random seed of the search; ``progress``: told of the search's steps (default: silent).
+    """
     train, test = split_samples(samples, train_max_nodes=train_max_nodes, min_time=min_time)
     names = feature_names(platform)
     x = compute_features(platform, train).to_numpy(float)
@@ -234,7 +267,8 @@ def evaluate(
         names,
         families=families,
         seed=seed,
-        n_jobs=n_jobs,
+        workers=workers,
+        scheduler=scheduler,
         progress=progress,
     )
 
@@ -248,25 +282,34 @@ def fit_model(
     train_max_nodes: int = 128,
     min_time: float = 5.0,
     seed: int = 0,
-    n_jobs: int = 1,
+    workers: int = 0,
+    scheduler: str | None = None,
     progress: Progress | None = None,
 ) -> WriteModel:
     """Search ``families``, keep ``family`` (``best``: lowest validation MSE) as the model:
-    :meth:`WriteModel.fit` with these :class:`WriteModelSettings`."""
+    :meth:`WriteModel.fit` with these :class:`WriteModelSettings`.
+
+    ``samples``: the write samples (:func:`collect_samples`); ``platform``: the platform they
+    ran on; ``train_max_nodes``: training uses samples on at most this many nodes; ``min_time``:
+    samples faster than this (s) are dropped; ``seed``: the random seed of the search;
+    ``workers`` and ``scheduler``: where the search runs (as :meth:`WriteModel.fit`);
+    ``progress``: told of the search's steps (default: silent).
+    """
     settings = WriteModelSettings(family, families, train_max_nodes, min_time, seed)
-    return WriteModel.fit(samples, platform, settings, n_jobs=n_jobs, progress=progress)
+    return WriteModel.fit(samples, platform, settings, workers=workers, scheduler=scheduler,
+                          progress=progress)  # fmt: skip
 
 
 def _fit(
     samples: pd.DataFrame,
     platform: Platform,
     settings: WriteModelSettings,
-    n_jobs: int,
+    where: dict,
     progress: Progress | None,
 ) -> WriteModel:
     s = settings
     out = evaluate(samples, platform, train_max_nodes=s.train_max_nodes, min_time=s.min_time,
-                   families=s.families, seed=s.seed, n_jobs=n_jobs, progress=progress)  # fmt: skip
+                   families=s.families, seed=s.seed, progress=progress, **where)  # fmt: skip
     family = s.family
     if family == "best":
         family = min(out.candidates, key=lambda f: out.candidates[f].val_mse)
@@ -313,7 +356,11 @@ def _version() -> str:
 
 @dataclass(frozen=True)
 class CheckpointPlan:
-    """How often to checkpoint so writes stay within a share of the run (§II-A)."""
+    """How often to checkpoint so writes stay within a share of the run (§II-A).
+
+    ``predicted_write_s``: the model's write time (s); ``checkpoints``: how many checkpoints the
+    run takes; ``compute_time_s``: the run's compute time (s).
+    """
 
     predicted_write_s: float
     planned_write_s: float  # with the safety margin
@@ -360,6 +407,9 @@ def plan_checkpoints(
     margin covers the model's error (the paper's 20-30%, §IV-C). The run is split into
     ``floor(C / I_min)`` equal intervals; when even one write breaks the budget the plan
     keeps one final checkpoint and says it is not feasible.
+
+    ``predicted_write_s``: the model's write time for one checkpoint (s); ``compute_time_s``:
+    the run's compute time (s); ``margin``: extra share of write time for the model's error.
     """
     check_param("io_budget", io_budget, 0 < io_budget < 1, "in (0, 1)")
     check_param("margin", margin, 0 <= margin < math.inf, "non-negative and finite")
@@ -383,7 +433,10 @@ def plan_checkpoints(
 
 def predict_pattern(model: WriteModel, pattern: WritePattern) -> float:
     """Predicted mean write time (s) of one pattern; an error when it is not positive
-    (:func:`check_prediction`)."""
+    (:func:`check_prediction`).
+
+    ``model``: the fitted write model; ``pattern``: the write pattern.
+    """
     import pandas as pd
 
     pattern.check(model.platform)

@@ -78,7 +78,11 @@ SESSION_SIBLINGS = ("same scale", "any scale", "none")
 
 @dataclass(frozen=True, kw_only=True)
 class OnlineSettings:
-    """Settings of the online median and the walk-forward predictor."""
+    """Settings of the online median and the walk-forward predictor.
+
+    ``depth``: the residual trees' depth; ``learning_rate``: the boosting's learning rate;
+    ``seed``: the random seed of the residual model.
+    """
 
     n_prev: int = 10  # runs in the online median (the baseline)
     offset_runs: int = 10  # runs in the predictor's offset median
@@ -133,6 +137,8 @@ def causal_features(
     Only runs of the same configuration that ended before the sample started are
     used; a configuration's first run falls back to the same benchmark on the system,
     then to the system (runs ended before it started); NaN if nothing ended before.
+
+    ``settings``: the online settings (default: :class:`OnlineSettings`).
     """
     import pandas as pd
 
@@ -220,6 +226,9 @@ def session_estimate(
     ratio of the two configurations over their last ``session_pairs`` earlier shared
     sessions, counting only sessions whose runs ended before the sample started (NaN
     with fewer than ``min_session_pairs``). Known when the sample starts.
+
+    ``samples``: TOKIO-ABC samples of one system; ``settings``: the online settings (default:
+    :class:`OnlineSettings`).
     """
     st = settings or OnlineSettings()
     n = len(samples)
@@ -304,7 +313,11 @@ def best_shift(residuals: np.ndarray, within: float = 0.3) -> float:
 
 def session_weight(offset: np.ndarray, toward: np.ndarray, logt: np.ndarray) -> float:
     """The weight ``w`` of ``SESSION_WEIGHTS`` whose offset ``offset + w * toward`` puts
-    the most of these runs (log times ``logt``) within 30%; ties go to the smaller."""
+    the most of these runs (log times ``logt``) within 30%; ties go to the smaller.
+
+    ``offset``: each run's log offset estimate; ``toward``: each run's step toward its session
+    estimate.
+    """
     from iosight.perfmodel._search import accuracy, relative_errors
 
     t = np.exp(logt)
@@ -333,6 +346,9 @@ def walk_forward(
     the residual model are refitted on the samples that ended before, within
     ``window_days``; they then predict that month's samples. Returns ``online median``
     and ``predicted`` (s), indexed like ``samples``.
+
+    ``settings``: the online settings (default: :class:`OnlineSettings`); ``features``:
+    :func:`causal_features` of ``samples`` when already computed.
     """
     import pandas as pd
 

@@ -53,7 +53,10 @@ MAX_SIZE = 1024**5  # 1 PiB: far past any file or stripe, small enough for exact
 
 def parse_size(value: str | int | float) -> int:
     """Bytes from ``"1GiB"``, ``"8 MB"``, ``"4096"`` or a number (decimal and binary units),
-    at most :data:`MAX_SIZE` (1 PiB)."""
+    at most :data:`MAX_SIZE` (1 PiB).
+
+    ``value``: the size as text or a number of bytes.
+    """
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         size = float(value)
     else:
@@ -76,6 +79,8 @@ class Stage:
 
     ``mapping`` says which component serves compute node ``i``: ``block`` gives contiguous
     groups of ``ceil(nodes / count)`` nodes, ``cyclic`` gives ``i mod count``.
+
+    ``name``: the stage's name; ``count``: how many components it has.
     """
 
     name: str
@@ -83,7 +88,10 @@ class Stage:
     mapping: str = "block"
 
     def component(self, nodes: np.ndarray, n_nodes: int) -> np.ndarray:
-        """The component index serving each compute node in ``nodes``."""
+        """The component index serving each compute node in ``nodes``.
+
+        ``n_nodes``: the platform's compute nodes.
+        """
         if self.mapping == "block":
             return nodes // math.ceil(n_nodes / self.count)
         return nodes % self.count
@@ -91,7 +99,11 @@ class Stage:
 
 @dataclass(frozen=True)
 class Storage:
-    """Servers (OSS / NSD server) and targets (OST / NSD), with the striping settings."""
+    """Servers (OSS / NSD server) and targets (OST / NSD), with the striping settings.
+
+    ``servers``: OSS / NSD servers; ``targets``: OSTs / NSDs; ``target_to_server``: ``cyclic``
+    or ``block``: how targets map onto servers.
+    """
 
     servers: int
     targets: int
@@ -103,7 +115,10 @@ class Storage:
     subblocks: int | None = None  # GPFS
 
     def server_of(self, targets: np.ndarray) -> np.ndarray:
-        """Server of each target: ``i mod servers`` (cyclic, §II-B) or contiguous blocks."""
+        """Server of each target: ``i mod servers`` (cyclic, §II-B) or contiguous blocks.
+
+        ``targets``: target indices.
+        """
         if self.target_to_server == "cyclic":
             return targets % self.servers
         return targets // (self.targets // self.servers)
@@ -111,7 +126,13 @@ class Storage:
 
 @dataclass(frozen=True)
 class Platform:
-    """A write path: compute nodes, forwarding stages, a network and a file system."""
+    """A write path: compute nodes, forwarding stages, a network and a file system.
+
+    ``name``: the platform's name; ``filesystem``: ``lustre`` or ``gpfs``; ``nodes``: compute
+    nodes; ``cores_per_node``: cores per compute node; ``stages``: the forwarding stages, nodes
+    to storage; ``network``: the interconnect's name; ``storage``: the file system's servers and
+    targets; ``description``: a line about the machine.
+    """
 
     name: str
     filesystem: str
@@ -342,7 +363,10 @@ def builtin_platforms() -> list[str]:
 
 
 def load_platform(path_or_name: str | Path) -> Platform:
-    """Read a platform from a YAML file, or a shipped one by name (``titan``, ``cetus``)."""
+    """Read a platform from a YAML file, or a shipped one by name (``titan``, ``cetus``).
+
+    ``path_or_name``: a platform YAML file, or a shipped platform's name.
+    """
     import yaml
 
     text, source = read_path_or_shipped(

@@ -33,7 +33,10 @@ DEFAULT_CONFIDENCE = {"lustre": 0.9, "gpfs": 0.98}
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
-    """A CSV (optionally compressed) or Parquet file as a DataFrame, with clear errors."""
+    """A CSV (optionally compressed) or Parquet file as a DataFrame, with clear errors.
+
+    ``path``: the file.
+    """
     import pandas as pd
 
     p = Path(path)
@@ -62,7 +65,10 @@ def check_table_path(path: str | Path) -> Path:
 
 
 def write_table(df: pd.DataFrame, path: str | Path) -> Path:
-    """Write ``df`` as Parquet (``.parquet``) or CSV (``.csv``, compressed by its suffix)."""
+    """Write ``df`` as Parquet (``.parquet``) or CSV (``.csv``, compressed by its suffix).
+
+    ``path``: the file written.
+    """
     p = check_table_path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     if p.suffix == ".parquet":
@@ -106,6 +112,9 @@ def group_runs(
     run ``r >= min_runs`` the interval ``z * s / sqrt(r)`` is compared with ``error * mean``;
     the first ``r`` that passes ends the pattern (converged), otherwise the first
     ``max_runs`` runs give an unconverged sample.
+
+    ``runs``: one row per run (``nodes, cores, size[, stripes], write_time``); ``error``: the
+    relative error the interval must reach; ``min_runs``: runs before the test is first made.
 
     Notes
     -----
@@ -159,6 +168,9 @@ def runs_from_warehouse(
     ``POSIX_F_CLOSE_END_TIMESTAMP`` minus the first ``POSIX_F_OPEN_START_TIMESTAMP``, and
     ``stripes`` the median ``LUSTRE_COMP_STRIPE_COUNT`` (``LUSTRE_STRIPE_WIDTH`` in older
     logs) of the written files.
+
+    ``wh``: the warehouse of Darshan logs; ``platform``: the platform the jobs ran on;
+    ``cores_per_node``: cores per node the jobs used (default: the platform's).
     """
     wh.require("jobs")
     wh.require("posix", "ingest Darshan logs with a POSIX module first")
@@ -229,6 +241,11 @@ def collect_samples(
     """Samples from a runs CSV/Parquet file or from the warehouse's Darshan logs (§IV-A).
 
     ``confidence`` defaults to 0.9 on Lustre and 0.98 on GPFS, as the paper used.
+
+    ``platform``: the platform the runs ran on; ``warehouse``: a warehouse of Darshan logs to
+    take runs from; ``runs_csv``: a runs table (CSV or Parquet) to take them from instead;
+    ``cores_per_node``: cores per node the jobs used (default: the platform's); ``error``: the
+    convergence test's relative error; ``max_runs``: runs of a pattern at most.
     """
     if (warehouse is None) == (runs_csv is None):
         raise IosightError("give exactly one source of runs: a warehouse or a runs CSV")

@@ -257,7 +257,7 @@ def path_estimator(x_tr: np.ndarray, y_tr: np.ndarray, alphas: np.ndarray, k: in
     return make_pipeline(scaler, reg)
 
 
-def _chunk_mse(x, y, scale, subsets, x_val, y_val, alphas):
+def _chunk_mse(x, y, scale, subsets, *, x_val, y_val, alphas):
     rows = []
     for sub in subsets:
         mask = np.isin(scale, sub)
@@ -274,30 +274,34 @@ def lasso_grid_search(
     *,
     subsets: list[tuple[int, ...]] | None = None,
     alphas: np.ndarray = SHRINKAGE_GRID,
-    n_jobs: int = 1,
+    workers: int = 0,
+    scheduler: str | None = None,
     progress: Progress | None = None,
 ) -> np.ndarray:
     """Validation MSE for every (training subset, shrinkage) pair: shape (subsets, alphas).
 
-    ``n_jobs``: worker processes, 1 or more, or -1 for every core.
-    """
-    from joblib import Parallel, delayed
+    Chunks of 16 training sets run on ``workers`` local threads (0: one per core; the
+    fits are NumPy and scikit-learn, which release the GIL, and a thread costs no
+    process start) or on the Dask cluster at ``scheduler``
+    (:func:`iosight.parallel.map_items`); each cell is exact, so the grid is the same
+    wherever it ran.
 
-    check_param("n_jobs", n_jobs, n_jobs == -1 or n_jobs >= 1, "-1 (every core) or at least 1")
+    ``x``: training features; ``y``: training targets; ``scale``: each training sample's write
+    scale (the subsets are of these); ``x_val``: validation features; ``y_val``: validation
+    targets; ``subsets``: the feature subsets (default: every one); ``alphas``: the shrinkage
+    values; ``progress``: told of each subset (default: silent).
+    """
+    from functools import partial
+
+    from iosight.parallel import map_items
+
     subsets = subsets or all_subsets(scale)
     prog = ensure_progress(progress)
     prog.start(len(subsets), "Lasso search (training sets x shrinkage path)")
     chunks = [subsets[i : i + 16] for i in range(0, len(subsets), 16)]
-    if n_jobs == 1:
-        parts = []
-        for ch in chunks:
-            parts.append(_chunk_mse(x, y, scale, ch, x_val, y_val, alphas))
-            prog.advance(len(ch))
-    else:
-        parts = Parallel(n_jobs=n_jobs)(
-            delayed(_chunk_mse)(x, y, scale, ch, x_val, y_val, alphas) for ch in chunks
-        )
-        prog.advance(len(subsets))
+    parts = map_items(partial(_chunk_mse, x, y, scale, x_val=x_val, y_val=y_val, alphas=alphas),
+                      chunks, workers=workers, scheduler=scheduler, threads=True,
+                      on_done=lambda i, _: prog.advance(len(chunks[i])))  # fmt: skip
     prog.finish()
     return np.vstack(parts)
 
@@ -324,6 +328,11 @@ def naive_grid_search(
     conditioned training sets its MSEs differ from the exact ones of :func:`lasso_grid_search`
     until both are tight. ``with_converged=True`` also returns a boolean grid: False where
     coordinate descent stopped at ``max_iter`` before reaching ``tol``.
+
+    ``x``: training features; ``y``: training targets; ``scale``: each training sample's write
+    scale (the subsets are of these); ``x_val``: validation features; ``y_val``: validation
+    targets; ``subsets``: the feature subsets (default: every one); ``alphas``: the shrinkage
+    values.
     """
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import Lasso, LinearRegression
@@ -382,26 +391,42 @@ def fit_linear_family(family, x, y, scale, mse, subsets, alphas) -> Candidate:
     return Candidate(family, tuple(subsets[i]), {"alpha": float(alphas[k])}, float(grid[i, j]), est)
 
 
-def fit_tree_family(family, x, y, scale, x_val, y_val, subsets, seed) -> Candidate:
-    """A tree ensemble: training set and settings chosen by validation MSE, like Lasso."""
-    best = None
-    for sub in subsets:
-        mask = np.isin(scale, sub)
-        for params in TREE_GRIDS[family]:
-            est = make_tree(family, params, seed).fit(x[mask], y[mask])
-            v = float(np.mean((est.predict(x_val) - y_val) ** 2))
-            if best is None or v < best.val_mse:
-                best = Candidate(family, tuple(sub), params, v, est)
-    return best
+def fit_tree_family(
+    family, x, y, scale, x_val, y_val, subsets, seed, *, workers=0, scheduler=None
+) -> Candidate:
+    """A tree ensemble: training set and settings chosen by validation MSE, like Lasso.
+    The fits of the grid run as :func:`lasso_grid_search`'s chunks do, one core each;
+    the first of the lowest validation MSE in grid order wins, wherever they ran."""
+    from functools import partial
+
+    from iosight.parallel import map_items
+
+    grid = [(tuple(sub), params) for sub in subsets for params in TREE_GRIDS[family]]
+    fit = partial(_fit_tree, family, x, y, scale, x_val, y_val, seed)
+    fits = map_items(fit, grid, workers=workers, scheduler=scheduler, threads=True)
+    return min(fits, key=lambda c: c.val_mse)
+
+
+def _fit_tree(family, x, y, scale, x_val, y_val, seed, cell) -> Candidate:
+    sub, params = cell
+    mask = np.isin(scale, sub)
+    est = make_tree(family, params, seed).fit(x[mask], y[mask])
+    return Candidate(family, sub, params, float(np.mean((est.predict(x_val) - y_val) ** 2)), est)
 
 
 def relative_errors(pred: np.ndarray, true: np.ndarray) -> np.ndarray:
-    """Formula 2: ``(t' - t) / t``; > 0 overestimates, < 0 underestimates."""
+    """Formula 2: ``(t' - t) / t``; > 0 overestimates, < 0 underestimates.
+
+    ``pred``: predicted times; ``true``: measured times.
+    """
     return (np.asarray(pred) - np.asarray(true)) / np.asarray(true)
 
 
 def accuracy(err: np.ndarray) -> dict[str, float]:
-    """Shares within 20% / 30%, over/under-estimation, median |error| (§IV-C, §IV-D)."""
+    """Shares within 20% / 30%, over/under-estimation, median |error| (§IV-C, §IV-D).
+
+    ``err``: relative errors (:func:`relative_errors`).
+    """
     err = np.asarray(err, dtype=float)
     if len(err) == 0:
         return {"samples": 0}
@@ -445,7 +470,12 @@ def linear_coefficients(estimator, names: list[str]) -> pd.DataFrame:
 
 @dataclass
 class SearchOutcome:
-    """Everything :func:`search_models` found: candidates, accuracy and the MSE grid."""
+    """Everything :func:`search_models` found: candidates, accuracy and the MSE grid.
+
+    ``candidates``: family to its fitted candidate; ``mse_grid``: validation MSE per (feature
+    subset, shrinkage); ``subsets``: the feature subsets searched; ``alphas``: the shrinkage
+    values searched; ``features``: the feature names, in column order.
+    """
 
     candidates: dict[str, Candidate]
     accuracy: pd.DataFrame  # one row per (family, test set)
@@ -470,14 +500,16 @@ def search_models(
     families: tuple[str, ...] = ("lasso", "linear", "gradient boosting", "random forest"),
     val_share: float = 0.2,
     seed: int = 0,
-    n_jobs: int = 1,
+    workers: int = 0,
+    scheduler: str | None = None,
     progress: Progress | None = None,
 ) -> SearchOutcome:
     """Search every family on training rows ``x, y`` (grouped by ``scale``).
 
     ``test_sets`` names the test set of each test row (e.g. ``small``, ``medium``,
     ``unconverged``); a random ``val_share`` of the test rows is the validation set and the
-    rest is reported.
+    rest is reported. The searches run on ``workers`` local threads (0: one per core)
+    or on the Dask cluster at ``scheduler``, with the same outcome.
     """
     import pandas as pd
 
@@ -493,10 +525,10 @@ def search_models(
     val[rng.choice(len(test_y), max(1, int(round(val_share * len(test_y)))), replace=False)] = True
     x_val, y_val = test_x[val], test_y[val]
     subsets = subsets or all_subsets(scale)
+    where = {"workers": workers, "scheduler": scheduler}
     mse = lasso_grid_search(
-        x, y, scale, x_val, y_val, subsets=subsets, alphas=alphas, n_jobs=n_jobs, progress=progress
+        x, y, scale, x_val, y_val, subsets=subsets, alphas=alphas, progress=progress, **where
     )
-    tree_subsets = _tree_subsets(subsets)
     cands: dict[str, Candidate] = {}
     for fam in families:
         if fam in ("lasso", "linear"):
@@ -508,7 +540,8 @@ def search_models(
             v = float(np.mean((est.predict(x_val) - y_val) ** 2))
             cands[fam] = Candidate(fam, tuple(sorted(set(scale.tolist()))), {}, v, est)
         elif fam in TREE_GRIDS:
-            cands[fam] = fit_tree_family(fam, x, y, scale, x_val, y_val, tree_subsets, seed)
+            cands[fam] = fit_tree_family(fam, x, y, scale, x_val, y_val, _tree_subsets(subsets),
+                                         seed, **where)  # fmt: skip
         else:
             raise IosightError(
                 f"unknown model family {fam!r}; choose from lasso, linear, {', '.join(TREE_GRIDS)}"

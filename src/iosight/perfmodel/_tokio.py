@@ -110,6 +110,8 @@ def tokio_samples(path: str | Path) -> pd.DataFrame:
 
     Columns: ``system, app, start_time, nprocs, size, write_time, synthetic`` and one column
     per raw feature (``m*n``, ``K``, ``fullest OST %``, ...; NaN where the system lacks it).
+
+    ``path``: the TOKIO-ABC summary file.
     """
     import pandas as pd
 
@@ -184,7 +186,10 @@ def tokio_split(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One system's samples split in time: the first ``train_share`` trains, the rest
     tests; jobs starting at the same second stay on one side, so every test sample
-    starts after every training sample."""
+    starts after every training sample.
+
+    ``samples``: TOKIO-ABC samples; ``system``: the system split.
+    """
     s = samples[samples["system"] == system].sort_values("start_time", kind="mergesort")
     if len(s) < 30:
         raise IosightError(
@@ -207,6 +212,10 @@ def evaluate_tokio(
     """Fit the paper's method and the other families on one system, split in time.
 
     Test sets are the benchmark applications (IOR, HACC-IO) of the last 30% of the year.
+
+    ``samples``: TOKIO-ABC samples (:func:`tokio_samples`); ``system``: the system evaluated;
+    ``train_share``: the earliest share of samples that trains; ``seed``: the random seed of the
+    fits; ``families``: the model families compared.
     """
     from iosight.perfmodel._search import search_models
 
@@ -245,7 +254,11 @@ def training_walk_forward(
     over one system's *training part* only (predictions from its ``start_share``
     quantile of start times on): the numbers the predictor's design is chosen on. The
     test period is not read (tested). Returns ``online median``, ``iosight predictor``
-    and ``samples``."""
+    and ``samples``.
+
+    ``system``: the system walked; ``settings``: the online settings (default:
+    :class:`OnlineSettings`).
+    """
     from iosight.perfmodel._online import walk_forward
     from iosight.perfmodel._search import accuracy, relative_errors
 
@@ -283,7 +296,11 @@ def deployable_comparison(
     part, the paper pipeline refitted for each window on the training rows before it
     (short validation decides on a few rows: docs/perfmodel.md). ``paper`` is
     :func:`evaluate_tokio`'s outcome on the usual split when already computed. The test
-    period is not read for the choice (tested)."""
+    period is not read for the choice (tested).
+
+    ``samples``: TOKIO-ABC samples (:func:`tokio_samples`); ``system``: the system scored;
+    ``seed``: the random seed of the fits.
+    """
     from iosight.perfmodel._online import online_accuracy
 
     paper = paper or evaluate_tokio(samples, system, seed=seed, families=("lasso",))
@@ -318,6 +335,8 @@ def evaluate_tokio_files(
     iosight predictor on the same scored rows, and the one of them iosight deploys,
     chosen on ``VALIDATION_WINDOWS`` windows over the last ``VALIDATION_SHARE`` of the
     training part; ``system`` column added).
+
+    ``paths``: TOKIO-ABC summary files; ``seed``: the random seed of the fits.
     """
     import pandas as pd
 

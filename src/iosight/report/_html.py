@@ -10,6 +10,7 @@ import re
 import shutil
 from pathlib import Path
 
+from iosight._errors import IosightError
 from iosight._units import cell, missing
 
 # one look for every report page
@@ -79,6 +80,22 @@ def page(title: str, body: str, *, name: str | None = None) -> str:
 _MARK = "iosight-report"
 
 
+def report_dir(out: str | Path) -> Path:
+    """``out``, created when missing: the folder every ``write_report`` writes into.
+
+    An :class:`~iosight.IosightError` when ``out`` is a file or cannot be made; a caller
+    checks it before the work whose report goes there, so a bad path fails at once.
+    """
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise IosightError(f"report path {out} exists and is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise IosightError(f"cannot create report directory {out}: {err.strerror}") from None
+    return out
+
+
 def write_page(out: str | Path, name: str, title: str, body: str) -> Path:
     """Write report ``name`` as ``out/<name>.html`` and refresh ``out/index.html``.
 
@@ -87,8 +104,7 @@ def write_page(out: str | Path, name: str, title: str, body: str) -> Path:
     (when the folder holds only this report, ``index.html`` is the report itself).
     Rewriting the same report replaces its page.
     """
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = report_dir(out)
     text = page(title, body, name=name)
     path = out / f"{name}.html"
     path.write_text(text)

@@ -4,11 +4,12 @@ data at hand, one section per warehouse, each saying which data it is."""
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from iosight._errors import IosightError
-from iosight.report._html import fig_img, html_table, subplots, write_page
+from iosight.report._html import fig_img, html_table, report_dir, subplots, write_page
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -207,18 +208,18 @@ def _section(wh: Warehouse) -> str:
     return "\n".join(parts)
 
 
-def write_report(warehouses: list[Warehouse], out: str | Path) -> Path:
-    """Write ``bursts.html`` (figures embedded) with one section per warehouse, in order.
+def write_report(source: Sequence[Warehouse], out: str | Path) -> Path:
+    """Write ``bursts.html`` (figures embedded) into ``out`` with one section per
+    warehouse of ``source``, in order; return its path.
 
     Each section says which data it shows (real or synthetic, from the ``jobs`` table),
     then thresholds and Fig. 3-5 from the timeline, then Fig. 6, Fig. 7 and Table I from
     the ``burst_evaluation`` table written by ``iosight bursts train``.
     """
-    if not warehouses:
+    if not source:
         raise IosightError("no warehouse to report on")
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    body = "\n<hr>\n".join(_section(wh) for wh in warehouses)
+    out = report_dir(out)
+    body = "\n<hr>\n".join(_section(wh) for wh in source)
     body = (
         "<h1>System-level I/O bursts (Saeedizade et al. (2023), §IV-V, iosight)</h1>"
         "<p>Burst: a bin above mean + k stdev; k chosen so about 1% of bins are bursts unless "

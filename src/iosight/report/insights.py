@@ -5,29 +5,19 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from iosight._errors import IosightError
 from iosight.insights import FacilityView
-from iosight.report._html import fig_img, html_table, page
+from iosight.report._html import fig_img, html_table, write_page
 
 _COLORS = {"high": "tab:red", "warn": "tab:orange", "info": "tab:blue", "ok": "tab:green"}
 
 
-def report_dir(out_dir: str | Path) -> Path:
-    """``out_dir``, created when missing; an error when it is a file or cannot be made
-    (checked before the work whose report goes there)."""
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise IosightError(f"report path {out} exists and is not a directory")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise IosightError(f"cannot create report directory {out}: {err.strerror}") from None
-    return out
+def write_report(source: FacilityView, out: str | Path, *, title: str = "I/O insights") -> Path:
+    """Write ``insights.html`` (figures inline) into ``out`` and return its path.
 
-
-def write_insights_report(view: FacilityView, out_dir: str | Path, *, title: str) -> Path:
-    """Write ``insights.html`` (figures inline) into ``out_dir`` and return its path."""
-    out = report_dir(out_dir)
+    ``source`` is the facility view of :func:`~iosight.insights.facility_view`; ``title``
+    heads the page.
+    """
+    view = source
     evaluated = f"<p>{view.jobs} jobs evaluated ({html.escape(view.data)} data).</p>"
     body = [f"<h1>{html.escape(title)}</h1>", evaluated]
     if view.rules.empty:
@@ -49,9 +39,7 @@ def write_insights_report(view: FacilityView, out_dir: str | Path, *, title: str
         body.append(html_table(trend))
     if not view.not_evaluated.empty:
         body += ["<h2>Rules the data could not evaluate</h2>", html_table(view.not_evaluated)]
-    path = out / "insights.html"
-    path.write_text(page(title, "\n".join(body)))
-    return path
+    return write_page(out, "insights", title, "\n".join(body))
 
 
 def _rules_figure(view: FacilityView):

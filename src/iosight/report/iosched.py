@@ -1,38 +1,27 @@
 """Figures and the conclusions table of the I/O-resource scheduling study (§VI).
 
 Figures are equivalents of Fig. 5-13 of Bandet, Boito, Pallez (2024), drawn from the
-Parquet results of :func:`iosight.sched.ioresources.run_experiment`; the HTML page
+Parquet results of :func:`iosight.iosched.run_experiment`; the HTML page
 embeds them with the table that checks the paper's conclusions on our runs.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from iosight._errors import IosightError
-from iosight.report._html import html_table, img_tag, subplots, write_page
-from iosight.sched.ioresources import Finding, conclusions, findings_frame
+from iosight.iosched import conclusions, findings_frame, load_results, resolve_curves
+from iosight.report._html import html_table, img_tag, report_dir, subplots, write_page
 
 ALLOC_ORDER = ["BestBdw", "Nsys", "TCPU", "Static", "Random", "MCKP", "MCKP-0"]
 PLACE_ORDER = ["Greedy-C", "Greedy-NC", "Random"]
 BIN = 0.1
 LOW, HIGH = (0.0, 0.3), (1.0, np.inf)  # I/O-load(pi_sys) ranges of "low" and "high" load
 MIN_SETS = 10  # bins with fewer sets are not drawn
-
-
-@dataclass(frozen=True)
-class Report:
-    """What :func:`build_report` wrote."""
-
-    html: Path
-    figures: tuple[Path, ...]
-    conclusions: pd.DataFrame
-    findings: tuple[Finding, ...] = ()
-    profiles: pd.DataFrame | None = None
 
 
 def _binned(df: pd.DataFrame, value: str, by: str, min_sets: int = MIN_SETS) -> pd.DataFrame:
@@ -164,7 +153,7 @@ def _fig_idle_time(acc, min_sets: int) -> tuple[str, str, object]:
 
 
 def _fig_profile_fits(curves) -> tuple[str, str, object]:
-    from iosight.sched.ioresources import profile_fits
+    from iosight.iosched import profile_fits
 
     prof = curves.profiles
     fits = profile_fits(curves.bw, prof)
@@ -246,7 +235,7 @@ def profile_table(curves) -> pd.DataFrame:
     fitted n_perf, the share of curves keeping their n_perf under the family fit, the
     bandwidth kept, b(fitted n_perf) / b(n_perf), and the share of super-linear curves
     (b(n) > n b(1) for some n; only those can have n_sys > 1)."""
-    from iosight.sched.ioresources import profile_estimates
+    from iosight.iosched import profile_estimates
 
     prof = curves.profiles
     est = profile_estimates(curves.bw, prof)
@@ -277,28 +266,38 @@ def profile_table(curves) -> pd.DataFrame:
     return out.reset_index().round(3)
 
 
-def build_report(
-    results: pd.DataFrame, out: Path, *, curves: tuple = (), min_sets: int = MIN_SETS
-) -> Report:
-    """Write figures (PNG), ``conclusions.csv``, ``iosched-summary.csv`` and ``iosched.html``.
+def write_report(
+    source: pd.DataFrame | Sequence[str | Path],
+    out: str | Path,
+    *,
+    curves: tuple = (),
+    min_sets: int = MIN_SETS,
+    forge_dir: Path | None = None,
+) -> Path:
+    """Write figures (PNG), ``conclusions.csv``, ``iosched-summary.csv`` (and
+    ``profiles.csv`` with curves) and ``iosched.html`` into ``out``; return the HTML path.
 
-    ``results`` holds the rows of one or more studies (column ``case``, else
-    ``dataset``); Fig. 5-12 show the first case, Fig. 13 the OST rows; ``curves``
-    (CurveSets, optional) go into ``profiles.csv``, the first one into Fig. 11; load
-    bins with fewer than ``min_sets`` application sets are left out.
+    ``source`` holds the rows of one or more studies (column ``case``, else ``dataset``),
+    or names the results folders of ``iosight iosched experiment``; Fig. 5-12 show the
+    first case, Fig. 13 the OST rows. ``curves`` (CurveSets) go into ``profiles.csv``,
+    the first one into Fig. 11; from folders without ``curves``, the FORGE curves (under
+    ``forge_dir``) when they can be found. Load bins with fewer than ``min_sets``
+    application sets are left out.
     """
+    out = report_dir(out)
+    results = source
+    if not isinstance(source, pd.DataFrame):
+        results = _load_folders(source)
+        curves = curves or _forge_curves(forge_dir)
     need = {"dataset", "study", "allocator", "placement", "io_load_sys", "mean_slowdown"}
     if not need <= set(results.columns):
         raise IosightError(f"results lack columns {sorted(need - set(results.columns))}")
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     results = _with_case(results)
     main = results[results["case"] == results["case"].iloc[0]]
     ost = results[(results["dataset"] == "ost") & (results["study"] == "accurate")]
     acc, rob = main[main["study"] == "accurate"], main[main["study"] == "robust"]
     written = _figures(acc, rob, ost, curves, out, min_sets)
-    findings = conclusions(results, min_sets=min_sets)
-    table = findings_frame(findings)
+    table = findings_frame(conclusions(results, min_sets=min_sets))
     table.to_csv(out / "conclusions.csv", index=False)
     summary(results).to_csv(out / "iosched-summary.csv", index=False)
     profiles = pd.concat([profile_table(c) for c in curves]) if curves else None
@@ -318,30 +317,22 @@ def build_report(
         parts += ["<h2>Profile families (robustness study)</h2>", html_table(profiles)]
     for path, title in written:
         parts.append(f"<h2>{title}</h2>{img_tag(path.read_bytes(), path.name)}")
-    html = write_page(out, "iosched", "iosight iosched report", "\n".join(parts))
-    figures = tuple(p for p, _ in written)
-    return Report(
-        html=html,
-        figures=figures,
-        conclusions=table,
-        findings=tuple(findings),
-        profiles=profiles,
-    )
+    return write_page(out, "iosched", "iosight iosched report", "\n".join(parts))
 
 
-def report_from_folders(
-    folders: list[Path], out: Path, *, forge_dir: Path | None = None, min_sets: int = MIN_SETS
-) -> Report:
-    """:func:`build_report` over the results folders of ``iosight iosched experiment``;
-    Fig. 11 is drawn from the FORGE curves when they can be found."""
-    from iosight.sched.ioresources import load_results, resolve_curves
+def _load_folders(folders: Sequence[str | Path]) -> pd.DataFrame:
+    """The rows of every results folder of ``iosight iosched experiment``, in order."""
+    if not folders:
+        raise IosightError("no results to report on")
+    return pd.concat([load_results(Path(f)) for f in folders], ignore_index=True)
 
-    results = pd.concat([load_results(f) for f in folders], ignore_index=True)
+
+def _forge_curves(forge_dir: Path | None) -> tuple:
+    """The interpolated and measured FORGE I/O-node curves, or none when not found."""
     try:
-        curves = tuple(
+        return tuple(
             resolve_curves("io-nodes", forge_dir=forge_dir, grid=g)
             for g in ("interpolated", "measured")
         )
     except IosightError:
-        curves = ()
-    return build_report(results, out, curves=curves, min_sets=min_sets)
+        return ()

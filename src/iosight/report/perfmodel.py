@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from iosight.report._html import fig_img, html_table, subplots, write_page
+from iosight._errors import IosightError
+from iosight.report._html import fig_img, html_table, report_dir, subplots, write_page
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -179,14 +180,21 @@ def model_section(model: WriteModel) -> str:
 
 
 def write_report(
-    model: WriteModel | None,
+    source: WriteModel | None,
     out: str | Path,
     *,
     tokio: tuple[pd.DataFrame, dict[str, pd.DataFrame], pd.DataFrame] | None = None,
 ) -> Path:
-    """Write ``perfmodel.html`` (and the tables as CSV) into ``out``; return the HTML path."""
-    d = Path(out)
-    d.mkdir(parents=True, exist_ok=True)
+    """Write ``perfmodel.html`` (and the tables as CSV) into ``out``; return the HTML path.
+
+    ``source`` is a fitted write model (its evaluation and coefficients), or None;
+    ``tokio`` is what :func:`~iosight.perfmodel.evaluate_tokio_files` returns (the
+    real-data section). At least one of the two is needed.
+    """
+    model = source
+    if model is None and tokio is None:
+        raise IosightError("nothing to report: give a write model or TOKIO-ABC results")
+    d = report_dir(out)
     body = ["<h1>iosight perfmodel report</h1>"]
     if tokio is not None:
         body.append(tokio_section(*tokio))

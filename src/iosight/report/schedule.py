@@ -11,13 +11,19 @@ import html
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from iosight._errors import IosightError
-from iosight.report._html import fig_png, html_table, img_tag, subplots, write_page
+from iosight.report._html import (
+    fig_png,
+    html_table,
+    img_tag,
+    report_dir,
+    subplots,
+    write_page,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from iosight.sched.burst_aware import EmulationResult, ScheduleSimulation
+    from iosight.schedule import EmulationResult, ScheduleSimulation
 
 _METRIC_LABELS = {"delay": "delay (s)", "run_time": "run time (s)", "total_time": "total time (s)"}
 
@@ -72,24 +78,22 @@ def _fig9(emu: EmulationResult):
     return fig
 
 
-def write_schedule_report(
-    sim: ScheduleSimulation,
-    out_dir: str | Path,
+def write_report(
+    source: ScheduleSimulation,
+    out: str | Path,
     *,
     title: str = "Burst-aware start times",
     emulation: EmulationResult | None = None,
     comparison: pd.DataFrame | None = None,
 ) -> Path:
-    """Write the tables and figures of a simulation (and an emulation) into ``out_dir``.
+    """Write the tables and figures of the simulation ``source`` (and an ``emulation``)
+    into ``out``, under ``title``.
 
     ``comparison`` is :meth:`ForecastStudy.summary` when ``sim`` chose its starts on a
     model's forecasts; it is written as ``forecast_vs_oracle.csv`` and a table.
     Returns the path of ``schedule.html``.
     """
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise IosightError(f"report path {out} exists and is not a directory")
-    out.mkdir(parents=True, exist_ok=True)
+    sim, out = source, report_dir(out)
     data = sim.settings.get("data", "")
     note = f" - data: {data}" if data and data != "real" else ""
     said = f"Data: {html.escape(data)}. " if data else ""

@@ -17,7 +17,7 @@ import numpy as np
 
 from iosight._errors import IosightError
 from iosight._progress import Progress
-from iosight.report._html import fig_img, html_table, subplots, write_page
+from iosight.report._html import fig_img, html_table, report_dir, subplots, write_page
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -93,7 +93,12 @@ def _series_plot(wh: Warehouse, keys: Sequence[str], sims: Sequence[float]) -> s
 
 
 def _real_section(
-    out: Path, csv: Path, sims: Sequence[float], job: str | None, progress: Progress | None
+    out: Path,
+    csv: Path,
+    sims: Sequence[float],
+    job: str | None,
+    progress: Progress | None,
+    where: dict,
 ) -> tuple[str, list[str]]:
     from iosight.similarity import cluster_of, explore, find_similar, import_codings
     from iosight.warehouse import Warehouse
@@ -101,7 +106,7 @@ def _real_section(
     wh = Warehouse(out / "dkrz-warehouse", create=True)
     counts = import_codings(wh, csv)
     share = counts["zero_jobs"] / counts["jobs"]
-    runs = [explore(wh, c, sims, progress=progress) for c in ("bin", "bin-aggzeros")]
+    runs = [explore(wh, c, sims, progress=progress, **where) for c in ("bin", "bin-aggzeros")]
     import pandas as pd
 
     runs_df = pd.concat(runs, ignore_index=True)
@@ -172,14 +177,15 @@ def _synthetic_section(
     sample: int,
     job: str | None,
     progress: Progress | None,
+    where: dict,
 ) -> tuple[str, list[str]]:
 
     from iosight.similarity import cluster_of, evaluate, explore, find_similar
 
     for coding in ("bin", "bin-aggzeros", "hex"):
-        explore(wh, coding, sims, progress=progress)
+        explore(wh, coding, sims, progress=progress, **where)
     for coding in ("io-metric", "io-duration"):
-        explore(wh, coding, eps, algorithm="tree", sample=sample)
+        explore(wh, coding, eps, algorithm="tree", sample=sample, **where)
     q = evaluate(wh)
     q = q[q["run_id"].isin(wh.sql("select run_id from sim_runs")["run_id"])]
     cols = ["coding", "algorithm", "param", "n_clusters", "ari", "homogeneity", "purity"]
@@ -275,8 +281,8 @@ def _warehouse_section(wh: Warehouse) -> tuple[str, list[str]]:
     return "".join(body), lines
 
 
-def build_report(
-    wh: Warehouse | None,
+def write_report(
+    source: Warehouse | None,
     out: str | Path,
     *,
     codings_csv: str | Path | None = None,
@@ -284,6 +290,8 @@ def build_report(
     sims: Sequence[float] = PAPER_SIMS,
     eps: Sequence[float] = PAPER_EPS,
     sample: int = 10_000,
+    workers: int = 0,
+    scheduler: str | None = None,
     progress: Progress | None = None,
 ) -> Path:
     """Write ``out/similarity.html`` and ``out/summary.txt``; return the HTML path.
@@ -291,13 +299,18 @@ def build_report(
     Section 1 (with ``codings_csv``): the real codings in their own warehouse
     ``out/dkrz-warehouse``, BIN_ALL and BIN_AGGZEROS for every SIM, compared with
     the paper. Section 2 (when ``wh`` is given and holds labelled jobs): every coding and
-    algorithm on the synthetic classes, with ARI, homogeneity and purity.
+    algorithm on the synthetic classes, with ARI, homogeneity and purity. Without
+    either, the warehouse's stored codings and clusterings. ``job`` is the chosen job
+    (Table 2, series plots); ``sims`` and ``eps`` the SIM and eps values clustered,
+    ``sample`` the jobs sampled for them; ``progress`` reports the clusterings.
+    The clusterings run on ``workers`` local processes (0: one per core) or on the Dask
+    cluster at ``scheduler`` (:func:`iosight.similarity.explore`).
     """
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    wh, out = source, report_dir(out)
     sections, lines = [], []
+    where = {"workers": workers, "scheduler": scheduler}
     if codings_csv is not None:
-        body, ln = _real_section(out, Path(codings_csv), sims, job, progress)
+        body, ln = _real_section(out, Path(codings_csv), sims, job, progress, where)
         sections.append(body)
         lines += ln
     labelled = (
@@ -307,7 +320,7 @@ def build_report(
     )
     if labelled:
         chosen = job if codings_csv is None else None
-        body, ln = _synthetic_section(wh, sims, eps, sample, chosen, progress)
+        body, ln = _synthetic_section(wh, sims, eps, sample, chosen, progress, where)
         sections.append(body)
         lines += ln
     if not sections and wh is not None and wh.has_table("sim_codings"):

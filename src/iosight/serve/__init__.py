@@ -15,7 +15,6 @@ from iosight.serve._app import (
     served_hosts,
 )
 from iosight.serve._pages import (
-    SORTS,
     JobFilter,
     JobsPage,
     Thresholds,
@@ -30,7 +29,6 @@ from iosight.serve._readonly import ServedWarehouse, check_where, deadline
 
 __all__ = [
     "LOOPBACK_HOSTS",
-    "SORTS",
     "BackgroundServer",
     "JobFilter",
     "JobsPage",

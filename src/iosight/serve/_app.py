@@ -504,7 +504,10 @@ class _SecurityHeaders:
 
 
 def run(app: Starlette, *, host: str = "127.0.0.1", port: int = 8050) -> None:
-    """Serve ``app`` with uvicorn (one process) until interrupted."""
+    """Serve ``app`` with uvicorn (one process) until interrupted.
+
+    ``host``: the address it listens on; ``port``: its port.
+    """
     import uvicorn
 
     uvicorn.run(app, host=host, port=port, log_level="warning")
@@ -514,6 +517,9 @@ class BackgroundServer:
     """A server running on a thread of this process (notebooks, tests, benchmarks).
 
     ``url`` is its address; :meth:`stop` (or leaving the ``with`` block) shuts it down.
+
+    ``app``: the application served; ``host``: the address it listens on; ``port``: its port (0:
+    any free one).
     """
 
     def __init__(self, app: Starlette, *, host: str = "127.0.0.1", port: int = 0) -> None:

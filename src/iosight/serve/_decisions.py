@@ -361,7 +361,7 @@ class StartAsk:
 def served_start(decisions: Decisions, ask: StartAsk) -> dict:
     """Algorithm 1's start (§V-B) for ``ask``: the choice, and the forecast it used (the
     served one, :meth:`Decisions.forecast`) or the pattern given."""
-    from iosight.sched.burst_aware import choose_start, start_on_forecast
+    from iosight.schedule import choose_start, start_on_forecast
 
     how = {"alpha": ask.alpha, "policy": ask.policy, "n_options": ask.n_options,
            "estimator": ask.estimator}  # fmt: skip

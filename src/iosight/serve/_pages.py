@@ -50,6 +50,12 @@ class JobFilter:
     Times are epoch seconds (UTC); ``exe`` matches a substring, case-insensitively;
     ``user`` is the uid as stored; ``where`` is a SQL condition on ``jobs`` columns
     (checked by :func:`~iosight.serve.check_where`).
+
+    ``start_from``: jobs starting at or after this time; ``start_to``: jobs starting before this
+    time; ``nprocs_min``: at least this many processes; ``nprocs_max``: at most this many
+    processes; ``bytes_min``: at least this many bytes read and written; ``bytes_max``: at most
+    this many; ``sort``: the column sorted on; ``descending``: sort from the largest; ``page``:
+    the page shown, from 1; ``page_size``: jobs per page.
     """
 
     start_from: float | None = None
@@ -69,7 +75,10 @@ class JobFilter:
 
 @dataclass
 class JobsPage:
-    """One page of jobs: ``rows`` (at most ``page_size``), ``total`` matching jobs."""
+    """One page of jobs: ``rows`` (at most ``page_size``), ``total`` matching jobs.
+
+    ``page``: its number, from 1.
+    """
 
     rows: pd.DataFrame
     total: int
@@ -94,7 +103,10 @@ def _bytes_expr(wh: ServedWarehouse) -> str | None:
 
 
 def jobs_page(wh: ServedWarehouse, f: JobFilter) -> JobsPage:
-    """One page of the ``jobs`` table, filtered and sorted inside DuckDB."""
+    """One page of the ``jobs`` table, filtered and sorted inside DuckDB.
+
+    ``wh``: the served warehouse; ``f``: the filters, sort and page.
+    """
     wh.require("jobs")
     check_param("sort", f.sort, f.sort in SORTS, f"one of {', '.join(SORTS)}")
     check_param("page", f.page, f.page >= 1, "a page number from 1")
@@ -190,7 +202,11 @@ def _bytes_of(wh: ServedWarehouse, bytes_sql: str | None, keys: list[str]) -> li
 
 
 def errors_page(wh: ServedWarehouse, page: int = 1, page_size: int = 100) -> JobsPage:
-    """One page of ``ingest_errors``: source path and reason."""
+    """One page of ``ingest_errors``: source path and reason.
+
+    ``wh``: the served warehouse; ``page``: the page shown, from 1; ``page_size``: rows per
+    page.
+    """
     check_param("page", page, page >= 1, "a page number from 1")
     if not wh.has_table("ingest_errors"):
         import pandas as pd
@@ -236,7 +252,10 @@ def job_dxt(wh: ServedWarehouse, key: str, window: DxtWindow | None = None) -> D
 
 def job_insights_table(wh: ServedWarehouse, key: str) -> tuple[pd.DataFrame | None, str]:
     """The job's insights (:func:`iosight.insights.job_insights`); None and why when they
-    cannot be evaluated."""
+    cannot be evaluated.
+
+    ``wh``: the served warehouse; ``key``: the job's key.
+    """
     from iosight.insights import job_insights
 
     try:
@@ -251,7 +270,10 @@ def cli_command(wh: ServedWarehouse, args: str) -> str:
 
 
 def similar_jobs(wh: ServedWarehouse, key: str, top: int = 10) -> tuple[pd.DataFrame | None, str]:
-    """Jobs like this one from the similarity codings, where they were built."""
+    """Jobs like this one from the similarity codings, where they were built.
+
+    ``wh``: the served warehouse; ``key``: the job's key; ``top``: how many jobs.
+    """
     if not wh.has_table("sim_codings"):
         build = cli_command(wh, "similarity series --from darshan")
         return None, f"no similarity codings; build them with: {build}"
@@ -267,7 +289,11 @@ def similar_jobs(wh: ServedWarehouse, key: str, top: int = 10) -> tuple[pd.DataF
 # ---------------------------------------------------------------------------- facility
 @dataclass(frozen=True)
 class Thresholds:
-    """Burst thresholds (bytes per base bin) of each direction, ``mean + k * std`` (§IV)."""
+    """Burst thresholds (bytes per base bin) of each direction, ``mean + k * std`` (§IV).
+
+    ``bin_width``: the base bin's width (s); ``read``: the read threshold (None: see
+    ``why_none``); ``write``: the write threshold.
+    """
 
     bin_width: float
     read: float | None
@@ -277,7 +303,10 @@ class Thresholds:
 
 def burst_thresholds(wh: ServedWarehouse) -> Thresholds:
     """Thresholds of the whole timeline at the paper's 1% of bins (§IV); a direction
-    without one (constant, too short, mostly empty) says why in ``why_none``."""
+    without one (constant, too short, mostly empty) says why in ``why_none``.
+
+    ``wh``: the served warehouse.
+    """
     from iosight.bursts import label_bursts
     from iosight.timeline import bin_width_of, load_timeline
 
@@ -314,6 +343,8 @@ def timeline_window(
     Bins come from a ladder (5 min, 15 min, 1 h, 3 h, 6 h, 1 day, 1 week). Per shown bin:
     mean and peak base-bin rate (bytes/s) per direction, and how many base bins in it
     are bursts (above the threshold), so a burst stays visible at every zoom.
+
+    ``wh``: the served warehouse; ``thresholds``: the burst thresholds marking bursts.
     """
     lo, hi, base = timeline_span(wh)
     start = lo if start is None else max(lo, float(start))
@@ -389,7 +420,7 @@ def forecast_start(
     wh: ServedWarehouse, model: str, min_time: float, max_time: float, policy: str = "W3"
 ):
     """The saved forecaster's next bins and Algorithm 1's start (§V-B) for one application."""
-    from iosight.sched.burst_aware import recommend_start
+    from iosight.schedule import recommend_start
 
     return recommend_start(wh, model, min_time, max_time, policy=policy)
 

@@ -77,6 +77,8 @@ class ServedWarehouse(Warehouse):
     compaction while the server runs), :meth:`refresh` rebuilds the views.
     ``memory_limit`` is DuckDB's (e.g. ``"1GB"``); ``query_timeout`` (seconds) is the
     deadline of user SQL.
+
+    ``path``: the warehouse folder.
     """
 
     def __init__(
@@ -109,7 +111,10 @@ class ServedWarehouse(Warehouse):
                 self._generation += 1
 
     def memo(self, name: str, compute: Callable[[], T]) -> T:
-        """``compute()`` once per set of tables (schemas of wide tables cost tens of ms)."""
+        """``compute()`` once per set of tables (schemas of wide tables cost tens of ms).
+
+        ``name``: what is computed; ``compute``: computes it.
+        """
         if name not in self._memo:
             self._memo[name] = compute()
         return self._memo[name]  # type: ignore[return-value]
@@ -150,6 +155,8 @@ class ServedWarehouse(Warehouse):
             ) from None
 
     def commit(self, *args, **kwargs) -> str:
+        """Refused: a served warehouse only reads (``args`` and ``kwargs`` as
+        :meth:`Warehouse.commit` takes them)."""
         raise IosightError(f"the served warehouse {self.path} is read-only")
 
 
@@ -164,6 +171,9 @@ def check_where(
     condition using anything outside a short list (:func:`_refused`): no subquery, no
     function that builds larger values than it gets. The database's own lock-down
     (see the module docstring) still applies to what a condition calls.
+
+    ``clause``: the user's SQL condition; ``con``: the connection it is parsed on (default: an
+    in-memory one).
     """
     import duckdb
 

@@ -5,7 +5,6 @@ Patterns Using Machine Learning Techniques*, read as in ``docs/methods.md`` §3.
 """
 
 from iosight.similarity._cluster import (
-    PROGRESS_EVERY,
     Clustering,
     cluster_quality,
     clustering_tree,
@@ -14,7 +13,6 @@ from iosight.similarity._cluster import (
 from iosight.similarity._codings import (
     METRIC_INDEX,
     METRICS,
-    SAMPLE_JOB_COLUMNS,
     SEGMENT_S,
     Categories,
     JobCodings,
@@ -34,13 +32,11 @@ from iosight.similarity._codings import (
     segment_samples,
 )
 from iosight.similarity._darshan import darshan_series, series_from_darshan, time_resolved
-from iosight.similarity._profiles import IO_DURATION_COLUMNS, IO_METRIC_COLUMNS, job_profiles
+from iosight.similarity._profiles import job_profiles
 from iosight.similarity._search import SearchResult, SimilarityIndex, brute_force_top_k
 from iosight.similarity._similarity import CodingSet, bin_similarity, hex_similarity
 from iosight.similarity._store import (
-    DENSITY_CODINGS,
     PAPER_NAMES,
-    PROFILE_CODINGS,
     LoadedCodings,
     build_codings,
     cluster,
@@ -51,22 +47,15 @@ from iosight.similarity._store import (
     import_codings,
     import_monitoring,
     load_codings,
-    resolve_job,
     run_id,
     store_categories,
     store_series,
 )
 
 __all__ = [
-    "DENSITY_CODINGS",
-    "IO_DURATION_COLUMNS",
-    "IO_METRIC_COLUMNS",
     "METRICS",
     "METRIC_INDEX",
     "PAPER_NAMES",
-    "PROFILE_CODINGS",
-    "PROGRESS_EVERY",
-    "SAMPLE_JOB_COLUMNS",
     "SEGMENT_S",
     "Categories",
     "Clustering",
@@ -104,7 +93,6 @@ __all__ = [
     "is_zero_job",
     "job_profiles",
     "load_codings",
-    "resolve_job",
     "run_id",
     "segment_samples",
     "series_from_darshan",

@@ -29,6 +29,9 @@ class Clustering:
     creation); ``centroids[c]`` the job index of cluster ``c``'s centroid (-1 when
     the algorithm has none); ``similarity[i]`` job ``i``'s similarity to its
     centroid (NaN when none); ``progress`` the (jobs processed, clusters) pairs.
+
+    ``labels``: each job's cluster; ``centroids``: each cluster's centroid job; ``similarity``:
+    each job's similarity to its centroid; ``seconds``: how long the clustering took.
     """
 
     labels: np.ndarray
@@ -239,6 +242,8 @@ def cluster_quality(truth: Sequence, labels: Sequence) -> dict[str, float]:
     """Adjusted Rand index, homogeneity, completeness and purity against known classes.
 
     Purity is the share of jobs that belong to their cluster's most common class.
+
+    ``truth``: each job's known class; ``labels``: each job's cluster.
     """
     from sklearn import metrics
 

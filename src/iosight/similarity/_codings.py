@@ -229,6 +229,8 @@ class Categories:
 
     A segment mean ``v`` scores 0 when ``v < low``, 1 when ``low <= v < high`` and 4
     when ``v >= high``.
+
+    ``splits``: metric to its ``(low, high)`` split points.
     """
 
     splits: Mapping[str, tuple[float, float]]
@@ -256,7 +258,10 @@ class Categories:
     @classmethod
     def from_config(cls, path: str | Path) -> Categories:
         """Read ``{metric: [low, high]}`` (or ``{metric: {low: .., high: ..}}``) from a
-        YAML or JSON file."""
+        YAML or JSON file.
+
+        ``path``: the YAML or JSON file.
+        """
         p = Path(path)
         if not p.is_file():
             raise IosightError(f"no category config at {p}")
@@ -289,6 +294,9 @@ class Categories:
     ) -> Categories:
         """Split points from quantiles of each metric's non-zero segment means.
 
+        ``series``: a segmented series (``metric``, ``value`` columns); ``quantiles``: the
+        quantiles giving ``low`` and ``high``.
+
         Notes
         -----
         iosight's reading (docs/methods.md §3, "taken from quantiles of the data set"): the
@@ -312,7 +320,11 @@ class Categories:
 
 
 def categorize(series: pd.DataFrame, categories: Categories) -> np.ndarray:
-    """Category score (0, 1 or 4) of every row of a segmented series (§3)."""
+    """Category score (0, 1 or 4) of every row of a segmented series (§3).
+
+    ``series``: a segmented series (``metric``, ``value`` columns); ``categories``: the split
+    points per metric.
+    """
     lo, hi = categories.arrays()
     mi = series["metric"].map(METRIC_INDEX).to_numpy()
     v = series["value"].to_numpy(dtype=float)
@@ -326,6 +338,8 @@ class JobCodings:
 
     ``bin[i]`` is the binary code sequence of job ``i`` (ints 0..511), ``hex[i]``
     its (9, length) array of hex levels.
+
+    ``jobs``: the jobs, in order; ``bin``: their binary codings; ``hex``: their hex codings.
     """
 
     jobs: list
@@ -381,7 +395,10 @@ def code_series(series: pd.DataFrame, jobs: pd.DataFrame, categories: Categories
 
 
 def hex_levels(mean_score: np.ndarray) -> np.ndarray:
-    """Quantise mean category scores in [0, 4] into 16 levels of width 0.25 (§4)."""
+    """Quantise mean category scores in [0, 4] into 16 levels of width 0.25 (§4).
+
+    ``mean_score``: mean category scores per metric and segment.
+    """
     m = np.asarray(mean_score, dtype=float)
     if (m < 0).any() or (m > 4 + 1e-9).any():
         raise IosightError("hex coding needs mean scores in [0, 4]")
@@ -389,7 +406,10 @@ def hex_levels(mean_score: np.ndarray) -> np.ndarray:
 
 
 def aggregate_zeros(codes: Sequence[int] | np.ndarray) -> np.ndarray:
-    """Collapse each run of zero segments into one zero segment (§4, BIN_AGGZEROS)."""
+    """Collapse each run of zero segments into one zero segment (§4, BIN_AGGZEROS).
+
+    ``codes``: one job's binary codes.
+    """
     c = np.asarray(codes, dtype=np.int64)
     if c.size == 0:
         return c
@@ -399,7 +419,10 @@ def aggregate_zeros(codes: Sequence[int] | np.ndarray) -> np.ndarray:
 
 
 def aggregate_zeros_many(codings: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """:func:`aggregate_zeros` of many codings at once (vectorised over their concatenation)."""
+    """:func:`aggregate_zeros` of many codings at once (vectorised over their concatenation).
+
+    ``codings``: one array of binary codes per job.
+    """
     if not codings:
         return []
     lens = np.array([len(c) for c in codings])
@@ -413,12 +436,18 @@ def aggregate_zeros_many(codings: Sequence[np.ndarray]) -> list[np.ndarray]:
 
 
 def is_zero_job(coding: np.ndarray) -> bool:
-    """True when every segment (and every metric) of a coding is zero (§5.1)."""
+    """True when every segment (and every metric) of a coding is zero (§5.1).
+
+    ``coding``: one job's binary codes or hex levels.
+    """
     return not np.any(coding)
 
 
 def encode_bin(active: Mapping[str, bool] | Sequence[str]) -> int:
-    """The 9-bit code of a set of active metrics (md_read and read_bytes -> 48)."""
+    """The 9-bit code of a set of active metrics (md_read and read_bytes -> 48).
+
+    ``active``: the active metrics (names, or names to flags).
+    """
     names = [m for m, on in active.items() if on] if isinstance(active, Mapping) else active
     unknown = set(names) - set(METRICS)
     if unknown:
@@ -427,19 +456,28 @@ def encode_bin(active: Mapping[str, bool] | Sequence[str]) -> int:
 
 
 def decode_bin(code: int) -> list[str]:
-    """The active metrics of a 9-bit binary code (the coding is reversible, §4)."""
+    """The active metrics of a 9-bit binary code (the coding is reversible, §4).
+
+    ``code``: a binary code (0..511).
+    """
     check_param("code", code, 0 <= int(code) < 512, "an integer in 0..511")
     return [m for i, m in enumerate(METRICS) if int(code) >> i & 1]
 
 
 # -------------------------------------------------------------- text form for storage
 def bin_to_text(codes: np.ndarray) -> str:
-    """``256:0:6``, the DKRZ data set's colon-separated form."""
+    """``256:0:6``, the DKRZ data set's colon-separated form.
+
+    ``codes``: one job's binary codes.
+    """
     return ":".join(map(str, np.asarray(codes).tolist()))
 
 
 def bin_from_text(text: str) -> np.ndarray:
-    """The codes of one colon-separated binary coding (``256:0:6``), each in 0..511."""
+    """The codes of one colon-separated binary coding (``256:0:6``), each in 0..511.
+
+    ``text``: the coding as text.
+    """
     try:
         codes = [int(x) for x in str(text).strip().split(":")]
     except ValueError:
@@ -450,7 +488,10 @@ def bin_from_text(text: str) -> np.ndarray:
 
 
 def bin_from_texts(texts: Sequence[str]) -> list[np.ndarray]:
-    """Parse many colon-separated binary codings at once (vectorised :func:`bin_from_text`)."""
+    """Parse many colon-separated binary codings at once (vectorised :func:`bin_from_text`).
+
+    ``texts``: the codings as text.
+    """
     texts = [str(t).strip() for t in texts]
     if not texts:
         return []
@@ -465,12 +506,18 @@ def bin_from_texts(texts: Sequence[str]) -> list[np.ndarray]:
 
 
 def hex_to_text(levels: np.ndarray) -> str:
-    """Nine hex-digit strings in metric order, joined by ``:`` (``0f10:0000:...``)."""
+    """Nine hex-digit strings in metric order, joined by ``:`` (``0f10:0000:...``).
+
+    ``levels``: one job's (9, length) hex levels.
+    """
     return ":".join("".join(f"{int(v):x}" for v in row) for row in levels)
 
 
 def hex_from_text(text: str) -> np.ndarray:
-    """A hex coding from its text form (nine equal-length hex strings joined by ':')."""
+    """A hex coding from its text form (nine equal-length hex strings joined by ':').
+
+    ``text``: the coding as text.
+    """
     rows = str(text).split(":")
     if len(rows) != len(METRICS) or len({len(r) for r in rows}) != 1 or not rows[0]:
         raise IosightError(f"not a hex coding (9 equal-length hex strings): {text!r}")

@@ -95,6 +95,9 @@ def darshan_series(wh: Warehouse, segment_s: float = 600.0) -> tuple[pd.DataFram
     Times are seconds since job start, clipped to the job's run time; a job has
     ``max(1, ceil(run_time / segment_s))`` segments and its last, partial segment
     is divided by its own duration (the mean of what it has, docs/methods.md §3).
+
+    ``wh``: the warehouse holding the Darshan tables; ``segment_s``: the segment length in
+    seconds.
     """
     wh.require("jobs")
     events, _ = _events_sql(wh)
@@ -163,6 +166,10 @@ def series_from_darshan(
     others have only counters spread over open-close intervals), how many jobs with I/O
     have none for want of a run time (:func:`untimed_jobs`), and how many jobs give each
     metric.
+
+    ``wh``: the warehouse holding the Darshan tables; the series are written there; ``source``:
+    the ``sim_jobs.source`` of the jobs written; ``segment_s``: the segment length in seconds;
+    ``categories``: the split points (default: as :func:`build_codings` chooses).
     """
     import pandas as pd
 
@@ -190,7 +197,10 @@ def series_from_darshan(
 
 
 def time_resolved(wh: Warehouse) -> int:
-    """Jobs with DXT segments or HEATMAP bins: the ones whose series have a shape in time."""
+    """Jobs with DXT segments or HEATMAP bins: the ones whose series have a shape in time.
+
+    ``wh``: the warehouse holding the Darshan tables.
+    """
     parts = [f"select job_key from {t}" for t in ("heatmap", "dxt_posix") if wh.has_table(t)]
     if not parts:
         return 0

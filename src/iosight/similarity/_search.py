@@ -22,7 +22,10 @@ _CHUNK = 64
 @dataclass
 class SearchResult:
     """Positions (into the indexed set) and similarities, best first; ``compared``
-    counts the exact edit-distance comparisons made."""
+    counts the exact edit-distance comparisons made.
+
+    ``index``: positions into the indexed set; ``similarity``: their similarities to the query.
+    """
 
     index: np.ndarray
     similarity: np.ndarray
@@ -55,6 +58,8 @@ def _histograms(codings: CodingSet) -> np.ndarray:
 class SimilarityIndex:
     """An exact top-k index over codings of one kind (BIN eq. 1 or HEX_LEV eq. 2).
 
+    ``codings``: the codings indexed, all of one kind.
+
     Notes
     -----
     For codings of lengths ``la``, ``lb`` sharing ``c`` symbols as multisets,
@@ -84,7 +89,10 @@ class SimilarityIndex:
         return np.where(n > 0, 1.0 - missing / (np.maximum(n, 1) * longest), 1.0)
 
     def query(self, i: int, k: int = 20, *, exclude_self: bool = True) -> SearchResult:
-        """The ``k`` codings most similar to coding ``i`` of the indexed set."""
+        """The ``k`` codings most similar to coding ``i`` of the indexed set.
+
+        ``exclude_self``: leave coding ``i`` itself out of the answer.
+        """
         check_param("k", k, k >= 1, "a positive number of jobs")
         cs = self.codings
         ub = self._upper_bounds(self.hist[i], int(cs.lengths[i]), int(cs.active[i]))
@@ -114,7 +122,11 @@ class SimilarityIndex:
 
 
 def brute_force_top_k(codings: CodingSet, i: int, k: int, *, exclude_self: bool = True):
-    """Reference answer: compare coding ``i`` with every coding, best ``k`` first."""
+    """Reference answer: compare coding ``i`` with every coding, best ``k`` first.
+
+    ``codings``: the codings compared; ``exclude_self``: leave coding ``i`` itself out of the
+    answer.
+    """
     idx = np.arange(len(codings))
     if exclude_self:
         idx = idx[idx != i]

@@ -23,7 +23,10 @@ def _text(codes: Sequence[int] | np.ndarray) -> str:
 
 
 def bin_similarity(a: Sequence[int], b: Sequence[int]) -> float:
-    """``1 - lev(A, B) / max(len A, len B)`` (eq. 1); [1,2,3,4] vs [1,2,3,4,5] -> 0.8."""
+    """``1 - lev(A, B) / max(len A, len B)`` (eq. 1); [1,2,3,4] vs [1,2,3,4,5] -> 0.8.
+
+    ``a``: one job's binary codes; ``b``: the other's.
+    """
     from rapidfuzz.distance import Levenshtein
 
     la, lb = len(a), len(b)
@@ -34,6 +37,8 @@ def bin_similarity(a: Sequence[int], b: Sequence[int]) -> float:
 
 def hex_similarity(a: np.ndarray, b: np.ndarray) -> float:
     """``1 - sum_m lev(A_m, B_m) / (N * L_B)`` (eq. 2), ``L_B >= L_A``.
+
+    ``a``: one job's (9, length) hex levels; ``b``: the other's.
 
     Notes
     -----
@@ -67,6 +72,8 @@ class CodingSet:
     ``parts`` holds one list of strings per compared sequence: one for BIN, nine
     (one per metric) for HEX_LEV; ``active`` is the 9-bit mask of non-zero metrics
     (HEX) and ``lengths`` the number of segments.
+
+    ``kind``: ``bin`` or ``hex``, which similarity (eq. 1 or eq. 2) compares them.
     """
 
     kind: str
@@ -76,14 +83,20 @@ class CodingSet:
 
     @classmethod
     def from_bin(cls, codings: Sequence[np.ndarray]) -> CodingSet:
-        """A set of binary codings (one string per job)."""
+        """A set of binary codings (one string per job).
+
+        ``codings``: one array of codes per job.
+        """
         strings = [_text(c) for c in codings]
         lengths = np.array([len(c) for c in codings], dtype=np.int64)
         return cls("bin", [strings], lengths, np.ones(len(strings), dtype=np.int64))
 
     @classmethod
     def from_hex(cls, codings: Sequence[np.ndarray]) -> CodingSet:
-        """A set of hex codings (one string per job and metric), with each job's active metrics."""
+        """A set of hex codings (one string per job and metric), with each job's active metrics.
+
+        ``codings``: one (9, length) array of hex levels per job.
+        """
         parts = [[_text(c[m]) for c in codings] for m in range(len(METRICS))]
         lengths = np.array([c.shape[1] for c in codings], dtype=np.int64)
         bits = 1 << np.arange(len(METRICS), dtype=np.int64)

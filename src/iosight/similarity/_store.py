@@ -73,7 +73,12 @@ def store_series(
 ) -> int:
     """Write segmented series and their jobs (``job`` becomes ``job_key``) in one
     batch, with the jobs' ``codings`` rows when given; the jobs' earlier codings and
-    profiles go. Returns jobs."""
+    profiles go. Returns jobs.
+
+    ``wh``: the warehouse written; ``series``: the segmented series (``job, node, fs, metric,
+    segment, value``); ``jobs``: one row per job (``job, jobid, n_segments, ...``); ``source``:
+    the jobs' ``sim_jobs.source``; ``synthetic``: whether the jobs are SYNTHETIC.
+    """
     import pandas as pd
 
     jobs = jobs.rename(columns={"job": "job_key"}).copy()
@@ -108,7 +113,13 @@ def import_monitoring(
     categories: Categories | None = None,
 ) -> dict[str, int]:
     """Segment a long-format monitoring file (CSV or Parquet) into ``sim_series``, then
-    build every job's codings and profiles (:func:`build_codings`)."""
+    build every job's codings and profiles (:func:`build_codings`).
+
+    ``wh``: the warehouse written; ``path``: the monitoring file (``job, node, fs, metric, time,
+    value`` rows); ``segment_s``: the segment length in seconds; ``interval_s``: the sampling
+    interval in seconds; ``categories``: the split points (default: as :func:`build_codings`
+    chooses).
+    """
     from iosight.similarity._codings import segment_samples
 
     series = segment_samples(path, segment_s, interval_s)
@@ -121,6 +132,8 @@ def import_codings(wh: Warehouse, path: str | Path, *, prefix: str = "dkrz") -> 
 
     Writes ``sim_jobs`` and ``sim_codings`` (``bin`` as given, ``bin-aggzeros``
     derived); the job key is ``<prefix>:<jobid>``. Returns counts.
+
+    ``wh``: the warehouse written; ``path``: the codings CSV; ``prefix``: the job keys' prefix.
     """
     import pandas as pd
 
@@ -212,7 +225,11 @@ def _categories_table(categories: Categories, origin: str) -> pa.Table:
 
 
 def store_categories(wh: Warehouse, categories: Categories, origin: str) -> None:
-    """Keep the split points in ``sim_categories``; later codings reuse them."""
+    """Keep the split points in ``sim_categories``; later codings reuse them.
+
+    ``wh``: the warehouse written; ``categories``: the split points; ``origin``: where they came
+    from (a file, quantiles, a generator).
+    """
     wh.write_table("sim_categories", _categories_table(categories, origin))
 
 
@@ -228,6 +245,8 @@ def build_codings(
     series when given, else those stored in ``sim_categories`` (e.g. by the
     synthetic generator), else the 99% / 99.9% quantiles. The split points used
     replace the stored ones. Returns counts.
+
+    ``wh``: the warehouse holding ``sim_series``; the codings are written there.
     """
     if categories is not None and quantiles is not None:
         raise IosightError("give split points or quantiles, not both")
@@ -282,7 +301,12 @@ def build_codings(
 # ----------------------------------------------------------------------- loading
 @dataclass
 class LoadedCodings:
-    """Codings of one kind in clustering order (jobid, then job key)."""
+    """Codings of one kind in clustering order (jobid, then job key).
+
+    ``coding``: the kind of coding (``bin``, ``bin-aggzeros``, ``hex``); ``job_keys``: the jobs'
+    keys; ``jobids``: their job ids; ``codes``: their codings as text; ``zero``: True for a zero
+    job (no segment above LowIO).
+    """
 
     coding: str
     job_keys: np.ndarray
@@ -300,7 +324,10 @@ class LoadedCodings:
 
 def load_codings(wh: Warehouse, coding: str, *, source: str | None = None) -> LoadedCodings:
     """Every job's coding of one kind, in clustering order (jobid, then job key); only
-    the jobs of one ``source`` (``sim_jobs.source``) when given."""
+    the jobs of one ``source`` (``sim_jobs.source``) when given.
+
+    ``wh``: the warehouse holding the codings; ``coding``: the kind of coding loaded.
+    """
     if coding not in DENSITY_CODINGS:
         raise IosightError(
             f"the 'coding' parameter must be one of {', '.join(DENSITY_CODINGS)}. "
@@ -340,7 +367,11 @@ def _load_profiles(wh: Warehouse, coding: str) -> tuple[np.ndarray, np.ndarray, 
 
 # ----------------------------------------------------------------------- clustering
 def run_id(coding: str, algorithm: str, param: float) -> str:
-    """The id of a clustering run: coding, algorithm and parameter."""
+    """The id of a clustering run: coding, algorithm and parameter.
+
+    ``coding``: the coding clustered; ``algorithm``: ``density`` or ``tree``; ``param``: its SIM
+    or eps value.
+    """
     return f"{coding}/{algorithm}/{param:g}"
 
 
@@ -361,14 +392,26 @@ def cluster(
     ``hex`` codings with threshold ``sim``; ``algorithm="tree"`` runs ClusteringTree
     with Euclidean distance threshold ``eps`` on the ``io-metric`` or
     ``io-duration`` profiles. Zero jobs are counted and set aside (§5.1). Returns
-    the ``sim_runs`` row.
+    the ``sim_runs`` row. One run is sequential by nature (a job joins the first
+    similar cluster), so it runs here; :func:`explore` runs several at once.
+
+    ``wh``: the warehouse holding the codings; the run is stored there; ``coding``: the coding
+    or profile clustered; ``sample``: at most this many jobs, sampled, when there are more;
+    ``seed``: the sample's random seed; ``progress``: told of the jobs clustered (default:
+    silent).
     """
+    keys, zero, data = _cluster_input(wh, coding, algorithm)
+    param = sim if algorithm == "density" else eps
+    result = _clustering(data, algorithm, param, sample=sample, seed=seed, progress=progress)
+    return _stored_run(wh, coding, algorithm, param, keys, zero, result)
+
+
+def _cluster_input(wh: Warehouse, coding: str, algorithm: str):
+    """(job keys, zero-job mask, what the algorithm clusters) of the warehouse's jobs."""
     if algorithm == "density":
         loaded = load_codings(wh, coding)
-        keys, zero = loaded.job_keys, loaded.zero
-        result = simplified_density(loaded.coding_set(), sim, progress=progress)
-        param = sim
-    elif algorithm == "tree":
+        return loaded.job_keys, loaded.zero, loaded.coding_set()
+    if algorithm == "tree":
         if coding not in PROFILE_CODINGS:
             raise IosightError(
                 f"ClusteringTree works on profiles: coding must be one of "
@@ -377,17 +420,30 @@ def cluster(
         keys, zero, x = _load_profiles(wh, coding)
         if (~zero).sum() < 2:
             raise IosightError("fewer than 2 non-zero jobs to cluster")
-        result = clustering_tree(x[~zero], eps, sample=sample, seed=seed)
-        param = eps
-    else:
-        raise IosightError(
-            f"the 'algorithm' parameter must be density or tree. Got {algorithm!r} instead."
-        )
-    rid = run_id(coding, algorithm, param)
+        return keys, zero, x[~zero]
+    raise IosightError(
+        f"the 'algorithm' parameter must be density or tree. Got {algorithm!r} instead."
+    )
+
+
+def _clustering(
+    data, algorithm: str, param: float, *, sample: int = 10_000, seed: int = 0, progress=None
+) -> Clustering:
+    """SimplifiedDensity of codings ``data`` at SIM ``param``, or ClusteringTree of
+    profiles ``data`` at eps ``param``."""
+    if algorithm == "density":
+        return simplified_density(data, param, progress=progress)
+    return clustering_tree(data, param, sample=sample, seed=seed)
+
+
+def _stored_run(
+    wh: Warehouse, coding: str, algorithm: str, param: float, keys, zero, result: Clustering
+) -> dict:
+    """Store one clustering (its ``sim_runs`` row, clusters, members, progress); the row."""
     members = keys[~zero]
     sizes = result.sizes()
     run = {
-        "run_id": rid,
+        "run_id": run_id(coding, algorithm, param),
         "coding": coding,
         "algorithm": algorithm,
         "param": float(param),
@@ -444,38 +500,47 @@ def explore(
     values: Sequence[float],
     *,
     algorithm: str = "density",
+    sample: int = 10_000,
+    seed: int = 0,
+    workers: int = 0,
+    scheduler: str | None = None,
     progress: Progress | None = None,
-    **kwargs,
 ) -> pd.DataFrame:
-    """One clustering per SIM (or eps) value: the numbers behind Fig. 4."""
+    """One clustering per SIM (or eps) value: the numbers behind Fig. 4.
+
+    The clusterings run on ``workers`` local processes (0: one per core) or on the
+    Dask cluster at ``scheduler`` (:func:`iosight.parallel.map_items`), each as
+    :func:`cluster` would run it, and are stored here in the order of ``values``;
+    ``progress`` advances as each clustering ends. Returns their ``sim_runs`` rows.
+
+    ``wh``: the warehouse holding the codings; the runs are stored there; ``coding``: the coding
+    or profile clustered; ``values``: the SIM values (``density``) or eps values (``tree``);
+    ``algorithm``: ``density`` or ``tree``; ``progress``: told of each clustering (default:
+    silent); ``sample`` and ``seed``: as :func:`cluster`'s.
+    """
+    from functools import partial
+
     import pandas as pd
+
+    from iosight._progress import ensure_progress
+    from iosight.parallel import check_workers, map_items
 
     if not values:
         raise IosightError("give at least one SIM value")
-    key = "sim" if algorithm == "density" else "eps"
-    rows = [
-        cluster(wh, coding, algorithm=algorithm, progress=progress, **{key: v}, **kwargs)
-        for v in values
-    ]
+    check_workers(workers)
+    keys, zero, data = _cluster_input(wh, coding, algorithm)
+    prog = ensure_progress(progress)
+    prog.start(len(values), f"{coding} clusterings ({algorithm})")
+    run = partial(_clustering, data, algorithm, sample=sample, seed=seed)
+    results = map_items(run, values, workers=workers, scheduler=scheduler,
+                        on_done=lambda *_: prog.advance(1))  # fmt: skip
+    prog.finish()
+    rows = [_stored_run(wh, coding, algorithm, v, keys, zero, r)
+            for v, r in zip(values, results, strict=True)]  # fmt: skip
     return pd.DataFrame(rows)
 
 
 # ----------------------------------------------------------------------- questions
-def resolve_job(wh: Warehouse, job: str) -> str:
-    """A job key from a job key, or from a jobid."""
-    wh.require("sim_jobs", _HINT)
-    df = wh.sql(
-        "select job_key from sim_jobs where job_key = ? or cast(jobid as varchar) = ? "
-        "order by job_key",
-        [job, job],
-    )
-    if df.empty:
-        raise IosightError(f"no job {job!r} in sim_jobs (give a job key or a jobid)")
-    if len(df) > 1:
-        raise IosightError(f"jobid {job!r} matches several jobs; give the job key")
-    return str(df["job_key"].iloc[0])
-
-
 def find_similar(wh: Warehouse, job: str, *, coding: str = "bin-aggzeros", top: int = 20):
     """The ``top`` jobs most similar to ``job`` (exact; §7), best first, among the jobs
     of its own source (``sim_jobs.source``: one codings file, Darshan logs, monitoring,
@@ -485,11 +550,15 @@ def find_similar(wh: Warehouse, job: str, *, coding: str = "bin-aggzeros", top: 
     Returns a DataFrame ``rank, job_key, jobid, similarity, code`` and the number of
     exact comparisons the index needed (in ``attrs["compared"]``). Jobs with similarity
     0 share no I/O phase with ``job`` and are left out (counted in ``attrs["unrelated"]``).
+
+    ``wh``: the warehouse holding the codings; ``coding``: the coding compared.
     """
     import pandas as pd
 
+    from iosight.warehouse import find_job
+
     check_param("top", top, top >= 1, "a positive number of jobs")
-    key = resolve_job(wh, job)
+    key = find_job(wh, job, table="sim_jobs", hint=_HINT)
     source = str(wh.sql("select source from sim_jobs where job_key = ?", [key]).iat[0, 0])
     loaded = load_codings(wh, coding, source=source)
     pos = np.flatnonzero(loaded.job_keys == key)
@@ -529,8 +598,13 @@ def cluster_of(wh: Warehouse, job: str, runs: Sequence[str] | None = None) -> pd
 
     A job type is a distinct coding (``Coding with 100% similarity are of the same
     job phenotype``, §6).
+
+    ``wh``: the warehouse holding the stored clusterings; ``job``: the chosen job: its job id,
+    job key or a key prefix; ``runs``: the run ids shown (default: every stored run).
     """
-    key = resolve_job(wh, job)
+    from iosight.warehouse import find_job
+
+    key = find_job(wh, job, table="sim_jobs", hint=_HINT)
     wh.require("sim_membership", "run 'iosight similarity cluster' first")
     df = wh.sql(
         """with mine as (select run_id, cluster from sim_membership where job_key = ?)
@@ -551,7 +625,10 @@ def cluster_of(wh: Warehouse, job: str, runs: Sequence[str] | None = None) -> pd
 
 
 def evaluate(wh: Warehouse) -> pd.DataFrame:
-    """Cluster quality of every stored run against the known classes (``sim_jobs.label``)."""
+    """Cluster quality of every stored run against the known classes (``sim_jobs.label``).
+
+    ``wh``: the warehouse holding the stored runs and labelled jobs.
+    """
     import pandas as pd
 
     from iosight.similarity._cluster import cluster_quality

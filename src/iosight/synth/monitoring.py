@@ -208,22 +208,22 @@ def _job_samples(cls: JobClass, rng: np.random.Generator, keep_raw: bool):
 
 
 def generate_monitoring(
-    n_jobs: int,
+    job_count: int,
     *,
     seed: int = 1,
     classes: tuple[JobClass, ...] = CLASSES,
     samples_path: str | Path | None = None,
     progress: Progress | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Generate ``n_jobs`` labelled jobs and reduce them to 10-minute segments.
+    """Generate ``job_count`` labelled jobs and reduce them to 10-minute segments.
 
     Parameters
     ----------
-    n_jobs : int
+    job_count : int
         Number of jobs (at most ``MAX_JOBS``); classes are drawn uniformly.
     seed : int, default 1
         Seed; each job has its own spawned stream, so job ``i`` does not depend on
-        ``n_jobs``.
+        ``job_count``.
     samples_path : path, optional
         Also write the raw 5 s samples in long format (Parquet: ``job, node, fs,
         metric, time, value``; non-zero samples plus one zero sample per node and
@@ -238,16 +238,18 @@ def generate_monitoring(
     """
     import pandas as pd
 
-    check_param("n_jobs", n_jobs, 1 <= n_jobs <= MAX_JOBS, f"a number of jobs in 1..{MAX_JOBS}")
+    check_param(
+        "job_count", job_count, 1 <= job_count <= MAX_JOBS, f"a number of jobs in 1..{MAX_JOBS}"
+    )
     check_seed(seed)
     if samples_path is not None and Path(samples_path).suffix != ".parquet":
         raise IosightError(
             f"{samples_path}: the raw samples are written as Parquet: name a .parquet file"
         )
     prog = ensure_progress(progress)
-    prog.start(n_jobs, "synthetic monitoring")
+    prog.start(job_count, "synthetic monitoring")
     per_seg = int(SEGMENT_S // INTERVAL_S)
-    streams = np.random.SeedSequence(seed).spawn(n_jobs)
+    streams = np.random.SeedSequence(seed).spawn(job_count)
     jobs, parts, raw = [], [], []
     for i, ss in enumerate(streams):
         rng = np.random.default_rng(ss)
@@ -266,8 +268,8 @@ def generate_monitoring(
                 for fs in range(len(FILE_SYSTEMS)):
                     nn = np.arange(n_nodes)
                     raw.append((key, nn, fs, 0, np.full(n_nodes, t_edge), np.zeros(n_nodes)))
-        if (i + 1) % 1000 == 0 or i + 1 == n_jobs:
-            prog.advance((i % 1000) + 1 if i + 1 == n_jobs else 1000)
+        if (i + 1) % 1000 == 0 or i + 1 == job_count:
+            prog.advance((i % 1000) + 1 if i + 1 == job_count else 1000)
     prog.finish()
     series = _long(parts, "segment")
     if samples_path is not None:
@@ -307,7 +309,7 @@ def _long(parts: list, tcol: str) -> pd.DataFrame:
 
 def synth_monitoring(
     wh: Warehouse,
-    n_jobs: int,
+    job_count: int,
     *,
     seed: int = 1,
     samples_path: str | Path | None = None,
@@ -319,7 +321,7 @@ def synth_monitoring(
     from iosight.similarity import build_codings, store_categories, store_series
 
     series, jobs = generate_monitoring(
-        n_jobs, seed=seed, samples_path=samples_path, progress=progress
+        job_count, seed=seed, samples_path=samples_path, progress=progress
     )
     store_series(wh, series, jobs, source="synthetic", synthetic=True)
     store_categories(wh, synth_categories(), "synthetic site config")

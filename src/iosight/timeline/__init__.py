@@ -9,21 +9,20 @@ from iosight._lazy import lazy_exports
 __getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {
-        "_binning": ("SPREADS", "bin_intervals", "count_active", "spread_fractions"),
+        "_binning": ("bin_intervals", "count_active", "spread_fractions"),
         "_build": (
             "LAYERS",
             "TIMELINE_COLUMNS",
             "VALUE_COLUMNS",
             "build_options_of",
             "build_timeline",
-            "job_totals_intervals",
             "rebuild_timeline",
             "timeline_from_job_totals",
             "undated_jobs",
         ),
         "_frame": ("bin_width_of", "load_timeline", "parse_duration", "parse_time", "rebin"),
         "_known": ("KNOWN_COLUMNS", "known_sums"),
-        "_span": ("SPANS", "LeftOut", "left_out"),
+        "_span": ("LeftOut", "left_out"),
         "_unstored": ("known_timeline",),
         "_update": ("TimelineUpdate", "update_timeline"),
     },

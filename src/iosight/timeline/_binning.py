@@ -93,6 +93,9 @@ def bin_intervals(
     and last bins' shares directly and its equal share of every bin in between through a
     difference array, summed exactly (:func:`_exact_runs`). Bins no interval touches
     are exactly 0, and no bin is negative when no value is.
+
+    ``rel_start``: interval starts, seconds from the origin; ``rel_end``: interval ends;
+    ``spread``: ``overlap`` or ``equal`` (:func:`spread_fractions`).
     """
     rel_start = np.asarray(rel_start, dtype=np.float64)
     rel_end = np.asarray(rel_end, dtype=np.float64)
@@ -248,7 +251,11 @@ def interval_shares(s, e, b0, b1, width, spread):
 def count_active(
     rel_start: np.ndarray, rel_end: np.ndarray, *, width: float, n_bins: int
 ) -> np.ndarray:
-    """How many intervals touch each bin (a difference array, O(rows + bins))."""
+    """How many intervals touch each bin (a difference array, O(rows + bins)).
+
+    ``rel_start``: interval starts, seconds from the origin; ``rel_end``: interval ends;
+    ``width``: the bin width (s); ``n_bins``: how many bins.
+    """
     b0, b1 = touched_bins(
         np.asarray(rel_start, dtype=np.float64),
         np.maximum(np.asarray(rel_end, dtype=np.float64), rel_start),

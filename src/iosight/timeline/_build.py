@@ -202,6 +202,9 @@ def timeline_from_job_totals(
     Each job's POSIX + STDIO bytes, operations and I/O time are spread over
     ``[start_time, end_time]`` (process-level precision, §II). Columns as
     :func:`build_timeline`; ``active_jobs`` counts the jobs running in a bin.
+
+    ``df``: one row per job (``start_time``, ``end_time`` and the totals' columns);
+    ``bin_width``: the bin width (s); ``spread``: ``overlap`` or ``equal``.
     """
     _check_width(bin_width)
     check_spread(spread)
@@ -584,8 +587,8 @@ def _key_ranges(warehouse: Warehouse, jobs_where: str, chunk_jobs: int) -> list[
     """
     sub = f"select j.job_key from jobs j where {jobs_where}"
     con = warehouse.connect()
-    n_jobs = con.execute(f"select count(*) from ({sub})").fetchall()[0][0]
-    n = -(-int(n_jobs) // chunk_jobs)
+    job_count = con.execute(f"select count(*) from ({sub})").fetchall()[0][0]
+    n = -(-int(job_count) // chunk_jobs)
     if n <= 1:
         return [(None, None)]
     rows = con.execute(
@@ -894,8 +897,7 @@ def build_timeline(
         }
         if bounds is not None:
             where = _job_condition(*asked[:2], as_of=as_of)
-            quartiles = dense_quartiles(warehouse, where, bounds).to_json()
-            metadata[QUARTILES_KEY] = json.dumps(quartiles).encode()
+            metadata[QUARTILES_KEY] = dense_quartiles(warehouse, where, bounds).to_bytes()
         table = table.replace_schema_metadata(metadata)
         write_runs(warehouse, table, acc.first, runs_of(acc.first, table.num_rows), None)
     return table
@@ -932,7 +934,10 @@ def rebuild_timeline(warehouse: Warehouse, **kwargs) -> pa.Table:
     """Build the timeline again with the options its stored build was given (bin width,
     spread, since/until, span, as-of; ``kwargs`` such as ``progress`` are passed on), e.g.
     after new jobs came in. A timeline stored before its options were kept: its bin width
-    and the defaults."""
+    and the defaults.
+
+    ``warehouse``: the warehouse holding the timeline.
+    """
     return build_timeline(warehouse, **stored_options(warehouse), **kwargs)
 
 def accumulate_as_built(

@@ -20,7 +20,10 @@ _SUMMED = ("read_bytes", "write_bytes", "read_ops", "write_ops", "read_time", "w
 
 def parse_duration(text: str | float, *, zero: bool = False) -> float:
     """Seconds in ``"300"``, ``"300s"``, ``"5min"``, ``"2h"``, ``"1d"``, ``"1w"`` (or a number);
-    positive, or with ``zero`` also 0 (a delay, say)."""
+    positive, or with ``zero`` also 0 (a delay, say).
+
+    ``text``: the duration.
+    """
     if isinstance(text, int | float):
         value = float(text)
     else:
@@ -38,7 +41,10 @@ def parse_duration(text: str | float, *, zero: bool = False) -> float:
 
 def parse_time(text: str | float) -> float:
     """Epoch seconds of ``"2024-03-01 12:00"`` (UTC unless an offset is given), ``"now"``
-    or a number; finite times only."""
+    or a number; finite times only.
+
+    ``text``: the time.
+    """
     import pandas as pd
 
     try:
@@ -55,14 +61,20 @@ def parse_time(text: str | float) -> float:
 
 
 def load_timeline(warehouse: Warehouse) -> pd.DataFrame:
-    """The ``timeline`` table as a DataFrame sorted by ``bin_start``."""
+    """The ``timeline`` table as a DataFrame sorted by ``bin_start``.
+
+    ``warehouse``: the warehouse holding the ``timeline`` table.
+    """
     warehouse.require("timeline")
     df = warehouse.table("timeline").to_pandas()
     return df.sort_values("bin_start", kind="mergesort").reset_index(drop=True)
 
 
 def bin_width_of(df: pd.DataFrame) -> float:
-    """The single bin width of a timeline frame (an error when it has several)."""
+    """The single bin width of a timeline frame (an error when it has several).
+
+    ``df``: a timeline frame.
+    """
     if df.empty:
         raise IosightError("the timeline is empty")
     widths = np.unique(df["bin_width"].to_numpy(float))
@@ -78,6 +90,9 @@ def rebin(df: pd.DataFrame, width_s: float | str) -> pd.DataFrame:
     finer bins (a lower bound of the jobs that touched the coarse bin). Bins are
     aligned to the epoch (so hourly bins start on the hour, UTC); calendar months are
     variable-width bins with ``bin_width`` their length in seconds.
+
+    ``df``: a timeline frame; ``width_s``: the coarser width in seconds (or as text, ``"1h"``),
+    or ``"month"``.
     """
     import pandas as pd
 

@@ -49,9 +49,13 @@ def known_sums(
 ) -> pd.DataFrame:
     """The stored timeline's sums per (bin, known-at bin): ``KNOWN_COLUMNS`` rows sorted
     by ``known_start``, then ``bin_start``, of the jobs and with the options the stored
-    ``timeline`` was built with (rebuild the timeline after adding jobs). ``known = (lo,
+    ``timeline`` was built with (rebuild the timeline after adding jobs). ``known=(lo,
     hi)``: only the jobs known in ``[lo, hi)`` (follow mode's forecasts take the jobs
-    known since their last forecast; no job there: no rows)."""
+    known since their last forecast; no job there: no rows).
+
+    ``warehouse``: the warehouse holding the timeline and its jobs; ``progress``: told of the
+    jobs streamed (default: silent).
+    """
     acc = accumulate_as_built(warehouse, KnownBins, progress, known)
     if not acc.parts["active"] and known is None:
         raise IosightError("no jobs with start times to build a timeline from")

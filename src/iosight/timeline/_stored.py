@@ -21,13 +21,16 @@ import numpy as np
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from iosight.timeline._span import Quartiles
     from iosight.warehouse import Warehouse
 
 TABLE = "timeline"
 RUN_BINS = 4096  # bins a file: 14 days of 5-minute bins
 STATE_KEY = b"iosight.timeline_sources"
-#: the dense span's quartile windows (``_span.Quartiles``), kept in the newest file only
-QUARTILES_KEY = b"iosight.timeline_quartiles"
+#: the dense span's quartile windows (``_span.Quartiles.to_bytes``), kept in the newest
+#: file only (``iosight.timeline_quartiles``, their JSON of older code, is not read: an
+#: update of such a timeline finds them from every job's start, once)
+QUARTILES_KEY = b"iosight.timeline_quartile_windows"
 #: tables a timeline reads; a change to any of their files changes the timeline
 SOURCE_TABLES = ("jobs", "posix", "stdio", "dxt_posix", "heatmap", "job_totals")
 
@@ -95,10 +98,12 @@ def stored_state(metadata: dict[bytes, bytes]) -> dict | None:
     return None if raw is None else json.loads(raw)
 
 
-def stored_quartiles(metadata: dict[bytes, bytes]) -> dict | None:
-    """The stored timeline's quartile windows (as ``Quartiles.to_json``); None: none kept."""
+def stored_quartiles(metadata: dict[bytes, bytes]) -> Quartiles | None:
+    """The stored timeline's quartile windows; None: none kept."""
+    from iosight.timeline._span import Quartiles
+
     raw = metadata.get(QUARTILES_KEY)
-    return None if raw is None else json.loads(raw)
+    return None if raw is None else Quartiles.from_bytes(raw)
 
 
 def run_files(warehouse: Warehouse) -> dict[int, str]:
@@ -153,6 +158,14 @@ def write_runs(
             replace_tables=[TABLE] if drop is None else [],
             drop_files={TABLE: drop or []},
         )
+
+
+def replace_newest(warehouse: Warehouse, table: pa.Table, name: str) -> None:
+    """Commit ``table`` (one run, with the timeline's metadata) in place of the newest
+    file ``name``, which holds that run: one rename (``Warehouse.replace_file``), as
+    atomic as :func:`write_runs`' commit, and the file keeps its name, so it stays the
+    newest."""
+    warehouse.replace_file(TABLE, name, table, **_RUN_FILE)
 
 
 def lattice_first(table: pa.Table) -> int:

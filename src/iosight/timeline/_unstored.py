@@ -27,7 +27,11 @@ def known_timeline(
     """The timeline of every job known by ``as_of`` (all jobs: None), as
     :func:`~iosight.timeline.build_timeline` with ``span="all"`` and ``as_of`` would
     build it, without writing it (the stored ``timeline`` stays as it is), or None when
-    no job is known then. What the live timeline adds its live rows to."""
+    no job is known then. What the live timeline adds its live rows to.
+
+    ``warehouse``: the warehouse holding the jobs; ``bin_width``: the bin width (s); ``spread``:
+    ``overlap`` or ``equal``.
+    """
     _check_width(bin_width)
     check_spread(spread)
     ok = as_of is None or (isinstance(as_of, numbers.Real) and bool(np.isfinite(as_of)))

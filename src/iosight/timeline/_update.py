@@ -48,7 +48,6 @@ from iosight.timeline._build import (
 )
 from iosight.timeline._span import (
     LeftOut,
-    Quartiles,
     fences_of,
     left_out,
     outside,
@@ -61,6 +60,7 @@ from iosight.timeline._stored import (
     TABLE,
     batch_of,
     digest,
+    replace_newest,
     run_files,
     run_path,
     runs_of,
@@ -117,8 +117,11 @@ def update_timeline(warehouse: Warehouse, *, progress: Progress | None = None) -
     """Add the jobs of the batches the stored timeline has not read, with the options it
     was built with, rewriting only the runs of bins they touch (one atomic commit); the
     result equals a full rebuild. A full rebuild when an update cannot give that (module
-    docstring), saying why in :attr:`TimelineUpdate.rebuilt`."""
-    warehouse.require(TABLE)
+    docstring), saying why in :attr:`TimelineUpdate.rebuilt`.
+
+    ``warehouse``: the warehouse holding the timeline; ``progress``: told of the jobs read
+    (default: silent).
+    """
     with warehouse.writer_lock():  # no batch lands between what is read and what is recorded
         stored = _Stored.find(warehouse)
         try:
@@ -135,14 +138,18 @@ class _Stored:
     read once: the newest file's rows are read again when its run is rewritten)."""
 
     runs: dict[int, str]
+    newest: str
     metadata: dict
     cache: dict
 
     @classmethod
     def find(cls, warehouse: Warehouse) -> _Stored:
         runs, cache = run_files(warehouse), {}
-        newest = _open_paths([run_path(warehouse, max(runs.values()))], cache)[0]
-        return cls(runs, newest.metadata, cache)
+        if not runs:
+            warehouse.require(TABLE)  # says how to build one
+        newest = max(runs.values())
+        return cls(runs, newest, _open_paths([run_path(warehouse, newest)], cache)[0].metadata,
+                   cache)  # fmt: skip
 
 
 def _add_new(warehouse: Warehouse, stored: _Stored, progress) -> TimelineUpdate:
@@ -164,7 +171,7 @@ def _add_new(warehouse: Warehouse, stored: _Stored, progress) -> TimelineUpdate:
         every = functools.partial(_open, files["jobs"], cache)
         span = _plain_span(options, state, stored_quartiles(metadata), new_jobs, every)
         if span is not None:
-            sources = sources_state(files, read_columns(full_schema))
+            sources = sources_state(files, _read_columns(full_schema, state["schema"]))
             return _bin_plain(warehouse, stored, options, state, sources, new_jobs, span)
     dense = options.get("span", "dense") == "dense"
     with _NewRows(files, opened, state["schema"], all_jobs=dense) as rows:
@@ -183,7 +190,7 @@ def _bin_new(warehouse, stored, options, state, files, rows, progress) -> Timeli
     acc_args = (float(options["bin_width"]), options["spread"])
     acc = accumulate(rows, since, until, (0, 1), acc_args, CHUNK_JOBS, progress, as_of=as_of,
                      schema=rows.schema, memory=None)  # fmt: skip
-    sources = sources_state(files, read_columns(rows.full_schema))
+    sources = sources_state(files, _read_columns(rows.full_schema, state["schema"]))
     return _commit(warehouse, stored, options, state, sources, stats, (bounds, quartiles), acc)
 
 
@@ -222,7 +229,7 @@ def _commit(warehouse, stored, options, state, sources, stats, dense, acc) -> Ti
     span = (int(state["first"]), int(state["bins"]))
     bounds, quartiles = dense
     if quartiles is not None:
-        meta[QUARTILES_KEY] = json.dumps(quartiles.to_json()).encode()
+        meta[QUARTILES_KEY] = quartiles.to_bytes()
     state = {**sources, "fences": bounds}
     return TimelineUpdate(stats["counted"], _write(warehouse, state, acc, meta, span, stored))
 
@@ -378,10 +385,15 @@ class _Parquet:
         import pyarrow.parquet as pq
 
         self._reader = pq.ParquetReader()
-        self._reader.open(path)
-        schema = self._reader.schema_arrow
-        self.names, self.metadata = schema.names, dict(schema.metadata or {})
+        self._reader.open(path, pre_buffer=False)  # coalesced reads: for remote stores
+        self._schema = self._reader.schema_arrow
+        self.names = self._schema.names
         self.rows = self._reader.metadata.num_rows
+
+    @property
+    def metadata(self) -> dict:
+        """The file's key-value metadata (the newest run's: the timeline's)."""
+        return dict(self._schema.metadata or {})
 
     def read(self, columns: list[str]) -> pa.Table:
         """The ``columns`` (all in the file)."""
@@ -428,13 +440,21 @@ def _narrow(warehouse: Warehouse, entries: list[os.DirEntry]) -> list[os.DirEntr
 def _checked_schema(schema: dict, opened: dict[str, list]) -> dict[str, set[str]]:
     """The columns the timeline reads, ``schema``, with those of the new files ``opened``;
     raises :class:`_Rebuild` when the new columns change how records are read."""
-    full = {name: set(cols) for name, cols in schema.items()}
+    stored = {name: set(cols) for name, cols in schema.items()}
+    full = dict(stored)
     for name, fs in opened.items():
         if name != "jobs":
             full[name] = full.get(name, set()).union(*(f.names for f in fs))
-    if record_queries(full) != record_queries({name: set(cols) for name, cols in schema.items()}):
+    if full != stored and record_queries(full) != record_queries(stored):
         raise _Rebuild("the new batches bring columns that change how records are read")
     return full
+
+
+def _read_columns(full: dict[str, set[str]], schema: dict) -> dict[str, set[str]]:
+    """:func:`~iosight.timeline._build.read_columns` of ``full``; the stored ``schema``
+    (what it recorded: the columns read) where the new batches brought no column."""
+    stored = {name: set(cols) for name, cols in schema.items()}
+    return stored if full == stored else read_columns(full)
 
 
 def _read(files: list[_Parquet], columns: list[str]) -> pa.Table:
@@ -442,7 +462,10 @@ def _read(files: list[_Parquet], columns: list[str]) -> pa.Table:
     import pyarrow as pa
 
     parts = [f.read(sorted(set(columns) & set(f.names))) for f in files]
-    table = pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
+    if len(parts) == 1:  # one new file: a batch's (no concatenation to pay for)
+        table = parts[0]
+    else:
+        table = pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
     for c in columns:
         if c not in table.column_names:  # null typed: compares with numbers and text
             table = table.append_column(c, pa.nulls(table.num_rows))
@@ -520,7 +543,7 @@ def _plain_new(opened: dict[str, list], schema: dict) -> _PlainJobs:
 def _plain_span(options: dict, state: dict, kept, new: _PlainJobs, every) -> tuple | None:
     """The dense span's fences and quartiles with the new jobs ``new`` (``(None, None)``
     for ``span="all"``): from the stored :class:`~iosight.timeline._span.Quartiles`
-    (``kept``, as JSON; None: none) and the new jobs, else from every job's start
+    (``kept``; None: none) and the new jobs, else from every job's start
     (``every()``: the ``jobs`` files, opened; None when there are more than
     :data:`MAX_ALL_JOBS`). Raises :class:`_Rebuild` when a job the stored timeline read
     changes side (as :func:`_fences`)."""
@@ -530,10 +553,9 @@ def _plain_span(options: dict, state: dict, kept, new: _PlainJobs, every) -> tup
     starts = new.start[new.counted(*window)]
     old = None if state["fences"] is None else tuple(state["fences"])
     if old is not None and kept is not None:
-        stored = Quartiles.from_json(kept)
-        quartiles = stored.add(starts)
+        quartiles = kept.add(starts)
         bounds = quartiles.fences()
-        if bounds is not None and (bounds == old or not stored.moved(old, bounds)):
+        if bounds is not None and (bounds == old or not kept.moved(old, bounds)):
             return bounds, quartiles.near_to(bounds, starts)
     files = every()
     if sum(f.rows for f in files) > MAX_ALL_JOBS:
@@ -576,7 +598,10 @@ def _write(
     table = assemble(new_first * width, width, sums, active, offset=a - new_first)
     state = {**state, "first": new_first, "bins": new_last - new_first + 1}
     table = table.replace_schema_metadata({**meta, STATE_KEY: json.dumps(state).encode()})
-    write_runs(warehouse, table, a, runs, drop)
+    if drop == [stored.newest] and len(runs) == 1:  # the newest run alone: in its place
+        replace_newest(warehouse, table, stored.newest)
+    else:
+        write_runs(warehouse, table, a, runs, drop)
     return table.num_rows
 
 
@@ -598,7 +623,7 @@ def _add_stored(
 
     sums, active = into
     file = _open_paths([run_path(warehouse, name)], cache)[0]
-    table = file.read(file.names)
+    table = file.read([*VALUE_COLUMNS, "active_jobs"])  # not the bins' starts and width
     start = max(run_of(name) * RUN_BINS, first) - a
     stop = start + table.num_rows
     if start < 0 or stop > len(sums):

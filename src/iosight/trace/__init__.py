@@ -8,14 +8,13 @@ Characterization with Darshan*).
 """
 
 from iosight.trace import _h5py, _numpy, _posix, _stdio  # noqa: F401  (register the modules)
-from iosight.trace._activate import activate_from_env, run_traced, trace_env
+from iosight.trace._activate import run_traced, trace_env
 from iosight.trace._core import TRACE_MODULES, TraceConfig, TraceCore, TraceModule
 from iosight.trace._format import LogContent, darshan_hash, read_log, write_log
 from iosight.trace._heavy import dxt_heavy_log
-from iosight.trace._merge import combine, merge_logs
+from iosight.trace._merge import combine, merge
 from iosight.trace._process import ProcessInfo
-from iosight.trace._session import Tracer, TraceResult, merge, recover, trace
-from iosight.trace._summary import job_summary
+from iosight.trace._session import Tracer, TraceResult, recover, trace
 
 __all__ = [
     "TRACE_MODULES",
@@ -26,13 +25,10 @@ __all__ = [
     "TraceModule",
     "TraceResult",
     "Tracer",
-    "activate_from_env",
     "combine",
     "darshan_hash",
     "dxt_heavy_log",
-    "job_summary",
     "merge",
-    "merge_logs",
     "read_log",
     "recover",
     "run_traced",

@@ -27,7 +27,11 @@ _ACTIVE: Tracer | None = None
 
 
 def trace_env(log_dir: Path, options: dict, report: Path | None = None) -> dict[str, str]:
-    """The environment variables that make a child Python process trace itself."""
+    """The environment variables that make a child Python process trace itself.
+
+    ``log_dir``: where the logs go; ``options``: :class:`TraceConfig` fields, as JSON;
+    ``report``: a file the child writes what it traced into.
+    """
     import iosight
 
     src = str(Path(iosight.__file__).resolve().parents[1])
@@ -96,6 +100,8 @@ def run_traced(
     what its traced interpreter reported writing (None when it wrote nothing, e.g. it
     was killed; its state file is then left for ``recover``). ``env`` adds variables
     (e.g. a launcher's rank variables); ``options`` are TraceConfig fields.
+
+    ``log_dir``: where the logs go.
     """
     import subprocess
     import tempfile

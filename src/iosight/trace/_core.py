@@ -41,6 +41,8 @@ class TraceModule:
     filling one structured-array row), patch their functions in :meth:`install` and put
     them back in :meth:`uninstall`. A module with no ``darshan_name`` of its own records
     into the modules it ``requires`` (the log format has no record type for its layer).
+
+    ``core``: the core it records into.
     """
 
     darshan_name: ClassVar[str] = ""
@@ -73,7 +75,10 @@ class TraceModule:
 
     def new_record(self, path: str, factory: Callable[[int, int], object]) -> object | None:
         """The record of ``path`` (created through ``factory(rec_id, slot)``), or None when
-        the path is excluded or the module is full (then counted in ``dropped``)."""
+        the path is excluded or the module is full (then counted in ``dropped``).
+
+        ``factory``: makes a record from its id and slot.
+        """
         rec_id = darshan_hash(path)
         rec = self.by_id.get(rec_id)
         if rec is not None:
@@ -100,7 +105,14 @@ class TraceModule:
 
 @dataclass
 class TraceConfig:
-    """How to trace: which modules, how many records, where state and logs go."""
+    """How to trace: which modules, how many records, where state and logs go.
+
+    ``log_dir``: where logs (and, for ranks, ``partial/``) are written; ``modules``: the
+    instrumentation modules; ``record_limit``: records per module at most (Darshan's default);
+    ``sync_interval``: seconds between syncs of the state file; ``exclude``: path prefixes not
+    traced; ``dxt``: also record every operation (DXT); ``heatmap``: record the HEATMAP module;
+    ``extra_metadata``: key-value pairs written into the log's metadata.
+    """
 
     log_dir: Path
     modules: tuple[str, ...] = ("posix", "stdio", "numpy", "h5py")
@@ -138,7 +150,11 @@ def validate(config: TraceConfig) -> None:
 
 
 class TraceCore:
-    """Owns the job record, the name table, the module records and the mmap state file."""
+    """Owns the job record, the name table, the module records and the mmap state file.
+
+    ``config``: how to trace; ``proc``: where this process sits in its job (default: from the
+    environment).
+    """
 
     def __init__(self, config: TraceConfig, proc: ProcessInfo | None = None) -> None:
         validate(config)
@@ -186,7 +202,10 @@ class TraceCore:
 
     # -- lifecycle -------------------------------------------------------------------
     def start(self, state_path: Path | None = None) -> None:
-        """Open the state file (if given), patch every module, start the sync thread."""
+        """Open the state file (if given), patch every module, start the sync thread.
+
+        ``state_path``: the mmap state file (default: none).
+        """
         if state_path is not None:
             from iosight.trace._state import StateFile
 
@@ -242,7 +261,10 @@ class TraceCore:
         return self.content()
 
     def content(self, end_ns: int | None = None) -> LogContent:
-        """The log of this process so far (end time now unless given)."""
+        """The log of this process so far (end time now unless given).
+
+        ``end_ns``: the job's end (ns since the epoch).
+        """
         end_ns = time.time_ns() if end_ns is None else end_ns
         meta = {"lib_ver": "iosight-trace", **self.config.extra_metadata}
         mods = self.record_modules()

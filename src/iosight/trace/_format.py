@@ -11,7 +11,9 @@ Layouts follow ``darshan-log-format.h`` and the module headers of Darshan 3.4
 
 from __future__ import annotations
 
+import getpass
 import struct
+import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -141,6 +143,8 @@ def darshan_hash(name: str | bytes, level: int = 0) -> int:
     Darshan names a record by ``darshan_hash(path, strlen(path), 0)``; the same path thus
     gets the same id in every process and every log, which is what lets shared records
     be found and reduced (§III-A).
+
+    ``name``: the path hashed; ``level``: the hash's seed.
     """
     k = name.encode() if isinstance(name, str) else name
     length = len(k)
@@ -184,6 +188,9 @@ class LogContent:
     :func:`record_dtype` rows; ``partial`` names modules that dropped records for lack
     of room (the header's partial flags); ``blobs`` holds the serialized records of
     variable-length modules (``"DXT_POSIX"``, ``"HEATMAP"``).
+
+    ``job``: the job record (ids, times, process count); ``exe``: the command line; ``names``:
+    record id to path.
     """
 
     job: Job
@@ -223,6 +230,8 @@ def write_log(path: str | Path, log: LogContent) -> Path:
     """Write ``log`` as a zlib-compressed Darshan 3.41 log that PyDarshan reads.
 
     Records are written sorted by rank, then id, as ``darshan_record_sort`` leaves them.
+
+    ``path``: the file written.
     """
     path = Path(path)
     regions: list[tuple[int, bytes]] = [(-2, _job_bytes(log))]
@@ -269,6 +278,8 @@ def read_log(path: str | Path) -> LogContent:
 
     Used by ``merge``; other modules' regions are skipped. Raises
     :class:`~iosight._errors.CorruptLogError` for anything else.
+
+    ``path``: the log.
     """
     path = Path(path)
     try:
@@ -316,3 +327,18 @@ def read_log(path: str | Path) -> LogContent:
             blobs[mod] = region(off, length)
     flagged = {m for m, mid in MODULE_IDS.items() if partial >> mid & 1}
     return LogContent(job, lines[0], list(mounts), names, records, flagged, blobs)
+
+
+def log_name(log: LogContent) -> str:
+    """Darshan's log file name: ``<user>_<exe>_id<jobid>_<m>-<d>-<sec of day>-<hash>_1.darshan``."""
+    t = time.localtime(log.job.start_time_sec)
+    words = [Path(w).name for w in log.exe.split()] or ["python"]
+    exe = words[1] if words[0].startswith("python") and len(words) > 1 else words[0]
+    exe = "".join(ch if ch.isalnum() or ch in "-." else "-" for ch in exe)[:40]
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = str(log.job.uid)
+    secs = t.tm_hour * 3600 + t.tm_min * 60 + t.tm_sec
+    h = darshan_hash(f"{log.exe}{log.job.start_time_sec}{log.job.start_time_nsec}") % 10**19
+    return f"{user}_{exe}_id{log.job.jobid}_{t.tm_mon}-{t.tm_mday}-{secs}-{h}_1.darshan"

@@ -7,7 +7,7 @@ counts and bytes and times are summed, maxima kept, first timestamps are the ear
 non-zero ones, last timestamps the latest, the four common access sizes and strides
 are recombined, and the fastest/slowest rank (by read+write+meta time) and the
 variances of time and bytes across ranks are filled in. ``darshan-merge`` does the
-same for per-process logs; :func:`merge_logs` is iosight's version of it.
+same for per-process logs; :func:`merge` is iosight's version of it.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from iosight.trace._format import (
     H5D_MAX_NDIMS,
     Job,
     LogContent,
+    log_name,
     read_log,
     write_log,
 )
@@ -174,6 +175,8 @@ def combine(logs: Sequence[LogContent], *, labels: Sequence[str] | None = None) 
     given twice, a merged log and one of its ranks, or two single-process runs) are
     refused, as their records would be counted twice. ``labels`` name the logs in that
     error (e.g. their paths).
+
+    ``logs``: the processes' logs.
     """
     if not logs:
         raise IosightError("nothing to merge: no per-process logs given")
@@ -280,12 +283,41 @@ def _shared_ids(recs: np.ndarray, nprocs: int) -> tuple[list[int], np.ndarray]:
     return shared.tolist(), keep
 
 
-def merge_logs(paths: Sequence[str | Path], out: str | Path) -> Path:
-    """Merge per-process Darshan logs into one job log at ``out`` (``darshan-merge``);
-    ``out`` may not be one of them."""
-    refuse_input_as_output(paths, out)
-    logs = [read_log(p) for p in paths]
-    return write_log(out, combine(logs, labels=[str(p) for p in paths]))
+def merge(paths: Sequence[str | Path], out: str | Path | None = None) -> Path:
+    """Merge per-process logs (files, or directories of ``*.darshan``) into one job log.
+
+    ``out`` is an existing directory, where the log gets Darshan's name (the default: the
+    first input's directory), or a ``.darshan`` file path in an existing directory. The
+    log never replaces an input, and inputs holding the same rank are refused (see
+    :func:`~iosight.trace.combine`), so merging a directory again fails rather than
+    counting its logs twice.
+
+    ``paths``: logs, or directories of them.
+    """
+    files: list[Path] = []
+    for p in map(Path, paths):
+        files += sorted(p.glob("*.darshan")) if p.is_dir() else [p]
+    if not files:
+        raise IosightError("no .darshan logs to merge in the given paths")
+    dest = Path(out) if out is not None else files[0].parent
+    _check_merge_dest(dest)
+    merged = combine([read_log(f) for f in files], labels=[str(f) for f in files])
+    target = dest / log_name(merged) if dest.is_dir() else dest
+    refuse_input_as_output(files, target)
+    return write_log(target, merged)
+
+
+def _check_merge_dest(dest: Path) -> None:
+    """An existing directory, or a ``.darshan`` path in one: nothing is created."""
+    if dest.is_dir():
+        return
+    if dest.suffix != ".darshan":
+        raise IosightError(
+            f"no directory {dest}; give an existing directory or a .darshan file path for the"
+            " merged log"
+        )
+    if not dest.parent.is_dir():
+        raise IosightError(f"cannot write the merged log {dest}: no directory {dest.parent}")
 
 
 def refuse_input_as_output(paths: Sequence[str | Path], out: str | Path) -> None:

@@ -17,7 +17,10 @@ _JOBID_VARS = ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "COBALT_JOBID", "DARSHA
 
 @dataclass(frozen=True)
 class ProcessInfo:
-    """Where this process sits in its job, from the launcher's and batch system's environment."""
+    """Where this process sits in its job, from the launcher's and batch system's environment.
+
+    ``rank``: this process's rank; ``nprocs``: the job's process count; ``jobid``: the job's id.
+    """
 
     rank: int
     nprocs: int
@@ -28,7 +31,10 @@ class ProcessInfo:
         """Rank from ``PMI_RANK``/``OMPI_COMM_WORLD_RANK``/``PMIX_RANK``/``SLURM_PROCID``,
         size from the matching ``*_SIZE``/``SLURM_NTASKS``, job id from ``SLURM_JOB_ID``,
         ``PBS_JOBID``, ``LSB_JOBID`` or ``COBALT_JOBID`` (digits only), else the pid as
-        Darshan does."""
+        Darshan does.
+
+        ``env``: the environment read (default: ``os.environ``).
+        """
         env = os.environ if env is None else env
 
         def first_int(names: tuple[str, ...]) -> int | None:

@@ -10,9 +10,7 @@ leaves ``log_dir/partial/*.iosight-state``, which :func:`recover` turns into log
 from __future__ import annotations
 
 import atexit
-import getpass
 import os
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,27 +18,12 @@ from pathlib import Path
 
 from iosight._errors import IosightError
 from iosight.trace._core import TraceConfig, TraceCore
-from iosight.trace._format import LogContent, darshan_hash, read_log, write_log
-from iosight.trace._merge import combine, refuse_input_as_output
+from iosight.trace._format import log_name, read_log, write_log
+from iosight.trace._merge import combine
 from iosight.trace._process import ProcessInfo
 from iosight.trace._state import STATE_SUFFIX, recover_state
 
 PARTIAL_DIR = "partial"
-
-
-def log_name(log: LogContent) -> str:
-    """Darshan's log file name: ``<user>_<exe>_id<jobid>_<m>-<d>-<sec of day>-<hash>_1.darshan``."""
-    t = time.localtime(log.job.start_time_sec)
-    words = [Path(w).name for w in log.exe.split()] or ["python"]
-    exe = words[1] if words[0].startswith("python") and len(words) > 1 else words[0]
-    exe = "".join(ch if ch.isalnum() or ch in "-." else "-" for ch in exe)[:40]
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = str(log.job.uid)
-    secs = t.tm_hour * 3600 + t.tm_min * 60 + t.tm_sec
-    h = darshan_hash(f"{log.exe}{log.job.start_time_sec}{log.job.start_time_nsec}") % 10**19
-    return f"{user}_{exe}_id{log.job.jobid}_{t.tm_mon}-{t.tm_mday}-{secs}-{h}_1.darshan"
 
 
 def partial_name(jobid: int, rank: int) -> str:
@@ -49,7 +32,11 @@ def partial_name(jobid: int, rank: int) -> str:
 
 @dataclass
 class TraceResult:
-    """What one process's tracing produced."""
+    """What one process's tracing produced.
+
+    ``records``: records kept per module; ``dropped``: records dropped per module (over
+    ``record_limit``).
+    """
 
     log: Path | None  # the job log, when this process wrote or merged it
     partial: Path | None  # this rank's per-process log, for multi-process jobs
@@ -58,7 +45,11 @@ class TraceResult:
 
 
 class Tracer:
-    """Trace this Python process: :meth:`start`, run the program, :meth:`finish`."""
+    """Trace this Python process: :meth:`start`, run the program, :meth:`finish`.
+
+    ``config``: how to trace; ``proc``: where this process sits in its job (default: from the
+    environment).
+    """
 
     def __init__(self, config: TraceConfig, proc: ProcessInfo | None = None) -> None:
         self.config = config
@@ -130,7 +121,8 @@ def _merge_if_complete(pdir: Path, log_dir: Path, jobid: int, nprocs: int) -> Pa
 
 @contextmanager
 def trace(log_dir: str | Path, **options) -> Iterator[Tracer]:
-    """Trace the code in the ``with`` block of this process; the log is written on exit.
+    """Trace the code in the ``with`` block of this process; the log is written on exit
+    into ``log_dir``.
 
     ``options`` are :class:`~iosight.trace._core.TraceConfig` fields; ``proc`` may give a
     :class:`~iosight.trace.ProcessInfo` instead of the environment's.
@@ -149,6 +141,8 @@ def recover(partial_dir: str | Path, out_dir: str | Path) -> list[Path]:
     State files of one job id are merged into one job log together with any per-rank
     logs of the same job that finished normally; the state files are removed once
     their log is written.
+
+    ``partial_dir``: the folder holding the state files.
     """
     partial_dir, out_dir = Path(partial_dir), Path(out_dir)
     if not partial_dir.is_dir():
@@ -176,38 +170,3 @@ def recover(partial_dir: str | Path, out_dir: str | Path) -> list[Path]:
     except OSError:
         pass
     return written
-
-
-def merge(paths: list[str | Path], out: str | Path | None = None) -> Path:
-    """Merge per-process logs (files, or directories of ``*.darshan``) into one job log.
-
-    ``out`` is an existing directory, where the log gets Darshan's name (the default: the
-    first input's directory), or a ``.darshan`` file path in an existing directory. The
-    log never replaces an input, and inputs holding the same rank are refused (see
-    :func:`~iosight.trace.combine`), so merging a directory again fails rather than
-    counting its logs twice.
-    """
-    files: list[Path] = []
-    for p in map(Path, paths):
-        files += sorted(p.glob("*.darshan")) if p.is_dir() else [p]
-    if not files:
-        raise IosightError("no .darshan logs to merge in the given paths")
-    dest = Path(out) if out is not None else files[0].parent
-    _check_merge_dest(dest)
-    merged = combine([read_log(f) for f in files], labels=[str(f) for f in files])
-    target = dest / log_name(merged) if dest.is_dir() else dest
-    refuse_input_as_output(files, target)
-    return write_log(target, merged)
-
-
-def _check_merge_dest(dest: Path) -> None:
-    """An existing directory, or a ``.darshan`` path in one: nothing is created."""
-    if dest.is_dir():
-        return
-    if dest.suffix != ".darshan":
-        raise IosightError(
-            f"no directory {dest}; give an existing directory or a .darshan file path for the"
-            " merged log"
-        )
-    if not dest.parent.is_dir():
-        raise IosightError(f"cannot write the merged log {dest}: no directory {dest.parent}")

@@ -69,7 +69,11 @@ SORT_COLUMNS = ("start_time", "job_key")
 
 @dataclass
 class CompactReport:
-    """What a compaction did: files per table before and after, and how long it took."""
+    """What a compaction did: files per table before and after, and how long it took.
+
+    ``files_before``: Parquet files per table before the compaction; ``files_after``: the same
+    after it; ``seconds``: how long it took.
+    """
 
     files_before: dict[str, int] = field(default_factory=dict)
     files_after: dict[str, int] = field(default_factory=dict)
@@ -133,7 +137,10 @@ def due_groups(warehouse: Warehouse, name: str) -> list[list[Path]]:
 def auto_compact(warehouse: Warehouse) -> CompactReport | None:
     """Merge what :func:`due_groups` names in each table (after an ingest); ``None``
     when nothing is due. Files replaced over the grace period ago are deleted from every
-    table meanwhile, so they do not wait for that table's next compaction."""
+    table meanwhile, so they do not wait for that table's next compaction.
+
+    ``warehouse``: the warehouse just written.
+    """
     with warehouse.writer_lock():
         for name in warehouse.tables():
             warehouse.purge_superseded(name)
@@ -147,6 +154,8 @@ def compact(warehouse: Warehouse, tables: Iterable[str] | None = None) -> Compac
 
     Also deletes the files an earlier compaction hid once no query can still be
     reading them (:meth:`Warehouse.purge_superseded`).
+
+    ``warehouse``: the warehouse whose tables are compacted.
     """
     with warehouse.writer_lock():
         names = compactable(warehouse) if tables is None else tables

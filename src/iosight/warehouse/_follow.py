@@ -53,6 +53,9 @@ class FollowBatch:
 
     ``lags``: for each source ingested now, seconds from its last modification (it
     landed) to the commit that made its jobs visible.
+
+    ``report``: the batch's ingest report; ``committed_at``: when its commit made the jobs
+    visible (epoch s).
     """
 
     report: IngestReport
@@ -77,7 +80,12 @@ class FollowBatch:
 
 @dataclass
 class FollowReport:
-    """What a follow did until it stopped."""
+    """What a follow did until it stopped.
+
+    ``polls``: polls made; ``batches``: batches committed; ``sources``: sources found complete;
+    ``ingested``: sources read and stored; ``jobs``: jobs stored; ``skipped``: sources already
+    in the warehouse; ``failed``: sources that failed (rows of ``ingest_errors``).
+    """
 
     polls: int = 0
     batches: int = 0
@@ -90,7 +98,10 @@ class FollowReport:
     lags: deque[float] = field(default_factory=lambda: deque(maxlen=MAX_LAGS))
 
     def add(self, batch: FollowBatch) -> None:
-        """Count one committed batch."""
+        """Count one committed batch.
+
+        ``batch``: the batch committed.
+        """
         r = batch.report
         self.batches += 1
         self.sources += r.sources
@@ -118,7 +129,12 @@ def check_follow_args(
     **ingest_args,
 ) -> None:
     """Raise the error :func:`follow` would for these arguments, before it touches the
-    warehouse (the command line checks them before it makes one)."""
+    warehouse (the command line checks them before it makes one).
+
+    ``directory``: the directory followed; ``interval``: seconds between polls; ``settle``:
+    polls on which a file must stay unchanged before it is read; ``ingest_args``:
+    :func:`ingest`'s options, checked as it checks them.
+    """
     check_ingest_args([directory], **ingest_args)
     if not Path(directory).is_dir():
         raise IosightError(f"{directory} is not a directory: follow mode watches a log directory")
@@ -160,6 +176,8 @@ def follow(
         :func:`ingest` does)
     on_batch : called after each committed ingest (where derived tables are brought up
         to date: the command line evaluates the new jobs' insights there)
+
+    ``warehouse``: the warehouse written.
     """
     check_follow_args(
         directory,
@@ -187,7 +205,9 @@ class Follower:
     """One directory followed into ``warehouse``: each :meth:`poll` ingests the logs found
     complete since the last one. :func:`follow` polls it on a clock; ``iosight live``
     polls it in turn with the live feeds, from one thread (the warehouse has one writer).
-    The arguments are :func:`follow`'s, checked there."""
+    The arguments are :func:`follow`'s, checked there: ``directory``, ``warehouse``,
+    ``settle``, ``workers``, ``timeout``, ``scheduler``, ``batch_size``, ``reader``,
+    ``compact`` and ``on_batch``."""
 
     def __init__(
         self,

@@ -32,7 +32,7 @@ from iosight.parallel import default_workers
 from iosight.warehouse._compact import CompactReport, auto_compact
 from iosight.warehouse._dxt_bins import TABLE as DXT_BINS_TABLE
 from iosight.warehouse._dxt_bins import DxtBins
-from iosight.warehouse._io_totals import IO_TOTALS, io_totals
+from iosight.warehouse._io_totals import IO_TOTALS, IO_TOTALS_COMPRESSION, io_totals
 from iosight.warehouse._store import Warehouse, is_warehouse_dir, new_batch_id, stage_tables
 
 _PART_BYTES = 32 << 20  # a worker holds at most this many bytes of Arrow rows (see _Parts)
@@ -50,7 +50,13 @@ _PRELOAD = (
 
 @dataclass
 class IngestReport:
-    """What an ingest did; ``failed`` sources are also rows of ``ingest_errors``."""
+    """What an ingest did; ``failed`` sources are also rows of ``ingest_errors``.
+
+    ``sources``: sources found; ``ingested``: sources read and stored; ``jobs``: jobs stored;
+    ``skipped``: sources already in the warehouse (same content), not read again;
+    ``bytes_read``: bytes of the sources read; ``seconds``: wall time of the ingest; ``errors``:
+    ``(source, message)`` of each source that failed.
+    """
 
     sources: int = 0
     ingested: int = 0
@@ -149,6 +155,7 @@ def ingest(
         batches; default :data:`DEFAULT_BATCH_SIZE`); local batches are at most a worker's
         share of what is left, so a small ingest keeps every worker busy and the workers
         finish together
+    progress : told of each source read (default: silent)
     reader : how Darshan 3.x logs are read: ``"native"`` (the file format itself) or
         ``"libdarshan"`` (libdarshan-util through PyDarshan, today's oracle)
     compact : afterwards, compact the tables that have many small files
@@ -242,7 +249,12 @@ def check_ingest_args(
     """Raise the error :func:`ingest` would for these arguments before it reads anything
     (a named source missing or a warehouse, a count or timeout out of range, an unknown
     reader): the command line checks them before it makes a warehouse, so bad arguments
-    leave nothing behind."""
+    leave nothing behind.
+
+    ``paths``: the sources (files or folders); ``workers``: processes reading (0: one per core);
+    ``timeout``: seconds one source may take; ``batch_size``: sources per committed batch;
+    ``reader``: how Darshan logs are read (``native`` or ``libdarshan``).
+    """
     from iosight.darshan import check_reader_way
     from iosight.parallel import check_pool_params
 
@@ -635,10 +647,12 @@ class _Parts:
                 else pa.table({"job_key": keys})
             )
         part = self.part.get(name, 0)
-        tables = {name: [table]}
+        self.written.update(stage_tables(self.staging, {name: [table]}, part=part,
+                                         arrow_schema=False))  # fmt: skip
         if name == "job_totals":  # and its narrow twin, under the same name (_io_totals)
-            tables[IO_TOTALS] = [io_totals(table)]
-        self.written.update(stage_tables(self.staging, tables, part=part, arrow_schema=False))
+            twin = {IO_TOTALS: [io_totals(table)]}
+            self.written.update(stage_tables(self.staging, twin, part=part, arrow_schema=False,
+                                             compression=IO_TOTALS_COMPRESSION))  # fmt: skip
         self.part[name] = part + 1
         self.total -= self.size.pop(name)
 

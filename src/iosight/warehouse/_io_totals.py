@@ -8,7 +8,10 @@ a timeline. Ingest writes, in the same commit and under the same file name, the
 time, read and written), so an update of the timeline reads a footer of 13 columns.
 Deleting rows (``ingest --force``) deletes them from both tables, like every table keyed
 by ``job_key``; a reader uses an ``io_totals`` file only beside the ``job_totals`` file
-of the same name, and that file otherwise.
+of the same name, and that file otherwise. Ingest writes it uncompressed
+(:data:`IO_TOTALS_COMPRESSION`): a reader pays for zstd once a page (a decompression
+context each), a good part of reading a file of a few jobs, for some more bytes on
+disk.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 IO_TOTALS = "io_totals"
+IO_TOTALS_COMPRESSION = "none"  # how ingest writes it: read once, by the next update
 #: the totals kept: each layer's bytes, operations and I/O time, read and written
 IO_TOTAL_COLUMNS = tuple(
     f"total_{layer}_{counter}"

@@ -11,7 +11,10 @@ from iosight.warehouse._store import Warehouse
 
 def data_kind(warehouse: Warehouse) -> str:
     """``"real"``, ``"SYNTHETIC"`` or ``"mixed (S of N jobs SYNTHETIC)"`` from
-    ``jobs.synthetic``; ``"unknown (no jobs)"`` when the warehouse has no job."""
+    ``jobs.synthetic``; ``"unknown (no jobs)"`` when the warehouse has no job.
+
+    ``warehouse``: the warehouse whose ``jobs`` are counted.
+    """
     if not warehouse.has_table("jobs"):
         return "unknown (no jobs)"
     query = f"select count(*), count_if({synthetic_flag(warehouse)}) from jobs"
@@ -21,7 +24,10 @@ def data_kind(warehouse: Warehouse) -> str:
 
 def synthetic_flag(warehouse: Warehouse, alias: str = "") -> str:
     """SQL saying whether a ``jobs`` row (of table ``alias`` when given) is SYNTHETIC;
-    ``false`` when the table has no ``synthetic`` column (nothing generated it)."""
+    ``false`` when the table has no ``synthetic`` column (nothing generated it).
+
+    ``warehouse``: the warehouse whose ``jobs`` table is read.
+    """
     if "synthetic" not in warehouse.column_names("jobs"):
         return "false"
     return f"coalesce({alias}{'.' if alias else ''}synthetic, false)"

@@ -103,9 +103,10 @@ def stage_tables(
     base64-encoded, and every reader would decode both). ``compression``: Parquet's
     codec (``"none"``: a table rewritten often, and small, writes and reads faster
     without one).
+
+    ``batch``: table name to the Arrow tables of the batch.
     """
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     staging.mkdir(parents=True, exist_ok=True)
     written = []
@@ -114,26 +115,38 @@ def stage_tables(
         if not parts:
             continue
         table = pa.concat_tables(parts, promote_options="permissive")
-        # dictionary pages only for strings (job_key, names, hosts, ops): numeric
-        # counters compress better, and faster, without them
-        strings = [
-            f.name
-            for f in table.schema
-            if pa.types.is_string(f.type) or pa.types.is_dictionary(f.type)
-        ]
         path = staging / f"{name}.{part}.parquet"
-        with pq.ParquetWriter(
-            path,
-            table.schema,
-            compression=compression,
-            use_dictionary=strings,
-            store_schema=arrow_schema,
-        ) as writer:
-            writer.write_table(table)
-            if key_values and not arrow_schema and table.schema.metadata:
-                writer.add_key_value_metadata(table.schema.metadata)
+        write_parquet(path, table, arrow_schema=arrow_schema, key_values=key_values,
+                      compression=compression)  # fmt: skip
         written.append(name)
     return written
+
+
+def write_parquet(
+    path: str | os.PathLike | pa.NativeFile,
+    table: pa.Table,
+    *,
+    arrow_schema: bool = True,
+    key_values: bool = False,
+    compression: str = "zstd",
+) -> None:
+    """Write ``table`` as the Parquet file ``path`` (or into a pyarrow stream), as
+    :func:`stage_tables` does (its options are this function's)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    # dictionary pages only for strings (job_key, names, hosts, ops): numeric
+    # counters compress better, and faster, without them
+    strings = [
+        f.name for f in table.schema if pa.types.is_string(f.type) or pa.types.is_dictionary(f.type)
+    ]
+    with pq.ParquetWriter(
+        path, table.schema, compression=compression, use_dictionary=strings,
+        store_schema=arrow_schema,
+    ) as writer:  # fmt: skip
+        writer.write_table(table)
+        if key_values and not arrow_schema and table.schema.metadata:
+            writer.add_key_value_metadata(table.schema.metadata)
 
 
 class Warehouse:
@@ -244,7 +257,10 @@ class Warehouse:
     def table_entries(self, name: str) -> list[os.DirEntry]:
         """:meth:`table_files` as directory entries, sorted by name: one ``scandir``, no
         ``Path`` a file, and the layout read only where the folder holds one (what a
-        caller that lists tables at every update wants)."""
+        caller that lists tables at every update wants).
+
+        ``name``: the table.
+        """
         files, has_layout = self._scan(name)
         layout = self.layout(name) if has_layout else None
         live, gone = (set(layout["live"]), set(layout["superseded"])) if layout else ((), ())
@@ -358,18 +374,30 @@ class Warehouse:
             self._con = None
 
     def sql(self, query: str, params: list | None = None) -> pd.DataFrame:
-        """Run DuckDB SQL over the warehouse views and return a DataFrame."""
+        """Run DuckDB SQL over the warehouse views and return a DataFrame.
+
+        ``query``: DuckDB SQL over the tables' views (``jobs``, ``posix``, ...); ``params``: the
+        values of its ``?`` placeholders, in order.
+        """
         return self._run(query, params, lambda rel: rel.df())
 
     def rows(self, query: str, params: list | None = None) -> Rows:
         """Run DuckDB SQL over the warehouse views and return plain Python :class:`Rows`
-        (no pandas or pyarrow import: what a command that prints a result needs)."""
+        (no pandas or pyarrow import: what a command that prints a result needs).
+
+        ``query``: DuckDB SQL over the tables' views (``jobs``, ``posix``, ...); ``params``: the
+        values of its ``?`` placeholders, in order.
+        """
         from iosight.warehouse._rows import Rows
 
         return self._run(query, params, Rows.fetch)
 
     def arrow(self, query: str, params: list | None = None) -> pa.Table:
-        """Run DuckDB SQL over the warehouse views and return an Arrow table."""
+        """Run DuckDB SQL over the warehouse views and return an Arrow table.
+
+        ``query``: DuckDB SQL over the tables' views (``jobs``, ``posix``, ...); ``params``: the
+        values of its ``?`` placeholders, in order.
+        """
         return self._run(query, params, lambda rel: rel.to_arrow_table())
 
     def _run(self, query: str, params: list | None, fetch: Callable):
@@ -394,7 +422,10 @@ class Warehouse:
     def table(
         self, name: str, columns: list[str] | None = None, where: str | None = None
     ) -> pa.Table:
-        """One table as Arrow, optionally only some columns and rows (SQL ``where``)."""
+        """One table as Arrow, optionally only some columns and rows (SQL ``where``).
+
+        ``name``: the table; ``columns``: the columns to read (default: all).
+        """
         self.require(name)
         cols = ", ".join(f'"{c}"' for c in columns) if columns else "*"
         query = f'select {cols} from "{name}"' + (f" where {where}" if where else "")
@@ -405,7 +436,10 @@ class Warehouse:
         return self.table("jobs", where=where).to_pandas()
 
     def require(self, name: str, hint: str = "") -> None:
-        """Raise a clear error when ``name`` has not been written yet."""
+        """Raise a clear error when ``name`` has not been written yet.
+
+        ``hint``: what to run to write it, added to the error (default: the table's own hint).
+        """
         if not self.has_table(name):
             raise MissingTableError(name, hint or _HINTS.get(name, ""))
 
@@ -416,7 +450,10 @@ class Warehouse:
 
     # ------------------------------------------------------------------ writing
     def write_table(self, name: str, table: pa.Table, *, mode: str = "replace") -> None:
-        """Write a derived table atomically: ``mode`` is ``"replace"`` or ``"append"``."""
+        """Write a derived table atomically: ``mode`` is ``"replace"`` or ``"append"``.
+
+        ``name``: the derived table written; ``table``: its rows.
+        """
         if mode not in ("replace", "append"):
             raise ValueError(f"mode must be 'replace' or 'append', not {mode!r}")
         self.commit({name: [table]}, replace_tables=[name] if mode == "replace" else [])
@@ -452,7 +489,10 @@ class Warehouse:
         return batch_id
 
     def staging_dir(self, batch_id: str) -> Path:
-        """Where a writer (possibly another process) stages the files of a batch."""
+        """Where a writer (possibly another process) stages the files of a batch.
+
+        ``batch_id``: the batch's id (:func:`new_batch_id`).
+        """
         return self.path / _STAGING / batch_id
 
     def commit_staged(
@@ -473,6 +513,11 @@ class Warehouse:
         table (the timeline's runs of bins) without touching the others.
         ``compaction`` maps a table to the ``outputs`` a compaction staged under
         ``<staging>/compact/<table>/`` and the files they ``replace``.
+
+        ``batch_id``: the batch :meth:`staging_dir` staged; ``tables``: the tables it staged;
+        ``delete_keys``: per table, the keys (of ``key_column``, or per column) whose old rows
+        the batch replaces; ``replace_tables``: tables the batch replaces whole; ``key_column``:
+        the column ``delete_keys`` lists values of when it gives them as a list.
         """
         record = {
             "batch": batch_id,
@@ -493,6 +538,40 @@ class Warehouse:
             _crash_point("published")  # committed, its files not yet moved into tables/
             self._apply(record)
             _crash_point("applied")  # between this commit and the next
+
+    def replace_file(self, name: str, file: str, table: pa.Table, **options) -> None:
+        """Replace table ``name``'s file ``file`` (one it lists now, or a new name) by
+        ``table`` (written as :func:`write_parquet` writes, with ``options``), with one
+        rename and no commit record: what a writer that rewrites a single file of a
+        table wants (a timeline update: no record, staging folder or second rename).
+
+        The file is encoded in memory, written into the staging folder in one write,
+        flushed to disk (``fsync``) and renamed over ``file``, under the write lock. A
+        reader, a process killed at any moment, and (the bytes being on disk before the
+        name is) a machine that goes down see the old file or the new one, whole, never
+        both or a part; a file left in staging by a writer killed before the rename is
+        removed by the next :class:`Warehouse` that opens the directory (it was never
+        visible).
+        """
+        import pyarrow as pa
+
+        staged = self.path / _STAGING / f"{new_batch_id()}.{name}.parquet"
+        sink = pa.BufferOutputStream()  # one write: Parquet's writer writes page by page
+        write_parquet(sink, table, **options)
+        data = sink.getvalue()
+        with self.writer_lock():
+            fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            _crash_point("staged")  # written and on disk, not visible
+            os.replace(staged, os.path.join(self.path, _TABLES, name, file))
+            _crash_point("applied")
+            self._invalidate()
 
     @contextmanager
     def writer_lock(self, timeout: float | None = None) -> Iterator[None]:
@@ -531,7 +610,7 @@ class Warehouse:
         """The lock file opened to write (unlocked): a warehouse this process cannot
         write fails here, with one line."""
         try:
-            return open(self.path / _LOCK, "a+")
+            return open(self.path / _LOCK, "ab+")  # bytes: no text layer to build
         except OSError as err:
             raise _ReadOnly(
                 f"cannot write warehouse {self.path}: its lock file: {err.strerror or err}"
@@ -563,10 +642,7 @@ class Warehouse:
                     )
                 told = True
                 time.sleep(min(_LOCK_POLL_S, max(0.0, deadline - time.monotonic())))
-        fh.seek(0)
-        fh.truncate()
-        fh.write(f"{os.getpid()} {socket.gethostname()}\n")
-        fh.flush()
+        _write_holder(fh.fileno(), f"{os.getpid()} {socket.gethostname()}")
         return fh
 
     def _lock_holder(self) -> str:
@@ -597,7 +673,9 @@ class Warehouse:
             tmp.unlink()
         staging = self.path / _STAGING
         for stale in staging.iterdir() if staging.is_dir() else ():
-            if not (commits / f"{stale.name}.json").exists():
+            if stale.is_file():  # a file of replace_file: never visible
+                stale.unlink(missing_ok=True)
+            elif not (commits / f"{stale.name}.json").exists():
                 shutil.rmtree(stale, ignore_errors=True)
 
     def _apply(self, record: dict) -> None:
@@ -690,6 +768,20 @@ class Warehouse:
             tmp = f.with_name(f.name + ".tmp")
             pq.write_table(kept, tmp, compression="zstd")
             os.replace(tmp, f)
+
+
+_HOLDER_BYTES = 128  # the lock file's line, padded: rewritten in place, never truncated
+
+
+def _write_holder(fd: int, holder: str) -> None:
+    """Write ``holder`` as the lock file's first line, padded to :data:`_HOLDER_BYTES`,
+    over what it held (the file is opened to append, so that a missing one is made):
+    ext4 flushes a file truncated to nothing when it is closed, at every commit."""
+    line = holder.encode().ljust(_HOLDER_BYTES - 1) + b"\n"
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_APPEND)
+    os.pwrite(fd, line, 0)
+    if os.fstat(fd).st_size > len(line):  # a longer line of another writer's host name
+        os.ftruncate(fd, len(line))
 
 
 def _staged_files(staging: Path) -> list[str]:

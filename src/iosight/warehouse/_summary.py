@@ -30,7 +30,13 @@ _LAYERS = {
 
 @dataclass
 class JobSummary:
-    """Tables describing one job (DataFrames, ready to print or plot)."""
+    """Tables describing one job (DataFrames, ready to print or plot).
+
+    ``job``: the job's ``jobs`` row; ``modules``: one row per module (bytes, operations, I/O
+    time); ``access_sizes``: the access-size histogram per module; ``files``: one row per file;
+    ``osts``: Lustre OSTs and the job's ranks and I/O time on each; ``notes``: what the summary
+    should be read with (partial modules, SYNTHETIC data).
+    """
 
     job: pd.Series
     modules: pd.DataFrame
@@ -59,18 +65,24 @@ _TABLES = ("modules", "access_sizes", "files", "osts")
 MIN_KEY_PREFIX = 6
 
 
-def find_job(warehouse: Warehouse, ident: str) -> str:
+def find_job(warehouse: Warehouse, ident: str, *, table: str = "jobs", hint: str = "") -> str:
     """The job_key for a job id, a job_key, or a job_key prefix (at least
     :data:`MIN_KEY_PREFIX` characters, taken literally); a unique match is required.
 
     A job id is tried first: an id that exists never resolves to another job whose key
-    happens to start with the same digits.
+    happens to start with the same digits; then a whole key (of any length), then a prefix.
+
+    ``warehouse`` is searched for ``ident`` in ``table``: ``jobs``, or ``sim_jobs`` for
+    similarity (which also holds jobs from codings files and monitoring); ``hint`` says
+    what to run when that table has not been written yet.
     """
-    warehouse.require("jobs")
+    warehouse.require(table, hint)
     if not ident.strip():
         raise IosightError("name a job: its job id or a job_key prefix (got an empty one)")
-    query = "select job_key, jobid, exe, start_time from jobs where {} order by start_time"
+    query = f'select job_key from "{table}" where {{}} order by job_key'
     hits = warehouse.sql(query.format("cast(jobid as varchar) = ?"), [ident])
+    if hits.empty:
+        hits = warehouse.sql(query.format("job_key = ?"), [ident])
     if hits.empty and len(ident) >= MIN_KEY_PREFIX:
         hits = warehouse.sql(query.format("starts_with(job_key, ?)"), [ident])
     if hits.empty:
@@ -79,17 +91,22 @@ def find_job(warehouse: Warehouse, ident: str) -> str:
             if len(ident) < MIN_KEY_PREFIX
             else ""
         )
-        raise IosightError(f"no job with id or key {ident!r} in {warehouse.path}{short}")
+        where = f"{warehouse.path}" if table == "jobs" else f"{table} of {warehouse.path}"
+        raise IosightError(f"no job with id or key {ident!r} in {where}{short}")
     if len(hits) > 1:
         keys = ", ".join(hits["job_key"].str[:12].head(5))
         raise IosightError(
             f"{len(hits)} jobs match {ident!r} ({keys}...); pass a job_key prefix instead"
         )
-    return hits["job_key"].iloc[0]
+    return str(hits["job_key"].iloc[0])
 
 
 def job_summary(warehouse: Warehouse, ident: str) -> JobSummary:
-    """Summarise one job (by job id or job_key prefix) from the warehouse tables."""
+    """Summarise one job (by job id or job_key prefix) from the warehouse tables.
+
+    ``warehouse``: the warehouse read; ``ident``: the job: its job id, job_key or a job_key
+    prefix (:func:`find_job`).
+    """
     key = find_job(warehouse, ident)
     job = warehouse.sql("select * from jobs where job_key = ?", [key]).iloc[0]
     tables = set(warehouse.tables())
