@@ -14,11 +14,14 @@ time and peak RSS (``VmHWM``; ru_maxrss would carry the parent's over exec).
    largest (10 million segments by default): segments/s and peak RSS, and the ratio of
    rates to PyDarshan's on the comparison log.
 3. The Job page and its DXT view (``/api/job/<key>/dxt``: the whole job, a window of 100
-   ranks, a window of 2 ranks and 0.1 ms) on a warehouse holding the largest job: median
-   and worst of repeated requests, and the points each response sends.
+   ranks, a fifth of the run time, a window of 2 ranks and 0.1 ms) on a warehouse holding
+   the largest job: median, p95 and worst of repeated requests and the points each
+   response sends, beside the same warehouse without its ``dxt_bins`` (each view a
+   grouped scan of the job's segments), requests to the two interleaved.
 
     python benchmarks/big_dxt.py                    # 10 M segments, PyDarshan under 2 GiB
     python benchmarks/big_dxt.py --quick            # 1 M segments, PyDarshan under 0.5 GiB
+    python benchmarks/big_dxt.py --served-only      # part 3 alone
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -155,7 +159,9 @@ def native(log: Path) -> dict:
 
 
 def served(log: Path, workdir: Path, repeat: int) -> None:
-    """Times of the Job page and its DXT view on a warehouse holding the job of ``log``."""
+    """Times of the Job page and its DXT view on a warehouse holding the job of ``log``,
+    beside the same warehouse without its ``dxt_bins`` (the baseline: every view a
+    grouped scan of the segments), requests to the two interleaved."""
     from iosight.serve import BackgroundServer, create_app
     from iosight.warehouse import Warehouse, ingest
 
@@ -163,27 +169,42 @@ def served(log: Path, workdir: Path, repeat: int) -> None:
     t = time.perf_counter()
     ingest([log], wh, workers=1)
     print(f"ingest of {log.name}: {time.perf_counter() - t:.1f} s")
+    raw = wh.path.parent / "wh-without-bins"  # hard links: no copy of the segments
+    shutil.copytree(wh.path, raw, copy_function=os.link, ignore=shutil.ignore_patterns("dxt_bins"))
     key = wh.sql("select job_key from jobs")["job_key"][0]
     t0 = float(wh.sql("select median(start) t from dxt_posix where rank = 100")["t"][0])
+    run = float(wh.sql("select run_time from jobs")["run_time"][0])
     asks = {
         "Job page": f"/job/{key}",
         "DXT view, whole job": f"/api/job/{key}/dxt",
         "DXT view, ranks 0-99": f"/api/job/{key}/dxt?rank_min=0&rank_max=99",
+        "DXT view, 1/5 of the run": f"/api/job/{key}/dxt?start={0.4 * run!r}&end={0.6 * run!r}",
         "DXT view, 2 ranks, 0.1 ms": f"/api/job/{key}/dxt?rank_min=100&rank_max=101"
         f"&start={t0!r}&end={t0 + 1e-4!r}",
     }
-    with BackgroundServer(create_app(wh.path)) as srv:
+    with BackgroundServer(create_app(wh.path)) as srv, BackgroundServer(create_app(raw)) as base:
         for name, path in asks.items():
-            times, size, body = [], 0, b""
+            times: dict[str, list[float]] = {"bins": [], "baseline": []}
+            body = b""
             for _ in range(repeat):
-                t = time.perf_counter()
-                with urllib.request.urlopen(srv.url + path, timeout=120) as r:
-                    body = r.read()
-                times.append(time.perf_counter() - t)
-                size = len(body)
-            print(f"{name:27s} median {statistics.median(times) * 1000:6.0f} ms, worst "
-                  f"{max(times) * 1000:6.0f} ms, {size / 1024:7.1f} KiB{_points(body)} "
+                for side, url in (("bins", srv.url), ("baseline", base.url)):
+                    t = time.perf_counter()
+                    with urllib.request.urlopen(url + path, timeout=120) as r:
+                        got = r.read()
+                    times[side].append(time.perf_counter() - t)
+                    body = got if side == "bins" else body
+            ratio = statistics.median(times["baseline"]) / statistics.median(times["bins"])
+            print(f"{name:27s} {_ms(times['bins'])}, {len(body) / 1024:7.1f} KiB{_points(body)}; "
+                  f"without bins {_ms(times['baseline'])}: {ratio:.1f}x "
                   f"(load {os.getloadavg()[0]:.1f})")  # fmt: skip
+
+
+def _ms(times: list[float]) -> str:
+    """Median, p95 and worst of ``times`` (seconds), in ms."""
+    ordered = sorted(times)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return (f"median {statistics.median(ordered) * 1000:5.0f} ms, p95 {p95 * 1000:5.0f} ms, "
+            f"worst {ordered[-1] * 1000:5.0f} ms")  # fmt: skip
 
 
 def _points(body: bytes) -> str:
@@ -202,12 +223,15 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--repeat", type=int, default=10, help="requests per page")
     p.add_argument("--workdir", default=None, help="where the logs and warehouse go")
     p.add_argument("--quick", action="store_true", help="1 M segments, PyDarshan under 0.5 GiB")
+    p.add_argument("--served-only", action="store_true", help="only part 3 (the Job page)")
     a = p.parse_args(argv)
     if a.quick:
         a.segments, a.pydarshan_limit_gib, a.repeat = 1_000_000, 0.5, 3
     workdir = Path(a.workdir or tempfile.mkdtemp(prefix="iosight-big-dxt-"))
     workdir.mkdir(parents=True, exist_ok=True)
     print(f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; logs in {workdir}")
+    if a.served_only:
+        return served(make_log(workdir, a.segments), workdir, a.repeat)
     size, theirs = largest_pydarshan_survives(workdir, a.pydarshan_limit_gib * 1024, a.segments)
     ours = native(make_log(workdir, size))["read_source (whole table)"]
     ratio = (ours["segments"] / ours["s"]) / (theirs["segments"] / theirs["s"])

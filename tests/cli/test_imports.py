@@ -1,13 +1,19 @@
 """Read commands load only what they use, so they answer a small warehouse at once.
 
 Nothing here is timed: each command runs in a fresh interpreter and the test checks
-which packages it imported (pandas and numpy alone take about 0.4 s to import).
+which packages it imported (pandas and numpy alone take about 0.4 s to import), and
+that it imported no command module but its own (commands register lazily). Pydantic
+is no exception here: Typer coerces every option's value through it.
 """
 
 from __future__ import annotations
 
-import pytest
+import importlib
 
+import pytest
+import typer
+
+from iosight.cli import WAREHOUSE_COMMANDS, build_app, command_modules, module_of
 from iosight.data import example_logs
 from iosight.timeline import build_timeline
 from iosight.warehouse import Warehouse, ingest
@@ -15,6 +21,8 @@ from tests_support import imported_modules
 
 # the data frame, array and model libraries: what printing a query's rows never needs
 HEAVY = {"pandas", "numpy", "pyarrow", "scipy", "sklearn", "xgboost", "matplotlib", "dask"}
+# what no read command needs: the model, plotting and cluster libraries, PyDarshan
+UNUSED = {"scipy", "sklearn", "xgboost", "matplotlib", "dask", "darshan"}
 COMMAND = "from iosight.cli import main\nmain()"
 
 
@@ -45,12 +53,44 @@ def test_read_commands_load_no_data_frame_library(wh, args, shows, tmp_path):
     assert result.returncode == 0, result.stderr
     assert shows in result.stdout  # the command did its work, not an early exit
     assert loaded.isdisjoint(HEAVY), loaded & HEAVY
+    assert other_commands(loaded, args[0]) == set()
+
+
+def other_commands(loaded: set[str], command: str) -> set[str]:
+    """The command modules in ``loaded`` that are not ``command``'s."""
+    own = {"iosight.cli", "iosight.cli._common", f"iosight.cli.{module_of(command)}"}
+    return {m for m in loaded if m.startswith("iosight.cli") and m not in own}
+
+
+def test_insights_loads_no_model_plotting_or_reader_library(wh, tmp_path):
+    """The rules are pandas work over the warehouse; the figures only with --report."""
+    result, loaded = imported_modules(COMMAND, "insights", "-w", str(wh), tmp_path=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "insights over 1 jobs" in result.stdout
+    assert loaded.isdisjoint(UNUSED), loaded & UNUSED
+    assert other_commands(loaded, "insights") == set()
+
+
+def test_each_command_is_found_in_the_module_that_registers_it():
+    """The lazy lookup (:func:`iosight.cli.module_of`) agrees with what each module
+    registers, so ``iosight X`` never misses its command or loads another module."""
+    registered = {}
+    for name in command_modules():
+        app = typer.Typer()
+        app.callback()(lambda: None)  # a group, even of one command
+        importlib.import_module(f"iosight.cli.{name}").register(app)
+        registered |= dict.fromkeys(typer.main.get_command(app).commands, name)
+    assert {c for c, m in registered.items() if m == "warehouse"} == WAREHOUSE_COMMANDS
+    assert {c: module_of(c) for c in registered} == registered
+    assert module_of("jbos") is None  # a typo: every command registers, Click suggests
+    assert set(typer.main.get_command(build_app(["jbos"])).commands) == set(registered)
 
 
 def test_help_loads_no_data_library(tmp_path):
     result, loaded = imported_modules(COMMAND, "--help", tmp_path=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "jobs" in result.stdout
+    assert {"timeline", "similarity", "compact"} <= set(result.stdout.split())  # every one
     assert loaded.isdisjoint(HEAVY | {"duckdb"}), loaded & (HEAVY | {"duckdb"})
 
 
@@ -62,8 +102,9 @@ def test_job_loads_no_reader_and_no_model_library(wh, tmp_path):
     assert result.returncode == 0, result.stderr
     assert "vpicio_uni" in result.stdout
     unused = {"iosight.warehouse._ingest", "iosight.darshan._darshan3", "iosight.darshan._sources"}
-    unused |= {"scipy", "sklearn", "xgboost", "matplotlib", "dask"}
+    unused |= UNUSED
     assert loaded.isdisjoint(unused), loaded & unused
+    assert other_commands(loaded, "job") == set()
 
 
 def test_schedule_start_from_a_pattern_loads_no_data_frame_library(tmp_path):
@@ -74,3 +115,4 @@ def test_schedule_start_from_a_pattern_loads_no_data_frame_library(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "start options" in result.stdout
     assert loaded.isdisjoint(HEAVY - {"numpy"}), loaded & HEAVY
+    assert other_commands(loaded, "schedule") == set()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from iosight._errors import IosightError
-from iosight.report.dxt import DxtWindow, dxt_view
+from iosight.report.dxt import DxtWindow, _Binned, _bounds, dxt_view
 
 
 @pytest.fixture
@@ -32,6 +32,52 @@ def test_cells_count_every_segment_of_the_window_once(dxt_job, points):
         assert view.total == n > points and view.kind == "cells"
         assert len(view.rows) <= points and view.rows["ops"].sum() == n
         assert view.rows["writes"].sum() == _count(wh, key, window, "op = 'write'")
+
+
+def test_ingest_bins_every_segment_of_a_dxt_job_per_rank(dxt_job):
+    """``dxt_bins``: per rank, the operations, writes and bytes of the job's segments."""
+    wh, key = dxt_job
+    per_rank = (
+        "select rank, {} from {} where job_key = ? group by rank order by rank"
+    )
+    raw = "count(*) ops, count(*) filter (where op = 'write') w, sum(length) b"
+    binned = "sum(ops) ops, sum(writes) w, sum(bytes) b"
+    want = wh.sql(per_rank.format(raw, "dxt_posix"), [key])
+    got = wh.sql(per_rank.format(binned, "dxt_bins"), [key])
+    assert len(want) and got.astype(float).equals(want.astype(float))
+    width = wh.sql("select distinct width from dxt_bins where job_key = ?", [key])["width"]
+    run_time = wh.sql("select run_time from jobs where job_key = ?", [key])["run_time"][0]
+    assert width.tolist() == [run_time / 1000]
+
+
+# the whole job; ranks; a span whose bounds cut its busiest bins (0 and 646 of 1.469 s:
+# inner bins summed, edge bins' segments counted); each side open
+BINNED = [
+    DxtWindow(),
+    DxtWindow(rank_min=0, rank_max=3),
+    DxtWindow(start=0.5, end=949.5),
+    DxtWindow(start=0.5, rank_min=0, rank_max=2),
+    DxtWindow(end=949.5),
+]
+
+
+@pytest.mark.parametrize("window", BINNED)
+def test_cells_from_the_bins_count_every_segment_of_the_window_once(dxt_job, window):
+    wh, key = dxt_job
+    view = dxt_view(wh, key, window, max_points=100)
+    bounds = _bounds(wh, key, window, [key, *window.bounds()])
+    assert _Binned.of(wh, key, window, bounds, 100) is not None  # the bins answer it
+    n = _count(wh, key, window)
+    assert view.kind == "cells" and view.total == n > 100 and len(view.rows) <= 100
+    assert view.rows["ops"].sum() == n
+    assert view.rows["writes"].sum() == _count(wh, key, window, "op = 'write'")
+    assert view.rows["bytes"].sum() == _count_bytes(wh, key, window)
+
+
+def _count_bytes(wh, key, window: DxtWindow) -> int:
+    where = 'job_key = ? and "end" >= ? and start <= ? and rank between ? and ?'
+    sql = f"select sum(length) n from dxt_posix where {where}"
+    return int(wh.sql(sql, [key, *window.bounds()])["n"][0])
 
 
 def test_a_small_window_is_its_segments(dxt_job):

@@ -58,6 +58,32 @@ def test_write_table_replace_and_append(warehouse):
     assert warehouse.sql("select count(*) n from timeline")["n"][0] == 2
 
 
+def test_a_query_makes_the_views_of_the_tables_it_reads_and_sees_later_commits(warehouse):
+    warehouse.commit({"jobs": [_t(["a", "b"], [1, 2])], "posix": [_t(["a"], [10])]})
+    warehouse.commit({"mpiio": [_t(["a"], [3])]})
+
+    def views() -> set[str]:
+        query = "select view_name from duckdb_views() where not internal"
+        return {name for (name,) in warehouse.connect([]).execute(query).fetchall()}
+
+    assert warehouse.rows("with x as (select * from JOBS) select count(*) from x").values == [(2,)]
+    assert views() == {"jobs"}  # any case, as SQL reads it; a CTE is no table
+    assert warehouse.rows("select sum(v) from posix").values == [(10,)]
+    assert views() == {"jobs", "posix"}
+    warehouse.commit({"jobs": [_t(["c"], [4])]}, delete_keys={"jobs": ["a"]})
+    assert warehouse.rows("select sum(v) from jobs").values == [(6,)]  # the new files
+    with pytest.raises(IosightError, match="nosuch"):
+        warehouse.rows("select * from nosuch")
+    warehouse.connect()  # every table's view, for callers that run their own SQL
+    assert views() == {"jobs", "posix", "mpiio"}
+
+
+def test_row_counts_are_those_of_the_tables(warehouse):
+    warehouse.commit({"jobs": [_t(["a", "b"], [1, 2])], "posix": [_t(["a"], [10])]})
+    warehouse.commit({"jobs": [_t(["c"], [4])]})
+    assert warehouse.row_counts() == {"jobs": (3, 2), "posix": (1, 1)}
+
+
 def test_roll_forward_of_killed_commit(tmp_path):
     wh = Warehouse(tmp_path / "wh", create=True)
     wh.commit({"jobs": [_t(["a"], [1])]})

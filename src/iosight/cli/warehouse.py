@@ -398,10 +398,7 @@ def tables(warehouse: Path = WAREHOUSE_OPT) -> None:
 
     with cli_errors():
         wh = open_warehouse(warehouse)
-        counts = [
-            (t, wh.rows(f'select count(*) from "{t}"').values[0][0], len(wh.table_files(t)))
-            for t in wh.tables()
-        ]
+        counts = [(t, rows, files) for t, (rows, files) in wh.row_counts().items()]
         types = ["VARCHAR", "BIGINT", "BIGINT"]
         print_frame(Rows(["table", "rows", "files"], types, counts), title=str(wh.path))
 

@@ -89,20 +89,26 @@ def dxt_view(
     """The job's DXT POSIX segments in ``window``: each one when at most ``max_points``,
     else per rank bin and time bin (at most ``max_points`` cells, none empty).
 
-    The grid is counted first (one scan of the job's segments); only a window of few
-    segments is read again for them (and the rank bounds of a zoom prune that read to
-    the row groups of its ranks)."""
+    The grid is counted first: from the job's ``dxt_bins`` (made at ingest) when the
+    window spans a grid's width of them, else in one scan of the job's segments; only a
+    window of few segments is read again for them (and the rank bounds of a zoom prune
+    that read to the row groups of its ranks)."""
     window = window or DxtWindow()
     params = [key, *window.bounds()]
-    grid = _Grid.of(*_bounds(warehouse, key, window, params), max_points)
-    cells = warehouse.sql(
-        "select ? + least(greatest(floor((rank - ?) / ?), 0), ?)::bigint * ? as rank, "
-        "? + least(greatest(floor((start - ?) / ?), 0), ?) * ? as start, "
-        "count(*) as ops, count(*) filter (where op = 'write') as writes, "
-        "sum(length) as bytes "
-        f"from dxt_posix where {_WHERE} group by all order by 1, 2",
-        [*grid.params(), *params],
-    )
+    bounds = _bounds(warehouse, key, window, params)
+    binned = _Binned.of(warehouse, key, window, bounds, max_points)
+    if binned is not None:
+        cells = binned.cells(warehouse, params)
+        grid = binned.grid
+    else:
+        grid = _Grid.of(*bounds, max_points)
+        cells = warehouse.sql(
+            f"select {_RANK_CELL}, ? + least(greatest(floor((start - ?) / ?), 0), ?) * ? "
+            "as start, count(*) as ops, count(*) filter (where op = 'write') as writes, "
+            "sum(length) as bytes "
+            f"from dxt_posix where {_WHERE} group by all order by 1, 2",
+            [*grid.params(), *params],
+        )
     total = int(cells["ops"].sum())
     if total > max_points:
         return DxtView("cells", cells, total, grid.rank_width, grid.time_width)
@@ -112,6 +118,10 @@ def dxt_view(
         params,
     )
     return DxtView("segments", rows, total)
+
+
+# a rank's bin: its first rank (the grid's first rank, rank width, last row, rank width)
+_RANK_CELL = "? + least(greatest(floor((rank - ?) / ?), 0), ?)::bigint * ? as rank"
 
 
 def _bounds(warehouse: Warehouse, key: str, window: DxtWindow, params: list) -> tuple:
@@ -165,7 +175,78 @@ class _Grid:
         time_width = (t1 - t0) / columns if t1 > t0 else 1.0
         return cls(t0, time_width, columns, r0, rank_width, rows)
 
+    def rank_params(self) -> list:
+        """:data:`_RANK_CELL`'s parameters."""
+        return [self.r0, self.r0, self.rank_width, self.rows - 1, self.rank_width]
+
     def params(self) -> list:
         """The grid query's parameters (its bins' first rank and first second)."""
-        ranks = [self.r0, self.r0, self.rank_width, self.rows - 1, self.rank_width]
-        return [*ranks, self.t0, self.t0, self.time_width, self.columns - 1, self.time_width]
+        time = [self.t0, self.t0, self.time_width, self.columns - 1, self.time_width]
+        return [*self.rank_params(), *time]
+
+
+@dataclass(frozen=True)
+class _Binned:
+    """A grid of whole ``dxt_bins`` (:mod:`iosight.warehouse._dxt_bins`): its time bins
+    ``per`` bins of ``width`` seconds wide from bin ``lo``. The bins strictly inside the
+    window (all of them on an open side) are summed; the segments of the window's edge
+    bins (where a bound cuts one) are counted from ``dxt_posix``, by the same
+    ``floor(start / width)``, so each segment of the window is counted once."""
+
+    grid: _Grid
+    width: float
+    lo: int
+    hi: int
+    per: int
+    window: DxtWindow
+
+    @classmethod
+    def of(cls, warehouse: Warehouse, key: str, window: DxtWindow, bounds: tuple,
+           max_points: int) -> _Binned | None:  # fmt: skip
+        """The binned grid of ``window`` (closed ``bounds``); None where the job has no
+        bins or the window spans fewer of them than a grid has columns."""
+        if not warehouse.has_table("dxt_bins"):
+            return None
+        got = warehouse.sql("select any_value(width) w from dxt_bins where job_key = ?", [key])
+        width = _known(got["w"].iloc[0])
+        t0, t1, r0, r1 = bounds
+        if width is None or t1 < t0:
+            return None
+        lo, hi = math.floor(t0 / width), math.floor(t1 / width)
+        columns = min(_TIME_COLUMNS, max_points)
+        if hi - lo + 1 < columns:
+            return None
+        per = -(-(hi - lo + 1) // columns)
+        rows = max(1, max_points // columns)
+        rank_width = -(-(max(r1, r0) - r0 + 1) // rows)
+        span = -(-(hi - lo + 1) // per)
+        grid = _Grid(lo * width, per * width, span, r0, rank_width, rows)
+        return cls(grid, width, lo, hi, per, window)
+
+    def cells(self, warehouse: Warehouse, params: list) -> pd.DataFrame:
+        """The window's cells: its inner bins summed, its edge bins' segments counted
+        (found by a range of start times half a bin wider than theirs, then exactly)."""
+        g, (lo, hi), w = self.grid, (self.lo, self.hi), self.width
+        sides = [(f"bin > {lo}", "start < ?", (lo + 1.5) * w)] * (self.window.start is not None)
+        sides += [(f"bin < {hi}", "start > ?", (hi - 0.5) * w)] * (self.window.end is not None)
+        column = f"least(greatest(floor(({{}} - ?) / ?), 0), {g.columns - 1})"
+        parts = (
+            f"select rank, {column.format('bin')} col, ops, writes, bytes from dxt_bins "
+            f"where job_key = ? and rank between ? and ? "
+            + "".join(f" and {inner}" for inner, _, _ in sides)
+        )
+        args = [lo, self.per, params[0], *params[3:]]
+        if sides:  # the edge bins' segments, counted one by one
+            near = " or ".join(n for _, n, _ in sides)
+            edge = " and ".join(c.replace("bin", "floor(start / ?)") for c, _, _ in sides)
+            parts += (
+                f" union all select rank, {column.format('start')}, 1, (op = 'write')::int, "
+                f"length from dxt_posix where {_WHERE} and ({near}) and not ({edge})"
+            )
+            args += [g.t0, g.time_width, *params, *[v for *_, v in sides], *[w] * len(sides)]
+        return warehouse.sql(
+            f"with parts as ({parts}) select {_RANK_CELL}, ? + col * ? as start, "
+            "sum(ops)::bigint as ops, sum(writes)::bigint as writes, sum(bytes) as bytes "
+            "from parts group by all order by 1, 2",
+            [*args, *g.rank_params(), g.t0, g.time_width],
+        )

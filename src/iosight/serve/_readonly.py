@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -119,8 +119,9 @@ class ServedWarehouse(Warehouse):
             self._memo[name] = compute()
         return self._memo[name]  # type: ignore[return-value]
 
-    def connect(self) -> duckdb.DuckDBPyConnection:
-        """This thread's cursor on the shared, locked-down database."""
+    def connect(self, names: Iterable[str] | None = None) -> duckdb.DuckDBPyConnection:
+        """This thread's cursor on the shared, locked-down database, which has every
+        table's view (made once for all threads; ``names`` changes nothing)."""
         local = self._local
         if getattr(local, "generation", None) != self._generation or local.cursor is None:
             with self._guard:

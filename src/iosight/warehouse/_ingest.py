@@ -30,6 +30,8 @@ from iosight._errors import IosightError, check_param
 from iosight._progress import Progress, ensure_progress
 from iosight.parallel import default_workers
 from iosight.warehouse._compact import CompactReport, auto_compact
+from iosight.warehouse._dxt_bins import TABLE as DXT_BINS_TABLE
+from iosight.warehouse._dxt_bins import DxtBins
 from iosight.warehouse._io_totals import IO_TOTALS, IO_TOTALS_COMPRESSION, io_totals
 from iosight.warehouse._store import Warehouse, is_warehouse_dir, new_batch_id, stage_tables
 
@@ -537,9 +539,14 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str, float | None]], str], beat
             continue
         log.tables["jobs"] = _with_known_at(log.tables["jobs"], arrival)
         jobs = log.tables["jobs"].num_rows
+        bins = DxtBins(log.tables["jobs"])
         for name, t in log.tables.items():
             for piece in table_pieces(t):  # a big DXT table piece by piece: see _Parts
                 parts.add(name, *_job_keys(key, piece))
+                if name == "dxt_posix":
+                    bins.add(piece)
+        if (binned := bins.table()) is not None:
+            parts.add(DXT_BINS_TABLE, binned, key)
         if log.totals_row is not None:
             parts.add_row("job_totals", log.totals_row, key)
         elif fmt != "job-totals" and "job_totals" not in log.tables:

@@ -192,7 +192,8 @@ class Warehouse:
             self._create()
         self._con: duckdb.DuckDBPyConnection | None = None
         self._viewed: tuple | None = None  # the tables' signature the views were made at
-        self._view_names: set[str] = set()
+        self._view_names: set[str] = set()  # the views made (at any signature)
+        self._fresh: set[str] = set()  # the names looked at since the signature changed
         self._lock_fh = None
         self._lock_depth = 0
         self.lock_timeout = DEFAULT_LOCK_TIMEOUT if lock_timeout is None else lock_timeout
@@ -299,20 +300,47 @@ class Warehouse:
         except FileNotFoundError:
             return {"live": [], "superseded": [], "at": 0.0}
 
-    def connect(self) -> duckdb.DuckDBPyConnection:
-        """A DuckDB connection with one view per table. The views name their files, so
-        they are made again when a write, in this process or another, changed the tables
-        (:meth:`tables_signature`): a long-lived warehouse object never reads files a
-        commit or compaction replaced."""
+    def connect(self, names: Iterable[str] | None = None) -> duckdb.DuckDBPyConnection:
+        """A DuckDB connection with a view per table: every table's, or those of the tables
+        ``names`` lists (what a query reads: a command that reads one table makes one view,
+        not a dozen). The views name their files, so they are made again when a write, in
+        this process or another, changed the tables (:meth:`tables_signature`): a
+        long-lived warehouse object never reads files a commit or compaction replaced."""
         if self._con is None:
             import duckdb
 
             self._con, self._viewed, self._view_names = duckdb.connect(), None, set()
         signature = self.tables_signature()
         if signature != self._viewed:
-            self._make_views(self._con)
-            self._viewed = signature
+            self._viewed, self._fresh = signature, set()
+        self._make_views(self._con, self._viewable(names) - self._fresh)
         return self._con
+
+    def _viewable(self, names: Iterable[str] | None) -> set[str]:
+        """The tables of ``names`` (any case, as SQL reads them) that have a folder or a
+        view; every such table when ``names`` is None. A name that is neither (a CTE, a
+        typo, a path) is left to the query to refuse."""
+        try:
+            folders = set(os.listdir(self.path / _TABLES))
+        except FileNotFoundError:
+            folders = set()
+        known = folders | self._view_names
+        if names is None:
+            return known
+        lowered = {n.lower() for n in names}
+        return {t for t in known if t.lower() in lowered}
+
+    def row_counts(self) -> dict[str, tuple[int, int]]:
+        """Rows and files of each table, from the Parquet footers: no view is made and no
+        row read (what ``iosight tables`` prints at once on any warehouse)."""
+        files = {str(f): name for name in self.tables() for f in self.table_files(name)}
+        counts = dict.fromkeys(sorted(set(files.values())), (0, 0))
+        if files:
+            query = "select file_name, num_rows from parquet_file_metadata(?)"
+            for path, rows in self.connect([]).execute(query, [list(files)]).fetchall():
+                n, k = counts[files[path]]
+                counts[files[path]] = (n + rows, k + 1)
+        return counts
 
     def tables_signature(self) -> tuple:
         """The modification times of ``tables/`` and of each table's folder: any commit,
@@ -326,20 +354,19 @@ class Warehouse:
         except FileNotFoundError:
             return ()
 
-    def _make_views(self, con: duckdb.DuckDBPyConnection) -> None:
-        """(Re)make one view per table over the files it reads now; drop the views of
-        tables that hold none."""
-        live = set()
-        for name in self.tables():
+    def _make_views(self, con: duckdb.DuckDBPyConnection, names: Iterable[str]) -> None:
+        """(Re)make the view of each table in ``names`` over the files it reads now; drop
+        it where the table holds none (a name that is no table: the query says so)."""
+        for name in names:
             files = ", ".join(_sql_text(f) for f in self.table_files(name))
-            if not files:
-                continue
-            rows = f"read_parquet([{files}], union_by_name=true)"
-            con.execute(f'create or replace view "{name}" as {view_query(con, name, rows)}')
-            live.add(name)
-        for name in self._view_names - live:
-            con.execute(f'drop view if exists "{name}"')
-        self._view_names = live
+            if files:
+                rows = f"read_parquet([{files}], union_by_name=true)"
+                con.execute(f'create or replace view "{name}" as {view_query(con, name, rows)}')
+                self._view_names.add(name)
+            elif name in self._view_names:
+                con.execute(f'drop view if exists "{name}"')
+                self._view_names.discard(name)
+            self._fresh.add(name)
 
     def _invalidate(self) -> None:
         if self._con is not None:
@@ -380,7 +407,7 @@ class Warehouse:
         import duckdb
 
         try:
-            rel = self.connect().sql(query, params=params or None)
+            rel = self.connect(_table_names(query)).sql(query, params=params or None)
             if rel is None:
                 raise IosightError("the statement returns no rows; only queries are supported")
             return fetch(rel)
@@ -790,6 +817,17 @@ def _holds_any(path: Path, column: str, value_set: pa.Array) -> bool:
             return False
         keys = file.read(columns=[column], use_threads=False)[column]
     return pc.any(pc.is_in(keys, value_set=value_set)).as_py()
+
+
+def _table_names(query: str) -> set[str] | None:
+    """The tables ``query`` reads, as DuckDB's parser lists them (CTEs left out); None
+    (every table) where it cannot say, e.g. a syntax error, which the query then reports."""
+    import duckdb
+
+    try:
+        return duckdb.get_table_names(query)
+    except duckdb.Error:
+        return None
 
 
 def _sql_text(path: str | Path) -> str:
