@@ -36,6 +36,9 @@ log = logging.getLogger("iosight.serve")
 
 DIRECTIONS = ("read", "write")
 RETRY_AFTER_S = 2.0  # what a request that finds no forecast yet is told to wait
+#: the deadline of a forecast's queries (s; the server's query deadline when longer): off
+#: any request, it only stops a runaway query from holding the one computation forever
+FORECAST_TIMEOUT_S = 300.0
 LIVE_RATES = "live_rates"  # the Prometheus feed's table (bin_start, read/write bytes, known_at)
 LIVE_IO = "live_io"  # the LDMS feed's table (per job, module and bin; known_at)
 _BIN_COLUMNS = ("lead", "bin_start", "probability", "burst", "severity")
@@ -46,8 +49,9 @@ class ServedForecast:
     """One direction's next bins (``bins``: ``_BIN_COLUMNS``, by lead), made at ``as_of``
     (epoch s, the end of the last bin it used) by ``model``; ``information`` is what it
     knew (``logs`` or ``live``), ``rates`` where the system's rate came from (``logs``:
-    the stored timeline; ``live_rates``: a live source), ``source`` whether follow mode
-    stored it (``follow``) or it was computed at the request (``computed``)."""
+    the stored timeline; ``live_rates``: a server-side rate; ``live_io``: the live
+    timeline of the LDMS stream), ``source`` whether follow mode
+    stored it (``follow``) or the server computed it (``computed``)."""
 
     direction: str
     model: str
@@ -151,6 +155,7 @@ class Decisions:
     def _work(self) -> None:
         """Compute until the forecasts are those of the warehouse's current state."""
         while True:
+            key: tuple = ()
             try:
                 self.wh.refresh()
                 key = _state_key(self.wh)
@@ -158,8 +163,12 @@ class Decisions:
                     made = _compute(self.wh, key, set(self._asked))
                     with self._lock:
                         self._latest = made
-            except Exception:  # a bug: logged with its traceback, the server goes on
+            except Exception as err:  # a bug: logged with its traceback, answered in one line
                 log.exception("computing the forecasts failed")
+                why = IosightError(f"computing the forecast failed ({type(err).__name__}); "
+                                   "the server's log has the details")  # fmt: skip
+                with self._lock:
+                    self._latest = _Computed(key, dict.fromkeys(DIRECTIONS, why), {}, time.time())
             with self._lock:
                 if not self._again:
                     self._worker = None
@@ -218,9 +227,8 @@ def _state_key(wh: ServedWarehouse) -> tuple:
 
 
 def _compute(wh: ServedWarehouse, key: tuple, asked: set[str]) -> _Computed:
-    """Every direction's serving forecast and those of the ``asked`` models, each under
-    the query deadline (its DuckDB part: the Python part runs to its end, off any
-    request)."""
+    """Every direction's serving forecast and those of the ``asked`` models, each one's
+    queries under :data:`FORECAST_TIMEOUT_S`."""
     picked: dict[str, str | IosightError] = {}
     for d in DIRECTIONS:
         try:
@@ -231,7 +239,7 @@ def _compute(wh: ServedWarehouse, key: tuple, asked: set[str]) -> _Computed:
     forecasts: dict[str, ServedForecast | IosightError] = {}
     for name in dict.fromkeys([*names, *sorted(asked)]):
         try:
-            with deadline(wh.connect(), wh.query_timeout):
+            with deadline(wh.connect(), max(wh.query_timeout, FORECAST_TIMEOUT_S)):
                 forecasts[name] = _make_forecast(wh, name)
         except IosightError as err:
             forecasts[name] = err
