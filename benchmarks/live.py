@@ -258,11 +258,14 @@ def forecast_as_of(url: str) -> float | None:
 
     try:
         with urllib.request.urlopen(f"{url}/api/forecast") as r:
-            return json.load(r)["directions"]["write"].get("as_of")
+            write = json.load(r)["directions"]["write"]
     except urllib.error.HTTPError as err:
         if err.code == 503:
             return None
         raise
+    if "error" in write:
+        raise SystemExit(f"/api/forecast: {write['error']}")
+    return write["as_of"]
 
 
 def forecast_lag_of(url: str, source: Path, start: float, seed: int) -> float:
@@ -271,7 +274,9 @@ def forecast_lag_of(url: str, source: Path, start: float, seed: int) -> float:
     with open(source, "a") as f:
         f.writelines(m + "\n" for m in batch(start + 60.0, 40, seed))
     t0 = time.perf_counter()
-    while forecast_as_of(url) != start + 300.0:
+    while (as_of := forecast_as_of(url)) != start + 300.0:
+        if time.perf_counter() - t0 > 60:
+            raise SystemExit(f"/api/forecast is as of {as_of}, not {start + 300.0}, after 60 s")
         time.sleep(0.01)
     return time.perf_counter() - t0
 

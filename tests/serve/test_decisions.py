@@ -528,3 +528,23 @@ def test_a_request_never_computes_the_forecast(stream_path, monkeypatch):
         assert status == 200 and json.loads(body)["directions"]["write"] == old  # the last one
         gate.set()
         assert until_as_of(srv, end + WIDTH)["rates"] == "live_io"
+
+
+def test_a_failed_computation_is_one_line_and_tried_again(stream_path, monkeypatch):
+    """A bug in the computation is logged with its traceback on the server's side; the
+    answer is one line per direction, and the next request computes again."""
+    from iosight.serve import _decisions
+
+    real = _decisions._make_forecast
+    monkeypatch.setattr(_decisions, "_make_forecast", lambda wh, name: 1 / 0)
+    with BackgroundServer(create_app(stream_path)) as srv:
+        status, doc = get_json(srv, "/api/forecast")
+        assert status == 200
+        assert doc["directions"]["write"]["error"] == (
+            "computing the forecast failed (ZeroDivisionError); the server's log has the details")
+        monkeypatch.setattr(_decisions, "_make_forecast", real)
+        until = time.monotonic() + 120
+        while "error" in (write := get_json(srv, "/api/forecast")[1]["directions"]["write"]):
+            assert time.monotonic() < until, write
+            time.sleep(0.05)
+    assert write["model"]["name"] == "bursts-write"

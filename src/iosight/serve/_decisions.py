@@ -110,6 +110,7 @@ class Decisions:
 
     def __init__(self, wh: ServedWarehouse) -> None:
         self.wh = wh
+        self._own: ServedWarehouse | None = None  # the worker's: no request shares its views
         self._lock = threading.Lock()
         self._latest: _Computed | None = None
         self._worker: threading.Thread | None = None
@@ -126,7 +127,6 @@ class Decisions:
         """Start computing in the background if the warehouse or its models changed since
         the latest forecasts (``iosight live`` calls it after each round); never waits.
         True when the latest forecasts are those of the warehouse as it is."""
-        self.wh.refresh()
         key = _state_key(self.wh)
         with self._lock:
             if self._latest is not None and self._latest.key == key and not self._missing():
@@ -153,22 +153,27 @@ class Decisions:
         return bool(self._asked - set(self._latest.forecasts)) if self._latest else True
 
     def _work(self) -> None:
-        """Compute until the forecasts are those of the warehouse's current state."""
+        """Compute until the forecasts are those of the warehouse's current state, on a
+        read-only warehouse of the worker's own (another thread's refresh would close
+        the views under a computation)."""
         while True:
-            key: tuple = ()
             try:
-                self.wh.refresh()
-                key = _state_key(self.wh)
+                if self._own is None:
+                    wh = self.wh
+                    self._own = ServedWarehouse(wh.path, memory_limit=wh.memory_limit,
+                                                query_timeout=wh.query_timeout)  # fmt: skip
+                self._own.refresh()
+                key = _state_key(self._own)
                 if self._latest is None or self._latest.key != key or self._missing():
-                    made = _compute(self.wh, key, set(self._asked))
+                    made = _compute(self._own, key, set(self._asked))
                     with self._lock:
                         self._latest = made
             except Exception as err:  # a bug: logged with its traceback, answered in one line
                 log.exception("computing the forecasts failed")
                 why = IosightError(f"computing the forecast failed ({type(err).__name__}); "
                                    "the server's log has the details")  # fmt: skip
-                with self._lock:
-                    self._latest = _Computed(key, dict.fromkeys(DIRECTIONS, why), {}, time.time())
+                with self._lock:  # no key: the next refresh tries again
+                    self._latest = _Computed((), dict.fromkeys(DIRECTIONS, why), {}, time.time())
             with self._lock:
                 if not self._again:
                     self._worker = None
