@@ -50,8 +50,8 @@ class ServedForecast:
     (epoch s, the end of the last bin it used) by ``model``; ``information`` is what it
     knew (``logs`` or ``live``), ``rates`` where the system's rate came from (``logs``:
     the stored timeline; ``live_rates``: a server-side rate; ``live_io``: the live
-    timeline of the LDMS stream), ``source`` whether follow mode
-    stored it (``follow``) or the server computed it (``computed``)."""
+    timeline of the LDMS stream), ``source`` whether follow mode stored it (``follow``)
+    or the server computed it (``computed``)."""
 
     direction: str
     model: str
@@ -194,13 +194,13 @@ class Decisions:
         if latest is None:
             raise ForecastNotReady("the first forecast is being computed; ask again shortly")
         name = model or latest.picked[direction]
-        if isinstance(name, IosightError):
-            raise name
+        if isinstance(name, IosightError):  # a new one: the stored one is shared by threads
+            raise IosightError(str(name))
         made = latest.forecasts.get(name)
         if made is None:
             raise ForecastNotReady(f"the forecast of {name!r} is being computed; ask again shortly")
         if isinstance(made, IosightError):
-            raise made
+            raise IosightError(str(made))
         if made.direction != direction:
             raise IosightError(f"model {name!r} forecasts {made.direction} bursts, not {direction}")
         return made
@@ -392,7 +392,9 @@ def _computed_live(wh: ServedWarehouse, fc: Forecaster) -> ServedForecast:
     return _served(fc, LIVE_RATES, "computed", pred.last_bin + width, pred.table)
 
 
-def _computed_stream(wh: ServedWarehouse, fc: Forecaster, timeline: pd.DataFrame):
+def _computed_stream(
+    wh: ServedWarehouse, fc: Forecaster, timeline: pd.DataFrame
+) -> ServedForecast | None:
     """A ``live`` forecaster's forecast after the last complete bin of the live timeline
     (:func:`iosight.live.stream_timeline`: the logs, and the LDMS stream of the jobs
     whose log has not landed), or None without a stream."""
