@@ -99,8 +99,9 @@ def stream_timeline(
     as_of: float | None = None,
     logs: pd.DataFrame | None = None,
 ) -> tuple[pd.DataFrame | None, float]:
-    """The system's rate as the logs and the LDMS stream tell it at ``as_of`` (epoch s;
-    None: everything stored), and the start of its last complete bin: the last that
+    """The system's rate in bins of ``bin_width`` s as the logs and the LDMS stream of
+    ``warehouse`` tell it at ``as_of`` (epoch s; None: everything stored), and the start
+    of its last complete bin: the last that
     ended by the stream's newest row known then (the stream's clock: a message arrives
     after the I/O it reports). ``(None, nan)`` without a stream row known then.
 

@@ -81,7 +81,8 @@ class ServedForecast:
 
 class ForecastNotReady(IosightError):
     """No forecast has been computed yet for what was asked (the server computes them in
-    the background and answers ``503`` with ``Retry-After`` meanwhile)."""
+    the background and answers ``503`` with ``Retry-After`` meanwhile): ``message`` says
+    so, ``retry_after`` how long to wait (s)."""
 
     def __init__(self, message: str, retry_after: float = RETRY_AFTER_S) -> None:
         super().__init__(message)
@@ -106,7 +107,9 @@ class Decisions:
     serves the latest computed forecasts (their ``as_of`` says how recent) and starts the
     computation when they are out of date; before the first one exists it gets
     :class:`ForecastNotReady`. So a request costs a few reads however large the
-    warehouse (the first forecast of a year of jobs is tens of seconds of Python)."""
+    warehouse (the first forecast of a year of jobs is tens of seconds of Python).
+    ``wh``: the served warehouse (the worker reads through one of its own on the same
+    folder)."""
 
     def __init__(self, wh: ServedWarehouse) -> None:
         self.wh = wh
@@ -206,8 +209,9 @@ class Decisions:
         return made
 
     def forecasts(self, model: str | None = None) -> dict[str, dict]:
-        """Per direction, the served forecast's document, or ``{"error": why}``;
-        :class:`ForecastNotReady` when neither direction's is computed yet."""
+        """Per direction, the served forecast's document (of ``model`` when named), or
+        ``{"error": why}``; :class:`ForecastNotReady` when neither direction's is computed
+        yet."""
         out, waiting = {}, None
         for d in DIRECTIONS:
             try:
