@@ -16,13 +16,19 @@ Sections (``--only NAME``; more are added beside ``stream``):
 
 - ``lag``: the time from a batch of SYNTHETIC messages appended to the LDMS stream file
   to ``/api/now`` answering with it, through ``LiveService`` (the ``ldms`` feed, rounds
-  every ``--interval`` s, the server on its own thread). ``/api/now``, not
-  ``/api/forecast``: the forecast reads the file system's rates (``live_rates``), not the
-  jobs' streamed I/O (``live_io``), so an LDMS message changes the live bins, not the
-  forecast. A batch every 1.7 s (not a multiple of the interval: arrivals fall anywhere
-  in a round); ``/api/now`` asked every 10 ms until its bytes change. p50 and p95 beside
-  the polling floor a competent user's poller has at the same interval (a message
-  waits for the next poll: uniform in [0, interval], p50 interval/2, p95 0.95 interval).
+  every ``--interval`` s, the server on its own thread). A batch every 1.7 s (not a
+  multiple of the interval: arrivals fall anywhere in a round); ``/api/now`` asked
+  every 10 ms until its bytes change. p50 and p95 beside the polling floor a competent
+  user's poller has at the same interval (a message waits for the next poll: uniform in
+  [0, interval], p50 interval/2, p95 0.95 interval).
+- ``forecast``: the same, to ``/api/forecast`` reflecting the batch: a ``LiveService``
+  over two days of SYNTHETIC facility jobs ending at midnight yesterday (UTC) and their
+  ``live`` write forecaster (``tests_support.recent_facility``, trained off the clock),
+  no Prometheus, so the forecaster's system rate is the live timeline (the logs and
+  the stream). Batch i is the I/O of a new job in the i-th 5-minute bin after the logs
+  (a replay: each batch completes one more bin by the stream's clock); its lag ends
+  when ``/api/forecast``'s write forecast is as of that bin's end (the round commits
+  it, then the server's thread computes the forecast). Beside the same floor.
 - ``memory``: RSS of a ``LiveService`` (ldms feed and server) over an hour of SYNTHETIC
   messages (``--rate`` per second, 50 jobs of 16 ranks) replayed one simulated minute
   per round, as fast as it goes; RSS at each quarter beside the first quarter's.
@@ -30,6 +36,7 @@ Sections (``--only NAME``; more are added beside ``stream``):
     python benchmarks/live.py                 # 10 k, 100 k and 1 M messages
     python benchmarks/live.py --sizes 10000   # one size
     python benchmarks/live.py --only lag --only memory
+    PYTHONPATH=src:tests python benchmarks/live.py --only forecast
 """
 
 from __future__ import annotations
@@ -215,7 +222,6 @@ def lag_of(url: str, source: Path, seed: int, before: float) -> tuple[float, flo
 def lag_section(args: argparse.Namespace) -> None:
     import threading
 
-    import numpy as np
 
     period, interval = 1.7, args.interval
     print(f"== lag: LDMS message appended -> /api/now reflects it (SYNTHETIC, "
@@ -230,6 +236,7 @@ def lag_section(args: argparse.Namespace) -> None:
         thread = threading.Thread(target=service.run, args=(stop,), daemon=True)
         thread.start()
         loads, lags, before = [], [], now_bytes(url)
+        cpu = time.process_time()
         try:
             for i in range(args.batches):
                 due = time.monotonic() + period
@@ -238,8 +245,88 @@ def lag_section(args: argparse.Namespace) -> None:
                 lags.append(lag)
                 time.sleep(max(due - time.monotonic(), 0.0))
         finally:
+            cpu = time.process_time() - cpu
             stop.set()
             thread.join()
+    report_lags(lags, loads, interval, cpu)
+
+
+def forecast_as_of(url: str) -> float | None:
+    """``/api/forecast``'s write forecast's as-of time (None: not computed yet, a 503)."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{url}/api/forecast") as r:
+            write = json.load(r)["directions"]["write"]
+    except urllib.error.HTTPError as err:
+        if err.code == 503:
+            return None
+        raise
+    if "error" in write:
+        raise SystemExit(f"/api/forecast: {write['error']}")
+    return write["as_of"]
+
+
+def forecast_lag_of(url: str, source: Path, start: float, seed: int) -> float:
+    """Append one batch in the bin starting at ``start``; seconds until ``/api/forecast``
+    is as of that bin's end (asked every 10 ms)."""
+    with open(source, "a") as f:
+        f.writelines(m + "\n" for m in batch(start + 60.0, 40, seed))
+    t0 = time.perf_counter()
+    while (as_of := forecast_as_of(url)) != start + 300.0:
+        if time.perf_counter() - t0 > 60:
+            raise SystemExit(f"/api/forecast is as of {as_of}, not {start + 300.0}, after 60 s")
+        time.sleep(0.01)
+    return time.perf_counter() - t0
+
+
+def forecast_section(args: argparse.Namespace) -> None:
+    """Lag from an LDMS message to the ``/api/forecast`` that reflects it."""
+    import threading
+
+    from tests_support import recent_facility
+
+    period, interval = 1.7, args.interval
+    print(f"== forecast lag: LDMS message appended -> /api/forecast reflects it (SYNTHETIC, "
+          f"{args.batches} batches of 40 messages every {period} s, rounds every {interval} s)")
+    with tempfile.TemporaryDirectory() as tmp:
+        recent_facility(Path(tmp), days_ago=1)  # its logs end at midnight yesterday
+        source = Path(tmp) / "darshan.jsonl"
+        source.write_text("")
+        service = live_service(Path(tmp), source, interval)
+        end = float(service.warehouse.sql("select max(bin_start) t from timeline")["t"].iloc[0])
+        end += 300.0
+        url = service.start_server()
+        service.start_server = lambda: url  # run() keeps the server started here
+        stop = threading.Event()
+        thread = threading.Thread(target=service.run, args=(stop,), daemon=True)
+        thread.start()
+        t0 = time.perf_counter()
+        while forecast_as_of(url) != end:  # the logs' forecast, before any message
+            time.sleep(0.05)
+        first = time.perf_counter() - t0
+        print(f"first forecast (the logs' timeline, 2 days) served after {first:.2f} s")
+        loads, lags = [], []
+        cpu = time.process_time()
+        try:
+            for i in range(args.batches):
+                due = time.monotonic() + period
+                loads.append(os.getloadavg()[0])
+                lags.append(forecast_lag_of(url, source, end + 300.0 * i, i))
+                time.sleep(max(due - time.monotonic(), 0.0))
+        finally:
+            cpu = time.process_time() - cpu
+            stop.set()
+            thread.join()
+    report_lags(lags, loads, interval, cpu)
+
+
+def report_lags(lags: list[float], loads: list[float], interval: float, cpu: float) -> None:
+    """p50, p95 and max of ``lags`` beside the floor of a poller every ``interval`` s, and
+    the CPU time of the process (service, server and the benchmark's polling) per batch."""
+    import numpy as np
+
     p50, p95 = np.percentile(lags, [50, 95])
     f50, f95 = interval / 2, 0.95 * interval
     print(f"{'':>10} {'p50 s':>7} {'p95 s':>7} {'max s':>7}")
@@ -247,6 +334,7 @@ def lag_section(args: argparse.Namespace) -> None:
     print(f"{'floor':>10} {f50:>7.2f} {f95:>7.2f} {interval:>7.2f}  (a poller every {interval} s)")
     print(f"{'':>10} iosight/floor: {p50 / f50:.2f}x (p50), {p95 / f95:.2f}x (p95); load "
           f"average during: {np.mean(loads):.1f} on {os.cpu_count()} cores")  # fmt: skip
+    print(f"{'':>10} CPU time of the process: {cpu:.1f} s, {cpu / len(lags):.2f} s per batch")
 
 
 def rss_mb() -> float:
@@ -306,7 +394,8 @@ def memory_section(args: argparse.Namespace) -> None:
             service.close()
 
 
-SECTIONS = {"stream": stream_section, "lag": lag_section, "memory": memory_section}
+SECTIONS = {"stream": stream_section, "lag": lag_section, "forecast": forecast_section,
+            "memory": memory_section}
 
 
 def main() -> None:

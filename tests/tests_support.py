@@ -371,11 +371,11 @@ def follow_until(logs, wh, files: int, timeout: float, after=None, **options):
         timer.cancel()
 
 
-def recent_facility(root: Path, width: float = 300.0) -> Path:
+def recent_facility(root: Path, width: float = 300.0, days_ago: int = 0) -> Path:
     """A warehouse at ``root / "wh"`` of two days of SYNTHETIC facility jobs ending at
-    midnight UTC today, its timeline and a ``live`` write forecaster ``bursts-write``
-    (logreg, leads of 5 to 120 minutes) trained on it: a history the live feeds of
-    today can follow."""
+    midnight UTC today (``days_ago`` days before), its timeline and a ``live`` write
+    forecaster ``bursts-write`` (logreg, leads of 5 to 120 minutes) trained on it: a
+    history the live feeds of today can follow."""
     import datetime as dt
 
     from iosight.bursts import train_forecaster
@@ -383,7 +383,7 @@ def recent_facility(root: Path, width: float = 300.0) -> Path:
     from iosight.timeline import build_timeline, load_timeline
     from iosight.warehouse import Warehouse
 
-    today = dt.datetime.now(dt.UTC).date()
+    today = dt.datetime.now(dt.UTC).date() - dt.timedelta(days=days_ago)
     wh = Warehouse(root / "wh", create=True)
     start = (today - dt.timedelta(days=2)).isoformat()
     generate_facility(wh, FacilityConfig(months=2 / 30, seed=5, start=start, jobs_per_day=120))

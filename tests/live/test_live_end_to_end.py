@@ -148,6 +148,7 @@ def test_live_feeds_drive_the_service_and_its_answers(facility, prometheus, tmp_
         # the landed job counts once: by its log now, not by its stream as well
         assert after["write_bytes"].sum() == pytest.approx(before["write_bytes"].sum(), rel=1e-12)
 
+        assert service.decisions.wait()  # computed in the background after the round
         status, body = _get(f"{served}/api/forecast")
         forecast = json.loads(body)["directions"]["write"]
         assert status == 200 and forecast["rates"] == "live_rates"

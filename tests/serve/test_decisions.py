@@ -17,6 +17,7 @@ import urllib.request
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pytest
 
@@ -28,12 +29,24 @@ from iosight.warehouse import Warehouse
 WIDTH = 300.0
 
 
-def get(server, path: str) -> tuple[int, str]:
+def get_once(server, path: str):
+    """Status, body and headers (a case-insensitive message) of one request."""
     try:
         with urllib.request.urlopen(server.url + path, timeout=60) as r:
-            return r.status, r.read().decode()
+            return r.status, r.read().decode(), r.headers
     except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
+        return err.code, err.read().decode(), err.headers
+
+
+def get(server, path: str) -> tuple[int, str]:
+    """The answer, asked again while it is a 503 (the forecasts are computed in the
+    background after the server starts or the warehouse changes), for 120 s at most."""
+    until = time.monotonic() + 120
+    while True:
+        status, body, _ = get_once(server, path)
+        if status != 503 or time.monotonic() > until:
+            return status, body
+        time.sleep(0.05)
 
 
 def get_json(server, path: str) -> tuple[int, dict]:
@@ -371,3 +384,167 @@ def test_a_set_4_forecast_reads_the_running_jobs_slurm_saw(slurm_path):
     expected = fc.predict(timeline, jobs=live).table
     assert write["as_of"] == starts[-1] + WIDTH
     assert [x["probability"] for x in write["bins"]] == pytest.approx(expected["probability"])
+
+
+def stream(wh: Warehouse, rows: list[tuple]) -> None:
+    """Append SYNTHETIC ``live_io`` rows: (jobid, module, bin_start, write_bytes, known_at)."""
+    jobid, module, start, written, known = (list(c) for c in zip(*rows, strict=True))
+    n = len(rows)
+    wh.write_table("live_io", pa.table({
+        "jobid": pa.array(jobid, pa.int64()), "uid": pa.array([1] * n, pa.int64()),
+        "exe": ["a"] * n, "module": module, "bin_start": [float(s) for s in start],
+        "read_bytes": pa.array([0] * n, pa.int64()), "write_bytes": pa.array(written, pa.int64()),
+        "reads": pa.array([0] * n, pa.int64()), "writes": pa.array([1] * n, pa.int64()),
+        "known_at": [float(k) for k in known],
+    }), mode="append")  # fmt: skip
+
+
+@pytest.fixture()
+def stream_path(served_path, tmp_path):
+    """The facility with no live source yet: its ``live`` forecaster forecasts from the
+    stored timeline until a stream row arrives."""
+    return Path(shutil.copytree(served_path, tmp_path / "wh"))
+
+
+def until_as_of(srv, as_of: float) -> dict:
+    """/api/forecast's write direction once it is as of ``as_of`` (computed in the
+    background after the warehouse changed), 120 s at most."""
+    until = time.monotonic() + 120
+    while True:
+        status, doc = get_json(srv, "/api/forecast")
+        write = doc["directions"]["write"]
+        if write.get("as_of") == as_of or time.monotonic() > until:
+            return write
+        time.sleep(0.05)
+
+
+def test_an_ldms_message_moves_the_live_forecast(stream_path):
+    """Without server-side rates, a ``live`` forecaster's system rate is the live
+    timeline: the logs plus the stream of the jobs with no log. A message for the bin
+    after the logs makes that bin the forecast's last, its bytes the model's current
+    bytes (POSIX only: MPI-IO runs over it); the next message moves it again."""
+    from iosight.bursts import load_jobs, scheduler_jobs
+    from iosight.live import stream_timeline
+    from iosight.timeline import load_timeline
+
+    wh = Warehouse(stream_path)
+    end, fc = logs_end(wh), load_forecaster(wh, "bursts-write")
+    jobs = scheduler_jobs(wh, load_jobs(wh))  # feature set 4's, as served
+    with BackgroundServer(create_app(stream_path)) as srv:
+        _, doc = get_json(srv, "/api/forecast")
+        assert doc["directions"]["write"]["rates"] == "logs" and doc["computed_at"] > 0
+        stream(wh, [(9_000_001, "POSIX", end, 5_000_000_000, end + WIDTH + 5),
+                    (9_000_001, "MPI-IO", end, 7_000_000_000, end + WIDTH + 5)])  # fmt: skip
+        first = until_as_of(srv, end + WIDTH)
+        frame, complete = stream_timeline(wh, WIDTH, logs=load_timeline(wh))
+        assert complete == end and first["rates"] == "live_io"
+        used = frame[frame["bin_start"] <= complete]
+        assert fc.features(used, jobs)[-1, 0] == 5e9  # the current bin's write bytes
+        expected = fc.predict(frame, complete, jobs=jobs).table
+        assert [b["probability"] for b in first["bins"]] == pytest.approx(expected["probability"])
+        stream(wh, [(9_000_001, "POSIX", end + WIDTH, 1_000, end + 2 * WIDTH + 1)])
+        second = until_as_of(srv, end + 2 * WIDTH)
+    frame, complete = stream_timeline(wh, WIDTH, logs=load_timeline(wh))
+    assert complete == end + WIDTH and second["rates"] == "live_io"
+    assert fc.features(frame, jobs)[-2:, 0].tolist() == [5e9, 1e3]
+
+
+def test_nothing_known_after_t_changes_the_stream_forecast_at_t(stream_path):
+    """The live timeline as of t (a log, or a message, known after t) is what was known
+    at t: the same frame and last complete bin before and after the later rows arrive."""
+    from iosight.live import stream_timeline
+
+    wh = Warehouse(stream_path)
+    end = logs_end(wh)
+    stream(wh, [(9_000_002, "POSIX", end, 4_000, end + WIDTH + 5)])
+    t = end + WIDTH + 10
+    before, at_t = stream_timeline(wh, WIDTH, as_of=t)
+    stream(wh, [(9_000_002, "POSIX", end, 6_000, t + 1),
+                (9_000_003, "POSIX", end + WIDTH, 8_000, end + 2 * WIDTH + 5)])  # fmt: skip
+    after, still = stream_timeline(wh, WIDTH, as_of=t)
+    assert still == at_t == end
+    pd.testing.assert_frame_equal(after, before)
+    later, last = stream_timeline(wh, WIDTH, as_of=end + 2 * WIDTH + 5)
+    assert last == end + WIDTH  # the later rows do count once known
+    assert later.set_index("bin_start")["write_bytes"][end] == 10_000
+
+
+def test_a_job_whose_log_landed_counts_once_in_the_forecast(stream_path):
+    """A job's stream rows stop counting once its log is known: the bin keeps the logs'
+    bytes, not the logs' plus the stream's."""
+    from iosight.bursts import load_jobs
+    from iosight.live import stream_timeline
+    from iosight.timeline import load_timeline
+
+    wh = Warehouse(stream_path)
+    timeline = load_timeline(wh)
+    jobs = load_jobs(wh)
+    job = jobs[(jobs["write_bytes"] > 0) & (jobs["end_time"] - jobs["start_time"] > 900)
+               & (jobs["start_time"] > timeline["bin_start"].iloc[0])].iloc[0]  # fmt: skip
+    b = math.floor((float(job["start_time"]) + 600) / WIDTH) * WIDTH
+    end = logs_end(wh)
+    stream(wh, [(int(job["jobid"]), "POSIX", b, 7 * 10**12, float(job["end_time"]) - 1),
+                (9_000_004, "POSIX", end, 1, end + WIDTH + 1)])  # fmt: skip
+    frame, complete = stream_timeline(wh, WIDTH, logs=timeline)
+    assert complete == end
+    got = frame.set_index("bin_start")["write_bytes"]
+    assert got[b] == timeline.set_index("bin_start")["write_bytes"][b]
+    assert got[end] == 1
+
+
+def test_a_request_never_computes_the_forecast(stream_path, monkeypatch):
+    """The forecasts are computed on the server's own thread: while the first is being
+    computed /api/forecast and /api/start answer 503 with Retry-After and a JSON reason
+    (and /metrics leaves the probabilities out); once the warehouse changes, the last
+    forecast is served, with its as-of time, until the new one is computed."""
+    import threading
+
+    from iosight.serve import _decisions
+
+    gate, real = threading.Event(), _decisions._make_forecast
+
+    def held(wh, name):
+        assert gate.wait(120), "the test never opened the gate"
+        return real(wh, name)
+
+    monkeypatch.setattr(_decisions, "_make_forecast", held)
+    wh = Warehouse(stream_path)
+    end = logs_end(wh)
+    with BackgroundServer(create_app(stream_path)) as srv:
+        for path in ("/api/forecast", "/api/start?min_time=600&max_time=900&policy=W3"):
+            status, body, headers = get_once(srv, path)
+            assert status == 503 and headers["Retry-After"] == "2", (path, body)
+            doc = json.loads(body)
+            assert "being computed" in doc["error"] and doc["retry_after"] == 2
+        status, body, _ = get_once(srv, "/metrics")
+        assert status == 200 and "iosight_burst_probability{" not in body
+        gate.set()
+        status, doc = get_json(srv, "/api/forecast")
+        old = doc["directions"]["write"]
+        assert status == 200 and old["rates"] == "logs"
+        gate.clear()
+        stream(wh, [(9_000_005, "POSIX", end, 10**9, end + WIDTH + 1)])
+        status, body, _ = get_once(srv, "/api/forecast")
+        assert status == 200 and json.loads(body)["directions"]["write"] == old  # the last one
+        gate.set()
+        assert until_as_of(srv, end + WIDTH)["rates"] == "live_io"
+
+
+def test_a_failed_computation_is_one_line_and_tried_again(stream_path, monkeypatch):
+    """A bug in the computation is logged with its traceback on the server's side; the
+    answer is one line per direction, and the next request computes again."""
+    from iosight.serve import _decisions
+
+    real = _decisions._make_forecast
+    monkeypatch.setattr(_decisions, "_make_forecast", lambda wh, name: 1 / 0)
+    with BackgroundServer(create_app(stream_path)) as srv:
+        status, doc = get_json(srv, "/api/forecast")
+        assert status == 200
+        assert doc["directions"]["write"]["error"] == (
+            "computing the forecast failed (ZeroDivisionError); the server's log has the details")
+        monkeypatch.setattr(_decisions, "_make_forecast", real)
+        until = time.monotonic() + 120
+        while "error" in (write := get_json(srv, "/api/forecast")[1]["directions"]["write"]):
+            assert time.monotonic() < until, write
+            time.sleep(0.05)
+    assert write["model"]["name"] == "bursts-write"

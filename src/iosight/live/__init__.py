@@ -36,6 +36,6 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "slurm_running_jobs",
             "begin_option",
         ),
-        "_timeline": ("live_rows", "live_timeline"),
+        "_timeline": ("live_rows", "live_timeline", "stream_timeline"),
     },
 )

@@ -1,12 +1,13 @@
 """``iosight live``: follow mode, the live feeds and the server in one process.
 
 One thread writes the warehouse (its lock is per process): each round it polls the log
-directory, then each feed, then brings the derived tables and forecasts up to date.
-The server answers from its own read-only connection on another thread, so requests
-never wait for a round; a refit trains on a third thread from a read-only view and
-swaps the saved model atomically, so answers never stop. One log line per event worth
-knowing (a batch, a feed's warnings, a refit); SIGINT or SIGTERM stops after the round
-in hand.
+directory, then each feed, then brings the derived tables and forecasts up to date, and
+asks the server to compute its forecasts again (on a thread of the server's, from what
+the round committed). The server answers from its own read-only connection on another
+thread, so requests never wait for a round or a forecast; a refit trains on a third
+thread from a read-only view and swaps the saved model atomically, so answers never
+stop. One log line per event worth knowing (a batch, a feed's warnings, a refit); SIGINT
+or SIGTERM stops after the round in hand.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from iosight.live._refresh import Refresh
 from iosight.live._slurm import slurm_feed
 
 if TYPE_CHECKING:
-    from iosight.serve import BackgroundServer
+    from iosight.serve import BackgroundServer, Decisions
     from iosight.warehouse import Follower, Warehouse
 
 log = logging.getLogger("iosight.live")
@@ -150,6 +151,7 @@ class LiveService:
         self.refresh = Refresh(self.warehouse, config.forecast.models)
         self.refit = _Refit(config.warehouse, config.forecast.models, config.forecast.refit_every)
         self.server: BackgroundServer | None = None
+        self.decisions: Decisions | None = None  # the server's forecasts, once it runs
         self.status = _Status(time.time())
 
     def _follower(self, wh: Warehouse) -> Follower | None:
@@ -175,6 +177,8 @@ class LiveService:
             memory_limit=settings.memory_limit, query_timeout=settings.query_timeout,
         )  # fmt: skip
         self.server = BackgroundServer(app, host=settings.host, port=settings.port)
+        self.decisions = app.state.decisions
+        self.decisions.refresh()  # the first forecast, computed while the rounds start
         return self.server.url
 
     def step(self, stop: threading.Event | None = None) -> list[str]:
@@ -195,6 +199,8 @@ class LiveService:
         lines += self.refresh.after_batch() if new_jobs else []
         self.status.doc["updated_at"] = time.time()
         self.warehouse.write_state(STATUS, self.status.doc)
+        if self.decisions is not None:  # the served forecasts follow the round's commits
+            self.decisions.refresh()
         if self.refit.finished():
             lines += self.refit.outcome
             self.refit.outcome = []
@@ -229,4 +235,4 @@ class LiveService:
         """Stop the server (the warehouse needs nothing: every write was committed)."""
         if self.server is not None:
             self.server.stop()
-            self.server = None
+            self.server, self.decisions = None, None

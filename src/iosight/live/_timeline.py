@@ -92,6 +92,44 @@ def live_timeline(
     return _merge(None if logs is None else logs.to_pandas(), live, float(bin_width))
 
 
+def stream_timeline(
+    warehouse: Warehouse,
+    bin_width: float = BIN_WIDTH,
+    *,
+    as_of: float | None = None,
+    logs: pd.DataFrame | None = None,
+) -> tuple[pd.DataFrame | None, float]:
+    """The system's rate in bins of ``bin_width`` s as the logs and the LDMS stream of
+    ``warehouse`` tell it at ``as_of`` (epoch s; None: everything stored), and the start
+    of its last complete bin: the last that
+    ended by the stream's newest row known then (the stream's clock: a message arrives
+    after the I/O it reports). ``(None, nan)`` without a stream row known then.
+
+    The frame is :func:`live_timeline`'s, or, given ``logs`` (the logs' timeline of the
+    jobs known at ``as_of``, e.g. the stored one when ``as_of`` is None), ``logs`` plus
+    :func:`live_rows`: a server at hand has the stored timeline and need not stream the
+    jobs again. A ``live`` forecaster reads it as the system's rate where no server-side
+    rate exists: every job counts once, by its log once known, else by its stream.
+    """
+    import math
+
+    if not warehouse.has_table(LIVE_IO):
+        return None, math.nan
+    known = "" if as_of is None else f" where known_at <= {float(as_of)!r}"
+    newest = warehouse.connect().execute(f"select max(known_at) from {LIVE_IO}{known}")
+    newest = newest.fetchall()[0][0]
+    if newest is None:
+        return None, math.nan
+    if logs is None:
+        df = live_timeline(warehouse, as_of, bin_width=bin_width)
+    else:
+        df = _merge(logs, live_rows(warehouse, as_of), float(bin_width))
+    complete = df["bin_start"][df["bin_start"] + bin_width <= float(newest)]
+    if complete.empty:
+        return None, math.nan
+    return df, float(complete.iloc[-1])
+
+
 def _merge(logs: pd.DataFrame | None, live: pd.DataFrame, width: float) -> pd.DataFrame:
     """``logs`` (a timeline frame, or None) with the ``live`` rows added, on one grid."""
     import pandas as pd

@@ -14,6 +14,7 @@ from iosight.serve._app import (
     run,
     served_hosts,
 )
+from iosight.serve._decisions import Decisions, ForecastNotReady
 from iosight.serve._pages import (
     JobFilter,
     JobsPage,
@@ -30,6 +31,8 @@ from iosight.serve._readonly import ServedWarehouse, check_where, deadline
 __all__ = [
     "LOOPBACK_HOSTS",
     "BackgroundServer",
+    "Decisions",
+    "ForecastNotReady",
     "JobFilter",
     "JobsPage",
     "ServedWarehouse",

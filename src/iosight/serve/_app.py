@@ -23,7 +23,7 @@ from iosight._errors import IosightError
 from iosight._units import cell, human_bytes, human_duration, human_number, missing
 from iosight.serve import _figures as figs
 from iosight.serve import _pages as pages
-from iosight.serve._decisions import Decisions, StartAsk, served_start
+from iosight.serve._decisions import Decisions, ForecastNotReady, StartAsk, served_start
 from iosight.serve._metrics import WarehouseCollector, metrics_text
 from iosight.serve._readonly import MEMORY_LIMIT, WHERE_TIMEOUT_S, ServedWarehouse
 from iosight.warehouse import find_job
@@ -370,21 +370,26 @@ class _Site:
 
     def api(self, fn):
         """A JSON endpoint: a user error (a bad parameter, a missing table or model) is a
-        400 with its one line, ``{"error": ...}``."""
+        400 with its one line, ``{"error": ...}``; a forecast not computed yet a 503 with
+        ``Retry-After`` (s) and ``{"error": ..., "retry_after": s}``."""
         from starlette.responses import JSONResponse
-
 
         def handler(request: Request) -> Response:
             self.wh.refresh()
             try:
                 return JSONResponse(fn(request))
+            except ForecastNotReady as err:
+                wait = math.ceil(err.retry_after)
+                return JSONResponse({"error": str(err), "retry_after": wait}, status_code=503,
+                                    headers={"Retry-After": str(wait)})  # fmt: skip
             except IosightError as err:
                 return JSONResponse({"error": str(err)}, status_code=400)
 
         return handler
 
     def forecast_api(self, request: Request) -> dict:
-        return {"directions": self.decisions.forecasts(_opt(request, "model"))}
+        directions = self.decisions.forecasts(_opt(request, "model"))
+        return {"directions": directions, "computed_at": self.decisions.computed_at}
 
     def start_api(self, request: Request) -> dict:
         return served_start(self.decisions, _start_ask(request))
@@ -452,6 +457,7 @@ def create_app(
     ]
     app = Starlette(routes=routes, middleware=middleware)
     app.state.warehouse = site.wh.path
+    app.state.decisions = site.decisions  # iosight live asks it to compute after each round
     return app
 
 

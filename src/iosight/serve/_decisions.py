@@ -4,18 +4,21 @@ of the last complete bin, and Algorithm 1's start on it (no web code here).
 The forecast comes, per direction, from a saved lead-mode forecaster
 (:mod:`iosight.bursts`): the latest one follow mode stored at a bin boundary (table
 ``forecasts``, regime ``logs``: what the landed logs held) when there is one, else
-computed at the request and kept until the warehouse changes. A ``logs`` forecaster is
-computed as of the boundary the data's clock passed last (the newest job's known-at
-time), as follow mode does; a ``live`` one from the system's rate up to the last complete
-bin: the server-side rates of table ``live_rates`` (the Prometheus feed) where they are,
-the stored timeline elsewhere. Saeedizade et al. (2023), §V: forecasts per lead; §V-B,
-Algorithm 1.
+computed on a thread of its own whenever the warehouse changed (:class:`Decisions`: a
+request never computes one). A ``logs`` forecaster is computed as of the boundary the
+data's clock passed last (the newest job's known-at time), as follow mode does; a
+``live`` one from the system's rate up to the last complete bin: the server-side rates of
+table ``live_rates`` (the Prometheus feed) where they are, else the live timeline of the
+LDMS stream (table ``live_io``: the jobs' own I/O until their logs land), else the
+stored timeline. Saeedizade et al. (2023), §V: forecasts per lead; §V-B, Algorithm 1.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -29,10 +32,16 @@ if TYPE_CHECKING:
 
     from iosight.bursts import Forecaster
 
+log = logging.getLogger("iosight.serve")
+
 DIRECTIONS = ("read", "write")
+RETRY_AFTER_S = 2.0  # what a request that finds no forecast yet is told to wait
+#: the deadline of a forecast's queries (s; the server's query deadline when longer): off
+#: any request, it only stops a runaway query from holding the one computation forever
+FORECAST_TIMEOUT_S = 300.0
 LIVE_RATES = "live_rates"  # the Prometheus feed's table (bin_start, read/write bytes, known_at)
+LIVE_IO = "live_io"  # the LDMS feed's table (per job, module and bin; known_at)
 _BIN_COLUMNS = ("lead", "bin_start", "probability", "burst", "severity")
-_CACHED = 16  # forecasts kept (a few models x a few warehouse states)
 
 
 @dataclass(frozen=True)
@@ -40,8 +49,9 @@ class ServedForecast:
     """One direction's next bins (``bins``: ``_BIN_COLUMNS``, by lead), made at ``as_of``
     (epoch s, the end of the last bin it used) by ``model``; ``information`` is what it
     knew (``logs`` or ``live``), ``rates`` where the system's rate came from (``logs``:
-    the stored timeline; ``live_rates``: a live source), ``source`` whether follow mode
-    stored it (``follow``) or it was computed at the request (``computed``)."""
+    the stored timeline; ``live_rates``: a server-side rate; ``live_io``: the live
+    timeline of the LDMS stream), ``source`` whether follow mode stored it (``follow``)
+    or the server computed it (``computed``)."""
 
     direction: str
     model: str
@@ -69,47 +79,190 @@ class ServedForecast:
         }  # fmt: skip
 
 
+class ForecastNotReady(IosightError):
+    """No forecast has been computed yet for what was asked (the server computes them in
+    the background and answers ``503`` with ``Retry-After`` meanwhile): ``message`` says
+    so, ``retry_after`` how long to wait (s)."""
+
+    def __init__(self, message: str, retry_after: float = RETRY_AFTER_S) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class _Computed:
+    """The forecasts computed for one state of the warehouse (``key``): per direction the
+    serving model's name (or why none), per model its forecast (or why none), and when
+    the computation ended (``made_at``, epoch s)."""
+
+    key: tuple
+    picked: dict[str, str | IosightError]
+    forecasts: dict[str, ServedForecast | IosightError]
+    made_at: float
+
+
 class Decisions:
-    """Forecasts and start times of a served warehouse, each computed once per state of
-    the warehouse (its tables and saved models) and kept (a bounded cache)."""
+    """The forecasts of a served warehouse, computed on a thread of their own each time
+    the warehouse (its tables or saved models) changed, never by a request: a request
+    serves the latest computed forecasts (their ``as_of`` says how recent) and starts the
+    computation when they are out of date; before the first one exists it gets
+    :class:`ForecastNotReady`. So a request costs a few reads however large the
+    warehouse (the first forecast of a year of jobs is tens of seconds of Python).
+    ``wh``: the served warehouse (the worker reads through one of its own on the same
+    folder)."""
 
     def __init__(self, wh: ServedWarehouse) -> None:
         self.wh = wh
+        self._own: ServedWarehouse | None = None  # the worker's: no request shares its views
         self._lock = threading.Lock()
-        self._computing = threading.Lock()  # a burst of first requests computes once
-        self._cache: dict[tuple, ServedForecast] = {}
+        self._latest: _Computed | None = None
+        self._worker: threading.Thread | None = None
+        self._again = False  # the warehouse changed while the worker computed
+        self._asked: set[str] = set()  # models asked by name, computed beside the serving ones
+
+    @property
+    def computed_at(self) -> float | None:
+        """When the latest forecasts were computed (epoch s; None before the first)."""
+        latest = self._latest
+        return None if latest is None else latest.made_at
+
+    def refresh(self) -> bool:
+        """Start computing in the background if the warehouse or its models changed since
+        the latest forecasts (``iosight live`` calls it after each round); never waits.
+        True when the latest forecasts are those of the warehouse as it is."""
+        key = _state_key(self.wh)
+        with self._lock:
+            if self._latest is not None and self._latest.key == key and not self._missing():
+                return True
+            if self._worker is not None:
+                self._again = True
+                return False
+            self._worker = threading.Thread(target=self._work, name="iosight-forecast",
+                                            daemon=True)  # fmt: skip
+            self._worker.start()
+            return False
+
+    def wait(self, timeout: float = 60.0) -> bool:
+        """Wait until the latest forecasts are those of the warehouse as it is (True), at
+        most ``timeout`` s (False): for a script that writes, then asks."""
+        until = time.monotonic() + timeout
+        while not self.refresh():
+            if time.monotonic() > until:
+                return False
+            time.sleep(0.02)
+        return True
+
+    def _missing(self) -> bool:
+        return bool(self._asked - set(self._latest.forecasts)) if self._latest else True
+
+    def _work(self) -> None:
+        """Compute until the forecasts are those of the warehouse's current state, on a
+        read-only warehouse of the worker's own (another thread's refresh would close
+        the views under a computation)."""
+        while True:
+            try:
+                if self._own is None:
+                    wh = self.wh
+                    self._own = ServedWarehouse(wh.path, memory_limit=wh.memory_limit,
+                                                query_timeout=wh.query_timeout)  # fmt: skip
+                self._own.refresh()
+                key = _state_key(self._own)
+                if self._latest is None or self._latest.key != key or self._missing():
+                    made = _compute(self._own, key, set(self._asked))
+                    with self._lock:
+                        self._latest = made
+            except Exception as err:  # a bug: logged with its traceback, answered in one line
+                log.exception("computing the forecasts failed")
+                why = IosightError(f"computing the forecast failed ({type(err).__name__}); "
+                                   "the server's log has the details")  # fmt: skip
+                with self._lock:  # no key: the next refresh tries again
+                    self._latest = _Computed((), dict.fromkeys(DIRECTIONS, why), {}, time.time())
+            with self._lock:
+                if not self._again:
+                    self._worker = None
+                    return
+                self._again = False
 
     def forecast(self, direction: str, model: str | None = None) -> ServedForecast:
-        """The served forecast of ``direction`` (by ``model`` when named, else the
-        forecaster :func:`pick_model` picks)."""
+        """The latest computed forecast of ``direction`` (by ``model`` when named, else
+        the forecaster :func:`pick_model` picks); :class:`ForecastNotReady` before it
+        exists."""
         check_param("direction", direction, direction in DIRECTIONS, "read or write")
-        wh = self.wh
-        name = model if model is not None else pick_model(wh, direction)
-        key = (name, wh.tables_signature(), _model_stamp(wh, name))
-        with self._computing:
+        if model is not None:
+            _require_model(self.wh, model)
             with self._lock:
-                hit = self._cache.get(key)
-            if hit is not None:
-                return hit
-            with deadline(wh.connect(), wh.query_timeout):
-                made = _make_forecast(wh, name, direction)
-            with self._lock:
-                if len(self._cache) >= _CACHED:
-                    self._cache.pop(next(iter(self._cache)))
-                self._cache[key] = made
+                self._asked.add(model)
+        self.refresh()
+        latest = self._latest
+        if latest is None:
+            raise ForecastNotReady("the first forecast is being computed; ask again shortly")
+        name = model or latest.picked[direction]
+        if isinstance(name, IosightError):  # a new one: the stored one is shared by threads
+            raise IosightError(str(name))
+        made = latest.forecasts.get(name)
+        if made is None:
+            raise ForecastNotReady(f"the forecast of {name!r} is being computed; ask again shortly")
+        if isinstance(made, IosightError):
+            raise IosightError(str(made))
+        if made.direction != direction:
+            raise IosightError(f"model {name!r} forecasts {made.direction} bursts, not {direction}")
         return made
 
     def forecasts(self, model: str | None = None) -> dict[str, dict]:
-        """Per direction, the served forecast's document, or ``{"error": why}``."""
-        out = {}
+        """Per direction, the served forecast's document (of ``model`` when named), or
+        ``{"error": why}``; :class:`ForecastNotReady` when neither direction's is computed
+        yet."""
+        out, waiting = {}, None
         for d in DIRECTIONS:
             try:
                 out[d] = self.forecast(d, model).document()
+            except ForecastNotReady as err:
+                waiting, out[d] = err, {"error": str(err)}
             except IosightError as err:
                 if model is not None and "no model" in str(err):
                     raise
                 out[d] = {"error": str(err)}
+        if waiting is not None and all("error" in v for v in out.values()):
+            raise waiting
         return out
+
+
+def _state_key(wh: ServedWarehouse) -> tuple:
+    """What the forecasts depend on: the tables' files and each saved model's stamp."""
+    from iosight.bursts import list_forecasters
+
+    models = tuple((n, _model_stamp(wh, n)) for n in list_forecasters(wh))
+    return (wh.tables_signature(), models)
+
+
+def _compute(wh: ServedWarehouse, key: tuple, asked: set[str]) -> _Computed:
+    """Every direction's serving forecast and those of the ``asked`` models, each one's
+    queries under :data:`FORECAST_TIMEOUT_S`."""
+    picked: dict[str, str | IosightError] = {}
+    for d in DIRECTIONS:
+        try:
+            picked[d] = pick_model(wh, d)
+        except IosightError as err:
+            picked[d] = err
+    names = [n for n in picked.values() if isinstance(n, str)]
+    forecasts: dict[str, ServedForecast | IosightError] = {}
+    for name in dict.fromkeys([*names, *sorted(asked)]):
+        try:
+            with deadline(wh.connect(), max(wh.query_timeout, FORECAST_TIMEOUT_S)):
+                forecasts[name] = _make_forecast(wh, name)
+        except IosightError as err:
+            forecasts[name] = err
+    return _Computed(key, picked, forecasts, time.time())
+
+
+def _require_model(wh: ServedWarehouse, name: str) -> None:
+    """Refuse a name that is no saved forecaster (as loading it would, without loading)."""
+    from iosight.bursts import list_forecasters, model_dir
+
+    if not (model_dir(wh, name) / "metadata.json").is_file():
+        known = ", ".join(list_forecasters(wh)) or "none"
+        raise IosightError(f"no model {name!r} in {wh.path / 'models'} (models: {known}); "
+                           "train one with 'iosight bursts train'")  # fmt: skip
 
 
 def _model_stamp(wh: ServedWarehouse, name: str) -> int:
@@ -149,7 +302,7 @@ def pick_model(wh: ServedWarehouse, direction: str) -> str:
         train = f"iosight bursts train --direction {direction} --information logs"
         raise IosightError(f"no saved lead-mode forecaster of {direction} bursts: {train}")
     stored = _stored_models(wh)
-    live = wh.has_table(LIVE_RATES)
+    live = wh.has_table(LIVE_RATES) or wh.has_table(LIVE_IO)
 
     def rank(name: str) -> tuple:
         regime = found[name]
@@ -168,13 +321,11 @@ def _stored_models(wh: ServedWarehouse) -> dict[str, float]:
     return dict(zip(df["model"], df["t"].astype(float), strict=True))
 
 
-def _make_forecast(wh: ServedWarehouse, name: str, direction: str) -> ServedForecast:
+def _make_forecast(wh: ServedWarehouse, name: str) -> ServedForecast:
     from iosight.bursts import load_forecaster
 
     fc = load_forecaster(wh, name)
     md = fc.metadata
-    if md["direction"] != direction:
-        raise IosightError(f"model {name!r} forecasts {md['direction']} bursts, not {direction}")
     if md["mode"] != "lead":
         raise IosightError(f"model {name!r} is in interval mode: the next bins need lead mode")
     stored = _stored_forecast(wh, name)
@@ -229,15 +380,36 @@ def _computed_logs(wh: ServedWarehouse, fc: Forecaster) -> ServedForecast:
 def _computed_live(wh: ServedWarehouse, fc: Forecaster) -> ServedForecast:
     """A ``live`` forecaster's forecast after the last complete bin of the system's rate:
     the stored timeline with ``live_rates``' bins over it (their latest value per source,
-    summed over sources), up to the last bin that ended before the newest rate arrived."""
+    summed over sources), up to the last bin that ended before the newest rate arrived;
+    without rates, the live timeline of the LDMS stream (:func:`_computed_stream`); with
+    neither, the stored timeline's last bin."""
     timeline = _timeline(wh, fc)
     width = float(fc.metadata["bin_width"])
     rates, complete = live_rates(wh, width)
     if rates is None:
+        streamed = _computed_stream(wh, fc, timeline)
+        if streamed is not None:
+            return streamed
         pred = fc.predict(timeline, jobs=_jobs(wh, fc))
         return _served(fc, "logs", "computed", pred.last_bin + width, pred.table)
     pred = fc.predict(_with_rates(timeline, rates, width), complete, jobs=_jobs(wh, fc))
     return _served(fc, LIVE_RATES, "computed", pred.last_bin + width, pred.table)
+
+
+def _computed_stream(
+    wh: ServedWarehouse, fc: Forecaster, timeline: pd.DataFrame
+) -> ServedForecast | None:
+    """A ``live`` forecaster's forecast after the last complete bin of the live timeline
+    (:func:`iosight.live.stream_timeline`: the logs, and the LDMS stream of the jobs
+    whose log has not landed), or None without a stream."""
+    from iosight.live import stream_timeline
+
+    width = float(fc.metadata["bin_width"])
+    frame, complete = stream_timeline(wh, width, logs=timeline)
+    if frame is None:
+        return None
+    pred = fc.predict(frame, complete, jobs=_jobs(wh, fc))
+    return _served(fc, LIVE_IO, "computed", pred.last_bin + width, pred.table)
 
 
 def _jobs(wh: ServedWarehouse, fc: Forecaster) -> pd.DataFrame | None:

@@ -101,11 +101,17 @@ class ServedWarehouse(Warehouse):
 
     def refresh(self) -> None:
         """Rebuild the views when the files of the tables on disk changed (a commit or a
-        compaction; the views name their files); cheap otherwise."""
+        compaction; the views name their files); cheap otherwise. Safe while another
+        thread queries: its cursor keeps the old views to the end of its query."""
+        import duckdb
+
         if self.tables_signature() != self._known:
             with self._guard:
                 if self._con is not None:
-                    self._con.close()
+                    try:
+                        self._con.close()
+                    except duckdb.ResourceInUseException:
+                        pass  # a query runs on it: it goes with its last cursor
                 self._con = None
                 self._memo = {}
                 self._generation += 1
@@ -115,9 +121,10 @@ class ServedWarehouse(Warehouse):
 
         ``name``: what is computed; ``compute``: computes it.
         """
-        if name not in self._memo:
-            self._memo[name] = compute()
-        return self._memo[name]  # type: ignore[return-value]
+        memo = self._memo  # a refresh on another thread replaces it, never empties this one
+        if name not in memo:
+            memo[name] = compute()
+        return memo[name]  # type: ignore[return-value]
 
     def connect(self, names: Iterable[str] | None = None) -> duckdb.DuckDBPyConnection:
         """This thread's cursor on the shared, locked-down database, which has every
