@@ -190,3 +190,28 @@ def test_a_refresh_shows_new_files_and_compacted_ones(served_path, tmp_path):
         t: fresh.table_files(t) for t in fresh.tables()
     }
     assert served.sql("select count(*) n from jobs")["n"][0] == jobs + 1
+
+
+def test_a_table_first_committed_after_the_views_waits_for_the_refresh(served_path, tmp_path):
+    """A scrape at the instant of a table's first commit: the folder holds it, the views
+    do not yet. has_table answers for the views, so /metrics' lags never query a view
+    that is missing (a DuckDB CatalogException, a 500, before); the refresh shows it."""
+    import shutil
+
+    import pyarrow as pa
+
+    from iosight.serve._metrics import _lags
+    from iosight.warehouse import Warehouse
+
+    path = shutil.copytree(served_path, tmp_path / "wh")
+    served = ServedWarehouse(path)
+    assert not served.has_table("live_io")
+    Warehouse(path).commit({"live_io": [pa.table({"job_key": ["j"], "known_at": [100.0]})]})
+    assert Warehouse(path).has_table("live_io")  # on disk
+    assert not served.has_table("live_io")  # not in the views yet
+    lags = {s.labels["table"]: s.value for s in _lags(served, 1000.0).samples}
+    assert "live_io" not in lags and "jobs" in lags
+    served.refresh()
+    assert served.has_table("live_io")
+    lags = {s.labels["table"]: s.value for s in _lags(served, 1000.0).samples}
+    assert lags["live_io"] == 900.0

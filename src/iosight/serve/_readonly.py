@@ -139,6 +139,17 @@ class ServedWarehouse(Warehouse):
                 local.generation = self._generation
         return local.cursor
 
+    def has_table(self, name: str) -> bool:
+        """Whether the views of :meth:`connect` hold table ``name``: a table first committed
+        after they were made is answered at the next :meth:`refresh`, so a query on a table
+        this says exists always finds its view (a scrape at the instant of a table's first
+        commit read the folder, then failed on the missing view).
+
+        ``name``: the table.
+        """
+        self.connect()
+        return name in self._view_names
+
     def _lock_down(self, con: duckdb.DuckDBPyConnection) -> None:
         """Let ``con`` read the warehouse's tables and nothing else, within the memory limit.
 
