@@ -214,7 +214,8 @@ def test_a_writer_waits_for_the_lock_and_names_its_holder(tmp_path):
 
 def test_the_lock_file_names_its_last_writer_over_a_longer_line(tmp_path):
     """The holder's line is written over the old one in place (no truncation a commit),
-    and a longer line, another host's, is cut: the file names this process alone."""
+    and a longer line, another host's, is cut: the file names this process alone; a
+    line that is already this process's is left unwritten."""
     import socket
 
     wh = Warehouse(tmp_path / "wh", create=True)
@@ -223,7 +224,12 @@ def test_the_lock_file_names_its_last_writer_over_a_longer_line(tmp_path):
     text = (wh.path / "_lock").read_text()
     assert text.split() == [str(os.getpid()), socket.gethostname()] and text.endswith("\n")
     assert wh._lock_holder() == f"process {os.getpid()} on {socket.gethostname()}"
+    os.utime(wh.path / "_lock", ns=(0, 0))
     wh.commit({"jobs": [_t(["b"], [2])]})
+    assert (wh.path / "_lock").read_text() == text
+    assert (wh.path / "_lock").stat().st_mtime_ns == 0  # its own line already: not written
+    (wh.path / "_lock").write_text("1 " + "h".ljust(125) + "\n")  # another's, the same size
+    wh.commit({"jobs": [_t(["c"], [3])]})
     assert (wh.path / "_lock").read_text() == text  # rewritten in place, the same size
 
 

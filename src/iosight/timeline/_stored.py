@@ -48,7 +48,11 @@ def run_of(file_name: str) -> int:
 def source_files(warehouse: Warehouse) -> dict[str, list[os.DirEntry]]:
     """The files of each table a timeline reads (absent tables: none): those the table
     holds now (:meth:`Warehouse.table_files`), never the ones a compaction replaced."""
-    entries = {name: warehouse.table_entries(name) for name in SOURCE_TABLES}
+    try:  # one listing of the tables: no failed scan for each table the warehouse lacks
+        present = set(os.listdir(os.path.join(warehouse.path, "tables")))
+    except FileNotFoundError:
+        return {}
+    entries = {name: warehouse.table_entries(name) for name in SOURCE_TABLES if name in present}
     return {name: files for name, files in entries.items() if files}
 
 

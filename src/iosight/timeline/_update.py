@@ -466,8 +466,9 @@ def _read(files: list[_Parquet], columns: list[str]) -> pa.Table:
         table = parts[0]
     else:
         table = pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
+    have = set(table.column_names)  # the names once: ``column_names`` builds a list a call
     for c in columns:
-        if c not in table.column_names:  # null typed: compares with numbers and text
+        if c not in have:  # null typed: compares with numbers and text
             table = table.append_column(c, pa.nulls(table.num_rows))
     return table
 

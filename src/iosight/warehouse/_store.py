@@ -778,6 +778,8 @@ def _write_holder(fd: int, holder: str) -> None:
     over what it held (the file is opened to append, so that a missing one is made):
     ext4 flushes a file truncated to nothing when it is closed, at every commit."""
     line = holder.encode().ljust(_HOLDER_BYTES - 1) + b"\n"
+    if os.pread(fd, _HOLDER_BYTES + 1, 0) == line:  # ours already (this process wrote it
+        return  # last): a write would dirty the file again, some 0.2 ms once written back
     fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_APPEND)
     os.pwrite(fd, line, 0)
     if os.fstat(fd).st_size > len(line):  # a longer line of another writer's host name
