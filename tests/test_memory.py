@@ -3,9 +3,13 @@ and the caller's pool back after the last loop ends, whatever order loops end in
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pyarrow as pa
 
-from iosight._memory import system_arrow_pool
+from iosight._memory import system_arrow_pool, system_pool_at_start
 
 
 def test_overlapping_loops_give_back_the_pool_the_first_found(monkeypatch):
@@ -19,3 +23,31 @@ def test_overlapping_loops_give_back_the_pool_the_first_found(monkeypatch):
     assert pa.default_memory_pool().backend_name == "system"  # the second still runs
     second.__exit__(None, None, None)
     assert pa.default_memory_pool().backend_name == before
+
+
+WRITE = """
+import io, os
+from iosight._memory import system_pool_at_start
+chose = system_pool_at_start()
+import pyarrow as pa, pyarrow.parquet as pq
+pq.write_table(pa.table({"a": list(range(200_000))}), io.BytesIO())
+print(chose, os.environ["ARROW_DEFAULT_MEMORY_POOL"], pa.mimalloc_memory_pool().max_memory())
+"""
+
+
+def test_the_pool_chosen_at_start_reaches_the_parquet_writer(monkeypatch):
+    # the Parquet writer takes Arrow's C++ default pool, which set_memory_pool leaves alone
+    monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
+    out = subprocess.run([sys.executable, "-c", WRITE], capture_output=True, text=True,
+                         check=True).stdout.split()  # fmt: skip
+    assert out == ["True", "system", "0"]  # mimalloc never allocated
+    monkeypatch.setenv("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
+    out = subprocess.run([sys.executable, "-c", WRITE], capture_output=True, text=True,
+                         check=True).stdout.split()  # fmt: skip
+    assert out == ["False", "jemalloc", "0"]  # the person's choice stays
+
+
+def test_too_late_once_pyarrow_is_imported(monkeypatch):
+    monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
+    assert not system_pool_at_start()  # pyarrow is imported here: Arrow read its pool
+    assert "ARROW_DEFAULT_MEMORY_POOL" not in os.environ

@@ -15,12 +15,25 @@ which maps large blocks and unmaps them when freed) it stayed flat, at the same 
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 #: Arrow's own setting of its default pool: when set, the person chose; left alone
 POOL_VARIABLE = "ARROW_DEFAULT_MEMORY_POOL"
+
+
+def system_pool_at_start() -> bool:
+    """Make the system allocator Arrow's default pool for the whole process, its C++
+    code included, if pyarrow is not imported yet and no pool was chosen: True when it
+    did. :func:`system_arrow_pool` changes the pool of pyarrow's Python calls only; the
+    Parquet writer and other C++ code take Arrow's own default, which is read once, at
+    import, from :data:`POOL_VARIABLE` (``docs/follow.md``, "Memory over the year")."""
+    if os.environ.get(POOL_VARIABLE) or "pyarrow" in sys.modules:
+        return False
+    os.environ[POOL_VARIABLE] = "system"
+    return True
 
 
 class _Switch:

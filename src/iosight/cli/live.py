@@ -20,6 +20,9 @@ def live(
     import logging
     import time
 
+    from iosight._memory import system_pool_at_start
+
+    system_pool_at_start()  # before pyarrow's import: Arrow's C++ code too
     from iosight.live import LiveConfig, LiveService
 
     with cli_errors():

@@ -10,6 +10,7 @@ import typer
 from rich.markup import escape
 
 from iosight._errors import IosightError
+from iosight._memory import system_pool_at_start
 from iosight.cli._common import (
     FORMAT_OPT,
     SCHEDULER_OPT,
@@ -74,6 +75,7 @@ def ingest(
     ingest_args = {"workers": workers, "timeout": timeout, "batch_size": batch_size}
     ingest_args["reader"] = reader
     if follow:
+        system_pool_at_start()  # before pyarrow's import: Arrow's C++ code too
         _follow(paths, warehouse, force=force, lock_timeout=lock_timeout, interval=interval,
                 settle=settle, scheduler=scheduler, forecast=forecast, ingest_args=ingest_args,
                 compact=compact)  # fmt: skip
