@@ -45,9 +45,15 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
-import psutil
-import pyarrow as pa
+from iosight._memory import system_pool_at_start
+
+# as `iosight ingest --follow` does, before pyarrow's import: Arrow's C++ default pool is
+# the system allocator (docs/follow.md, "Memory over the year")
+system_pool_at_start()
+
+import numpy as np  # noqa: E402
+import psutil  # noqa: E402
+import pyarrow as pa  # noqa: E402
 
 SUMMIT = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "summit_darshan_total_2021"
 
