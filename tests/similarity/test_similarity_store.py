@@ -54,7 +54,7 @@ def test_import_codings_orders_by_jobid_and_aggregates_zeros(warehouse, codings_
 def test_cluster_run_is_stored_and_repeatable(warehouse, codings_csv):
     import_codings(warehouse, codings_csv)
     run = cluster(warehouse, "bin-aggzeros", sim=0.6)
-    assert run["n_zero"] == 2 and run["n_jobs"] == 6
+    assert run["n_zero"] == 2 and run["job_count"] == 6
     # 0:16:0:32 alone; 128:128:0, 128:128, 128:128:0 together (sim 2/3 >= 0.6)
     assert run["n_clusters"] == 2 and run["clusters_ge2"] == 1
     cluster(warehouse, "bin-aggzeros", sim=0.6)
@@ -63,6 +63,20 @@ def test_cluster_run_is_stored_and_repeatable(warehouse, codings_csv):
     assert t2["cluster_size"].tolist() == [3] and t2["job_types"].tolist() == [2]
     df = explore(warehouse, "bin", [0.1, 0.99])
     assert df["n_clusters"].tolist() == [2, 4]
+
+
+def test_sim_runs_written_before_the_rename_read_as_job_count(warehouse, codings_csv):
+    """A warehouse written before ``n_jobs`` became ``job_count`` reads under the new name."""
+    import pyarrow as pa
+
+    old = {"run_id": "old", "coding": "bin", "algorithm": "density", "param": 0.5}
+    warehouse.commit({"sim_runs": [pa.Table.from_pylist([{**old, "n_jobs": 9, "n_zero": 1}])]})
+    assert warehouse.sql("select job_count from sim_runs")["job_count"].tolist() == [9]
+    import_codings(warehouse, codings_csv)
+    cluster(warehouse, "bin-aggzeros", sim=0.6)
+    runs = warehouse.sql("select * from sim_runs order by run_id")
+    assert "n_jobs" not in runs.columns
+    assert runs["job_count"].tolist() == [6, 9] and runs["run_id"].tolist()[1] == "old"
 
 
 def test_find_and_errors(warehouse, codings_csv):

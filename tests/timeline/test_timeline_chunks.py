@@ -88,16 +88,16 @@ def _same(got, ref):
 
 @pytest.mark.parametrize("chunk_jobs", [400, 1500])
 def test_chunks_equal_one_shot(facility, chunk_jobs):
-    n_jobs = int(facility.sql("select count(*) as n from jobs")["n"].iloc[0])
-    assert n_jobs > 2000
-    one = build_timeline(facility, bin_width=600, chunk_jobs=n_jobs).to_pandas()
+    job_count = int(facility.sql("select count(*) as n from jobs")["n"].iloc[0])
+    assert job_count > 2000
+    one = build_timeline(facility, bin_width=600, chunk_jobs=job_count).to_pandas()
     steps = _Steps()
     got = build_timeline(facility, bin_width=600, chunk_jobs=chunk_jobs, progress=steps)
     _same(got.to_pandas(), one)
     # one step per query per chunk: jobs; POSIX read and write, each plain, DXT and
     # heatmap; STDIO read and write, each plain and heatmap; job totals
     chunks = steps.total / (1 + 2 * 3 + 2 * 2 + 1)
-    assert chunks == -(-n_jobs // chunk_jobs)
+    assert chunks == -(-job_count // chunk_jobs)
     assert one["read_bytes"].sum() == pytest.approx(
         facility.sql(
             "select (select sum(POSIX_BYTES_READ) from posix) + "

@@ -95,7 +95,8 @@ def _versions() -> dict[str, str]:
 
 
 def describe_choice(chosen: dict[str, str]) -> str:
-    """``"1-6: xgboost; 7-24: persistence"`` from ``{lead: candidate}``."""
+    """``"1-6: xgboost; 7-24: persistence"`` from ``chosen``: ``{lead: candidate}``, the
+    lead as a string (as saved metadata holds it)."""
     parts, run = [], None
     for lead, name in sorted(((int(k), v) for k, v in chosen.items())):
         if run and run[2] == name and run[1] == lead - 1:
@@ -111,8 +112,9 @@ class Forecaster:
     """Binary and severity models for each lead of one direction (or one interval horizon).
 
     ``settings`` say what was trained and how; ``metadata`` holds everything needed to
-    check and reproduce the predictions; ``binary[L]`` / ``severity[L]`` are the models of
-    lead L (interval mode: L = 1, the next h-minute bin). The model contract:
+    check and reproduce the predictions; ``binary`` and ``severity`` map each lead L to
+    its model (``binary[L]``: burst or not; ``severity[L]``: the 0-5 class; interval
+    mode: L = 1, the next h-minute bin). The model contract:
     :meth:`fit` (a classmethod), :meth:`predict`, :meth:`save`, :meth:`load` (a
     classmethod), as :class:`iosight.perfmodel.WriteModel` has.
     """
@@ -199,7 +201,9 @@ class Forecaster:
         return f"{describe_choice(md['chosen'])} (lead mode, per lead)"
 
     def check_compatible(self, *, bin_width: float, feature_set: int | None = None) -> None:
-        """Refuse a timeline of another bin width, or another expected feature set."""
+        """Refuse a timeline of another bin width, or another expected feature set:
+        ``bin_width`` is the timeline's (s); ``feature_set`` the set the caller expects
+        (None: any)."""
         md = self.metadata
         if abs(bin_width - md["bin_width"]) > 1e-9:
             raise IosightError(
@@ -222,9 +226,9 @@ class Forecaster:
     def features(
         self, df: pd.DataFrame, jobs: pd.DataFrame | None = None, known: pd.DataFrame | None = None
     ) -> np.ndarray:
-        """The model's feature matrix of a timeline (one row per bin); set 4 needs the
-        warehouse's jobs (:func:`iosight.bursts.load_jobs`), regime ``logs`` its
-        known-at sums (:func:`iosight.bursts.load_known`)."""
+        """The model's feature matrix of the timeline frame ``df`` (one row per bin); set 4
+        needs the warehouse's ``jobs`` (:func:`iosight.bursts.load_jobs`), regime ``logs``
+        its ``known`` known-at sums (:func:`iosight.bursts.load_known`)."""
         md = self.metadata
         thr = md["thresholds"].get("threshold")  # set 4 only
         if self.information == "logs" and known is None:
@@ -245,7 +249,8 @@ class Forecaster:
         """Forecast from a timeline frame using the bins up to ``at`` (default: all) and,
         for feature set 4, the jobs started before the end of the last bin used; under
         ``logs``, only the ``known`` rows known by the end of that bin
-        (:class:`BurstPrediction` says the columns)."""
+        (:class:`BurstPrediction` says the columns). ``df``: the timeline frame;
+        ``feature_set``: as in :meth:`check_compatible`; ``jobs``: as in :meth:`features`."""
         import pandas as pd
 
         from iosight.timeline import VALUE_COLUMNS, bin_width_of, rebin
@@ -278,10 +283,11 @@ class Forecaster:
         return BurstPrediction(self.name, out, t)
 
     def forecast(self, X: np.ndarray, at: np.ndarray, step_s: float) -> pd.DataFrame:
-        """Every lead's forecast from each feature row ``X[i]`` (of the bin starting
-        ``at[i]``, bins of ``step_s`` seconds): columns ``at``, ``lead``, ``bin_start``,
-        ``burst``, ``probability``, ``severity`` (0-5, 0 exactly when not a burst), by
-        lead, then ``at``. Many rows at once: follow mode forecasts each bin it passed."""
+        """Every lead's forecast from each row of the feature matrix ``X`` (row i of the
+        bin starting ``at[i]``, bins of ``step_s`` seconds): columns ``at``, ``lead``,
+        ``bin_start``, ``burst``, ``probability``, ``severity`` (0-5, 0 exactly when not a
+        burst), by lead, then ``at``. Many rows at once: follow mode forecasts each bin it
+        passed."""
         import pandas as pd
 
         parts = []
@@ -309,7 +315,8 @@ class Forecaster:
         bins after ``at`` (epoch s; None = the timeline's last bin). Set 4: ``running``
         says where the running jobs come from (:func:`iosight.bursts.set4_jobs`: ``slurm``,
         ``logs``, or ``auto``, Slurm's snapshots where the warehouse has them), and the
-        table's column ``running_jobs`` which was used."""
+        table's column ``running_jobs`` which was used. ``warehouse``: the warehouse read;
+        ``feature_set``: as in :meth:`check_compatible`."""
         from iosight.bursts._known import load_known
         from iosight.bursts._scheduler import set4_jobs
         from iosight.timeline import load_timeline
@@ -325,27 +332,28 @@ class Forecaster:
         return pred
 
     def save(self, warehouse: Warehouse) -> Path:
-        """Write the model folder ``models/<name>/`` atomically (:mod:`iosight._modelio`:
-        JSON, skops and XGBoost's UBJ; no pickle)."""
+        """Write the model folder ``models/<name>/`` of ``warehouse`` atomically
+        (:mod:`iosight._modelio`: JSON, skops and XGBoost's UBJ; no pickle)."""
         metadata = {**self.metadata, "settings": self.settings.options()}
         fitted = {"binary": self.binary, "severity": self.severity}
         return save_model(model_dir(warehouse, self.name), _kind(), metadata, fitted)
 
     @classmethod
     def load(cls, warehouse: Warehouse, name: str = "bursts-write") -> Forecaster:
-        """The forecaster saved as ``name`` (:func:`load_forecaster`)."""
+        """The forecaster saved as ``name`` in ``warehouse`` (:func:`load_forecaster`)."""
         return load_forecaster(warehouse, name)
 
 
 def list_forecasters(warehouse: Warehouse) -> list[str]:
-    """Names of the forecasters saved in the warehouse (temporary folders of a save in
+    """Names of the forecasters saved in ``warehouse`` (temporary folders of a save in
     progress start with '.' and are no model names)."""
     found = (warehouse.path / "models").glob("*/metadata.json")
     return sorted(p.parent.name for p in found if MODEL_NAME.fullmatch(p.parent.name))
 
 
 def load_forecaster(warehouse: Warehouse, name: str = "bursts-write") -> Forecaster:
-    """Load a saved forecaster (see :meth:`Forecaster.save`): a folder of data only; a
+    """Load the forecaster saved as ``name`` in ``warehouse`` (see :meth:`Forecaster.save`):
+    a folder of data only; a
     pickle (an older iosight's ``model.joblib``, or one placed there) is refused unread."""
     path = model_dir(warehouse, name)
     if not path.exists() and not (path.parent / f".{name}.old").is_dir():

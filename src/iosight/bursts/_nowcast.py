@@ -34,7 +34,8 @@ ANALOG_KEYS = (
 
 
 def nowcast(known_now: np.ndarray, unseen: np.ndarray) -> np.ndarray:
-    """The current bin's bytes: the part the logs hold plus the unseen jobs' estimate."""
+    """The current bin's bytes (per bin): ``known_now``, the part the logs hold, plus
+    ``unseen``, the estimate for jobs whose logs have not landed (:func:`unseen_bytes`)."""
     return np.asarray(known_now, np.float64) + np.asarray(unseen, np.float64)
 
 

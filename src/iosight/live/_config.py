@@ -75,11 +75,11 @@ def feed_options(kind: str, settings: Mapping, cls: type, durations: tuple[str, 
 class LogsSettings:
     """The Darshan log directory to follow (:func:`iosight.warehouse.follow`)."""
 
-    directory: Path
-    settle: int = 2
-    workers: int = 0
-    reader: str = "native"
-    compact: bool = True
+    directory: Path  # the Darshan log directory followed
+    settle: int = 2  # consecutive polls a file must look the same on before it is read
+    workers: int = 0  # reader processes (0: one per core)
+    reader: str = "native"  # Darshan 3.x reader: "native" or "libdarshan"
+    compact: bool = True  # compact tables of many small files after each batch
 
     def __post_init__(self) -> None:
         ok = is_integer(self.settle) and self.settle >= 1
@@ -92,11 +92,11 @@ class LogsSettings:
 class ServeSettings:
     """Where ``iosight serve``'s pages and decision APIs answer (read-only)."""
 
-    host: str = "127.0.0.1"
-    port: int = 8050
-    allowed_hosts: tuple[str, ...] = ()
-    memory_limit: str = "1GB"
-    query_timeout: float = 10.0
+    host: str = "127.0.0.1"  # the address to bind
+    port: int = 8050  # the TCP port (0: any free port)
+    allowed_hosts: tuple[str, ...] = ()  # more Host names to answer to (served_hosts)
+    memory_limit: str = "1GB"  # DuckDB's memory limit
+    query_timeout: float = 10.0  # the deadline of user SQL, s
 
     def __post_init__(self) -> None:
         ok = is_integer(self.port) and 0 <= self.port <= 65535
@@ -109,8 +109,8 @@ class ForecastSettings:
     """Saved forecasters to forecast with at each bin boundary, and how often to train
     them again on what has landed (None: never)."""
 
-    models: tuple[str, ...] = ()
-    refit_every: float | None = None
+    models: tuple[str, ...] = ()  # names of saved forecasters (models/<name>/)
+    refit_every: float | None = None  # seconds between trainings ("1d" in a file)
 
     def __post_init__(self) -> None:
         models = (self.models,) if isinstance(self.models, str) else tuple(self.models)
@@ -125,12 +125,12 @@ class ForecastSettings:
 class LiveConfig:
     """``iosight live``'s whole configuration (see the module's example)."""
 
-    warehouse: Path
-    interval: float = DEFAULT_INTERVAL_S
-    logs: LogsSettings | None = None
-    feeds: Mapping[str, Mapping] = field(default_factory=dict)
-    serve: ServeSettings | None = None
-    forecast: ForecastSettings = field(default_factory=ForecastSettings)
+    warehouse: Path  # the warehouse written
+    interval: float = DEFAULT_INTERVAL_S  # seconds between rounds
+    logs: LogsSettings | None = None  # the log directory followed (None: none)
+    feeds: Mapping[str, Mapping] = field(default_factory=dict)  # feed kind -> its settings
+    serve: ServeSettings | None = None  # the server run beside (None: none)
+    forecast: ForecastSettings = field(default_factory=ForecastSettings)  # forecasts made
     #: the configuration file's folder: the feeds read relative paths from it
     base: Path = Path(".")
 

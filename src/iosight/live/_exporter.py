@@ -50,10 +50,10 @@ class Recording:
     """Bytes read and written per bin on a regular grid: bin ``k`` starts at
     ``start + k * width`` (bins a source left out hold zero)."""
 
-    start: float
-    width: float
-    read_bytes: np.ndarray
-    write_bytes: np.ndarray
+    start: float  # the first bin's start, epoch s
+    width: float  # the bin width, s
+    read_bytes: np.ndarray  # bytes read in each bin
+    write_bytes: np.ndarray  # bytes written in each bin
 
     @property
     def duration(self) -> float:
@@ -62,7 +62,9 @@ class Recording:
 
     @classmethod
     def from_bins(cls, bin_start, read_bytes, write_bytes, width: float) -> Recording:
-        """From bins in any order, with gaps; bin starts must lie on one grid of ``width``."""
+        """From bins in any order, with gaps: ``bin_start`` (epoch s) and the bin's
+        ``read_bytes`` and ``write_bytes``; bin starts must lie on one grid of ``width``
+        (s)."""
         starts = np.asarray(bin_start, dtype=np.float64)
         check_param("width", width, math.isfinite(width) and width > 0, "seconds > 0")
         if starts.size == 0:
@@ -79,7 +81,8 @@ class Recording:
 
     @classmethod
     def from_csv(cls, path: str | Path, width: float = 300.0) -> Recording:
-        """From a CSV with columns ``bin_start`` (epoch s), ``read_bytes``, ``write_bytes``."""
+        """From the CSV file ``path`` with columns ``bin_start`` (epoch s), ``read_bytes``,
+        ``write_bytes``, of bins ``width`` seconds wide."""
         try:
             with open(path, newline="") as fh:
                 rows = list(csv.DictReader(fh))
@@ -98,7 +101,8 @@ class Recording:
     def from_timeline(
         cls, warehouse: Warehouse, start: float | None = None, end: float | None = None
     ) -> Recording:
-        """The stored timeline's bins that start in ``[start, end)`` (default: all)."""
+        """The bins of ``warehouse``'s timeline that start from ``start`` until ``end``
+        (epoch s, ``end`` excluded; None: no bound)."""
         warehouse.require("timeline")
         lo = -math.inf if start is None else float(start)
         hi = math.inf if end is None else float(end)
@@ -134,7 +138,8 @@ def _bytes(values) -> np.ndarray:
 
 
 class ReplayExporter:
-    """Serve ``recording`` as Lustre OST counters on ``host:port`` (0: a free port).
+    """Serve ``recording`` as Lustre OST counters on ``host`` (the address to bind) and
+    ``port`` (0: a free port).
 
     ``speed``: recorded seconds per second. ``clock_start``: the epoch second at which the
     replay clock starts, where the first recorded bin is replayed (a multiple of the bin

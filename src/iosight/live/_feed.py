@@ -16,15 +16,16 @@ class FeedReport:
     (``malformed``, ``unknown_module``, ``future_clock``, ``source_down``, ...) and
     ``lag``, seconds from the newest datum taken to the poll's clock (None: none)."""
 
-    feed: str
-    now: float
+    feed: str  # the feed's name, as its log lines start
+    now: float  # the poll's clock, epoch s
     rows: int = 0
     messages: int = 0
-    warnings: Counter[str] = field(default_factory=Counter)
+    warnings: Counter[str] = field(default_factory=Counter)  # kind -> bad inputs
     lag: float | None = None
 
     def warn(self, kind: str, count: int, detail: str) -> None:
-        """Count ``count`` bad inputs of ``kind`` and log one line for them."""
+        """Count ``count`` bad inputs of ``kind`` and log one line for them, ``detail``
+        saying which (a name, an example)."""
         if count <= 0:
             return
         self.warnings[kind] += count

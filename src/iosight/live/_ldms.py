@@ -303,7 +303,8 @@ def stored_position(warehouse: Warehouse, name: str) -> FilePosition:
 
 class LdmsFeed:
     """Darshan's LDMS stream, read from ``options.source``: each :meth:`poll` takes what
-    has arrived (at most ``options.max_bytes``) into ``live_io``. No thread of its own."""
+    has arrived (at most ``options.max_bytes``) into ``live_io``. No thread of its own.
+    ``options``: the feed's settings (:class:`LdmsOptions`)."""
 
     def __init__(self, options: LdmsOptions) -> None:
         self.options = options
@@ -312,8 +313,9 @@ class LdmsFeed:
         self._con: duckdb.DuckDBPyConnection | None = None
 
     def poll(self, warehouse: Warehouse, now: float | None = None) -> FeedReport:
-        """One bounded step: read, parse, and commit the rows (with a file's resume point)
-        atomically; bad input is counted and logged, never raised."""
+        """One bounded step at ``now`` (epoch s; default the clock): read, parse, and
+        commit the rows to ``warehouse`` (with a file's resume point) atomically; bad
+        input is counted and logged, never raised."""
         now = time.time() if now is None else float(now)
         report = FeedReport(self.options.name, now)
         lines, position = self._read(warehouse)

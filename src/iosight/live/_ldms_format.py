@@ -46,11 +46,11 @@ _FORMAT = (
 class LdmsJob:
     """What the connector knows of a job at start-up (``darshan_ldms_connector_initialize``)."""
 
-    job_id: int
-    uid: int
-    exe: str
+    job_id: int  # the scheduler's job id
+    uid: int  # the user id running it
+    exe: str  # the executable's path
     start: float  # epoch s: Darshan's wall clock 0
-    hosts: tuple[str, ...] = ("nid00001",)
+    hosts: tuple[str, ...] = ("nid00001",)  # node names; rank r runs on hosts[r % len]
 
 
 def ldms_message(
@@ -72,7 +72,16 @@ def ldms_message(
     flushes: int = -1,
 ) -> str:
     """One message as ``darshan_ldms_connector_send`` writes it (no newline); ``start``
-    and ``end`` are seconds since the job started, as the runtime passes them."""
+    and ``end`` are seconds since the job started, as the runtime passes them.
+
+    ``job``: the job sending it; ``rank``: the MPI rank; ``record_id``: Darshan's hash of
+    the file name, ``file`` (sent with ``op="open"`` only); ``module``: Darshan's module
+    (``"POSIX"``, ...); ``op``: the operation (``open``, ``read``, ``write``, ``close``,
+    ...); ``length`` and ``offset``: the access's bytes and file offset (-1: none);
+    ``cnt``: the module's count of this operation so far; ``total``: seconds spent in it so
+    far; ``max_byte``, ``switches``, ``flushes``: Darshan's counters of the record (-1:
+    not tracked).
+    """
     met = op == "open"  # only open is sent as "MET" (meta data) with its paths
     end_abs = job.start + end
     sec = int(np.floor(end_abs))
@@ -116,9 +125,10 @@ def synthetic_ldms_stream(
     seed: int = 0,
 ) -> Iterator[str]:
     """SYNTHETIC: ``n`` messages of ``job`` as the connector publishes them, in time
-    order: each rank opens one file per module, then reads or writes ``size`` bytes at a
-    time (a share ``read_share`` of reads) over ``duration`` seconds, and closes it. The
-    values are invented; the format is darshan-ldms.c's."""
+    order: ``ranks`` ranks each open one file per Darshan module of ``modules``, then read
+    or write ``size`` bytes at a time (a share ``read_share`` of reads) over ``duration``
+    seconds, and close it; ``seed`` seeds the random times. The values are invented; the
+    format is darshan-ldms.c's."""
     rng = np.random.default_rng(seed)
     ops = max(n - 2 * ranks * len(modules), 0)
     times = np.sort(rng.uniform(1.0, max(duration - 1.0, 1.0), ops))

@@ -258,15 +258,17 @@ def prometheus_feed(settings: Mapping, base: Path | None = None) -> PrometheusFe
 
 class PrometheusFeed:
     """Server-side rates from Prometheus into ``live_rates``, one bounded step per
-    :meth:`poll` (no thread of its own: a service calls it on a schedule)."""
+    :meth:`poll` (no thread of its own: a service calls it on a schedule). ``options``:
+    the server, queries and bins (:class:`PrometheusOptions`)."""
 
     def __init__(self, options: PrometheusOptions) -> None:
         self.options = options
         self._failing: str | None = None  # the kind of the last poll's failure
 
     def poll(self, warehouse: Warehouse, now: float | None = None) -> FeedReport:
-        """Fetch the bins ended since the resume point (at most ``max_points``) and commit
-        them with the new resume point; a failed query writes nothing."""
+        """Fetch the bins ended by ``now`` (epoch s; default the clock) since the resume
+        point (at most ``max_points``) and commit them to ``warehouse`` with the new
+        resume point; a failed query writes nothing."""
         now = time.time() if now is None else float(now)
         o = self.options
         report = FeedReport(f"prometheus {o.name}", now)

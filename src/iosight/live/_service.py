@@ -40,7 +40,7 @@ class Feed(Protocol):
     faults (they are counted in the report)."""
 
     def poll(self, warehouse: Warehouse, now: float | None = None) -> FeedReport:
-        """One bounded step at ``now`` (epoch s; default the clock)."""
+        """One bounded step at ``now`` (epoch s; default the clock) into ``warehouse``."""
 
 
 #: feed kind (a key of the configuration's ``feeds``) -> maker from its settings mapping
@@ -182,7 +182,8 @@ class LiveService:
         return self.server.url
 
     def step(self, stop: threading.Event | None = None) -> list[str]:
-        """One round: the logs that landed, each feed, the derived tables; its lines."""
+        """One round: the logs that landed, each feed, the derived tables; its lines. Once
+        ``stop`` is set, the logs stop between batches (the rest wait for the next round)."""
         lines, new_jobs = [], False
         if self.follower is not None:
             batches = self.follower.poll(stop)

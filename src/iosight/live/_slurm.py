@@ -115,13 +115,15 @@ class _Snapshot:
 
 
 class SlurmFeed:
-    """Polls Slurm into ``sched_jobs``; no thread of its own (a service calls :meth:`poll`)."""
+    """Polls Slurm into ``sched_jobs``; no thread of its own (a service calls :meth:`poll`).
+    ``options``: the source and its limits (default: :class:`SlurmFeedOptions`'s)."""
 
     def __init__(self, options: SlurmFeedOptions | None = None) -> None:
         self.options = options or SlurmFeedOptions()
 
     def poll(self, warehouse: Warehouse, now: float | None = None) -> FeedReport:
-        """Take one snapshot at ``now`` (epoch s; default the clock) and commit it.
+        """Take one snapshot at ``now`` (epoch s; default the clock) and commit it to
+        ``warehouse``.
 
         A source that fails is a ``source_down`` (or ``slow``, ``malformed``) warning and
         no snapshot; a clock not after the last snapshot is ``future_clock`` and nothing.

@@ -56,9 +56,9 @@ def _live_sql(as_of: float | None, with_jobs: bool) -> str:
 
 
 def live_rows(warehouse: Warehouse, as_of: float | None = None) -> pd.DataFrame:
-    """The ``live_io`` sums known by ``as_of`` (all: None) that no log known by then
-    replaces: one row per (``jobid``, ``bin_start``) with ``b0``/``b1`` (the job's first
-    and last such bin), bytes and operations of the timeline's layers."""
+    """The ``live_io`` sums of ``warehouse`` known by ``as_of`` (all: None) that no log
+    known by then replaces: one row per (``jobid``, ``bin_start``) with ``b0``/``b1``
+    (the job's first and last such bin), bytes and operations of the timeline's layers."""
     import pandas as pd
 
     if not warehouse.has_table(LIVE_IO):
@@ -70,8 +70,8 @@ def live_rows(warehouse: Warehouse, as_of: float | None = None) -> pd.DataFrame:
 def live_timeline(
     warehouse: Warehouse, as_of: float | None = None, *, bin_width: float = BIN_WIDTH
 ) -> pd.DataFrame:
-    """The timeline as of ``as_of`` (epoch s; None: everything stored): the logs'
-    timeline of the jobs known then (:func:`iosight.timeline.known_timeline`) plus the
+    """The timeline of ``warehouse`` as of ``as_of`` (epoch s; None: everything stored):
+    the logs' timeline of the jobs known then (:func:`iosight.timeline.known_timeline`) plus the
     live rows known then of the jobs with no log known then (:func:`live_rows`).
 
     A frame like :func:`iosight.timeline.load_timeline`'s (``TIMELINE_COLUMNS``, every

@@ -43,7 +43,7 @@ def _fig3_fig4(wh: Warehouse, runs: pd.DataFrame, title: str) -> str:
         a3.set(xlabel="jobs processed", ylabel="clusters", title=f"Fig. 3: {coding} progress")
         a3.legend(fontsize=7)
         gs = g.sort_values("param")
-        clustered = gs["n_jobs"] - gs["n_zero"]
+        clustered = gs["job_count"] - gs["n_zero"]
         a4.plot(gs["param"], gs["n_clusters"], "r.-", label="clusters")
         a4.plot(gs["param"], gs["clusters_ge2"], "g.-", label=">= 2 jobs")
         a4.plot(gs["param"], gs["clusters_ge10"], "b.-", label=">= 10 jobs")
@@ -148,7 +148,7 @@ states "about 40%". Clustering order: jobid, ascending.</p>
                 [
                     "coding",
                     "param",
-                    "n_jobs",
+                    "job_count",
                     "n_zero",
                     "n_clusters",
                     "clusters_ge2",
@@ -224,10 +224,10 @@ def _synthetic_section(
     labels = wh.sql("select job_key, label from sim_jobs where label is not null")
     near = near.merge(labels, on="job_key", how="left")
     mine = labels.loc[labels["job_key"] == chosen, "label"]
-    n_jobs = int(wh.sql("select count(*) n from sim_jobs where label is not null")["n"][0])
+    job_count = int(wh.sql("select count(*) n from sim_jobs where label is not null")["n"][0])
     body = f"""
 <h2>2. Cluster quality on synthetic jobs with known classes (SYNTHETIC DATA)</h2>
-<p>{n_jobs:,} synthetic jobs ('iosight synth monitoring'); quality measured on the non-zero
+<p>{job_count:,} synthetic jobs ('iosight synth monitoring'); quality measured on the non-zero
 jobs of each run. ARI: adjusted Rand index; purity: share of jobs in their cluster's
 majority class.</p>
 <h3>Best run per coding and algorithm</h3>{html_table(best[cols])}

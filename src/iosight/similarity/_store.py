@@ -7,7 +7,7 @@ Tables (all written through :meth:`Warehouse.commit`, idempotent per key):
 ``sim_categories``  metric, low, high, origin (split points used for the codings)
 ``sim_codings``     job_key, jobid, coding (bin | bin-aggzeros | hex), code, length, zero
 ``sim_profiles``    job_key, io_balance, io_utilization, io_problem_time, 27 IO-duration columns
-``sim_runs``        run_id, coding, algorithm, param, n_jobs, n_zero, n_clusters,
+``sim_runs``        run_id, coding, algorithm, param, job_count, n_zero, n_clusters,
                     clusters_ge2, clusters_ge10, seconds
 ``sim_clusters``    run_id, cluster, centroid_job_key, size
 ``sim_membership``  run_id, job_key, cluster, similarity
@@ -447,7 +447,7 @@ def _stored_run(
         "coding": coding,
         "algorithm": algorithm,
         "param": float(param),
-        "n_jobs": int(len(keys)),
+        "job_count": int(len(keys)),
         "n_zero": int(zero.sum()),
         "n_clusters": int(result.n_clusters),
         "clusters_ge2": int((sizes >= 2).sum()),

@@ -26,11 +26,27 @@ def known_at_sql(alias: str = "") -> str:
 KNOWN_AT = known_at_sql()
 
 
+#: Columns renamed since warehouses were first written: table -> {old name: new name}.
+#: ``sim_runs.n_jobs`` (a count of jobs) became ``job_count``, so that ``n_jobs`` means
+#: only a worker count everywhere.
+RENAMED = {"sim_runs": {"n_jobs": "job_count"}}
+
+
 def view_query(con: duckdb.DuckDBPyConnection, name: str, rows: str) -> str:
     """The query of table ``name``'s view over ``rows`` (a ``read_parquet`` call): every
     column, and for a ``jobs`` table that has no ``known_at`` yet (an old warehouse),
-    that column as null, so :data:`KNOWN_AT` works on every warehouse."""
+    that column as null, so :data:`KNOWN_AT` works on every warehouse; a column renamed
+    since (:data:`RENAMED`) reads under its new name, old and new files coalesced."""
     query = f"select * from {rows}"
-    if name != "jobs" or "known_at" in {r[0] for r in con.execute(f"describe {query}").fetchall()}:
+    columns = {r[0] for r in con.execute(f"describe {query}").fetchall()}
+    old = {o: n for o, n in RENAMED.get(name, {}).items() if o in columns}
+    if old:
+        drop = ", ".join(f'"{c}"' for c in [*old, *(n for n in old.values() if n in columns)])
+        merged = ", ".join(
+            f'coalesce("{n}", "{o}") as "{n}"' if n in columns else f'"{o}" as "{n}"'
+            for o, n in old.items()
+        )
+        query = f"select * exclude ({drop}), {merged} from {rows}"
+    if name != "jobs" or "known_at" in columns:
         return query
     return f"select *, null::double as known_at from {rows}"

@@ -44,12 +44,12 @@ _BATCH_ROWS = 16_384
 class ReplayReport:
     """What a replay wrote."""
 
-    landings: int = 0
+    landings: int = 0  # times at which files were written
     logs: int = 0  # Darshan logs (or parser dumps) copied
     tables: int = 0  # job-total tables written
-    jobs: int = 0
+    jobs: int = 0  # jobs replayed
     untimed: int = 0  # jobs with neither known_at nor end_time: not replayed
-    seconds: float = 0.0
+    seconds: float = 0.0  # wall-clock seconds the replay took
 
     def summary(self) -> str:
         """One line: jobs replayed, landings, logs and tables, time."""
@@ -93,6 +93,7 @@ def replay(
         0 writes everything at once, in order
     since, until : epoch seconds (UTC) bounding the jobs' known-at times
     group : job-total rows known within this many recorded seconds land as one table
+    progress : advanced by the jobs of each landing (default: none shown)
     on_landing : called after each landing with the wall-clock time it began (it
         waited for its time first) and the files it wrote
     """
