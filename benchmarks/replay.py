@@ -45,11 +45,9 @@ import threading
 import time
 from pathlib import Path
 
-from iosight._memory import system_pool_at_start
-
-# as `iosight ingest --follow` does, before pyarrow's import: Arrow's C++ default pool is
-# the system allocator (docs/follow.md, "Memory over the year")
-system_pool_at_start()
+# as `iosight ingest --follow` sets it, before pyarrow's import: Arrow's C++ default pool
+# is the system allocator (docs/follow.md, "Memory over the year")
+os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 
 import numpy as np  # noqa: E402
 import psutil  # noqa: E402
