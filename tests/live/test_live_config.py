@@ -24,12 +24,13 @@ warehouse: wh
 interval: 30s
 logs: {directory: logs, settle: 1}
 serve: {port: 0, allowed_hosts: [iosight.example.org]}
-forecast: {models: bursts-write-logs, refit_every: 1d}
+forecast: {models: bursts-write-logs, refit_every: 1d, workers: 1}
 """))
     assert cfg.warehouse == tmp_path / "wh" and cfg.logs.directory == tmp_path / "logs"
     assert cfg.interval == 30.0 and cfg.logs.settle == 1
     assert cfg.serve.port == 0 and cfg.serve.allowed_hosts == ("iosight.example.org",)
     assert cfg.forecast.models == ("bursts-write-logs",) and cfg.forecast.refit_every == 86400.0
+    assert cfg.forecast.workers == 1 and cfg.forecast.scheduler is None
 
 
 @pytest.mark.parametrize(
@@ -48,6 +49,8 @@ forecast: {models: bursts-write-logs, refit_every: 1d}
         ("warehouse: wh\nlogs: {directory: x}\nforecast: {refit_every: 1d}",
          "needs forecast.models"),
         ("warehouse: wh\nfeeds: {ldms: 3}", "'feeds.ldms' must be a mapping"),
+        ("warehouse: wh\nlogs: {directory: x}\nforecast: {models: m, workers: -1}",
+         "'workers' parameter must be an integer >= 0"),
     ],
 )
 def test_each_mistake_is_one_clear_error(tmp_path, text, says):

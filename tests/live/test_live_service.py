@@ -124,6 +124,8 @@ def test_a_refit_equals_training_afresh_on_what_has_landed(tmp_path):
     """A ``live`` forecaster saved on four days of Summit's App10 job totals (real), then
     the week's jobs: the refit one predicts what one trained afresh on the week does."""
     from iosight.bursts import load_forecaster, refit_forecaster, train_forecaster
+    from iosight.live._config import ForecastSettings
+    from iosight.live._service import _Refit
     from iosight.timeline import build_timeline, load_timeline
     from iosight.warehouse import ingest
 
@@ -141,10 +143,13 @@ def test_a_refit_equals_training_afresh_on_what_has_landed(tmp_path):
             old = train_forecaster(load_timeline(wh), model="logreg", max_lead=2, workers=1,
                                    severity=False, name="w")  # fmt: skip
             old.save(wh)
-    new = refit_forecaster(wh, "w", workers=1)
+    refit = _Refit(wh.path, ForecastSettings(models=("w",), refit_every=1.0, workers=1))
+    refit._run()  # what iosight live's refit thread runs, with the configuration's workers
+    assert refit.outcome[0].startswith("refit w: done"), refit.outcome
+    new = load_forecaster(wh, "w")
     tl = load_timeline(wh)
     fresh = train_forecaster(tl, **old.settings.options(), workers=1)
-    assert load_forecaster(wh, "w").metadata == json.loads(json.dumps(new.metadata))
+    assert new.metadata == json.loads(json.dumps(refit_forecaster(wh, "w", workers=1).metadata))
     assert new.settings == old.settings
     got, want = new.predict(tl).table, fresh.predict(tl).table
     pd.testing.assert_frame_equal(got, want)

@@ -14,6 +14,7 @@ server and the refit schedule, checked whole before anything starts.
     forecast:
       models: [bursts-write-logs]   # saved forecasters to forecast with at each bin
       refit_every: 1d               # trained again on what has landed, while serving
+      workers: 1                    # the refit's workers (default 0: one per core)
 
 Relative paths are read from the configuration file's folder.
 """
@@ -111,8 +112,13 @@ class ForecastSettings:
 
     models: tuple[str, ...] = ()  # names of saved forecasters (models/<name>/)
     refit_every: float | None = None  # seconds between trainings ("1d" in a file)
+    workers: int = 0  # a refit's workers (0: one per core), as `bursts train --workers`
+    scheduler: str | None = None  # a Dask scheduler's address for the refits (None: local)
 
     def __post_init__(self) -> None:
+        from iosight.parallel import check_workers
+
+        check_workers(self.workers)
         models = (self.models,) if isinstance(self.models, str) else tuple(self.models)
         object.__setattr__(self, "models", models)
         if self.refit_every is not None:

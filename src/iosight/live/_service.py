@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from iosight._errors import IosightError
-from iosight.live._config import LiveConfig
+from iosight.live._config import ForecastSettings, LiveConfig
 from iosight.live._feed import FeedReport
 from iosight.live._ldms import ldms_feed
 from iosight.live._prometheus import prometheus_feed
@@ -103,9 +103,10 @@ class _Status:
 class _Refit:
     """Trains the forecasters again on a thread of its own, every ``every`` seconds."""
 
-    def __init__(self, path, models: tuple[str, ...], every: float | None) -> None:
-        self.path, self.models, self.every = path, models, every
-        self.due = time.monotonic() + every if every else None
+    def __init__(self, path, settings: ForecastSettings) -> None:
+        self.path, self.models, self.every = path, settings.models, settings.refit_every
+        self.where = {"workers": settings.workers, "scheduler": settings.scheduler}
+        self.due = time.monotonic() + self.every if self.every else None
         self.thread: threading.Thread | None = None
         self.outcome: list[str] = []
 
@@ -124,7 +125,7 @@ class _Refit:
         for name in self.models:
             began = time.monotonic()
             try:
-                refit_forecaster(wh, name)
+                refit_forecaster(wh, name, **self.where)
                 self.outcome.append(f"refit {name}: done in {time.monotonic() - began:.1f} s")
             except IosightError as e:
                 self.outcome.append(f"refit {name}: failed: {e}")
@@ -149,7 +150,7 @@ class LiveService:
         self.warehouse = Warehouse(config.warehouse, create=True)
         self.follower = self._follower(self.warehouse)
         self.refresh = Refresh(self.warehouse, config.forecast.models)
-        self.refit = _Refit(config.warehouse, config.forecast.models, config.forecast.refit_every)
+        self.refit = _Refit(config.warehouse, config.forecast)
         self.server: BackgroundServer | None = None
         self.decisions: Decisions | None = None  # the server's forecasts, once it runs
         self.status = _Status(time.time())
