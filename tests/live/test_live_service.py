@@ -4,7 +4,6 @@ trains the saved forecaster again on what has landed."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import signal
 import subprocess
@@ -123,7 +122,7 @@ def _read_until(proc, word: str, timeout: float = 60.0) -> str:
 def test_a_refit_equals_training_afresh_on_what_has_landed(tmp_path):
     """A ``live`` forecaster saved on four days of Summit's App10 job totals (real), then
     the week's jobs: the refit one predicts what one trained afresh on the week does."""
-    from iosight.bursts import load_forecaster, refit_forecaster, train_forecaster
+    from iosight.bursts import load_forecaster, train_forecaster
     from iosight.live._config import ForecastSettings
     from iosight.live._service import _Refit
     from iosight.timeline import build_timeline, load_timeline
@@ -149,7 +148,6 @@ def test_a_refit_equals_training_afresh_on_what_has_landed(tmp_path):
     new = load_forecaster(wh, "w")
     tl = load_timeline(wh)
     fresh = train_forecaster(tl, **old.settings.options(), workers=1)
-    assert new.metadata == json.loads(json.dumps(refit_forecaster(wh, "w", workers=1).metadata))
     assert new.settings == old.settings
     got, want = new.predict(tl).table, fresh.predict(tl).table
     pd.testing.assert_frame_equal(got, want)
