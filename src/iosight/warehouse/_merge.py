@@ -28,9 +28,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-#: decoded bytes (as Parquet counts them uncompressed) held across all input files at
-#: once: a batch of each
-_HELD_BYTES = 64 << 20
+#: bytes (as Parquet counts them uncompressed) of the batches held across all input
+#: files at once, a batch of each; decoded, strings take about three times that (a
+#: group of 31 ingest files of dxt_posix: 164 MB allocated by pyarrow at 16 MB, 289 MB
+#: at 64 MB, in the same CPU time)
+_HELD_BYTES = 16 << 20
 #: at most this many bytes in the largest row groups of the files of a group merged
 #: here: each file's reader holds up to a page of every column (pyarrow allocated 256 MB
 #: for 28 files of 89 columns); more (wide tables, many files) are sorted by DuckDB,
@@ -138,6 +140,7 @@ def merge_runs(files: list[Path], runs: list[Run], out: Path, row_group: int) ->
                 if held >= row_group:
                     held = _flush(writer, pending, rows, row_group, final=False)
         _flush(writer, pending, rows, row_group, final=True)
+    pa.default_memory_pool().release_unused()  # before DuckDB's merge of the next table
 
 
 def _flush(writer, pending: list, schema: pa.Schema, row_group: int, final: bool) -> int:
