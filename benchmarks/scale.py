@@ -15,7 +15,8 @@ only to time it and sample its memory apart from the ingest's). At each size it 
   one job's page (a server started per size, requests in a row);
 * the wall time of ``iosight jobs --where 'start_time >= T'`` (the newest 1% of jobs),
   a grouped ``iosight sql``, and ``iosight --help`` (start-up alone) for reference;
-* ``iosight timeline build`` and ``iosight insights``: wall seconds and peak memory;
+* ``iosight timeline build`` and ``iosight insights``: wall seconds and peak memory
+  (each command also its CPU seconds, what a shared machine distorts least);
 * the load average before and after (the machine may be shared).
 
     python benchmarks/scale.py                      # 10,000 logs
@@ -71,9 +72,10 @@ print(json.dumps({"ingest_s": report.seconds, "ingested": report.ingested,
 """
 
 
-def timed(cmd: list[str]) -> tuple[float, float, str]:
-    """Run ``cmd``; its wall seconds, peak resident MB (its own and its children's) and
-    standard output."""
+def timed(cmd: list[str]) -> tuple[float, float, str, float]:
+    """Run ``cmd``; its wall seconds, peak resident MB (its own and its children's),
+    standard output and CPU seconds (all its threads and children: what load distorts
+    least)."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
@@ -83,7 +85,8 @@ def timed(cmd: list[str]) -> tuple[float, float, str]:
             err.seek(0)
             raise SystemExit(f"{' '.join(cmd)} failed: {err.read()[-2000:]}")
         out.seek(0)
-        return seconds, usage.ru_maxrss / 1024, out.read()
+        cpu = usage.ru_utime + usage.ru_stime
+        return seconds, usage.ru_maxrss / 1024, out.read(), cpu
 
 
 def iosight(*args: str) -> list[str]:
@@ -105,7 +108,7 @@ def grow(wh: Path, logs: Path, start: int, stop: int, chunk: int, min_free_gb: f
         logs.mkdir()
         corpus(min(chunk, stop - at), logs, start=at)
         try:
-            _, _, out = timed([sys.executable, "-c", _DRIVER, str(wh), str(logs)])
+            _, _, out, _ = timed([sys.executable, "-c", _DRIVER, str(wh), str(logs)])
         except SystemExit as err:  # reported; the next ingest goes on
             print(f"  ingest of copies {at:,}.. failed: {err}", flush=True)
             continue
@@ -195,19 +198,19 @@ def measure(wh: Path, runs: list[dict], repeat: int, skip: set[str]) -> dict:
         "files_per_table_max": max(counts.values()),
         "serve_p95_ms": serve_p95(wh, keys, repeat),
         "help_s": timed(iosight("--help"))[0],
-        "jobs_where_s": timed(
-            iosight("jobs", "-w", str(wh), "--where", f"start_time >= {cut}", "-f", "csv")
-        )[0],
-        "sql_grouped_s": timed(iosight("sql", "-w", str(wh), grouped))[0],
     }
-    if "timeline" not in skip:
-        figures["timeline_s"], figures["timeline_peak_mb"], _ = timed(
-            iosight("timeline", "build", "-w", str(wh))
-        )
-    if "insights" not in skip:
-        figures["insights_s"], figures["insights_peak_mb"], _ = timed(
-            iosight("insights", "-w", str(wh), "-f", "csv")
-        )
+    commands = {
+        "jobs_where": iosight(
+            "jobs", "-w", str(wh), "--where", f"start_time >= {cut}", "-f", "csv"
+        ),
+        "sql_grouped": iosight("sql", "-w", str(wh), grouped),
+        "timeline": iosight("timeline", "build", "-w", str(wh)),
+        "insights": iosight("insights", "-w", str(wh), "-f", "csv"),
+    }
+    for name, cmd in commands.items():
+        if name not in skip:
+            wall, peak, _, cpu = timed(cmd)
+            figures |= {f"{name}_s": wall, f"{name}_cpu_s": cpu, f"{name}_peak_mb": peak}
     return figures
 
 
