@@ -9,43 +9,21 @@ from iosight.cli import app
 from iosight.warehouse import Warehouse
 
 runner = CliRunner()
+PATTERN = "111" + "0" * 21
+WINDOW = ["--min-time", "850", "--max-time", "4250"]
+
+
+def run(*args: object):
+    """Run ``iosight ARGS`` in process; each argument is a string, or a list of them."""
+    flat = [str(x) for a in args for x in (a if isinstance(a, list) else [a])]
+    return runner.invoke(app, flat)
 
 
 def test_start_from_a_pattern():
-    res = runner.invoke(
-        app,
-        [
-            "schedule",
-            "start",
-            "--pattern",
-            "111" + "0" * 21,
-            "--min-time",
-            "850",
-            "--max-time",
-            "4250",
-            "--policy",
-            "MRT",
-        ],
-    )
+    res = run("schedule", "start", "--pattern", PATTERN, WINDOW, "--policy", "MRT")
     assert res.exit_code == 0, res.output
     assert "start after 900 s: option 3, estimated run time 900 s" in res.output
-    res = runner.invoke(
-        app,
-        [
-            "schedule",
-            "start",
-            "--pattern",
-            "111" + "0" * 21,
-            "--min-time",
-            "850",
-            "--max-time",
-            "4250",
-            "--alpha",
-            "0.5",
-            "--format",
-            "csv",
-        ],
-    )
+    res = run("schedule", "start", "--pattern", PATTERN, WINDOW, "--alpha", "0.5", "-f", "csv")
     assert res.exit_code == 0
     lines = res.output.splitlines()
     assert lines[0] == "option,delay_s,run_time_s,total_time_s,score,chosen"
@@ -65,34 +43,17 @@ def test_start_from_a_pattern():
     ],
 )
 def test_start_errors_are_one_line(extra):
-    res = runner.invoke(
-        app, ["schedule", "start", "--min-time", "850", "--max-time", "4250", *extra]
-    )
+    res = run("schedule", "start", WINDOW, extra)
     assert res.exit_code == 1
     assert "error:" in res.output and "Traceback" not in res.output
 
 
 def test_simulate_a_series_file_with_report(tmp_path):
     (tmp_path / "s.txt").write_text("0" * 50 + "11" + "0" * 60 + "1" + "0" * 40)
-    res = runner.invoke(
-        app,
-        [
-            "schedule",
-            "simulate",
-            "--series",
-            str(tmp_path / "s.txt"),
-            "--app",
-            "dlio:850:4250",
-            "--policy",
-            "MDT",
-            "--policy",
-            "MRT",
-            "--format",
-            "csv",
-            "--out",
-            str(tmp_path / "r"),
-        ],
-    )
+    res = run(
+        "schedule", "simulate", "--series", tmp_path / "s.txt", "--app", "dlio:850:4250",
+        "--policy", "MDT", "--policy", "MRT", "-f", "csv", "--out", tmp_path / "r",
+    )  # fmt: skip
     assert res.exit_code == 0, res.output
     rows = [line.split(",") for line in res.output.splitlines() if line.startswith("dlio")]
     assert [r[1] for r in rows] == ["MDT", "MRT"]
@@ -138,25 +99,10 @@ def test_simulate_says_which_data_the_warehouse_holds(tmp_path):
 
 @pytest.mark.slow
 def test_emulate_command_runs_real_io_briefly(tmp_path):
-    res = runner.invoke(
-        app,
-        [
-            "schedule",
-            "emulate",
-            "--pattern",
-            "0110",
-            "--bin",
-            "0.2",
-            "--job-bins",
-            "1",
-            "--repeats",
-            "1",
-            "--dir",
-            str(tmp_path),
-            "--format",
-            "csv",
-        ],
-    )
+    res = run(
+        "schedule", "emulate", "--pattern", "0110", "--bin", "0.2", "--job-bins", "1",
+        "--repeats", "1", "--dir", tmp_path, "-f", "csv",
+    )  # fmt: skip
     assert res.exit_code == 0, res.output
     assert "estimator,runs,within_10pct,within_20pct,mean_abs_err" in res.output
     assert list(tmp_path.iterdir()) == []
@@ -177,46 +123,16 @@ def test_start_from_a_model_forecast(tmp_path, monkeypatch):
 
     monkeypatch.setattr(iosight.bursts, "load_forecaster", lambda wh, n: Fake(), raising=False)
     Warehouse(tmp_path / "wh", create=True)  # an empty warehouse (a bare directory is none)
-    res = runner.invoke(
-        app,
-        [
-            "schedule",
-            "start",
-            "--warehouse",
-            str(tmp_path / "wh"),
-            "--model",
-            "bursts-write",
-            "--at",
-            "2024-03-01T12:00",
-            "--min-time",
-            "850",
-            "--max-time",
-            "4250",
-            "--policy",
-            "MRT",
-        ],
-    )
+    wh = ["--warehouse", tmp_path / "wh"]
+    res = run(
+        "schedule", "start", wh, "--model", "bursts-write", "--at", "2024-03-01T12:00",
+        WINDOW, "--policy", "MRT",
+    )  # fmt: skip
     assert res.exit_code == 0, res.output
     assert "forecast from 2024-03-01 12:05:00 UTC: 110000000000000000000000" in res.output
     assert "start after 600 s (at 2024-03-01 12:15:00 UTC)" in res.output
-    bad = runner.invoke(
-        app,
-        [
-            "schedule",
-            "start",
-            "--warehouse",
-            str(tmp_path / "wh"),
-            "--model",
-            "m",
-            "--at",
-            "yesterday",
-            "--min-time",
-            "850",
-            "--max-time",
-            "4250",
-            "--policy",
-            "MRT",
-        ],
+    bad = run(
+        "schedule", "start", wh, "--model", "m", "--at", "yesterday", WINDOW, "--policy", "MRT"
     )
     assert bad.exit_code == 1 and "--at must be" in bad.output
 
