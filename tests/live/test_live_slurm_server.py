@@ -1,8 +1,9 @@
 """``iosight.live.SlurmFeed`` and ``schedule start --format sbatch`` against a real
 single-node Slurm (Debian's slurm-wlm + munge, started here; skipped, saying why, where it
-cannot start). No accounting runs (slurmdbd needs a database), so sacct is off here and
-tested on recorded JSON (test_live_slurm_recorded.py). The cli_filter of the docs
-(docs/slurm/cli_filter.lua) runs in every sbatch here; only a job that asks uses it."""
+cannot start). No accounting runs here, so sacct is off: it runs against a real slurmdbd
+in test_live_slurm_accounting.py, and on recorded JSON in test_live_slurm_recorded.py.
+The cli_filter of the docs (docs/slurm/cli_filter.lua) runs in every sbatch here; only a
+job that asks uses it."""
 
 from __future__ import annotations
 
