@@ -114,8 +114,9 @@ class _Computed:
 class _Kept:
     """The frames the forecasts read (the stored timeline, its known-at sums, feature set
     4's jobs), kept from one computation to the next while the files of the tables they
-    are read from stay the same: a stream row or a rate re-reads none of them (a year of
-    Summit's jobs: a second for the known-at sums, most of a second for the jobs).
+    are read from stay the same: a stream row or a rate re-reads none of them, a Slurm
+    snapshot only Slurm's rows (a year of Summit's jobs: a second for the known-at sums,
+    most of a second for the jobs).
     ``files``: per table, its files when the computation in hand began (taken before its
     views were made, so a frame is never older than the files it is kept under)."""
 
@@ -517,7 +518,8 @@ def _jobs(wh: ServedWarehouse, fc: Forecaster, kept: _Kept) -> pd.DataFrame | No
 
     if fc.metadata["feature_set"] != 4:
         return None
-    return kept.get("jobs", _set4_tables(), lambda: scheduler_jobs(wh, load_jobs(wh)))
+    logs = kept.get("logs_jobs", _job_tables(), lambda: load_jobs(wh))  # kept past a snapshot
+    return kept.get("jobs", _set4_tables(), lambda: scheduler_jobs(wh, logs))
 
 
 def _timeline(wh: ServedWarehouse, fc: Forecaster, kept: _Kept) -> pd.DataFrame:
