@@ -3,8 +3,8 @@
 Under the ``logs`` regime, at the end ``T`` of bin t the landed logs hold only part of
 bin t; the forecaster's nowcast adds an estimate of the rest, the bytes of the jobs that
 had started and whose log had not landed by ``T``, at the rates of their analogs (the
-last landed run of the same kind: ``iosight.bursts._nowcast``, what ``logs`` forecasters
-are trained and served with). Darshan's LDMS stream carries those jobs' own bytes while
+last landed run of the same kind: ``iosight.bursts.unseen_bytes``, what ``logs``
+forecasters are trained and served with). Darshan's LDMS stream carries those jobs' own bytes while
 they run (issue #28): would it be the better nowcast?
 
 On a warehouse's jobs (default /work/summit-clean: Summit 2021, 53,546 jobs, their logs
@@ -55,8 +55,7 @@ def per_job_bins(jobs, direction: str) -> tuple[np.ndarray, ...]:
 
 
 def main() -> None:
-    from iosight.bursts import label_bursts, load_jobs
-    from iosight.bursts._nowcast import analog_rates, known_at, nowcast_accuracy, unseen_bytes
+    from iosight.bursts import analog_rates, label_bursts, load_jobs, nowcast_accuracy, unseen_bytes
     from iosight.warehouse import Warehouse
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -71,7 +70,7 @@ def main() -> None:
     job, b, v, secs, origin = per_job_bins(jobs, args.direction)
     n = int(b.max()) + 1
     ends = origin + (np.arange(n) + 1) * WIDTH
-    landed = known_at(jobs)
+    landed = np.maximum(jobs["known_at"], jobs["start_time"]).to_numpy(np.float64)  # as the nowcast
     truth = np.bincount(b, weights=v, minlength=n)
     unlanded = landed[job] >= ends[b]  # not known before the end of its bin (as the nowcast)
     known = truth - np.bincount(b[unlanded], weights=v[unlanded], minlength=n)
