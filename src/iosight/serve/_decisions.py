@@ -152,6 +152,7 @@ class Decisions:
         self._worker: threading.Thread | None = None
         self._again = False  # the warehouse changed while the worker computed
         self._asked: set[str] = set()  # models asked by name, computed beside the serving ones
+        self._seen: tuple | None = None  # the folders' and models' times, the key read then
 
     @property
     def computed_at(self) -> float | None:
@@ -164,7 +165,7 @@ class Decisions:
         their models changed since the latest forecasts (``iosight live`` calls it after
         each round); never waits. True when the latest forecasts are those of the
         warehouse as it is."""
-        key = _state_key(self.wh)
+        key = self._current_key()
         with self._lock:
             if self._latest is not None and self._latest.key == key and not self._missing():
                 return True
@@ -175,6 +176,20 @@ class Decisions:
                                             daemon=True)  # fmt: skip
             self._worker.start()
             return False
+
+    def _current_key(self) -> tuple:
+        """:func:`_state_key` of the served warehouse, read again only when a table's
+        folder or a saved model changed (their modification times: what the views'
+        refresh compares), so a request costs a few ``stat`` calls."""
+        from iosight.bursts import list_forecasters
+
+        wh = self.wh
+        models = tuple((n, _model_stamp(wh, n)) for n in list_forecasters(wh))
+        times = (wh.tables_signature(), models)
+        seen = self._seen  # one read: another thread may replace it
+        if seen is None or seen[0] != times:
+            seen = self._seen = (times, _state_key(wh))
+        return seen[1]
 
     def wait(self, timeout: float = 60.0) -> bool:
         """Wait until the latest forecasts are those of the warehouse as it is (True), at
