@@ -555,8 +555,10 @@ def test_a_stream_row_computes_again_only_the_forecasts_that_read_it(logs_path, 
                                                                      monkeypatch):  # fmt: skip
     """Each forecast is computed again only when the files of the tables it reads or its
     model changed: a stream row moves the ``live`` forecaster's forecast (its timeline and
-    jobs kept from before), not the ``logs`` one's; a commit to ``jobs`` moves both. Each
-    served forecast equals one computed from scratch on the warehouse as it is."""
+    jobs kept from before), not the ``logs`` one's; so does a Slurm snapshot (feature set
+    4 reads it, the ``logs`` one has set 3); a commit to ``jobs`` moves both. Each served
+    forecast equals one computed from scratch on the warehouse as it is."""
+    from iosight.live import SlurmFeed, SlurmFeedOptions
     from iosight.serve import Decisions, ServedWarehouse, _decisions
 
     path = Path(shutil.copytree(logs_path, tmp_path / "wh"))
@@ -589,9 +591,15 @@ def test_a_stream_row_computes_again_only_the_forecasts_that_read_it(logs_path, 
     monkeypatch.setattr(_decisions, "_make_forecast", real)
     assert_from_scratch(second)
     monkeypatch.setattr(_decisions, "_make_forecast", counted)
+    SlurmFeed(SlurmFeedOptions(recorded=SLURM_DOC)).poll(wh, now=end + WIDTH + 2)
+    after_slurm = served(decisions)
+    assert made[3:] == ["bursts-write"] and after_slurm["read"] is first["read"]
+    monkeypatch.setattr(_decisions, "_make_forecast", real)
+    assert_from_scratch(after_slurm)
+    monkeypatch.setattr(_decisions, "_make_forecast", counted)
     wh.write_table("jobs", wh.table("jobs"), mode="replace")  # new files, the same rows
     third = served(decisions)
-    assert sorted(made[3:]) == ["bursts-read-logs", "bursts-write"]
+    assert sorted(made[4:]) == ["bursts-read-logs", "bursts-write"]
     assert third["read"] is not first["read"]
     monkeypatch.setattr(_decisions, "_make_forecast", real)
     assert_from_scratch(third)
