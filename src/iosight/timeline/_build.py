@@ -169,9 +169,15 @@ _TOTAL_PLACES = tuple((layer, pos, c) for layer in LAYERS for pos, c in _layer_t
 
 
 def assemble(
-    origin: float, width: float, sums: np.ndarray, active: np.ndarray, offset: int = 0
+    origin: float,
+    width: float,
+    sums: np.ndarray,
+    active: np.ndarray,
+    offset: int = 0,
+    metadata: dict | None = None,
 ) -> pa.Table:
-    """Timeline rows of ``sums`` and ``active``: bins ``offset`` onwards from ``origin``."""
+    """Timeline rows of ``sums`` and ``active``: bins ``offset`` onwards from ``origin``
+    (``metadata``: the table's schema metadata)."""
     import pyarrow as pa
 
     n = sums.shape[0]
@@ -182,7 +188,7 @@ def assemble(
     for i, name in enumerate(VALUE_COLUMNS):
         cols[name] = sums[:, i]
     cols["active_jobs"] = active.astype(np.int64)
-    return pa.table(cols)
+    return pa.table(cols, metadata=metadata)
 
 
 def _range(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[float, float]:

@@ -111,8 +111,9 @@ def stored_quartiles(metadata: dict[bytes, bytes]) -> Quartiles | None:
 
 
 def run_files(warehouse: Warehouse) -> dict[int, str]:
-    """The file name of each stored run, by run index."""
-    return {run_of(name): name for name in _run_names(warehouse)}
+    """The file name of each stored run, by run index (:func:`run_of`, inline: a call a
+    file is most of this for a year's runs)."""
+    return {int(n.split("-", 3)[3][:-8]): n for n in _run_names(warehouse)}
 
 
 def _run_names(warehouse: Warehouse) -> list[str]:

@@ -381,7 +381,11 @@ class _Parquet:
         self._reader.open(path, pre_buffer=False)  # coalesced reads: for remote stores
         self._schema = self._reader.schema_arrow
         self.names = self._schema.names
-        self.rows = self._reader.metadata.num_rows
+
+    @property
+    def rows(self) -> int:
+        """The file's rows (its metadata's: read only when asked)."""
+        return self._reader.metadata.num_rows
 
     @property
     def metadata(self) -> dict:
@@ -595,10 +599,10 @@ def _write(
         i = acc.first - a
         sums[i : i + len(acc.sums)] += acc.sums
         active[i : i + len(acc.active)] += acc.active
-    width = acc.width
-    table = assemble(new_first * width, width, sums, active, offset=a - new_first)
     state = {**state, "first": new_first, "bins": new_last - new_first + 1}
-    table = table.replace_schema_metadata({**meta, STATE_KEY: json.dumps(state).encode()})
+    meta = {**meta, STATE_KEY: json.dumps(state).encode()}
+    width = acc.width
+    table = assemble(new_first * width, width, sums, active, offset=a - new_first, metadata=meta)
     if drop == [stored.newest] and len(runs) == 1:  # the newest run alone: in its place
         replace_newest(warehouse, table, stored.newest)
     else:
