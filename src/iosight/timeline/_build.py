@@ -145,8 +145,11 @@ def totals_intervals(columns: dict[str, np.ndarray]) -> tuple[np.ndarray, np.nda
     if not have:
         return start[keep], end[keep], values[keep]
     # every column at once (numpy's fixed costs once: an update bins a few jobs), then
-    # added a layer at a time, in LAYERS order, as the sums always were
-    stacked = np.clip(np.nan_to_num(np.column_stack([h[2] for h in have]), nan=0.0), 0.0, None)
+    # added a layer at a time, in LAYERS order, as the sums always were; NaN and negative
+    # totals count as 0, an infinite one as the largest float (``nan_to_num`` then
+    # ``clip``, without their Python layers)
+    stacked = np.fmax(np.column_stack([h[2] for h in have]), 0.0)
+    np.minimum(stacked, _LARGEST, out=stacked)
     for layer in LAYERS:
         at = [i for i, h in enumerate(have) if h[0] == layer]
         if at:
@@ -164,6 +167,7 @@ def _layer_totals(layer: str) -> list[tuple[int, str]]:
     ]
 
 
+_LARGEST = np.finfo(np.float64).max
 #: each layer's job-total columns and their places in VALUE_COLUMNS, found once
 _TOTAL_PLACES = tuple((layer, pos, c) for layer in LAYERS for pos, c in _layer_totals(layer))
 

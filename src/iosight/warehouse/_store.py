@@ -617,7 +617,9 @@ class Warehouse:
         """The lock file opened to write (unlocked): a warehouse this process cannot
         write fails here, with one line."""
         try:
-            return open(self.path / _LOCK, "ab+")  # bytes: no text layer to build
+            # bytes, unbuffered: no text or buffer layer to build (nor its seek and
+            # terminal check, two system calls a commit)
+            return open(self.path / _LOCK, "ab+", buffering=0)
         except OSError as err:
             raise _ReadOnly(
                 f"cannot write warehouse {self.path}: its lock file: {err.strerror or err}"
