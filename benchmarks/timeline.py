@@ -19,10 +19,10 @@
    the clock starts), in this process after a warm-up, wall and CPU medians of
    ``--repeat`` runs, and the two timelines compared; the imports an update needs are
    timed apart, in a fresh Python each. Following: the same hour added as ``ingest
-   --follow`` adds it, by the process whose update of the hour before wrote the newest
-   run (which the next update takes from memory while the file is the one written): on
-   a fresh copy of the year less its last two hours with its timeline built, that hour
-   updated and the last one ingested, untimed, then the update timed. ``--steps N``
+   --follow`` adds it, by the process that updated the timeline with the batch before
+   (the 8 jobs that ended last before the hour): on a fresh copy of the year less both
+   with its timeline built, that batch ingested, the timeline updated and the hour
+   ingested, untimed, then the update timed. ``--steps N``
    then times N more (cold) updates step by step (each step's own CPU; the wrappers add
    a few microseconds a call).
 
@@ -465,7 +465,7 @@ def _print_incremental(runs: dict, repeat: int, same: list[tuple[bool, float]]) 
     print(f"  rebuild_timeline (the year): {1000 * rw:8.1f} ms wall, {1000 * rc:8.1f} ms CPU")
     print(f"  update is {rw / uw:.1f}x faster (wall), {rc / uc:.1f}x (CPU); median of {repeat}; "
           f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
-    print(f"  following (the hour, after this process's update of the hour before, as "
+    print(f"  following (the hour, after this process's update of the batch before, as "
           f"ingest --follow):\n    {1000 * fw:8.1f} ms wall, {1000 * fc:8.1f} ms CPU: "
           f"{rw / fw:.1f}x (wall), {rc / fc:.1f}x (CPU) the rebuild")  # fmt: skip
     print(f"  imports (not counted above; a fresh Python, median of 3): "

@@ -349,39 +349,3 @@ def test_an_update_reads_the_new_io_totals_and_writes_the_metadata_once(pending,
     kept = set(stored_state(metadata[-1])["schema"]["job_totals"])
     assert set(TOTAL_COLUMNS) & set(pending[1].columns) <= kept and len(kept) < 20
     _assert_as_rebuilt(wh, tmp_path / "rebuilt")
-
-
-def test_the_next_update_in_a_process_takes_the_run_it_wrote_from_memory(app1, tmp_path):
-    """Follow mode updates after every batch, in one process: the newest run an update
-    wrote in place is taken from memory by the next update (the file is not opened) while
-    the file is the one it wrote (device, inode, size, modification time); a copy put in
-    its place by another writer (the same bytes and time, another inode) is read. Each
-    update equals a full rebuild. App1's jobs of its last day (3) land one at a time."""
-    import shutil
-
-    from iosight.timeline import _update
-
-    late = app1["end_time"] > app1["end_time"].max() - 86400
-    wh = Warehouse(tmp_path / "wh", create=True)
-    _ingest_rows(app1[~late], wh, "first.parquet")
-    build_timeline(wh)
-    newest, opened = str(wh.table_files("timeline")[-1]), []
-    real = _update._Parquet
-
-    def spy(path: str):
-        opened.append(path)
-        return real(path)
-
-    for i, row in enumerate(np.flatnonzero(late)):
-        if i == 2:  # another writer's copy of the file: same bytes, size and time
-            shutil.copy2(newest, newest + ".tmp")
-            os.replace(newest + ".tmp", newest)
-        _ingest_rows(app1.iloc[[row]], wh, f"late{i}.parquet")
-        opened.clear()
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(_update, "_Parquet", spy)
-            done = update_timeline(wh)
-        assert done.rebuilt is None and done.jobs == 1, done.line()
-        assert str(wh.table_files("timeline")[-1]) == newest  # replaced in place
-        assert (newest in opened) == (i != 1), (i, opened)  # built, in memory, copied
-        _assert_as_rebuilt(wh, tmp_path / f"rebuilt{i}")

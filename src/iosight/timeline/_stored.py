@@ -168,12 +168,12 @@ def write_runs(
         )
 
 
-def replace_newest(warehouse: Warehouse, table: pa.Table, name: str) -> os.stat_result:
+def replace_newest(warehouse: Warehouse, table: pa.Table, name: str) -> None:
     """Commit ``table`` (one run, with the timeline's metadata) in place of the newest
     file ``name``, which holds that run: one rename (``Warehouse.replace_file``), as
     atomic as :func:`write_runs`' commit, and the file keeps its name, so it stays the
-    newest. Returns the written file's status (``os.fstat``)."""
-    return warehouse.replace_file(TABLE, name, table, **_RUN_FILE)
+    newest."""
+    warehouse.replace_file(TABLE, name, table, **_RUN_FILE)
 
 
 def lattice_first(table: pa.Table) -> int:

@@ -144,13 +144,12 @@ class _Stored:
 
     @classmethod
     def find(cls, warehouse: Warehouse) -> _Stored:
-        runs = run_files(warehouse)
+        runs, cache = run_files(warehouse), {}
         if not runs:
             warehouse.require(TABLE)  # says how to build one
         newest = max(runs.values())
-        path = run_path(warehouse, newest)
-        cache = {path: _open_run(path)}
-        return cls(runs, newest, cache[path].metadata, cache)
+        return cls(runs, newest, _open_paths([run_path(warehouse, newest)], cache)[0].metadata,
+                   cache)  # fmt: skip
 
 
 def _add_new(warehouse: Warehouse, stored: _Stored, progress) -> TimelineUpdate:
@@ -399,52 +398,6 @@ class _Parquet:
         return self._reader.read_all(column_indices=at, use_threads=False)
 
 
-class _Kept:
-    """A run file as this process wrote it (:data:`_WRITTEN`), read as :class:`_Parquet`
-    reads one."""
-
-    def __init__(self, table: pa.Table) -> None:
-        self._table = table
-        self.names = table.column_names
-        self.rows = table.num_rows
-
-    @property
-    def metadata(self) -> dict:
-        """The file's key-value metadata."""
-        return dict(self._table.schema.metadata or {})
-
-    def read(self, columns: list[str]) -> pa.Table:
-        """The ``columns``."""
-        return self._table.select(columns)
-
-
-#: the newest run file this process wrote last, by timeline folder: its path, what
-#: identifies the file (device, inode, size, modification time: ``_identity``) and the
-#: table written. The next update here (``ingest --follow`` updates after every batch)
-#: takes the run's metadata and bins from memory instead of opening and reading the
-#: file, as long as the file is still the one written; any other writer's file (a
-#: rename over it, a rewrite in place) is another inode or time, and is read.
-_WRITTEN: dict[str, tuple[str, tuple, pa.Table]] = {}
-
-
-def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
-    """What tells a file written from any other: device, inode, size, modification time."""
-    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
-
-
-def _open_run(path: str) -> _Parquet | _Kept:
-    """The run file at ``path``: as this process wrote it (:data:`_WRITTEN`) while it is
-    still that file, opened otherwise."""
-    kept = _WRITTEN.get(os.path.dirname(path))
-    if kept is not None and kept[0] == path:
-        try:
-            if _identity(os.stat(path)) == kept[1]:
-                return _Kept(kept[2])
-        except FileNotFoundError:
-            pass
-    return _Parquet(path)
-
-
 def _open(entries: list[os.DirEntry], cache: dict | None = None) -> list[_Parquet]:
     """The Parquet files ``entries``, opened: those in ``cache`` (by path) once."""
     return _open_paths([e.path for e in entries], cache)
@@ -650,11 +603,8 @@ def _write(
     meta = {**meta, STATE_KEY: json.dumps(state).encode()}
     width = acc.width
     table = assemble(new_first * width, width, sums, active, offset=a - new_first, metadata=meta)
-    path = run_path(warehouse, stored.newest)
-    _WRITTEN.pop(os.path.dirname(path), None)
     if drop == [stored.newest] and len(runs) == 1:  # the newest run alone: in its place
-        written = replace_newest(warehouse, table, stored.newest)
-        _WRITTEN[os.path.dirname(path)] = (path, _identity(written), table)
+        replace_newest(warehouse, table, stored.newest)
     else:
         write_runs(warehouse, table, a, runs, drop)
     return table.num_rows

@@ -542,7 +542,7 @@ class Warehouse:
             self._apply(record)
             _crash_point("applied")  # between this commit and the next
 
-    def replace_file(self, name: str, file: str, table: pa.Table, **options) -> os.stat_result:
+    def replace_file(self, name: str, file: str, table: pa.Table, **options) -> None:
         """Replace table ``name``'s file ``file`` (one it lists now, or a new name) by
         ``table`` (written as :func:`write_parquet` writes, with ``options``), with one
         rename and no commit record: what a writer that rewrites a single file of a
@@ -554,9 +554,7 @@ class Warehouse:
         name is) a machine that goes down see the old file or the new one, whole, never
         both or a part; a file left in staging by a writer killed before the rename is
         removed by the next :class:`Warehouse` that opens the directory (it was never
-        visible). Returns the written file's status (``os.fstat``: its device, inode,
-        size and modification time, which the rename keeps), by which the writer may
-        know the file again.
+        visible).
         """
         import pyarrow as pa
 
@@ -571,14 +569,12 @@ class Warehouse:
                 while view:
                     view = view[os.write(fd, view) :]
                 os.fsync(fd)
-                written = os.fstat(fd)
             finally:
                 os.close(fd)
             _crash_point("staged")  # written and on disk, not visible
             os.replace(staged, os.path.join(self.path, _TABLES, name, file))
             _crash_point("applied")
             self._invalidate()
-        return written
 
     @contextmanager
     def writer_lock(self, timeout: float | None = None) -> Iterator[None]:
