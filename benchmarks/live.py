@@ -29,6 +29,16 @@ Sections (``--only NAME``; more are added beside ``stream``):
   (a replay: each batch completes one more bin by the stream's clock); its lag ends
   when ``/api/forecast``'s write forecast is as of that bin's end (the round commits
   it, then the server's thread computes the forecast). Beside the same floor.
+- ``rounds``: CPU per round of ``iosight live`` on a copy of a large warehouse (``-w``,
+  e.g. /work/summit-clean: 53,546 Summit jobs) with its saved forecasters (a ``logs``
+  one: ``iosight bursts train -w COPY --information logs --direction write --models
+  logreg``): each round appends a batch of SYNTHETIC LDMS messages, runs
+  ``LiveService.step`` (the feed commits them to ``live_io``) and waits until the served
+  forecasts are those of the warehouse as it is (``Decisions.wait``). Beside it, after
+  each round, the old keying's cost: every forecast computed again from scratch
+  (a fresh ``Decisions`` on a fresh ``ServedWarehouse``: what the server did after any
+  commit before each forecast was keyed on the tables it reads). The answers of both
+  must be equal.
 - ``memory``: RSS of a ``LiveService`` (ldms feed and server) over an hour of SYNTHETIC
   messages (``--rate`` per second, 50 jobs of 16 ranks) replayed one simulated minute
   per round, as fast as it goes; RSS at each quarter beside the first quarter's.
@@ -37,6 +47,7 @@ Sections (``--only NAME``; more are added beside ``stream``):
     python benchmarks/live.py --sizes 10000   # one size
     python benchmarks/live.py --only lag --only memory
     PYTHONPATH=src:tests python benchmarks/live.py --only forecast
+    python benchmarks/live.py --only rounds -w /tmp/summit-copy --rounds 10
 """
 
 from __future__ import annotations
@@ -394,8 +405,69 @@ def memory_section(args: argparse.Namespace) -> None:
             service.close()
 
 
+def served_forecasts(decisions) -> dict:
+    """Per direction, the served forecast's document (without when it was computed)."""
+    assert decisions.wait(timeout=600), "the forecasts took over 10 minutes"
+    return decisions.forecasts()
+
+
+def rounds_section(args: argparse.Namespace) -> None:
+    """CPU per ``iosight live`` round, forecasts keyed on what they read, beside the old
+    keying's recomputation of every forecast."""
+    import shutil
+
+    from iosight.bursts import list_forecasters
+    from iosight.serve import Decisions, ServedWarehouse
+    from iosight.warehouse import Warehouse
+
+    if args.warehouse is None:
+        print("== rounds: skipped (give -w WAREHOUSE with saved forecasters)")
+        return
+    models = list_forecasters(Warehouse(args.warehouse))
+    if not models:
+        raise SystemExit(f"no saved forecaster in {args.warehouse}: train one (docstring)")
+    print(f"== rounds: CPU per iosight live round on a copy of {args.warehouse} "
+          f"(models {', '.join(models)}; a batch of 40 SYNTHETIC LDMS messages per round)")
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copytree(args.warehouse, Path(tmp) / "wh")
+        source = Path(tmp) / "darshan.jsonl"
+        source.write_text("")
+        service = live_service(Path(tmp), source, 10.0)
+        service.start_server()
+        c0, t0 = time.process_time(), time.perf_counter()
+        served_forecasts(service.decisions)
+        print(f"first forecasts: {time.process_time() - c0:.2f} s CPU, "
+              f"{time.perf_counter() - t0:.2f} s wall")  # fmt: skip
+        print(f"{'round':>5} {'new cpu s':>10} {'new wall s':>11} {'old cpu s':>10} "
+              f"{'old wall s':>11} {'old/new cpu':>12} {'load':>5}")  # fmt: skip
+        totals = [0.0, 0.0]
+        try:
+            for i in range(args.rounds):
+                with open(source, "a") as f:
+                    f.writelines(m + "\n" for m in batch(time.time() - 1.0, 40, i))
+                load = os.getloadavg()[0]
+                c0, t0 = time.process_time(), time.perf_counter()
+                service.step()
+                new = served_forecasts(service.decisions)
+                new_cpu, new_wall = time.process_time() - c0, time.perf_counter() - t0
+                c0, t0 = time.process_time(), time.perf_counter()
+                old = served_forecasts(Decisions(ServedWarehouse(service.warehouse.path)))
+                old_cpu, old_wall = time.process_time() - c0, time.perf_counter() - t0
+                assert new == old, (new, old)
+                totals = [totals[0] + new_cpu, totals[1] + old_cpu]
+                print(f"{i + 1:>5} {new_cpu:>10.3f} {new_wall:>11.3f} {old_cpu:>10.3f} "
+                      f"{old_wall:>11.3f} {old_cpu / new_cpu:>12.1f} {load:>5.1f}")  # fmt: skip
+        finally:
+            service.close()
+    n = args.rounds
+    print(f"mean CPU per round: {totals[0] / n:.3f} s (keyed on what each forecast reads; "
+          f"the round's feed poll and commit included) vs {totals[1] / n:.3f} s (every "
+          f"forecast again, the round itself not counted); answers equal; load average "
+          f"after: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")  # fmt: skip
+
+
 SECTIONS = {"stream": stream_section, "lag": lag_section, "forecast": forecast_section,
-            "memory": memory_section}
+            "memory": memory_section, "rounds": rounds_section}
 
 
 def main() -> None:
@@ -408,6 +480,8 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=30, help="lag: batches appended")
     parser.add_argument("--interval", type=float, default=1.0, help="lag: seconds per round")
     parser.add_argument("--rate", type=int, default=100, help="memory: messages per second")
+    parser.add_argument("-w", "--warehouse", help="rounds: a warehouse with saved forecasters")
+    parser.add_argument("--rounds", type=int, default=10, help="rounds: live rounds run")
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     for name in args.only or list(SECTIONS):

@@ -18,8 +18,13 @@
    ``rebuild_timeline`` (the whole year), each on a fresh copy (flushed to disk before
    the clock starts), in this process after a warm-up, wall and CPU medians of
    ``--repeat`` runs, and the two timelines compared; the imports an update needs are
-   timed apart, in a fresh Python each. ``--steps N`` then times N more updates step by
-   step (each step's own CPU; the wrappers add a few microseconds a call).
+   timed apart, in a fresh Python each. Following: the same hour added as ``ingest
+   --follow`` adds it, by the process that updated the timeline with the batch before
+   (the 8 jobs that ended last before the hour): on a fresh copy of the year less both
+   with its timeline built, that batch ingested, the timeline updated and the hour
+   ingested, untimed, then the update timed. ``--steps N``
+   then times N more (cold) updates step by step (each step's own CPU; the wrappers add
+   a few microseconds a call).
 
     python benchmarks/timeline.py              # 10 M records; warehouses of 1 M and 10 M
     python benchmarks/timeline.py --quick      # 1 M records; warehouses of 0.2 M and 1 M
@@ -263,28 +268,35 @@ def end_to_end(sizes: list[int], seed: int, workdir: str | None) -> None:
               f"{100 * (rss[-1] / rss[0] - 1):+.1f}%")  # fmt: skip
 
 
-def _split_summit(src: Path, out: Path) -> tuple[Path, Path, int]:
-    """Summit's job totals as two files: the year less its last hour (by end time), and
-    that hour; returns them and how many jobs the hour holds."""
+def _split_summit(src: Path, out: Path) -> tuple[dict[str, Path], int]:
+    """Summit's job totals as files: ``year``, the year less its last hour (by end time),
+    and ``hour``, that hour; ``early`` and ``before``, ``year`` less as many jobs as the
+    hour holds, the last to end, and those (the batch that landed before the hour's);
+    returns them and how many jobs the last hour holds."""
     import pandas as pd
 
     df = pd.concat([pd.read_parquet(p) for p in sorted(src.glob("*.parquet"))], ignore_index=True)
     late = df["end_time"] > df["end_time"].max() - 3600
-    year, hour = out / "year" / "year.parquet", out / "hour" / "hour.parquet"
-    for path, rows in ((year, df[~late]), (hour, df[late])):
-        path.parent.mkdir()
-        rows.to_parquet(path)
-    return year, hour, int(late.sum())
+    before = df.index.isin(df[~late].nlargest(int(late.sum()), "end_time").index)
+    parts = {"year": ~late, "hour": late, "early": ~late & ~before, "before": before}
+    paths = {name: out / name / f"{name}.parquet" for name in parts}
+    for name, rows in parts.items():
+        paths[name].parent.mkdir()
+        df[rows].to_parquet(paths[name])
+    return paths, int(late.sum())
 
 
-def _timed(fn, wh_path: Path, scratch: Path) -> tuple[float, float, object]:
-    """Wall and CPU seconds of ``fn`` on a fresh copy of the warehouse at ``wh_path``."""
+def _timed(fn, wh_path: Path, scratch: Path, before=None) -> tuple[float, float, object]:
+    """Wall and CPU seconds of ``fn`` on a fresh copy of the warehouse at ``wh_path``
+    (after ``before`` on it, untimed, when given)."""
     import shutil
 
     from iosight.warehouse import Warehouse
 
     shutil.rmtree(scratch, ignore_errors=True)
     wh = Warehouse(shutil.copytree(wh_path, scratch))
+    if before is not None:
+        before(wh)
     os.sync()  # the copy on disk first: a commit's fsync would otherwise write it too
     t, c = time.perf_counter(), time.process_time()
     fn(wh)
@@ -386,49 +398,81 @@ def steps(wh_path: Path, scratch: Path, repeat: int) -> list[str]:
 
 def incremental(summit: Path, repeat: int, workdir: str | None, n_steps: int = 0) -> None:
     """One hour of Summit jobs added to the year's timeline: update against rebuild."""
-    from iosight.timeline import (
-        VALUE_COLUMNS,
-        build_timeline,
-        load_timeline,
-        rebuild_timeline,
-        update_timeline,
-    )
+    from iosight.timeline import load_timeline, rebuild_timeline, update_timeline
     from iosight.warehouse import Warehouse, ingest
 
     if workdir:
         Path(workdir).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
-        year, hour, n_hour = _split_summit(summit, Path(tmp))
-        base = Warehouse(Path(tmp) / "base", create=True)
-        ingest([year], base, workers=1)
-        t = time.perf_counter()
-        build_timeline(base)
-        print(f"  the year less its last hour: {base.jobs().shape[0]:,} jobs, timeline built "
-              f"in {time.perf_counter() - t:.2f} s; the last hour: {n_hour:,} jobs")  # fmt: skip
-        ingest([hour], base, workers=1)
-        runs = {"update": [], "rebuild": []}
+        files, n_hour = _split_summit(summit, Path(tmp))
+        base = _built(Path(tmp) / "base", files["year"], files["hour"])
+        print(f"  the year less its last hour: {base.jobs().shape[0] - n_hour:,} jobs; "
+              f"the last hour: {n_hour:,} jobs")  # fmt: skip
+        following = _built(Path(tmp) / "following", files["early"], files["before"])
+
+        def follow(wh):  # the batch before, as follow mode adds it; then the hour lands
+            update_timeline(wh)
+            ingest([files["hour"]], wh, workers=1)
+
+        runs = {"update": [], "rebuild": [], "follow": []}
+        kinds = (("update", update_timeline, base, None), ("rebuild", rebuild_timeline, base, None),
+                 ("follow", update_timeline, following, follow))  # fmt: skip
         for i in range(repeat + 1):  # the first is a warm-up (imports, DuckDB)
-            for name, fn in (("update", update_timeline), ("rebuild", rebuild_timeline)):
-                wall, cpu, wh = _timed(fn, base.path, Path(tmp) / name)
+            for name, fn, source, before in kinds:
+                wall, cpu, wh = _timed(fn, source.path, Path(tmp) / name, before)
                 if i:
                     runs[name].append((wall, cpu))
-        got, want = load_timeline(Warehouse(Path(tmp) / "update")), load_timeline(wh)
-        same = got[["bin_start", "active_jobs"]].equals(want[["bin_start", "active_jobs"]])
-        err = max(float(np.abs(got[c] - want[c]).max() / max(np.abs(want[c]).max(), 1e-300))
-                  for c in VALUE_COLUMNS)  # fmt: skip
+                if name == "rebuild":
+                    want = load_timeline(wh)
+        same = [_same_bins(load_timeline(Warehouse(Path(tmp) / k)), want)
+                for k in ("update", "follow")]  # fmt: skip
         by_step = steps(base.path, Path(tmp) / "steps", n_steps) if n_steps else []
+    _print_incremental(runs, repeat, same)
+    for line in by_step:
+        print(line)
+
+
+def _built(path: Path, year: Path, hour: Path):
+    """A warehouse at ``path`` of the job totals ``year``, its timeline built, then those
+    of ``hour`` ingested (the timeline not updated)."""
+    from iosight.timeline import build_timeline
+    from iosight.warehouse import Warehouse, ingest
+
+    wh = Warehouse(path, create=True)
+    ingest([year], wh, workers=1)
+    build_timeline(wh)
+    ingest([hour], wh, workers=1)
+    return wh
+
+
+def _same_bins(got, want) -> tuple[bool, float]:
+    """Whether two timelines have the same bins and active jobs, and their largest sum
+    difference as a share of the column's largest bin."""
+    from iosight.timeline import VALUE_COLUMNS
+
+    same = got[["bin_start", "active_jobs"]].equals(want[["bin_start", "active_jobs"]])
+    err = max(float(np.abs(got[c] - want[c]).max() / max(np.abs(want[c]).max(), 1e-300))
+              for c in VALUE_COLUMNS)  # fmt: skip
+    return same, err
+
+
+def _print_incremental(runs: dict, repeat: int, same: list[tuple[bool, float]]) -> None:
+    """The incremental figures: medians of ``runs`` (wall, CPU) and ``same`` (update's
+    and follow's bins against the rebuild's)."""
     med = {k: [statistics.median(x[j] for x in v) for j in (0, 1)] for k, v in runs.items()}
-    (uw, uc), (rw, rc) = med["update"], med["rebuild"]
+    (uw, uc), (rw, rc), (fw, fc) = med["update"], med["rebuild"], med["follow"]
     print(f"  update_timeline (the hour):  {1000 * uw:8.1f} ms wall, {1000 * uc:8.1f} ms CPU")
     print(f"  rebuild_timeline (the year): {1000 * rw:8.1f} ms wall, {1000 * rc:8.1f} ms CPU")
     print(f"  update is {rw / uw:.1f}x faster (wall), {rc / uc:.1f}x (CPU); median of {repeat}; "
           f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
+    print(f"  following (the hour, after this process's update of the batch before, as "
+          f"ingest --follow):\n    {1000 * fw:8.1f} ms wall, {1000 * fc:8.1f} ms CPU: "
+          f"{rw / fw:.1f}x (wall), {rc / fc:.1f}x (CPU) the rebuild")  # fmt: skip
     print(f"  imports (not counted above; a fresh Python, median of 3): "
           f"{1000 * import_seconds(3):.0f} ms wall")  # fmt: skip
-    print(f"  same bins and active jobs: {same}; largest sum difference: {err:.1e} of the "
-          "column's largest bin")
-    for line in by_step:
-        print(line)
+    for label, (ok, err) in zip(("update", "following"), same, strict=True):
+        print(f"  same bins and active jobs ({label}): {ok}; largest sum difference: {err:.1e} "
+              "of the column's largest bin")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -392,3 +392,23 @@ def recent_facility(root: Path, width: float = 300.0, days_ago: int = 0) -> Path
                           severity=False, workers=1, name="bursts-write")  # fmt: skip
     fc.save(wh)
     return wh.path
+
+
+def cli(*args: object):
+    """Run ``iosight ARGS`` in process (Typer's runner). A string argument is split on
+    whitespace (``"perfmodel fit --samples"``); a list is kept item by item, so an argument
+    with spaces goes in a list; anything else (a path, a number) is one argument."""
+    from typer.testing import CliRunner
+
+    from iosight.cli import app
+
+    flat: list[str] = []
+    for a in args:
+        flat += (
+            a.split()
+            if isinstance(a, str)
+            else [str(x) for x in a]
+            if isinstance(a, list)
+            else [str(a)]
+        )
+    return CliRunner().invoke(app, flat)

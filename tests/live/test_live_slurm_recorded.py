@@ -81,6 +81,12 @@ def test_the_view_at_t_has_running_jobs_and_pending_ones_with_expected_starts(wh
         # 23.11: times nested, the state a list; a running job's end is its limit
         ("squeue-23.11.1-excerpt.json",
          {6080221: ("RUNNING", 1, 1, 1711533827, 1711534808, None, 11520 * 60.0)}),
+        # sacct 22.05 (the test slurmdbd's): plain numbers, the state under
+        # "state.current" a string; tasks from the steps: srun's 2 for job 1, the batch
+        # script's 1 for job 2 (no srun, though it asked for 2)
+        ("sacct-22.05.8-debian12.json",
+         {1: ("COMPLETED", 1, 2, 1796531725, 1796531725, 1796531726, 120.0),
+          2: ("COMPLETED", 1, 1, 1796531725, 1796531727, 1796531728, 180.0)}),
         # sacct 24.05: times under "time", the state under "state.current", tasks from
         # the steps, an infinite limit
         ("sacct-24.05.4-excerpt.json",

@@ -1,8 +1,9 @@
 """``iosight.live.SlurmFeed`` and ``schedule start --format sbatch`` against a real
 single-node Slurm (Debian's slurm-wlm + munge, started here; skipped, saying why, where it
-cannot start). No accounting runs (slurmdbd needs a database), so sacct is off here and
-tested on recorded JSON (test_live_slurm_recorded.py). The cli_filter of the docs
-(docs/slurm/cli_filter.lua) runs in every sbatch here; only a job that asks uses it."""
+cannot start). No accounting runs here, so sacct is off: it runs against a real slurmdbd
+in test_live_slurm_accounting.py, and on recorded JSON in test_live_slurm_recorded.py.
+The cli_filter of the docs (docs/slurm/cli_filter.lua) runs in every sbatch here; only a
+job that asks uses it."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from slurm_server import start_slurm
+from slurm_server import plain, sbatch, start_slurm, until
 from typer.testing import CliRunner
 
 from iosight.cli import app
@@ -33,11 +34,11 @@ def slurm(tmp_path_factory):
     root = tmp_path_factory.mktemp("slurm")
     shutil.copy(CLI_FILTER, root / "cli_filter.lua")  # beside slurm.conf, where Slurm looks
     with (
-        start_slurm(root, ("CliFilterPlugins=cli_filter/lua",)) as env,
+        start_slurm(root, ("CliFilterPlugins=cli_filter/lua",)) as cluster,
         pytest.MonkeyPatch.context() as mp,
     ):
-        mp.setenv("SLURM_CONF", env["SLURM_CONF"])  # the feed's squeue talks to this Slurm
-        yield env
+        mp.setenv("SLURM_CONF", cluster.env["SLURM_CONF"])  # the feed's squeue: this Slurm
+        yield cluster.env
 
 
 def _chosen(env: dict) -> tuple[str, float]:
@@ -57,17 +58,6 @@ def _job(env: dict, jobid: int) -> dict:
     return job
 
 
-def _sbatch(env: dict, *args: str) -> int:
-    out = subprocess.run(["sbatch", "--parsable", "-o", "/dev/null", *args], env=env,
-                         capture_output=True, text=True, timeout=10, check=True)  # fmt: skip
-    return int(out.stdout.strip().split(";")[0])
-
-
-def _plain(value):
-    """A number of squeue's JSON: plain (22.05) or nested (23.02 on)."""
-    return value["number"] if isinstance(value, dict) else value
-
-
 def _queue(env: dict) -> dict[int, tuple]:
     """What ``squeue --json`` says now: jobid -> (state, name, nodes, tasks, submit, start)."""
     out = subprocess.run(["squeue", "--json"], env=env, capture_output=True, text=True,
@@ -75,34 +65,24 @@ def _queue(env: dict) -> dict[int, tuple]:
     rows = {}
     for j in json.loads(out.stdout)["jobs"]:
         state = j["job_state"][0] if isinstance(j["job_state"], list) else j["job_state"]
-        rows[j["job_id"]] = (state, j["name"], _plain(j["node_count"]), _plain(j["tasks"]),
-                             _plain(j["submit_time"]), _plain(j["start_time"]))  # fmt: skip
+        rows[j["job_id"]] = (state, j["name"], plain(j["node_count"]), plain(j["tasks"]),
+                             plain(j["submit_time"]), plain(j["start_time"]))  # fmt: skip
     return rows
-
-
-def _until(check, what: str, seconds: float = 15.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    pytest.fail(f"Slurm did not get there in {seconds:g} s: {what}")
 
 
 def test_a_snapshot_equals_what_squeue_said(slurm, tmp_path):
     """Two jobs filling the node one after the other and a third behind them: one runs,
     two wait with Slurm's expected starts; the snapshot holds exactly what squeue said."""
     cpus = str(os.cpu_count())
-    first = _sbatch(slurm, "-n", cpus, "-t", "2", "-J", "ior", "--wrap", "sleep 60")
-    second = _sbatch(slurm, "-n", cpus, "-t", "2", "-J", "ior", "--wrap", "sleep 60")
-    third = _sbatch(slurm, "-n", "1", "-t", "5", "-J", "vpic", "--wrap", "sleep 60")
+    first = sbatch(slurm, "-n", cpus, "-t", "2", "-J", "ior", "--wrap", "sleep 60")
+    second = sbatch(slurm, "-n", cpus, "-t", "2", "-J", "ior", "--wrap", "sleep 60")
+    third = sbatch(slurm, "-n", "1", "-t", "5", "-J", "vpic", "--wrap", "sleep 60")
 
     def planned() -> bool:
         q = _queue(slurm)
         return q[first][0] == "RUNNING" and bool(q[second][5] and q[third][5])
 
-    _until(planned, "the first job running, the others planned")
+    until(planned, "the first job running, the others planned")
     wh = Warehouse(tmp_path / "wh", create=True)
     feed = SlurmFeed(SlurmFeedOptions(sacct=None))
     for _ in range(3):  # the queue may change between squeue's calls: poll between equal ones
@@ -142,9 +122,9 @@ def test_a_job_submitted_with_the_begin_iosight_chose_waits_until_it(slurm, tmp_
     assert res.exit_code == 0, res.output
     begin = res.output.strip()
     env = {**slurm, "TZ": IST}
-    jobid = _sbatch(env, begin, "-J", "checkpoint", "--wrap", "true")
+    jobid = sbatch(env, begin, "-J", "checkpoint", "--wrap", "true")
     job = _job(env, jobid)
-    assert _plain(job["eligible_time"]) == chosen
+    assert plain(job["eligible_time"]) == chosen
     assert job["state_reason"] == "BeginTime"
     show = subprocess.run(["scontrol", "show", "job", str(jobid)], env=env,
                           capture_output=True, text=True, timeout=10, check=True)  # fmt: skip
@@ -167,7 +147,7 @@ def test_the_cli_filter_of_the_docs_gives_a_job_that_asks_the_begin_iosight_chos
     env = {**slurm, "TZ": IST, "IOSIGHT_MIN_TIME": "850", "IOSIGHT_MAX_TIME": "4250",
            "IOSIGHT_START_COMMAND": command,
            "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}  # fmt: skip
-    jobid = _sbatch(env, "-J", "asks", "--wrap", "true")
-    assert _plain(_job(env, jobid)["eligible_time"]) == chosen
-    own = _sbatch(env, "--begin=now+7200", "-J", "own", "--wrap", "true")  # its own: kept
-    assert abs(_plain(_job(env, own)["eligible_time"]) - (time.time() + 7200)) < 60
+    jobid = sbatch(env, "-J", "asks", "--wrap", "true")
+    assert plain(_job(env, jobid)["eligible_time"]) == chosen
+    own = sbatch(env, "--begin=now+7200", "-J", "own", "--wrap", "true")  # its own: kept
+    assert abs(plain(_job(env, own)["eligible_time"]) - (time.time() + 7200)) < 60

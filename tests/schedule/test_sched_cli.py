@@ -3,49 +3,19 @@
 from __future__ import annotations
 
 import pytest
-from typer.testing import CliRunner
 
-from iosight.cli import app
 from iosight.warehouse import Warehouse
+from tests_support import cli
 
-runner = CliRunner()
+PATTERN = "111" + "0" * 21
+WINDOW = ["--min-time", "850", "--max-time", "4250"]
 
 
 def test_start_from_a_pattern():
-    res = runner.invoke(
-        app,
-        [
-            "schedule",
-            "start",
-            "--pattern",
-            "111" + "0" * 21,
-            "--min-time",
-            "850",
-            "--max-time",
-            "4250",
-            "--policy",
-            "MRT",
-        ],
-    )
+    res = cli("schedule", "start", "--pattern", PATTERN, WINDOW, "--policy", "MRT")
     assert res.exit_code == 0, res.output
     assert "start after 900 s: option 3, estimated run time 900 s" in res.output
-    res = runner.invoke(
-        app,
-        [
-            "schedule",
-            "start",
-            "--pattern",
-            "111" + "0" * 21,
-            "--min-time",
-            "850",
-            "--max-time",
-            "4250",
-            "--alpha",
-            "0.5",
-            "--format",
-            "csv",
-        ],
-    )
+    res = cli("schedule", "start", "--pattern", PATTERN, WINDOW, "--alpha", "0.5", "-f", "csv")
     assert res.exit_code == 0
     lines = res.output.splitlines()
     assert lines[0] == "option,delay_s,run_time_s,total_time_s,score,chosen"
@@ -65,47 +35,30 @@ def test_start_from_a_pattern():
     ],
 )
 def test_start_errors_are_one_line(extra):
-    res = runner.invoke(
-        app, ["schedule", "start", "--min-time", "850", "--max-time", "4250", *extra]
-    )
+    res = cli("schedule", "start", WINDOW, extra)
     assert res.exit_code == 1
     assert "error:" in res.output and "Traceback" not in res.output
 
 
 def test_simulate_a_series_file_with_report(tmp_path):
     (tmp_path / "s.txt").write_text("0" * 50 + "11" + "0" * 60 + "1" + "0" * 40)
-    res = runner.invoke(
-        app,
-        [
-            "schedule",
-            "simulate",
-            "--series",
-            str(tmp_path / "s.txt"),
-            "--app",
-            "dlio:850:4250",
-            "--policy",
-            "MDT",
-            "--policy",
-            "MRT",
-            "--format",
-            "csv",
-            "--out",
-            str(tmp_path / "r"),
-        ],
-    )
+    res = cli(
+        "schedule", "simulate", "--series", tmp_path / "s.txt", "--app", "dlio:850:4250",
+        "--policy", "MDT", "--policy", "MRT", "-f", "csv", "--out", tmp_path / "r",
+    )  # fmt: skip
     assert res.exit_code == 0, res.output
     rows = [line.split(",") for line in res.output.splitlines() if line.startswith("dlio")]
     assert [r[1] for r in rows] == ["MDT", "MRT"]
     # windows: starts 27..51 around the pair (25) + 89..112 around the single burst (24)
     assert rows[0][2] == "49"
     assert (tmp_path / "r" / "index.html").exists()
-    bad = runner.invoke(app, ["schedule", "simulate", "--series", str(tmp_path / "no.txt")])
+    bad = cli("schedule simulate --series", tmp_path / "no.txt")
     assert bad.exit_code == 1 and "no burst series file" in bad.output
 
 
 def test_simulate_needs_a_timeline(tmp_path):
     Warehouse(tmp_path / "wh", create=True)  # an empty warehouse (a bare directory is none)
-    res = runner.invoke(app, ["schedule", "simulate", "--warehouse", str(tmp_path / "wh")])
+    res = cli("schedule simulate --warehouse", tmp_path / "wh")
     assert res.exit_code == 1 and "timeline" in res.output
 
 
@@ -124,12 +77,12 @@ def test_simulate_says_which_data_the_warehouse_holds(tmp_path):
     ingest([app1], wh, workers=1)
     build_timeline(wh, bin_width=3600.0)
     args = ["schedule", "simulate", "-w", str(wh.path), "--bin", "3600", "--policy", "MDT"]
-    res = runner.invoke(app, args)
+    res = cli(args)
     assert res.exit_code == 0, res.output
     assert "(data: real)" in res.output and "SYNTHETIC" not in res.output
     generate_facility(wh, FacilityConfig(months=0.1, jobs_per_day=20))
     n, n_syn = (int(v) for v in wh.sql("select count(*), count_if(synthetic) from jobs").iloc[0])
-    res = runner.invoke(app, [*args, "--out", str(tmp_path / "r")])
+    res = cli(args, "--out", tmp_path / "r")
     assert res.exit_code == 0, res.output
     mixed = f"mixed ({n_syn:,} of {n:,} jobs SYNTHETIC)"
     assert 0 < n_syn < n and f"(data: {mixed})" in res.output
@@ -138,25 +91,10 @@ def test_simulate_says_which_data_the_warehouse_holds(tmp_path):
 
 @pytest.mark.slow
 def test_emulate_command_runs_real_io_briefly(tmp_path):
-    res = runner.invoke(
-        app,
-        [
-            "schedule",
-            "emulate",
-            "--pattern",
-            "0110",
-            "--bin",
-            "0.2",
-            "--job-bins",
-            "1",
-            "--repeats",
-            "1",
-            "--dir",
-            str(tmp_path),
-            "--format",
-            "csv",
-        ],
-    )
+    res = cli(
+        "schedule", "emulate", "--pattern", "0110", "--bin", "0.2", "--job-bins", "1",
+        "--repeats", "1", "--dir", tmp_path, "-f", "csv",
+    )  # fmt: skip
     assert res.exit_code == 0, res.output
     assert "estimator,runs,within_10pct,within_20pct,mean_abs_err" in res.output
     assert list(tmp_path.iterdir()) == []
@@ -177,55 +115,23 @@ def test_start_from_a_model_forecast(tmp_path, monkeypatch):
 
     monkeypatch.setattr(iosight.bursts, "load_forecaster", lambda wh, n: Fake(), raising=False)
     Warehouse(tmp_path / "wh", create=True)  # an empty warehouse (a bare directory is none)
-    res = runner.invoke(
-        app,
-        [
-            "schedule",
-            "start",
-            "--warehouse",
-            str(tmp_path / "wh"),
-            "--model",
-            "bursts-write",
-            "--at",
-            "2024-03-01T12:00",
-            "--min-time",
-            "850",
-            "--max-time",
-            "4250",
-            "--policy",
-            "MRT",
-        ],
-    )
+    wh = ["--warehouse", tmp_path / "wh"]
+    res = cli(
+        "schedule", "start", wh, "--model", "bursts-write", "--at", "2024-03-01T12:00",
+        WINDOW, "--policy", "MRT",
+    )  # fmt: skip
     assert res.exit_code == 0, res.output
     assert "forecast from 2024-03-01 12:05:00 UTC: 110000000000000000000000" in res.output
     assert "start after 600 s (at 2024-03-01 12:15:00 UTC)" in res.output
-    bad = runner.invoke(
-        app,
-        [
-            "schedule",
-            "start",
-            "--warehouse",
-            str(tmp_path / "wh"),
-            "--model",
-            "m",
-            "--at",
-            "yesterday",
-            "--min-time",
-            "850",
-            "--max-time",
-            "4250",
-            "--policy",
-            "MRT",
-        ],
+    bad = cli(
+        "schedule", "start", wh, "--model", "m", "--at", "yesterday", WINDOW, "--policy", "MRT"
     )
     assert bad.exit_code == 1 and "--at must be" in bad.output
 
 
 def test_simulate_with_a_missing_model_is_one_error(tmp_path):
     Warehouse(tmp_path / "wh", create=True)  # an empty warehouse (a bare directory is none)
-    res = runner.invoke(
-        app, ["schedule", "simulate", "--warehouse", str(tmp_path / "wh"), "--model", "nope"]
-    )
+    res = cli("schedule simulate --warehouse", tmp_path / "wh", "--model nope")
     assert res.exit_code == 1 and "no model 'nope'" in res.output
 
 
@@ -239,6 +145,6 @@ def test_simulate_with_a_missing_model_is_one_error(tmp_path):
 )
 def test_simulate_a_bad_series_csv_is_one_line(tmp_path, content, expected):
     (tmp_path / "s.csv").write_text(content)
-    res = runner.invoke(app, ["schedule", "simulate", "--series", str(tmp_path / "s.csv")])
+    res = cli("schedule simulate --series", tmp_path / "s.csv")
     assert res.exit_code == 1 and "Traceback" not in res.output
     assert expected in " ".join(res.output.split())

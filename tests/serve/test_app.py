@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -78,7 +79,12 @@ def test_unknown_job_is_a_400_with_the_reason(server):
 
 
 def test_facility_recommends_a_start(server):
-    status, _, body = get(server, "/facility?min_time=600&max_time=1800&policy=W3")
+    """On the forecast the server computes in the background (a 503 until it exists)."""
+    until = time.monotonic() + 120
+    while (got := get(server, "/facility?min_time=600&max_time=1800&policy=W3"))[0] == 503:
+        assert time.monotonic() < until and 'id="rec-wait"' in got[2]
+        time.sleep(0.05)
+    status, _, body = got
     assert status == 200
     assert 'id="fig-facility"' in body and 'id="recommendation"' in body
     assert body.count("<tr") == 1 + 24  # the forecaster's next 24 bins

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 import time
 import urllib.error
@@ -503,9 +504,9 @@ def test_a_request_never_computes_the_forecast(stream_path, monkeypatch):
 
     gate, real = threading.Event(), _decisions._make_forecast
 
-    def held(wh, name):
+    def held(wh, name, kept):
         assert gate.wait(120), "the test never opened the gate"
-        return real(wh, name)
+        return real(wh, name, kept)
 
     monkeypatch.setattr(_decisions, "_make_forecast", held)
     wh = Warehouse(stream_path)
@@ -536,7 +537,7 @@ def test_a_failed_computation_is_one_line_and_tried_again(stream_path, monkeypat
     from iosight.serve import _decisions
 
     real = _decisions._make_forecast
-    monkeypatch.setattr(_decisions, "_make_forecast", lambda wh, name: 1 / 0)
+    monkeypatch.setattr(_decisions, "_make_forecast", lambda wh, name, kept: 1 / 0)
     with BackgroundServer(create_app(stream_path)) as srv:
         status, doc = get_json(srv, "/api/forecast")
         assert status == 200
@@ -548,3 +549,91 @@ def test_a_failed_computation_is_one_line_and_tried_again(stream_path, monkeypat
             assert time.monotonic() < until, write
             time.sleep(0.05)
     assert write["model"]["name"] == "bursts-write"
+
+
+def test_a_stream_row_computes_again_only_the_forecasts_that_read_it(logs_path, tmp_path,
+                                                                     monkeypatch):  # fmt: skip
+    """Each forecast is computed again only when the files of the tables it reads or its
+    model changed: a stream row moves the ``live`` forecaster's forecast (its timeline and
+    jobs kept from before), not the ``logs`` one's; so does a Slurm snapshot (feature set
+    4 reads it, the ``logs`` one has set 3); a commit to ``jobs`` moves both. Each served
+    forecast equals one computed from scratch on the warehouse as it is."""
+    from iosight.live import SlurmFeed, SlurmFeedOptions
+    from iosight.serve import Decisions, ServedWarehouse, _decisions
+
+    path = Path(shutil.copytree(logs_path, tmp_path / "wh"))
+    made, real = [], _decisions._make_forecast
+
+    def counted(wh, name, kept):
+        made.append(name)
+        return real(wh, name, kept)
+
+    def served(decisions):
+        assert decisions.wait(120)
+        return {d: decisions.forecast(d) for d in ("read", "write")}
+
+    def assert_from_scratch(got):
+        fresh = served(Decisions(ServedWarehouse(path)))
+        for d, f in got.items():
+            assert (f.model, f.rates, f.as_of) == (fresh[d].model, fresh[d].rates, fresh[d].as_of)
+            pd.testing.assert_frame_equal(f.bins, fresh[d].bins)
+
+    monkeypatch.setattr(_decisions, "_make_forecast", counted)
+    decisions = Decisions(ServedWarehouse(path))
+    first = served(decisions)
+    assert sorted(made) == ["bursts-read-logs", "bursts-write"]
+    wh = Warehouse(path)
+    end = logs_end(wh)
+    stream(wh, [(9_000_006, "POSIX", end, 10**9, end + WIDTH + 1)])
+    second = served(decisions)
+    assert made[2:] == ["bursts-write"]  # the logs forecaster reads no stream
+    assert second["read"] is first["read"] and second["write"].rates == "live_io"
+    monkeypatch.setattr(_decisions, "_make_forecast", real)
+    assert_from_scratch(second)
+    monkeypatch.setattr(_decisions, "_make_forecast", counted)
+    SlurmFeed(SlurmFeedOptions(recorded=SLURM_DOC)).poll(wh, now=end + WIDTH + 2)
+    after_slurm = served(decisions)
+    assert made[3:] == ["bursts-write"] and after_slurm["read"] is first["read"]
+    monkeypatch.setattr(_decisions, "_make_forecast", real)
+    assert_from_scratch(after_slurm)
+    monkeypatch.setattr(_decisions, "_make_forecast", counted)
+    wh.write_table("jobs", wh.table("jobs"), mode="replace")  # new files, the same rows
+    third = served(decisions)
+    assert sorted(made[4:]) == ["bursts-read-logs", "bursts-write"]
+    assert third["read"] is not first["read"]
+    monkeypatch.setattr(_decisions, "_make_forecast", real)
+    assert_from_scratch(third)
+
+
+def test_the_facility_form_answers_from_the_served_forecast(stream_path, monkeypatch):
+    """The Facility page's recommended start is Algorithm 1 on the forecast the server
+    computed in the background, as /api/start's: while none is computed the page answers
+    503 with Retry-After and says to retry (it computes nothing itself); then it shows
+    the served forecast's bins and /api/start's start."""
+    import threading
+
+    from iosight.serve import _decisions
+
+    gate, real = threading.Event(), _decisions._make_forecast
+
+    def held(wh, name, kept):
+        assert gate.wait(120), "the test never opened the gate"
+        return real(wh, name, kept)
+
+    monkeypatch.setattr(_decisions, "_make_forecast", held)
+    ask = "min_time=600&max_time=1800&policy=W3"
+    with BackgroundServer(create_app(stream_path)) as srv:
+        status, body, headers = get_once(srv, f"/facility?model=bursts-write&{ask}")
+        assert status == 503 and headers["Retry-After"] == "2"
+        assert 'id="rec-wait"' in body and "being computed" in body
+        assert 'id="recommendation"' not in body and 'id="fig-facility"' in body
+        gate.set()
+        status, body = get(srv, f"/facility?model=bursts-write&{ask}")
+        _, start = get_json(srv, f"/api/start?{ask}")
+    assert status == 200 and 'id="recommendation"' in body and 'id="rec-wait"' not in body
+    rows = re.findall(r"<tr( class=\"chosen\")?><td>(\d+)</td>", body)
+    assert [int(lead) for _, lead in rows] == [b["lead"] for b in start["forecast"]["bins"]]
+    (chosen,) = [int(lead) for mark, lead in rows if mark]
+    assert chosen == start["forecast"]["bins"][start["option"]]["lead"]
+    for b in start["forecast"]["bins"]:
+        assert f"<td>{b['lead']}</td>" in body

@@ -204,3 +204,28 @@ def test_rebin_hourly_and_monthly():
     assert m["bin_width"].tolist() == [31 * 86400, 28 * 86400]
     with pytest.raises(IosightError, match="multiple"):
         rebin(df, "7min")
+
+
+def test_job_totals_count_missing_and_negative_totals_as_zero():
+    """``totals_intervals`` (the full build's and an update's job-total binning): NaN
+    and negative totals count as 0 and an infinite one as the largest float, each
+    layer's totals added in LAYERS order: as ``nan_to_num`` then ``clip`` give them."""
+    from iosight.timeline._build import TOTAL_COLUMNS, VALUE_COLUMNS, totals_intervals
+
+    rng = np.random.default_rng(7)
+    odd = np.array([np.nan, np.inf, -np.inf, -5.0, -0.0, 0.0])
+    cols = {c: np.where(rng.random(40) < 0.3, rng.choice(odd, 40), rng.lognormal(10, 3, 40))
+            for c in TOTAL_COLUMNS}  # fmt: skip
+    cols["start_time"] = rng.uniform(0, 1e4, 40)
+    cols["end_time"] = cols["start_time"] + rng.uniform(0, 1e3, 40)
+    want = np.zeros((40, len(VALUE_COLUMNS)))
+    with np.errstate(over="ignore"):  # two infinite totals of a job: their sum overflows
+        _, _, values = totals_intervals(cols)
+        for c in TOTAL_COLUMNS:  # POSIX's columns come first: the same order of additions
+            counter = c.split("_", 2)[2]
+            direction = "read" if "READ" in counter else "write"
+            kind = "bytes" if "BYTES" in counter else "time" if "TIME" in counter else "ops"
+            want[:, VALUE_COLUMNS.index(f"{direction}_{kind}")] += np.clip(
+                np.nan_to_num(cols[c], nan=0.0), 0.0, None
+            )
+    assert np.array_equal(values, want) and (values == np.finfo(np.float64).max).any()

@@ -47,7 +47,7 @@ from iosight.bursts._jobstate import (
 from iosight.bursts._known import load_known
 from iosight.bursts._labels import BurstLabels, label_bursts
 from iosight.bursts._models import MODELS, make_pipeline
-from iosight.bursts._nowcast import nowcast
+from iosight.bursts._nowcast import analog_rates, nowcast, nowcast_accuracy, unseen_bytes
 from iosight.bursts._scheduler import (
     SCHED_COLUMNS,
     SCHED_JOBS,
@@ -99,6 +99,7 @@ __all__ = [
     "Persistence",
     "SchedulerView",
     "TrainResult",
+    "analog_rates",
     "analyze_bursts",
     "choose",
     "describe_choice",
@@ -118,6 +119,7 @@ __all__ = [
     "model_dir",
     "no_new_bursts_f1",
     "nowcast",
+    "nowcast_accuracy",
     "refit_forecaster",
     "run_length",
     "running_jobs_share",
@@ -129,4 +131,5 @@ __all__ = [
     "task_grid",
     "train_bursts",
     "train_forecaster",
+    "unseen_bytes",
 ]

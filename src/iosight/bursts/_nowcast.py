@@ -48,7 +48,10 @@ def known_at(jobs: pd.DataFrame) -> np.ndarray:
 
 def analog_rates(jobs: pd.DataFrame, direction: str) -> np.ndarray:
     """Per job, its analog's rate of ``direction`` bytes (bytes per second of run, scaled
-    by the ratio of processes unless the kind fixes the size); 0 without any analog."""
+    by the ratio of processes unless the kind fixes the size); 0 without any analog.
+
+    ``jobs``: :func:`iosight.bursts.load_jobs`' frame; ``direction``: read or write.
+    """
     start = jobs["start_time"].to_numpy(np.float64)
     end = np.maximum(jobs["end_time"].to_numpy(np.float64), start)
     rate = jobs[f"{direction}_bytes"].to_numpy(np.float64) / np.maximum(end - start, 1.0)
@@ -70,7 +73,12 @@ def unseen_bytes(
     """Per bin t, the bytes in t of the jobs started before its end ``T`` whose log had
     not landed by ``T``, at their analog rates over their time in the bin up to ``T``.
     With the scheduler's view (:func:`iosight.bursts.scheduler_jobs`), the jobs it shows
-    running at ``T`` (``running_from`` < T < ``running_until``)."""
+    running at ``T`` (``running_from`` < T < ``running_until``).
+
+    ``jobs``: :func:`iosight.bursts.load_jobs`' frame (or :func:`scheduler_jobs`');
+    ``bin_start``: the bins' starts; ``width``: their width (s); ``direction``: read or
+    write.
+    """
     start = jobs["start_time"].to_numpy(np.float64)
     ends = np.asarray(bin_start, np.float64) + width
     n = len(ends)
@@ -115,7 +123,11 @@ def _last_landed(code: np.ndarray, landed: np.ndarray, start: np.ndarray) -> np.
 def nowcast_accuracy(estimate: np.ndarray, truth: np.ndarray, threshold: float) -> dict:
     """How good a nowcast is against the complete timeline's bins: Pearson correlation,
     the relative error of the summed bytes (``sum |est - true| / sum true``), and the
-    burst-class F1 of ``estimate > threshold`` against ``truth > threshold``."""
+    burst-class F1 of ``estimate > threshold`` against ``truth > threshold``.
+
+    ``estimate``: the nowcast per bin; ``truth``: the complete bins; ``threshold``: the
+    burst threshold (bytes per bin).
+    """
     est, tru = np.asarray(estimate, np.float64), np.asarray(truth, np.float64)
     corr = float(np.corrcoef(est, tru)[0, 1]) if est.size > 1 and est.std() and tru.std() else 0.0
     total = float(tru.sum())

@@ -17,7 +17,10 @@ its times under ``time`` and the state under ``state.current``. All are read her
 The frame :func:`slurm_running_jobs` returns has the columns of
 :func:`iosight.bursts.load_jobs`, so the jobs the scheduler runs at t join the ended
 runs in the job state of feature set 4 (``iosight.bursts``): the application a running
-job belongs to is its Slurm job name (``exe``), its size the tasks Slurm launched.
+job belongs to is its Slurm job name (``exe``), its size its tasks (``ntasks``: squeue's
+count, the tasks the job asked for; sacct has no such count, so a job known only from
+accounting has the most tasks one of its steps launched: srun's, or 1 for a job that ran
+no srun, its batch script alone, as tested against a real slurmdbd).
 """
 
 from __future__ import annotations
@@ -274,7 +277,7 @@ def _limit(minutes: object) -> float | None:
 
 def parse_job(job: dict) -> dict:
     """One ``sched_jobs`` row (less ``known_at``) from a job of ``squeue --json`` or
-    ``sacct --json`` of any Slurm from 22.05 on."""
+    ``sacct --json`` of any Slurm from 22.05 on (sacct's tasks: its steps' most)."""
     if isinstance(job.get("time"), dict):  # sacct
         times = job["time"]
         steps = [_count(s.get("tasks", {}).get("count")) for s in job.get("steps") or []]

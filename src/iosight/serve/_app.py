@@ -313,28 +313,43 @@ class _Site:
         thr = self.thresholds()
         df = pages.timeline_window(self.wh, thr)
         models = pages.list_models(self.wh)
-        rec, rec_error, fig_rec = None, None, None
         ask = {k: request.query_params.get(k, "") for k in ("model", "min_time", "max_time")}
         policy = request.query_params.get("policy", "W3")
-        if ask["min_time"] and ask["max_time"]:
-            try:
-                rec = pages.forecast_start(
-                    self.wh, ask["model"] or (models[0] if models else "bursts-write"),
-                    _opt(request, "min_time", float), _opt(request, "max_time", float), policy,
-                )  # fmt: skip
-                fig_rec = figs.forecast_figure(rec.forecast, rec.start_at)
-            except IosightError as err:
-                rec_error = str(err)
+        model = ask["model"] or (models[0] if models else "bursts-write")
+        form = self.forecast_form(request, model, policy)
         title = "system I/O rate" + (" (SYNTHETIC jobs present)" if self.has_synthetic() else "")
         now = pages.now_window(self.wh)
-        return self.render(
-            "facility.html", request, status=400 if rec_error else 200,
+        status = 503 if form["rec_wait"] else 400 if form["rec_error"] else 200
+        response = self.render(
+            "facility.html", request, status=status,
             error=None, thr=thr, models=models, ask=ask, policy=policy,
             fig_facility=figs.facility_figure(df, thr, title), bin_width=df.attrs["bin_width"],
-            rec=rec, rec_error=rec_error, fig_rec=fig_rec, span=pages.timeline_span(self.wh),
-            train=pages.cli_command(self.wh, "bursts train"),
+            span=pages.timeline_span(self.wh), train=pages.cli_command(self.wh, "bursts train"),
             fig_now=figs.now_figure(now), now_summary=_now_summary(now), refresh_s=self.now_refresh,
+            **form,
         )  # fmt: skip
+        if form["rec_wait"]:
+            response.headers["Retry-After"] = str(form["rec_wait"])
+        return response
+
+    def forecast_form(self, request: Request, model: str, policy: str) -> dict:
+        """The Facility page's recommended start, on the served forecast of ``model`` (as
+        ``/api/start``; none computed yet: ``rec_wait``, seconds to wait; a user error:
+        ``rec_error``); nothing when the form was not sent."""
+        form = {"rec": None, "served": None, "rec_error": None, "rec_wait": None, "fig_rec": None}
+        if not (request.query_params.get("min_time") and request.query_params.get("max_time")):
+            return form
+        try:
+            served, rec = pages.forecast_start(
+                self.decisions, model, _opt(request, "min_time", float),
+                _opt(request, "max_time", float), policy,
+            )  # fmt: skip
+        except ForecastNotReady as err:
+            return form | {"rec_error": str(err), "rec_wait": math.ceil(err.retry_after)}
+        except IosightError as err:
+            return form | {"rec_error": str(err)}
+        fig = figs.forecast_figure(rec.forecast, rec.start_at)
+        return form | {"rec": rec, "served": served, "fig_rec": fig}
 
     def timeline_api(self, request: Request) -> Response:
         from starlette.responses import JSONResponse

@@ -4,9 +4,10 @@ of the last complete bin, and Algorithm 1's start on it (no web code here).
 The forecast comes, per direction, from a saved lead-mode forecaster
 (:mod:`iosight.bursts`): the latest one follow mode stored at a bin boundary (table
 ``forecasts``, regime ``logs``: what the landed logs held) when there is one, else
-computed on a thread of its own whenever the warehouse changed (:class:`Decisions`: a
-request never computes one). A ``logs`` forecaster is computed as of the boundary the
-data's clock passed last (the newest job's known-at time), as follow mode does; a
+computed on a thread of its own (:class:`Decisions`: a request never computes one) again
+only when the files of the tables it reads (:func:`reads`) or its saved model changed.
+A ``logs`` forecaster is computed as of the boundary the data's clock passed last (the
+newest job's known-at time), as follow mode does; a
 ``live`` one from the system's rate up to the last complete bin: the server-side rates of
 table ``live_rates`` (the Prometheus feed) where they are, else the live timeline of the
 LDMS stream (table ``live_io``: the jobs' own I/O until their logs land), else the
@@ -19,8 +20,9 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
     from iosight.bursts import Forecaster
 
 log = logging.getLogger("iosight.serve")
+T = TypeVar("T")
 
 DIRECTIONS = ("read", "write")
 RETRY_AFTER_S = 2.0  # what a request that finds no forecast yet is told to wait
@@ -91,14 +94,43 @@ class ForecastNotReady(IosightError):
 
 @dataclass(frozen=True)
 class _Computed:
-    """The forecasts computed for one state of the warehouse (``key``): per direction the
-    serving model's name (or why none), per model its forecast (or why none), and when
-    the computation ended (``made_at``, epoch s)."""
+    """The forecasts computed for one state of the warehouse (``key``, :func:`_state_key`):
+    per direction the serving model's name (or why none), per model its forecast (or why
+    none), and when the computation ended (``made_at``, epoch s)."""
 
     key: tuple
     picked: dict[str, str | IosightError]
     forecasts: dict[str, ServedForecast | IosightError]
     made_at: float
+
+    def reusable(self, name: str, key: tuple) -> ServedForecast | IosightError | None:
+        """``name``'s forecast when it was made from what ``key`` (a state key) says the
+        model reads now, else None."""
+        made = self.forecasts.get(name)
+        before = dict(self.key[1]) if self.key else {}
+        return made if made is not None and before.get(name) == dict(key[1]).get(name) else None
+
+
+class _Kept:
+    """The frames the forecasts read (the stored timeline, its known-at sums, feature set
+    4's jobs), kept from one computation to the next while the files of the tables they
+    are read from stay the same: a stream row or a rate re-reads none of them, a Slurm
+    snapshot only Slurm's rows (a year of Summit's jobs: a second for the known-at sums,
+    most of a second for the jobs).
+    ``files``: per table, its files when the computation in hand began (taken before its
+    views were made, so a frame is never older than the files it is kept under)."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, tuple] = {}
+        self._frames: dict[str, tuple[tuple, object]] = {}
+
+    def get(self, name: str, tables: Iterable[str], compute: Callable[[], T]) -> T:
+        """Frame ``name``, read from ``tables`` by ``compute()`` unless kept for their files."""
+        key = tuple(self.files[t] for t in tables)  # a table not taken: a KeyError, a bug
+        got = self._frames.get(name)
+        if got is None or got[0] != key:
+            got = self._frames[name] = (key, compute())
+        return got[1]  # type: ignore[return-value]
 
 
 class Decisions:
@@ -114,11 +146,13 @@ class Decisions:
     def __init__(self, wh: ServedWarehouse) -> None:
         self.wh = wh
         self._own: ServedWarehouse | None = None  # the worker's: no request shares its views
+        self._kept = _Kept()  # the worker's frames, kept between computations
         self._lock = threading.Lock()
         self._latest: _Computed | None = None
         self._worker: threading.Thread | None = None
         self._again = False  # the warehouse changed while the worker computed
         self._asked: set[str] = set()  # models asked by name, computed beside the serving ones
+        self._seen: tuple | None = None  # the folders' and models' times, the key read then
 
     @property
     def computed_at(self) -> float | None:
@@ -127,10 +161,11 @@ class Decisions:
         return None if latest is None else latest.made_at
 
     def refresh(self) -> bool:
-        """Start computing in the background if the warehouse or its models changed since
-        the latest forecasts (``iosight live`` calls it after each round); never waits.
-        True when the latest forecasts are those of the warehouse as it is."""
-        key = _state_key(self.wh)
+        """Start computing in the background if what the forecasts read (:func:`reads`) or
+        their models changed since the latest forecasts (``iosight live`` calls it after
+        each round); never waits. True when the latest forecasts are those of the
+        warehouse as it is."""
+        key = self._current_key()
         with self._lock:
             if self._latest is not None and self._latest.key == key and not self._missing():
                 return True
@@ -141,6 +176,20 @@ class Decisions:
                                             daemon=True)  # fmt: skip
             self._worker.start()
             return False
+
+    def _current_key(self) -> tuple:
+        """:func:`_state_key` of the served warehouse, read again only when a table's
+        folder or a saved model changed (their modification times: what the views'
+        refresh compares), so a request costs a few ``stat`` calls."""
+        from iosight.bursts import list_forecasters
+
+        wh = self.wh
+        models = tuple((n, _model_stamp(wh, n)) for n in list_forecasters(wh))
+        times = (wh.tables_signature(), models)
+        seen = self._seen  # one read: another thread may replace it
+        if seen is None or seen[0] != times:
+            seen = self._seen = (times, _state_key(wh))
+        return seen[1]
 
     def wait(self, timeout: float = 60.0) -> bool:
         """Wait until the latest forecasts are those of the warehouse as it is (True), at
@@ -165,10 +214,10 @@ class Decisions:
                     wh = self.wh
                     self._own = ServedWarehouse(wh.path, memory_limit=wh.memory_limit,
                                                 query_timeout=wh.query_timeout)  # fmt: skip
+                key = _state_key(self._own)  # before the views: they are at least as new
                 self._own.refresh()
-                key = _state_key(self._own)
                 if self._latest is None or self._latest.key != key or self._missing():
-                    made = _compute(self._own, key, set(self._asked))
+                    made = _compute(self._own, key, set(self._asked), self._latest, self._kept)
                     with self._lock:
                         self._latest = made
             except Exception as err:  # a bug: logged with its traceback, answered in one line
@@ -183,11 +232,14 @@ class Decisions:
                     return
                 self._again = False
 
-    def forecast(self, direction: str, model: str | None = None) -> ServedForecast:
+    def forecast(self, direction: str | None, model: str | None = None) -> ServedForecast:
         """The latest computed forecast of ``direction`` (by ``model`` when named, else
-        the forecaster :func:`pick_model` picks); :class:`ForecastNotReady` before it
-        exists."""
-        check_param("direction", direction, direction in DIRECTIONS, "read or write")
+        the forecaster :func:`pick_model` picks; None: the direction ``model`` forecasts);
+        :class:`ForecastNotReady` before it exists."""
+        if direction is None:
+            check_param("model", model, model is not None, "named when no direction is")
+        else:
+            check_param("direction", direction, direction in DIRECTIONS, "read or write")
         if model is not None:
             _require_model(self.wh, model)
             with self._lock:
@@ -204,7 +256,7 @@ class Decisions:
             raise ForecastNotReady(f"the forecast of {name!r} is being computed; ask again shortly")
         if isinstance(made, IosightError):
             raise IosightError(str(made))
-        if made.direction != direction:
+        if direction is not None and made.direction != direction:
             raise IosightError(f"model {name!r} forecasts {made.direction} bursts, not {direction}")
         return made
 
@@ -227,17 +279,74 @@ class Decisions:
         return out
 
 
+def reads(metadata: dict | None) -> tuple[str, ...]:
+    """The tables the served forecast of a saved forecaster (``metadata``: its
+    ``metadata.json``; None: unreadable) reads: follow mode's stored forecasts
+    (``forecasts``), the stored timeline and the tables of the jobs it counts (a ``logs``
+    forecast's clock and known-at sums, :func:`iosight.timeline.known_sums`, and feature
+    set 4's jobs, :func:`iosight.bursts.load_jobs`, read them), Slurm's snapshots for
+    feature set 4 (the jobs it saw running), and for a ``live`` forecaster the live
+    feeds' rates and stream. A ``logs`` forecaster reads no live feed: a stream row or a
+    rate leaves its forecast as it is."""
+    from iosight.bursts import FORECASTS_TABLE
+
+    md = metadata or {}
+    jobs = _set4_tables() if md.get("feature_set", 4) == 4 else _job_tables()
+    tables = [FORECASTS_TABLE, *jobs]
+    if md.get("information", "live") != "logs":
+        tables += [LIVE_RATES, LIVE_IO]
+    return tuple(tables)
+
+
+def _job_tables() -> tuple[str, ...]:
+    """The stored timeline and the tables of the jobs it counts (what a timeline build
+    reads: ``jobs``, the layers' records, ``heatmap``, ``dxt_posix``, ``job_totals``)."""
+    from iosight.timeline import LAYERS
+
+    layers = (layer.lower() for layer in LAYERS)
+    return ("timeline", "jobs", *layers, "heatmap", "dxt_posix", "job_totals")
+
+
+def _set4_tables() -> tuple[str, ...]:
+    """What feature set 4's jobs are read from: the jobs' tables and Slurm's snapshots."""
+    from iosight.bursts import SCHED_JOBS, SCHED_SNAPSHOTS
+
+    return (*_job_tables(), SCHED_JOBS, SCHED_SNAPSHOTS)
+
+
+def _files(wh: ServedWarehouse, table: str) -> tuple:
+    """The files that hold ``table`` now (name, size, modification time): a commit, a
+    compaction or a purge changes them."""
+    entries = wh.table_entries(table)
+    return tuple((e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in entries)
+
+
 def _state_key(wh: ServedWarehouse) -> tuple:
-    """What the forecasts depend on: the tables' files and each saved model's stamp."""
+    """What the forecasts depend on: whether a live feed has rows (the serving model's
+    pick) and, per saved model, its stamp and the files of the tables it reads
+    (:func:`reads`), so a forecast is computed again only when one of those changed."""
     from iosight.bursts import list_forecasters
 
-    models = tuple((n, _model_stamp(wh, n)) for n in list_forecasters(wh))
-    return (wh.tables_signature(), models)
+    files: dict[str, tuple] = {}
+    models = []
+    for name in list_forecasters(wh):
+        tables = reads(_metadata(wh, name))
+        for t in tables:
+            if t not in files:
+                files[t] = _files(wh, t)
+        models.append((name, (_model_stamp(wh, name), tuple((t, files[t]) for t in tables))))
+    live = tuple(bool(files.get(t) or _files(wh, t)) for t in (LIVE_RATES, LIVE_IO))
+    return (live, tuple(models))
 
 
-def _compute(wh: ServedWarehouse, key: tuple, asked: set[str]) -> _Computed:
+def _compute(
+    wh: ServedWarehouse, key: tuple, asked: set[str], before: _Computed | None, kept: _Kept
+) -> _Computed:
     """Every direction's serving forecast and those of the ``asked`` models, each one's
-    queries under :data:`FORECAST_TIMEOUT_S`."""
+    queries under :data:`FORECAST_TIMEOUT_S`; a forecast of ``before`` (the latest
+    computed) is kept where its model and the files it reads are unchanged, and frames
+    read before are kept in ``kept`` where their tables' files are."""
+    kept.files = {t: f for _, (_, files) in key[1] for t, f in files}
     picked: dict[str, str | IosightError] = {}
     for d in DIRECTIONS:
         try:
@@ -247,9 +356,13 @@ def _compute(wh: ServedWarehouse, key: tuple, asked: set[str]) -> _Computed:
     names = [n for n in picked.values() if isinstance(n, str)]
     forecasts: dict[str, ServedForecast | IosightError] = {}
     for name in dict.fromkeys([*names, *sorted(asked)]):
+        made = before.reusable(name, key) if before is not None else None
+        if made is not None:
+            forecasts[name] = made
+            continue
         try:
             with deadline(wh.connect(), max(wh.query_timeout, FORECAST_TIMEOUT_S)):
-                forecasts[name] = _make_forecast(wh, name)
+                forecasts[name] = _make_forecast(wh, name, kept)
         except IosightError as err:
             forecasts[name] = err
     return _Computed(key, picked, forecasts, time.time())
@@ -321,7 +434,7 @@ def _stored_models(wh: ServedWarehouse) -> dict[str, float]:
     return dict(zip(df["model"], df["t"].astype(float), strict=True))
 
 
-def _make_forecast(wh: ServedWarehouse, name: str) -> ServedForecast:
+def _make_forecast(wh: ServedWarehouse, name: str, kept: _Kept) -> ServedForecast:
     from iosight.bursts import load_forecaster
 
     fc = load_forecaster(wh, name)
@@ -333,8 +446,8 @@ def _make_forecast(wh: ServedWarehouse, name: str) -> ServedForecast:
         as_of, bins = stored
         return _served(fc, "logs", "follow", as_of, bins)
     if fc.information == "logs":
-        return _computed_logs(wh, fc)
-    return _computed_live(wh, fc)
+        return _computed_logs(wh, fc, kept)
+    return _computed_live(wh, fc, kept)
 
 
 def _served(fc: Forecaster, rates: str, source: str, as_of: float, bins) -> ServedForecast:
@@ -358,13 +471,13 @@ def _stored_forecast(wh: ServedWarehouse, name: str) -> tuple[float, pd.DataFram
     return (float(df["as_of"].iloc[0]), df) if len(df) else None
 
 
-def _computed_logs(wh: ServedWarehouse, fc: Forecaster) -> ServedForecast:
+def _computed_logs(wh: ServedWarehouse, fc: Forecaster, kept: _Kept) -> ServedForecast:
     """A ``logs`` forecaster's forecast at the last boundary the data's clock passed (the
     newest job's known-at time), from the jobs known before it, as follow mode makes it."""
     from iosight.bursts import load_known
     from iosight.warehouse import KNOWN_AT
 
-    timeline = _timeline(wh, fc)
+    timeline = _timeline(wh, fc, kept)
     width = float(fc.metadata["bin_width"])
     wh.require("jobs")
     clock = wh.connect().execute(f"select max({KNOWN_AT}) from jobs").fetchall()[0][0]
@@ -372,61 +485,63 @@ def _computed_logs(wh: ServedWarehouse, fc: Forecaster) -> ServedForecast:
         raise IosightError("no job is known yet: nothing to forecast from")
     last = float(timeline["bin_start"].iloc[-1])
     at = min(math.floor(float(clock) / width) * width - width, last)
-    known = wh.memo("known_sums", lambda: load_known(wh))  # once for both directions
-    pred = fc.predict(timeline, at, jobs=_jobs(wh, fc), known=known)
+    known = kept.get("known_sums", _job_tables(), lambda: load_known(wh))
+    pred = fc.predict(timeline, at, jobs=_jobs(wh, fc, kept), known=known)
     return _served(fc, "logs", "computed", pred.last_bin + width, pred.table)
 
 
-def _computed_live(wh: ServedWarehouse, fc: Forecaster) -> ServedForecast:
+def _computed_live(wh: ServedWarehouse, fc: Forecaster, kept: _Kept) -> ServedForecast:
     """A ``live`` forecaster's forecast after the last complete bin of the system's rate:
     the stored timeline with ``live_rates``' bins over it (their latest value per source,
     summed over sources), up to the last bin that ended before the newest rate arrived;
     without rates, the live timeline of the LDMS stream (:func:`_computed_stream`); with
     neither, the stored timeline's last bin."""
-    timeline = _timeline(wh, fc)
+    timeline = _timeline(wh, fc, kept)
     width = float(fc.metadata["bin_width"])
     rates, complete = live_rates(wh, width)
+    jobs = _jobs(wh, fc, kept)
     if rates is None:
-        streamed = _computed_stream(wh, fc, timeline)
+        streamed = _computed_stream(wh, fc, timeline, jobs)
         if streamed is not None:
             return streamed
-        pred = fc.predict(timeline, jobs=_jobs(wh, fc))
+        pred = fc.predict(timeline, jobs=jobs)
         return _served(fc, "logs", "computed", pred.last_bin + width, pred.table)
-    pred = fc.predict(_with_rates(timeline, rates, width), complete, jobs=_jobs(wh, fc))
+    pred = fc.predict(_with_rates(timeline, rates, width), complete, jobs=jobs)
     return _served(fc, LIVE_RATES, "computed", pred.last_bin + width, pred.table)
 
 
 def _computed_stream(
-    wh: ServedWarehouse, fc: Forecaster, timeline: pd.DataFrame
+    wh: ServedWarehouse, fc: Forecaster, timeline: pd.DataFrame, jobs: pd.DataFrame | None
 ) -> ServedForecast | None:
     """A ``live`` forecaster's forecast after the last complete bin of the live timeline
     (:func:`iosight.live.stream_timeline`: the logs, and the LDMS stream of the jobs
-    whose log has not landed), or None without a stream."""
+    whose log has not landed), or None without a stream (``jobs``: feature set 4's)."""
     from iosight.live import stream_timeline
 
     width = float(fc.metadata["bin_width"])
     frame, complete = stream_timeline(wh, width, logs=timeline)
     if frame is None:
         return None
-    pred = fc.predict(frame, complete, jobs=_jobs(wh, fc))
+    pred = fc.predict(frame, complete, jobs=jobs)
     return _served(fc, LIVE_IO, "computed", pred.last_bin + width, pred.table)
 
 
-def _jobs(wh: ServedWarehouse, fc: Forecaster) -> pd.DataFrame | None:
+def _jobs(wh: ServedWarehouse, fc: Forecaster, kept: _Kept) -> pd.DataFrame | None:
     """The jobs feature set 4 reads: the ended runs of the logs and, where Slurm's
     snapshots exist, the jobs Slurm saw running (the logs never hold a running job)."""
     from iosight.bursts import load_jobs, scheduler_jobs
 
     if fc.metadata["feature_set"] != 4:
         return None
-    return wh.memo("jobs", lambda: scheduler_jobs(wh, load_jobs(wh)))
+    logs = kept.get("logs_jobs", _job_tables(), lambda: load_jobs(wh))  # kept past a snapshot
+    return kept.get("jobs", _set4_tables(), lambda: scheduler_jobs(wh, logs))
 
 
-def _timeline(wh: ServedWarehouse, fc: Forecaster) -> pd.DataFrame:
+def _timeline(wh: ServedWarehouse, fc: Forecaster, kept: _Kept) -> pd.DataFrame:
     from iosight.timeline import bin_width_of, load_timeline
 
     wh.require("timeline", "build it with 'iosight timeline build'")
-    df = wh.memo("timeline", lambda: load_timeline(wh))
+    df = kept.get("timeline", ("timeline",), lambda: load_timeline(wh))
     if df.empty:
         raise IosightError("the timeline is empty: nothing to forecast from")
     fc.check_compatible(bin_width=bin_width_of(df))

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from iosight.report.dxt import DxtView, DxtWindow
+    from iosight.schedule import Recommendation
+    from iosight.serve._decisions import Decisions, ServedForecast
 
 # sortable column -> SQL expression (``bytes`` comes from job_totals)
 SORTS = {
@@ -417,12 +419,16 @@ def now_window(wh: ServedWarehouse, max_bins: int = MAX_NOW_BINS) -> pd.DataFram
 
 
 def forecast_start(
-    wh: ServedWarehouse, model: str, min_time: float, max_time: float, policy: str = "W3"
-):
-    """The saved forecaster's next bins and Algorithm 1's start (§V-B) for one application."""
-    from iosight.schedule import recommend_start
+    decisions: Decisions, model: str, min_time: float, max_time: float, policy: str = "W3"
+) -> tuple[ServedForecast, Recommendation]:
+    """The served forecast of the saved forecaster ``model`` and Algorithm 1's start on it
+    (§V-B) for one application, as ``/api/start`` answers: the forecast is the one the
+    server computed in the background (:class:`Decisions`), never computed here;
+    :class:`~iosight.serve.ForecastNotReady` until it exists."""
+    from iosight.schedule import start_on_forecast
 
-    return recommend_start(wh, model, min_time, max_time, policy=policy)
+    served = decisions.forecast(None, model)
+    return served, start_on_forecast(served.bins, min_time, max_time, policy=policy)
 
 
 def list_models(wh: ServedWarehouse) -> list[str]:

@@ -200,8 +200,12 @@ def _limbs(v: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
     """``v`` (rows x columns) as two integer-valued limbs, each with its power of two
     ``unit`` per column: ``v ~= hi * hi_unit + lo * lo_unit``, both limbs at most
     ``2**LIMB_BITS`` in magnitude."""
-    # per column: numpy's max(axis=0) over a few columns is some 30 times slower
-    bound = np.array([np.abs(v[:, c]).max() for c in range(v.shape[1])])
+    # per column: numpy's max(axis=0) over a few columns is some 30 times slower, but
+    # for a few rows (an update's new jobs) one call beats one a column
+    if len(v) <= SMALL_ROWS:
+        bound = np.abs(v).max(axis=0)
+    else:
+        bound = np.array([np.abs(v[:, c]).max() for c in range(v.shape[1])])
     scale = np.exp2(np.minimum(2 * LIMB_BITS - np.frexp(bound)[1], 1000))
     scaled = v * scale  # a power of two: exact, and below 2**(2 * LIMB_BITS)
     hi = np.trunc(scaled * 2.0**-LIMB_BITS)

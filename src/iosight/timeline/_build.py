@@ -141,11 +141,19 @@ def totals_intervals(columns: dict[str, np.ndarray]) -> tuple[np.ndarray, np.nda
     keep = np.isfinite(start)
     end = np.where(np.isfinite(end), np.maximum(end, start), start)
     values = np.zeros((len(start), len(VALUE_COLUMNS)))
-    for layer in LAYERS:  # a layer's columns at once: numpy's fixed costs once a layer
-        have = [(pos, columns[c]) for pos, c in _layer_totals(layer) if c in columns]
-        if have:
-            pos, cols = zip(*have, strict=True)
-            values[:, pos] += np.clip(np.nan_to_num(np.column_stack(cols), nan=0.0), 0.0, None)
+    have = [(layer, pos, columns[c]) for layer, pos, c in _TOTAL_PLACES if c in columns]
+    if not have:
+        return start[keep], end[keep], values[keep]
+    # every column at once (numpy's fixed costs once: an update bins a few jobs), then
+    # added a layer at a time, in LAYERS order, as the sums always were; NaN and negative
+    # totals count as 0, an infinite one as the largest float (``nan_to_num`` then
+    # ``clip``, without their Python layers)
+    stacked = np.fmax(np.column_stack([h[2] for h in have]), 0.0)
+    np.minimum(stacked, _LARGEST, out=stacked)
+    for layer in LAYERS:
+        at = [i for i, h in enumerate(have) if h[0] == layer]
+        if at:
+            values[:, [have[i][1] for i in at]] += stacked[:, at]
     return start[keep], end[keep], values[keep]
 
 
@@ -159,10 +167,21 @@ def _layer_totals(layer: str) -> list[tuple[int, str]]:
     ]
 
 
+_LARGEST = np.finfo(np.float64).max
+#: each layer's job-total columns and their places in VALUE_COLUMNS, found once
+_TOTAL_PLACES = tuple((layer, pos, c) for layer in LAYERS for pos, c in _layer_totals(layer))
+
+
 def assemble(
-    origin: float, width: float, sums: np.ndarray, active: np.ndarray, offset: int = 0
+    origin: float,
+    width: float,
+    sums: np.ndarray,
+    active: np.ndarray,
+    offset: int = 0,
+    metadata: dict | None = None,
 ) -> pa.Table:
-    """Timeline rows of ``sums`` and ``active``: bins ``offset`` onwards from ``origin``."""
+    """Timeline rows of ``sums`` and ``active``: bins ``offset`` onwards from ``origin``
+    (``metadata``: the table's schema metadata)."""
     import pyarrow as pa
 
     n = sums.shape[0]
@@ -173,7 +192,7 @@ def assemble(
     for i, name in enumerate(VALUE_COLUMNS):
         cols[name] = sums[:, i]
     cols["active_jobs"] = active.astype(np.int64)
-    return pa.table(cols)
+    return pa.table(cols, metadata=metadata)
 
 
 def _range(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[float, float]:
@@ -985,8 +1004,9 @@ def undated_metadata(count: int) -> dict[bytes, bytes]:
     return {_UNDATED_KEY: str(count).encode()} if count else {}
 
 
-def undated_jobs(table: pa.Table) -> int:
-    """Jobs the timeline ``table`` (from :func:`build_timeline`) could not place: those
-    without a start time, e.g. Darshan logs whose job record is garbage (read for their
-    records, their job fields unknown)."""
-    return int((table.schema.metadata or {}).get(_UNDATED_KEY, b"0"))
+def undated_jobs(table: pa.Table | dict) -> int:
+    """Jobs the timeline ``table`` (from :func:`build_timeline`; or its schema metadata,
+    a dict) could not place: those without a start time, e.g. Darshan logs whose job
+    record is garbage (read for their records, their job fields unknown)."""
+    metadata = table if isinstance(table, dict) else table.schema.metadata or {}
+    return int(metadata.get(_UNDATED_KEY, b"0"))

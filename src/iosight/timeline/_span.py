@@ -124,8 +124,7 @@ class Quartiles:
         wins = []
         for q, (first, kept) in zip(QUARTILES, self.windows, strict=True):
             first += int(np.count_nonzero(starts < kept[0]))
-            inside = starts[(starts >= kept[0]) & (starts <= kept[-1])]
-            merged = np.sort(np.concatenate([kept, inside]))
+            merged = _merged(kept, starts[(starts >= kept[0]) & (starts <= kept[-1])])
             lo, hi = window_ranks(self.n + len(starts), q, window)
             a, b = max(lo - first, 0), min(hi - first + 1, len(merged))
             wins.append((first + a, merged[a:b]))
@@ -152,6 +151,16 @@ class Quartiles:
 
 
 _UNBOUNDED = (-np.inf, np.inf, -np.inf, np.inf)
+
+
+def _merged(kept: np.ndarray, inside: np.ndarray) -> np.ndarray:
+    """The sorted starts ``kept`` with ``inside`` (a few, within them) in their places:
+    the sort of both, without sorting the window again (none inside, the usual case as
+    jobs land at the end of the year: ``kept`` itself)."""
+    if not inside.size:
+        return kept
+    inside = np.sort(inside)
+    return np.insert(kept, np.searchsorted(kept, inside), inside)
 
 
 def _pick(best, values: list[float]) -> float | None:
@@ -199,8 +208,10 @@ class LeftOut:
 
 
 def left_out(table) -> LeftOut | None:
-    """What the timeline ``table`` (from ``build_timeline``) left out; None when nothing."""
-    raw = (table.schema.metadata or {}).get(_METADATA_KEY)
+    """What the timeline ``table`` (from ``build_timeline``; or its schema metadata, a
+    dict) left out; None when nothing."""
+    metadata = table if isinstance(table, dict) else table.schema.metadata or {}
+    raw = metadata.get(_METADATA_KEY)
     if raw is None:
         return None
     fields = json.loads(raw)

@@ -223,7 +223,7 @@ def _commit(warehouse, stored, options, state, sources, stats, dense, acc) -> Ti
         raise _Rebuild(f"the dense span leaves out {stats['outside']:,} of the new jobs")
     meta = {
         **_left_out_meta(metadata, stats["lo"], stats["hi"]),
-        **undated_metadata(undated_jobs(_carrier(metadata)) + stats["undated"]),
+        **undated_metadata(undated_jobs(metadata) + stats["undated"]),
         _OPTIONS_KEY: json.dumps(options).encode(),
     }
     span = (int(state["first"]), int(state["bins"]))
@@ -234,17 +234,10 @@ def _commit(warehouse, stored, options, state, sources, stats, dense, acc) -> Ti
     return TimelineUpdate(stats["counted"], _write(warehouse, state, acc, meta, span, stored))
 
 
-def _carrier(metadata: dict) -> pa.Table:
-    """An empty table with schema ``metadata``, for the readers of a timeline's metadata."""
-    import pyarrow as pa
-
-    return pa.Table.from_pydict({}, metadata=metadata)
-
-
 def _left_out_meta(metadata: dict, lo: float | None, hi: float | None) -> dict:
     """The stored left-out metadata with the kept starts widened to ``[lo, hi]`` (the new
     jobs counted; the jobs left out are the same, :func:`_fences`)."""
-    left = left_out(_carrier(metadata))
+    left = left_out(metadata)
     if left is None:
         return {}
     if lo is not None:
@@ -388,7 +381,11 @@ class _Parquet:
         self._reader.open(path, pre_buffer=False)  # coalesced reads: for remote stores
         self._schema = self._reader.schema_arrow
         self.names = self._schema.names
-        self.rows = self._reader.metadata.num_rows
+
+    @property
+    def rows(self) -> int:
+        """The file's rows (its metadata's: read only when asked)."""
+        return self._reader.metadata.num_rows
 
     @property
     def metadata(self) -> dict:
@@ -484,15 +481,8 @@ class _PlainJobs:
         self.start, end, known = (_floats(jobs[c]) for c in ("start_time", "end_time", "known_at"))
         self.end = np.where(np.isnan(end), self.start, end)  # coalesce(end_time, start_time)
         self.known_at = np.where(np.isnan(known), end, known)  # KNOWN_AT
-        self.totals, self.of = totals, None
-        if totals is not None:
-            import pyarrow.compute as pc
-
-            at = pc.index_in(totals["job_key"], value_set=jobs["job_key"])
-            if at.null_count:
-                n = at.null_count
-                raise _Rebuild(f"the new batches hold {n:,} records of jobs it already holds")
-            self.of = at.to_numpy()
+        self.totals = totals
+        self.of = None if totals is None else _rows_of(totals["job_key"], jobs["job_key"])
 
     def counted(self, since: float | None, until: float | None, as_of: float | None) -> np.ndarray:
         """Which jobs the timeline counts: :func:`_job_condition` in numpy."""
@@ -520,6 +510,20 @@ class _PlainJobs:
             start, end, values = totals_intervals(cols)
             acc.add(start, end, values, list(range(len(VALUE_COLUMNS))))
         acc.add_jobs(self.start[counted], self.end[counted])
+
+
+def _rows_of(keys, jobs) -> np.ndarray:
+    """The row of ``jobs`` (job keys) of each of ``keys``; raises :class:`_Rebuild` when
+    one is not there (a record of a job the timeline holds)."""
+    if keys.equals(jobs):  # ingest writes both in the same order: nothing to look up
+        return np.arange(len(keys))
+    import pyarrow.compute as pc
+
+    at = pc.index_in(keys, value_set=jobs)
+    if at.null_count:
+        n = at.null_count
+        raise _Rebuild(f"the new batches hold {n:,} records of jobs it already holds")
+    return at.to_numpy()
 
 
 def _floats(column) -> np.ndarray:
@@ -595,10 +599,10 @@ def _write(
         i = acc.first - a
         sums[i : i + len(acc.sums)] += acc.sums
         active[i : i + len(acc.active)] += acc.active
-    width = acc.width
-    table = assemble(new_first * width, width, sums, active, offset=a - new_first)
     state = {**state, "first": new_first, "bins": new_last - new_first + 1}
-    table = table.replace_schema_metadata({**meta, STATE_KEY: json.dumps(state).encode()})
+    meta = {**meta, STATE_KEY: json.dumps(state).encode()}
+    width = acc.width
+    table = assemble(new_first * width, width, sums, active, offset=a - new_first, metadata=meta)
     if drop == [stored.newest] and len(runs) == 1:  # the newest run alone: in its place
         replace_newest(warehouse, table, stored.newest)
     else:

@@ -90,6 +90,7 @@ def stage_tables(
     arrow_schema: bool = True,
     key_values: bool = False,
     compression: str = "zstd",
+    statistics: bool | list[str] = True,
     row_group_size: int | None = None,
 ) -> list[str]:
     """Write a batch's tables as Parquet into ``staging``; return the names written.
@@ -103,8 +104,9 @@ def stage_tables(
     the file's key-value metadata (once: Arrow's schema would hold it a second time,
     base64-encoded, and every reader would decode both). ``compression``: Parquet's
     codec (``"none"``: a table rewritten often, and small, writes and reads faster
-    without one). ``row_group_size``: at most this many rows per row group (default:
-    Parquet's, a million).
+    without one); ``statistics``: the columns whose min/max each row group records
+    (True: all; a reader skips row groups by them); ``row_group_size``: at most this
+    many rows per row group (default: Parquet's, a million).
 
     ``batch``: table name to the Arrow tables of the batch.
     """
@@ -119,7 +121,8 @@ def stage_tables(
         table = pa.concat_tables(parts, promote_options="permissive")
         path = staging / f"{name}.{part}.parquet"
         write_parquet(path, table, arrow_schema=arrow_schema, key_values=key_values,
-                      compression=compression, row_group_size=row_group_size)  # fmt: skip
+                      compression=compression, statistics=statistics,
+                      row_group_size=row_group_size)  # fmt: skip
         written.append(name)
     return written
 
@@ -131,6 +134,7 @@ def write_parquet(
     arrow_schema: bool = True,
     key_values: bool = False,
     compression: str = "zstd",
+    statistics: bool | list[str] = True,
     row_group_size: int | None = None,
 ) -> None:
     """Write ``table`` as the Parquet file ``path`` (or into a pyarrow stream), as
@@ -145,7 +149,7 @@ def write_parquet(
     ]
     with pq.ParquetWriter(
         path, table.schema, compression=compression, use_dictionary=strings,
-        store_schema=arrow_schema,
+        store_schema=arrow_schema, write_statistics=statistics,
     ) as writer:  # fmt: skip
         writer.write_table(table, row_group_size=row_group_size)
         if key_values and not arrow_schema and table.schema.metadata:
@@ -613,7 +617,9 @@ class Warehouse:
         """The lock file opened to write (unlocked): a warehouse this process cannot
         write fails here, with one line."""
         try:
-            return open(self.path / _LOCK, "ab+")  # bytes: no text layer to build
+            # bytes, unbuffered: no text or buffer layer to build (nor its seek and
+            # terminal check, two system calls a commit)
+            return open(self.path / _LOCK, "ab+", buffering=0)
         except OSError as err:
             raise _ReadOnly(
                 f"cannot write warehouse {self.path}: its lock file: {err.strerror or err}"
