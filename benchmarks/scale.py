@@ -15,11 +15,15 @@ only to time it and sample its memory apart from the ingest's). At each size it 
   one job's page (a server started per size, requests in a row);
 * the wall time of ``iosight jobs --where 'start_time >= T'`` (the newest 1% of jobs),
   a grouped ``iosight sql``, and ``iosight --help`` (start-up alone) for reference;
-* ``iosight timeline build`` and ``iosight insights``: wall seconds and peak memory;
+* ``iosight timeline build`` and ``iosight insights``: wall seconds and peak memory
+  (each command also its CPU seconds, what a shared machine distorts least);
 * the load average before and after (the machine may be shared).
 
     python benchmarks/scale.py                      # 10,000 logs
     python benchmarks/scale.py --sizes 10000 100000 # grown to 10k, measured, then 100k
+    python benchmarks/scale.py --keep WH --sizes 100000 1000000 --skip timeline insights
+        # unattended: grows WH (on from the logs it has), a progress line per ingest,
+        # each size printed as it is reached; stops short of a full disk
 """
 
 from __future__ import annotations
@@ -68,9 +72,10 @@ print(json.dumps({"ingest_s": report.seconds, "ingested": report.ingested,
 """
 
 
-def timed(cmd: list[str]) -> tuple[float, float, str]:
-    """Run ``cmd``; its wall seconds, peak resident MB (its own and its children's) and
-    standard output."""
+def timed(cmd: list[str]) -> tuple[float, float, str, float]:
+    """Run ``cmd``; its wall seconds, peak resident MB (its own and its children's),
+    standard output and CPU seconds (all its threads and children: what load distorts
+    least)."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
@@ -80,24 +85,50 @@ def timed(cmd: list[str]) -> tuple[float, float, str]:
             err.seek(0)
             raise SystemExit(f"{' '.join(cmd)} failed: {err.read()[-2000:]}")
         out.seek(0)
-        return seconds, usage.ru_maxrss / 1024, out.read()
+        cpu = usage.ru_utime + usage.ru_stime
+        return seconds, usage.ru_maxrss / 1024, out.read(), cpu
 
 
 def iosight(*args: str) -> list[str]:
     return [sys.executable, "-m", "iosight", *args]
 
 
-def grow(wh: Path, logs: Path, start: int, stop: int, chunk: int) -> list[dict]:
-    """Ingest copies ``start`` .. ``stop - 1`` of the corpus in ingests of ``chunk``."""
-    runs = []
+def grow(wh: Path, logs: Path, start: int, stop: int, chunk: int, min_free_gb: float) -> list[dict]:
+    """Ingest copies ``start`` .. ``stop - 1`` of the corpus in ingests of ``chunk``, one
+    progress line each (with the time left at the pace so far). A failed ingest is
+    reported and the next one goes on (commits are atomic: the warehouse stays whole);
+    it stops when the disk has less than ``min_free_gb`` free."""
+    runs, t0 = [], time.monotonic()
     for at in range(start, stop, chunk):
+        free = shutil.disk_usage(wh.parent).free / 2**30
+        if free < min_free_gb:
+            print(f"  stopped at {at:,} logs: {free:.1f} GB free (< {min_free_gb})", flush=True)
+            break
         shutil.rmtree(logs, ignore_errors=True)
         logs.mkdir()
         corpus(min(chunk, stop - at), logs, start=at)
-        _, _, out = timed([sys.executable, "-c", _DRIVER, str(wh), str(logs)])
+        try:
+            _, _, out, _ = timed([sys.executable, "-c", _DRIVER, str(wh), str(logs)])
+        except SystemExit as err:  # reported; the next ingest goes on
+            print(f"  ingest of copies {at:,}.. failed: {err}", flush=True)
+            continue
         runs.append(json.loads(out.splitlines()[-1]))
-        print(f"  {stop if at + chunk >= stop else at + chunk:,} logs: {runs[-1]}", flush=True)
+        done, spent = min(at + chunk, stop), time.monotonic() - t0
+        left = spent / (done - start) * (stop - done)
+        pace = f"{spent / 60:.1f} min, about {left / 60:.0f} min to {stop:,}"
+        state = f"{free:.0f} GB free, load {os.getloadavg()[0]:.1f}"
+        print(f"  {done:,} logs ({pace}; {state}): {runs[-1]}", flush=True)
     return runs
+
+
+def logs_in(wh: Path) -> int:
+    """Sources already in the warehouse at ``wh`` (0 when there is none): a run given
+    ``--keep`` of an earlier run's warehouse goes on from there."""
+    from iosight.warehouse import Warehouse
+
+    if not (wh / "tables" / "sources").exists():
+        return 0
+    return int(Warehouse(wh).sql("select count(*) n from sources")["n"][0])
 
 
 def file_counts(wh: Path) -> dict[str, int]:
@@ -139,8 +170,9 @@ def serve_p95(wh: Path, keys: list[str], repeat: int) -> dict[str, float]:
         server.wait()
 
 
-def measure(wh: Path, runs: list[dict], repeat: int) -> dict:
-    """Every figure of one size."""
+def measure(wh: Path, runs: list[dict], repeat: int, skip: set[str]) -> dict:
+    """Every figure of one size (but the commands in ``skip``); ingest and compaction
+    figures are those of the ingests of this run."""
     from iosight.warehouse import Warehouse
 
     w = Warehouse(wh)
@@ -155,27 +187,30 @@ def measure(wh: Path, runs: list[dict], repeat: int) -> dict:
     )
     figures = {
         "jobs": jobs,
-        "ingest_s": sum(r["ingest_s"] for r in runs),
-        "logs_per_s": sum(r["ingested"] for r in runs) / sum(r["ingest_s"] for r in runs),
+        "ingest_s": (ingest_s := sum(r["ingest_s"] for r in runs)),
+        "logs_per_s": sum(r["ingested"] for r in runs) / max(ingest_s, 1e-9),
         "compactions": sum(1 for r in runs if r["compaction"]),
         "compact_s": sum(r["compact_s"] for r in runs),
-        "compact_peak_mb": max((r["compact_peak_mb"] or 0) for r in runs),
+        "compact_peak_mb": max((r["compact_peak_mb"] or 0 for r in runs), default=0),
+        "disk_gb": sum(f.stat().st_size for f in wh.rglob("*.parquet")) / 2**30,
         "files": sum(counts.values()),
         "files_per_table_mean": sum(counts.values()) / len(counts),
         "files_per_table_max": max(counts.values()),
         "serve_p95_ms": serve_p95(wh, keys, repeat),
         "help_s": timed(iosight("--help"))[0],
-        "jobs_where_s": timed(
-            iosight("jobs", "-w", str(wh), "--where", f"start_time >= {cut}", "-f", "csv")
-        )[0],
-        "sql_grouped_s": timed(iosight("sql", "-w", str(wh), grouped))[0],
     }
-    figures["timeline_s"], figures["timeline_peak_mb"], _ = timed(
-        iosight("timeline", "build", "-w", str(wh))
-    )
-    figures["insights_s"], figures["insights_peak_mb"], _ = timed(
-        iosight("insights", "-w", str(wh), "-f", "csv")
-    )
+    commands = {
+        "jobs_where": iosight(
+            "jobs", "-w", str(wh), "--where", f"start_time >= {cut}", "-f", "csv"
+        ),
+        "sql_grouped": iosight("sql", "-w", str(wh), grouped),
+        "timeline": iosight("timeline", "build", "-w", str(wh)),
+        "insights": iosight("insights", "-w", str(wh), "-f", "csv"),
+    }
+    for name, cmd in commands.items():
+        if name not in skip:
+            wall, peak, _, cpu = timed(cmd)
+            figures |= {f"{name}_s": wall, f"{name}_cpu_s": cpu, f"{name}_peak_mb": peak}
     return figures
 
 
@@ -184,21 +219,31 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000], help="logs per size")
     ap.add_argument("--chunk", type=int, default=5_000, help="logs per ingest")
     ap.add_argument("--repeat", type=int, default=40, help="requests per served page")
-    ap.add_argument("--keep", type=Path, help="build the warehouse here and keep it")
+    ap.add_argument(
+        "--keep", type=Path,
+        help="build the warehouse here and keep it; one an earlier run kept grows on from its logs",
+    )  # fmt: skip
+    ap.add_argument(
+        "--skip", nargs="*", default=[], choices=["timeline", "insights"],
+        help="commands not timed (each takes minutes per 10,000 logs of this corpus)",
+    )  # fmt: skip
+    ap.add_argument("--min-free-gb", type=float, default=5.0, help="stop growing below this")
     args = ap.parse_args()
     if not SHARED.exists():
         sys.exit(f"needs {SHARED} (the shared Darshan log collection)")
     tmp = Path(tempfile.mkdtemp(prefix="iosight-scale-"))
     wh = args.keep or tmp / "wh"
     try:
-        done, runs = 0, []
-        for size in sorted(args.sizes):
+        done, runs = logs_in(wh), []
+        for size in sorted(s for s in args.sizes if s > done):
             load = os.getloadavg()
-            runs += grow(wh, tmp / "logs", done, size, args.chunk)
-            done = size
-            figures = measure(wh, runs, args.repeat)
+            runs += grow(wh, tmp / "logs", done, size, args.chunk, args.min_free_gb)
+            done = logs_in(wh)
+            figures = measure(wh, runs, args.repeat, set(args.skip))
             figures["load_before"], figures["load_after"] = load, os.getloadavg()
-            print(json.dumps({"logs": size, **figures}, indent=1), flush=True)
+            print(json.dumps({"logs": done, **figures}, indent=1), flush=True)
+            if done < size:
+                break  # the disk ran out
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -124,6 +124,21 @@ def test_the_memory_limit_holds_without_spilling(served_path):
         ServedWarehouse(served_path, memory_limit="lots").connect()
 
 
+def test_every_threads_cursor_caches_parquet_footers(served_path):
+    """The requests' cursors (one per thread) keep the footers they read: a setting made
+    for the server's connection alone left every cursor reading them again (a job's page
+    took 35-50% more CPU on a 10,000-job warehouse)."""
+    import threading
+
+    wh = ServedWarehouse(served_path)
+    query = "select current_setting('parquet_metadata_cache') c"
+    got = []
+    thread = threading.Thread(target=lambda: got.append(wh.connect().execute(query).fetchall()))
+    thread.start()
+    thread.join()
+    assert got == [[(True,)]] and wh.connect().execute(query).fetchall() == [(True,)]
+
+
 def test_served_warehouse_refuses_writes(served_path):
     import pyarrow as pa
 

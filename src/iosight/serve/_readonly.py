@@ -163,7 +163,9 @@ class ServedWarehouse(Warehouse):
             con.execute(f"set memory_limit = '{limit}'")
             con.execute("set temp_directory = ''")  # else its folder becomes readable
             con.execute(f"set allowed_directories = ['{tables}']")
-            con.execute("set parquet_metadata_cache = true")  # footers of wide tables
+            # footers of wide tables, read once for every cursor (a plain "set" is this
+            # connection's alone: the cursors serving requests read every footer again)
+            con.execute("set global parquet_metadata_cache = true")
             con.execute("set enable_external_access = false")
             con.execute("set lock_configuration = true")
         except duckdb.Error as err:

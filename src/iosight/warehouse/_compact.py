@@ -213,10 +213,18 @@ def _merger(spill: Path) -> duckdb.DuckDBPyConnection:
 
 def merge_files(con: duckdb.DuckDBPyConnection, files: list[Path], out: Path) -> None:
     """Write the rows of ``files`` (columns unified by name) to ``out``, sorted by the
-    :data:`SORT_COLUMNS` they have, keeping the first file's key-value metadata."""
+    :data:`SORT_COLUMNS` they have, keeping the first file's key-value metadata: files
+    each already sorted (ingest's, earlier outputs) are merged without a sort
+    (:mod:`iosight.warehouse._merge`), others sorted by DuckDB."""
+    from iosight.warehouse._merge import merge_runs, sorted_runs
+
     rows = f"read_parquet([{', '.join(_sql_text(f) for f in files)}], union_by_name=true)"
     columns = {r[0] for r in con.execute(f"describe select * from {rows}").fetchall()}
-    order = [f'"{c}"' for c in SORT_COLUMNS if c in columns]
+    by = [c for c in SORT_COLUMNS if c in columns]
+    if by and (runs := sorted_runs(files, by)) is not None:
+        merge_runs(files, runs, out, ROW_GROUP_ROWS)  # sorted files: jobs moved, no sort
+        return
+    order = [f'"{c}"' for c in by]
     query = f"select * from {rows}" + (f" order by {', '.join(order)}" if order else "")
     options = f"format parquet, compression zstd, row_group_size {ROW_GROUP_ROWS}"
     metadata = _key_values(files[0])

@@ -29,7 +29,7 @@ import pyarrow as pa
 from iosight._errors import IosightError, check_param
 from iosight._progress import Progress, ensure_progress
 from iosight.parallel import default_workers
-from iosight.warehouse._compact import CompactReport, auto_compact
+from iosight.warehouse._compact import ROW_GROUP_ROWS, CompactReport, auto_compact
 from iosight.warehouse._dxt_bins import TABLE as DXT_BINS_TABLE
 from iosight.warehouse._dxt_bins import DxtBins
 from iosight.warehouse._io_totals import IO_TOTALS, IO_TOTALS_COMPRESSION, io_totals
@@ -598,7 +598,8 @@ class _Parts:
 
     Each source's rows carry their ``job_key`` only here: the column is built once per
     staged table, dictionary-encoded (no string per row; Parquet stores a dictionary
-    page and readers see a plain string column).
+    page and readers see a plain string column), and each staged file's rows are in
+    job key order (:func:`_in_key_order`).
     """
 
     def __init__(self, staging: Path) -> None:
@@ -634,11 +635,13 @@ class _Parts:
         if name in self.rows:
             rows = self.rows.pop(name)
             entries.insert(0, (_rows_table([r for r, _ in rows]), [k for _, k in rows]))
+        if all(isinstance(k, str) for _, k in entries):
+            entries.sort(key=lambda e: e[1])  # whole jobs in key order (stable: pieces too)
         table = pa.concat_tables([t for t, _ in entries], promote_options="permissive")
         if table.num_rows < _SMALL_CHUNK_ROWS * len(entries):
             table = table.combine_chunks()  # small chunks: worth a copy
         if entries[0][1] is not None:
-            keys = _key_column(entries)
+            table, keys = _in_key_order(table, _key_column(entries))
             # rows of no column (logs without records, in job_totals) vanish in Arrow's
             # concat when nothing else is there: their keys are the rows
             table = (
@@ -647,8 +650,10 @@ class _Parts:
                 else pa.table({"job_key": keys})
             )
         part = self.part.get(name, 0)
+        # row groups a compaction's merge reads one at a time from each file (_merge)
         self.written.update(stage_tables(self.staging, {name: [table]}, part=part,
-                                         arrow_schema=False))  # fmt: skip
+                                         arrow_schema=False,
+                                         row_group_size=ROW_GROUP_ROWS))  # fmt: skip
         if name == "job_totals":  # and its narrow twin, under the same name (_io_totals)
             twin = {IO_TOTALS: [io_totals(table)]}
             self.written.update(stage_tables(self.staging, twin, part=part, arrow_schema=False,
@@ -694,6 +699,19 @@ def _key_column(entries: list[tuple[pa.Table, str | list[str]]]) -> pa.Dictionar
     return pa.DictionaryArray.from_arrays(
         pa.array(np.concatenate(index)), pa.array(words, pa.string())
     )
+
+
+def _in_key_order(table: pa.Table, keys: pa.DictionaryArray) -> tuple[pa.Table, pa.Array]:
+    """``table`` and its rows' ``keys`` sorted by key (stable), so a compaction merges
+    the staged files without sorting them (:mod:`iosight.warehouse._merge`); rows in
+    order already (sources of one job each, sorted as they were added) are not copied."""
+    words = keys.dictionary.to_numpy(zero_copy_only=False)
+    rank = np.argsort(np.argsort(words, kind="stable"), kind="stable")
+    row_rank = rank[keys.indices.to_numpy()]
+    if np.all(row_rank[1:] >= row_rank[:-1]):
+        return table, keys
+    order = pa.array(np.argsort(row_rank, kind="stable"))
+    return table.take(order), keys.take(order)
 
 
 def _job_keys(key: str, table: pa.Table) -> tuple[pa.Table, str | list[str]]:

@@ -91,6 +91,7 @@ def stage_tables(
     key_values: bool = False,
     compression: str = "zstd",
     statistics: bool | list[str] = True,
+    row_group_size: int | None = None,
 ) -> list[str]:
     """Write a batch's tables as Parquet into ``staging``; return the names written.
 
@@ -104,7 +105,8 @@ def stage_tables(
     base64-encoded, and every reader would decode both). ``compression``: Parquet's
     codec (``"none"``: a table rewritten often, and small, writes and reads faster
     without one); ``statistics``: the columns whose min/max each row group records
-    (True: all; a reader skips row groups by them).
+    (True: all; a reader skips row groups by them); ``row_group_size``: at most this
+    many rows per row group (default: Parquet's, a million).
 
     ``batch``: table name to the Arrow tables of the batch.
     """
@@ -119,7 +121,8 @@ def stage_tables(
         table = pa.concat_tables(parts, promote_options="permissive")
         path = staging / f"{name}.{part}.parquet"
         write_parquet(path, table, arrow_schema=arrow_schema, key_values=key_values,
-                      compression=compression, statistics=statistics)  # fmt: skip
+                      compression=compression, statistics=statistics,
+                      row_group_size=row_group_size)  # fmt: skip
         written.append(name)
     return written
 
@@ -132,6 +135,7 @@ def write_parquet(
     key_values: bool = False,
     compression: str = "zstd",
     statistics: bool | list[str] = True,
+    row_group_size: int | None = None,
 ) -> None:
     """Write ``table`` as the Parquet file ``path`` (or into a pyarrow stream), as
     :func:`stage_tables` does (its options are this function's)."""
@@ -147,7 +151,7 @@ def write_parquet(
         path, table.schema, compression=compression, use_dictionary=strings,
         store_schema=arrow_schema, write_statistics=statistics,
     ) as writer:  # fmt: skip
-        writer.write_table(table)
+        writer.write_table(table, row_group_size=row_group_size)
         if key_values and not arrow_schema and table.schema.metadata:
             writer.add_key_value_metadata(table.schema.metadata)
 

@@ -1,0 +1,81 @@
+"""Compaction's merge of files already sorted by job key (iosight.warehouse._merge)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from iosight.data import example_logs
+from iosight.warehouse import Warehouse, _merge, ingest
+from iosight.warehouse._compact import _merger, merge_files
+
+
+def _file(path: Path, keys: list[str], starts: list[float]) -> Path:
+    """A per-job table's file: ``keys`` and ``starts`` per row, and a payload column."""
+    table = pa.table(
+        {"job_key": keys, "start": starts, "seq": list(range(len(keys)))},
+    )
+    pq.write_table(table, path, row_group_size=3)  # several row groups per file
+    return path
+
+
+def _rows(path: Path) -> list[tuple]:
+    return duckdb.sql(f"select job_key, start, seq from '{path}'").fetchall()
+
+
+@pytest.fixture
+def sorted_files(tmp_path) -> list[Path]:
+    """Three files, each sorted by job key, their keys interleaved across files."""
+    return [
+        _file(tmp_path / "a.parquet", ["a", "a", "d", "d", "d", "g"], [1, 2, 0, 5, 9, 1]),
+        _file(tmp_path / "b.parquet", ["b", "e", "e", "h"], [3, 1, 2, 0]),
+        _file(tmp_path / "c.parquet", ["c", "c", "f"], [7, 8, 1]),
+    ]
+
+
+def test_sorted_files_are_merged_job_by_job_without_a_sort(tmp_path, sorted_files):
+    """The output holds every row once, in job key order, each job's rows in their
+    order in its file (what a stable sort by job key gives)."""
+    assert _merge.sorted_runs(sorted_files, ["job_key", "start"]) is not None
+    con = _merger(tmp_path / "spill")
+    merge_files(con, sorted_files, tmp_path / "out.parquet")
+    rows = [r for f in sorted_files for r in _rows(f)]
+    assert _rows(tmp_path / "out.parquet") == sorted(rows, key=lambda r: r[0])
+    assert pq.read_metadata(tmp_path / "out.parquet").num_rows == 13
+
+
+def test_files_the_merge_cannot_take_are_sorted_by_duckdb(tmp_path, sorted_files, monkeypatch):
+    """A file out of key order, a job in two files when further columns sort it, and
+    files whose readers would hold too much: no runs, and merge_files still sorts."""
+    unsorted = _file(tmp_path / "u.parquet", ["z", "a"], [0, 0])
+    assert _merge.sorted_runs([*sorted_files, unsorted], ["job_key"]) is None
+    out_of_order = _file(tmp_path / "o.parquet", ["k", "k"], [5, 1])
+    assert _merge.sorted_runs([out_of_order], ["job_key", "start"]) is None
+    assert _merge.sorted_runs([out_of_order], ["job_key"]) is not None
+    again = _file(tmp_path / "again.parquet", ["a"], [3])
+    assert _merge.sorted_runs([*sorted_files, again], ["job_key", "start"]) is None
+    assert _merge.sorted_runs([*sorted_files, again], ["job_key"]) is not None
+    monkeypatch.setattr(_merge, "_READER_BYTES", 16)
+    assert _merge.sorted_runs(sorted_files, ["job_key"]) is None
+    con = _merger(tmp_path / "spill")
+    merge_files(con, [*sorted_files, unsorted], tmp_path / "out.parquet")
+    keys = [r[0] for r in _rows(tmp_path / "out.parquet")]
+    assert keys == sorted(keys) and len(keys) == 15
+
+
+def test_ingest_stages_each_table_in_job_key_order(tmp_path):
+    """A batch of many example logs: every per-job table's file is sorted by job key,
+    so its compaction merges without sorting."""
+    wh = Warehouse(tmp_path / "wh", create=True)
+    assert ingest([str(p) for p in example_logs()], wh, workers=1, compact=False).ok
+    checked = 0
+    for name in ("posix", "dxt_posix", "names", "job_totals", "lustre"):
+        files = wh.table_files(name)
+        assert files and all(pq.read_metadata(f).num_rows > 1 for f in files)
+        assert _merge.sorted_runs(files, ["job_key"]) is not None, name
+        checked += 1
+    assert checked == 5
