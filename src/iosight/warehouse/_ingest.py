@@ -29,7 +29,12 @@ import pyarrow as pa
 from iosight._errors import IosightError, check_param
 from iosight._progress import Progress, ensure_progress
 from iosight.parallel import default_workers
-from iosight.warehouse._compact import CompactReport, auto_compact
+from iosight.warehouse._compact import (
+    ROW_GROUP_ROWS,
+    TABLE_SORT_COLUMNS,
+    CompactReport,
+    auto_compact,
+)
 from iosight.warehouse._dxt_bins import TABLE as DXT_BINS_TABLE
 from iosight.warehouse._dxt_bins import DxtBins
 from iosight.warehouse._io_totals import IO_TOTALS, IO_TOTALS_COMPRESSION, io_totals
@@ -639,6 +644,8 @@ class _Parts:
             table = table.combine_chunks()  # small chunks: worth a copy
         if entries[0][1] is not None:
             keys = _key_column(entries)
+            if name in TABLE_SORT_COLUMNS:  # a job's segments in time order, as compacted
+                table, keys = _sorted_by_key(table, keys, TABLE_SORT_COLUMNS[name][1])
             # rows of no column (logs without records, in job_totals) vanish in Arrow's
             # concat when nothing else is there: their keys are the rows
             table = (
@@ -647,8 +654,9 @@ class _Parts:
                 else pa.table({"job_key": keys})
             )
         part = self.part.get(name, 0)
+        groups = ROW_GROUP_ROWS if name in TABLE_SORT_COLUMNS else None  # windows skip groups
         self.written.update(stage_tables(self.staging, {name: [table]}, part=part,
-                                         arrow_schema=False))  # fmt: skip
+                                         arrow_schema=False, row_group_size=groups))  # fmt: skip
         if name == "job_totals":  # and its narrow twin, under the same name (_io_totals)
             twin = {IO_TOTALS: [io_totals(table)]}
             self.written.update(stage_tables(self.staging, twin, part=part, arrow_schema=False,
@@ -694,6 +702,19 @@ def _key_column(entries: list[tuple[pa.Table, str | list[str]]]) -> pa.Dictionar
     return pa.DictionaryArray.from_arrays(
         pa.array(np.concatenate(index)), pa.array(words, pa.string())
     )
+
+
+def _sorted_by_key(
+    table: pa.Table, keys: pa.DictionaryArray, column: str
+) -> tuple[pa.Table, pa.DictionaryArray]:
+    """``table`` and the ``job_key`` of its rows sorted by job key, then by ``column``
+    (how compaction sorts the table, :data:`TABLE_SORT_COLUMNS`; nulls last)."""
+    import pyarrow.compute as pc
+
+    word = pc.rank(keys.dictionary, tiebreaker="dense")  # equal keys, equal ranks
+    by = pa.table({"key": word.take(keys.indices), "by": table[column]})
+    order = pc.sort_indices(by, sort_keys=[("key", "ascending"), ("by", "ascending")])
+    return table.take(order), keys.take(order)
 
 
 def _job_keys(key: str, table: pa.Table) -> tuple[pa.Table, str | list[str]]:

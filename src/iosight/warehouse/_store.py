@@ -90,6 +90,7 @@ def stage_tables(
     arrow_schema: bool = True,
     key_values: bool = False,
     compression: str = "zstd",
+    row_group_size: int | None = None,
 ) -> list[str]:
     """Write a batch's tables as Parquet into ``staging``; return the names written.
 
@@ -102,7 +103,8 @@ def stage_tables(
     the file's key-value metadata (once: Arrow's schema would hold it a second time,
     base64-encoded, and every reader would decode both). ``compression``: Parquet's
     codec (``"none"``: a table rewritten often, and small, writes and reads faster
-    without one).
+    without one). ``row_group_size``: rows per row group (default: Arrow's, a million),
+    smaller where a scan should skip row groups of a sorted table.
 
     ``batch``: table name to the Arrow tables of the batch.
     """
@@ -117,7 +119,7 @@ def stage_tables(
         table = pa.concat_tables(parts, promote_options="permissive")
         path = staging / f"{name}.{part}.parquet"
         write_parquet(path, table, arrow_schema=arrow_schema, key_values=key_values,
-                      compression=compression)  # fmt: skip
+                      compression=compression, row_group_size=row_group_size)  # fmt: skip
         written.append(name)
     return written
 
@@ -129,6 +131,7 @@ def write_parquet(
     arrow_schema: bool = True,
     key_values: bool = False,
     compression: str = "zstd",
+    row_group_size: int | None = None,
 ) -> None:
     """Write ``table`` as the Parquet file ``path`` (or into a pyarrow stream), as
     :func:`stage_tables` does (its options are this function's)."""
@@ -144,7 +147,7 @@ def write_parquet(
         path, table.schema, compression=compression, use_dictionary=strings,
         store_schema=arrow_schema,
     ) as writer:  # fmt: skip
-        writer.write_table(table)
+        writer.write_table(table, row_group_size=row_group_size)
         if key_values and not arrow_schema and table.schema.metadata:
             writer.add_key_value_metadata(table.schema.metadata)
 
