@@ -67,10 +67,13 @@ def _at_stake(f: dict) -> str:
 
 
 def _frame_of(rows: Rows):
-    """``rows`` as a DataFrame (for the callers that asked for DataFrames)."""
+    """``rows`` as a DataFrame (for the callers that asked for DataFrames), a DOUBLE
+    column as floats (NaN where missing) as DuckDB would give it."""
     import pandas as pd
 
-    return pd.DataFrame(rows.values, columns=rows.columns)
+    df = pd.DataFrame(rows.values, columns=rows.columns)
+    doubles = [c for c, t in zip(rows.columns, rows.types, strict=True) if t == "DOUBLE"]
+    return df.astype(dict.fromkeys(doubles, "float64"))
 
 
 def job_insights(
@@ -90,7 +93,8 @@ def job_insights(
         from iosight.insights._frame import load
 
         found, per_job = evaluate(load(warehouse, [key], t), t)
-        stored = (Rows.from_columns(found.to_dict("list")), per_job["not_evaluated"].iloc[0])
+        columns = {c: found[c].to_numpy() for c in found.columns}
+        stored = (Rows.from_columns(columns), per_job["not_evaluated"].iloc[0])
     found, blind = stored
     order = {lv: i for i, lv in enumerate(LEVELS)}
     ranked = sorted(found.values, key=_finding_order(found.columns, order))

@@ -60,7 +60,7 @@ class JobSummary:
         document less its insights): ``job`` (the jobs row), ``notes``, and each table
         as a list of records (the schema is in docs/job.md)."""
         return {
-            "job": dict(self.job),
+            "job": self.job if isinstance(self.job, dict) else self.job.to_dict(),
             "notes": list(self.notes),
             **{name: records_of(getattr(self, name)) for name in _TABLES},
         }
