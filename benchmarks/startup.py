@@ -1,7 +1,10 @@
 """Benchmark: how long read commands take to answer a one-job warehouse.
 
 Builds a warehouse of one real log (PyDarshan's ``example.darshan``) and its timeline
-in a temporary folder, then runs each command in a fresh interpreter ``--runs`` times
+in a temporary folder (and a copy with the job's insights stored, by ``iosight
+insights``, for the ``job`` commands marked so: ``iosight job`` reads stored insights
+without pandas, and evaluates them only where none are stored), then runs each command
+in a fresh interpreter ``--runs`` times
 and prints the min and median wall time, the min CPU time (user + system of the child)
 and the load average. The machine may be shared, so it also prints each command's
 import time from ``python -X importtime`` (the sum over the modules imported at top
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -32,6 +36,7 @@ import time
 from pathlib import Path
 
 from iosight.data import example_logs
+from iosight.insights import compute_insights
 from iosight.timeline import build_timeline
 from iosight.warehouse import Warehouse, ingest
 
@@ -47,15 +52,20 @@ COMMANDS = [
     ["insights"],
     "schedule start --min-time 100 --max-time 200 --pattern 0001100 --policy MDT".split(),
 ]
+#: commands run on the copy of the warehouse with the job's insights stored
+STORED = [["job", "4478544"], ["job", "4478544", "-f", "json"]]
 
 
-def one_job_warehouse(folder: Path) -> Path:
+def one_job_warehouse(folder: Path) -> tuple[Path, Path]:
+    """The one-job warehouse, and its copy with the job's insights stored."""
     path = folder / "wh"
     log = next(p for p in example_logs() if p.name == "example.darshan")
     wh = Warehouse(path, create=True)
     ingest([log], wh, workers=1)
     build_timeline(wh)
-    return path
+    stored = Path(shutil.copytree(path, folder / "wh-insights"))
+    compute_insights(Warehouse(stored))
+    return path, stored
 
 
 def children_cpu() -> float:
@@ -114,12 +124,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # the children cache bytecode...
         os.environ["PYTHONPYCACHEPREFIX"] = os.path.join(tmp, "pycache")  # ...out of the trees
-        wh = str(one_job_warehouse(Path(tmp)))
+        wh, stored = map(str, one_job_warehouse(Path(tmp)))
         print(f"load average before: {os.getloadavg()[0]:.2f}; {runs} runs per command")
         cases = [("import pandas", [sys.executable, "-c", "import pandas"])]
         for c in COMMANDS:
             warehouse = [] if c == ["--help"] else ["-w", wh]
             cases.append((" ".join(c), [sys.executable, "-m", "iosight", *c, *warehouse]))
+        for c in STORED:
+            argv = [sys.executable, "-m", "iosight", *c, "-w", stored]
+            cases.append((" ".join(c) + " (insights stored)", argv))
         for label, argv in cases:
             for side, src in sides.items():
                 lo, mid, cpu = timings(argv, runs, src)

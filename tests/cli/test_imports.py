@@ -107,6 +107,32 @@ def test_job_loads_no_reader_and_no_model_library(wh, tmp_path):
     assert other_commands(loaded, "job") == set()
 
 
+@pytest.fixture(scope="module")
+def insights_wh(wh, tmp_path_factory):
+    """:func:`wh` with its job's insights stored (``iosight insights``)."""
+    import shutil
+
+    from iosight.insights import compute_insights
+
+    path = shutil.copytree(wh, tmp_path_factory.mktemp("stored") / "wh")
+    assert compute_insights(Warehouse(path)).jobs == 1  # evaluated now, or already
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_job_with_stored_insights_loads_no_data_frame_library(insights_wh, fmt, tmp_path):
+    """Where ``iosight insights`` stored the job's insights, ``iosight job`` prints its
+    summary and findings from plain rows: neither pandas nor numpy nor pyarrow, nor the
+    rules (only a job without stored results is evaluated, by the rules over frames)."""
+    args = ["job", "4478544", "-w", str(insights_wh), "-f", fmt]
+    result, loaded = imported_modules(COMMAND, *args, tmp_path=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "vpicio_uni" in result.stdout and "P08" in result.stdout  # a stored finding
+    rules = {"iosight.insights._compute", "iosight.insights._registered"}
+    assert loaded.isdisjoint(HEAVY | rules), loaded & (HEAVY | rules)
+    assert other_commands(loaded, "job") == set()
+
+
 def test_schedule_start_from_a_pattern_loads_no_data_frame_library(tmp_path):
     """Algorithm 1 on a given burst pattern is numpy work; its table needs no pandas."""
     args = ["schedule", "start", "--min-time", "100", "--max-time", "200"]

@@ -18,11 +18,17 @@ from iosight.warehouse import Warehouse, ingest
 
 
 @pytest.fixture(scope="module")
-def million(tmp_path_factory, million_segment_log):
-    """A server of a warehouse holding the tracer-made job of 1,000,448 segments."""
+def million_wh(tmp_path_factory, million_segment_log):
+    """A warehouse holding the tracer-made job of 1,000,448 segments, and its key."""
     wh = Warehouse(tmp_path_factory.mktemp("million") / "wh", create=True)
     ingest([million_segment_log], wh, workers=1)
-    key = wh.sql("select job_key from jobs")["job_key"][0]
+    return wh, wh.sql("select job_key from jobs")["job_key"][0]
+
+
+@pytest.fixture(scope="module")
+def million(million_wh):
+    """A server of :func:`million_wh`."""
+    wh, key = million_wh
     with BackgroundServer(create_app(wh.path)) as srv:
         yield srv, key
 
@@ -108,3 +114,19 @@ def test_an_unknown_job_is_a_400_line(million):
     srv, _ = million
     status, body = _get(f"{srv.url}/api/job/nosuchjob/dxt")
     assert status == 400 and "nosuchjob" in json.loads(body)["error"]
+
+
+def test_a_time_window_reads_only_the_row_groups_it_overlaps(million_wh):
+    """Ingest stages a job's segments sorted by start time in row groups of 65,536, so
+    the edge bins of a window (a hundredth of the run here) skip the job's other row
+    groups by their min/max start; as the segments lie in the log (rank by rank), every
+    row group spans the whole run and all were read."""
+    wh, key = million_wh
+    run = float(wh.sql("select run_time from jobs")["run_time"][0])
+    plan = wh.connect().execute(
+        'explain analyze select count(*) from dxt_posix where job_key = ? and "end" >= ? '
+        "and start <= ?",
+        [key, 0.5 * run, 0.51 * run],
+    ).fetchall()[0][1]
+    scanned, groups = map(int, re.search(r"Row Groups Scanned: *(\d+) */ *(\d+)", plan).groups())
+    assert groups >= 15 and scanned <= groups // 3, plan

@@ -227,6 +227,31 @@ def test_a_full_output_is_not_merged_again(tmp_path, monkeypatch):
     assert Warehouse(wh.path).sql("select count(*) n from rows")["n"][0] == 43 * 500
 
 
+def _in_order(wh: Warehouse, table: str, columns: str) -> list[bool]:
+    """Whether each of ``table``'s files holds its rows ordered by ``columns``."""
+    return [
+        wh.sql(
+            f"select bool_and(ok) ok from (select ({columns}) >= lag(({columns})) over "
+            f"(order by file_row_number) or lag(1) over (order by file_row_number) is null ok "
+            f"from read_parquet('{f}', file_row_number = true))"
+        )["ok"][0]
+        for f in wh.table_files(table)
+    ]
+
+
+def test_dxt_segments_are_sorted_by_job_then_start_time(tmp_path, reference):
+    """Ingest stages each job's DXT segments in start order, and compaction keeps them
+    so (:data:`_compact.TABLE_SORT_COLUMNS`): a time window of a job then reads only
+    the row groups it overlaps. The other tables keep the general order."""
+    wh = Warehouse(_copy(reference.path, tmp_path / "wh"))
+    staged = _in_order(wh, "dxt_posix", "job_key, start")
+    assert len(staged) > 1 and all(staged)
+    compact(wh)
+    compacted = _in_order(wh, "dxt_posix", "job_key, start")
+    assert len(compacted) < len(staged) and all(compacted)
+    assert all(_in_order(wh, "jobs", "start_time, job_key"))
+
+
 def test_a_long_lived_warehouse_object_reads_what_others_committed(tmp_path, all_but_one):
     """A notebook's warehouse object, opened before another writer ingested, compacted
     and deleted the replaced files, answers from the files the tables hold now (its views

@@ -275,14 +275,16 @@ def job(
             from iosight.warehouse import log_warehouse  # the readers: only for a log
 
             wh = stack.enter_context(log_warehouse(ident))
-            keys = wh.sql("select job_key from jobs")["job_key"]
+            keys = wh.rows("select job_key from jobs").values
             if len(keys) != 1:
                 raise IosightError(f"{ident} holds {len(keys)} jobs: ingest it and name one job id")
-            ident = keys[0]
+            ident = keys[0][0]
         else:
             wh = open_warehouse(warehouse)
-        s = job_summary(wh, ident)
-        found = job_insights(wh, s.job["job_key"])
+        # plain rows to print (no pandas where the job's insights are stored, by
+        # iosight insights); the figure draws DataFrames
+        s = job_summary(wh, ident, rows=plot is None)
+        found = job_insights(wh, s.job["job_key"], rows=plot is None)
         if fmt != "table":
             doc = {**s.to_dict(), "insights": found.to_dict()}
             sys.stdout.write(document_json(doc, one_line=fmt == "jsonl"))

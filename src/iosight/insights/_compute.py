@@ -1,14 +1,15 @@
 """Evaluate every rule over many jobs and keep the results in the warehouse.
 
-Two derived tables: ``insights`` (one row per finding) and ``insights_jobs`` (one row
+Three derived tables: ``insights`` (one row per finding), ``insights_jobs`` (one row
 per evaluated job: the thresholds' digest, counts per level, and the rules its data
-could not evaluate). Jobs already evaluated with the same thresholds are skipped, so
-running again after an ingest evaluates only the new jobs.
+could not evaluate) and ``insights_rules`` (one row per rule: its title and what it
+needs, so one job's stored results are read without importing the rules). Jobs already
+evaluated with the same thresholds are skipped, so running again after an ingest
+evaluates only the new jobs.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 
@@ -18,14 +19,12 @@ import pyarrow as pa
 
 from iosight._errors import IosightError
 from iosight._progress import Progress, ensure_progress
-from iosight._units import human_bytes, human_rank_time
 from iosight.insights import _frame
-from iosight.insights._rules import FINDING_COLUMNS, LEVELS, RULES, Rule
+from iosight.insights._names import FINDINGS_TABLE, JOBS_TABLE, LEVELS, RULES_TABLE
+from iosight.insights._registered import RULES
+from iosight.insights._rules import FINDING_COLUMNS, Rule
 from iosight.insights._thresholds import Thresholds
-from iosight.warehouse import Warehouse, find_job
-
-FINDINGS_TABLE = "insights"
-JOBS_TABLE = "insights_jobs"
+from iosight.warehouse import Warehouse
 
 FINDINGS_SCHEMA = pa.schema(
     [
@@ -141,6 +140,8 @@ def compute_insights(
         stored = warehouse.sql(f"select job_key, thresholds from {JOBS_TABLE}")
         done = set(stored.loc[stored["thresholds"] == t.digest(), "job_key"])
     todo = sorted(set(scope) - done)
+    if todo or not warehouse.has_table(RULES_TABLE):
+        warehouse.write_table(RULES_TABLE, rules_table())
     prog = ensure_progress(progress)
     prog.start(len(todo), "insights")
     n_found = 0
@@ -164,69 +165,14 @@ def compute_insights(
     return InsightsRun(len(scope), len(todo), n_found, time.perf_counter() - start)
 
 
-@dataclass
-class JobInsights:
-    """One job's findings (ordered by level) and the rules its data could not evaluate.
-
-    ``job_key``: the job; ``findings``: its findings, one row each.
-    """
-
-    job_key: str
-    findings: pd.DataFrame
-    not_evaluated: pd.DataFrame  # code, title, needs
-
-    def table(self) -> pd.DataFrame:
-        """Findings for reading: level, code, message, at stake, files, recommendation."""
-        f = self.findings
-        secs = f["stake_s"].map(lambda v: human_rank_time(v) if pd.notna(v) and v > 0 else "")
-        size = f["stake_bytes"].map(lambda v: human_bytes(v) if pd.notna(v) and v > 0 else "")
-        stake = (secs + ", " + size).str.strip(", ")
-        out = f[["level", "code", "message"]].assign(at_stake=stake)
-        return out.assign(files=f["files"], recommendation=f["recommendation"])
-
-    def to_dict(self) -> dict:
-        """Raw values for machines: ``findings`` (each with its evidence as an object, its
-        stake in rank-seconds and bytes) and ``not_evaluated`` (code, title, needs)."""
-        found = self.findings.drop(columns="job_key").to_dict("records")
-        for f in found:
-            ev = f["evidence"]
-            f["evidence"] = json.loads(ev) if isinstance(ev, str) and ev else {}
-        return {"findings": found, "not_evaluated": self.not_evaluated.to_dict("records")}
-
-
-def job_insights(
-    warehouse: Warehouse, ident: str, *, thresholds: Thresholds | None = None
-) -> JobInsights:
-    """One job's insights: stored ones when current, else evaluated now (nothing written).
-
-    ``warehouse``: the warehouse read; ``ident``: the job: its job id, job_key or a job_key
-    prefix; ``thresholds``: the rules' thresholds (default: Drishti's).
-    """
-    t = thresholds or Thresholds()
-    key = find_job(warehouse, ident)
-    stored = None
-    if warehouse.has_table(JOBS_TABLE) and warehouse.has_table(FINDINGS_TABLE):
-        row = warehouse.sql(
-            f"select not_evaluated from {JOBS_TABLE} where job_key = ? and thresholds = ?",
-            [key, t.digest()],
-        )
-        if len(row):
-            found = warehouse.sql(f"select * from {FINDINGS_TABLE} where job_key = ?", [key])
-            stored = (found, row["not_evaluated"].iloc[0])
-    if stored is None:
-        found, per_job = evaluate(_frame.load(warehouse, [key], t), t)
-        stored = (found, per_job["not_evaluated"].iloc[0])
-    found, blind = stored
-    order = {lv: i for i, lv in enumerate(LEVELS)}
-    found = found.assign(_o=found["level"].map(order)).sort_values(
-        ["_o", "stake_s", "code"], ascending=[True, False, True], kind="mergesort"
-    )
-    codes = [c for c in (blind or "").split(",") if c]
-    missing = pd.DataFrame(
+def rules_table() -> pa.Table:
+    """Every rule's code, family, title and what it needs (:data:`RULES_TABLE`)."""
+    rules = [r for _, r in RULES.items()]
+    return pa.table(
         {
-            "code": codes,
-            "title": [RULES.get(c).title for c in codes],
-            "needs": [RULES.get(c).needs_text() for c in codes],
+            "code": [r.code for r in rules],
+            "family": [r.family for r in rules],
+            "title": [r.title for r in rules],
+            "needs": [r.needs_text() for r in rules],
         }
     )
-    return JobInsights(key, found.drop(columns="_o").reset_index(drop=True), missing)

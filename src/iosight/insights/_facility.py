@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from iosight.insights._compute import FINDINGS_TABLE, JOBS_TABLE
-from iosight.insights._rules import LEVELS, RULES
+from iosight.insights._names import FINDINGS_TABLE, JOBS_TABLE, LEVELS
+from iosight.insights._registered import RULES
 from iosight.warehouse import Warehouse, kind_of, synthetic_flag
 
 # the application of a job: the executable's base name (first word of the command line);

@@ -20,7 +20,6 @@ from iosight._registry import Registry
 from iosight.insights._frame import COUNTERS
 from iosight.insights._thresholds import Thresholds
 
-LEVELS = ("high", "warn", "info", "ok")
 NOT_EVALUATED = "n/a"
 
 # what a rule's data has to hold, and what to say when a job's data does not

@@ -91,8 +91,9 @@ def dxt_view(
 
     The grid is counted first: from the job's ``dxt_bins`` (made at ingest) when the
     window spans a grid's width of them, else in one scan of the job's segments; only a
-    window of few segments is read again for them (and the rank bounds of a zoom prune
-    that read to the row groups of its ranks)."""
+    window of few segments is read again for them (and the time bounds of a zoom prune
+    that read to the row groups of its time: a job's segments are stored in start-time
+    order, see :data:`iosight.warehouse._compact.TABLE_SORT_COLUMNS`)."""
     window = window or DxtWindow()
     params = [key, *window.bounds()]
     bounds = _bounds(warehouse, key, window, params)

@@ -30,7 +30,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
         "_known": ("KNOWN_AT", "known_at_sql"),
         "_provenance": ("data_kind", "kind_of", "synthetic_flag"),
         "_replay": ("ReplayReport", "replay"),
-        "_rows": ("Rows",),
+        "_rows": ("Rows", "records_of"),
         "_single": ("log_warehouse",),
         "_store": (
             "DEFAULT_LOCK_TIMEOUT",

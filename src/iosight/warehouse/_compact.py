@@ -20,12 +20,13 @@ rewritten once per tier, and the files stay bounded (fewer than
 :data:`AUTO_SMALL_FILES` small files per tier, three tiers below the target).
 ``iosight compact`` by hand merges every small file.
 
-Rows are sorted by job start time and job key (``jobs``) or by job key (the per-job
-tables; sorting DXT segments further, by rank and sequence, cost a third more time
-for nothing a query uses), in row groups of :data:`ROW_GROUP_ROWS`:
+Rows are sorted by job start time and job key (``jobs``), by job key (the per-job
+tables), or by job key and segment start time (the DXT tables, :data:`TABLE_SORT_COLUMNS`,
+as ingest stages them: a time window of one job's segments then reads only the row
+groups it overlaps), in row groups of :data:`ROW_GROUP_ROWS`:
 Parquet's per-row-group min/max statistics then let a scan skip the row groups a
-``start_time`` range or one job's key cannot match (the zone maps of Moerkotte,
-1998, "Small Materialized Aggregates", section 2).
+``start_time`` range, one job's key or a window of its segments cannot match (the zone
+maps of Moerkotte, 1998, "Small Materialized Aggregates", section 2).
 
 The outputs become visible in one atomic step (see :mod:`iosight.warehouse._store`).
 """
@@ -65,6 +66,8 @@ MEMORY_LIMIT = "512MB"
 OWN_FILES = frozenset({"timeline"})
 #: sort columns, in order, where a table has them
 SORT_COLUMNS = ("start_time", "job_key")
+#: the tables sorted otherwise: a job's DXT segments by their start time
+TABLE_SORT_COLUMNS = {"dxt_posix": ("job_key", "start"), "dxt_mpiio": ("job_key", "start")}
 
 
 @dataclass
@@ -190,7 +193,7 @@ def _compact_table(warehouse: Warehouse, name: str, groups: list[list[Path]]) ->
     try:
         for i, group in enumerate(groups):
             out = f"{COMPACT_PREFIX}{batch}-{i}.parquet"
-            merge_files(con, group, staged / out)
+            merge_files(con, group, staged / out, TABLE_SORT_COLUMNS.get(name, SORT_COLUMNS))
             outputs.append(out)
     finally:
         con.close()
@@ -211,16 +214,21 @@ def _merger(spill: Path) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def merge_files(con: duckdb.DuckDBPyConnection, files: list[Path], out: Path) -> None:
+def merge_files(
+    con: duckdb.DuckDBPyConnection,
+    files: list[Path],
+    out: Path,
+    sort: tuple[str, ...] = SORT_COLUMNS,
+) -> None:
     """Write the rows of ``files`` (columns unified by name) to ``out``, sorted by the
-    :data:`SORT_COLUMNS` they have, keeping the first file's key-value metadata: files
-    each already sorted (ingest's, earlier outputs) are merged without a sort
+    ``sort`` columns they have, keeping the first file's key-value metadata: files each
+    already sorted (ingest's, earlier outputs) are merged without a sort
     (:mod:`iosight.warehouse._merge`), others sorted by DuckDB."""
     from iosight.warehouse._merge import merge_runs, sorted_runs
 
     rows = f"read_parquet([{', '.join(_sql_text(f) for f in files)}], union_by_name=true)"
     columns = {r[0] for r in con.execute(f"describe select * from {rows}").fetchall()}
-    by = [c for c in SORT_COLUMNS if c in columns]
+    by = [c for c in sort if c in columns]
     if by and (runs := sorted_runs(files, by)) is not None:
         merge_runs(files, runs, out, ROW_GROUP_ROWS)  # sorted files: jobs moved, no sort
         return

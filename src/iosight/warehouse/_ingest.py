@@ -29,7 +29,12 @@ import pyarrow as pa
 from iosight._errors import IosightError, check_param
 from iosight._progress import Progress, ensure_progress
 from iosight.parallel import default_workers
-from iosight.warehouse._compact import ROW_GROUP_ROWS, CompactReport, auto_compact
+from iosight.warehouse._compact import (
+    ROW_GROUP_ROWS,
+    TABLE_SORT_COLUMNS,
+    CompactReport,
+    auto_compact,
+)
 from iosight.warehouse._dxt_bins import TABLE as DXT_BINS_TABLE
 from iosight.warehouse._dxt_bins import DxtBins
 from iosight.warehouse._io_totals import IO_TOTALS, IO_TOTALS_COMPRESSION, io_totals
@@ -641,7 +646,11 @@ class _Parts:
         if table.num_rows < _SMALL_CHUNK_ROWS * len(entries):
             table = table.combine_chunks()  # small chunks: worth a copy
         if entries[0][1] is not None:
-            table, keys = _in_key_order(table, _key_column(entries))
+            keys = _key_column(entries)
+            if name in TABLE_SORT_COLUMNS:  # a job's segments in time order, as compacted
+                table, keys = _sorted_by_key(table, keys, TABLE_SORT_COLUMNS[name][1])
+            else:
+                table, keys = _in_key_order(table, keys)
             # rows of no column (logs without records, in job_totals) vanish in Arrow's
             # concat when nothing else is there: their keys are the rows
             table = (
@@ -650,7 +659,8 @@ class _Parts:
                 else pa.table({"job_key": keys})
             )
         part = self.part.get(name, 0)
-        # row groups a compaction's merge reads one at a time from each file (_merge)
+        # row groups a compaction's merge reads one at a time from each file (_merge),
+        # and a DXT time window skips
         self.written.update(stage_tables(self.staging, {name: [table]}, part=part,
                                          arrow_schema=False,
                                          row_group_size=ROW_GROUP_ROWS))  # fmt: skip
@@ -711,6 +721,19 @@ def _in_key_order(table: pa.Table, keys: pa.DictionaryArray) -> tuple[pa.Table, 
     if np.all(row_rank[1:] >= row_rank[:-1]):
         return table, keys
     order = pa.array(np.argsort(row_rank, kind="stable"))
+    return table.take(order), keys.take(order)
+
+
+def _sorted_by_key(
+    table: pa.Table, keys: pa.DictionaryArray, column: str
+) -> tuple[pa.Table, pa.DictionaryArray]:
+    """``table`` and the ``job_key`` of its rows sorted by job key, then by ``column``
+    (how compaction sorts the table, :data:`TABLE_SORT_COLUMNS`; nulls last)."""
+    import pyarrow.compute as pc
+
+    word = pc.rank(keys.dictionary, tiebreaker="dense")  # equal keys, equal ranks
+    by = pa.table({"key": word.take(keys.indices), "by": table[column]})
+    order = pc.sort_indices(by, sort_keys=[("key", "ascending"), ("by", "ascending")])
     return table.take(order), keys.take(order)
 
 

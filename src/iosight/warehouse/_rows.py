@@ -53,6 +53,11 @@ class Rows:
     def __len__(self) -> int:
         return len(self.values)
 
+    @property
+    def empty(self) -> bool:
+        """Whether there is no row (as a DataFrame's ``empty``)."""
+        return not self.values
+
     def numeric(self) -> list[bool]:
         """Whether each column holds numbers."""
         return [t.split("(")[0] in _NUMERIC for t in self.types]
@@ -60,6 +65,12 @@ class Rows:
     def records(self) -> list[dict]:
         """One ``{column: value}`` dict per row."""
         return [dict(zip(self.columns, row, strict=True)) for row in self.values]
+
+
+def records_of(table) -> list[dict]:
+    """One ``{column: value}`` dict per row of ``table``: :class:`Rows` or a DataFrame
+    (what the results that come as either are read by)."""
+    return table.records() if isinstance(table, Rows) else table.to_dict("records")
 
 
 # numpy's kinds of values: bool, signed and unsigned integers, floats

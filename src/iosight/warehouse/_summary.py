@@ -8,13 +8,21 @@ warehouse, so it works the same for a log read yesterday or a million of them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from iosight._errors import IosightError
+from iosight._units import missing
 from iosight.darshan import ACCESS_SIZE_BINS, warnings_in
+from iosight.warehouse._rows import records_of
 from iosight.warehouse._store import Warehouse
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# a summary's table: DataFrames by default, plain Rows for a command that prints them
+Table = Any  # pd.DataFrame | Rows
 
 # module table -> (counter prefix, name of its read/write byte counters)
 _LAYERS = {
@@ -30,19 +38,21 @@ _LAYERS = {
 
 @dataclass
 class JobSummary:
-    """Tables describing one job (DataFrames, ready to print or plot).
+    """Tables describing one job (DataFrames, ready to print or plot; or plain
+    :class:`Rows` where :func:`job_summary` was asked for them).
 
-    ``job``: the job's ``jobs`` row; ``modules``: one row per module (bytes, operations, I/O
-    time); ``access_sizes``: the access-size histogram per module; ``files``: one row per file;
-    ``osts``: Lustre OSTs and the job's ranks and I/O time on each; ``notes``: what the summary
-    should be read with (partial modules, SYNTHETIC data).
+    ``job``: the job's ``jobs`` row (a Series, or a dict beside Rows); ``modules``: one row
+    per module (bytes, operations, I/O time); ``access_sizes``: the access-size histogram per
+    module; ``files``: one row per file; ``osts``: Lustre OSTs and the job's ranks and I/O
+    time on each; ``notes``: what the summary should be read with (partial modules,
+    SYNTHETIC data).
     """
 
-    job: pd.Series
-    modules: pd.DataFrame
-    access_sizes: pd.DataFrame
-    files: pd.DataFrame
-    osts: pd.DataFrame
+    job: pd.Series | dict
+    modules: Table
+    access_sizes: Table
+    files: Table
+    osts: Table
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -50,9 +60,9 @@ class JobSummary:
         document less its insights): ``job`` (the jobs row), ``notes``, and each table
         as a list of records (the schema is in docs/job.md)."""
         return {
-            "job": self.job.to_dict(),
+            "job": self.job if isinstance(self.job, dict) else self.job.to_dict(),
             "notes": list(self.notes),
-            **{name: getattr(self, name).to_dict("records") for name in _TABLES},
+            **{name: records_of(getattr(self, name)) for name in _TABLES},
         }
 
 
@@ -80,12 +90,14 @@ def find_job(warehouse: Warehouse, ident: str, *, table: str = "jobs", hint: str
     if not ident.strip():
         raise IosightError("name a job: its job id or a job_key prefix (got an empty one)")
     query = f'select job_key from "{table}" where {{}} order by job_key'
-    hits = warehouse.sql(query.format("cast(jobid as varchar) = ?"), [ident])
-    if hits.empty:
-        hits = warehouse.sql(query.format("job_key = ?"), [ident])
-    if hits.empty and len(ident) >= MIN_KEY_PREFIX:
-        hits = warehouse.sql(query.format("starts_with(job_key, ?)"), [ident])
-    if hits.empty:
+
+    def keys(where: str) -> list[str]:
+        return [k for (k,) in warehouse.rows(query.format(where), [ident]).values]
+
+    hits = keys("cast(jobid as varchar) = ?") or keys("job_key = ?")
+    if not hits and len(ident) >= MIN_KEY_PREFIX:
+        hits = keys("starts_with(job_key, ?)")
+    if not hits:
         short = (
             f" (a job_key prefix needs at least {MIN_KEY_PREFIX} characters)"
             if len(ident) < MIN_KEY_PREFIX
@@ -94,42 +106,48 @@ def find_job(warehouse: Warehouse, ident: str, *, table: str = "jobs", hint: str
         where = f"{warehouse.path}" if table == "jobs" else f"{table} of {warehouse.path}"
         raise IosightError(f"no job with id or key {ident!r} in {where}{short}")
     if len(hits) > 1:
-        keys = ", ".join(hits["job_key"].str[:12].head(5))
+        keys = ", ".join(k[:12] for k in hits[:5])
         raise IosightError(
             f"{len(hits)} jobs match {ident!r} ({keys}...); pass a job_key prefix instead"
         )
-    return str(hits["job_key"].iloc[0])
+    return str(hits[0])
 
 
-def job_summary(warehouse: Warehouse, ident: str) -> JobSummary:
+def job_summary(warehouse: Warehouse, ident: str, *, rows: bool = False) -> JobSummary:
     """Summarise one job (by job id or job_key prefix) from the warehouse tables.
 
     ``warehouse``: the warehouse read; ``ident``: the job: its job id, job_key or a job_key
-    prefix (:func:`find_job`).
+    prefix (:func:`find_job`); ``rows``: the tables as plain :class:`Rows` and the job as a
+    dict (no pandas import: what a command that prints them needs), else DataFrames.
+    Every table is one SQL query, the same either way.
     """
     key = find_job(warehouse, ident)
-    job = warehouse.sql("select * from jobs where job_key = ?", [key]).iloc[0]
+    fetch: Callable[[str, list], Table] = warehouse.rows if rows else warehouse.sql
+    got = fetch("select * from jobs where job_key = ?", [key])
+    job = got.records()[0] if rows else got.iloc[0]
     tables = set(warehouse.tables())
     nprocs = _nprocs(job)
     return JobSummary(
         job=job,
-        modules=_module_rows(warehouse, key, tables, nprocs),
-        access_sizes=_access_sizes(warehouse, key, tables),
-        files=_files(warehouse, key, tables, nprocs),
-        osts=_osts(warehouse, key, tables, nprocs),
+        modules=fetch(*_module_rows(warehouse, key, tables, nprocs)),
+        access_sizes=fetch(*_access_sizes(warehouse, key, tables)),
+        files=fetch(*_files(key, tables, nprocs)),
+        osts=fetch(*_osts(warehouse, key, tables, nprocs)),
         notes=_notes(job),
     )
 
 
-def _nprocs(job: pd.Series) -> int | None:
+def _nprocs(job) -> int | None:
     """The job's process count, or None when its source does not say (or says nonsense)."""
     n = job.get("nprocs")
-    return int(n) if n is not None and pd.notna(n) and n > 0 else None
+    return int(n) if not missing(n) and n > 0 else None
 
 
 # ranks that touched a group of records: Darshan reduces a file every rank opened into one
 # shared record of rank -1 (Snyder et al. 2016, §II), which stands for all nprocs ranks
 _RANKS = "case when bool_or({r} = -1) then cast(? as bigint) else count(distinct {r}) end"
+# a table the job has no data for: no row (and, as a DataFrame, no column)
+_NOTHING = ("select 1 as _ where false", [])
 
 
 def _cols(warehouse: Warehouse, table: str) -> set[str]:
@@ -142,42 +160,40 @@ def _count(expr: str) -> str:
     return f"cast(sum({expr}) as bigint)"
 
 
+def _in_order(parts: list[str], columns: str) -> str:
+    """The union of ``parts`` (each with an ``_o`` column) in ``_o`` order, as ``columns``."""
+    return f"select {columns} from ({' union all '.join(parts)}) order by _o"
+
+
 def _module_rows(
     warehouse: Warehouse, key: str, tables: set[str], nprocs: int | None
-) -> pd.DataFrame:
-    rows = []
+) -> tuple[str, list]:
+    """The per-module query (bytes, operations, times) and its parameters."""
+    parts, params = [], []
     for table, p in _LAYERS.items():
         if table not in tables:
             continue
         cols = _cols(warehouse, table)
-        need = [
-            f"{p}_BYTES_READ",
-            f"{p}_BYTES_WRITTEN",
-            f"{p}_F_READ_TIME",
-            f"{p}_F_WRITE_TIME",
-            f"{p}_F_META_TIME",
-        ]
-        if not set(need) <= cols:
+        times = [f"{p}_F_READ_TIME", f"{p}_F_WRITE_TIME", f"{p}_F_META_TIME"]
+        if not {f"{p}_BYTES_READ", f"{p}_BYTES_WRITTEN", *times} <= cols:
             continue
-        reads = _ops(cols, p, "READ")
-        writes = _ops(cols, p, "WRITE")
-        df = warehouse.sql(
-            f"select count(*) records, count(distinct record_id) files, "
-            f"{_count(f'{p}_BYTES_READ')} bytes_read, "
+        parts.append(
+            f"select {len(parts)} _o, '{p}' module, count(*) records, "
+            f"count(distinct record_id) files, {_count(f'{p}_BYTES_READ')} bytes_read, "
             f"{_count(f'{p}_BYTES_WRITTEN')} bytes_written, "
-            f"{_count(reads)} reads, {_count(writes)} writes, "
-            f"sum({p}_F_READ_TIME) read_time, sum({p}_F_WRITE_TIME) write_time, "
-            f'sum({p}_F_META_TIME) meta_time from "{table}" where job_key = ?',
-            [key],
+            f"{_count(_ops(cols, p, 'READ'))} reads, {_count(_ops(cols, p, 'WRITE'))} writes, "
+            f"sum({times[0]}) read_time, sum({times[1]}) write_time, "
+            f'sum({times[2]}) meta_time from "{table}" where job_key = ? having count(*) > 0'
         )
-        if df["records"].iloc[0] > 0:
-            rows.append(df.assign(module=p))
-    if not rows:
-        return pd.DataFrame()
-    out = pd.concat(rows, ignore_index=True)
-    out["io_time"] = out["read_time"] + out["write_time"] + out["meta_time"]
-    out["io_time_per_rank"] = out["io_time"] / nprocs if nprocs else float("nan")
-    return out[["module"] + [c for c in out.columns if c != "module"]]
+        params.append(key)
+    if not parts:
+        return _NOTHING
+    io_time = "read_time + write_time + meta_time"
+    columns = (
+        "module, records, files, bytes_read, bytes_written, reads, writes, read_time, "
+        f"write_time, meta_time, {io_time} as io_time, ({io_time}) / ?::double as io_time_per_rank"
+    )
+    return _in_order(parts, columns), [nprocs, *params]  # the select list comes first
 
 
 def _ops(cols: set[str], p: str, what: str) -> str:
@@ -195,33 +211,40 @@ def _ops(cols: set[str], p: str, what: str) -> str:
     return " + ".join(names) if names else "0"
 
 
-def _access_sizes(warehouse: Warehouse, key: str, tables: set[str]) -> pd.DataFrame:
-    rows = []
+def _access_sizes(warehouse: Warehouse, key: str, tables: set[str]) -> tuple[str, list]:
+    """The access-size histograms' query (a row per module and operation, a column per
+    bin any of them has, 0 where one has not) and its parameters."""
+    found = []  # (module, op, {bin: column})
     for table, p in (("posix", "POSIX"), ("mpiio", "MPIIO")):
-        if table not in tables:
-            continue
-        cols = _cols(warehouse, table)
+        cols = _cols(warehouse, table) if table in tables else set()
         for what in ("READ", "WRITE"):
             prefix = f"{p}_SIZE_{what}_AGG_" if p == "MPIIO" else f"{p}_SIZE_{what}_"
-            names = [prefix + b for b in ACCESS_SIZE_BINS if prefix + b in cols]
-            if not names:
-                continue
-            sums = ", ".join(_count(f'"{n}"') + f' "{n[len(prefix) :]}"' for n in names)
-            df = warehouse.sql(
-                f'select count(*) as _n, {sums} from "{table}" where job_key = ?', [key]
-            )
-            if df["_n"].iloc[0]:
-                rows.append(df.drop(columns="_n").assign(module=p, op=what.lower()))
-    if not rows:
-        return pd.DataFrame()
-    out = pd.concat(rows, ignore_index=True)
-    bins = [b for b in ACCESS_SIZE_BINS if b in out.columns]
-    return out[["module", "op"]].join(out[bins].fillna(0).astype("int64"))
+            names = {b: prefix + b for b in ACCESS_SIZE_BINS if prefix + b in cols}
+            if names:
+                found.append((table, p, what.lower(), names))
+    if not found:
+        return _NOTHING
+    bins = [b for b in ACCESS_SIZE_BINS if any(b in names for *_, names in found)]
+    parts = [
+        f"select {i} _o, '{p}' module, '{op}' op, "
+        + ", ".join(_bin_count(names.get(b), b) for b in bins)
+        + f' from "{table}" where job_key = ? having count(*) > 0'
+        for i, (table, p, op, names) in enumerate(found)
+    ]
+    return _in_order(parts, "module, op, " + ", ".join(f'"{b}"' for b in bins)), [key] * len(found)
 
 
-def _files(warehouse: Warehouse, key: str, tables: set[str], nprocs: int | None) -> pd.DataFrame:
+def _bin_count(column: str | None, name: str) -> str:
+    """SQL of one access-size bin: the sum of its ``column``, 0 without one."""
+    quoted = f'"{column}"'
+    total = f"coalesce({_count(quoted)}, 0)" if column else "0::bigint"
+    return f'{total} as "{name}"'
+
+
+def _files(key: str, tables: set[str], nprocs: int | None) -> tuple[str, list]:
+    """The per-file query (POSIX records, by I/O time) and its parameters."""
     if "posix" not in tables:
-        return pd.DataFrame()
+        return _NOTHING
     name = (
         "coalesce(n.name, cast(p.record_id as varchar))"
         if "names" in tables
@@ -232,8 +255,7 @@ def _files(warehouse: Warehouse, key: str, tables: set[str], nprocs: int | None)
         if "names" in tables
         else ""
     )
-    df = warehouse.sql(
-        f"""select {name} as file, {_RANKS.format(r="p.rank")} as ranks,
+    query = f"""select {name} as file, {_RANKS.format(r="p.rank")} as ranks,
                max(POSIX_MAX_BYTE_READ + 1) filter (where POSIX_BYTES_READ > 0) as read_extent,
                max(POSIX_MAX_BYTE_WRITTEN + 1) as size_estimate,
                {_count("POSIX_BYTES_READ")} as bytes_read,
@@ -244,27 +266,29 @@ def _files(warehouse: Warehouse, key: str, tables: set[str], nprocs: int | None)
                {_count("POSIX_SEEKS")} as seeks
             from posix p {join}
             where p.job_key = ?
-            group by 1 order by io_time desc""",
-        [nprocs, key],
-    )
-    return _with_mean_per_rank(df)
+            group by 1"""
+    columns = "file, ranks, read_extent, size_estimate, bytes_read, bytes_written"
+    order = "io_time desc"
+    return _with_mean_per_rank(query, columns, "operations, seeks", order), [nprocs, key]
 
 
-def _with_mean_per_rank(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with ``io_time_per_rank`` (its ``io_time``, summed over ranks, over its
-    ``ranks``) beside ``io_time``: a sum over 2048 ranks is no wall-clock time."""
-    mean = df["io_time"] / df["ranks"].where(df["ranks"] > 0)
-    df.insert(df.columns.get_loc("io_time") + 1, "io_time_per_rank", mean.astype(float))
-    return df
+def _with_mean_per_rank(query: str, before: str, after: str, order: str) -> str:
+    """``query``'s columns ``before``, ``io_time``, then ``io_time_per_rank`` (its
+    ``io_time``, summed over ranks, over its ``ranks``: a sum over 2048 ranks is no
+    wall-clock time), then ``after``; in ``order``."""
+    mean = "io_time / (case when ranks > 0 then ranks end)::double as io_time_per_rank"
+    return f"select {before}, io_time, {mean}, {after} from ({query}) order by {order}"
 
 
-def _osts(warehouse: Warehouse, key: str, tables: set[str], nprocs: int | None) -> pd.DataFrame:
+def _osts(
+    warehouse: Warehouse, key: str, tables: set[str], nprocs: int | None
+) -> tuple[str, list]:
+    """The per-OST query (files, ranks, I/O time and bytes on each) and its parameters."""
     if "lustre" not in tables or "posix" not in tables:
-        return pd.DataFrame()
+        return _NOTHING
     if "ost_ids" not in _cols(warehouse, "lustre"):
-        return pd.DataFrame()
-    df = warehouse.sql(
-        f"""with l as (
+        return _NOTHING
+    query = f"""with l as (
                select record_id, unnest(ost_ids) as ost from lustre where job_key = ?
            ), p as (
                select record_id, rank,
@@ -276,13 +300,11 @@ def _osts(warehouse: Warehouse, key: str, tables: set[str], nprocs: int | None) 
                   {_RANKS.format(r="p.rank")} as ranks, sum(p.t) as io_time,
                   {_count("p.b")} as bytes
            from l join p using (record_id)
-           group by l.ost order by l.ost""",
-        [key, key, nprocs],
-    )
-    return _with_mean_per_rank(df)
+           group by l.ost"""
+    return _with_mean_per_rank(query, "ost, files, ranks", "bytes", "ost"), [key, key, nprocs]
 
 
-def _notes(job: pd.Series) -> list[str]:
+def _notes(job) -> list[str]:
     notes = []
     if bool(job.get("partial")):
         notes.append(
