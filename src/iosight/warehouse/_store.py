@@ -307,6 +307,12 @@ class Warehouse:
         except FileNotFoundError:
             return {"live": [], "superseded": [], "at": 0.0}
 
+    #: whether :func:`~iosight.warehouse._jobfiles.for_job` reads a job from only the
+    #: files that hold it: a long-lived reader's (the server's), where the index of each
+    #: file's keys, read once, serves many pages; a one-shot command would read every key
+    #: to answer one job
+    key_index = False
+
     def connect(self, names: Iterable[str] | None = None) -> duckdb.DuckDBPyConnection:
         """A DuckDB connection with a view per table: every table's, or those of the tables
         ``names`` lists (what a query reads: a command that reads one table makes one view,
