@@ -48,8 +48,12 @@ def _same_summary(plain: Warehouse, indexed: Warehouse, key: str) -> None:
 
 
 def _indexed(path: Path) -> Warehouse:
+    """A reader of ``path`` with the key index, every table's files read into it."""
     wh = Warehouse(path)
     wh.key_index = True
+    scope = for_job(wh, "any")
+    scope.connect(wh.tables())
+    scope._index.wait()
     return wh
 
 
@@ -63,7 +67,7 @@ def test_a_job_summary_is_the_same_read_from_its_files_only(layered):
         assert isinstance(scope, JobScope)
         scope.connect(["posix"])
         entries = indexed.table_entries("posix")
-        files = scope._index.holding(scope._cursor, entries, scope._key_hash)
+        files = scope._index.holding(entries, scope._key_hash)
         pruned += len(files) < len(entries)
         want = plain.sql("select count(*) n from posix where job_key = ?", [key])["n"][0]
         assert want == 0 or files  # a job with POSIX records has its file
@@ -102,9 +106,9 @@ def test_a_file_without_statistics_or_sorted_keys_is_still_read(tmp_path, layere
     mixed = pa.concat_tables([other.slice(0, 1), rows, other.slice(1)])
     pq.write_table(mixed, path / "tables/posix/part-99999999999999999999-nostats.parquet",
                    write_statistics=False)  # fmt: skip
-    plain = Warehouse(path)  # views over the new file
-    _same_summary(plain, _indexed(path), key)
-    n = for_job(_indexed(path), key).sql("select count(*) n from posix where job_key = ?", [key])
+    plain, indexed = Warehouse(path), _indexed(path)  # views over the new file
+    _same_summary(plain, indexed, key)
+    n = for_job(indexed, key).sql("select count(*) n from posix where job_key = ?", [key])
     assert n["n"][0] == 2 * len(rows)
 
 

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     import duckdb
 
 _KEY = "job_key"
+_BATCH = 16  # files read at a time by the index's thread
 # a name read after FROM or JOIN: the tables a query with ``?`` parameters reads, which
 # DuckDB's parser does not list (a name missed only reads the whole table's view)
 _AFTER_FROM = re.compile(r'\b(?:from|join)\s+"?([A-Za-z_][A-Za-z0-9_]*)"?', re.IGNORECASE)
@@ -53,27 +54,63 @@ def for_job(warehouse: Warehouse, key: str) -> Warehouse:
 
 
 class KeyIndex:
-    """The job-key hashes of each file of each table, read once per file (thread-safe)."""
+    """The job-key hashes of each file of each table, read once per file by a background
+    thread (thread-safe). A file not read yet may hold any job: a page asked for before
+    the index is filled (the first after start, or after a commit) reads it, as it would
+    without the index, and is never held up by the reading."""
 
     def __init__(self) -> None:
-        self._files: dict[str, tuple[tuple, array]] = {}  # path -> ((size, mtime), hashes)
+        self._files: dict[str, tuple[tuple, array | None]] = {}  # path -> (stamp, hashes)
         self._columns: dict[str, tuple[tuple, list]] = {}  # table -> (its files, columns)
+        self._queue: dict[str, tuple] = {}  # path -> stamp, waiting to be read
         self._guard = threading.Lock()
+        self._worker: threading.Thread | None = None
 
-    def holding(
-        self, con: duckdb.DuckDBPyConnection, entries: list[os.DirEntry], key_hash: int
-    ) -> list[str]:
+    def holding(self, entries: list[os.DirEntry], key_hash: int) -> list[str]:
         """The paths of ``entries`` (one table's live files) whose keys may include the key
-        of hash ``key_hash``; ``con`` reads the files not indexed yet."""
+        of hash ``key_hash``: those whose keys include it and those not read yet (queued)."""
         stamps = {e.path: _stamp(e) for e in entries}
         self._forget(os.path.dirname(entries[0].path), stamps)
-        todo = [p for p, s in stamps.items() if self._files.get(p, ((), None))[0] != s]
+        files = self._files
+        todo = {p: s for p, s in stamps.items() if files.get(p, ((), None))[0] != s}
         if todo:
-            found = _hashes(con, todo)
-            with self._guard:
-                for path in todo:
-                    self._files[path] = (stamps[path], found.get(path, array("Q")))
-        return [p for p in stamps if _has(self._files[p][1], key_hash)]
+            self._enqueue(todo)
+        return [p for p in stamps if p in todo or _has(files.get(p, ((), None))[1], key_hash)]
+
+    def _enqueue(self, todo: dict[str, tuple]) -> None:
+        with self._guard:
+            self._queue.update(todo)
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._work, daemon=True)
+                self._worker.start()
+
+    def _work(self) -> None:
+        """Read the queued files' keys, a few at a time, until none is left."""
+        import duckdb
+
+        con = duckdb.connect(config={"threads": 1})  # a page's queries keep the cores
+        try:
+            while True:
+                with self._guard:
+                    batch = dict(list(self._queue.items())[:_BATCH])
+                    if not batch:
+                        self._worker = None
+                        return
+                found = _hashes(con, list(batch))
+                with self._guard:
+                    for path, stamp in batch.items():
+                        self._files[path] = (stamp, found.get(path, array("Q")) if found else None)
+                        if self._queue.get(path) == stamp:
+                            del self._queue[path]
+        finally:
+            con.close()
+
+    def wait(self) -> None:
+        """Return once every file queued so far is read (what a test or warm-up waits for)."""
+        worker = self._worker
+        while worker is not None:
+            worker.join()
+            worker = self._worker
 
     def _forget(self, folder: str, keep: dict) -> None:
         """Drop the entries of the files in ``folder`` not in ``keep`` (purged, replaced)."""
@@ -97,19 +134,27 @@ def _stamp(entry: os.DirEntry) -> tuple:
     return (st.st_size, st.st_mtime_ns)
 
 
-def _hashes(con: duckdb.DuckDBPyConnection, paths: list[str]) -> dict[str, array]:
+def _hashes(con: duckdb.DuckDBPyConnection, paths: list[str]) -> dict[str, array] | None:
     """Each file's sorted job-key hashes (DuckDB's ``hash``); a file without the column
-    holds no key (its rows' job_key reads as null)."""
-    rows = con.execute(
-        f"select filename, list(distinct hash({_KEY}) order by hash({_KEY})) from "
-        "read_parquet(?, filename = true, union_by_name = true) "
-        f"where {_KEY} is not null group by filename",
-        [paths],
-    ).fetchall()
+    holds no key (its rows' job_key reads as null). None where they cannot be read (a file
+    purged meanwhile, or unreadable): those files may hold any key."""
+    import duckdb
+
+    try:
+        rows = con.execute(
+            f"select filename, list(distinct hash({_KEY}) order by hash({_KEY})) from "
+            "read_parquet(?, filename = true, union_by_name = true) "
+            f"where {_KEY} is not null group by filename",
+            [paths],
+        ).fetchall()
+    except duckdb.Error:
+        return None
     return {path: array("Q", hashes) for path, hashes in rows}
 
 
-def _has(hashes: array, key_hash: int) -> bool:
+def _has(hashes: array | None, key_hash: int) -> bool:
+    if hashes is None:
+        return True
     i = bisect_left(hashes, key_hash)
     return i < len(hashes) and hashes[i] == key_hash
 
@@ -123,6 +168,7 @@ class JobScope(Warehouse):
         self.path, self._parent, self.key, self._index = parent.path, parent, key, index
         self._cursor: duckdb.DuckDBPyConnection | None = None
         self._scoped: set[str] = set()
+        self._entries: dict[str, list[os.DirEntry]] = {}
         self._key_hash: int | None = None
 
     def __getattr__(self, name: str):
@@ -147,24 +193,31 @@ class JobScope(Warehouse):
         self.connect(_table_names(query) or set(_AFTER_FROM.findall(query)))
         return super()._run(query, params, fetch)
 
+    def table_entries(self, name: str) -> list[os.DirEntry]:
+        """The parent's :meth:`~Warehouse.table_entries`, listed once for this scope: one
+        job's page sees one set of files (``name``: the table)."""
+        if name not in self._entries:
+            self._entries[name] = self._parent.table_entries(name)
+        return self._entries[name]
+
     def column_names(self, name: str) -> list[str]:
         """The columns of table ``name`` (it must exist), in order: the whole table's,
         read once per set of its files (a job page asks for them a dozen times)."""
         self.require(name)
-        entries = self._parent.table_entries(name)
+        entries = self.table_entries(name)
         con = self.connect([name])
         return [c for c, _ in self._index.columns(con, name, tuple(e.path for e in entries))]
 
     def _scope(self, name: str) -> None:
         """Make the temporary view of ``name`` over the job's files, where it prunes any."""
         con = self._cursor
-        entries = self._parent.table_entries(name)
+        entries = self.table_entries(name)
         if not entries:
             return
         columns = self._index.columns(con, name, tuple(e.path for e in entries))
         if _KEY not in {c for c, _ in columns}:
             return
-        files = self._index.holding(con, entries, self._key_hash)
+        files = self._index.holding(entries, self._key_hash)
         if len(files) == len(entries):
             return
         empty = ", ".join(

@@ -27,6 +27,7 @@ just before can still read them.
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import os
 import shutil
@@ -836,13 +837,16 @@ def _holds_any(path: Path, column: str, value_set: pa.Array) -> bool:
     return pc.any(pc.is_in(keys, value_set=value_set)).as_py()
 
 
-def _table_names(query: str) -> set[str] | None:
+@functools.lru_cache(maxsize=512)
+def _table_names(query: str) -> frozenset[str] | None:
     """The tables ``query`` reads, as DuckDB's parser lists them (CTEs left out); None
-    (every table) where it cannot say, e.g. a syntax error, which the query then reports."""
+    (every table) where it cannot say, e.g. a syntax error, which the query then reports.
+    Remembered per query text: a page runs the same queries for every job, and DuckDB
+    takes about a millisecond to answer (more where it fails, as on ``?`` parameters)."""
     import duckdb
 
     try:
-        return duckdb.get_table_names(query)
+        return frozenset(duckdb.get_table_names(query))
     except duckdb.Error:
         return None
 
