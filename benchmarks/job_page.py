@@ -1,7 +1,7 @@
 """Benchmark: the served Job page's queries with the key index beside whole-table views.
 
-What ``/job/KEY`` computes (``find_job``, ``job_summary``, ``job_timeline`` and the
-page's figures), in one process on one ``ServedWarehouse``, for ``--jobs`` jobs drawn
+What ``/job/KEY`` reads (``find_job``, ``job_summary``, the DXT view and the insights
+part), in one process on one ``ServedWarehouse``, for ``--jobs`` jobs drawn
 with a fixed seed: each job once with the key index (its tables read from only the
 files holding it, :mod:`iosight.warehouse._jobfiles`) and once without (the whole
 tables' views, the strongest simple way: one view per table, DuckDB pruning row
@@ -20,24 +20,20 @@ import time
 
 
 def page(wh, key: str) -> None:
-    """The Job page's data and figures of job ``key`` (as the server's route makes them)."""
-    from iosight.serve import _figures as figs
-    from iosight.serve import _pages as pages
-    from iosight.warehouse import find_job, job_summary
+    """What the Job page of job ``key`` reads: the job, its summary, its DXT view (the
+    time axis) and its insights (the page's part fetched after it)."""
+    from iosight.report.dxt import dxt_view
+    from iosight.serve import job_insights_table
+    from iosight.warehouse import find_job, for_job, job_summary
 
     key = find_job(wh, key)
-    s = job_summary(wh, key)
-    kind, timeline = pages.job_timeline(wh, key)
-    if kind == "dxt":
-        figs.dxt_figure(timeline)
-    elif kind == "heatmap":
-        figs.heatmap_figure(timeline)
-    figs.access_sizes_figure(s.access_sizes)
-    figs.top_files_figure(s.files)
+    job_summary(wh, key)
+    dxt_view(for_job(wh, key), key)
+    job_insights_table(wh, key)
 
 
 def main() -> None:
-    from iosight.serve._readonly import ServedWarehouse
+    from iosight.serve import ServedWarehouse
     from iosight.warehouse import for_job
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
