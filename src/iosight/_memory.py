@@ -14,6 +14,8 @@ which maps large blocks and unmaps them when freed) it stayed flat, at the same 
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import os
 import sys
 import threading
@@ -67,3 +69,20 @@ def system_arrow_pool() -> Iterator[None]:
             _Switch.running -= 1
             if not _Switch.running:
                 pa.set_memory_pool(_Switch.saved)
+
+
+@functools.cache
+def _malloc_trim() -> ctypes._CFuncPtr | None:
+    """glibc's ``malloc_trim``, or None where the C library has none (musl, macOS)."""
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+def release_free_memory() -> bool:
+    """Give the pages glibc's malloc holds free back to the system (``malloc_trim(0)``:
+    every arena, not only the top of the main heap, since glibc 2.8); True when it gave
+    some. Called after each follow batch: ..."""
+    trim = _malloc_trim()
+    return bool(trim(0)) if trim is not None else False
