@@ -1,21 +1,29 @@
-"""Memory of follow mode over the replayed Summit year, one recorded day per batch:
-Arrow's system allocator (what follow uses) beside the pyarrow wheels' default, mimalloc.
+"""Memory of follow mode over the replayed Summit year, fed a fixed sequence of batches:
+follow as it runs beside variants of it, and where each one's memory is.
 
 ``benchmarks/replay.py`` replays in real time, so the load on the machine decides how
 many tables a batch takes; here the recorded warehouse's job totals are replayed at once
-(``iosight.warehouse.replay``, one table per recorded day) and handed to follow mode
-one table per batch, so every run has the same batches. Each batch is followed by
-insights and (unless ``--no-forecast``) a timeline update and the forecasts at every
-boundary passed, as in ``benchmarks/replay.py``. Two processes run side by side (the
-same load): ``follow``, as :func:`iosight.warehouse.follow` runs its batches (Arrow's
-system allocator), and ``mimalloc``, with ``ARROW_DEFAULT_MEMORY_POOL=mimalloc``
-(Arrow's pool before follow chose one; follow leaves a chosen pool alone). Each prints
-its RSS after every tenth batch, the peaks over the first and last quarter of the
-batches, the growth per batch over the second half (least squares), Arrow's live bytes
-at the end and its CPU time; then the ratio of the growths and the load average.
+(``iosight.warehouse.replay``, one table per ``--hours-per-batch`` recorded hours, a day
+by default) and handed to follow mode one table per batch, so every run has the same
+batches whatever the load. Each batch is followed by insights and (unless
+``--no-forecast``) a timeline update and the forecasts at every boundary passed, as in
+``benchmarks/replay.py``. The ``--variants`` run side by side (the same load), each in a
+process of its own: ``follow`` as ``iosight ingest --follow`` runs (Arrow's system
+allocator chosen at start; glibc's free pages given back after each batch),
+``mimalloc`` with the pyarrow wheels' default pool (``ARROW_DEFAULT_MEMORY_POOL=mimalloc``),
+``arenas2`` with glibc's malloc limited to two arenas (``MALLOC_ARENA_MAX=2``),
+``no-compact`` and ``no-insights``. Each prints its RSS after every tenth batch, the
+peaks over the first, middle and last quarter of the batches, the growth per batch over
+the second half (least squares), Arrow's live bytes at the end, its CPU time, and after
+the first quarter and the last batch where its memory is: resident MB of glibc's main
+heap, its other arenas, other anonymous memory and files (``/proc/self/smaps``), glibc's
+bytes in use and free (``mallinfo2``), DuckDB's allocator (jemalloc: allocated,
+resident) and Python's small-object arenas; then the ratios of the growths and the load
+average.
 
     python benchmarks/replay_memory.py               # Summit's first 80 days (about 6 min)
     python benchmarks/replay_memory.py --days 366 --no-forecast   # the year, no forecasts
+    python benchmarks/replay_memory.py --days 366 --variants follow,no-compact
     python benchmarks/replay_memory.py --warehouse WH # another recorded warehouse (with a
                                                       # timeline when forecasting)
 """
@@ -45,7 +53,6 @@ VARIANTS = {
     "arenas2": ({"ARROW_DEFAULT_MEMORY_POOL": "system", "MALLOC_ARENA_MAX": "2"}, {}),
     "no-compact": ({"ARROW_DEFAULT_MEMORY_POOL": "system"}, {"compact": False}),
     "no-insights": ({"ARROW_DEFAULT_MEMORY_POOL": "system"}, {"insights": False}),
-    "untrimmed": ({"ARROW_DEFAULT_MEMORY_POOL": "system"}, {"untrimmed": True}),
 }
 
 
@@ -124,12 +131,11 @@ def mallinfo() -> dict[str, float]:
 
 
 def child(args) -> None:
-    """One process: :func:`iosight.warehouse.follow` fed a recorded day per batch (each
-    table renamed into the directory once the batch before is done), RSS after each."""
+    """One variant's process: :func:`iosight.warehouse.follow` fed a recorded table per
+    batch (renamed into the directory once the batch before is done), RSS after each."""
     import psutil
     import pyarrow as pa
 
-    import iosight.warehouse._follow as follow_module
     from iosight.insights import compute_insights
     from iosight.warehouse import Warehouse, follow
     from replay import Forecasting, forecaster
@@ -144,17 +150,6 @@ def child(args) -> None:
         fc = None if args.no_forecast else Forecasting(forecaster(source, wh))
         me, rss, maps, pools = psutil.Process(), [], {}, set()
         done, stop = threading.Event(), threading.Event()
-
-        trim = [0.0]
-        release = (lambda: False) if options.get("untrimmed") else follow_module.release_free_memory
-
-        def timed_release() -> bool:  # what follow does after each batch, timed
-            t = time.perf_counter()
-            gave = release()
-            trim[0] += time.perf_counter() - t
-            return gave
-
-        follow_module.release_free_memory = timed_release
 
         def after(batch) -> None:
             if options.get("insights", True):
@@ -182,7 +177,6 @@ def child(args) -> None:
                compact=options.get("compact", True))  # fmt: skip
         _report(args.child, ", ".join(sorted(pools)), rss, time.process_time() - cpu,
                 pa.total_allocated_bytes())  # fmt: skip
-        print(f"{args.child}: follow's malloc_trim after each batch {trim[0]:.2f} s in all")
         for i, kinds in maps.items():
             print(f"{args.child}: resident MB after batch {i}: " +
                   ", ".join(f"{k} {v:.1f}" for k, v in kinds.items()))  # fmt: skip
