@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import gc
 import os
 import shutil
 import subprocess
@@ -82,7 +83,8 @@ def smaps() -> dict[str, float]:
                     "arenas" if start % (64 * MB) == 0 else "anon")  # fmt: skip
         elif head[0] == "Rss:":
             kinds[kind] += int(head[1]) / 1024
-    return kinds | mallinfo() | duckdb_jemalloc() | {"pymalloc": pymalloc()}
+    objects = {"Python objects (thousands)": len(gc.get_objects()) / 1000}
+    return kinds | mallinfo() | duckdb_jemalloc() | pymalloc() | objects
 
 
 def duckdb_jemalloc() -> dict[str, float]:
@@ -101,8 +103,9 @@ def duckdb_jemalloc() -> dict[str, float]:
     return got
 
 
-def pymalloc() -> float:
-    """MB in Python's small-object allocator's arenas (``sys._debugmallocstats``)."""
+def pymalloc() -> dict[str, float]:
+    """Python's small-object allocator: MB in its arenas and in blocks in use
+    (``sys._debugmallocstats``)."""
     with tempfile.TemporaryFile() as f:
         saved = os.dup(2)
         os.dup2(f.fileno(), 2)
@@ -113,8 +116,12 @@ def pymalloc() -> float:
             os.close(saved)
         f.seek(0)
         text = f.read().decode()
-    line = next(x for x in text.splitlines() if x.startswith("# arenas allocated current"))
-    return float(line.split("=")[1])  # arenas of 1 MiB (Python 3.10 and later)
+    stats = {x[2:].split("=")[0].strip(): x.split("=")[1] for x in text.splitlines()
+             if x.startswith("# ") and "=" in x}  # fmt: skip
+    return {
+        "pymalloc arenas": float(stats["arenas allocated current"]),  # of 1 MiB (3.10 on)
+        "pymalloc in use": int(stats["bytes in allocated blocks"].replace(",", "")) / MB,
+    }
 
 
 class _Mallinfo(ctypes.Structure):
@@ -148,8 +155,8 @@ def child(args) -> None:
         logs, wh = tmp / "logs", Warehouse(tmp / "followed", create=True)
         logs.mkdir()
         fc = None if args.no_forecast else Forecasting(forecaster(source, wh))
-        me, rss, maps, pools = psutil.Process(), [], {}, set()
-        done, stop = threading.Event(), threading.Event()
+        me, rss, pools = psutil.Process(), [], set()
+        done, stop = threading.Event(), _AfterBatch(len(days))
 
         def after(batch) -> None:
             if options.get("insights", True):
@@ -157,8 +164,7 @@ def child(args) -> None:
             if fc is not None:
                 fc.after(wh, batch)
             rss.append(me.memory_info().rss / MB)
-            if len(rss) in (len(days) // 4, len(days)):
-                maps[len(rss) - 1] = smaps()
+            stop.pending = True
             pools.add(pa.default_memory_pool().backend_name)
             done.set()
 
@@ -177,9 +183,35 @@ def child(args) -> None:
                compact=options.get("compact", True))  # fmt: skip
         _report(args.child, ", ".join(sorted(pools)), rss, time.process_time() - cpu,
                 pa.total_allocated_bytes())  # fmt: skip
-        for i, kinds in maps.items():
+        _report(f"{args.child}, after follow's trim", "", stop.rss, 0, 0)
+        for i, kinds in stop.maps.items():
             print(f"{args.child}: resident MB after batch {i}: " +
                   ", ".join(f"{k} {v:.1f}" for k, v in kinds.items()))  # fmt: skip
+
+
+class _AfterBatch(threading.Event):
+    """The ``stop`` event: follow asks it whether to stop right after a batch, once it
+    gave the batch's freed memory back; RSS (and, at the end of the first quarter and
+    of the last batch, where the memory is) then."""
+
+    def __init__(self, batches: int) -> None:
+        super().__init__()
+        self.batches, self.pending, self.rss, self.maps = batches, False, [], {}
+
+    def is_set(self) -> bool:
+        if self.pending:
+            self.pending = False
+            self.rss.append(psutil_rss())
+            if len(self.rss) in (self.batches // 4, self.batches):
+                self.maps[len(self.rss) - 1] = smaps()
+        return super().is_set()
+
+
+def psutil_rss() -> float:
+    """This process's resident MB."""
+    import psutil
+
+    return psutil.Process().memory_info().rss / MB
 
 
 def _report(label: str, pool: str, rss: list[float], cpu: float, live: int) -> None:
