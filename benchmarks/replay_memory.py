@@ -145,7 +145,7 @@ def child(args) -> None:
 
     from iosight.insights import compute_insights
     from iosight.warehouse import Warehouse, follow
-    from replay import Forecasting, forecaster
+    from replay import AfterBatch, Forecasting, forecaster
 
     options = VARIANTS[args.child][1]
     with tempfile.TemporaryDirectory(prefix="iosight-replaymem-") as tmp:
@@ -156,7 +156,7 @@ def child(args) -> None:
         logs.mkdir()
         fc = None if args.no_forecast else Forecasting(forecaster(source, wh))
         me, rss, pools = psutil.Process(), [], set()
-        done, stop = threading.Event(), _AfterBatch(len(days))
+        done, stop = threading.Event(), AfterBatch(smaps, len(days) // 4, len(days))
 
         def after(batch) -> None:
             if options.get("insights", True):
@@ -164,7 +164,7 @@ def child(args) -> None:
             if fc is not None:
                 fc.after(wh, batch)
             rss.append(me.memory_info().rss / MB)
-            stop.pending = True
+            stop.pending = threading.get_ident()  # this thread's next is_set
             pools.add(pa.default_memory_pool().backend_name)
             done.set()
 
@@ -187,31 +187,6 @@ def child(args) -> None:
         for i, kinds in stop.maps.items():
             print(f"{args.child}: resident MB after batch {i}: " +
                   ", ".join(f"{k} {v:.1f}" for k, v in kinds.items()))  # fmt: skip
-
-
-class _AfterBatch(threading.Event):
-    """The ``stop`` event: follow asks it whether to stop right after a batch, once it
-    gave the batch's freed memory back; RSS (and, at the end of the first quarter and
-    of the last batch, where the memory is) then."""
-
-    def __init__(self, batches: int) -> None:
-        super().__init__()
-        self.batches, self.pending, self.rss, self.maps = batches, False, [], {}
-
-    def is_set(self) -> bool:
-        if self.pending:
-            self.pending = False
-            self.rss.append(psutil_rss())
-            if len(self.rss) in (self.batches // 4, self.batches):
-                self.maps[len(self.rss) - 1] = smaps()
-        return super().is_set()
-
-
-def psutil_rss() -> float:
-    """This process's resident MB."""
-    import psutil
-
-    return psutil.Process().memory_info().rss / MB
 
 
 def _report(label: str, pool: str, rss: list[float], cpu: float, live: int) -> None:
