@@ -12,6 +12,8 @@ process of its own: ``follow`` as ``iosight ingest --follow`` runs (Arrow's syst
 allocator chosen at start; glibc's free pages given back after each batch),
 ``mimalloc`` with the pyarrow wheels' default pool (``ARROW_DEFAULT_MEMORY_POOL=mimalloc``),
 ``arenas2`` with glibc's malloc limited to two arenas (``MALLOC_ARENA_MAX=2``),
+``thresholds`` with glibc's mmap and trim thresholds fixed at 128 KiB (by default a
+freed large block raises them, up to 32 and 64 MiB),
 ``no-compact`` and ``no-insights``. Each prints its RSS after every tenth batch, the
 peaks over the first, middle and last quarter of the batches, the growth per batch over
 the second half (least squares), Arrow's live bytes at the end, its CPU time, and after
@@ -52,6 +54,14 @@ VARIANTS = {
     "follow": ({"ARROW_DEFAULT_MEMORY_POOL": "system"}, {}),  # as `ingest --follow`
     "mimalloc": ({"ARROW_DEFAULT_MEMORY_POOL": "mimalloc"}, {}),  # the wheels' default
     "arenas2": ({"ARROW_DEFAULT_MEMORY_POOL": "system", "MALLOC_ARENA_MAX": "2"}, {}),
+    "thresholds": (  # glibc's mmap and trim thresholds fixed: not raised by large frees
+        {
+            "ARROW_DEFAULT_MEMORY_POOL": "system",
+            "MALLOC_MMAP_THRESHOLD_": "131072",
+            "MALLOC_TRIM_THRESHOLD_": "131072",
+        },
+        {},
+    ),  # fmt: skip
     "no-compact": ({"ARROW_DEFAULT_MEMORY_POOL": "system"}, {"compact": False}),
     "no-insights": ({"ARROW_DEFAULT_MEMORY_POOL": "system"}, {"insights": False}),
 }
@@ -240,8 +250,8 @@ def summit(tmp: Path) -> Path:
 
 def side_by_side(args) -> None:
     """The variants' processes at once; their lines, and the ratio of their growths."""
-    env = {k: v for k, v in os.environ.items() if k not in ("ARROW_DEFAULT_MEMORY_POOL",
-                                                             "MALLOC_ARENA_MAX")}  # fmt: skip
+    chosen = {k for env, _ in VARIANTS.values() for k in env}
+    env = {k: v for k, v in os.environ.items() if k not in chosen}
     options = [*sys.argv[1:], "--warehouse", args.warehouse]
     names = args.variants.split(",")
     unknown = sorted(set(names) - set(VARIANTS))
