@@ -8,8 +8,11 @@ import subprocess
 import sys
 
 import pyarrow as pa
+import pytest
 
-from iosight._memory import system_arrow_pool, system_pool_at_start
+import iosight._memory as memory
+from iosight._memory import release_free_memory, system_arrow_pool, system_pool_at_start
+from tests_support import child_env
 
 
 def test_overlapping_loops_give_back_the_pool_the_first_found(monkeypatch):
@@ -51,3 +54,28 @@ def test_too_late_once_pyarrow_is_imported(monkeypatch):
     monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
     assert not system_pool_at_start()  # pyarrow is imported here: Arrow read its pool
     assert "ARROW_DEFAULT_MEMORY_POOL" not in os.environ
+
+
+FREE = """
+import ctypes
+from iosight._memory import release_free_memory
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+blocks = [libc.malloc(64 << 10) for _ in range(500)]  # under the mmap threshold: the heap
+guard = libc.malloc(64)  # in use above them: free() alone cannot trim the heap's top
+for block in blocks:
+    libc.free(block)
+print(release_free_memory())
+"""
+
+
+def test_free_heap_pages_go_back_to_the_system(monkeypatch):
+    # 32 MB freed below a block in use stay in glibc's heap until malloc_trim
+    if sys.platform != "linux" or os.confstr("CS_GNU_LIBC_VERSION") is None:
+        pytest.skip("malloc_trim is glibc's")
+    out = subprocess.run([sys.executable, "-c", FREE], capture_output=True, text=True,
+                         check=True, env=child_env()).stdout.split()  # fmt: skip
+    assert out == ["True"]
+    monkeypatch.setattr(memory, "_malloc_trim", lambda: None)  # musl, macOS: nothing to do
+    assert not release_free_memory()

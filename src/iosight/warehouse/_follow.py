@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from iosight._errors import IosightError, check_param, is_integer
-from iosight._memory import system_arrow_pool
+from iosight._memory import release_free_memory, system_arrow_pool
 from iosight.parallel import default_workers
 from iosight.warehouse._ingest import (
     DEFAULT_BATCH_SIZE,
@@ -249,6 +249,7 @@ class Follower:
             batches.append(batch)
             if self.on_batch is not None:
                 self.on_batch(batch)
+            release_free_memory()  # what the batch and its insights freed
             if stop is not None and stop.is_set():
                 break
         return batches
