@@ -77,5 +77,37 @@ def test_free_heap_pages_go_back_to_the_system(monkeypatch):
     out = subprocess.run([sys.executable, "-c", FREE], capture_output=True, text=True,
                          check=True, env=child_env()).stdout.split()  # fmt: skip
     assert out == ["True"]
-    monkeypatch.setattr(memory, "_malloc_trim", lambda: None)  # musl, macOS: nothing to do
+    monkeypatch.setattr(memory, "_libc", lambda name: None)  # musl, macOS: nothing to do
     assert not release_free_memory()
+
+
+MAPPED = """
+import ctypes, sys
+from iosight._memory import fixed_malloc_thresholds
+class Info(ctypes.Structure):  # glibc's struct mallinfo2
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena ordblks smblks hblks hblkhd usmblks "
+                                               "fsmblks uordblks fordblks keepcost").split()]
+libc = ctypes.CDLL(None)
+libc.malloc.restype, libc.free.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
+libc.mallinfo2.restype = Info
+fixed = fixed_malloc_thresholds() if sys.argv[1] == "fixed" else False
+libc.free(libc.malloc(4 << 20))  # a large mapped block freed: glibc raises its thresholds
+before = libc.mallinfo2().hblks
+block = libc.malloc(1 << 20)  # mapped again only while the threshold stays fixed
+print(fixed, libc.mallinfo2().hblks - before)
+"""
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"), [("fixed", ["True", "1"]), ("glibc", ["False", "0"])]
+)
+def test_fixed_thresholds_keep_large_blocks_out_of_the_arenas(mode, expected, monkeypatch):
+    # glibc's dynamic threshold serves a 1 MiB block from the heap once a 4 MiB block was
+    # freed; fixed, it maps (and on free unmaps) it: what the arenas kept over the year
+    if sys.platform != "linux" or os.confstr("CS_GNU_LIBC_VERSION") is None:
+        pytest.skip("mallopt is glibc's")
+    out = subprocess.run([sys.executable, "-c", MAPPED, mode], capture_output=True, text=True,
+                         check=True, env=child_env()).stdout.split()  # fmt: skip
+    assert out == expected
+    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "65536")  # a person's choice is kept
+    assert not memory.fixed_malloc_thresholds()

@@ -11,8 +11,10 @@ Through the replayed Summit 2021 year (``benchmarks/replay.py``, ``replay_memory
 all of it in mimalloc's region, while Arrow held no live buffer after a batch
 (``pyarrow.total_allocated_bytes()`` 0); with the system allocator (glibc's malloc,
 which maps large blocks and unmaps them when freed) that growth went, at the same CPU
-time. What was left was mostly glibc's main heap keeping freed pages: follow trims it
-after each batch (:func:`release_free_memory`).
+time. What was left was glibc's malloc keeping freed pages: its main heap, which follow
+trims after each batch (:func:`release_free_memory`), and the free tops of its thread
+arenas, which ``malloc_trim`` leaves alone and which follow keeps small by fixing glibc's
+thresholds (:func:`fixed_malloc_thresholds`).
 """
 
 from __future__ import annotations
@@ -74,13 +76,43 @@ def system_arrow_pool() -> Iterator[None]:
                 pa.set_memory_pool(_Switch.saved)
 
 
+#: glibc's ``mallopt`` parameters (``malloc.h``): the trim and the mmap threshold
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+#: the environment variables by which a person sets them instead (then left alone)
+THRESHOLD_VARIABLES = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_")
+#: bytes, both thresholds: glibc's own starting value, kept rather than raised
+MALLOC_THRESHOLD = 128 << 10
+
+
 @functools.cache
-def _malloc_trim() -> ctypes._CFuncPtr | None:
-    """glibc's ``malloc_trim``, or None where the C library has none (musl, macOS)."""
+def _libc(name: str) -> ctypes._CFuncPtr | None:
+    """The C library's function ``name`` (glibc's ``malloc_trim``, ``mallopt``), or None
+    where the C library has none (musl, macOS)."""
     try:
-        return ctypes.CDLL(None).malloc_trim
+        return getattr(ctypes.CDLL(None), name)
     except (OSError, AttributeError):
         return None
+
+
+def fixed_malloc_thresholds() -> bool:
+    """Fix glibc's mmap and trim thresholds at :data:`MALLOC_THRESHOLD` for the process
+    (``mallopt``); True when it did, False where a :data:`THRESHOLD_VARIABLES` variable
+    chose them or there is no glibc.
+
+    glibc raises both thresholds (up to 32 MiB and 64 MiB) each time a large mapped
+    block is freed, and from then on serves blocks that large from its arenas and keeps
+    their free tops; ``malloc_trim`` trims the main heap but not the tops of the arenas
+    of other threads (glibc 2.36). Over the replayed Summit year with forecasts those
+    arenas grew from 8 to 44 MB; with the thresholds fixed they stayed at 14-15 MB and
+    the process kept 292 / 297 / 303 MB at the first, middle and last quarter, against
+    298 / 310 / 353 (``benchmarks/replay_memory.py --variants follow,thresholds``;
+    ``docs/follow.md``, "Memory over the year"). Called when follow or ``iosight live``
+    starts; large blocks are then mapped and unmapped each time, at no measured CPU."""
+    mallopt = _libc("mallopt")
+    if mallopt is None or any(os.environ.get(v) for v in THRESHOLD_VARIABLES):
+        return False
+    return all([mallopt(_M_MMAP_THRESHOLD, MALLOC_THRESHOLD) == 1,
+                mallopt(_M_TRIM_THRESHOLD, MALLOC_THRESHOLD) == 1])  # fmt: skip
 
 
 def release_free_memory() -> bool:
@@ -94,5 +126,5 @@ def release_free_memory() -> bool:
     rather than mapping them: its dynamic mmap threshold); over the replayed Summit year
     the main heap grew by 12 MB, bytes in use by under 1 (``docs/follow.md``, "Memory
     over the year"). A few milliseconds a batch."""
-    trim = _malloc_trim()
+    trim = _libc("malloc_trim")
     return bool(trim(0)) if trim is not None else False

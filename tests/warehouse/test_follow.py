@@ -325,11 +325,13 @@ def test_follow_gives_freed_memory_back_after_each_batch(tmp_path, monkeypatch):
         shutil.copy(f, logs)
     wh, stop, calls = Warehouse(tmp_path / "wh", create=True), threading.Event(), []
     monkeypatch.setattr(follow_module, "release_free_memory", lambda: calls.append("trim"))
+    fix = lambda: calls.append("thresholds")  # noqa: E731
+    monkeypatch.setattr(follow_module, "fixed_malloc_thresholds", fix)
 
     def after(batch) -> None:
         calls.append(f"batch of {batch.report.ingested}")
         stop.set()
 
     follow(logs, wh, interval=0.1, settle=1, workers=1, batch_size=1, on_batch=after, stop=stop)
-    assert calls == ["batch of 1", "trim"]  # stopped after the first of two batches
+    assert calls == ["thresholds", "batch of 1", "trim"]  # stopped after the first of two
     assert len(wh.jobs()) == 1
