@@ -118,7 +118,7 @@ def test_rows_grow_with_bins_not_segments(dxt_logs):
     bins = np.unique(np.floor(seg["s"] / 1.0)).size
     queries = _layer_queries(_schema(dxt_logs), "POSIX", "write", f"j.job_key = '{key}'",
                              width=1.0)  # fmt: skip
-    (query,) = [q for q in queries if "dxt_posix d on" in q]
+    (query,) = [q for q in queries if "from dxt_posix d join jobs" in q]
     rows = len(dxt_logs.connect().sql(query).fetchnumpy()["t0"])
     assert len(seg) > 70_000 and 0 < rows <= bins + near < len(seg) / 5, (rows, bins, near)
 

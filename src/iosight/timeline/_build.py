@@ -11,7 +11,8 @@ Placement of a record's bytes, operations and I/O time, most exact first:
 1. HEATMAP bins of the job and module, when the job has them (the module's totals of
    that job are spread in proportion to the heatmap bytes of each heatmap bin);
 2. DXT segments of the record (POSIX only; bytes in proportion to segment length,
-   operations one per segment, I/O time in proportion to segment duration);
+   operations one per segment, I/O time in proportion to segment duration; summed per
+   bin in DuckDB first, so that a job's rows grow with its bins: :func:`_dxt_query`);
 3. the record's counters over ``[job start + F_*_START_TIMESTAMP, job start +
    F_*_END_TIMESTAMP]``.
 
@@ -348,19 +349,20 @@ def _layer_queries(
             f"group by h.job_key having sum(h.{direction}_bytes) > 0)"
         )
         not_hm = "rec.job_key not in (select job_key from hmj)"
-    dxt_match = (
-        "d.job_key = rec.job_key and d.record_id = rec.record_id "
-        f"and (rec.rank = -1 or rec.rank = d.rank) and d.op = '{direction}' "
-        f"and {_key_range('d', keys)}"
+    # the keys of the records with segments, found first: a hash of the records' keys,
+    # not one probed by every segment
+    dxt_keys = (
+        "(select distinct d.job_key, d.record_id, d.rank from dxt_posix d "
+        f"where d.op = '{direction}' and {_key_range('d', keys)}) d"
     )
-    no_dxt = f"not exists (select 1 from dxt_posix d where {dxt_match})" if has_dxt else "true"
+    no_dxt = f"not exists (select 1 from {dxt_keys} where {_DXT_MATCH})" if has_dxt else "true"
     with_ = "with " + ", ".join(ctes) + " "
     queries = [
         with_ + f"select job_key, js, je{ka}, js + s as t0, js + e as t1, b, o, t from rec "
         f"where {not_hm} and {no_dxt}"
     ]
     if has_dxt:
-        queries.append(with_ + _dxt_query(dxt_match, not_hm, width, known))
+        queries.append(with_ + _dxt_query(direction, (jobs_where, keys), not_hm, width, known))
     if has_hm:
         share = f"h.{direction}_bytes / hmj.hb"
         queries.append(
@@ -375,49 +377,58 @@ def _layer_queries(
     return [_flag_outside(q, known) for q in queries]
 
 
+# a DXT segment ``d`` of a record ``rec``: shared records (rank -1) match every rank's
+_DXT_MATCH = (
+    "d.job_key = rec.job_key and d.record_id = rec.record_id and (rec.rank = -1 or "
+    "rec.rank = d.rank)"
+)
 # a DXT segment this far (s) from a bin edge lies in the same bin whichever way its bin
 # is computed: its time's rounding is below 1e-7 s for times up to 1e9 s from the grid's
 # origin (a grid of more bins than memory holds lies further)
 _EDGE = "(1e-3 + 1e-12 * abs(s1))"
 
 
-def _dxt_query(dxt_match: str, not_hm: str, width: float, known: bool) -> str:
-    """SQL (after the ``rec`` CTE) of the DXT-placed rows of ``rec`` for bins of ``width``
-    seconds: each segment takes the record's bytes in proportion to its length, one
-    operation and I/O time in proportion to its duration (all equal when the record's
-    lengths or durations sum to 0).
+def _dxt_query(
+    direction: str, jobs: tuple[str, KeyRange], rec_where: str, width: float, known: bool
+) -> str:
+    """SQL (after the ``rec`` CTE) of the DXT-placed rows of the records of ``rec``
+    matching ``rec_where``, for bins of ``width`` seconds: each segment takes the
+    record's bytes in proportion to its length, one operation and I/O time in proportion
+    to its duration (all equal when the record's lengths or durations sum to 0).
 
-    A job's segments are summed in DuckDB per bin they lie in, so that a job's rows grow
-    with the bins its segments touch, not with its segments (millions in DXT-heavy logs):
-    a segment wholly inside a bin puts all of it in that bin, so their sum in one row
-    over their ``[min t0, max t1]`` (inside that bin too) bins the same. Segments within
-    :data:`_EDGE` of a bin edge, or across one, keep their own interval (only those with
-    the same interval in one job are summed: they spread alike). ``t0``/``t1`` stay
-    each job's earliest and latest, so :class:`_Outside` widens a job as before."""
-    w = repr(float(width))
-    ka = ", ka" if known else ""
+    The segments of the ``jobs`` (SQL on ``jobs j`` and a key range, as
+    :func:`_layer_queries`) are summed in DuckDB per record and bin they lie in before
+    they meet the records, so that a job's rows grow with the bins its segments touch,
+    not with its segments (millions in DXT-heavy logs): a segment wholly inside a bin
+    puts all of it in that bin, so their sum in one row over their ``[min t0, max t1]``
+    (inside that bin too) bins the same. Segments within :data:`_EDGE` of a bin edge, or
+    across one, keep their own interval (only those with the same interval are summed:
+    they spread alike). ``t0``/``t1`` stay each job's earliest and latest, so
+    :class:`_Outside` widens a job as before."""
+    (jobs_where, keys), w = jobs, repr(float(width))
     k = f"floor((s0 - {_EDGE}) / {w})"
     cell = f"case when {k} = floor((s1 + {_EDGE}) / {w}) then {k} end"  # null: near an edge
     seg = (
-        f"select rec.job_key, rec.rank, rec.record_id, rec.js, rec.je{', rec.ka' * known}, "
-        'rec.b, rec.o, rec.t, rec.js + d.start as s0, rec.js + greatest(d."end", d.start) as s1, '
-        'd.length as l, greatest(d."end" - d.start, 0) as u '
-        f"from rec join dxt_posix d on {dxt_match} where {not_hm}"
+        "select d.job_key, d.record_id, d.rank, j.start_time + d.start as s0, j.start_time + "
+        'greatest(d."end", d.start) as s1, d.length as l, greatest(d."end" - d.start, 0) as u '
+        f"from dxt_posix d join jobs j using (job_key) where {jobs_where} and "
+        f"d.op = '{direction}' and {_key_range('d', keys)}"
     )
-    keys = f"job_key, rank, record_id, js, je{ka}, b, o, t"
-    grp = (
-        f"select {keys}, k, min(s0) as g0, max(s1) as g1, sum(l) as l, count(*) as n, "
-        f"sum(u) as u from (select *, {cell} as k from ({seg})) "
-        f"group by {keys}, k, case when k is null then s0 end, case when k is null then s1 end"
+    d = (
+        "select job_key, record_id, rank, k, min(s0) as g0, max(s1) as g1, sum(l) as l, "
+        f"count(*) as n, sum(u) as u from (select *, {cell} as k from ({seg})) group by "
+        "job_key, record_id, rank, k, case when k is null then s0 end, case when k is null "
+        "then s1 end"
     )
-    over = "over (partition by job_key, rank, record_id)"
-    even = f"n / sum(n) {over}"
+    over = "over (partition by rec.job_key, rec.rank, rec.record_id)"
+    even = f"d.n / sum(d.n) {over}"
+    ka = ", ka" if known else ""
     share = (
-        f"select job_key, js, je{ka}, k, g0, g1, "
-        f"b * case when sum(l) {over} > 0 then l / sum(l) {over} else {even} end as b, "
-        f"o * {even} as o, "
-        f"t * case when sum(u) {over} > 0 then u / sum(u) {over} else {even} end as t "
-        f"from ({grp})"
+        f"select rec.job_key, rec.js, rec.je{', rec.ka' * known}, d.k, d.g0, d.g1, "
+        f"rec.b * case when sum(d.l) {over} > 0 then d.l / sum(d.l) {over} else {even} end "
+        f"as b, rec.o * {even} as o, "
+        f"rec.t * case when sum(d.u) {over} > 0 then d.u / sum(d.u) {over} else {even} end "
+        f"as t from rec join ({d}) d on {_DXT_MATCH} where {rec_where}"
     )
     return (
         f"select job_key, js, je{ka}, min(g0) as t0, max(g1) as t1, sum(b) as b, sum(o) as o, "
