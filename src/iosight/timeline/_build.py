@@ -708,8 +708,9 @@ def accumulate(
                 for layer in LAYERS
                 if layer.lower() in schema
                 for direction in _COUNTERS
-                for q in _layer_queries(schema, layer, direction, where, keys, acc.known,
-                                        width=acc.width)  # fmt: skip
+                for q in _layer_queries(
+                    schema, layer, direction, where, keys, acc.known, width=acc.width
+                )
             ]
             totals = _job_totals_query(schema, where, keys, acc.known)
             if i == 0:
