@@ -76,9 +76,9 @@ def start_replay(wh, out: Path, args) -> subprocess.Popen:
     first = wh.sql(f"select min({KNOWN_AT}) t from jobs")["t"][0]
     since = first if args.since is None else args.since
     until = since + args.days * 86400
-    n = wh.sql(
-        f"select count(*) n from jobs where {KNOWN_AT} >= {since} and {KNOWN_AT} < {until}"
-    )["n"][0]
+    n = wh.sql(f"select count(*) n from jobs where {KNOWN_AT} >= {since} and {KNOWN_AT} < {until}")[
+        "n"
+    ][0]
     print(
         f"replaying {n} jobs known in {args.days:g} days from "
         f"{time.strftime('%Y-%m-%d', time.gmtime(since))} at {args.speed:g}x "
@@ -109,6 +109,25 @@ def forecaster(source, wh) -> object:
     fc.save(wh)
     print(f"forecaster: {fc.describe()}, trained in {time.perf_counter() - t:.0f} s")
     return FollowForecasts(wh, [fc.name])
+
+
+class AfterBatch(threading.Event):
+    """Follow's ``stop`` event, which it asks whether to stop right after each batch,
+    once it gave the batch's freed memory back: this process's RSS then (what it keeps
+    between batches; ``on_batch`` sees it before), and ``where()`` at the batches
+    ``at`` (counted from 1) when given."""
+
+    def __init__(self, where=None, *at: int) -> None:
+        super().__init__()
+        self.where, self.at, self.pending, self.rss, self.maps = where, at, None, [], {}
+
+    def is_set(self) -> bool:
+        if self.pending == threading.get_ident():  # follow's thread, after on_batch
+            self.pending = None
+            self.rss.append(psutil.Process().memory_info().rss / 2**20)
+            if len(self.rss) in self.at:
+                self.maps[len(self.rss) - 1] = self.where()
+        return super().is_set()
 
 
 class Forecasting:
@@ -158,7 +177,7 @@ def run(args) -> None:
         wh = Warehouse(tmp / "followed", create=True)
         fc = Forecasting(forecaster(source, wh)) if args.forecast else None
         me = psutil.Process()
-        batches, rss, files, busy, stop = [], [], [], [0.0], threading.Event()
+        batches, rss, files, busy, stop = [], [], [], [0.0], AfterBatch()
         pools = set()  # Arrow's default pool in the batches (follow's, or the person's)
 
         def after(batch) -> None:
@@ -170,6 +189,7 @@ def run(args) -> None:
             busy[0] += batch.report.seconds + time.perf_counter() - t
             batches.append(batch)
             rss.append(me.memory_info().rss)
+            stop.pending = threading.get_ident()  # this thread's next is_set
             pools.add(pa.default_memory_pool().backend_name)
             files.append({t: len(wh.table_files(t)) for t in wh.tables()})
             if replayer.poll() is not None and _all_in(out, batches):
@@ -218,6 +238,13 @@ def run(args) -> None:
             f"{max(rss[:quarter]) / 2**20:.0f} MB, middle quarter peak {max(mid) / 2**20:.0f} "
             f"MB, last quarter peak {max(rss[-quarter:]) / 2**20:.0f} MB; peak over the run "
             f"{peak:.0f} MB; Arrow's pool: {', '.join(sorted(pools))}"
+        )
+        kept = stop.rss
+        print(
+            f"memory kept between batches (RSS right after follow gave a batch's freed memory "
+            f"back): first / middle / last quarter peak {max(kept[:quarter]):.0f} / "
+            f"{max(kept[len(kept) // 2 - quarter // 2 : len(kept) // 2 + quarter // 2 + 1]):.0f}"
+            f" / {max(kept[-quarter:]):.0f} MB"
         )
         print(_files_line(files))
         print(_compactions_line(batches))

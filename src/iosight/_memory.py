@@ -1,5 +1,6 @@
 """Memory of the loops that run for months (follow mode, ``iosight live``): Arrow's
-buffers go back to the system once freed, so the process does not grow batch by batch.
+buffers, and the pages glibc's malloc holds free, go back to the system, so the process
+does not grow batch by batch.
 
 The pyarrow wheels allocate Arrow's buffers with mimalloc by default, which keeps the
 pages a thread freed for that thread's later allocations and hands them back to the
@@ -9,11 +10,17 @@ Through the replayed Summit 2021 year (``benchmarks/replay.py``, ``replay_memory
 ``docs/follow.md``, "Memory over the year") the process grew batch after batch, nearly
 all of it in mimalloc's region, while Arrow held no live buffer after a batch
 (``pyarrow.total_allocated_bytes()`` 0); with the system allocator (glibc's malloc,
-which maps large blocks and unmaps them when freed) it stayed flat, at the same CPU time.
+which maps large blocks and unmaps them when freed) that growth went, at the same CPU
+time. What was left was glibc's malloc keeping freed pages: its main heap, which follow
+trims after each batch (:func:`release_free_memory`), and the free tops of its thread
+arenas, which ``malloc_trim`` leaves alone and which follow keeps small by fixing glibc's
+thresholds (:func:`fixed_malloc_thresholds`).
 """
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import os
 import sys
 import threading
@@ -67,3 +74,57 @@ def system_arrow_pool() -> Iterator[None]:
             _Switch.running -= 1
             if not _Switch.running:
                 pa.set_memory_pool(_Switch.saved)
+
+
+#: glibc's ``mallopt`` parameters (``malloc.h``): the trim and the mmap threshold
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+#: the environment variables by which a person sets them instead (then left alone)
+THRESHOLD_VARIABLES = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_")
+#: bytes, both thresholds: glibc's own starting value, kept rather than raised
+MALLOC_THRESHOLD = 128 << 10
+
+
+@functools.cache
+def _libc(name: str) -> ctypes._CFuncPtr | None:
+    """The C library's function ``name`` (glibc's ``malloc_trim``, ``mallopt``), or None
+    where the C library has none (musl, macOS)."""
+    try:
+        return getattr(ctypes.CDLL(None), name)
+    except (OSError, AttributeError):
+        return None
+
+
+def fixed_malloc_thresholds() -> bool:
+    """Fix glibc's mmap and trim thresholds at :data:`MALLOC_THRESHOLD` for the process
+    (``mallopt``); True when it did, False where a :data:`THRESHOLD_VARIABLES` variable
+    chose them or there is no glibc.
+
+    glibc raises both thresholds (up to 32 MiB and 64 MiB) each time a large mapped
+    block is freed, and from then on serves blocks that large from its arenas and keeps
+    their free tops; ``malloc_trim`` trims the main heap but not the tops of the arenas
+    of other threads (glibc 2.36). Over the replayed Summit year with forecasts those
+    arenas grew from 8 to 44 MB; with the thresholds fixed they stayed at 14-15 MB and
+    the process kept 292 / 297 / 303 MB at the first, middle and last quarter, against
+    298 / 310 / 353 (``benchmarks/replay_memory.py --variants follow,thresholds``;
+    ``docs/follow.md``, "Memory over the year"). Called when follow or ``iosight live``
+    starts; large blocks are then mapped and unmapped each time, at no measured CPU."""
+    mallopt = _libc("mallopt")
+    if mallopt is None or any(os.environ.get(v) for v in THRESHOLD_VARIABLES):
+        return False
+    return all([mallopt(_M_MMAP_THRESHOLD, MALLOC_THRESHOLD) == 1,
+                mallopt(_M_TRIM_THRESHOLD, MALLOC_THRESHOLD) == 1])  # fmt: skip
+
+
+def release_free_memory() -> bool:
+    """Give the pages glibc's malloc holds free back to the system (``malloc_trim(0)``:
+    every arena, and free pages inside the heap, not only its top, since glibc 2.8); True
+    when it gave some, False elsewhere (no glibc).
+
+    Called after each follow batch: a batch's Parquet, DuckDB and pandas work frees
+    blocks of every size, and glibc keeps what it cannot give back at the top of its
+    heap (and, once a large block was freed, serves blocks up to that size from the heap
+    rather than mapping them: its dynamic mmap threshold); over the replayed Summit year
+    the main heap grew by 12 MB, bytes in use by under 1 (``docs/follow.md``, "Memory
+    over the year"). A few milliseconds a batch."""
+    trim = _libc("malloc_trim")
+    return bool(trim(0)) if trim is not None else False

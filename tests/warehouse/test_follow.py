@@ -311,3 +311,27 @@ def test_follow_batches_allocate_from_the_system_pool_unless_one_was_chosen(
     assert pools == [("system" if chosen is None else before.backend_name, 1)]
     assert pa.default_memory_pool().backend_name == before.backend_name
     assert len(wh.jobs()) == 1
+
+
+def test_follow_gives_freed_memory_back_after_each_batch(tmp_path, monkeypatch):
+    """After each batch and what on_batch did (insights, forecasts), follow hands glibc's
+    free pages back to the system: over the replayed Summit year the heap kept what
+    batches freed and the process grew (docs/follow.md, "Memory over the year")."""
+    import iosight.warehouse._follow as follow_module
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for f in example_logs()[:2]:
+        shutil.copy(f, logs)
+    wh, stop, calls = Warehouse(tmp_path / "wh", create=True), threading.Event(), []
+    monkeypatch.setattr(follow_module, "release_free_memory", lambda: calls.append("trim"))
+    fix = lambda: calls.append("thresholds")  # noqa: E731
+    monkeypatch.setattr(follow_module, "fixed_malloc_thresholds", fix)
+
+    def after(batch) -> None:
+        calls.append(f"batch of {batch.report.ingested}")
+        stop.set()
+
+    follow(logs, wh, interval=0.1, settle=1, workers=1, batch_size=1, on_batch=after, stop=stop)
+    assert calls == ["thresholds", "batch of 1", "trim"]  # stopped after the first of two
+    assert len(wh.jobs()) == 1

@@ -79,3 +79,42 @@ def test_ingest_stages_each_table_in_job_key_order(tmp_path):
         assert _merge.sorted_runs(files, ["job_key"]) is not None, name
         checked += 1
     assert checked == 5
+
+
+def _arrow_order(table: pa.Table, keys: pa.DictionaryArray) -> pa.Table:
+    """The reference: Arrow's stable sort by (job key, start), nulls last."""
+    import pyarrow.compute as pc
+
+    word = pc.rank(keys.dictionary, tiebreaker="dense")
+    by = pa.table({"key": word.take(keys.indices), "by": table["start"]})
+    order = pc.sort_indices(by, sort_keys=[("key", "ascending"), ("by", "ascending")])
+    return table.take(order).add_column(0, "job_key", keys.take(order).cast(pa.string()))
+
+
+@pytest.mark.parametrize(
+    ("words", "index", "starts"),
+    [
+        # pieces of jobs in key order (one dictionary word per piece), runs out of order,
+        # ties: sorted job by job
+        (["a", "a", "b"], [0, 0, 0, 1, 1, 2, 2, 2], [3, 1, 1, 0, 2, 5, 5, 4]),
+        # in order already: no copy
+        (["a", "b"], [0, 0, 1, 1], [1, 2, 0, 0]),
+        # keys out of order, NaN and null starts: the general sort
+        (["b", "a"], [0, 0, 1, 1, 1, 0], [None, float("nan"), 2, None, 1, -1]),
+        # in key order, but a null start
+        (["a"], [0, 0, 0], [2, None, 1]),
+    ],
+)
+def test_staged_dxt_rows_sorted_as_arrow_sorts_them(words, index, starts):
+    """Ingest's job-by-job NumPy sort of a staged DXT table (``_sorted_by_key``) gives
+    the rows in the order of Arrow's stable sort by (job key, start), NaN and nulls too."""
+    from iosight.warehouse._ingest import _sorted_by_key
+
+    keys = pa.DictionaryArray.from_arrays(pa.array(index, pa.int32()), pa.array(words))
+    table = pa.table({"start": pa.array(starts, pa.float64()), "seq": range(len(index))})
+    got, got_keys = _sorted_by_key(table, keys, "start")
+    want = _arrow_order(table, keys)
+    assert got_keys.cast(pa.string()).to_pylist() == want["job_key"].to_pylist()
+    assert got["seq"].to_pylist() == want["seq"].to_pylist()  # (rows are told by seq)
+    if words == ["a", "b"]:
+        assert got["seq"].to_pylist() == [0, 1, 2, 3]

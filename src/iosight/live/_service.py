@@ -212,10 +212,11 @@ class LiveService:
     def run(self, stop: threading.Event | None = None) -> None:
         """Rounds every ``interval`` seconds until ``stop`` is set (or, in the main thread,
         SIGINT or SIGTERM arrives), the server answering throughout."""
-        from iosight._memory import system_arrow_pool
+        from iosight._memory import fixed_malloc_thresholds, system_arrow_pool
         from iosight.warehouse import stopped_by_signals
 
         stop = stop or threading.Event()
+        fixed_malloc_thresholds()  # flat over months, as follow
         url = self.start_server()
         if url:
             log.info("serving %s at %s", self.warehouse.path, url)

@@ -11,7 +11,8 @@ Placement of a record's bytes, operations and I/O time, most exact first:
 1. HEATMAP bins of the job and module, when the job has them (the module's totals of
    that job are spread in proportion to the heatmap bytes of each heatmap bin);
 2. DXT segments of the record (POSIX only; bytes in proportion to segment length,
-   operations one per segment, I/O time in proportion to segment duration);
+   operations one per segment, I/O time in proportion to segment duration; summed per
+   bin in DuckDB first, so that a job's rows grow with its bins: :func:`_dxt_query`);
 3. the record's counters over ``[job start + F_*_START_TIMESTAMP, job start +
    F_*_END_TIMESTAMP]``.
 
@@ -305,10 +306,13 @@ def _layer_queries(
     jobs_where: str,
     keys: KeyRange = (None, None),
     known: bool = False,
+    *,
+    width: float,
 ) -> list[str]:
     """SQL queries returning ``t0, t1, b, o, t`` rows (epoch s) for one layer (a table of
     ``schema``, :func:`_schema`) and direction; with ``known``, also each row's job's
-    known-at time (``known``).
+    known-at time (``known``). ``width``: the bin width (s), by which the DXT segments
+    are summed (:func:`_dxt_query`).
 
     ``keys`` repeats the key range of ``jobs_where`` on every other table, so that no
     hash table holds more than the range's jobs.
@@ -325,8 +329,8 @@ def _layer_queries(
     start = f"greatest(coalesce(r.{_q(s)}, 0), 0)" if s in cols else "0"
     end = f"greatest(coalesce(r.{_q(e)}, 0), 0)" if e in cols else "(j.end_time - j.start_time)"
     # with ``known``: the job's known-at time, ``ka``, carried to the rows
-    carried = (f"{_KNOWN} as ka", "ka", "rec.ka", "any_value(ka) as ka")
-    new_ka, ka, rec_ka, tot_ka = (f", {c}" if known else "" for c in carried)
+    carried = (f"{_KNOWN} as ka", "ka", "any_value(ka) as ka")
+    new_ka, ka, tot_ka = (f", {c}" if known else "" for c in carried)
     rec = (
         f"select r.job_key, r.rank, r.record_id, j.start_time as js{new_ka}, "
         f"coalesce(j.end_time, j.start_time) as je, {start} as s, "
@@ -345,29 +349,20 @@ def _layer_queries(
             f"group by h.job_key having sum(h.{direction}_bytes) > 0)"
         )
         not_hm = "rec.job_key not in (select job_key from hmj)"
-    dxt_match = (
-        "d.job_key = rec.job_key and d.record_id = rec.record_id "
-        f"and (rec.rank = -1 or rec.rank = d.rank) and d.op = '{direction}' "
-        f"and {_key_range('d', keys)}"
+    # the keys of the records with segments, found first: a hash of the records' keys,
+    # not one probed by every segment
+    dxt_keys = (
+        "(select distinct d.job_key, d.record_id, d.rank from dxt_posix d "
+        f"where d.op = '{direction}' and {_key_range('d', keys)}) d"
     )
-    no_dxt = f"not exists (select 1 from dxt_posix d where {dxt_match})" if has_dxt else "true"
+    no_dxt = f"not exists (select 1 from {dxt_keys} where {_DXT_MATCH})" if has_dxt else "true"
     with_ = "with " + ", ".join(ctes) + " "
     queries = [
         with_ + f"select job_key, js, je{ka}, js + s as t0, js + e as t1, b, o, t from rec "
         f"where {not_hm} and {no_dxt}"
     ]
     if has_dxt:
-        dur = 'greatest(d."end" - d.start, 0)'
-        w = "over (partition by rec.job_key, rec.rank, rec.record_id)"
-        queries.append(
-            with_ + f"select rec.job_key, rec.js, rec.je{rec_ka}, "
-            f'rec.js + d.start as t0, rec.js + greatest(d."end", d.start) as t1, '
-            f"rec.b * case when sum(d.length) {w} > 0 then d.length / sum(d.length) {w} "
-            f"else 1.0 / count(*) {w} end as b, rec.o / count(*) {w} as o, "
-            f"rec.t * case when sum({dur}) {w} > 0 then {dur} / sum({dur}) {w} "
-            f"else 1.0 / count(*) {w} end as t "
-            f"from rec join dxt_posix d on {dxt_match} where {not_hm}"
-        )
+        queries.append(with_ + _dxt_query(direction, (jobs_where, keys), not_hm, width, known))
     if has_hm:
         share = f"h.{direction}_bytes / hmj.hb"
         queries.append(
@@ -380,6 +375,66 @@ def _layer_queries(
             f"where {_heatmap_match(layer)} and h.{direction}_bytes > 0 and {_key_range('h', keys)}"
         )
     return [_flag_outside(q, known) for q in queries]
+
+
+# a DXT segment ``d`` of a record ``rec``: shared records (rank -1) match every rank's
+_DXT_MATCH = (
+    "d.job_key = rec.job_key and d.record_id = rec.record_id and (rec.rank = -1 or "
+    "rec.rank = d.rank)"
+)
+# a DXT segment this far (s) from a bin edge lies in the same bin whichever way its bin
+# is computed: its time's rounding is below 1e-7 s for times up to 1e9 s from the grid's
+# origin (a grid of more bins than memory holds lies further)
+_EDGE = "(1e-3 + 1e-12 * abs(s1))"
+
+
+def _dxt_query(
+    direction: str, jobs: tuple[str, KeyRange], rec_where: str, width: float, known: bool
+) -> str:
+    """SQL (after the ``rec`` CTE) of the DXT-placed rows of the records of ``rec``
+    matching ``rec_where``, for bins of ``width`` seconds: each segment takes the
+    record's bytes in proportion to its length, one operation and I/O time in proportion
+    to its duration (all equal when the record's lengths or durations sum to 0).
+
+    The segments of the ``jobs`` (SQL on ``jobs j`` and a key range, as
+    :func:`_layer_queries`) are summed in DuckDB per record and bin they lie in before
+    they meet the records, so that a job's rows grow with the bins its segments touch,
+    not with its segments (millions in DXT-heavy logs): a segment wholly inside a bin
+    puts all of it in that bin, so their sum in one row over their ``[min t0, max t1]``
+    (inside that bin too) bins the same. Segments within :data:`_EDGE` of a bin edge, or
+    across one, keep their own interval (only those with the same interval are summed:
+    they spread alike). ``t0``/``t1`` stay each job's earliest and latest, so
+    :class:`_Outside` widens a job as before."""
+    (jobs_where, keys), w = jobs, repr(float(width))
+    k = f"floor((s0 - {_EDGE}) / {w})"
+    cell = f"case when {k} = floor((s1 + {_EDGE}) / {w}) then {k} end"  # null: near an edge
+    seg = (
+        "select d.job_key, d.record_id, d.rank, j.start_time + d.start as s0, j.start_time + "
+        'greatest(d."end", d.start) as s1, d.length as l, greatest(d."end" - d.start, 0) as u '
+        f"from dxt_posix d join jobs j using (job_key) where {jobs_where} and "
+        f"d.op = '{direction}' and {_key_range('d', keys)}"
+    )
+    d = (
+        "select job_key, record_id, rank, k, min(s0) as g0, max(s1) as g1, sum(l) as l, "
+        f"count(*) as n, sum(u) as u from (select *, {cell} as k from ({seg})) group by "
+        "job_key, record_id, rank, k, case when k is null then s0 end, case when k is null "
+        "then s1 end"
+    )
+    over = "over (partition by rec.job_key, rec.rank, rec.record_id)"
+    even = f"d.n / sum(d.n) {over}"
+    ka = ", ka" if known else ""
+    share = (
+        f"select rec.job_key, rec.js, rec.je{', rec.ka' * known}, d.k, d.g0, d.g1, "
+        f"rec.b * case when sum(d.l) {over} > 0 then d.l / sum(d.l) {over} else {even} end "
+        f"as b, rec.o * {even} as o, "
+        f"rec.t * case when sum(d.u) {over} > 0 then d.u / sum(d.u) {over} else {even} end "
+        f"as t from rec join ({d}) d on {_DXT_MATCH} where {rec_where}"
+    )
+    return (
+        f"select job_key, js, je{ka}, min(g0) as t0, max(g1) as t1, sum(b) as b, sum(o) as o, "
+        f"sum(t) as t from ({share}) group by job_key, js, je{ka}, k, "
+        "case when k is null then g0 end, case when k is null then g1 end"
+    )
 
 
 def _counter(column: str) -> str:
@@ -441,7 +496,7 @@ def record_queries(schema: dict[str, set[str]]) -> list[str]:
         for layer in LAYERS
         if layer.lower() in schema
         for direction in _COUNTERS
-        for q in _layer_queries(schema, layer, direction, "true")
+        for q in _layer_queries(schema, layer, direction, "true", width=1.0)  # any width
     ]
     return [*out, _job_totals_query(schema, "true") or ""]
 
@@ -653,7 +708,9 @@ def accumulate(
                 for layer in LAYERS
                 if layer.lower() in schema
                 for direction in _COUNTERS
-                for q in _layer_queries(schema, layer, direction, where, keys, acc.known)
+                for q in _layer_queries(
+                    schema, layer, direction, where, keys, acc.known, width=acc.width
+                )
             ]
             totals = _job_totals_query(schema, where, keys, acc.known)
             if i == 0:

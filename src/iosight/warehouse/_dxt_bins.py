@@ -73,7 +73,8 @@ class DxtBins:
         """The job's bins (rank, bin, width, ops, writes, bytes); None when it has none."""
         if self.width is None or not self.parts:
             return None
-        merged = self._merged()
+        # one piece (most jobs): its bins are summed already; grouping them again is a no-op
+        merged = self.parts[0] if len(self.parts) == 1 else self._merged()
         return merged.append_column("width", pa.repeat(pa.scalar(self.width), merged.num_rows))
 
     def _merged(self) -> pa.Table:

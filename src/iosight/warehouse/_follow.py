@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from iosight._errors import IosightError, check_param, is_integer
-from iosight._memory import system_arrow_pool
+from iosight._memory import fixed_malloc_thresholds, release_free_memory, system_arrow_pool
 from iosight.parallel import default_workers
 from iosight.warehouse._ingest import (
     DEFAULT_BATCH_SIZE,
@@ -181,8 +181,9 @@ def follow(
     ``warehouse``: the warehouse written.
 
     While it runs, Arrow allocates from the system allocator, which gives freed memory
-    back, so the process stays the same size over months of batches
-    (:func:`iosight._memory.system_arrow_pool`).
+    back, and glibc's thresholds stay fixed, so the process stays the same size over
+    months of batches (:func:`iosight._memory.system_arrow_pool`,
+    :func:`iosight._memory.fixed_malloc_thresholds`).
     """
     check_follow_args(
         directory,
@@ -194,6 +195,7 @@ def follow(
         reader=reader,
     )
     stop = stop or threading.Event()
+    fixed_malloc_thresholds()
     follower = Follower(directory, warehouse, settle=settle, workers=workers, timeout=timeout,
                         scheduler=scheduler, batch_size=batch_size, reader=reader,
                         compact=compact, on_batch=on_batch)  # fmt: skip
@@ -249,6 +251,7 @@ class Follower:
             batches.append(batch)
             if self.on_batch is not None:
                 self.on_batch(batch)
+            release_free_memory()  # what the batch and its insights freed
             if stop is not None and stop.is_set():
                 break
         return batches
