@@ -412,3 +412,15 @@ def cli(*args: object):
             else [str(a)]
         )
     return CliRunner().invoke(app, flat)
+
+
+def same_rows(a, b) -> None:
+    """``a`` and ``b`` hold the same rows and columns; rows tied on the sort column of
+    their query may come in either order (DuckDB scans files in parallel)."""
+    import pandas
+
+    def ordered(df):
+        keys = [tuple(map(str, row)) for row in df.itertuples(index=False)]
+        return df.iloc[sorted(range(len(df)), key=keys.__getitem__)].reset_index(drop=True)
+
+    pandas.testing.assert_frame_equal(ordered(a), ordered(b))

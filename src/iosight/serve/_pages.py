@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from iosight._errors import IosightError, check_param
 from iosight.serve._readonly import ServedWarehouse, check_where, deadline
+from iosight.warehouse import for_job
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -226,6 +227,7 @@ def errors_page(wh: ServedWarehouse, page: int = 1, page_size: int = 100) -> Job
 def job_timeline(wh: ServedWarehouse, key: str):
     """``("dxt", view)`` (:func:`job_dxt` of the whole job), ``("heatmap", bins)`` or
     ``("", None)``: what the job's time axis can show."""
+    wh = for_job(wh, key)
     tables = set(wh.tables())
     if "dxt_posix" in tables:
         view = job_dxt(wh, key)
@@ -248,7 +250,8 @@ def job_dxt(wh: ServedWarehouse, key: str, window: DxtWindow | None = None) -> D
     (:func:`~iosight.report.dxt.dxt_view`), within the query deadline."""
     from iosight.report.dxt import dxt_view
 
-    with deadline(wh.connect(), wh.query_timeout):
+    wh = for_job(wh, key)
+    with deadline(wh.connect(["dxt_posix", "dxt_bins", "jobs"]), wh.query_timeout):
         return dxt_view(wh, key, window)
 
 
@@ -261,7 +264,7 @@ def job_insights_table(wh: ServedWarehouse, key: str) -> tuple[pd.DataFrame | No
     from iosight.insights import job_insights
 
     try:
-        return job_insights(wh, key).table(), ""
+        return job_insights(for_job(wh, key), key).table(), ""
     except IosightError as err:
         return None, str(err)
 

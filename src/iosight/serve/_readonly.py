@@ -81,6 +81,8 @@ class ServedWarehouse(Warehouse):
     ``path``: the warehouse folder.
     """
 
+    key_index = True  # a job's page reads only its files (Warehouse.for_job)
+
     def __init__(
         self,
         path: str | Path,

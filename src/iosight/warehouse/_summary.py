@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from iosight._errors import IosightError
 from iosight._units import missing
 from iosight.darshan import ACCESS_SIZE_BINS, warnings_in
+from iosight.warehouse._jobfiles import for_job
 from iosight.warehouse._rows import records_of
 from iosight.warehouse._store import Warehouse
 
@@ -122,6 +123,7 @@ def job_summary(warehouse: Warehouse, ident: str, *, rows: bool = False) -> JobS
     Every table is one SQL query, the same either way.
     """
     key = find_job(warehouse, ident)
+    warehouse = for_job(warehouse, key)  # every query below is of this one job
     fetch: Callable[[str, list], Table] = warehouse.rows if rows else warehouse.sql
     got = fetch("select * from jobs where job_key = ?", [key])
     job = got.records()[0] if rows else got.iloc[0]

@@ -1,0 +1,231 @@
+"""Read one job from only the files that hold it: a per-table index of job keys per file.
+
+A job page runs about twenty queries of ``job_key = K``, and DuckDB visits every file of
+a table for each of them before it prunes row groups. Min/max statistics cannot narrow
+the files down: a job_key is a content hash, so every file (a batch of logs, a
+compaction's output) spans nearly the whole key range. The index holds instead the hashes
+of the keys each file holds (8 bytes per job and file, read once from the file's
+``job_key`` column), cached by file name, size and modification time: committed files
+never change, so an entry is never stale, and entries of files gone are dropped.
+
+:class:`JobScope` is a reader of the warehouse whose table views hold only the files
+that can hold the job (those whose hashes include the key's: a hash collision only adds
+a file), with the full table's columns, so every query answers exactly as on the whole
+table. It lists the files once, when made: a compaction that lands meanwhile leaves the
+files it replaced on disk for the grace period, so its queries keep reading them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from array import array
+from bisect import bisect_left
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from iosight.warehouse._known import view_query
+from iosight.warehouse._store import Warehouse, _sql_text, _table_names
+
+if TYPE_CHECKING:
+    import duckdb
+
+_KEY = "job_key"
+_BATCH = 16  # files read at a time by the index's thread
+# a name read after FROM or JOIN: the tables a query with ``?`` parameters reads, which
+# DuckDB's parser does not list (a name missed only reads the whole table's view)
+_AFTER_FROM = re.compile(r'\b(?:from|join)\s+"?([A-Za-z_][A-Za-z0-9_]*)"?', re.IGNORECASE)
+
+
+def for_job(warehouse: Warehouse, key: str) -> Warehouse:
+    """A reader of ``warehouse`` for queries of job ``key`` alone (``job_key = key``):
+    where its :attr:`~Warehouse.key_index` is set, a :class:`JobScope` whose job-keyed
+    tables read only the files that hold the job; else ``warehouse`` itself."""
+    if isinstance(warehouse, JobScope):
+        return warehouse if warehouse.key == key else for_job(warehouse._parent, key)
+    if not warehouse.key_index:
+        return warehouse
+    index = warehouse.__dict__.get("_key_index")
+    if index is None:
+        index = warehouse.__dict__["_key_index"] = KeyIndex()
+    return JobScope(warehouse, key, index)
+
+
+class KeyIndex:
+    """The job-key hashes of each file of each table, read once per file by a background
+    thread (thread-safe). A file not read yet may hold any job: a page asked for before
+    the index is filled (the first after start, or after a commit) reads it, as it would
+    without the index, and is never held up by the reading."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, tuple[tuple, array | None]] = {}  # path -> (stamp, hashes)
+        self._columns: dict[str, tuple[tuple, list]] = {}  # table -> (its files, columns)
+        self._queue: dict[str, tuple] = {}  # path -> stamp, waiting to be read
+        self._guard = threading.Lock()
+        self._worker: threading.Thread | None = None
+
+    def holding(self, entries: list[os.DirEntry], key_hash: int) -> list[str]:
+        """The paths of ``entries`` (one table's live files) whose keys may include the key
+        of hash ``key_hash``: those whose keys include it and those not read yet (queued)."""
+        stamps = {e.path: _stamp(e) for e in entries}
+        self._forget(os.path.dirname(entries[0].path), stamps)
+        files = self._files
+        todo = {p: s for p, s in stamps.items() if files.get(p, ((), None))[0] != s}
+        if todo:
+            self._enqueue(todo)
+        return [p for p in stamps if p in todo or _has(files.get(p, ((), None))[1], key_hash)]
+
+    def _enqueue(self, todo: dict[str, tuple]) -> None:
+        with self._guard:
+            self._queue.update(todo)
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._work, daemon=True)
+                self._worker.start()
+
+    def _work(self) -> None:
+        """Read the queued files' keys, a few at a time, until none is left."""
+        import duckdb
+
+        con = duckdb.connect(config={"threads": 1})  # a page's queries keep the cores
+        try:
+            while True:
+                with self._guard:
+                    batch = dict(list(self._queue.items())[:_BATCH])
+                    if not batch:
+                        self._worker = None
+                        return
+                found = _hashes(con, list(batch))
+                with self._guard:
+                    for path, stamp in batch.items():
+                        self._files[path] = (stamp, found.get(path, array("Q")) if found else None)
+                        if self._queue.get(path) == stamp:
+                            del self._queue[path]
+        finally:
+            con.close()
+
+    def wait(self) -> None:
+        """Return once every file queued so far is read (what a test or warm-up waits for)."""
+        worker = self._worker
+        while worker is not None:
+            worker.join()
+            worker = self._worker
+
+    def _forget(self, folder: str, keep: dict) -> None:
+        """Drop the entries of the files in ``folder`` not in ``keep`` (purged, replaced)."""
+        with self._guard:
+            gone = [p for p in self._files if p not in keep and os.path.dirname(p) == folder]
+            for path in gone:
+                del self._files[path]
+
+    def columns(self, con: duckdb.DuckDBPyConnection, name: str, files: tuple) -> list:
+        """Table ``name``'s columns and types over all its ``files`` (its view's, via
+        ``con``), read once per set of files."""
+        known, got = self._columns.get(name, ((), []))
+        if known != files:
+            got = [(r[0], r[1]) for r in con.execute(f'describe main."{name}"').fetchall()]
+            self._columns[name] = (files, got)
+        return got
+
+
+def _stamp(entry: os.DirEntry) -> tuple:
+    st = entry.stat()
+    return (st.st_size, st.st_mtime_ns)
+
+
+def _hashes(con: duckdb.DuckDBPyConnection, paths: list[str]) -> dict[str, array] | None:
+    """Each file's sorted job-key hashes (DuckDB's ``hash``); a file without the column
+    holds no key (its rows' job_key reads as null). None where they cannot be read (a file
+    purged meanwhile, or unreadable): those files may hold any key."""
+    import duckdb
+
+    try:
+        rows = con.execute(
+            f"select filename, list(distinct hash({_KEY}) order by hash({_KEY})) from "
+            "read_parquet(?, filename = true, union_by_name = true) "
+            f"where {_KEY} is not null group by filename",
+            [paths],
+        ).fetchall()
+    except duckdb.Error:
+        return None
+    return {path: array("Q", hashes) for path, hashes in rows}
+
+
+def _has(hashes: array | None, key_hash: int) -> bool:
+    if hashes is None:
+        return True
+    i = bisect_left(hashes, key_hash)
+    return i < len(hashes) and hashes[i] == key_hash
+
+
+class JobScope(Warehouse):
+    """A reader of ``parent`` whose views of job-keyed tables hold only the files that can
+    hold job ``key`` (:class:`KeyIndex`); every other table reads its whole view. Made by
+    :func:`for_job`; anything else is the parent's (its path, its limits)."""
+
+    def __init__(self, parent: Warehouse, key: str, index: KeyIndex) -> None:
+        self.path, self._parent, self.key, self._index = parent.path, parent, key, index
+        self._cursor: duckdb.DuckDBPyConnection | None = None
+        self._scoped: set[str] = set()
+        self._entries: dict[str, list[os.DirEntry]] = {}
+        self._key_hash: int | None = None
+
+    def __getattr__(self, name: str):
+        return getattr(self._parent, name)
+
+    def connect(self, names: Iterable[str] | None = None) -> duckdb.DuckDBPyConnection:
+        """A cursor of the parent's database where each table of ``names`` that holds a
+        ``job_key`` reads only the job's files (a temporary view, this cursor's alone);
+        ``None`` scopes no more tables (their columns are the whole table's anyway)."""
+        base = self._parent.connect(names)
+        if self._cursor is None:
+            self._cursor = base.cursor()
+            got = self._cursor.execute("select hash(?::varchar)", [self.key]).fetchall()
+            self._key_hash = got[0][0]
+        for name in sorted(set(names or ()) - self._scoped):
+            self._scope(name)
+            self._scoped.add(name)
+        return self._cursor
+
+    def _run(self, query: str, params: list | None, fetch):
+        """:meth:`Warehouse._run` once the tables ``query`` reads are scoped."""
+        self.connect(_table_names(query) or set(_AFTER_FROM.findall(query)))
+        return super()._run(query, params, fetch)
+
+    def table_entries(self, name: str) -> list[os.DirEntry]:
+        """The parent's :meth:`~Warehouse.table_entries`, listed once for this scope: one
+        job's page sees one set of files (``name``: the table)."""
+        if name not in self._entries:
+            self._entries[name] = self._parent.table_entries(name)
+        return self._entries[name]
+
+    def column_names(self, name: str) -> list[str]:
+        """The columns of table ``name`` (it must exist), in order: the whole table's,
+        read once per set of its files (a job page asks for them a dozen times)."""
+        self.require(name)
+        entries = self.table_entries(name)
+        con = self.connect([name])
+        return [c for c, _ in self._index.columns(con, name, tuple(e.path for e in entries))]
+
+    def _scope(self, name: str) -> None:
+        """Make the temporary view of ``name`` over the job's files, where it prunes any."""
+        con = self._cursor
+        entries = self.table_entries(name)
+        if not entries:
+            return
+        columns = self._index.columns(con, name, tuple(e.path for e in entries))
+        if _KEY not in {c for c, _ in columns}:
+            return
+        files = self._index.holding(entries, self._key_hash)
+        if len(files) == len(entries):
+            return
+        empty = ", ".join(
+            f'cast(null as {t}) as "{c.replace(chr(34), chr(34) * 2)}"' for c, t in columns
+        )
+        query = f"select {empty} where false"
+        if files:
+            paths = ", ".join(_sql_text(Path(f)) for f in files)
+            rows = f"read_parquet([{paths}], union_by_name=true)"
+            query += f" union all by name ({view_query(con, name, rows)})"
+        con.execute(f'create or replace temp view "{name}" as {query}')

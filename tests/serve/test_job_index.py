@@ -1,0 +1,54 @@
+"""The served Job page reads a job from only its files: the same page either way."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from iosight.data import example_logs
+from iosight.serve import _pages as pages
+from iosight.serve._readonly import ServedWarehouse
+from iosight.warehouse import Warehouse, compact, for_job, ingest, job_summary
+from tests_support import same_rows
+
+
+@pytest.fixture(scope="module")
+def layered(tmp_path_factory) -> Path:
+    """The example logs in commits of three, the first half compacted."""
+    logs = [str(p) for p in example_logs()]
+    wh = Warehouse(tmp_path_factory.mktemp("served") / "wh", create=True)
+    assert ingest(logs[: len(logs) // 2], wh, workers=1, batch_size=3, compact=False).ok
+    compact(wh)
+    assert ingest(logs[len(logs) // 2 :], wh, workers=1, batch_size=3, compact=False).ok
+    return wh.path
+
+
+def _page(wh: ServedWarehouse, key: str) -> tuple:
+    """What the Job page shows of ``key``: its summary, time axis and insights."""
+    s = job_summary(wh, key)
+    kind, timeline = pages.job_timeline(wh, key)
+    rows = timeline.rows if kind == "dxt" else timeline
+    insights, why = pages.job_insights_table(wh, key)
+    tables = [s.job.to_frame(), s.modules, s.access_sizes, s.files, s.osts, rows, insights]
+    return kind, why, s.notes, tables
+
+
+def test_the_job_page_is_the_same_with_and_without_the_key_index(layered):
+    indexed, plain = ServedWarehouse(layered), ServedWarehouse(layered)
+    plain.key_index = False
+    assert indexed.key_index
+    keys = list(plain.sql("select job_key from jobs order by 1")["job_key"])
+    scope = for_job(indexed, keys[0])
+    scope.connect(indexed.tables())
+    scope._index.wait()  # every file's keys read: the pages below prune
+    for key in keys:
+        a, b = _page(plain, key), _page(indexed, key)
+        assert a[:3] == b[:3]
+        for x, y in zip(a[3], b[3], strict=True):
+            if x is None or y is None:
+                assert x is None and y is None
+            else:
+                same_rows(x, y)
+    posix = indexed.table_entries("posix")
+    assert len(for_job(indexed, keys[0])._index.holding(posix, scope._key_hash)) < len(posix)

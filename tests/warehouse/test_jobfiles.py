@@ -1,0 +1,126 @@
+"""One job read from only the files that hold it (for_job, the key index)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from iosight.data import example_logs
+from iosight.report.dxt import dxt_view
+from iosight.warehouse import Warehouse, compact, ingest, job_summary
+from iosight.warehouse._jobfiles import JobScope, for_job
+from tests_support import child_env, same_rows
+
+_COMPACT = (
+    "import sys; from iosight.warehouse import Warehouse, compact; compact(Warehouse(sys.argv[1]))"
+)
+
+
+@pytest.fixture(scope="module")
+def layered(tmp_path_factory) -> Path:
+    """The example logs: half ingested two per commit then compacted, the rest two per
+    commit after it (compaction outputs beside batch files)."""
+    logs = [str(p) for p in example_logs()]
+    wh = Warehouse(tmp_path_factory.mktemp("layered") / "wh", create=True)
+    half = len(logs) // 2
+    assert ingest(logs[:half], wh, workers=1, batch_size=2, compact=False).ok
+    compact(wh)
+    assert ingest(logs[half:], wh, workers=1, batch_size=2, compact=False).ok
+    return wh.path
+
+
+def _keys(wh: Warehouse) -> list[str]:
+    return list(wh.sql("select job_key from jobs order by job_key")["job_key"])
+
+
+def _same_summary(plain: Warehouse, indexed: Warehouse, key: str) -> None:
+    a, b = job_summary(plain, key), job_summary(indexed, key)
+    pd.testing.assert_series_equal(a.job, b.job)
+    for name in ("modules", "access_sizes", "files", "osts"):
+        same_rows(getattr(a, name), getattr(b, name))
+    assert a.notes == b.notes
+
+
+def _indexed(path: Path) -> Warehouse:
+    """A reader of ``path`` with the key index, every table's files read into it."""
+    wh = Warehouse(path)
+    wh.key_index = True
+    scope = for_job(wh, "any")
+    scope.connect(wh.tables())
+    scope._index.wait()
+    return wh
+
+
+def test_a_job_summary_is_the_same_read_from_its_files_only(layered):
+    plain, indexed = Warehouse(layered), _indexed(layered)
+    assert for_job(plain, "x") is plain  # a one-shot reader keeps its whole views
+    pruned = 0
+    for key in _keys(plain):
+        _same_summary(plain, indexed, key)
+        scope = for_job(indexed, key)
+        assert isinstance(scope, JobScope)
+        scope.connect(["posix"])
+        entries = indexed.table_entries("posix")
+        files = scope._index.holding(entries, scope._key_hash)
+        pruned += len(files) < len(entries)
+        want = plain.sql("select count(*) n from posix where job_key = ?", [key])["n"][0]
+        assert want == 0 or files  # a job with POSIX records has its file
+    assert pruned  # the index narrowed the files down for some job
+
+
+def test_dxt_and_names_of_a_job_are_the_same_from_its_files_only(layered):
+    plain, indexed = Warehouse(layered), _indexed(layered)
+    seen = 0
+    for key in _keys(plain):
+        if plain.has_table("dxt_posix"):
+            a, b = dxt_view(plain, key), dxt_view(for_job(indexed, key), key)
+            assert (a.kind, a.total, a.rank_width, a.time_width) == (
+                b.kind, b.total, b.rank_width, b.time_width,
+            )  # fmt: skip
+            same_rows(a.rows, b.rows)
+            seen += a.total > 0
+        query = "select * from names where job_key = ? order by all"
+        pd.testing.assert_frame_equal(
+            plain.sql(query, [key]), for_job(indexed, key).sql(query, [key])
+        )
+    assert seen or not plain.has_table("dxt_posix")
+
+
+def test_a_file_without_statistics_or_sorted_keys_is_still_read(tmp_path, layered):
+    """The index reads each file's keys, not its statistics: a committed file written
+    without statistics, its keys out of order, is read for the jobs it holds."""
+    path = Path(shutil.copytree(layered, tmp_path / "wh"))
+    plain = Warehouse(path)
+    key = plain.sql("select job_key, count(*) n from posix group by 1 order by n desc")
+    key = key["job_key"][0]
+    rows = plain.arrow("select * from posix where job_key = ? order by rank desc", [key])
+    other = plain.arrow("select * from posix where job_key <> ? limit 3", [key])
+    import pyarrow as pa
+
+    mixed = pa.concat_tables([other.slice(0, 1), rows, other.slice(1)])
+    pq.write_table(mixed, path / "tables/posix/part-99999999999999999999-nostats.parquet",
+                   write_statistics=False)  # fmt: skip
+    plain, indexed = Warehouse(path), _indexed(path)  # views over the new file
+    _same_summary(plain, indexed, key)
+    n = for_job(indexed, key).sql("select count(*) n from posix where job_key = ?", [key])
+    assert n["n"][0] == 2 * len(rows)
+
+
+def test_a_scope_made_before_a_compaction_reads_to_the_end(tmp_path, layered):
+    path = Path(shutil.copytree(layered, tmp_path / "wh"))
+    indexed = _indexed(path)
+    key = indexed.sql("select max(job_key) k from posix")["k"][0]
+    query = "select * from posix where job_key = ? order by all"
+    want = Warehouse(path).sql(query, [key])
+    scope = for_job(indexed, key)
+    pd.testing.assert_frame_equal(scope.sql(query, [key]), want)
+    assert len(want)
+    subprocess.run([sys.executable, "-c", _COMPACT, str(path)], env=child_env(), check=True)
+    pd.testing.assert_frame_equal(scope.sql(query, [key]), want)  # the files it listed
+    pd.testing.assert_frame_equal(for_job(indexed, key).sql(query, [key]), want)
