@@ -17,7 +17,8 @@ includes the waits for the replay), the busy share (time in batches over wall ti
 lag from a table landing (its modification time) to the commit of its jobs (p50, p95,
 max), and this process's resident memory (peak over the first and over the last quarter
 of the batches: "flat over the year" means the two are alike; and Arrow's memory pool
-in the batches: follow's system allocator, or ``ARROW_DEFAULT_MEMORY_POOL``'s), the followed
+in the batches: follow's system allocator, or ``ARROW_DEFAULT_MEMORY_POOL``'s; and, sampled
+every 20 ms, the run's highest RSS placed in its batch and phase), the followed
 warehouse's files after the last batch and the most after any, the automatic
 compactions' count and time; with ``--forecast``, the
 boundaries forecast per second of forecasting, and the lag from a table landing to the

@@ -12,9 +12,9 @@ runs of all files ordered by key, and the files streamed batch by batch into the
 output in that order, so memory is a batch per file plus one output row group,
 whatever the files hold. Adjacent runs of one file are taken as one range, and the
 slices taken are copied together every :data:`_PIECES` of them: each slice costs Arrow
-objects per column, which a row group of one-row jobs of a wide table made many times
-its data (``job_totals``, 474 columns: 38,400 one-row slices took 11 GB of RSS for 142 MB
-of rows; docs/follow.md, "Memory over the year").
+objects per column, which a row group of one-row jobs of a wide table (``job_totals``,
+474 columns) made many times its data (the replayed Summit year's peak, docs/follow.md,
+"Memory over the year").
 
 :func:`sorted_runs` checks what the merge relies on from the files themselves (each
 file's keys in order, the further sort columns in order within each job, a job in one
