@@ -17,7 +17,8 @@ includes the waits for the replay), the busy share (time in batches over wall ti
 lag from a table landing (its modification time) to the commit of its jobs (p50, p95,
 max), and this process's resident memory (peak over the first and over the last quarter
 of the batches: "flat over the year" means the two are alike; and Arrow's memory pool
-in the batches: follow's system allocator, or ``ARROW_DEFAULT_MEMORY_POOL``'s), the followed
+in the batches: follow's system allocator, or ``ARROW_DEFAULT_MEMORY_POOL``'s; and, sampled
+every 20 ms, the run's highest RSS placed in its batch and phase), the followed
 warehouse's files after the last batch and the most after any, the automatic
 compactions' count and time; with ``--forecast``, the
 boundaries forecast per second of forecasting, and the lag from a table landing to the
@@ -130,6 +131,54 @@ class AfterBatch(threading.Event):
         return super().is_set()
 
 
+class Phases:
+    """This process's RSS sampled by a thread every ``every`` s, and the phase each sample
+    fell in (marks: start time, phase, batch): the run's peak placed in its batch and
+    phase (ingest, compaction, insights, timeline, forecasts, or the setup before follow).
+    Ingest and compaction are placed from the batch's reported times, which end where
+    ``on_batch`` starts."""
+
+    def __init__(self, every: float = 0.02) -> None:
+        self.every, self.samples, self.marks = every, [], [(time.monotonic(), "setup", 0)]
+        self.done = threading.Event()
+        threading.Thread(target=self._sample, daemon=True).start()
+
+    def _sample(self) -> None:
+        me = psutil.Process()
+        while not self.done.wait(self.every):
+            self.samples.append((time.monotonic(), me.memory_info().rss / 2**20))
+
+    def mark(self, phase: str, batch: int, at: float | None = None) -> None:
+        """Phase ``phase`` of batch ``batch`` starts now (or at monotonic ``at``)."""
+        self.marks.append((time.monotonic() if at is None else at, phase, batch))
+
+    def batch(self, batch, n: int) -> None:
+        """At ``on_batch``'s start: batch ``n``'s ingest and compaction, from its report."""
+        now = time.monotonic()
+        took = batch.report.compaction.seconds if batch.report.compaction else 0.0
+        self.mark("ingest", n, now - took - batch.report.seconds)
+        if took:
+            self.mark("compaction", n, now - took)
+
+    def line(self, top: int = 5) -> str:
+        """The highest samples' batch and phase, and each phase's highest sample."""
+        self.done.set()
+        marks = sorted(self.marks)
+        starts = [m[0] for m in marks]
+        placed = [(rss, marks[max(0, np.searchsorted(starts, t, "right") - 1)][1:])
+                  for t, rss in self.samples]  # fmt: skip
+        best: dict[str, tuple[float, int]] = {}
+        for rss, (phase, n) in placed:
+            if rss > best.get(phase, (0.0, 0))[0]:
+                best[phase] = (rss, n)
+        peaks = sorted(placed, key=lambda x: -x[0])[:top]
+        return (
+            f"RSS sampled every {self.every * 1000:.0f} ms ({len(self.samples)} samples): "
+            f"highest {'; '.join(f'{r:.0f} MB in batch {n} {p}' for r, (p, n) in peaks)}; "
+            f"per phase: {'; '.join(f'{p} {r:.0f} MB (batch {n})' for p, (r, n) in best.items())}"
+        )
+
+
 class Forecasting:
     """After each batch: the timeline updated and the forecasts made, timed; the lag from
     each table landing to the forecasts after its commit."""
@@ -138,13 +187,15 @@ class Forecasting:
         self.forecasts, self.boundaries, self.seconds = forecasts, 0, 0.0
         self.timeline_s, self.lags = 0.0, []
 
-    def after(self, wh, batch) -> None:
+    def after(self, wh, batch, phases: Phases, n: int) -> None:
         from iosight.timeline import update_timeline
 
         t = time.perf_counter()
+        phases.mark("timeline", n)
         if wh.has_table("timeline"):
             update_timeline(wh)
         t1 = time.perf_counter()
+        phases.mark("forecasts", n)
         self.boundaries += self.forecasts.update()
         self.timeline_s += t1 - t
         self.seconds += time.perf_counter() - t1
@@ -168,6 +219,7 @@ def run(args) -> None:
     from iosight.warehouse import Warehouse, follow
 
     print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    phases = Phases()
     with tempfile.TemporaryDirectory(prefix="iosight-replay-") as tmp:
         tmp = Path(tmp)
         source = recorded(args.warehouse, tmp)
@@ -182,10 +234,13 @@ def run(args) -> None:
 
         def after(batch) -> None:
             t = time.perf_counter()
+            phases.batch(batch, len(batches) + 1)
+            phases.mark("insights", len(batches) + 1)
             if batch.report.ingested and not args.no_insights:
                 compute_insights(wh)
             if batch.report.ingested and fc is not None:
-                fc.after(wh, batch)
+                fc.after(wh, batch, phases, len(batches) + 1)
+            phases.mark("between batches", len(batches) + 1)
             busy[0] += batch.report.seconds + time.perf_counter() - t
             batches.append(batch)
             rss.append(me.memory_info().rss)
@@ -202,6 +257,9 @@ def run(args) -> None:
             stop.set()
 
         threading.Thread(target=watch, daemon=True).start()
+        print(f"before follow: RSS {me.memory_info().rss / 2**20:.0f} MB, peak so far "
+              f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")  # fmt: skip
+        phases.mark("between batches", 0)
         t = time.perf_counter()
         report = follow(
             out,
@@ -246,6 +304,7 @@ def run(args) -> None:
             f"{max(kept[len(kept) // 2 - quarter // 2 : len(kept) // 2 + quarter // 2 + 1]):.0f}"
             f" / {max(kept[-quarter:]):.0f} MB"
         )
+        print(phases.line())
         print(_files_line(files))
         print(_compactions_line(batches))
     print(f"load average after: {os.getloadavg()[0]:.1f} (a shared machine: compare within a run)")

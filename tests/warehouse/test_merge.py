@@ -48,6 +48,34 @@ def test_sorted_files_are_merged_job_by_job_without_a_sort(tmp_path, sorted_file
     assert pq.read_metadata(tmp_path / "out.parquet").num_rows == 13
 
 
+def test_adjacent_runs_of_a_file_are_taken_as_one_range(tmp_path, sorted_files):
+    """Runs that follow each other in one file and in the merge are one row range (one
+    slice of the file's batch), so a file of many one-row jobs is not taken job by job."""
+    contiguous = [
+        _file(tmp_path / "x.parquet", ["a", "b", "b", "c"], [0, 0, 1, 0]),
+        _file(tmp_path / "y.parquet", ["d", "e"], [0, 0]),
+    ]
+    runs = _merge.sorted_runs(contiguous, ["job_key"])
+    assert len(runs) == 5
+    assert list(_merge.file_ranges(runs)) == [(0, 0, 4), (1, 0, 2)]
+    interleaved = _merge.sorted_runs(sorted_files, ["job_key"])
+    ranges = list(_merge.file_ranges(interleaved))
+    assert len(ranges) == len(interleaved) == 8  # a b c d e f g h: no two adjacent
+    assert [(i, a, b) for _, i, a, b in interleaved] == ranges
+
+
+def test_slices_are_copied_together_every_few(tmp_path, sorted_files, monkeypatch):
+    """The slices taken are held as few batches (each slice holds an Arrow array per
+    column), and the merged output is the same."""
+    monkeypatch.setattr(_merge, "_PIECES", 2)
+    table = pq.read_table(sorted_files[0])
+    pending = _merge._Pending(table.schema)
+    for row in range(5):
+        pending.add(table.slice(row, 1).to_batches()[0])
+    assert (len(pending.batches), len(pending.pieces), pending.rows) == (2, 1, 5)
+    test_sorted_files_are_merged_job_by_job_without_a_sort(tmp_path, sorted_files)
+
+
 def test_files_the_merge_cannot_take_are_sorted_by_duckdb(tmp_path, sorted_files, monkeypatch):
     """A file out of key order, a job in two files when further columns sort it, and
     files whose readers would hold too much: no runs, and merge_files still sorts."""

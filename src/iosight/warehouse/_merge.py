@@ -10,7 +10,11 @@ merge sort: Knuth, TAOCP vol. 3, section 5.4.1). Here the unit merged is a job's
 of rows: each file's job-key column is read alone, its runs of equal keys found, the
 runs of all files ordered by key, and the files streamed batch by batch into the
 output in that order, so memory is a batch per file plus one output row group,
-whatever the files hold.
+whatever the files hold. Adjacent runs of one file are taken as one range, and the
+slices taken are copied together every :data:`_PIECES` of them: each slice costs Arrow
+objects per column, which a row group of one-row jobs of a wide table (``job_totals``,
+474 columns) made many times its data (the replayed Summit year's peak, docs/follow.md,
+"Memory over the year").
 
 :func:`sorted_runs` checks what the merge relies on from the files themselves (each
 file's keys in order, the further sort columns in order within each job, a job in one
@@ -21,6 +25,7 @@ ingested before ingest sorted its batches.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import Path
 
@@ -38,6 +43,9 @@ _HELD_BYTES = 16 << 20
 #: for 28 files of 89 columns); more (wide tables, many files) are sorted by DuckDB,
 #: under its memory limit
 _READER_BYTES = 128 << 20
+#: slices of input batches held before they are copied into one batch (each slice holds
+#: an Arrow array object per column, some hundreds of bytes, whatever its rows)
+_PIECES = 256
 
 # a job's block of rows: (job key, file index, first row, row after the last)
 Run = tuple[str, int, int, int]
@@ -128,33 +136,61 @@ def merge_runs(files: list[Path], runs: list[Run], out: Path, row_group: int) ->
     schema = rows.with_metadata(keep) if keep else rows
     strings = [f.name for f in schema if pa.types.is_string(f.type)]
     cursors = [_Cursor(f, _HELD_BYTES // len(files)) for f in files]
-    pending: list[pa.RecordBatch] = []
-    held = 0
+    pending = _Pending(rows)
     with pq.ParquetWriter(
         out, schema, compression="zstd", use_dictionary=strings, store_schema=False
     ) as writer:
-        for _, i, first, stop in runs:
+        for i, first, stop in file_ranges(runs):
             for piece in cursors[i].rows(first, stop):
-                pending.append(piece)
-                held += piece.num_rows
-                if held >= row_group:
-                    held = _flush(writer, pending, rows, row_group, final=False)
-        _flush(writer, pending, rows, row_group, final=True)
+                pending.add(piece)
+                if pending.rows >= row_group:
+                    pending.flush(writer, row_group, final=False)
+        pending.flush(writer, row_group, final=True)
     pa.default_memory_pool().release_unused()  # before DuckDB's merge of the next table
 
 
-def _flush(writer, pending: list, schema: pa.Schema, row_group: int, final: bool) -> int:
-    """Write whole row groups of the ``pending`` batches (all of them when ``final``);
-    keep the rest in ``pending``; return the rows kept."""
-    if not pending:
-        return 0
-    table = pa.Table.from_batches(pending, schema=schema)
-    whole = table.num_rows if final else table.num_rows - table.num_rows % row_group
-    if whole:
-        writer.write_table(table.slice(0, whole).combine_chunks(), row_group_size=row_group)
-    rest = table.slice(whole)
-    pending[:] = rest.to_batches()
-    return rest.num_rows
+def file_ranges(runs: list[Run]) -> Iterator[tuple[int, int, int]]:
+    """``runs`` in their order as (file index, first row, row after the last), a file's
+    runs that follow each other in the file and in the merge joined into one range."""
+    at: list[int] | None = None
+    for _, i, first, stop in runs:
+        if at is not None and at[0] == i and at[2] == first:
+            at[2] = stop
+            continue
+        if at is not None:
+            yield at[0], at[1], at[2]
+        at = [i, first, stop]
+    if at is not None:
+        yield at[0], at[1], at[2]
+
+
+class _Pending:
+    """The rows taken for the output and not written yet: batches, and the slices taken
+    since the last of them, copied into one batch every :data:`_PIECES` slices."""
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self.schema, self.batches, self.pieces, self.rows = schema, [], [], 0
+
+    def add(self, piece: pa.RecordBatch) -> None:
+        """Hold ``piece`` (a slice of an input batch) for the output."""
+        self.pieces.append(piece)
+        self.rows += piece.num_rows
+        if len(self.pieces) >= _PIECES:
+            self.batches += self._table(self.pieces).combine_chunks().to_batches()
+            self.pieces = []
+
+    def _table(self, batches: list[pa.RecordBatch]) -> pa.Table:
+        return pa.Table.from_batches(batches, schema=self.schema)
+
+    def flush(self, writer: pq.ParquetWriter, row_group: int, final: bool) -> None:
+        """Write whole row groups of the rows held (all of them when ``final``); hold
+        the rest."""
+        table = self._table(self.batches + self.pieces)
+        whole = table.num_rows if final else table.num_rows - table.num_rows % row_group
+        if whole:
+            writer.write_table(table.slice(0, whole), row_group_size=row_group)
+        rest = table.slice(whole)
+        self.batches, self.pieces, self.rows = rest.to_batches(), [], rest.num_rows
 
 
 class _Cursor:
