@@ -246,20 +246,31 @@ def lag_section(args: argparse.Namespace) -> None:
         stop = threading.Event()
         thread = threading.Thread(target=service.run, args=(stop,), daemon=True)
         thread.start()
-        loads, lags, before = [], [], now_bytes(url)
-        cpu = time.process_time()
-        try:
-            for i in range(args.batches):
-                due = time.monotonic() + period
-                loads.append(os.getloadavg()[0])
-                lag, before = lag_of(url, source, i, before)
-                lags.append(lag)
-                time.sleep(max(due - time.monotonic(), 0.0))
-        finally:
-            cpu = time.process_time() - cpu
-            stop.set()
-            thread.join()
+        seen = [now_bytes(url)]
+
+        def measure(i: int) -> float:
+            lag, seen[0] = lag_of(url, source, i, seen[0])
+            return lag
+
+        lags, loads, cpu = timed_batches(args.batches, period, measure, stop, thread)
     report_lags(lags, loads, interval, cpu)
+
+
+def timed_batches(batches: int, period: float, measure, stop, thread) -> tuple:
+    """``measure(i)`` of each batch ``i``, one every ``period`` s, while ``thread`` (the
+    service) runs; then ``stop`` it: the lags, load averages and this process's CPU s."""
+    loads, lags, cpu = [], [], time.process_time()
+    try:
+        for i in range(batches):
+            due = time.monotonic() + period
+            loads.append(os.getloadavg()[0])
+            lags.append(measure(i))
+            time.sleep(max(due - time.monotonic(), 0.0))
+    finally:
+        cpu = time.process_time() - cpu
+        stop.set()
+        thread.join()
+    return lags, loads, cpu
 
 
 def forecast_as_of(url: str) -> float | None:
@@ -318,18 +329,10 @@ def forecast_section(args: argparse.Namespace) -> None:
             time.sleep(0.05)
         first = time.perf_counter() - t0
         print(f"first forecast (the logs' timeline, 2 days) served after {first:.2f} s")
-        loads, lags = [], []
-        cpu = time.process_time()
-        try:
-            for i in range(args.batches):
-                due = time.monotonic() + period
-                loads.append(os.getloadavg()[0])
-                lags.append(forecast_lag_of(url, source, end + 300.0 * i, i))
-                time.sleep(max(due - time.monotonic(), 0.0))
-        finally:
-            cpu = time.process_time() - cpu
-            stop.set()
-            thread.join()
+        lags, loads, cpu = timed_batches(
+            args.batches, period, lambda i: forecast_lag_of(url, source, end + 300.0 * i, i),
+            stop, thread,
+        )  # fmt: skip
     report_lags(lags, loads, interval, cpu)
 
 
