@@ -715,9 +715,7 @@ def _in_key_order(table: pa.Table, keys: pa.DictionaryArray) -> tuple[pa.Table, 
     """``table`` and its rows' ``keys`` sorted by key (stable), so a compaction merges
     the staged files without sorting them (:mod:`iosight.warehouse._merge`); rows in
     order already (sources of one job each, sorted as they were added) are not copied."""
-    words = keys.dictionary.to_numpy(zero_copy_only=False)
-    rank = np.argsort(np.argsort(words, kind="stable"), kind="stable")
-    row_rank = rank[keys.indices.to_numpy()]
+    row_rank = _row_rank(keys)
     if np.all(row_rank[1:] >= row_rank[:-1]):
         return table, keys
     order = pa.array(np.argsort(row_rank, kind="stable"))
@@ -734,8 +732,7 @@ def _sorted_by_key(
     order is not sorted at all: NumPy's stable sort of a DXT job's runs of time-ordered
     segments costs a third of Arrow's sort of (key, column) over the whole table; a
     table in order is not copied."""
-    _, word_rank = np.unique(keys.dictionary.to_numpy(zero_copy_only=False), return_inverse=True)
-    row_rank = word_rank[keys.indices.to_numpy()]  # equal keys, equal ranks (pieces of a job)
+    row_rank = _row_rank(keys)
     by = table[column]
     values = by.to_numpy()  # (nulls as NaN: told apart below)
     if by.null_count or np.any(row_rank[1:] < row_rank[:-1]):
@@ -745,6 +742,13 @@ def _sorted_by_key(
         return table, keys
     take = pa.array(order)
     return table.take(take), keys.take(take)
+
+
+def _row_rank(keys: pa.DictionaryArray) -> np.ndarray:
+    """Each row's rank of its key among the keys (equal keys, equal ranks: the pieces
+    of a job), the order both staging sorts put rows in."""
+    _, word_rank = np.unique(keys.dictionary.to_numpy(zero_copy_only=False), return_inverse=True)
+    return word_rank[keys.indices.to_numpy()]
 
 
 def _runs_sorted(rank: np.ndarray, values: np.ndarray) -> np.ndarray | None:
