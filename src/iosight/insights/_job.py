@@ -3,7 +3,7 @@
 A command that prints one job's insights reads the stored results with plain
 :class:`~iosight.warehouse.Rows` (``rows=True``): no import of the rules, pandas or
 numpy, which take longer than the rest of ``iosight job`` together. Only a job without
-current stored results is evaluated here, by the rules over its frames (pandas).
+current stored results is evaluated here, by the rules over its frames (numpy, no pandas).
 """
 
 from __future__ import annotations
@@ -93,8 +93,8 @@ def job_insights(
         from iosight.insights._frame import load
 
         found, per_job = evaluate(load(warehouse, [key], t), t)
-        columns = {c: found[c].to_numpy() for c in found.columns}
-        stored = (Rows.from_columns(columns), per_job["not_evaluated"].iloc[0])
+        columns = {c: found[c] for c in found.columns}
+        stored = (Rows.from_columns(columns), per_job["not_evaluated"][0])
     found, blind = stored
     order = {lv: i for i, lv in enumerate(LEVELS)}
     ranked = sorted(found.values, key=_finding_order(found.columns, order))
