@@ -266,9 +266,20 @@ def top_files(d: JobData, metric: np.ndarray, mask: np.ndarray, n: int = 3) -> n
     m = np.asarray(metric, float)[sel]
     # largest first within a job, ties in row order (the order between jobs does not matter)
     order = np.lexsort((-m, d.file_job[sel]))
-    names, m, sel = d.files["name"][sel[order]], m[order], sel[order]
+    sel, m = sel[order], m[order]
+    first = leading(d.file_job[sel], n)  # label only what is shown
+    names, m, sel = d.files["name"][sel[first]], m[first], sel[first]
     labels = [f"{name} ({human_number(v)})" for name, v in zip(names, m, strict=True)]
     return first_joined(d.jobs, d.file_job[sel], labels, n, ", ")
+
+
+def leading(groups: np.ndarray, n: int) -> np.ndarray:
+    """Of rows whose ``groups`` come in contiguous runs, the first ``n`` of each run."""
+    if not len(groups):
+        return np.zeros(0, bool)
+    at = np.arange(len(groups))
+    starts = np.r_[True, groups[1:] != groups[:-1]]
+    return at - np.maximum.accumulate(np.where(starts, at, 0)) < n
 
 
 def first_joined(jobs: Table, rows: np.ndarray, labels: list[str], n: int, sep: str) -> np.ndarray:
@@ -288,8 +299,10 @@ def first_joined(jobs: Table, rows: np.ndarray, labels: list[str], n: int, sep: 
 def top_ranks(d: JobData, op: str, n: int = 3) -> np.ndarray:
     """Per job of ``d.jobs``, the ``n`` ranks with the most small traced ``op`` segments
     (DXT), as one string ("" where none)."""
-    sel = np.flatnonzero(d.dxt["op"] == op)
+    sel = np.flatnonzero(d.dxt["op"] == op)  # ordered by job, then most segments first
     rows = _rows_of(d.jobs["job_key"], d.dxt["job_key"][sel])
+    first = leading(rows, n)
+    sel, rows = sel[first], rows[first]
     labels = [f"rank {r} ({s})" for r, s in zip(d.dxt["rank"][sel].tolist(),
               d.dxt["small"][sel].tolist(), strict=True)]  # fmt: skip
     return first_joined(d.jobs, rows, labels, n, ", ")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from iosight._units import human_bytes, human_duration
-from iosight.insights._frame import JobData, first_joined, per_job, top_files
+from iosight.insights._frame import JobData, first_joined, leading, per_job, top_files
 from iosight.insights._rules import findings, no_findings, pct, rule, share
 from iosight.insights._table import Table
 from iosight.insights._thresholds import Thresholds
@@ -124,7 +124,8 @@ def _individual(d: JobData, t: Thresholds, op: str) -> Table:
     hit = ~np.isnan(hi) & (imb > t.imbalance_size)
     count = per_job(d, hit)
     gap = per_job(d, hit, diff)
-    rows = np.flatnonzero(hit)
+    rows = np.flatnonzero(hit)  # files come ordered by job: the first 3 of each job's
+    rows = rows[leading(d.file_job[rows], 3)]
     most, least = f[f"rank_{col}_most"][rows], f[f"rank_{col}_least"][rows]
     label = [
         f"{name}: rank {_rank(a)} {human_bytes(h)} vs rank {_rank(b)} {human_bytes(w)}"
