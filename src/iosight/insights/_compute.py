@@ -42,7 +42,8 @@ def _arrow(table: Table, name: str):
             return pa.float64()
         return pa.int64() if col.startswith("n_") and name == JOBS_TABLE else pa.string()
 
-    return pa.table({c: pa.array(table[c], kind(c)) for c in table.columns})
+    # NaN (no stake) stored as null, as pandas' conversion stored it
+    return pa.table({c: pa.array(table[c], kind(c), from_pandas=True) for c in table.columns})
 
 
 @dataclass

@@ -168,6 +168,16 @@ def _files(wh: Warehouse, tables: set[str], t: Thresholds) -> Table:
     )
     shared = "p.rank = -1"
     indep = "p.rank <> -1"
+
+    def ranked(arg: str, counter: str) -> str:
+        """The rank of the most (least) of ``counter``; of tied ranks the lowest, so the
+        answer does not depend on the order DuckDB reads the records in."""
+        tie = "-p.rank" if arg == "arg_max" else "p.rank"
+        return (
+            f"{arg}(p.rank, [{c(counter)}, {tie}]) "
+            f"filter (where {indep} and {c(counter)} is not null)"
+        )
+
     meta = float(t.metadata_time_rank)
     return _query(
         wh,
@@ -197,12 +207,10 @@ def _files(wh: Warehouse, tables: set[str], t: Thresholds) -> Table:
                min({c("POSIX_BYTES_WRITTEN")}) filter (where {indep})::double as rank_written_min,
                max({c("POSIX_BYTES_READ")}) filter (where {indep})::double as rank_read_max,
                min({c("POSIX_BYTES_READ")}) filter (where {indep})::double as rank_read_min,
-               arg_max(p.rank, {c("POSIX_BYTES_WRITTEN")}) filter (where {indep})
-                   as rank_written_most,
-               arg_min(p.rank, {c("POSIX_BYTES_WRITTEN")}) filter (where {indep})
-                   as rank_written_least,
-               arg_max(p.rank, {c("POSIX_BYTES_READ")}) filter (where {indep}) as rank_read_most,
-               arg_min(p.rank, {c("POSIX_BYTES_READ")}) filter (where {indep}) as rank_read_least
+               {ranked("arg_max", "POSIX_BYTES_WRITTEN")} as rank_written_most,
+               {ranked("arg_min", "POSIX_BYTES_WRITTEN")} as rank_written_least,
+               {ranked("arg_max", "POSIX_BYTES_READ")} as rank_read_most,
+               {ranked("arg_min", "POSIX_BYTES_READ")} as rank_read_least
            from posix p join {KEYS_VIEW} k on k.job_key = p.job_key {join}
            group by p.job_key, p.record_id
            order by p.job_key, p.record_id""",

@@ -2,12 +2,14 @@
 
 The rules are vectorised over many jobs, which numpy does alone; pandas (a third of a
 second to import, more than the rest of ``iosight job``) is not needed. Where the
-rules used pandas before, the results here are the same bit for bit: per-group sums
-are Kahan-compensated as pandas' ``groupby().sum()`` is (:func:`group_sum`).
+rules used pandas before, the results here are the same: per-group sums are correctly
+rounded (:func:`group_sum`), as pandas' Kahan-compensated ``groupby().sum()`` nearly
+always is.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -101,33 +103,24 @@ def _unmasked(v: np.ndarray) -> np.ndarray:
 
 
 def group_sum(groups: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
-    """Per group ``0 .. n-1``, the sum of ``values`` (NaN skipped), each group's values
-    added in row order with Kahan's compensation, as pandas' ``groupby().sum()`` adds
-    them, so sums of times equal the DataFrame rules' to the last bit.
+    """Per group ``0 .. n-1``, the sum of ``values`` (NaN skipped), correctly rounded.
 
-    Whole numbers below 2**53 add exactly in any order: one ``bincount``. Otherwise
-    one vectorised step per position in the largest group.
+    A group of whole numbers (below 2**53), or with at most one non-zero value, adds
+    exactly in any order: one ``bincount``. Any other group (times over several files)
+    is summed by :func:`math.fsum`, so its sum does not depend on the order of the rows
+    (pandas' Kahan-compensated ``groupby().sum()``, which the rules used, gives the same
+    sum but in rare last-bit cases, and depends on the order).
     """
-    values = np.asarray(values, float)
-    ok = ~np.isnan(values)
-    whole = values[ok]
-    if np.all(whole == np.floor(whole)) and np.abs(whole).sum() < 2**53:
-        return np.bincount(groups[ok], whole, minlength=n).astype(float)
-    order = np.argsort(groups, kind="stable")
-    g, v = groups[order], values[order]
-    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]]) if len(g) else np.zeros(0, int)
-    lengths = np.diff(np.r_[starts, len(g)])
-    by_len = np.argsort(-lengths, kind="stable")
-    starts, lengths, runs = starts[by_len], lengths[by_len], g[starts[by_len]]
-    sums, comp = np.zeros(n), np.zeros(n)
-    for k in range(int(lengths[0]) if len(lengths) else 0):
-        live = int(np.searchsorted(-lengths, -k, side="left"))  # runs longer than k
-        at, x = runs[:live], v[starts[:live] + k]
-        take = ~np.isnan(x)
-        at, x = at[take], x[take]
-        y = x - comp[at]
-        t = sums[at] + y
-        c = (t - sums[at]) - y
-        comp[at] = np.where(np.isnan(c), 0.0, c)
-        sums[at] = t
-    return sums
+    values = np.where(np.isnan(values), 0.0, np.asarray(values, float))
+    out = np.bincount(groups, values, minlength=n).astype(float)
+    if np.all(values == np.floor(values)) and np.abs(values).sum() < 2**53:
+        return out
+    several = np.bincount(groups, values != 0, minlength=n) > 1
+    rows = np.flatnonzero(several[groups])
+    if len(rows):
+        rows = rows[np.argsort(groups[rows], kind="stable")]
+        g = groups[rows]
+        cuts = np.flatnonzero(np.r_[True, g[1:] != g[:-1], True])
+        for lo, hi in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
+            out[g[lo]] = math.fsum(values[rows[lo:hi]].tolist())
+    return out
