@@ -27,6 +27,8 @@ from iosight.insights._thresholds import Thresholds
 from iosight.warehouse import Warehouse
 
 KEYS_VIEW = "_insight_keys"
+# the tables the frames read: only their views are made (a warehouse has a dozen more)
+READS = ("jobs", "job_totals", "posix", "names", "dxt_posix")
 # Darshan's access-size bins below 1 MiB, the ones Drishti counts as small requests
 SMALL_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M")
 
@@ -95,7 +97,7 @@ def _rows_of(keys: np.ndarray, of: np.ndarray) -> np.ndarray:
 
 def load(wh: Warehouse, keys: list[str], t: Thresholds) -> JobData:
     """Build the frames for the jobs in ``keys`` (SQL over the warehouse, no per-job loop)."""
-    con = wh.connect()
+    con = wh.connect(READS)
     con.execute(
         f"create or replace temp table {KEYS_VIEW} as select unnest(?::varchar[]) as job_key",
         [list(keys)],
@@ -112,8 +114,9 @@ def load(wh: Warehouse, keys: list[str], t: Thresholds) -> JobData:
 
 def _query(wh: Warehouse, query: str) -> Table:
     """The rows of ``query`` as numpy columns (the temporary keys table is the
-    connection's own, so the query runs on :meth:`Warehouse.connect`'s connection)."""
-    return Table.fetch(wh.connect().sql(query))
+    connection's own, so the query runs on :meth:`Warehouse.connect`'s connection, with
+    the views of :data:`READS`)."""
+    return Table.fetch(wh.connect(READS).sql(query))
 
 
 def _cols(wh: Warehouse, table: str) -> set[str]:
