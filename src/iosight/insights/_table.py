@@ -69,8 +69,8 @@ class Table:
         return np.where(_isnull(v), 0.0, v).astype(float) if len(v) else np.zeros(0)
 
     def contains(self, name: str, text: str) -> np.ndarray:
-        """Per row, whether the string column ``name`` holds ``text``."""
-        return np.array([text in v for v in self._cols[name]], dtype=bool)
+        """Per row, whether the string column ``name`` holds ``text`` (not where missing)."""
+        return np.array([v is not None and text in v for v in self._cols[name]], dtype=bool)
 
     @classmethod
     def concat(cls, tables: list[Table]) -> Table:
