@@ -275,7 +275,7 @@ def top_files(d: JobData, metric: np.ndarray, mask: np.ndarray, n: int = 3) -> n
     as one string ("" where none)."""
     sel = np.flatnonzero(np.asarray(mask, bool))
     m = np.asarray(metric, float)[sel]
-    # largest first within a job, ties in row order (the order between jobs does not matter)
+    # largest first within a job, ties in record order (the order between jobs does not matter)
     order = np.lexsort((-m, d.file_job[sel]))
     sel, m = sel[order], m[order]
     first = leading(d.file_job[sel], n)  # label only what is shown
