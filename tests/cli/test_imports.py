@@ -63,11 +63,15 @@ def other_commands(loaded: set[str], command: str) -> set[str]:
 
 
 def test_insights_loads_no_model_plotting_or_reader_library(wh, tmp_path):
-    """The rules are pandas work over the warehouse; the figures only with --report."""
-    result, loaded = imported_modules(COMMAND, "insights", "-w", str(wh), tmp_path=tmp_path)
+    """The rules are numpy work over the warehouse and the facility view prints plain
+    rows: no pandas; the figures (and their DataFrames) only with --report."""
+    import shutil
+
+    copy = shutil.copytree(wh, tmp_path / "wh")  # it stores insights: wh stays without
+    result, loaded = imported_modules(COMMAND, "insights", "-w", str(copy), tmp_path=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "insights over 1 jobs" in result.stdout
-    assert loaded.isdisjoint(UNUSED), loaded & UNUSED
+    assert loaded.isdisjoint(UNUSED | {"pandas"}), loaded & (UNUSED | {"pandas"})
     assert other_commands(loaded, "insights") == set()
 
 
@@ -97,12 +101,14 @@ def test_help_loads_no_data_library(tmp_path):
 def test_job_loads_no_reader_and_no_model_library(wh, tmp_path):
     """A job's summary of a warehouse's job reads the warehouse: the log readers (and
     ingest) load only for ``iosight job LOG``, the plotting and model libraries never
-    without --plot."""
+    without --plot. Its insights, not stored here, are evaluated by the rules on numpy
+    columns: neither pandas nor pyarrow."""
     result, loaded = imported_modules(COMMAND, "job", "4478544", "-w", str(wh), tmp_path=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "vpicio_uni" in result.stdout
     unused = {"iosight.warehouse._ingest", "iosight.darshan._darshan3", "iosight.darshan._sources"}
-    unused |= UNUSED
+    unused |= UNUSED | {"pandas", "pyarrow"}
+    assert "iosight.insights._compute" in loaded  # evaluated now: nothing was stored
     assert loaded.isdisjoint(unused), loaded & unused
     assert other_commands(loaded, "job") == set()
 

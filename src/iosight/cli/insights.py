@@ -44,7 +44,8 @@ def insights(
 
             report_dir(report)  # a bad path fails now, not after the rules ran
         run = compute_insights(wh, where=where, thresholds=t, progress=RichProgress())
-        view = facility_view(wh, where=where, apps=apps)
+        # plain rows to print (no pandas); the report's figures draw DataFrames
+        view = facility_view(wh, where=where, apps=apps, rows=report is None)
         if fmt != "table":
             print_frame(view.rules, fmt)
             return

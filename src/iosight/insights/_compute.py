@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
-import pyarrow as pa
 
 from iosight._errors import IosightError
 from iosight._progress import Progress, ensure_progress
@@ -23,29 +22,30 @@ from iosight.insights import _frame
 from iosight.insights._names import FINDINGS_TABLE, JOBS_TABLE, LEVELS, RULES_TABLE
 from iosight.insights._registered import RULES
 from iosight.insights._rules import FINDING_COLUMNS, Rule
+from iosight.insights._table import Table
 from iosight.insights._thresholds import Thresholds
 from iosight.warehouse import Warehouse
 
-FINDINGS_SCHEMA = pa.schema(
-    [
-        ("job_key", pa.string()),
-        ("code", pa.string()),
-        ("family", pa.string()),
-        ("level", pa.string()),
-        ("message", pa.string()),
-        ("evidence", pa.string()),
-        ("stake_s", pa.float64()),
-        ("stake_bytes", pa.float64()),
-        ("stake_how", pa.string()),
-        ("recommendation", pa.string()),
-        ("files", pa.string()),
-    ]
-)
-JOBS_SCHEMA = pa.schema(
-    [("job_key", pa.string()), ("thresholds", pa.string())]
-    + [(f"n_{lv}", pa.int64()) for lv in LEVELS]
-    + [("not_evaluated", pa.string())]
-)
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# the stored tables' SQL types but VARCHAR
+_TYPES = {"stake_s": "double", "stake_bytes": "double"} | {f"n_{lv}": "bigint" for lv in LEVELS}
+
+
+def _arrow(table: Table) -> pa.Table:
+    """A results table as Arrow, typed as :data:`FINDINGS_TABLE` / :data:`JOBS_TABLE` are,
+    NaN (no stake) as null. Made by DuckDB from the numpy columns: pyarrow's own
+    conversion imports pandas, a third of a second of ``iosight insights``."""
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        con.register("results", {c: table[c] for c in table.columns})
+        cast = [f'"{c}"::{_TYPES.get(c, "varchar")} as "{c}"' for c in table.columns]
+        return con.sql(f"select {', '.join(cast)} from results").to_arrow_table()
+    finally:
+        con.close()
 
 
 @dataclass
@@ -69,46 +69,44 @@ class InsightsRun:
         )
 
 
-def evaluate(data: _frame.JobData, t: Thresholds) -> tuple[pd.DataFrame, pd.DataFrame]:
+def evaluate(data: _frame.JobData, t: Thresholds) -> tuple[Table, Table]:
     """Every rule over the jobs of ``data``: (findings, one row per job).
 
     ``t``: the rules' thresholds.
     """
     jobs = data.jobs
     parts = []
-    not_eval = np.full(len(jobs), "", dtype=object)
+    blind_codes: list[list[str]] = [[] for _ in range(len(jobs))]
     for code, r in RULES.items():
         blind = _blind(jobs, r)
-        not_eval = np.where(blind, not_eval + code + ",", not_eval)
+        for row in np.flatnonzero(blind).tolist():
+            blind_codes[row].append(code)
         found = r.evaluate(data, t)
-        found = found[~found["job_key"].isin(jobs["job_key"][blind])]
+        found = found.take(~np.isin(found["job_key"], jobs["job_key"][blind]))
         if len(found):
-            parts.append(found.assign(code=code, family=r.family))
-    found = (
-        pd.concat(parts, ignore_index=True)
-        if parts
-        else pd.DataFrame({c: pd.Series(dtype=object) for c in FINDING_COLUMNS})
-    )
-    found = found[list(FINDINGS_SCHEMA.names)]
-    counts = (
-        found.groupby(["job_key", "level"]).size().unstack(fill_value=0)
-        if len(found)
-        else pd.DataFrame(index=pd.Index([], name="job_key"))
-    )
-    per_job = pd.DataFrame({"job_key": jobs["job_key"].to_numpy(), "thresholds": t.digest()})
+            found["code"], found["family"] = code, r.family
+            parts.append(found)
+    if parts:
+        found = Table.concat([Table({c: p[c] for c in FINDING_COLUMNS}) for p in parts])
+    else:
+        found = Table.empty(FINDING_COLUMNS)
+        found["stake_s"], found["stake_bytes"] = np.zeros(0), np.zeros(0)
+    rows = np.searchsorted(np.sort(jobs["job_key"]), found["job_key"])
+    order = np.argsort(jobs["job_key"], kind="stable")
+    per_job = Table({"job_key": jobs["job_key"], "thresholds": np.full(len(jobs), t.digest())})
     for lv in LEVELS:
-        col = counts[lv] if lv in counts.columns else pd.Series(dtype=np.int64)
-        per_job[f"n_{lv}"] = col.reindex(per_job["job_key"]).fillna(0).astype(np.int64).to_numpy()
-    per_job["not_evaluated"] = pd.Series(not_eval).str.rstrip(",").to_numpy()
+        hits = order[rows[found["level"] == lv]]
+        per_job[f"n_{lv}"] = np.bincount(hits, minlength=len(jobs)).astype(np.int64)
+    per_job["not_evaluated"] = np.array([",".join(c) for c in blind_codes], dtype=object)
     return found, per_job
 
 
-def _blind(jobs: pd.DataFrame, r: Rule) -> np.ndarray:
+def _blind(jobs: Table, r: Rule) -> np.ndarray:
     """The jobs whose data lacks what rule ``r`` needs: not evaluated, and no finding."""
     if r.needs == "records":
-        return jobs["records_missing"].to_numpy(dtype=bool)
+        return jobs["records_missing"].astype(bool)
     if r.needs == "nodes":
-        return jobs["modules"].str.contains("MPI-IO", regex=False).to_numpy()
+        return jobs.contains("modules", "MPI-IO")
     return _frame.lacking(jobs, r.counters)
 
 
@@ -131,48 +129,79 @@ def compute_insights(
     t = thresholds or Thresholds()
     warehouse.require("jobs")
     start = time.perf_counter()
-    cond = f"where {where}" if where else ""
-    scope = warehouse.sql(f"select job_key from jobs {cond}")["job_key"]
-    if where and not len(scope):
+    scope, todo = _scope(warehouse, where, t)
+    if where and not scope:
         raise IosightError(f"no job matches the filter {where!r}")
-    done: set[str] = set()
-    if warehouse.has_table(JOBS_TABLE):
-        stored = warehouse.sql(f"select job_key, thresholds from {JOBS_TABLE}")
-        done = set(stored.loc[stored["thresholds"] == t.digest(), "job_key"])
-    todo = sorted(set(scope) - done)
     if todo or not warehouse.has_table(RULES_TABLE):
         warehouse.write_table(RULES_TABLE, rules_table())
     prog = ensure_progress(progress)
-    prog.start(len(todo), "insights")
-    n_found = 0
+    prog.start(todo, "insights")
+    n_found, last, left = 0, "", todo
     try:
-        for i in range(0, len(todo), batch_jobs):
-            keys = todo[i : i + batch_jobs]
+        while left > 0 and (batch := _next_keys(warehouse, where, t, last, batch_jobs)):
+            keys = [key for key, _ in batch]
             found, per_job = evaluate(_frame.load(warehouse, keys, t), t)
+            # only jobs stored under other thresholds have rows to replace
+            stale = [key for key, stored in batch if stored]
             warehouse.commit(
-                {
-                    FINDINGS_TABLE: [
-                        pa.Table.from_pandas(found, FINDINGS_SCHEMA, preserve_index=False)
-                    ],
-                    JOBS_TABLE: [pa.Table.from_pandas(per_job, JOBS_SCHEMA, preserve_index=False)],
-                },
-                delete_keys={FINDINGS_TABLE: keys, JOBS_TABLE: keys},
+                {FINDINGS_TABLE: [_arrow(found)], JOBS_TABLE: [_arrow(per_job)]},
+                delete_keys={FINDINGS_TABLE: stale, JOBS_TABLE: stale},
             )
             n_found += len(found)
+            last, left = keys[-1], left - len(keys)
             prog.advance(len(keys))
     finally:
         prog.finish()
-    return InsightsRun(len(scope), len(todo), n_found, time.perf_counter() - start)
+    return InsightsRun(scope, todo, n_found, time.perf_counter() - start)
+
+
+def _todo_sql(warehouse: Warehouse, where: str | None) -> str:
+    """The jobs in scope (``s``) left-joined with the stored ones (``d``: ``current``
+    when stored under the thresholds, its one parameter the thresholds' digest)."""
+    cond = f"where {where}" if where else ""
+    stored = (
+        f"select job_key, bool_or(thresholds = ?) as current from {JOBS_TABLE} group by job_key"
+        if warehouse.has_table(JOBS_TABLE)
+        else "select null::varchar as job_key, ?::varchar = '' as current"
+    )
+    return f"(select job_key from jobs {cond}) s left join ({stored}) d using (job_key)"
+
+
+def _scope(warehouse: Warehouse, where: str | None, t: Thresholds) -> tuple[int, int]:
+    """How many jobs are in scope, and how many of them are not stored under ``t``."""
+    todo = "count(*) filter (where d.current is not true)"
+    query = f"select count(*), {todo} from {_todo_sql(warehouse, where)}"
+    scope, todo = warehouse.rows(query, [t.digest()]).values[0]
+    return int(scope), int(todo)
+
+
+def _next_keys(
+    warehouse: Warehouse, where: str | None, t: Thresholds, after: str, n: int
+) -> list[tuple[str, bool]]:
+    """The next ``n`` jobs in key order after ``after`` not stored under ``t``, each with
+    whether it is stored under other thresholds: one batch at a time, so no list of
+    every job is ever held (memory bounded by the batch)."""
+    query = (
+        f"select s.job_key, d.job_key is not null from {_todo_sql(warehouse, where)} "
+        "where d.current is not true and s.job_key > ? order by s.job_key limit ?"
+    )
+    return [(key, stored) for key, stored in warehouse.rows(query, [t.digest(), after, n]).values]
 
 
 def rules_table() -> pa.Table:
     """Every rule's code, family, title and what it needs (:data:`RULES_TABLE`)."""
     rules = [r for _, r in RULES.items()]
-    return pa.table(
-        {
-            "code": [r.code for r in rules],
-            "family": [r.family for r in rules],
-            "title": [r.title for r in rules],
-            "needs": [r.needs_text() for r in rules],
-        }
+
+    def column(values: list[str]) -> np.ndarray:
+        return np.array(values, dtype=object)
+
+    return _arrow(
+        Table(
+            {
+                "code": column([r.code for r in rules]),
+                "family": column([r.family for r in rules]),
+                "title": column([r.title for r in rules]),
+                "needs": column([r.needs_text() for r in rules]),
+            }
+        )
     )

@@ -1,10 +1,12 @@
 """The data the rules read, for many jobs at once: three frames built by SQL.
 
-``jobs``: one row per job, the ``jobs`` columns plus the job totals every source
-has (``job_totals``) and the per-job sums of the per-file frame. ``files``: one row
-per (job, file) from the POSIX records, where the job has records (not for job-total
-tables), with the per-file quantities Drishti's record-level checks use. ``dxt``:
-per (job, op, rank) counts of small traced segments, where DXT is present.
+Each frame is a :class:`Table` of numpy columns (no pandas: ``iosight job`` evaluates a
+job's rules in the time the rest of the command takes). ``jobs``: one row per job, the
+``jobs`` columns plus the job totals every source has (``job_totals``) and the per-job
+sums of the per-file frame. ``files``: one row per (job, file) from the POSIX records,
+where the job has records (not for job-total tables), with the per-file quantities
+Drishti's record-level checks use. ``dxt``: per (job, op, rank) counts of small traced
+segments, where DXT is present.
 
 A counter the job's source does not hold is null in ``jobs``, never 0: a published
 job-total table may carry only some of Darshan's counters (the Summit 2021 CSV has no
@@ -15,16 +17,18 @@ SEQ/CONSEC ones), and reading the missing ones as 0 would call every read random
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
-import pandas as pd
-import pyarrow as pa
 
 from iosight._units import human_number
+from iosight.insights._table import Table, group_sum
 from iosight.insights._thresholds import Thresholds
 from iosight.warehouse import Warehouse
 
 KEYS_VIEW = "_insight_keys"
+# the tables the frames read: only their views are made (a warehouse has a dozen more)
+READS = ("jobs", "job_totals", "posix", "names", "dxt_posix")
 # Darshan's access-size bins below 1 MiB, the ones Drishti counts as small requests
 SMALL_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M")
 
@@ -75,31 +79,51 @@ _MODULE = {name: COUNTERS[name].split("_")[0] for name in [*_TOTALS.values(), *_
 class JobData:
     """What the rules see: per-job, per-file and DXT frames for one batch of jobs."""
 
-    jobs: pd.DataFrame
-    files: pd.DataFrame
-    dxt: pd.DataFrame
+    jobs: Table
+    files: Table
+    dxt: Table
+
+    @cached_property
+    def file_job(self) -> np.ndarray:
+        """Per file row, the row of its job in ``jobs`` (the rules' per-job sums)."""
+        return _rows_of(self.jobs["job_key"], self.files["job_key"])
+
+
+def _rows_of(keys: np.ndarray, of: np.ndarray) -> np.ndarray:
+    """Per value of ``of``, its position in ``keys`` (every value is one of ``keys``)."""
+    order = np.argsort(keys, kind="stable")
+    return order[np.searchsorted(keys[order], of)] if len(of) else np.zeros(0, np.int64)
 
 
 def load(wh: Warehouse, keys: list[str], t: Thresholds) -> JobData:
     """Build the frames for the jobs in ``keys`` (SQL over the warehouse, no per-job loop)."""
-    con = wh.connect()
-    con.register(KEYS_VIEW, pa.table({"job_key": pa.array(keys, pa.string())}))
+    con = wh.connect(READS)
+    con.execute(
+        f"create or replace temp table {KEYS_VIEW} as select unnest(?::varchar[]) as job_key",
+        [list(keys)],
+    )
     try:
         tables = set(wh.tables())
         jobs = _jobs(wh, tables)
         files = _files(wh, tables, t)
         dxt = _dxt(wh, tables, t)
     finally:
-        con.unregister(KEYS_VIEW)
-    jobs = _add_record_sums(jobs, files)
-    return JobData(jobs=jobs, files=files, dxt=dxt)
+        con.execute(f"drop table if exists {KEYS_VIEW}")
+    return JobData(jobs=_add_record_sums(jobs, files), files=files, dxt=dxt)
+
+
+def _query(wh: Warehouse, query: str) -> Table:
+    """The rows of ``query`` as numpy columns (the temporary keys table is the
+    connection's own, so the query runs on :meth:`Warehouse.connect`'s connection, with
+    the views of :data:`READS`)."""
+    return Table.fetch(wh.connect(READS).sql(query))
 
 
 def _cols(wh: Warehouse, table: str) -> set[str]:
     return set(wh.column_names(table))
 
 
-def _jobs(wh: Warehouse, tables: set[str]) -> pd.DataFrame:
+def _jobs(wh: Warehouse, tables: set[str]) -> Table:
     have = _cols(wh, "job_totals") if "job_totals" in tables else set()
 
     def tot(counter: str) -> str:
@@ -113,18 +137,19 @@ def _jobs(wh: Warehouse, tables: set[str]) -> pd.DataFrame:
     select += [f"({small['WRITE']})::double as small_writes"]
     join = "left join job_totals t using (job_key)" if have else ""
     # nprocs -1 is the jobs table's "not known": null here, like a missing counter
-    return wh.sql(
+    return _query(
+        wh,
         f"""select j.job_key, j.jobid, j.exe, j.uid,
                   case when j.nprocs >= 1 then j.nprocs end as nprocs, j.start_time, j.run_time,
                   j.source_format, coalesce(j.modules, '') as modules,
                   {", ".join(select)}
-           from jobs j join {KEYS_VIEW} using (job_key) {join}"""
+           from jobs j join {KEYS_VIEW} using (job_key) {join}""",
     )
 
 
-def _files(wh: Warehouse, tables: set[str], t: Thresholds) -> pd.DataFrame:
+def _files(wh: Warehouse, tables: set[str], t: Thresholds) -> Table:
     if "posix" not in tables:
-        return pd.DataFrame(columns=["job_key", "record_id", "name"])
+        return Table.empty(["job_key", "record_id", "name"])
     have = _cols(wh, "posix")
 
     def c(name: str) -> str:
@@ -146,8 +171,19 @@ def _files(wh: Warehouse, tables: set[str], t: Thresholds) -> pd.DataFrame:
     )
     shared = "p.rank = -1"
     indep = "p.rank <> -1"
+
+    def ranked(arg: str, counter: str) -> str:
+        """The rank of the most (least) of ``counter``; of tied ranks the lowest, so the
+        answer does not depend on the order DuckDB reads the records in."""
+        tie = "-p.rank" if arg == "arg_max" else "p.rank"
+        return (
+            f"{arg}(p.rank, [{c(counter)}, {tie}]) "
+            f"filter (where {indep} and {c(counter)} is not null)"
+        )
+
     meta = float(t.metadata_time_rank)
-    return wh.sql(
+    return _query(
+        wh,
         f"""select p.job_key, p.record_id, any_value({name}) as name,
                bool_or({shared}) as shared, count(*) filter (where {indep}) as ranks,
                sum({c("POSIX_READS")})::double as reads,
@@ -174,43 +210,40 @@ def _files(wh: Warehouse, tables: set[str], t: Thresholds) -> pd.DataFrame:
                min({c("POSIX_BYTES_WRITTEN")}) filter (where {indep})::double as rank_written_min,
                max({c("POSIX_BYTES_READ")}) filter (where {indep})::double as rank_read_max,
                min({c("POSIX_BYTES_READ")}) filter (where {indep})::double as rank_read_min,
-               arg_max(p.rank, {c("POSIX_BYTES_WRITTEN")}) filter (where {indep})
-                   as rank_written_most,
-               arg_min(p.rank, {c("POSIX_BYTES_WRITTEN")}) filter (where {indep})
-                   as rank_written_least,
-               arg_max(p.rank, {c("POSIX_BYTES_READ")}) filter (where {indep}) as rank_read_most,
-               arg_min(p.rank, {c("POSIX_BYTES_READ")}) filter (where {indep}) as rank_read_least
+               {ranked("arg_max", "POSIX_BYTES_WRITTEN")} as rank_written_most,
+               {ranked("arg_min", "POSIX_BYTES_WRITTEN")} as rank_written_least,
+               {ranked("arg_max", "POSIX_BYTES_READ")} as rank_read_most,
+               {ranked("arg_min", "POSIX_BYTES_READ")} as rank_read_least
            from posix p join {KEYS_VIEW} k on k.job_key = p.job_key {join}
-           group by p.job_key, p.record_id"""
+           group by p.job_key, p.record_id
+           order by p.job_key, p.record_id""",
     )
 
 
-def _dxt(wh: Warehouse, tables: set[str], t: Thresholds) -> pd.DataFrame:
+def _dxt(wh: Warehouse, tables: set[str], t: Thresholds) -> Table:
     if "dxt_posix" not in tables:
-        return pd.DataFrame(columns=["job_key", "op", "rank", "small"])
-    return wh.sql(
+        return Table.empty(["job_key", "op", "rank", "small"])
+    return _query(
+        wh,
         f"""select d.job_key, d.op, d.rank, count(*) as small
             from dxt_posix d join {KEYS_VIEW} using (job_key)
             where d.length < {int(t.small_bytes)}
-            group by all order by d.job_key, d.op, small desc, d.rank"""
+            group by all order by d.job_key, d.op, small desc, d.rank""",
     )
 
 
-def _add_record_sums(jobs: pd.DataFrame, files: pd.DataFrame) -> pd.DataFrame:
+def _add_record_sums(jobs: Table, files: Table) -> Table:
     """Per-job sums of the per-file frame; ``has_records`` tells the rules they may look."""
-    counts = files.groupby("job_key").size().rename("posix_files")
-    jobs = jobs.merge(counts, left_on="job_key", right_index=True, how="left")
-    jobs["posix_files"] = jobs["posix_files"].fillna(0).astype(np.int64)
+    rows = _rows_of(jobs["job_key"], files["job_key"])
+    jobs["posix_files"] = np.bincount(rows, minlength=len(jobs)).astype(np.int64)
     jobs["has_records"] = jobs["posix_files"] > 0
     # a job with POSIX activity in its totals but no records: record rules cannot look
-    active = (
-        jobs["posix_opens"].fillna(0) + jobs["reads"].fillna(0) + jobs["writes"].fillna(0)
-    ) > 0
+    active = (jobs.num("posix_opens") + jobs.num("reads") + jobs.num("writes")) > 0
     jobs["records_missing"] = active & ~jobs["has_records"]
     return jobs
 
 
-def lacking(jobs: pd.DataFrame, columns: tuple[str, ...]) -> np.ndarray:
+def lacking(jobs: Table, columns: tuple[str, ...]) -> np.ndarray:
     """Per job, whether its source lacks one of ``columns`` (frame columns of ``jobs``).
 
     A module's counter is lacking when it is null while another counter of that module
@@ -220,38 +253,67 @@ def lacking(jobs: pd.DataFrame, columns: tuple[str, ...]) -> np.ndarray:
     """
     out = np.zeros(len(jobs), bool)
     for col in columns:
-        null = jobs[col].isna().to_numpy()
+        null = jobs.isnull(col)
         module = _MODULE.get(col)
         if module is not None:
             peers = [c for c, m in _MODULE.items() if m == module]
-            null = null & jobs[peers].notna().any(axis=1).to_numpy()
+            null = null & np.logical_or.reduce([~jobs.isnull(c) for c in peers])
         out = out | null
     return out
 
 
-def per_job(files: pd.DataFrame, mask: pd.Series, value: pd.Series | None = None) -> pd.Series:
-    """Sum ``value`` (or count rows) over the files where ``mask`` holds, per job_key."""
-    if value is None:
-        value = pd.Series(1.0, index=files.index)
-    return value.where(mask, 0.0).groupby(files["job_key"]).sum()
+def per_job(d: JobData, mask: np.ndarray, value: np.ndarray | None = None) -> np.ndarray:
+    """Per job of ``d.jobs``, the sum of ``value`` (or the count of rows) over the files
+    where ``mask`` holds (0 for a job without files)."""
+    mask = np.asarray(mask, bool)
+    value = np.ones(len(mask)) if value is None else np.asarray(value, float)
+    return group_sum(d.file_job, np.where(mask, value, 0.0), len(d.jobs))
 
 
-def top_files(files: pd.DataFrame, metric: pd.Series, mask: pd.Series, n: int = 3) -> pd.Series:
-    """Per job_key, the ``n`` files with the largest ``metric`` where ``mask``, as one string."""
-    sel = files.loc[mask.to_numpy(dtype=bool), ["job_key", "name"]].assign(m=metric[mask])
-    if sel.empty:
-        return pd.Series(dtype=object)
-    sel = sel.sort_values(["job_key", "m"], ascending=[True, False], kind="mergesort")
-    sel = sel.groupby("job_key", sort=False).head(n)
-    label = sel["name"].astype(str) + " (" + sel["m"].map(human_number) + ")"
-    return label.groupby(sel["job_key"], sort=False).agg(", ".join)
+def top_files(d: JobData, metric: np.ndarray, mask: np.ndarray, n: int = 3) -> np.ndarray:
+    """Per job of ``d.jobs``, the ``n`` files with the largest ``metric`` where ``mask``,
+    as one string ("" where none)."""
+    sel = np.flatnonzero(np.asarray(mask, bool))
+    m = np.asarray(metric, float)[sel]
+    # largest first within a job, ties in record order (the order between jobs does not matter)
+    order = np.lexsort((-m, d.file_job[sel]))
+    sel, m = sel[order], m[order]
+    first = leading(d.file_job[sel], n)  # label only what is shown
+    names, m, sel = d.files["name"][sel[first]], m[first], sel[first]
+    labels = [f"{name} ({human_number(v)})" for name, v in zip(names, m, strict=True)]
+    return first_joined(d.jobs, d.file_job[sel], labels, n, ", ")
 
 
-def top_ranks(dxt: pd.DataFrame, op: str, n: int = 3) -> pd.Series:
-    """Per job_key, the ``n`` ranks with the most small traced ``op`` segments (DXT)."""
-    d = dxt[dxt["op"] == op]
-    if d.empty:
-        return pd.Series(dtype=object)
-    d = d.groupby("job_key", sort=False).head(n)
-    label = "rank " + d["rank"].astype(str) + " (" + d["small"].astype(str) + ")"
-    return label.groupby(d["job_key"], sort=False).agg(", ".join)
+def leading(groups: np.ndarray, n: int) -> np.ndarray:
+    """Of rows whose ``groups`` come in contiguous runs, the first ``n`` of each run."""
+    if not len(groups):
+        return np.zeros(0, bool)
+    at = np.arange(len(groups))
+    starts = np.r_[True, groups[1:] != groups[:-1]]
+    return at - np.maximum.accumulate(np.where(starts, at, 0)) < n
+
+
+def first_joined(jobs: Table, rows: np.ndarray, labels: list[str], n: int, sep: str) -> np.ndarray:
+    """Per job of ``jobs``, the first ``n`` of its ``labels`` (``rows``: each label's job
+    row, labels of a job in the order given) joined by ``sep``; "" where none."""
+    out = np.full(len(jobs), "", dtype=object)
+    picked: dict[int, list[str]] = {}
+    for row, label in zip(rows.tolist(), labels, strict=True):
+        got = picked.setdefault(row, [])
+        if len(got) < n:
+            got.append(label)
+    for row, got in picked.items():
+        out[row] = sep.join(got)
+    return out
+
+
+def top_ranks(d: JobData, op: str, n: int = 3) -> np.ndarray:
+    """Per job of ``d.jobs``, the ``n`` ranks with the most small traced ``op`` segments
+    (DXT), as one string ("" where none)."""
+    sel = np.flatnonzero(d.dxt["op"] == op)  # ordered by job, then most segments first
+    rows = _rows_of(d.jobs["job_key"], d.dxt["job_key"][sel])
+    first = leading(rows, n)
+    sel, rows = sel[first], rows[first]
+    labels = [f"rank {r} ({s})" for r, s in zip(d.dxt["rank"][sel].tolist(),
+              d.dxt["small"][sel].tolist(), strict=True)]  # fmt: skip
+    return first_joined(d.jobs, rows, labels, n, ", ")

@@ -6,16 +6,12 @@ Drishti's ``check_stdio`` (S01) and ``check_mpiio`` (M01).
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from iosight._units import human_bytes
 from iosight.insights._frame import JobData
 from iosight.insights._rules import findings, pct, rule, share
+from iosight.insights._table import Table
 from iosight.insights._thresholds import Thresholds
-
-
-def _f(df: pd.DataFrame, col: str) -> np.ndarray:
-    return df[col].fillna(0).to_numpy(dtype=float)
 
 
 # MPI-IO bytes are not needed: POSIX already counts them, and they only move between terms
@@ -25,23 +21,23 @@ def _f(df: pd.DataFrame, col: str) -> np.ndarray:
     "STDIO moves a large share of the data",
     counters=("stdio_bytes_read", "stdio_bytes_written", "bytes_read", "bytes_written"),
 )
-def stdio_share(d: JobData, t: Thresholds) -> pd.DataFrame:
+def stdio_share(d: JobData, t: Thresholds) -> Table:
     j = d.jobs
-    stdio = _f(j, "stdio_bytes_read") + _f(j, "stdio_bytes_written")
-    posix = _f(j, "bytes_read") + _f(j, "bytes_written")
-    mpiio = _f(j, "mpiio_bytes_read") + _f(j, "mpiio_bytes_written")
+    stdio = j.num("stdio_bytes_read") + j.num("stdio_bytes_written")
+    posix = j.num("bytes_read") + j.num("bytes_written")
+    mpiio = j.num("mpiio_bytes_read") + j.num("mpiio_bytes_written")
     # POSIX also counts what MPI-IO moved underneath it (Drishti subtracts it the same way)
     posix = np.where(posix >= mpiio, posix - mpiio, posix)
     total = stdio + posix + mpiio
     s = share(stdio, total)
-    stdio_time = _f(j, "stdio_read_time") + _f(j, "stdio_write_time") + _f(j, "stdio_meta_time")
+    stdio_time = j.num("stdio_read_time") + j.num("stdio_write_time") + j.num("stdio_meta_time")
     return findings(
         j,
         (total > 0) & (s > t.interface_stdio),
         level="high",
-        message=lambda x: [
+        message=lambda i: [
             f"STDIO, a low-performance interface, moves {pct(v)} of the data ({human_bytes(b)})"
-            for v, b in zip(s[x.index], stdio[x.index], strict=True)
+            for v, b in zip(s[i], stdio[i], strict=True)
         ],
         evidence={"stdio_bytes": stdio, "all_bytes": total, "stdio_share": s},
         recommendation="Move the bulk data to POSIX read/write of large blocks or MPI-IO; keep "
@@ -59,18 +55,18 @@ def stdio_share(d: JobData, t: Thresholds) -> pd.DataFrame:
     "parallel job without MPI-IO",
     counters=("nprocs",),
 )
-def no_mpiio(d: JobData, t: Thresholds) -> pd.DataFrame:
+def no_mpiio(d: JobData, t: Thresholds) -> Table:
     j = d.jobs
-    has_mpiio = j["modules"].str.contains("MPI-IO", regex=False).to_numpy()
-    nprocs = j["nprocs"].fillna(0).to_numpy()
-    moved = _f(j, "bytes_read") + _f(j, "bytes_written")
+    has_mpiio = j.contains("modules", "MPI-IO")
+    nprocs = j.num("nprocs").astype(np.int64)  # a count: written whole
+    moved = j.num("bytes_read") + j.num("bytes_written")
     return findings(
         j,
         ~has_mpiio & (nprocs >= t.mpiio_min_nprocs),
         level="warn",
-        message=lambda x: [
+        message=lambda i: [
             f"{n} processes do I/O without MPI-IO, the high-performance interface"
-            for n in x["nprocs"]
+            for n in nprocs[i]
         ],
         evidence={"nprocs": nprocs, "posix_bytes": moved},
         recommendation="Consider a high-performance interface such as MPI-IO (or HDF5/PnetCDF "

@@ -3,7 +3,7 @@
 A command that prints one job's insights reads the stored results with plain
 :class:`~iosight.warehouse.Rows` (``rows=True``): no import of the rules, pandas or
 numpy, which take longer than the rest of ``iosight job`` together. Only a job without
-current stored results is evaluated here, by the rules over its frames (pandas).
+current stored results is evaluated here, by the rules over its frames (numpy, no pandas).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class JobInsights:
                 for f in records_of(self.findings)
             ],
         )  # fmt: skip
-        return rows if isinstance(self.findings, Rows) else _frame_of(rows)
+        return rows if isinstance(self.findings, Rows) else frame_of(rows)
 
     def to_dict(self) -> dict:
         """Raw values for machines: ``findings`` (each with its evidence as an object, its
@@ -66,7 +66,7 @@ def _at_stake(f: dict) -> str:
     return ", ".join(p for p in parts if p)
 
 
-def _frame_of(rows: Rows):
+def frame_of(rows: Rows):
     """``rows`` as a DataFrame (for the callers that asked for DataFrames), a DOUBLE
     column as floats (NaN where missing) as DuckDB would give it."""
     import pandas as pd
@@ -93,8 +93,8 @@ def job_insights(
         from iosight.insights._frame import load
 
         found, per_job = evaluate(load(warehouse, [key], t), t)
-        columns = {c: found[c].to_numpy() for c in found.columns}
-        stored = (Rows.from_columns(columns), per_job["not_evaluated"].iloc[0])
+        columns = {c: found[c] for c in found.columns}
+        stored = (Rows.from_columns(columns), per_job["not_evaluated"][0])
     found, blind = stored
     order = {lv: i for i, lv in enumerate(LEVELS)}
     ranked = sorted(found.values, key=_finding_order(found.columns, order))
@@ -102,7 +102,7 @@ def job_insights(
     missing_rules = _not_evaluated(warehouse, [c for c in (blind or "").split(",") if c])
     if rows:
         return JobInsights(key, found, missing_rules)
-    return JobInsights(key, _frame_of(found), _frame_of(missing_rules))
+    return JobInsights(key, frame_of(found), frame_of(missing_rules))
 
 
 def _finding_order(columns: list[str], order: dict[str, int]):

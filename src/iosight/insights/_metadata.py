@@ -5,34 +5,33 @@ threshold counts once, a rank's own record or a shared file's reduced one)."""
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from iosight._units import human_duration
 from iosight.insights._frame import JobData, per_job, top_files
 from iosight.insights._rules import findings, rule
+from iosight.insights._table import Table
 from iosight.insights._thresholds import Thresholds
 
 
 @rule("P17", "metadata", "long metadata time", needs="records")
-def long_metadata(d: JobData, t: Thresholds) -> pd.DataFrame:
+def long_metadata(d: JobData, t: Thresholds) -> Table:
     j, f = d.jobs, d.files
     if len(f):
-        slow = f["slow_meta_records"].fillna(0)
-        count = per_job(f, slow > 0, slow).reindex(j["job_key"]).fillna(0).to_numpy()
-        time = per_job(f, slow > 0, f["slow_meta_time"]).reindex(j["job_key"]).fillna(0)
-        files = top_files(f, f["slow_meta_time"], slow > 0)
+        slow = f.num("slow_meta_records")
+        count = per_job(d, slow > 0, slow)
+        time = per_job(d, slow > 0, f["slow_meta_time"])
+        files = top_files(d, f["slow_meta_time"], slow > 0)
     else:
-        count, time, files = np.zeros(len(j)), pd.Series(0.0, index=j["job_key"]), None
-    time = np.asarray(time, dtype=float)
-    hdf5 = j["modules"].str.contains("H5F", regex=False).to_numpy()
+        count, time, files = np.zeros(len(j)), np.zeros(len(j)), None
+    hdf5 = j.contains("modules", "H5F")
     return findings(
         j,
         count > 0,
         level="high",
-        message=lambda x: [
+        message=lambda i: [
             f"{n:.0f} record(s) spend over {t.metadata_time_rank:g} s in metadata operations "
             f"({human_duration(s)} in all)"
-            for n, s in zip(count[x.index], time[x.index], strict=True)
+            for n, s in zip(count[i], time[i], strict=True)
         ],
         evidence={"slow_records": count, "slow_meta_time_s": time},
         recommendation=np.where(

@@ -8,26 +8,23 @@ files come from the per-file records and the ranks from DXT where present.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from iosight.insights._frame import JobData, top_files, top_ranks
 from iosight.insights._rules import findings, pct, rule, share
+from iosight.insights._table import Table
 from iosight.insights._thresholds import Thresholds
 
 
 def _hdf5(d: JobData) -> np.ndarray:
-    return d.jobs["modules"].str.contains("H5F", regex=False).to_numpy()
+    return d.jobs.contains("modules", "H5F")
 
 
-def _small(d: JobData, t: Thresholds, op: str) -> pd.DataFrame:
+def _small(d: JobData, t: Thresholds, op: str) -> Table:
     j, f = d.jobs, d.files
-    ops = j[f"{op}s"].fillna(0).to_numpy(dtype=float)
-    small = j[f"small_{op}s"].fillna(0).to_numpy(dtype=float)
+    ops, small, time = j.num(f"{op}s"), j.num(f"small_{op}s"), j.num(f"{op}_time")
     s = share(small, ops)
-    time = j[f"{op}_time"].fillna(0).to_numpy(dtype=float)
-    files = top_files(f, f[f"small_{op}s"], f[f"small_{op}s"] > 0) if len(f) else None
-    ranks = top_ranks(d.dxt, op)
-    ranks = ranks.reindex(j["job_key"]).fillna("").to_numpy()
+    files = top_files(d, f.num(f"small_{op}s"), f.num(f"small_{op}s") > 0) if len(f) else None
+    ranks = top_ranks(d, op)
     rec = np.where(
         _hdf5(d),
         "Aggregate small requests into larger ones; since the job uses HDF5, consider "
@@ -39,9 +36,9 @@ def _small(d: JobData, t: Thresholds, op: str) -> pd.DataFrame:
         j,
         (s > t.small_requests) & (small > t.small_requests_absolute),
         level="high",
-        message=lambda x: [
+        message=lambda i: [
             f"{n:.0f} of {o:.0f} {op}s ({pct(v)}) are smaller than 1 MiB"
-            for n, o, v in zip(small[x.index], ops[x.index], s[x.index], strict=True)
+            for n, o, v in zip(small[i], ops[i], s[i], strict=True)
         ],
         evidence={f"small_{op}s": small, f"{op}s": ops, "small_share": s, "dxt_ranks": ranks},
         recommendation=rec,
@@ -53,28 +50,26 @@ def _small(d: JobData, t: Thresholds, op: str) -> pd.DataFrame:
 
 
 @rule("P05", "requests", "many small reads", counters=("reads", "small_reads"))
-def small_reads(d: JobData, t: Thresholds) -> pd.DataFrame:
+def small_reads(d: JobData, t: Thresholds) -> Table:
     return _small(d, t, "read")
 
 
 @rule("P06", "requests", "many small writes", counters=("writes", "small_writes"))
-def small_writes(d: JobData, t: Thresholds) -> pd.DataFrame:
+def small_writes(d: JobData, t: Thresholds) -> Table:
     return _small(d, t, "write")
 
 
-def _misaligned(d: JobData, t: Thresholds, col: str, what: str, rec) -> pd.DataFrame:
+def _misaligned(d: JobData, t: Thresholds, col: str, what: str, rec) -> Table:
     j = d.jobs
-    ops = (j["reads"].fillna(0) + j["writes"].fillna(0)).to_numpy(dtype=float)
-    bad = j[col].fillna(0).to_numpy(dtype=float)
+    ops = j.num("reads") + j.num("writes")
+    bad = j.num(col)
     s = share(bad, ops)
-    time = (j["read_time"].fillna(0) + j["write_time"].fillna(0)).to_numpy(dtype=float)
+    time = j.num("read_time") + j.num("write_time")
     return findings(
         j,
         (ops > 0) & (s > t.misaligned_requests),
         level="high",
-        message=lambda x: [
-            f"{pct(v)} of the requests are misaligned in {what}" for v in s[x.index]
-        ],
+        message=lambda i: [f"{pct(v)} of the requests are misaligned in {what}" for v in s[i]],
         evidence={col: bad, "operations": ops, "misaligned_share": s},
         recommendation=rec,
         stake_s=time * np.minimum(s, 1.0),
@@ -88,7 +83,7 @@ def _misaligned(d: JobData, t: Thresholds, col: str, what: str, rec) -> pd.DataF
     "misaligned memory requests",
     counters=("reads", "writes", "mem_not_aligned"),
 )
-def misaligned_memory(d: JobData, t: Thresholds) -> pd.DataFrame:
+def misaligned_memory(d: JobData, t: Thresholds) -> Table:
     return _misaligned(
         d, t, "mem_not_aligned", "memory", "Allocate I/O buffers aligned (posix_memalign)"
     )
@@ -100,7 +95,7 @@ def misaligned_memory(d: JobData, t: Thresholds) -> pd.DataFrame:
     "misaligned file requests",
     counters=("reads", "writes", "file_not_aligned"),
 )
-def misaligned_file(d: JobData, t: Thresholds) -> pd.DataFrame:
+def misaligned_file(d: JobData, t: Thresholds) -> Table:
     rec = np.where(
         _hdf5(d),
         "Align requests to the file system's block or stripe size; with HDF5 use H5Pset_alignment",

@@ -1,7 +1,7 @@
 """What a rule is, and the registry every rule family adds its rules to.
 
-A rule is a function of the per-job frame (one row per job, see ``_frame.py``)
-that returns its findings for all jobs at once: one row per job it fires on, with
+A rule is a function of the per-job frames (:class:`~iosight.insights._frame.JobData`,
+numpy columns) that returns its findings for all jobs at once: one row per job it fires on, with
 the level, the evidence, the time or bytes at stake and how they were estimated.
 A rule names the data it needs; a job whose data lacks it is listed as not evaluated
 for that rule, never judged on a guess. Codes are Drishti's
@@ -14,10 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from iosight._registry import Registry
-from iosight.insights._frame import COUNTERS
+from iosight.insights._evidence import evidence_json
+from iosight.insights._frame import COUNTERS, JobData
+from iosight.insights._table import Table
 from iosight.insights._thresholds import Thresholds
 
 NOT_EVALUATED = "n/a"
@@ -57,7 +58,7 @@ class Rule:
     family: str
     title: str
     needs: str
-    evaluate: Callable[[pd.DataFrame, Thresholds], pd.DataFrame]
+    evaluate: Callable[[JobData, Thresholds], Table]
     # the per-job frame columns whose values decide whether it fires ("totals" rules)
     counters: tuple[str, ...] = ()
 
@@ -85,7 +86,7 @@ def rule(
     if unknown:
         raise ValueError(f"unknown frame counters {sorted(unknown)}")
 
-    def add(fn: Callable[[pd.DataFrame, Thresholds], pd.DataFrame]):
+    def add(fn: Callable[[JobData, Thresholds], Table]):
         RULES.register(code)(Rule(code, family, title, needs, fn, counters))
         return fn
 
@@ -93,58 +94,63 @@ def rule(
 
 
 def findings(
-    frame: pd.DataFrame,
-    mask: np.ndarray | pd.Series,
+    frame: Table,
+    mask: np.ndarray,
     *,
     level: str | np.ndarray,
-    message: Callable[[pd.DataFrame], list[str]],
-    evidence: dict[str, pd.Series | np.ndarray],
+    message: Callable[[np.ndarray], list[str]],
+    evidence: dict[str, np.ndarray],
     recommendation: str | np.ndarray,
-    stake_s: pd.Series | np.ndarray | None = None,
-    stake_bytes: pd.Series | np.ndarray | None = None,
+    stake_s: np.ndarray | None = None,
+    stake_bytes: np.ndarray | None = None,
     stake_how: str = "",
-    files: pd.Series | None = None,
-) -> pd.DataFrame:
+    files: np.ndarray | None = None,
+) -> Table:
     """The rows of the jobs where ``mask`` holds, in the finding shape (code added later).
 
     ``evidence`` maps a name to a per-job value (counters and derived numbers); it is
-    stored as one JSON object per finding. ``message`` formats the selected rows.
+    stored as one JSON object per finding. ``message`` formats the selected rows (given
+    their positions in ``frame``); ``files``: per job, the files to name ("" for none).
     """
-    mask = np.asarray(mask, dtype=bool)
-    sel = frame.loc[mask]
-    n = len(sel)
-    ev = pd.DataFrame({k: np.asarray(v)[mask] for k, v in evidence.items()}, index=sel.index)
-    out = pd.DataFrame(
+    rows = np.flatnonzero(np.asarray(mask, dtype=bool))
+    n = len(rows)
+    staked = stake_s is not None or stake_bytes is not None
+    return Table(
         {
-            "job_key": sel["job_key"].to_numpy(),
-            "level": np.asarray(level)[mask] if isinstance(level, np.ndarray) else level,
-            "message": message(sel) if n else [],
-            "evidence": ev.to_json(orient="records", lines=True).splitlines() if n else [],
-            "stake_s": _pick(stake_s, mask, n),
-            "stake_bytes": _pick(stake_bytes, mask, n),
-            "stake_how": stake_how if stake_s is not None or stake_bytes is not None else "",
-            "recommendation": np.asarray(recommendation)[mask]
-            if isinstance(recommendation, np.ndarray)
-            else recommendation,
-            "files": files.reindex(sel["job_key"]).fillna("").to_numpy()
-            if files is not None
-            else "",
+            "job_key": frame["job_key"][rows],
+            "level": _each(level, rows),
+            "message": np.array(message(rows) if n else [], dtype=object),
+            "evidence": np.array(
+                evidence_json({k: np.asarray(v)[rows] for k, v in evidence.items()}, n),
+                dtype=object,
+            ),
+            "stake_s": _pick(stake_s, rows),
+            "stake_bytes": _pick(stake_bytes, rows),
+            "stake_how": _each(stake_how if staked else "", rows),
+            "recommendation": _each(recommendation, rows),
+            "files": _each(files if files is not None else "", rows),
         }
     )
-    return out
 
 
-def no_findings(frame: pd.DataFrame) -> pd.DataFrame:
+def no_findings(frame: Table) -> Table:
     """The empty result, for a rule with nothing to look at in this batch."""
     return findings(
         frame, np.zeros(len(frame), bool), level="", message=list, evidence={}, recommendation=""
     )
 
 
-def _pick(values, mask: np.ndarray, n: int) -> np.ndarray:
+def _each(value: str | np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """A per-job array's values at ``rows``, or one string repeated."""
+    if isinstance(value, np.ndarray):
+        return value[rows].astype(object)
+    return np.full(len(rows), value, dtype=object)
+
+
+def _pick(values, rows: np.ndarray) -> np.ndarray:
     if values is None:
-        return np.full(n, np.nan)
-    return np.asarray(values, dtype=float)[mask]
+        return np.full(len(rows), np.nan)
+    return np.asarray(values, dtype=float)[rows]
 
 
 def share(part, whole) -> np.ndarray:
@@ -157,5 +163,3 @@ def share(part, whole) -> np.ndarray:
 
 def pct(x: float) -> str:
     return f"{100.0 * x:.2f}%"
-
-
