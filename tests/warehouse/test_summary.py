@@ -7,6 +7,7 @@ import pytest
 
 from iosight._errors import IosightError
 from iosight.warehouse import find_job
+from iosight.warehouse._summary import _may_be_jobid
 
 # SYNTHETIC jobs: the first one's key starts with the digits of the second one's id
 KEYS = ["123456" + "a" * 26, "f" * 32, "e" * 32 + "-00000000"]
@@ -53,6 +54,22 @@ def test_key_prefixes_are_literal_and_long_enough(jobs):
     ):
         with pytest.raises(IosightError, match=message):
             find_job(jobs, ident)
+
+
+def test_a_key_skips_the_scan_of_integer_job_ids_and_reads_the_key_index(jobs):
+    """A key (letters) cannot be an integer job id read as text: no job id is scanned
+    for it; a served reader (``key_index``) finds it from the files that hold it."""
+    assert not _may_be_jobid(jobs, "jobs", KEYS[2]) and _may_be_jobid(jobs, "jobs", "77")
+    jobs.key_index = True
+    assert [find_job(jobs, k) for k in KEYS] == KEYS
+    assert find_job(jobs, "123456") == KEYS[1] and find_job(jobs, KEYS[0][:7]) == KEYS[0]
+
+
+def test_a_job_id_of_text_is_found_though_it_is_no_number(warehouse):
+    job = {"job_key": ["a" * 32], "jobid": ["slurm-7b"], "start_time": [1.0]}
+    warehouse.commit({"jobs": [pa.table(job)]})
+    assert _may_be_jobid(warehouse, "jobs", "slurm-7b")
+    assert find_job(warehouse, "slurm-7b") == "a" * 32
 
 
 def test_a_whole_key_of_any_length_is_found_in_the_table_named(warehouse):

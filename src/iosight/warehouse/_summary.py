@@ -8,6 +8,7 @@ warehouse, so it works the same for a log read yesterday or a million of them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -92,10 +93,12 @@ def find_job(warehouse: Warehouse, ident: str, *, table: str = "jobs", hint: str
         raise IosightError("name a job: its job id or a job_key prefix (got an empty one)")
     query = f'select job_key from "{table}" where {{}} order by job_key'
 
-    def keys(where: str) -> list[str]:
-        return [k for (k,) in warehouse.rows(query.format(where), [ident]).values]
+    def keys(where: str, reader: Warehouse = warehouse) -> list[str]:
+        return [k for (k,) in reader.rows(query.format(where), [ident]).values]
 
-    hits = keys("cast(jobid as varchar) = ?") or keys("job_key = ?")
+    by_id = _may_be_jobid(warehouse, table, ident) and keys("cast(jobid as varchar) = ?")
+    # a whole key is read from the files that may hold it (where the reader has the index)
+    hits = by_id or keys("job_key = ?", for_job(warehouse, ident))
     if not hits and len(ident) >= MIN_KEY_PREFIX:
         hits = keys("starts_with(job_key, ?)")
     if not hits:
@@ -112,6 +115,22 @@ def find_job(warehouse: Warehouse, ident: str, *, table: str = "jobs", hint: str
             f"{len(hits)} jobs match {ident!r} ({keys}...); pass a job_key prefix instead"
         )
     return str(hits[0])
+
+
+_INTEGERS = frozenset(
+    {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+     "UINTEGER", "UBIGINT", "UHUGEINT"}
+)  # fmt: skip
+
+
+def _may_be_jobid(warehouse: Warehouse, table: str, ident: str) -> bool:
+    """Whether ``ident`` can equal a job id of ``table`` read as text: an integer job id
+    reads as digits alone, so a job_key (hex: letters, but for one in millions) skips the
+    scan of every job id (the cast of a million of them on every served job page)."""
+    if re.fullmatch(r"-?[0-9]+", ident):
+        return True
+    got = warehouse.rows(f'select typeof(jobid) t from "{table}" limit 1').values
+    return not got or got[0][0] not in _INTEGERS
 
 
 def job_summary(warehouse: Warehouse, ident: str, *, rows: bool = False) -> JobSummary:
