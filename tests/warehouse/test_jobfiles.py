@@ -14,7 +14,7 @@ import pytest
 from iosight.data import example_logs
 from iosight.report.dxt import dxt_view
 from iosight.warehouse import Warehouse, compact, ingest, job_summary
-from iosight.warehouse._jobfiles import JobScope, for_job
+from iosight.warehouse._jobfiles import JobScope, for_job, for_jobs
 from tests_support import child_env, same_rows
 
 _COMPACT = (
@@ -67,7 +67,7 @@ def test_a_job_summary_is_the_same_read_from_its_files_only(layered):
         assert isinstance(scope, JobScope)
         scope.connect(["posix"])
         entries = indexed.table_entries("posix")
-        files = scope._index.holding(entries, scope._key_hash)
+        files = scope._index.holding(entries, scope._key_hashes)
         pruned += len(files) < len(entries)
         want = plain.sql("select count(*) n from posix where job_key = ?", [key])["n"][0]
         assert want == 0 or files  # a job with POSIX records has its file
@@ -90,6 +90,23 @@ def test_dxt_and_names_of_a_job_are_the_same_from_its_files_only(layered):
             plain.sql(query, [key]), for_job(indexed, key).sql(query, [key])
         )
     assert seen or not plain.has_table("dxt_posix")
+
+
+def test_several_jobs_read_from_their_files_only_are_the_same(layered):
+    """for_jobs (a page of jobs' bytes): the files that hold any of the keys, no other."""
+    plain, indexed = Warehouse(layered), _indexed(layered)
+    keys = _keys(plain)
+    query = "select * from job_totals where job_key in (select unnest(?)) order by job_key"
+    for some in (keys[:1], keys[1::3], keys[-2:], keys):
+        scope = for_jobs(indexed, some)
+        pd.testing.assert_frame_equal(plain.sql(query, [some]), scope.sql(query, [some]))
+        entries = indexed.table_entries("job_totals")
+        held = plain.sql(
+            "select distinct filename from read_parquet(?, filename = true) "
+            "where job_key in (select unnest(?))",
+            [[e.path for e in entries], some],
+        )
+        assert sorted(scope._index.holding(entries, scope._key_hashes)) == sorted(held["filename"])
 
 
 def test_a_file_without_statistics_or_sorted_keys_is_still_read(tmp_path, layered):

@@ -43,14 +43,22 @@ def for_job(warehouse: Warehouse, key: str) -> Warehouse:
     """A reader of ``warehouse`` for queries of job ``key`` alone (``job_key = key``):
     where its :attr:`~Warehouse.key_index` is set, a :class:`JobScope` whose job-keyed
     tables read only the files that hold the job; else ``warehouse`` itself."""
+    return for_jobs(warehouse, (key,))
+
+
+def for_jobs(warehouse: Warehouse, keys: Iterable[str]) -> Warehouse:
+    """:func:`for_job` of several jobs: a reader of ``warehouse`` whose job-keyed tables
+    read the files that hold any of the job keys ``keys`` (for ``job_key in keys``; a
+    page of the newest jobs of an archive: its newest files)."""
+    keys = tuple(keys)
     if isinstance(warehouse, JobScope):
-        return warehouse if warehouse.key == key else for_job(warehouse._parent, key)
+        return warehouse if warehouse.keys == keys else for_jobs(warehouse._parent, keys)
     if not warehouse.key_index:
         return warehouse
     index = warehouse.__dict__.get("_key_index")
     if index is None:
         index = warehouse.__dict__["_key_index"] = KeyIndex()
-    return JobScope(warehouse, key, index)
+    return JobScope(warehouse, keys, index)
 
 
 class KeyIndex:
@@ -66,16 +74,21 @@ class KeyIndex:
         self._guard = threading.Lock()
         self._worker: threading.Thread | None = None
 
-    def holding(self, entries: list[os.DirEntry], key_hash: int) -> list[str]:
-        """The paths of ``entries`` (one table's live files) whose keys may include the key
-        of hash ``key_hash``: those whose keys include it and those not read yet (queued)."""
+    def holding(self, entries: list[os.DirEntry], key_hashes: Iterable[int]) -> list[str]:
+        """The paths of ``entries`` (one table's live files) whose keys may include a key
+        of ``key_hashes``: those whose keys include one and those not read yet (queued)."""
         stamps = {e.path: _stamp(e) for e in entries}
         self._forget(os.path.dirname(entries[0].path), stamps)
         files = self._files
         todo = {p: s for p, s in stamps.items() if files.get(p, ((), None))[0] != s}
         if todo:
             self._enqueue(todo)
-        return [p for p in stamps if p in todo or _has(files.get(p, ((), None))[1], key_hash)]
+        wanted = list(key_hashes)
+        return [
+            p
+            for p in stamps
+            if p in todo or any(_has(files.get(p, ((), None))[1], h) for h in wanted)
+        ]
 
     def _enqueue(self, todo: dict[str, tuple]) -> None:
         with self._guard:
@@ -161,15 +174,16 @@ def _has(hashes: array | None, key_hash: int) -> bool:
 
 class JobScope(Warehouse):
     """A reader of ``parent`` whose views of job-keyed tables hold only the files that can
-    hold job ``key`` (:class:`KeyIndex`); every other table reads its whole view. Made by
-    :func:`for_job`; anything else is the parent's (its path, its limits)."""
+    hold the jobs ``keys`` (:class:`KeyIndex`); every other table reads its whole view.
+    Made by :func:`for_job` and :func:`for_jobs`; anything else is the parent's (its path,
+    its limits)."""
 
-    def __init__(self, parent: Warehouse, key: str, index: KeyIndex) -> None:
-        self.path, self._parent, self.key, self._index = parent.path, parent, key, index
+    def __init__(self, parent: Warehouse, keys: tuple[str, ...], index: KeyIndex) -> None:
+        self.path, self._parent, self.keys, self._index = parent.path, parent, keys, index
         self._cursor: duckdb.DuckDBPyConnection | None = None
         self._scoped: set[str] = set()
         self._entries: dict[str, list[os.DirEntry]] = {}
-        self._key_hash: int | None = None
+        self._key_hashes: list[int] = []
 
     def __getattr__(self, name: str):
         return getattr(self._parent, name)
@@ -181,8 +195,8 @@ class JobScope(Warehouse):
         base = self._parent.connect(names)
         if self._cursor is None:
             self._cursor = base.cursor()
-            got = self._cursor.execute("select hash(?::varchar)", [self.key]).fetchall()
-            self._key_hash = got[0][0]
+            got = self._cursor.execute("select hash(unnest(?::varchar[]))", [list(self.keys)])
+            self._key_hashes = [h for (h,) in got.fetchall()]
         for name in sorted(set(names or ()) - self._scoped):
             self._scope(name)
             self._scoped.add(name)
@@ -217,7 +231,7 @@ class JobScope(Warehouse):
         columns = self._index.columns(con, name, tuple(e.path for e in entries))
         if _KEY not in {c for c, _ in columns}:
             return
-        files = self._index.holding(entries, self._key_hash)
+        files = self._index.holding(entries, self._key_hashes)
         if len(files) == len(entries):
             return
         empty = ", ".join(
