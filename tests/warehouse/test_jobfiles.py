@@ -141,3 +141,25 @@ def test_a_scope_made_before_a_compaction_reads_to_the_end(tmp_path, layered):
     subprocess.run([sys.executable, "-c", _COMPACT, str(path)], env=child_env(), check=True)
     pd.testing.assert_frame_equal(scope.sql(query, [key]), want)  # the files it listed
     pd.testing.assert_frame_equal(for_job(indexed, key).sql(query, [key]), want)
+
+
+def test_the_index_reads_each_files_keys_from_its_dictionaries(tmp_path):
+    """_hashes: every key of every row group once (plain and dictionary-encoded columns),
+    nulls left out; a file without the column holds no key; one unreadable may hold any."""
+    import duckdb
+    import pyarrow as pa
+
+    from iosight.warehouse._jobfiles import _hashes
+
+    keys = [f"{i:032x}" for i in range(0, 3000, 7)]
+    rows = pa.table({"job_key": [k for k in keys for _ in range(3)] + [None], "v": range(1288)})
+    con = duckdb.connect()
+    want = sorted({h for (h,) in con.execute("select hash(unnest(?)) >> 32", [keys]).fetchall()})
+    for dictionary in (True, False):
+        path = tmp_path / f"d{dictionary}.parquet"
+        pq.write_table(rows, path, row_group_size=100, use_dictionary=dictionary)
+        assert _hashes(con, str(path)).tolist() == want
+    pq.write_table(pa.table({"v": [1, 2]}), tmp_path / "none.parquet")
+    assert len(_hashes(con, str(tmp_path / "none.parquet"))) == 0
+    (tmp_path / "bad.parquet").write_bytes(b"PAR1 not a parquet file PAR1")
+    assert _hashes(con, str(tmp_path / "bad.parquet")) is None
