@@ -17,7 +17,6 @@ job's columns (:func:`check_where`) and is interrupted after a time limit
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -131,13 +130,10 @@ class ServedWarehouse(Warehouse):
 
     def tables(self) -> list[str]:
         """The tables holding files, listed once per set of tables (:meth:`refresh` starts
-        a new one): a job's page asks three times, each a listing of every table's folder."""
+        a new one): a job's page asks three times, each a listing of every table's folder
+        (listed when its views are made, as :meth:`has_table` answers for them)."""
+        self.connect()
         return list(self.memo("tables", lambda: Warehouse.tables(self)))
-
-    def table_entries(self, name: str) -> list[os.DirEntry]:
-        """Table ``name``'s live files, listed once per set of tables as :meth:`tables`
-        (a job's page asks for each table's some ten times; the views name these)."""
-        return self.memo(f"entries {name}", lambda: Warehouse.table_entries(self, name))
 
     def connect(self, names: Iterable[str] | None = None) -> duckdb.DuckDBPyConnection:
         """This thread's cursor on the shared, locked-down database, which has every

@@ -222,6 +222,11 @@ class JobScope(Warehouse):
         self.connect(_table_names(query) or set(_AFTER_FROM.findall(query)))
         return super()._run(query, params, fetch)
 
+    def tables(self) -> list[str]:
+        """The parent's :meth:`~Warehouse.tables` (a served warehouse lists them once per
+        set of tables, where this scope would list every table's folder again)."""
+        return self._parent.tables()
+
     def table_entries(self, name: str) -> list[os.DirEntry]:
         """The parent's :meth:`~Warehouse.table_entries`, listed once for this scope: one
         job's page sees one set of files (``name``: the table)."""
