@@ -118,3 +118,17 @@ def test_modules_show_the_mean_io_time_per_rank_beside_the_sum():
     total = m["read_time"] + m["write_time"] + m["meta_time"]
     assert (m["io_time"] == total).all()
     assert (m["io_time_per_rank"] == total / s.job["nprocs"]).all() and s.job["nprocs"] == 4
+
+
+def test_a_summary_finds_its_job_by_id_key_or_prefix_alike(jobs):
+    """job_summary reads a whole key's row at once (no job id can be it) and otherwise
+    finds the job first: the same job either way, an id still before a key's digits."""
+    from iosight.warehouse import job_summary
+
+    for ident, want in (("123456", KEYS[1]), (KEYS[1], KEYS[1]), (KEYS[0][:7], KEYS[0]),
+                        ("77", KEYS[2]), (KEYS[2], KEYS[2])):  # fmt: skip
+        for rows in (False, True):
+            job = job_summary(jobs, ident, rows=rows).job
+            assert job["job_key"] == want
+    with pytest.raises(IosightError, match="no job with id or key 'f' "):
+        job_summary(jobs, "f")
