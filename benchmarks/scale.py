@@ -2,14 +2,19 @@
 grown to each size, with compaction automatic, and the common questions timed at each.
 
 The logs are those of ``benchmarks/ingest.py`` (every 3.x log of ../shared/darshan-logs
-that PyDarshan reads, each copy made unique by 8 trailing bytes). They go in as a
+that PyDarshan reads, each copy made unique by 8 trailing bytes): ``--corpus all`` (the
+default) takes every one, a DXT-heavy corpus (about 94 KB a job in the warehouse);
+``--corpus nodxt`` only the 68 without DXT traces (MANIFEST has_dxt=0: DXT is off by
+default, so most of a facility's logs look like these; about 11 KB a job). The corpus
+is printed in the header and in every size's figures: the two are not comparable. They go in as a
 facility's archive does, in ingests of ``--chunk`` logs (2 workers); after each, the
 tables with 16 or more small files are compacted (what ``iosight ingest`` does by
 itself; the driver calls the same :func:`iosight.warehouse.auto_compact` separately
 only to time it and sample its memory apart from the ingest's). At each size it prints:
 
 * ingest: wall seconds and logs/s of the ingests to that size; compaction's seconds
-  and the peak resident memory of the process while it compacted;
+  and the peak resident memory of the process while it compacted; the CPU seconds of
+  ingests and compactions together (every process of each);
 * files per table (mean and most) and the files of all tables;
 * ``iosight serve``: p95 of the Jobs page, the Jobs page with a ``where`` condition and
   one job's page (a server started per size, requests in a row);
@@ -21,6 +26,7 @@ only to time it and sample its memory apart from the ingest's). At each size it 
 
     python benchmarks/scale.py                      # 10,000 logs
     python benchmarks/scale.py --sizes 10000 100000 # grown to 10k, measured, then 100k
+    python benchmarks/scale.py --corpus nodxt --sizes 10000 100000 --keep WH
     python benchmarks/scale.py --keep WH --sizes 100000 1000000 --skip timeline insights
         # unattended: grows WH (on from the logs it has), a progress line per ingest,
         # each size printed as it is reached; stops short of a full disk
@@ -36,14 +42,19 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ingest import SHARED, corpus  # noqa: E402
+from ingest import CORPORA, SHARED, _sample_children, corpus  # noqa: E402
 from serve import _free_port, _get  # noqa: E402
 
+CORPUS_TEXT = {
+    "all": "every 3.x log PyDarshan reads: DXT-heavy",
+    "nodxt": "only the logs without DXT traces, MANIFEST has_dxt=0",
+}
 _DRIVER = """
 import json, sys, threading, time
 from iosight.warehouse import Warehouse, auto_compact, ingest
@@ -74,18 +85,24 @@ print(json.dumps({"ingest_s": report.seconds, "ingested": report.ingested,
 
 def timed(cmd: list[str]) -> tuple[float, float, str, float]:
     """Run ``cmd``; its wall seconds, peak resident MB (its own and its children's),
-    standard output and CPU seconds (all its threads and children: what load distorts
-    least)."""
+    standard output and CPU seconds (all its threads and descendants: what load distorts
+    least; the workers of a forkserver pool, which the command never reaps, as sampled
+    every 0.1 s by ``benchmarks/ingest.py``'s sampler)."""
+    seen, stop = {}, threading.Event()
+    sampler = threading.Thread(target=_sample_children, args=({"child": 0}, seen, stop))
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        sampler.start()
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - t0
+        stop.set()
+        sampler.join()
         if os.waitstatus_to_exitcode(status) != 0:
             err.seek(0)
             raise SystemExit(f"{' '.join(cmd)} failed: {err.read()[-2000:]}")
         out.seek(0)
-        cpu = usage.ru_utime + usage.ru_stime
+        cpu = max(usage.ru_utime + usage.ru_stime, sum(seen.values()))
         return seconds, usage.ru_maxrss / 1024, out.read(), cpu
 
 
@@ -93,12 +110,15 @@ def iosight(*args: str) -> list[str]:
     return [sys.executable, "-m", "iosight", *args]
 
 
-def grow(wh: Path, logs: Path, start: int, stop: int, chunk: int, min_free_gb: float) -> list[dict]:
-    """Ingest copies ``start`` .. ``stop - 1`` of the corpus in ingests of ``chunk``, one
+def grow(
+    wh: Path, logs: Path, span: tuple[int, int], chunk: int, min_free_gb: float, dxt: bool | None
+) -> list[dict]:
+    """Ingest copies ``span`` (start, stop) of the corpus (``dxt``: :func:`corpus`'s
+    filter) in ingests of ``chunk``, made just before and deleted after each, one
     progress line each (with the time left at the pace so far). A failed ingest is
     reported and the next one goes on (commits are atomic: the warehouse stays whole);
     it stops when the disk has less than ``min_free_gb`` free."""
-    runs, t0 = [], time.monotonic()
+    (start, stop), runs, t0 = span, [], time.monotonic()
     for at in range(start, stop, chunk):
         free = shutil.disk_usage(wh.parent).free / 2**30
         if free < min_free_gb:
@@ -106,13 +126,13 @@ def grow(wh: Path, logs: Path, start: int, stop: int, chunk: int, min_free_gb: f
             break
         shutil.rmtree(logs, ignore_errors=True)
         logs.mkdir()
-        corpus(min(chunk, stop - at), logs, start=at)
+        corpus(min(chunk, stop - at), logs, start=at, dxt=dxt)
         try:
-            _, _, out, _ = timed([sys.executable, "-c", _DRIVER, str(wh), str(logs)])
+            _, _, out, cpu = timed([sys.executable, "-c", _DRIVER, str(wh), str(logs)])
         except SystemExit as err:  # reported; the next ingest goes on
             print(f"  ingest of copies {at:,}.. failed: {err}", flush=True)
             continue
-        runs.append(json.loads(out.splitlines()[-1]))
+        runs.append(json.loads(out.splitlines()[-1]) | {"cpu_s": cpu})
         done, spent = min(at + chunk, stop), time.monotonic() - t0
         left = spent / (done - start) * (stop - done)
         pace = f"{spent / 60:.1f} min, about {left / 60:.0f} min to {stop:,}"
@@ -129,6 +149,19 @@ def logs_in(wh: Path) -> int:
     if not (wh / "tables" / "sources").exists():
         return 0
     return int(Warehouse(wh).sql("select count(*) n from sources")["n"][0])
+
+
+def check_corpus(wh: Path, name: str) -> None:
+    """Stop where a kept warehouse holds logs of the other corpus (one with DXT tables is
+    ``all``'s, one without ``nodxt``'s): growing it on would mix the two."""
+    from iosight.warehouse import Warehouse
+
+    if logs_in(wh) == 0:
+        return
+    has_dxt = any(t.startswith("dxt_") for t in Warehouse(wh).tables())
+    if has_dxt != (CORPORA[name] is not False):
+        held = "all" if has_dxt else "nodxt"
+        sys.exit(f"{wh} holds the {held} corpus's logs, not {name}'s: give --corpus {held}")
 
 
 def file_counts(wh: Path) -> dict[str, int]:
@@ -191,6 +224,7 @@ def measure(wh: Path, runs: list[dict], repeat: int, skip: set[str]) -> dict:
         "logs_per_s": sum(r["ingested"] for r in runs) / max(ingest_s, 1e-9),
         "compactions": sum(1 for r in runs if r["compaction"]),
         "compact_s": sum(r["compact_s"] for r in runs),
+        "ingest_compact_cpu_s": sum(r["cpu_s"] for r in runs),
         "compact_peak_mb": max((r["compact_peak_mb"] or 0 for r in runs), default=0),
         "disk_gb": sum(f.stat().st_size for f in wh.rglob("*.parquet")) / 2**30,
         "files": sum(counts.values()),
@@ -217,6 +251,10 @@ def measure(wh: Path, runs: list[dict], repeat: int, skip: set[str]) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000], help="logs per size")
+    ap.add_argument(
+        "--corpus", choices=["all", "nodxt"], default="all",
+        help="every log (DXT-heavy) or only those without DXT (printed with every figure)",
+    )  # fmt: skip
     ap.add_argument("--chunk", type=int, default=5_000, help="logs per ingest")
     ap.add_argument("--repeat", type=int, default=40, help="requests per served page")
     ap.add_argument(
@@ -233,15 +271,23 @@ def main() -> None:
         sys.exit(f"needs {SHARED} (the shared Darshan log collection)")
     tmp = Path(tempfile.mkdtemp(prefix="iosight-scale-"))
     wh = args.keep or tmp / "wh"
+    print(
+        f"# corpus {args.corpus} ({CORPUS_TEXT[args.corpus]}); sizes {args.sizes}, ingests of "
+        f"{args.chunk:,} logs, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
     try:
+        check_corpus(wh, args.corpus)
         done, runs = logs_in(wh), []
         for size in sorted(s for s in args.sizes if s > done):
             load = os.getloadavg()
-            runs += grow(wh, tmp / "logs", done, size, args.chunk, args.min_free_gb)
+            dxt = CORPORA[args.corpus]
+            runs += grow(wh, tmp / "logs", (done, size), args.chunk, args.min_free_gb, dxt)
             done = logs_in(wh)
             figures = measure(wh, runs, args.repeat, set(args.skip))
             figures["load_before"], figures["load_after"] = load, os.getloadavg()
-            print(json.dumps({"logs": done, **figures}, indent=1), flush=True)
+            label = {"corpus": args.corpus, "logs": done}
+            print(json.dumps(label | figures, indent=1), flush=True)
             if done < size:
                 break  # the disk ran out
     finally:

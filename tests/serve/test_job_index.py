@@ -51,4 +51,4 @@ def test_the_job_page_is_the_same_with_and_without_the_key_index(layered):
             else:
                 same_rows(x, y)
     posix = indexed.table_entries("posix")
-    assert len(for_job(indexed, keys[0])._index.holding(posix, scope._key_hash)) < len(posix)
+    assert len(for_job(indexed, keys[0])._index.holding(posix, scope._key_hashes)) < len(posix)

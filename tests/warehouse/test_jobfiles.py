@@ -14,7 +14,7 @@ import pytest
 from iosight.data import example_logs
 from iosight.report.dxt import dxt_view
 from iosight.warehouse import Warehouse, compact, ingest, job_summary
-from iosight.warehouse._jobfiles import JobScope, for_job
+from iosight.warehouse._jobfiles import JobScope, for_job, for_jobs
 from tests_support import child_env, same_rows
 
 _COMPACT = (
@@ -67,7 +67,7 @@ def test_a_job_summary_is_the_same_read_from_its_files_only(layered):
         assert isinstance(scope, JobScope)
         scope.connect(["posix"])
         entries = indexed.table_entries("posix")
-        files = scope._index.holding(entries, scope._key_hash)
+        files = scope._index.holding(entries, scope._key_hashes)
         pruned += len(files) < len(entries)
         want = plain.sql("select count(*) n from posix where job_key = ?", [key])["n"][0]
         assert want == 0 or files  # a job with POSIX records has its file
@@ -90,6 +90,23 @@ def test_dxt_and_names_of_a_job_are_the_same_from_its_files_only(layered):
             plain.sql(query, [key]), for_job(indexed, key).sql(query, [key])
         )
     assert seen or not plain.has_table("dxt_posix")
+
+
+def test_several_jobs_read_from_their_files_only_are_the_same(layered):
+    """for_jobs (a page of jobs' bytes): the files that hold any of the keys, no other."""
+    plain, indexed = Warehouse(layered), _indexed(layered)
+    keys = _keys(plain)
+    query = "select * from job_totals where job_key in (select unnest(?)) order by job_key"
+    for some in (keys[:1], keys[1::3], keys[-2:], keys):
+        scope = for_jobs(indexed, some)
+        pd.testing.assert_frame_equal(plain.sql(query, [some]), scope.sql(query, [some]))
+        entries = indexed.table_entries("job_totals")
+        held = plain.sql(
+            "select distinct filename from read_parquet(?, filename = true) "
+            "where job_key in (select unnest(?))",
+            [[e.path for e in entries], some],
+        )
+        assert sorted(scope._index.holding(entries, scope._key_hashes)) == sorted(held["filename"])
 
 
 def test_a_file_without_statistics_or_sorted_keys_is_still_read(tmp_path, layered):
@@ -124,3 +141,25 @@ def test_a_scope_made_before_a_compaction_reads_to_the_end(tmp_path, layered):
     subprocess.run([sys.executable, "-c", _COMPACT, str(path)], env=child_env(), check=True)
     pd.testing.assert_frame_equal(scope.sql(query, [key]), want)  # the files it listed
     pd.testing.assert_frame_equal(for_job(indexed, key).sql(query, [key]), want)
+
+
+def test_the_index_reads_each_files_keys_from_its_dictionaries(tmp_path):
+    """_hashes: every key of every row group once (plain and dictionary-encoded columns),
+    nulls left out; a file without the column holds no key; one unreadable may hold any."""
+    import duckdb
+    import pyarrow as pa
+
+    from iosight.warehouse._jobfiles import _hashes
+
+    keys = [f"{i:032x}" for i in range(0, 3000, 7)]
+    rows = pa.table({"job_key": [k for k in keys for _ in range(3)] + [None], "v": range(1288)})
+    con = duckdb.connect()
+    want = sorted({h for (h,) in con.execute("select hash(unnest(?)) >> 32", [keys]).fetchall()})
+    for dictionary in (True, False):
+        path = tmp_path / f"d{dictionary}.parquet"
+        pq.write_table(rows, path, row_group_size=100, use_dictionary=dictionary)
+        assert _hashes(con, str(path)).tolist() == want
+    pq.write_table(pa.table({"v": [1, 2]}), tmp_path / "none.parquet")
+    assert len(_hashes(con, str(tmp_path / "none.parquet"))) == 0
+    (tmp_path / "bad.parquet").write_bytes(b"PAR1 not a parquet file PAR1")
+    assert _hashes(con, str(tmp_path / "bad.parquet")) is None

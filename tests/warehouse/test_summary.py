@@ -7,6 +7,7 @@ import pytest
 
 from iosight._errors import IosightError
 from iosight.warehouse import find_job
+from iosight.warehouse._summary import _may_be_jobid
 
 # SYNTHETIC jobs: the first one's key starts with the digits of the second one's id
 KEYS = ["123456" + "a" * 26, "f" * 32, "e" * 32 + "-00000000"]
@@ -55,6 +56,22 @@ def test_key_prefixes_are_literal_and_long_enough(jobs):
             find_job(jobs, ident)
 
 
+def test_a_key_skips_the_scan_of_integer_job_ids_and_reads_the_key_index(jobs):
+    """A key (letters) cannot be an integer job id read as text: no job id is scanned
+    for it; a served reader (``key_index``) finds it from the files that hold it."""
+    assert not _may_be_jobid(jobs, "jobs", KEYS[2]) and _may_be_jobid(jobs, "jobs", "77")
+    jobs.key_index = True
+    assert [find_job(jobs, k) for k in KEYS] == KEYS
+    assert find_job(jobs, "123456") == KEYS[1] and find_job(jobs, KEYS[0][:7]) == KEYS[0]
+
+
+def test_a_job_id_of_text_is_found_though_it_is_no_number(warehouse):
+    job = {"job_key": ["a" * 32], "jobid": ["slurm-7b"], "start_time": [1.0]}
+    warehouse.commit({"jobs": [pa.table(job)]})
+    assert _may_be_jobid(warehouse, "jobs", "slurm-7b")
+    assert find_job(warehouse, "slurm-7b") == "a" * 32
+
+
 def test_a_whole_key_of_any_length_is_found_in_the_table_named(warehouse):
     """``sim_jobs`` holds jobs of codings files, keyed by their own short names."""
     sim_jobs = pa.table({"job_key": ["j1", "j10"], "jobid": pa.array([None, 5], pa.int64())})
@@ -101,3 +118,17 @@ def test_modules_show_the_mean_io_time_per_rank_beside_the_sum():
     total = m["read_time"] + m["write_time"] + m["meta_time"]
     assert (m["io_time"] == total).all()
     assert (m["io_time_per_rank"] == total / s.job["nprocs"]).all() and s.job["nprocs"] == 4
+
+
+def test_a_summary_finds_its_job_by_id_key_or_prefix_alike(jobs):
+    """job_summary reads a whole key's row at once (no job id can be it) and otherwise
+    finds the job first: the same job either way, an id still before a key's digits."""
+    from iosight.warehouse import job_summary
+
+    for ident, want in (("123456", KEYS[1]), (KEYS[1], KEYS[1]), (KEYS[0][:7], KEYS[0]),
+                        ("77", KEYS[2]), (KEYS[2], KEYS[2])):  # fmt: skip
+        for rows in (False, True):
+            job = job_summary(jobs, ident, rows=rows).job
+            assert job["job_key"] == want
+    with pytest.raises(IosightError, match="no job with id or key 'f' "):
+        job_summary(jobs, "f")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from iosight._errors import IosightError, check_param
 from iosight.serve._readonly import ServedWarehouse, check_where, deadline
-from iosight.warehouse import for_job
+from iosight.warehouse import for_job, for_jobs
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -194,9 +194,12 @@ def _like_escape(text: str) -> str:
 
 
 def _bytes_of(wh: ServedWarehouse, bytes_sql: str | None, keys: list[str]) -> list:
+    """The bytes of the jobs ``keys`` (a page's), read from the ``job_totals`` files that
+    hold them (:func:`~iosight.warehouse.for_jobs`): the newest jobs, the default page,
+    are in the newest files, where a scan of every file's keys grows with the jobs."""
     if bytes_sql is None or not keys:
         return [None] * len(keys)
-    df = wh.sql(
+    df = for_jobs(wh, keys).sql(
         f"select job_key, {bytes_sql} as bytes from job_totals where job_key in (select unnest(?))",
         [keys],
     )

@@ -128,6 +128,13 @@ class ServedWarehouse(Warehouse):
             memo[name] = compute()
         return memo[name]  # type: ignore[return-value]
 
+    def tables(self) -> list[str]:
+        """The tables holding files, listed once per set of tables (:meth:`refresh` starts
+        a new one): a job's page asks three times, each a listing of every table's folder
+        (listed when its views are made, as :meth:`has_table` answers for them)."""
+        self.connect()
+        return list(self.memo("tables", lambda: Warehouse.tables(self)))
+
     def connect(self, names: Iterable[str] | None = None) -> duckdb.DuckDBPyConnection:
         """This thread's cursor on the shared, locked-down database, which has every
         table's view (made once for all threads; ``names`` changes nothing)."""

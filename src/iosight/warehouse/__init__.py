@@ -27,7 +27,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "ingest",
         ),
         "_io_totals": ("IO_TOTALS", "IO_TOTAL_COLUMNS", "io_totals"),
-        "_jobfiles": ("for_job",),
+        "_jobfiles": ("for_job", "for_jobs"),
         "_known": ("KNOWN_AT", "known_at_sql"),
         "_provenance": ("data_kind", "kind_of", "synthetic_flag"),
         "_replay": ("ReplayReport", "replay"),

@@ -4,9 +4,11 @@ A job page runs about twenty queries of ``job_key = K``, and DuckDB visits every
 a table for each of them before it prunes row groups. Min/max statistics cannot narrow
 the files down: a job_key is a content hash, so every file (a batch of logs, a
 compaction's output) spans nearly the whole key range. The index holds instead the hashes
-of the keys each file holds (8 bytes per job and file, read once from the file's
-``job_key`` column), cached by file name, size and modification time: committed files
-never change, so an entry is never stale, and entries of files gone are dropped.
+of the keys each file holds (4 bytes per job and file: the upper half of DuckDB's
+``hash``; a file of a million jobs answers "maybe" for a key it lacks once in 4,000),
+read once from the dictionaries of the file's ``job_key`` column, and cached by file
+name, size and modification time: committed files never change, so an entry is never
+stale, and entries of files gone are dropped.
 
 :class:`JobScope` is a reader of the warehouse whose table views hold only the files
 that can hold the job (those whose hashes include the key's: a hash collision only adds
@@ -20,8 +22,6 @@ from __future__ import annotations
 import os
 import re
 import threading
-from array import array
-from bisect import bisect_left
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,9 +31,11 @@ from iosight.warehouse._store import Warehouse, _sql_text, _table_names
 
 if TYPE_CHECKING:
     import duckdb
+    import numpy as np
 
 _KEY = "job_key"
-_BATCH = 16  # files read at a time by the index's thread
+_BATCH = 16  # files taken from the queue at a time by the index's thread
+_HALF = "hash({}) >> 32"  # a key's hash in the index: the upper half of DuckDB's
 # a name read after FROM or JOIN: the tables a query with ``?`` parameters reads, which
 # DuckDB's parser does not list (a name missed only reads the whole table's view)
 _AFTER_FROM = re.compile(r'\b(?:from|join)\s+"?([A-Za-z_][A-Za-z0-9_]*)"?', re.IGNORECASE)
@@ -43,14 +45,22 @@ def for_job(warehouse: Warehouse, key: str) -> Warehouse:
     """A reader of ``warehouse`` for queries of job ``key`` alone (``job_key = key``):
     where its :attr:`~Warehouse.key_index` is set, a :class:`JobScope` whose job-keyed
     tables read only the files that hold the job; else ``warehouse`` itself."""
+    return for_jobs(warehouse, (key,))
+
+
+def for_jobs(warehouse: Warehouse, keys: Iterable[str]) -> Warehouse:
+    """:func:`for_job` of several jobs: a reader of ``warehouse`` whose job-keyed tables
+    read the files that hold any of the job keys ``keys`` (for ``job_key in keys``; a
+    page of the newest jobs of an archive: its newest files)."""
+    keys = tuple(keys)
     if isinstance(warehouse, JobScope):
-        return warehouse if warehouse.key == key else for_job(warehouse._parent, key)
+        return warehouse if warehouse.keys == keys else for_jobs(warehouse._parent, keys)
     if not warehouse.key_index:
         return warehouse
     index = warehouse.__dict__.get("_key_index")
     if index is None:
         index = warehouse.__dict__["_key_index"] = KeyIndex()
-    return JobScope(warehouse, key, index)
+    return JobScope(warehouse, keys, index)
 
 
 class KeyIndex:
@@ -60,22 +70,27 @@ class KeyIndex:
     without the index, and is never held up by the reading."""
 
     def __init__(self) -> None:
-        self._files: dict[str, tuple[tuple, array | None]] = {}  # path -> (stamp, hashes)
+        self._files: dict[str, tuple[tuple, np.ndarray | None]] = {}  # path -> (stamp, hashes)
         self._columns: dict[str, tuple[tuple, list]] = {}  # table -> (its files, columns)
         self._queue: dict[str, tuple] = {}  # path -> stamp, waiting to be read
         self._guard = threading.Lock()
         self._worker: threading.Thread | None = None
 
-    def holding(self, entries: list[os.DirEntry], key_hash: int) -> list[str]:
-        """The paths of ``entries`` (one table's live files) whose keys may include the key
-        of hash ``key_hash``: those whose keys include it and those not read yet (queued)."""
+    def holding(self, entries: list[os.DirEntry], key_hashes: Iterable[int]) -> list[str]:
+        """The paths of ``entries`` (one table's live files) whose keys may include a key
+        of ``key_hashes``: those whose keys include one and those not read yet (queued)."""
         stamps = {e.path: _stamp(e) for e in entries}
         self._forget(os.path.dirname(entries[0].path), stamps)
         files = self._files
         todo = {p: s for p, s in stamps.items() if files.get(p, ((), None))[0] != s}
         if todo:
             self._enqueue(todo)
-        return [p for p in stamps if p in todo or _has(files.get(p, ((), None))[1], key_hash)]
+        wanted = list(key_hashes)
+        return [
+            p
+            for p in stamps
+            if p in todo or any(_has(files.get(p, ((), None))[1], h) for h in wanted)
+        ]
 
     def _enqueue(self, todo: dict[str, tuple]) -> None:
         with self._guard:
@@ -96,10 +111,10 @@ class KeyIndex:
                     if not batch:
                         self._worker = None
                         return
-                found = _hashes(con, list(batch))
+                found = {path: _hashes(con, path) for path in batch}
                 with self._guard:
                     for path, stamp in batch.items():
-                        self._files[path] = (stamp, found.get(path, array("Q")) if found else None)
+                        self._files[path] = (stamp, found[path])
                         if self._queue.get(path) == stamp:
                             del self._queue[path]
         finally:
@@ -134,42 +149,54 @@ def _stamp(entry: os.DirEntry) -> tuple:
     return (st.st_size, st.st_mtime_ns)
 
 
-def _hashes(con: duckdb.DuckDBPyConnection, paths: list[str]) -> dict[str, array] | None:
-    """Each file's sorted job-key hashes (DuckDB's ``hash``); a file without the column
-    holds no key (its rows' job_key reads as null). None where they cannot be read (a file
-    purged meanwhile, or unreadable): those files may hold any key."""
+def _hashes(con: duckdb.DuckDBPyConnection, path: str) -> np.ndarray | None:
+    """The file's job-key hashes (upper 32 bits of DuckDB's ``hash``), sorted, distinct.
+    The keys are read as pyarrow's dictionaries of the column, each key once a row group
+    where DuckDB decodes every row's (the heatmap's many rows a job: 2.8 -> 0.7 s of CPU
+    at 100,000 jobs). A file without the column holds no key (its rows read it as null);
+    None where the file cannot be read (purged meanwhile, or unreadable): it may hold any."""
     import duckdb
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
     try:
-        rows = con.execute(
-            f"select filename, list(distinct hash({_KEY}) order by hash({_KEY})) from "
-            "read_parquet(?, filename = true, union_by_name = true) "
-            f"where {_KEY} is not null group by filename",
-            [paths],
-        ).fetchall()
-    except duckdb.Error:
+        meta = pq.read_metadata(path)
+        if _KEY not in meta.schema.names:
+            return np.zeros(0, np.uint32)
+        file = pq.ParquetFile(path, metadata=meta, read_dictionary=[_KEY])
+        keys = [  # a row group at a time: its rows' indices into the dictionary are dropped
+            chunk.dictionary
+            for group in range(meta.num_row_groups)
+            for chunk in file.read_row_group(group, [_KEY], use_threads=False).column(0).chunks
+        ]
+        value_type = file.schema_arrow.field(_KEY).type.value_type
+        con.register("_keys", pa.table({"k": pa.chunked_array(keys, value_type)}))
+        got = con.execute(f"select distinct {_HALF.format('k')} h from _keys where k is not null")
+        return np.sort(got.fetchnumpy()["h"].astype(np.uint32))
+    except (OSError, pa.ArrowException, duckdb.Error):
         return None
-    return {path: array("Q", hashes) for path, hashes in rows}
 
 
-def _has(hashes: array | None, key_hash: int) -> bool:
+def _has(hashes: np.ndarray | None, key_hash: int) -> bool:
     if hashes is None:
         return True
-    i = bisect_left(hashes, key_hash)
+    i = int(hashes.searchsorted(key_hash))
     return i < len(hashes) and hashes[i] == key_hash
 
 
 class JobScope(Warehouse):
     """A reader of ``parent`` whose views of job-keyed tables hold only the files that can
-    hold job ``key`` (:class:`KeyIndex`); every other table reads its whole view. Made by
-    :func:`for_job`; anything else is the parent's (its path, its limits)."""
+    hold the jobs ``keys`` (:class:`KeyIndex`); every other table reads its whole view.
+    Made by :func:`for_job` and :func:`for_jobs`; anything else is the parent's (its path,
+    its limits)."""
 
-    def __init__(self, parent: Warehouse, key: str, index: KeyIndex) -> None:
-        self.path, self._parent, self.key, self._index = parent.path, parent, key, index
+    def __init__(self, parent: Warehouse, keys: tuple[str, ...], index: KeyIndex) -> None:
+        self.path, self._parent, self.keys, self._index = parent.path, parent, keys, index
         self._cursor: duckdb.DuckDBPyConnection | None = None
         self._scoped: set[str] = set()
         self._entries: dict[str, list[os.DirEntry]] = {}
-        self._key_hash: int | None = None
+        self._key_hashes: list[int] = []
 
     def __getattr__(self, name: str):
         return getattr(self._parent, name)
@@ -181,8 +208,10 @@ class JobScope(Warehouse):
         base = self._parent.connect(names)
         if self._cursor is None:
             self._cursor = base.cursor()
-            got = self._cursor.execute("select hash(?::varchar)", [self.key]).fetchall()
-            self._key_hash = got[0][0]
+            got = self._cursor.execute(
+                f"select {_HALF.format('unnest(?::varchar[])')}", [list(self.keys)]
+            )
+            self._key_hashes = [h for (h,) in got.fetchall()]
         for name in sorted(set(names or ()) - self._scoped):
             self._scope(name)
             self._scoped.add(name)
@@ -192,6 +221,11 @@ class JobScope(Warehouse):
         """:meth:`Warehouse._run` once the tables ``query`` reads are scoped."""
         self.connect(_table_names(query) or set(_AFTER_FROM.findall(query)))
         return super()._run(query, params, fetch)
+
+    def tables(self) -> list[str]:
+        """The parent's :meth:`~Warehouse.tables` (a served warehouse lists them once per
+        set of tables, where this scope would list every table's folder again)."""
+        return self._parent.tables()
 
     def table_entries(self, name: str) -> list[os.DirEntry]:
         """The parent's :meth:`~Warehouse.table_entries`, listed once for this scope: one
@@ -217,7 +251,7 @@ class JobScope(Warehouse):
         columns = self._index.columns(con, name, tuple(e.path for e in entries))
         if _KEY not in {c for c, _ in columns}:
             return
-        files = self._index.holding(entries, self._key_hash)
+        files = self._index.holding(entries, self._key_hashes)
         if len(files) == len(entries):
             return
         empty = ", ".join(
