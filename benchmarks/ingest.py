@@ -22,6 +22,7 @@ shared machine the numbers are only comparable within one run.
 
     python benchmarks/ingest.py --files 5000 --workers 2
     python benchmarks/ingest.py --quick      # 200 files, about a minute
+    python benchmarks/ingest.py --files 1020 --corpus nodxt --sides native
 """
 
 from __future__ import annotations
@@ -43,13 +44,19 @@ from pathlib import Path
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "darshan-logs"
 
 
-def corpus(n: int, out: Path, start: int = 0) -> list[Path]:
-    """Copies ``start`` .. ``start + n - 1`` of the corpus, written into ``out``."""
+def corpus(n: int, out: Path, start: int = 0, dxt: bool | None = None) -> list[Path]:
+    """Copies ``start`` .. ``start + n - 1`` of the corpus, written into ``out``.
+
+    ``dxt`` None takes every log; True only those with DXT traces (MANIFEST has_dxt=1),
+    False only those without (the "nodxt" corpus: per-log fixed costs without DXT's bulk).
+    """
     with open(SHARED / "MANIFEST.tsv", newline="") as fh:
         rows = [
             r
             for r in csv.DictReader(fh, delimiter="\t")
-            if r["format"] == "darshan-3.x" and r["pydarshan_3_5_0_status"] == "ok"
+            if r["format"] == "darshan-3.x"
+            and r["pydarshan_3_5_0_status"] == "ok"
+            and (dxt is None or (r["has_dxt"] == "1") == dxt)
         ]
     sources = [SHARED / r["filename"] for r in rows]
     files = []
@@ -143,8 +150,35 @@ SIDES = {
 }
 
 
+CORPORA = {"all": None, "nodxt": False, "dxt": True}
+
+
 def _load(avg: tuple[float, float, float]) -> str:
     return " ".join(f"{x:.2f}" for x in avg)
+
+
+def _report(results: dict, workers: int, size_mb: float) -> None:
+    """The table of the sides run, and the ratios whose two sides both ran."""
+    print(
+        f"{'side':<40}{'logs/s':>9}{'MB/s':>9}{'logs/CPU-s':>12}{'CPU ms/log':>12}"
+        f"{'cores busy':>12}{'peak RSS MB (parent / worker)':>32}"
+    )
+    for side, r in results.items():
+        label = SIDES[side].format(w=workers)
+        mem = f"{r['peak_self_mb']:.0f} / {r['peak_child_mb']:.0f}"
+        print(
+            f"{label:<40}{r['ok'] / r['seconds']:>9.1f}{size_mb / r['seconds']:>9.2f}"
+            f"{r['ok'] / r['cpu_s']:>12.1f}{1000 * r['cpu_s'] / r['ok']:>12.2f}"
+            f"{r['cpu_s'] / r['seconds']:>12.2f}{mem:>32}"
+        )
+    speed = {k: r["ok"] / r["seconds"] for k, r in results.items()}
+    per_cpu = {k: r["ok"] / r["cpu_s"] for k, r in results.items()}
+    for other, what in (("pool", "fair, same cores"), ("libdarshan", "reader"), ("plain", "loop")):
+        if "native" in speed and other in speed:
+            print(
+                f"ratio native / {other} ({what}): {speed['native'] / speed[other]:.2f}x; "
+                f"per CPU-second (robust to load) {per_cpu['native'] / per_cpu[other]:.2f}x"
+            )
 
 
 def main() -> None:
@@ -152,6 +186,15 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=5000)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="200 files (about a minute)")
+    ap.add_argument(
+        "--corpus",
+        choices=list(CORPORA),
+        default="all",
+        help="all logs, only those without DXT (nodxt) or only those with (dxt)",
+    )
+    ap.add_argument(
+        "--sides", default=",".join(SIDES), help="comma-separated subset of " + ",".join(SIDES)
+    )
     ap.add_argument("--side", choices=list(SIDES), help=argparse.SUPPRESS)
     ap.add_argument("--list", help=argparse.SUPPRESS)
     ap.add_argument("--wh", help=argparse.SUPPRESS)
@@ -164,13 +207,16 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="iosight-bench-"))
     try:
         (tmp / "logs").mkdir()
-        files = corpus(n, tmp / "logs")
+        files = corpus(n, tmp / "logs", dxt=CORPORA[args.corpus])
         size_mb = sum(f.stat().st_size for f in files) / 2**20
         listing = tmp / "files.txt"
         listing.write_text("\n".join(map(str, files)))
         load_before = os.getloadavg()
+        sides = args.sides.split(",")
+        if unknown := set(sides) - set(SIDES):
+            sys.exit(f"unknown sides: {', '.join(sorted(unknown))}")
         results = {}
-        for side in SIDES:
+        for side in sides:
             wh = tmp / f"wh-{side}"
             cmd = [sys.executable, __file__, "--side", side, "--list", str(listing)]
             cmd += ["--workers", str(args.workers), "--wh", str(wh)]
@@ -179,35 +225,15 @@ def main() -> None:
                 sys.exit(f"{side} side failed:\n{res.stderr[-3000:]}")
             results[side] = json.loads(res.stdout.strip().splitlines()[-1])
         load_after = os.getloadavg()
-        print(f"corpus: {n} logs, {size_mb:.1f} MB (real logs from ../shared, replicated)")
+        print(
+            f"corpus: {n} logs ({args.corpus}), {size_mb:.1f} MB "
+            "(real logs from ../shared, replicated)"
+        )
         print(
             f"cores: {os.cpu_count()}; load average before {_load(load_before)}, "
             f"after {_load(load_after)}"
         )
-        print(
-            f"{'side':<40}{'logs/s':>9}{'MB/s':>9}{'logs/CPU-s':>12}{'cores busy':>12}"
-            f"{'peak RSS MB (parent / worker)':>32}"
-        )
-        for side, label in SIDES.items():
-            r = results[side]
-            label = label.format(w=args.workers)
-            mem = f"{r['peak_self_mb']:.0f} / {r['peak_child_mb']:.0f}"
-            print(
-                f"{label:<40}{r['ok'] / r['seconds']:>9.1f}{size_mb / r['seconds']:>9.2f}"
-                f"{r['ok'] / r['cpu_s']:>12.1f}{r['cpu_s'] / r['seconds']:>12.2f}{mem:>32}"
-            )
-        speed = {k: r["ok"] / r["seconds"] for k, r in results.items()}
-        per_cpu = {k: r["ok"] / r["cpu_s"] for k, r in results.items()}
-        print(f"ratio native / pool (fair, same cores): {speed['native'] / speed['pool']:.2f}x")
-        print(
-            f"ratio native / libdarshan reader:       {speed['native'] / speed['libdarshan']:.2f}x"
-        )
-        print(f"ratio native / plain one-process loop:  {speed['native'] / speed['plain']:.2f}x")
-        print(
-            "per CPU-second (robust to machine load): native / pool "
-            f"{per_cpu['native'] / per_cpu['pool']:.2f}x, native / libdarshan "
-            f"{per_cpu['native'] / per_cpu['libdarshan']:.2f}x"
-        )
+        _report(results, args.workers, size_mb)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
