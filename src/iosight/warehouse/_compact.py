@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from iosight.warehouse._store import COMPACT_PREFIX, _sql_text, new_batch_id
+from iosight.warehouse._store import COMPACT_PREFIX, SEQUENCE_TABLES, _sql_text, new_batch_id
 
 if TYPE_CHECKING:
     import duckdb
@@ -193,7 +193,8 @@ def _compact_table(warehouse: Warehouse, name: str, groups: list[list[Path]]) ->
     try:
         for i, group in enumerate(groups):
             out = f"{COMPACT_PREFIX}{batch}-{i}.parquet"
-            merge_files(con, group, staged / out, TABLE_SORT_COLUMNS.get(name, SORT_COLUMNS))
+            sort = TABLE_SORT_COLUMNS.get(name, SORT_COLUMNS)
+            merge_files(con, group, staged / out, sort, sequence=name in SEQUENCE_TABLES)
             outputs.append(out)
     finally:
         con.close()
@@ -219,18 +220,21 @@ def merge_files(
     files: list[Path],
     out: Path,
     sort: tuple[str, ...] = SORT_COLUMNS,
+    *,
+    sequence: bool = False,
 ) -> None:
     """Write the rows of ``files`` (columns unified by name) to ``out``, sorted by the
     ``sort`` columns they have, keeping the first file's key-value metadata: files each
     already sorted (ingest's, earlier outputs) are merged without a sort
-    (:mod:`iosight.warehouse._merge`), others sorted by DuckDB."""
+    (:mod:`iosight.warehouse._merge`, which encodes a ``sequence`` table's numbers as
+    ingest does), others sorted by DuckDB."""
     from iosight.warehouse._merge import merge_runs, sorted_runs
 
     rows = f"read_parquet([{', '.join(_sql_text(f) for f in files)}], union_by_name=true)"
     columns = {r[0] for r in con.execute(f"describe select * from {rows}").fetchall()}
     by = [c for c in sort if c in columns]
     if by and (runs := sorted_runs(files, by)) is not None:
-        merge_runs(files, runs, out, ROW_GROUP_ROWS)  # sorted files: jobs moved, no sort
+        merge_runs(files, runs, out, ROW_GROUP_ROWS, sequence=sequence)  # jobs moved, no sort
         return
     order = [f'"{c}"' for c in by]
     query = f"select * from {rows}" + (f" order by {', '.join(order)}" if order else "")

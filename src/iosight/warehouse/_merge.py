@@ -33,6 +33,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from iosight.warehouse._store import parquet_writer
+
 #: bytes (as Parquet counts them uncompressed) of the batches held across all input
 #: files at once, a batch of each; decoded, strings take about three times that (a
 #: group of 31 ingest files of dxt_posix: 164 MB allocated by pyarrow at 16 MB, 289 MB
@@ -126,20 +128,20 @@ def _within_runs_sorted(keys: pa.Table, edges: np.ndarray) -> bool:
     return True
 
 
-def merge_runs(files: list[Path], runs: list[Run], out: Path, row_group: int) -> None:
+def merge_runs(
+    files: list[Path], runs: list[Run], out: Path, row_group: int, *, sequence: bool = False
+) -> None:
     """Write the rows of ``files`` to ``out`` in the order of ``runs`` (from
     :func:`sorted_runs`), in row groups of ``row_group`` rows, zstd, keeping the first
-    file's key-value metadata."""
+    file's key-value metadata; ``sequence``: a table of :data:`SEQUENCE_TABLES`, its
+    numbers encoded as ingest stages them."""
     meta = pq.read_metadata(files[0]).metadata or {}
     rows = pq.read_schema(files[0]).remove_metadata()
     keep = {k: v for k, v in meta.items() if k not in (b"ARROW:schema", b"pandas")}
     schema = rows.with_metadata(keep) if keep else rows
-    strings = [f.name for f in schema if pa.types.is_string(f.type)]
     cursors = [_Cursor(f, _HELD_BYTES // len(files)) for f in files]
     pending = _Pending(rows)
-    with pq.ParquetWriter(
-        out, schema, compression="zstd", use_dictionary=strings, store_schema=False
-    ) as writer:
+    with parquet_writer(out, schema, sequence=sequence, store_schema=False) as writer:
         for i, first, stop in file_ranges(runs):
             for piece in cursors[i].rows(first, stop):
                 pending.add(piece)
