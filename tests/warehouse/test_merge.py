@@ -11,7 +11,7 @@ import pytest
 
 from iosight.data import example_logs
 from iosight.warehouse import Warehouse, _merge, ingest
-from iosight.warehouse._compact import _merger, merge_files
+from iosight.warehouse._compact import Merger, merge_files
 
 
 def _file(path: Path, keys: list[str], starts: list[float]) -> Path:
@@ -41,8 +41,9 @@ def test_sorted_files_are_merged_job_by_job_without_a_sort(tmp_path, sorted_file
     """The output holds every row once, in job key order, each job's rows in their
     order in its file (what a stable sort by job key gives)."""
     assert _merge.sorted_runs(sorted_files, ["job_key", "start"]) is not None
-    con = _merger(tmp_path / "spill")
-    merge_files(con, sorted_files, tmp_path / "out.parquet")
+    merger = Merger(tmp_path / "spill")
+    merge_files(merger, sorted_files, tmp_path / "out.parquet")
+    assert not merger.opened  # no DuckDB for sorted runs
     rows = [r for f in sorted_files for r in _rows(f)]
     assert _rows(tmp_path / "out.parquet") == sorted(rows, key=lambda r: r[0])
     assert pq.read_metadata(tmp_path / "out.parquet").num_rows == 13
@@ -89,8 +90,10 @@ def test_files_the_merge_cannot_take_are_sorted_by_duckdb(tmp_path, sorted_files
     assert _merge.sorted_runs([*sorted_files, again], ["job_key"]) is not None
     monkeypatch.setattr(_merge, "_READER_BYTES", 16)
     assert _merge.sorted_runs(sorted_files, ["job_key"]) is None
-    con = _merger(tmp_path / "spill")
-    merge_files(con, [*sorted_files, unsorted], tmp_path / "out.parquet")
+    merger = Merger(tmp_path / "spill")
+    merge_files(merger, [*sorted_files, unsorted], tmp_path / "out.parquet")
+    assert merger.opened
+    merger.close()
     keys = [r[0] for r in _rows(tmp_path / "out.parquet")]
     assert keys == sorted(keys) and len(keys) == 15
 
