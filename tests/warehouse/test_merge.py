@@ -110,6 +110,10 @@ def test_ingest_stages_each_table_in_job_key_order(tmp_path):
         assert _merge.sorted_runs(files, ["job_key"]) is not None, name
         checked += 1
     assert checked == 5
+    # the sequence tables' numbers are staged delta- and byte-split-encoded, the others not
+    dxt, posix = _encodings(wh.table_files("dxt_posix")[0]), _encodings(wh.table_files("posix")[0])
+    assert "DELTA_BINARY_PACKED" in dxt["offset"] and "BYTE_STREAM_SPLIT" in dxt["start"]
+    assert "DELTA_BINARY_PACKED" not in posix["rank"]
 
 
 def _arrow_order(table: pa.Table, keys: pa.DictionaryArray) -> pa.Table:
@@ -149,3 +153,36 @@ def test_staged_dxt_rows_sorted_as_arrow_sorts_them(words, index, starts):
     assert got["seq"].to_pylist() == want["seq"].to_pylist()  # (rows are told by seq)
     if words == ["a", "b"]:
         assert got["seq"].to_pylist() == [0, 1, 2, 3]
+
+
+def _encodings(path: Path) -> dict[str, set[str]]:
+    """Each column's Parquet encodings, over the file's row groups."""
+    meta = pq.read_metadata(path)
+    out: dict[str, set[str]] = {}
+    for g in range(meta.num_row_groups):
+        for c in range(meta.num_columns):
+            col = meta.row_group(g).column(c)
+            out.setdefault(col.path_in_schema, set()).update(col.encodings)
+    return out
+
+
+def test_sequence_tables_keep_their_encodings_through_the_merge(tmp_path):
+    """A sequence table's merge output stores integers as deltas and floats byte-split
+    (as ingest stages them), ``job_key`` dictionary-encoded, and reads back as the same
+    rows and types (DuckDB); a table that is no sequence keeps plain numbers."""
+    files = [
+        _file(tmp_path / "a.parquet", ["a", "a", "c", "d"], [0.5, 2.25, 0.0, 1e9]),
+        _file(tmp_path / "b.parquet", ["b", "c2", "e"], [3.0, 1.5, -0.0]),
+    ]
+    runs = _merge.sorted_runs(files, ["job_key", "start"])
+    for sequence in (True, False):
+        out = tmp_path / f"out-{sequence}.parquet"
+        _merge.merge_runs(files, runs, out, 4, sequence=sequence)
+        enc = _encodings(out)
+        assert ("DELTA_BINARY_PACKED" in enc["seq"]) is sequence
+        assert ("BYTE_STREAM_SPLIT" in enc["start"]) is sequence
+        assert "RLE_DICTIONARY" in enc["job_key"]
+        rows = [r for f in files for r in _rows(f)]
+        assert _rows(out) == sorted(rows, key=lambda r: r[0])
+        types = duckdb.sql(f"describe select * from '{out}'").fetchall()
+        assert [t[1] for t in types] == ["VARCHAR", "DOUBLE", "BIGINT"]
