@@ -11,7 +11,7 @@ import pytest
 
 from iosight.data import example_logs
 from iosight.warehouse import Warehouse, _merge, ingest
-from iosight.warehouse._compact import _merger, merge_files
+from iosight.warehouse._compact import Merger, merge_files
 
 
 def _file(path: Path, keys: list[str], starts: list[float]) -> Path:
@@ -41,8 +41,9 @@ def test_sorted_files_are_merged_job_by_job_without_a_sort(tmp_path, sorted_file
     """The output holds every row once, in job key order, each job's rows in their
     order in its file (what a stable sort by job key gives)."""
     assert _merge.sorted_runs(sorted_files, ["job_key", "start"]) is not None
-    con = _merger(tmp_path / "spill")
-    merge_files(con, sorted_files, tmp_path / "out.parquet")
+    merger = Merger(tmp_path / "spill")
+    merge_files(merger, sorted_files, tmp_path / "out.parquet")
+    assert not merger.opened  # no DuckDB for sorted runs
     rows = [r for f in sorted_files for r in _rows(f)]
     assert _rows(tmp_path / "out.parquet") == sorted(rows, key=lambda r: r[0])
     assert pq.read_metadata(tmp_path / "out.parquet").num_rows == 13
@@ -89,8 +90,10 @@ def test_files_the_merge_cannot_take_are_sorted_by_duckdb(tmp_path, sorted_files
     assert _merge.sorted_runs([*sorted_files, again], ["job_key"]) is not None
     monkeypatch.setattr(_merge, "_READER_BYTES", 16)
     assert _merge.sorted_runs(sorted_files, ["job_key"]) is None
-    con = _merger(tmp_path / "spill")
-    merge_files(con, [*sorted_files, unsorted], tmp_path / "out.parquet")
+    merger = Merger(tmp_path / "spill")
+    merge_files(merger, [*sorted_files, unsorted], tmp_path / "out.parquet")
+    assert merger.opened
+    merger.close()
     keys = [r[0] for r in _rows(tmp_path / "out.parquet")]
     assert keys == sorted(keys) and len(keys) == 15
 
@@ -107,6 +110,10 @@ def test_ingest_stages_each_table_in_job_key_order(tmp_path):
         assert _merge.sorted_runs(files, ["job_key"]) is not None, name
         checked += 1
     assert checked == 5
+    # the sequence tables' numbers are staged delta- and byte-split-encoded, the others not
+    dxt, posix = _encodings(wh.table_files("dxt_posix")[0]), _encodings(wh.table_files("posix")[0])
+    assert "DELTA_BINARY_PACKED" in dxt["offset"] and "BYTE_STREAM_SPLIT" in dxt["start"]
+    assert "DELTA_BINARY_PACKED" not in posix["rank"]
 
 
 def _arrow_order(table: pa.Table, keys: pa.DictionaryArray) -> pa.Table:
@@ -146,3 +153,36 @@ def test_staged_dxt_rows_sorted_as_arrow_sorts_them(words, index, starts):
     assert got["seq"].to_pylist() == want["seq"].to_pylist()  # (rows are told by seq)
     if words == ["a", "b"]:
         assert got["seq"].to_pylist() == [0, 1, 2, 3]
+
+
+def _encodings(path: Path) -> dict[str, set[str]]:
+    """Each column's Parquet encodings, over the file's row groups."""
+    meta = pq.read_metadata(path)
+    out: dict[str, set[str]] = {}
+    for g in range(meta.num_row_groups):
+        for c in range(meta.num_columns):
+            col = meta.row_group(g).column(c)
+            out.setdefault(col.path_in_schema, set()).update(col.encodings)
+    return out
+
+
+def test_sequence_tables_keep_their_encodings_through_the_merge(tmp_path):
+    """A sequence table's merge output stores integers as deltas and floats byte-split
+    (as ingest stages them), ``job_key`` dictionary-encoded, and reads back as the same
+    rows and types (DuckDB); a table that is no sequence keeps plain numbers."""
+    files = [
+        _file(tmp_path / "a.parquet", ["a", "a", "c", "d"], [0.5, 2.25, 0.0, 1e9]),
+        _file(tmp_path / "b.parquet", ["b", "c2", "e"], [3.0, 1.5, -0.0]),
+    ]
+    runs = _merge.sorted_runs(files, ["job_key", "start"])
+    for sequence in (True, False):
+        out = tmp_path / f"out-{sequence}.parquet"
+        _merge.merge_runs(files, runs, out, 4, sequence=sequence)
+        enc = _encodings(out)
+        assert ("DELTA_BINARY_PACKED" in enc["seq"]) is sequence
+        assert ("BYTE_STREAM_SPLIT" in enc["start"]) is sequence
+        assert "RLE_DICTIONARY" in enc["job_key"]
+        rows = [r for f in files for r in _rows(f)]
+        assert _rows(out) == sorted(rows, key=lambda r: r[0])
+        types = duckdb.sql(f"describe select * from '{out}'").fetchall()
+        assert [t[1] for t in types] == ["VARCHAR", "DOUBLE", "BIGINT"]

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from iosight.warehouse._store import COMPACT_PREFIX, _sql_text, new_batch_id
+from iosight.warehouse._store import COMPACT_PREFIX, SEQUENCE_TABLES, _sql_text, new_batch_id
 
 if TYPE_CHECKING:
     import duckdb
@@ -189,56 +189,84 @@ def _compact_table(warehouse: Warehouse, name: str, groups: list[list[Path]]) ->
     staged = staging / "compact" / name
     staged.mkdir(parents=True)
     outputs = []
-    con = _merger(staging / "spill")
+    merger = Merger(staging / "spill")
     try:
         for i, group in enumerate(groups):
             out = f"{COMPACT_PREFIX}{batch}-{i}.parquet"
-            merge_files(con, group, staged / out, TABLE_SORT_COLUMNS.get(name, SORT_COLUMNS))
+            sort = TABLE_SORT_COLUMNS.get(name, SORT_COLUMNS)
+            merge_files(merger, group, staged / out, sort, sequence=name in SEQUENCE_TABLES)
             outputs.append(out)
     finally:
-        con.close()
+        merger.close()
     replaced = [f.name for g in groups for f in g]
     warehouse.commit_staged(
         batch, [], compaction={name: {"outputs": outputs, "replaces": replaced}}
     )
 
 
-def _merger(spill: Path) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection that merges in bounded memory, spilling to ``spill``."""
-    import duckdb
+class Merger:
+    """The DuckDB connection that sorts what the merge of sorted runs cannot take, in
+    bounded memory, spilling to ``spill``: made on first use, as most groups are merged
+    without it (a connection costs some 15 ms of CPU: once per table at every automatic
+    compaction, it was a tenth of a small table's merge)."""
 
-    con = duckdb.connect()
-    con.execute(f"set memory_limit = '{MEMORY_LIMIT}'")
-    con.execute(f"set temp_directory = {_sql_text(spill)}")
-    con.execute("set preserve_insertion_order = false")
-    return con
+    def __init__(self, spill: Path) -> None:
+        self.spill = spill
+        self._con: duckdb.DuckDBPyConnection | None = None
+
+    @property
+    def opened(self) -> bool:
+        """Whether a merge needed DuckDB (the connection exists)."""
+        return self._con is not None
+
+    def connection(self) -> duckdb.DuckDBPyConnection:
+        """The connection, made now if no merge needed it before."""
+        if self._con is None:
+            import duckdb
+
+            self._con = duckdb.connect()
+            self._con.execute(f"set memory_limit = '{MEMORY_LIMIT}'")
+            self._con.execute(f"set temp_directory = {_sql_text(self.spill)}")
+            self._con.execute("set preserve_insertion_order = false")
+        return self._con
+
+    def close(self) -> None:
+        """Close the connection, if one was made."""
+        if self._con is not None:
+            self._con.close()
+            self._con = None
 
 
 def merge_files(
-    con: duckdb.DuckDBPyConnection,
+    merger: Merger,
     files: list[Path],
     out: Path,
     sort: tuple[str, ...] = SORT_COLUMNS,
+    *,
+    sequence: bool = False,
 ) -> None:
     """Write the rows of ``files`` (columns unified by name) to ``out``, sorted by the
     ``sort`` columns they have, keeping the first file's key-value metadata: files each
     already sorted (ingest's, earlier outputs) are merged without a sort
-    (:mod:`iosight.warehouse._merge`), others sorted by DuckDB."""
+    (:mod:`iosight.warehouse._merge`, which encodes a ``sequence`` table's numbers as
+    ingest does), others sorted by ``merger``'s DuckDB."""
+    import pyarrow.parquet as pq
+
     from iosight.warehouse._merge import merge_runs, sorted_runs
 
-    rows = f"read_parquet([{', '.join(_sql_text(f) for f in files)}], union_by_name=true)"
-    columns = {r[0] for r in con.execute(f"describe select * from {rows}").fetchall()}
+    columns = {name for f in files for name in pq.read_schema(f).names}
     by = [c for c in sort if c in columns]
     if by and (runs := sorted_runs(files, by)) is not None:
-        merge_runs(files, runs, out, ROW_GROUP_ROWS)  # sorted files: jobs moved, no sort
+        merge_runs(files, runs, out, ROW_GROUP_ROWS, sequence=sequence)  # jobs moved, no sort
         return
+    rows = f"read_parquet([{', '.join(_sql_text(f) for f in files)}], union_by_name=true)"
     order = [f'"{c}"' for c in by]
     query = f"select * from {rows}" + (f" order by {', '.join(order)}" if order else "")
     options = f"format parquet, compression zstd, row_group_size {ROW_GROUP_ROWS}"
     metadata = _key_values(files[0])
     if metadata:
         options += f", kv_metadata {metadata}"
-    con.execute(f"copy ({query}) to {_sql_text(out)} ({options})")
+    merger.connection().execute(f"copy ({query}) to {_sql_text(out)} ({options})")
 
 
 def _key_values(path: Path) -> str:

@@ -38,7 +38,13 @@ from iosight.warehouse._compact import (
 from iosight.warehouse._dxt_bins import TABLE as DXT_BINS_TABLE
 from iosight.warehouse._dxt_bins import DxtBins
 from iosight.warehouse._io_totals import IO_TOTALS, IO_TOTALS_COMPRESSION, io_totals
-from iosight.warehouse._store import Warehouse, is_warehouse_dir, new_batch_id, stage_tables
+from iosight.warehouse._store import (
+    Warehouse,
+    concat_tables,
+    is_warehouse_dir,
+    new_batch_id,
+    stage_tables,
+)
 
 _PART_BYTES = 32 << 20  # a worker holds at most this many bytes of Arrow rows (see _Parts)
 # sources per atomic commit: fewer, larger batches mean fewer Parquet files per table
@@ -642,7 +648,7 @@ class _Parts:
             entries.insert(0, (_rows_table([r for r, _ in rows]), [k for _, k in rows]))
         if all(isinstance(k, str) for _, k in entries):
             entries.sort(key=lambda e: e[1])  # whole jobs in key order (stable: pieces too)
-        table = pa.concat_tables([t for t, _ in entries], promote_options="permissive")
+        table = concat_tables([t for t, _ in entries])
         if table.num_rows < _SMALL_CHUNK_ROWS * len(entries):
             table = table.combine_chunks()  # small chunks: worth a copy
         if entries[0][1] is not None:

@@ -33,6 +33,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from iosight.warehouse._store import parquet_writer
+
 #: bytes (as Parquet counts them uncompressed) of the batches held across all input
 #: files at once, a batch of each; decoded, strings take about three times that (a
 #: group of 31 ingest files of dxt_posix: 164 MB allocated by pyarrow at 16 MB, 289 MB
@@ -126,20 +128,20 @@ def _within_runs_sorted(keys: pa.Table, edges: np.ndarray) -> bool:
     return True
 
 
-def merge_runs(files: list[Path], runs: list[Run], out: Path, row_group: int) -> None:
+def merge_runs(
+    files: list[Path], runs: list[Run], out: Path, row_group: int, *, sequence: bool = False
+) -> None:
     """Write the rows of ``files`` to ``out`` in the order of ``runs`` (from
     :func:`sorted_runs`), in row groups of ``row_group`` rows, zstd, keeping the first
-    file's key-value metadata."""
+    file's key-value metadata; ``sequence``: a table of :data:`SEQUENCE_TABLES`, its
+    numbers encoded as ingest stages them."""
     meta = pq.read_metadata(files[0]).metadata or {}
-    rows = pq.read_schema(files[0]).remove_metadata()
+    rows = _keys_encoded(pq.read_schema(files[0]).remove_metadata())
     keep = {k: v for k, v in meta.items() if k not in (b"ARROW:schema", b"pandas")}
     schema = rows.with_metadata(keep) if keep else rows
-    strings = [f.name for f in schema if pa.types.is_string(f.type)]
     cursors = [_Cursor(f, _HELD_BYTES // len(files)) for f in files]
     pending = _Pending(rows)
-    with pq.ParquetWriter(
-        out, schema, compression="zstd", use_dictionary=strings, store_schema=False
-    ) as writer:
+    with parquet_writer(out, schema, sequence=sequence, store_schema=False) as writer:
         for i, first, stop in file_ranges(runs):
             for piece in cursors[i].rows(first, stop):
                 pending.add(piece)
@@ -147,6 +149,15 @@ def merge_runs(files: list[Path], runs: list[Run], out: Path, row_group: int) ->
                     pending.flush(writer, row_group, final=False)
         pending.flush(writer, row_group, final=True)
     pa.default_memory_pool().release_unused()  # before DuckDB's merge of the next table
+
+
+def _keys_encoded(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with ``job_key`` dictionary-encoded, as :class:`_Cursor` reads it: a
+    job's key is then one string a batch, not one a row (decoded, 32 bytes a row, which
+    the writer hashed back into a dictionary: the most of a DXT table's merge)."""
+    at = schema.get_field_index("job_key")
+    key = pa.field("job_key", pa.dictionary(pa.int32(), pa.string()))
+    return schema.set(at, key) if at >= 0 else schema
 
 
 def file_ranges(runs: list[Run]) -> Iterator[tuple[int, int, int]]:
@@ -187,8 +198,8 @@ class _Pending:
         the rest."""
         table = self._table(self.batches + self.pieces)
         whole = table.num_rows if final else table.num_rows - table.num_rows % row_group
-        if whole:
-            writer.write_table(table.slice(0, whole), row_group_size=row_group)
+        if whole:  # one dictionary a column: the writer writes its indices as they are
+            writer.write_table(table.slice(0, whole).unify_dictionaries(), row_group_size=row_group)
         rest = table.slice(whole)
         self.batches, self.pieces, self.rows = rest.to_batches(), [], rest.num_rows
 
@@ -198,7 +209,7 @@ class _Cursor:
     uncompressed size of its rows), handing out row ranges in order."""
 
     def __init__(self, path: Path, batch_bytes: int) -> None:
-        file = pq.ParquetFile(path)
+        file = pq.ParquetFile(path, read_dictionary=["job_key"])
         meta = file.metadata
         row_bytes = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
         rows = max(256, batch_bytes * max(meta.num_rows, 1) // max(row_bytes, 1))

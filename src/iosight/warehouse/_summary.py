@@ -317,9 +317,7 @@ def _with_mean_per_rank(query: str, before: str, after: str, order: str) -> str:
     return f"select {before}, io_time, {mean}, {after} from ({query}) order by {order}"
 
 
-def _osts(
-    warehouse: Warehouse, key: str, tables: set[str], nprocs: int | None
-) -> tuple[str, list]:
+def _osts(warehouse: Warehouse, key: str, tables: set[str], nprocs: int | None) -> tuple[str, list]:
     """The per-OST query (files, ranks, I/O time and bytes on each) and its parameters."""
     if "lustre" not in tables or "posix" not in tables:
         return _NOTHING
