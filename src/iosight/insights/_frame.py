@@ -102,14 +102,32 @@ def load(wh: Warehouse, keys: list[str], t: Thresholds) -> JobData:
         f"create or replace temp table {KEYS_VIEW} as select unnest(?::varchar[]) as job_key",
         [list(keys)],
     )
+    span = _span(keys)
     try:
         tables = set(wh.tables())
-        jobs = _jobs(wh, tables)
-        files = _files(wh, tables, t)
-        dxt = _dxt(wh, tables, t)
+        jobs = _jobs(wh, tables, span)
+        files = _files(wh, tables, t, span)
+        dxt = _dxt(wh, tables, t, span)
     finally:
         con.execute(f"drop table if exists {KEYS_VIEW}")
     return JobData(jobs=_add_record_sums(jobs, files), files=files, dxt=dxt)
+
+
+def _span(keys: list[str]) -> tuple[str, str] | None:
+    """The smallest and largest of ``keys``, quoted for SQL (``None`` for no keys): the
+    per-job tables are sorted by job key, so with keys taken in key order (as
+    :func:`~iosight.insights.compute_insights` takes them) a batch bounded by its range
+    reads only that range's row groups, and a pass over all jobs reads each row group
+    about once instead of once per batch."""
+    if not keys:
+        return None
+    lo, hi = min(keys), max(keys)
+    return lo.replace("'", "''"), hi.replace("'", "''")
+
+
+def _within(alias: str, span: tuple[str, str] | None) -> str:
+    """SQL: ``alias``'s job key in ``span``."""
+    return "false" if span is None else f"{alias}.job_key between '{span[0]}' and '{span[1]}'"
 
 
 def _query(wh: Warehouse, query: str) -> Table:
@@ -123,7 +141,7 @@ def _cols(wh: Warehouse, table: str) -> set[str]:
     return set(wh.column_names(table))
 
 
-def _jobs(wh: Warehouse, tables: set[str]) -> Table:
+def _jobs(wh: Warehouse, tables: set[str], span: tuple[str, str] | None) -> Table:
     have = _cols(wh, "job_totals") if "job_totals" in tables else set()
 
     def tot(counter: str) -> str:
@@ -135,7 +153,8 @@ def _jobs(wh: Warehouse, tables: set[str]) -> Table:
     select = [f"{tot(c)}::double as {name}" for c, name in _TOTALS.items()]
     select += [f"({small['READ']})::double as small_reads"]
     select += [f"({small['WRITE']})::double as small_writes"]
-    join = "left join job_totals t using (job_key)" if have else ""
+    join = f"left join job_totals t on t.job_key = j.job_key and {_within('t', span)}"
+    join = join if have else ""
     # nprocs -1 is the jobs table's "not known": null here, like a missing counter
     return _query(
         wh,
@@ -143,11 +162,12 @@ def _jobs(wh: Warehouse, tables: set[str]) -> Table:
                   case when j.nprocs >= 1 then j.nprocs end as nprocs, j.start_time, j.run_time,
                   j.source_format, coalesce(j.modules, '') as modules,
                   {", ".join(select)}
-           from jobs j join {KEYS_VIEW} using (job_key) {join}""",
+           from jobs j join {KEYS_VIEW} k on k.job_key = j.job_key {join}
+           where {_within("j", span)}""",
     )
 
 
-def _files(wh: Warehouse, tables: set[str], t: Thresholds) -> Table:
+def _files(wh: Warehouse, tables: set[str], t: Thresholds, span: tuple[str, str] | None) -> Table:
     if "posix" not in tables:
         return Table.empty(["job_key", "record_id", "name"])
     have = _cols(wh, "posix")
@@ -166,6 +186,7 @@ def _files(wh: Warehouse, tables: set[str], t: Thresholds) -> Table:
     )
     join = (
         "left join names n on n.job_key = p.job_key and n.record_id = p.record_id"
+        f" and {_within('n', span)}"
         if "names" in tables
         else ""
     )
@@ -215,19 +236,20 @@ def _files(wh: Warehouse, tables: set[str], t: Thresholds) -> Table:
                {ranked("arg_max", "POSIX_BYTES_READ")} as rank_read_most,
                {ranked("arg_min", "POSIX_BYTES_READ")} as rank_read_least
            from posix p join {KEYS_VIEW} k on k.job_key = p.job_key {join}
+           where {_within("p", span)}
            group by p.job_key, p.record_id
            order by p.job_key, p.record_id""",
     )
 
 
-def _dxt(wh: Warehouse, tables: set[str], t: Thresholds) -> Table:
+def _dxt(wh: Warehouse, tables: set[str], t: Thresholds, span: tuple[str, str] | None) -> Table:
     if "dxt_posix" not in tables:
         return Table.empty(["job_key", "op", "rank", "small"])
     return _query(
         wh,
         f"""select d.job_key, d.op, d.rank, count(*) as small
             from dxt_posix d join {KEYS_VIEW} using (job_key)
-            where d.length < {int(t.small_bytes)}
+            where d.length < {int(t.small_bytes)} and {_within("d", span)}
             group by all order by d.job_key, d.op, small desc, d.rank""",
     )
 
