@@ -108,7 +108,7 @@ def test_job_loads_no_reader_and_no_model_library(wh, tmp_path):
     assert "vpicio_uni" in result.stdout
     unused = {"iosight.warehouse._ingest", "iosight.darshan._darshan3", "iosight.darshan._sources"}
     unused |= UNUSED | {"pandas", "pyarrow"}
-    assert "iosight.insights._compute" in loaded  # evaluated now: nothing was stored
+    assert "iosight.insights._evaluate" in loaded  # evaluated now: nothing was stored
     assert loaded.isdisjoint(unused), loaded & unused
     assert other_commands(loaded, "job") == set()
 
@@ -125,6 +125,22 @@ def insights_wh(wh, tmp_path_factory):
     return path
 
 
+def test_insights_with_no_new_job_loads_neither_the_rules_nor_numpy(insights_wh, tmp_path):
+    """Where every job's insights are stored, ``iosight insights`` evaluates nothing: it
+    prints the facility view from plain rows, the rules' titles from the stored rules
+    table, without importing the rules or numpy."""
+    import shutil
+
+    copy = shutil.copytree(insights_wh, tmp_path / "wh")
+    result, loaded = imported_modules(COMMAND, "insights", "-w", str(copy), tmp_path=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "0 evaluated now" in result.stdout and "insights over 1 jobs" in result.stdout
+    assert "misaligned file requests" in result.stdout  # P08's title, from the stored table
+    rules = {"iosight.insights._evaluate", "iosight.insights._registered"}
+    assert loaded.isdisjoint(HEAVY | rules), loaded & (HEAVY | rules)
+    assert other_commands(loaded, "insights") == set()
+
+
 @pytest.mark.parametrize("fmt", ["table", "json"])
 def test_job_with_stored_insights_loads_no_data_frame_library(insights_wh, fmt, tmp_path):
     """Where ``iosight insights`` stored the job's insights, ``iosight job`` prints its
@@ -134,7 +150,7 @@ def test_job_with_stored_insights_loads_no_data_frame_library(insights_wh, fmt, 
     result, loaded = imported_modules(COMMAND, *args, tmp_path=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "vpicio_uni" in result.stdout and "P08" in result.stdout  # a stored finding
-    rules = {"iosight.insights._compute", "iosight.insights._registered"}
+    rules = {"iosight.insights._evaluate", "iosight.insights._registered"}
     assert loaded.isdisjoint(HEAVY | rules), loaded & (HEAVY | rules)
     assert other_commands(loaded, "job") == set()
 

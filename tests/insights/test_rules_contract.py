@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from iosight._registry import Registry
-from iosight.insights import NEEDS, RULES, Thresholds, _compute
-from iosight.insights._compute import evaluate
+from iosight.insights import NEEDS, RULES, Thresholds, _evaluate
+from iosight.insights._evaluate import evaluate
 from iosight.insights._frame import JobData, load
 from iosight.insights._rules import FINDING_COLUMNS
 from tests_support import summit_totals
@@ -38,7 +38,7 @@ def _evaluate_only(code: str, data: JobData, monkeypatch):
     """:func:`evaluate` with rule ``code`` alone registered (the others cost time here)."""
     one = Registry("insight rule")
     one.register(code)(RULES.get(code))
-    monkeypatch.setattr(_compute, "RULES", one)
+    monkeypatch.setattr(_evaluate, "RULES", one)
     return evaluate(data, T)
 
 

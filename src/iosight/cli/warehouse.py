@@ -10,7 +10,6 @@ import typer
 from rich.markup import escape
 
 from iosight._errors import IosightError
-from iosight._memory import system_pool_at_start
 from iosight.cli._common import (
     FORMAT_OPT,
     SCHEDULER_OPT,
@@ -75,6 +74,8 @@ def ingest(
     ingest_args = {"workers": workers, "timeout": timeout, "batch_size": batch_size}
     ingest_args["reader"] = reader
     if follow:
+        from iosight._memory import system_pool_at_start  # ctypes: for --follow alone
+
         system_pool_at_start()  # before pyarrow's import: Arrow's C++ code too
         _follow(paths, warehouse, force=force, lock_timeout=lock_timeout, interval=interval,
                 settle=settle, scheduler=scheduler, forecast=forecast, ingest_args=ingest_args,

@@ -14,7 +14,8 @@ from iosight._lazy import lazy_exports
 __getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {
-        "_compute": ("InsightsRun", "compute_insights", "evaluate"),
+        "_compute": ("InsightsRun", "compute_insights"),
+        "_evaluate": ("evaluate",),
         "_facility": ("FacilityView", "facility_view"),
         "_job": ("JobInsights", "job_insights"),
         "_registered": ("RULES",),

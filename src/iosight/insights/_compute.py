@@ -12,40 +12,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-import numpy as np
 
 from iosight._errors import IosightError
 from iosight._progress import Progress, ensure_progress
-from iosight.insights import _frame
-from iosight.insights._names import FINDINGS_TABLE, JOBS_TABLE, LEVELS, RULES_TABLE
-from iosight.insights._registered import RULES
-from iosight.insights._rules import FINDING_COLUMNS, Rule
-from iosight.insights._table import Table
+from iosight.insights._names import FINDINGS_TABLE, JOBS_TABLE, RULES_TABLE
 from iosight.insights._thresholds import Thresholds
 from iosight.warehouse import Warehouse
-
-if TYPE_CHECKING:
-    import pyarrow as pa
-
-# the stored tables' SQL types but VARCHAR
-_TYPES = {"stake_s": "double", "stake_bytes": "double"} | {f"n_{lv}": "bigint" for lv in LEVELS}
-
-
-def _arrow(table: Table) -> pa.Table:
-    """A results table as Arrow, typed as :data:`FINDINGS_TABLE` / :data:`JOBS_TABLE` are,
-    NaN (no stake) as null. Made by DuckDB from the numpy columns: pyarrow's own
-    conversion imports pandas, a third of a second of ``iosight insights``."""
-    import duckdb
-
-    con = duckdb.connect()
-    try:
-        con.register("results", {c: table[c] for c in table.columns})
-        cast = [f'"{c}"::{_TYPES.get(c, "varchar")} as "{c}"' for c in table.columns]
-        return con.sql(f"select {', '.join(cast)} from results").to_arrow_table()
-    finally:
-        con.close()
 
 
 @dataclass
@@ -67,47 +39,6 @@ class InsightsRun:
             f"{self.jobs} jobs: {self.evaluated} evaluated now ({self.findings} findings, "
             f"{self.seconds:.1f} s, {rate:.0f} jobs/s), {self.jobs - self.evaluated} already stored"
         )
-
-
-def evaluate(data: _frame.JobData, t: Thresholds) -> tuple[Table, Table]:
-    """Every rule over the jobs of ``data``: (findings, one row per job).
-
-    ``t``: the rules' thresholds.
-    """
-    jobs = data.jobs
-    parts = []
-    blind_codes: list[list[str]] = [[] for _ in range(len(jobs))]
-    for code, r in RULES.items():
-        blind = _blind(jobs, r)
-        for row in np.flatnonzero(blind).tolist():
-            blind_codes[row].append(code)
-        found = r.evaluate(data, t)
-        found = found.take(~np.isin(found["job_key"], jobs["job_key"][blind]))
-        if len(found):
-            found["code"], found["family"] = code, r.family
-            parts.append(found)
-    if parts:
-        found = Table.concat([Table({c: p[c] for c in FINDING_COLUMNS}) for p in parts])
-    else:
-        found = Table.empty(FINDING_COLUMNS)
-        found["stake_s"], found["stake_bytes"] = np.zeros(0), np.zeros(0)
-    rows = np.searchsorted(np.sort(jobs["job_key"]), found["job_key"])
-    order = np.argsort(jobs["job_key"], kind="stable")
-    per_job = Table({"job_key": jobs["job_key"], "thresholds": np.full(len(jobs), t.digest())})
-    for lv in LEVELS:
-        hits = order[rows[found["level"] == lv]]
-        per_job[f"n_{lv}"] = np.bincount(hits, minlength=len(jobs)).astype(np.int64)
-    per_job["not_evaluated"] = np.array([",".join(c) for c in blind_codes], dtype=object)
-    return found, per_job
-
-
-def _blind(jobs: Table, r: Rule) -> np.ndarray:
-    """The jobs whose data lacks what rule ``r`` needs: not evaluated, and no finding."""
-    if r.needs == "records":
-        return jobs["records_missing"].astype(bool)
-    if r.needs == "nodes":
-        return jobs.contains("modules", "MPI-IO")
-    return _frame.lacking(jobs, r.counters)
 
 
 def compute_insights(
@@ -133,6 +64,9 @@ def compute_insights(
     if where and not scope:
         raise IosightError(f"no job matches the filter {where!r}")
     if todo or not warehouse.has_table(RULES_TABLE):
+        # the rules and numpy: only where there is work (nothing new: neither is imported)
+        from iosight.insights._evaluate import arrow, evaluate_jobs, rules_table
+
         warehouse.write_table(RULES_TABLE, rules_table())
     prog = ensure_progress(progress)
     prog.start(todo, "insights")
@@ -140,11 +74,11 @@ def compute_insights(
     try:
         while left > 0 and (batch := _next_keys(warehouse, where, t, last, batch_jobs)):
             keys = [key for key, _ in batch]
-            found, per_job = evaluate(_frame.load(warehouse, keys, t), t)
+            found, per_job = evaluate_jobs(warehouse, keys, t)
             # only jobs stored under other thresholds have rows to replace
             stale = [key for key, stored in batch if stored]
             warehouse.commit(
-                {FINDINGS_TABLE: [_arrow(found)], JOBS_TABLE: [_arrow(per_job)]},
+                {FINDINGS_TABLE: [arrow(found)], JOBS_TABLE: [arrow(per_job)]},
                 delete_keys={FINDINGS_TABLE: stale, JOBS_TABLE: stale},
             )
             n_found += len(found)
@@ -186,22 +120,3 @@ def _next_keys(
         "where d.current is not true and s.job_key > ? order by s.job_key limit ?"
     )
     return [(key, stored) for key, stored in warehouse.rows(query, [t.digest(), after, n]).values]
-
-
-def rules_table() -> pa.Table:
-    """Every rule's code, family, title and what it needs (:data:`RULES_TABLE`)."""
-    rules = [r for _, r in RULES.items()]
-
-    def column(values: list[str]) -> np.ndarray:
-        return np.array(values, dtype=object)
-
-    return _arrow(
-        Table(
-            {
-                "code": column([r.code for r in rules]),
-                "family": column([r.family for r in rules]),
-                "title": column([r.title for r in rules]),
-                "needs": column([r.needs_text() for r in rules]),
-            }
-        )
-    )

@@ -12,9 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from iosight.insights._job import frame_of
+from iosight.insights._job import frame_of, rule_texts
 from iosight.insights._names import FINDINGS_TABLE, JOBS_TABLE, LEVELS
-from iosight.insights._registered import RULES
 from iosight.warehouse import Rows, Warehouse, kind_of, records_of, synthetic_flag
 
 Table = Any  # pd.DataFrame | Rows
@@ -113,10 +112,11 @@ def facility_view(
                 where i.not_evaluated <> '')
             group by code order by code"""
     )
+    texts = rule_texts(warehouse, [r[0] for r in blind.values])
     blind = Rows(
         [*blind.columns, "title", "needs"],
         [*blind.types, "VARCHAR", "VARCHAR"],
-        [(*r, RULES.get(r[0]).title, RULES.get(r[0]).needs_text()) for r in blind.values],
+        [(*r, *texts[r[0]]) for r in blind.values],
     )
     trend = _trend(warehouse, scope) if has_findings else Rows([], [], [])
     tables = (rules, blind, trend) if rows else tuple(frame_of(t) for t in (rules, blind, trend))
@@ -156,8 +156,9 @@ def _rules(warehouse: Warehouse, scope: str, apps: int, n: int) -> Rows:
             group by f.code, f.level order by f.code, f.level"""
     )
     order = {lv: i for i, lv in enumerate(LEVELS)}
+    texts = rule_texts(warehouse, sorted({r[0] for r in got.values}))
     values = [
-        (r[0], r[1], RULES.get(r[0]).title, *r[2:], r[2] / max(n, 1))
+        (r[0], r[1], texts[r[0]][0], *r[2:], r[2] / max(n, 1))
         for r in sorted(got.values, key=lambda r: (order[r[1]], -r[4], -r[2]))
     ]
     columns = [*got.columns[:2], "title", *got.columns[2:], "share_of_jobs"]

@@ -89,10 +89,9 @@ def job_insights(
     key = find_job(warehouse, ident)
     stored = _stored(warehouse, key, t)
     if stored is None:
-        from iosight.insights._compute import evaluate
-        from iosight.insights._frame import load
+        from iosight.insights._evaluate import evaluate_jobs
 
-        found, per_job = evaluate(load(warehouse, [key], t), t)
+        found, per_job = evaluate_jobs(warehouse, [key], t)
         columns = {c: found[c] for c in found.columns}
         stored = (Rows.from_columns(columns), per_job["not_evaluated"][0])
     found, blind = stored
@@ -132,15 +131,20 @@ def _stored(warehouse: Warehouse, key: str, t: Thresholds) -> tuple[Rows, str] |
 
 
 def _not_evaluated(warehouse: Warehouse, codes: list[str]) -> Rows:
-    """Code, title and needs of the rules ``codes``: from the stored rules table where
-    it names them all, else from the rules themselves."""
-    columns = ["code", "title", "needs"]
-    known: dict[str, tuple] = {}
+    """Code, title and needs of the rules ``codes`` (:func:`rule_texts`)."""
+    texts = rule_texts(warehouse, codes)
+    return Rows(["code", "title", "needs"], ["VARCHAR"] * 3, [(c, *texts[c]) for c in codes])
+
+
+def rule_texts(warehouse: Warehouse, codes: list[str]) -> dict[str, tuple[str, str]]:
+    """Title and needs of each rule of ``codes``: from the stored rules table where it
+    names them all (no import of the rules and numpy), else from the rules themselves."""
+    known: dict[str, tuple[str, str]] = {}
     if codes and warehouse.has_table(RULES_TABLE):
         got = warehouse.rows(f"select code, title, needs from {RULES_TABLE}")
-        known = {r[0]: r for r in got.values}
+        known = {code: (title, needs) for code, title, needs in got.values}
     if not set(codes) <= set(known):
         from iosight.insights._registered import RULES
 
-        known = {c: (c, RULES.get(c).title, RULES.get(c).needs_text()) for c in codes}
-    return Rows(columns, ["VARCHAR"] * 3, [known[c] for c in codes])
+        known = {c: (RULES.get(c).title, RULES.get(c).needs_text()) for c in codes}
+    return known

@@ -24,9 +24,9 @@ class Table:
 
     @classmethod
     def fetch(cls, rel) -> Table:
-        """The rows of a DuckDB relation as numpy columns: an integer column with a
-        missing value becomes floats with NaN (pandas holds it as ``Int64``; the rules
-        that write such a column's values write them whole)."""
+        """The rows of a DuckDB relation (or executed statement) as numpy columns: an
+        integer column with a missing value becomes floats with NaN (pandas holds it as
+        ``Int64``; the rules that write such a column's values write them whole)."""
         return cls({name: _unmasked(v) for name, v in rel.fetchnumpy().items()})
 
     @classmethod
