@@ -89,23 +89,34 @@ def compute_insights(
     return InsightsRun(scope, todo, n_found, time.perf_counter() - start)
 
 
-def _todo_sql(warehouse: Warehouse, where: str | None) -> str:
+def _todo_sql(
+    warehouse: Warehouse, where: str | None, t: Thresholds, after: str | None = None
+) -> tuple[str, list]:
     """The jobs in scope (``s``) left-joined with the stored ones (``d``: ``current``
-    when stored under the thresholds, its one parameter the thresholds' digest)."""
-    cond = f"where {where}" if where else ""
-    stored = (
-        f"select job_key, bool_or(thresholds = ?) as current from {JOBS_TABLE} group by job_key"
-        if warehouse.has_table(JOBS_TABLE)
-        else "select null::varchar as job_key, ?::varchar = '' as current"
-    )
-    return f"(select job_key from jobs {cond}) s left join ({stored}) d using (job_key)"
+    when stored under ``t``), and the query's parameters; ``after``: only keys after it,
+    on both sides, so a batch's query reads the stored jobs' key-sorted files from its
+    first key on rather than grouping them all again."""
+    later = "job_key > ?" if after is not None else ""
+    conds = ([f"({where})"] if where else []) + ([later] if later else [])
+    scope = "select job_key from jobs" + (f" where {' and '.join(conds)}" if conds else "")
+    params: list = [after] if later else []
+    if warehouse.has_table(JOBS_TABLE):
+        stored = (
+            f"select job_key, bool_or(thresholds = ?) as current from {JOBS_TABLE}"
+            + (f" where {later}" if later else "")
+            + " group by job_key"
+        )
+        params += [t.digest()] + ([after] if later else [])
+    else:
+        stored = "select null::varchar as job_key, false as current"
+    return f"({scope}) s left join ({stored}) d using (job_key)", params
 
 
 def _scope(warehouse: Warehouse, where: str | None, t: Thresholds) -> tuple[int, int]:
     """How many jobs are in scope, and how many of them are not stored under ``t``."""
     todo = "count(*) filter (where d.current is not true)"
-    query = f"select count(*), {todo} from {_todo_sql(warehouse, where)}"
-    scope, todo = warehouse.rows(query, [t.digest()]).values[0]
+    rows, params = _todo_sql(warehouse, where, t)
+    scope, todo = warehouse.rows(f"select count(*), {todo} from {rows}", params).values[0]
     return int(scope), int(todo)
 
 
@@ -115,8 +126,9 @@ def _next_keys(
     """The next ``n`` jobs in key order after ``after`` not stored under ``t``, each with
     whether it is stored under other thresholds: one batch at a time, so no list of
     every job is ever held (memory bounded by the batch)."""
+    rows, params = _todo_sql(warehouse, where, t, after)
     query = (
-        f"select s.job_key, d.job_key is not null from {_todo_sql(warehouse, where)} "
-        "where d.current is not true and s.job_key > ? order by s.job_key limit ?"
+        f"select s.job_key, d.job_key is not null from {rows} "
+        "where d.current is not true order by s.job_key limit ?"
     )
-    return [(key, stored) for key, stored in warehouse.rows(query, [t.digest(), after, n]).values]
+    return [(key, stored) for key, stored in warehouse.rows(query, [*params, n]).values]
