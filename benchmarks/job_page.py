@@ -51,7 +51,7 @@ def main() -> None:
     scope.connect(wh.tables())
     scope._index.wait()
     files = scope._index._files.values()
-    entries = sum(len(h) for _, h in files if h is not None)
+    entries = sum(len(h) for _, h, _ in files if h is not None)
     print(
         f"index: {len(files)} files, {entries} entries ({entries * 8 / 2**20:.1f} MiB), "
         f"filled in {time.perf_counter() - t0:.1f} s wall, {time.process_time() - c0:.1f} s CPU"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ from iosight.data import example_logs
 from iosight.serve import _pages as pages
 from iosight.serve._readonly import ServedWarehouse
 from iosight.warehouse import Warehouse, compact, for_job, ingest, job_summary
-from tests_support import same_rows
+from tests_support import jobs_in_small_groups, same_rows
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +35,19 @@ def _page(wh: ServedWarehouse, key: str) -> tuple:
     return kind, why, s.notes, tables
 
 
-def test_the_job_page_is_the_same_with_and_without_the_key_index(layered):
-    indexed, plain = ServedWarehouse(layered), ServedWarehouse(layered)
+@pytest.fixture(scope="module", params=["as ingested", "jobs in small row groups"])
+def served(request, layered, tmp_path_factory) -> Path:
+    """The layered warehouse, and a copy whose ``jobs`` is one file of 2-row groups (read
+    by the key's row numbers)."""
+    if request.param == "as ingested":
+        return layered
+    path = Path(shutil.copytree(layered, tmp_path_factory.mktemp("grouped") / "wh"))
+    jobs_in_small_groups(path)
+    return path
+
+
+def test_the_job_page_is_the_same_with_and_without_the_key_index(served):
+    indexed, plain = ServedWarehouse(served), ServedWarehouse(served)
     plain.key_index = False
     assert indexed.key_index
     keys = list(plain.sql("select job_key from jobs order by 1")["job_key"])
