@@ -64,3 +64,30 @@ def test_the_job_page_is_the_same_with_and_without_the_key_index(served):
                 same_rows(x, y)
     posix = indexed.table_entries("posix")
     assert len(for_job(indexed, keys[0])._index.holding(posix, scope._key_hashes)) < len(posix)
+
+
+def test_a_thread_keeps_a_jobs_scope_while_its_files_stay(layered, tmp_path):
+    """The Job page asks for its job's scope five times: a request thread gets the same
+    one back (its views made once) once the index holds every file it reads, another
+    thread its own, and a new set of files (a compaction) a new one."""
+    import threading
+
+    path = Path(shutil.copytree(layered, tmp_path / "wh"))
+    wh = ServedWarehouse(path)
+    key = wh.sql("select min(job_key) k from jobs")["k"][0]
+    first = for_job(wh, key)
+    first.connect(wh.tables())  # made before the index read the files: read whole
+    assert first.partial and for_job(wh, key) is not first
+    first._index.wait()
+    scope = for_job(wh, key)
+    scope.connect(wh.tables())
+    assert not scope.partial and for_job(wh, key) is scope
+    assert for_job(wh, key).sql("select job_key from jobs where job_key = ?", [key]).shape[0] == 1
+    other: list = []
+    worker = threading.Thread(target=lambda: other.append(for_job(wh, key)))
+    worker.start()
+    worker.join()
+    assert other[0] is not scope
+    compact(Warehouse(path))
+    wh.refresh()
+    assert for_job(wh, key) is not scope

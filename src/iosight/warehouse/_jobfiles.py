@@ -50,7 +50,10 @@ _AFTER_FROM = re.compile(r'\b(?:from|join)\s+"?([A-Za-z_][A-Za-z0-9_]*)"?', re.I
 def for_job(warehouse: Warehouse, key: str) -> Warehouse:
     """A reader of ``warehouse`` for queries of job ``key`` alone (``job_key = key``):
     where its :attr:`~Warehouse.key_index` is set, a :class:`JobScope` whose job-keyed
-    tables read only the files that hold the job; else ``warehouse`` itself."""
+    tables read only the files that hold the job; else ``warehouse`` itself. A served
+    warehouse (one with a ``memo`` per set of files) gives each thread the same scope
+    again while its files and job stay the same: a job's page asks five times (route,
+    summary, time axis, insights), and each new scope made its views again."""
     return for_jobs(warehouse, (key,))
 
 
@@ -66,7 +69,16 @@ def for_jobs(warehouse: Warehouse, keys: Iterable[str]) -> Warehouse:
     index = warehouse.__dict__.get("_key_index")
     if index is None:
         index = warehouse.__dict__["_key_index"] = KeyIndex()
-    return JobScope(warehouse, keys, index)
+    memo = getattr(warehouse, "memo", None)
+    if memo is None:
+        return JobScope(warehouse, keys, index)
+    # a served warehouse's: this thread's last scope, while its set of files holds
+    kept = memo(f"job scope of thread {threading.get_ident()}", dict)
+    scope = kept.get(keys)
+    if scope is None or scope.partial:
+        kept.clear()
+        scope = kept[keys] = JobScope(warehouse, keys, index)
+    return scope
 
 
 class KeyIndex:
@@ -136,6 +148,11 @@ class KeyIndex:
                             del self._queue[path]
         finally:
             con.close()
+
+    def unread(self, entries: list[os.DirEntry]) -> bool:
+        """Whether a file of ``entries`` has not been read into the index yet."""
+        with self._guard:
+            return any(e.path not in self._files for e in entries)
 
     def wait(self) -> None:
         """Return once every file queued so far is read (what a test or warm-up waits for)."""
@@ -238,6 +255,7 @@ class JobScope(Warehouse):
         self._scoped: set[str] = set()
         self._entries: dict[str, list[os.DirEntry]] = {}
         self._key_hashes: list[int] = []
+        self.partial = False  # a view made while the index lacked some of its files
 
     def __getattr__(self, name: str):
         return getattr(self._parent, name)
@@ -270,9 +288,12 @@ class JobScope(Warehouse):
 
     def table_entries(self, name: str) -> list[os.DirEntry]:
         """The parent's :meth:`~Warehouse.table_entries`, listed once for this scope: one
-        job's page sees one set of files (``name``: the table)."""
+        job's page sees one set of files (``name``: the table); a served warehouse's
+        once per set of files (its ``memo``: a request starts by checking for a new set)."""
         if name not in self._entries:
-            self._entries[name] = self._parent.table_entries(name)
+            memo = getattr(self._parent, "memo", None)
+            listed = lambda: self._parent.table_entries(name)  # noqa: E731
+            self._entries[name] = memo(f"entries of {name}", listed) if memo else listed()
         return self._entries[name]
 
     def column_names(self, name: str) -> list[str]:
@@ -292,6 +313,7 @@ class JobScope(Warehouse):
         columns = self._index.columns(con, name, tuple(e.path for e in entries))
         if _KEY not in {c for c, _ in columns}:
             return
+        self.partial |= self._index.unread(entries)  # read whole: this scope is not kept
         files = self._index.holding(entries, self._key_hashes)
         if len(files) == len(entries) and not any(files.values()):
             return
