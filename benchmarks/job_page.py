@@ -1,13 +1,15 @@
 """Benchmark: the served Job page's queries with the key index beside whole-table views.
 
-What ``/job/KEY`` reads (``find_job``, ``job_summary``, the DXT view and the insights
-part), in one process on one ``ServedWarehouse``, for ``--jobs`` jobs drawn
-with a fixed seed: each job once with the key index (its tables read from only the
-files holding it, :mod:`iosight.warehouse._jobfiles`) and once without (the whole
-tables' views, the strongest simple way: one view per table, DuckDB pruning row
-groups), interleaved and alternating which goes first. Prints median and p95 wall,
-mean CPU per page, their ratios and the load average; the index is filled first (its
-fill time and size are printed).
+What ``/job/KEY`` reads (``find_job``, ``job_summary``, the time axis and the insights
+part), in one process, for ``--jobs`` jobs drawn with a fixed seed, three ways, each on
+its own ``ServedWarehouse``: the whole tables' views (the strongest simple way: one view
+per table, DuckDB pruning row groups by their statistics), the key index of files alone
+(each table read from only the files holding the job, :mod:`iosight.warehouse._jobfiles`,
+``jobs`` scanned whole in them), and the key index with ``jobs``' row numbers (its
+lookups read only the row groups holding the key). Each job is read each way,
+interleaved, the order rotating. Prints median and p95 wall, mean CPU per page, the
+ratios to the last way and the load average; the indexes are filled first (the fill
+time and size of the one with row numbers are printed).
 
     python benchmarks/job_page.py -w /tmp/jobpage-wh --jobs 40
 """
@@ -20,63 +22,77 @@ import time
 
 
 def page(wh, key: str) -> None:
-    """What the Job page of job ``key`` reads: the job, its summary, its DXT view (the
-    time axis) and its insights (the page's part fetched after it)."""
-    from iosight.report.dxt import dxt_view
-    from iosight.serve import job_insights_table
-    from iosight.warehouse import find_job, for_job, job_summary
+    """What the Job page of job ``key`` reads: the job, its summary, its time axis (the
+    DXT view or the heatmap) and its insights (the page's part fetched after it)."""
+    from iosight.serve import _pages
+    from iosight.warehouse import find_job, job_summary
 
     key = find_job(wh, key)
     job_summary(wh, key)
-    dxt_view(for_job(wh, key), key)
-    job_insights_table(wh, key)
+    _pages.job_timeline(wh, key)
+    _pages.job_insights_table(wh, key)
+
+
+def filled(wh, key: str):
+    """The key index of ``wh``, every file of every table read into it."""
+    from iosight.warehouse import for_job
+
+    scope = for_job(wh, key)
+    scope.connect(wh.tables())
+    scope._index.wait()
+    return scope._index
 
 
 def main() -> None:
     from iosight.serve import ServedWarehouse
-    from iosight.warehouse import for_job
+    from iosight.warehouse import _jobfiles
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-w", "--warehouse", required=True)
     ap.add_argument("--jobs", type=int, default=40, help="job pages timed each way")
     args = ap.parse_args()
-    wh = ServedWarehouse(args.warehouse)
+    ways = {
+        name: ServedWarehouse(args.warehouse)
+        for name in ("whole views", "key index, files", "key index, rows")
+    }
+    ways["whole views"].key_index = False
+    wh = ways["key index, rows"]
     keys = list(
         wh.sql(f"select job_key from jobs using sample {args.jobs + 1} rows (reservoir, 3)")[
             "job_key"
         ]
     )
     t0, c0 = time.perf_counter(), time.process_time()
-    scope = for_job(wh, keys[0])
-    scope.connect(wh.tables())
-    scope._index.wait()
-    files = scope._index._files.values()
-    entries = sum(len(h) for _, h in files if h is not None)
+    files = filled(wh, keys[0])._files.values()
+    size = sum(h.nbytes + (0 if r is None else r.nbytes) for _, h, r in files if h is not None)
     print(
-        f"index: {len(files)} files, {entries} entries ({entries * 8 / 2**20:.1f} MiB), "
-        f"filled in {time.perf_counter() - t0:.1f} s wall, {time.process_time() - c0:.1f} s CPU"
+        f"index: {len(files)} files, {size / 2**20:.1f} MiB, filled in "
+        f"{time.perf_counter() - t0:.1f} s wall, {time.process_time() - c0:.1f} s CPU"
     )
-    for flag in (True, False):  # each way's views made once before timing
-        wh.key_index = flag
-        page(wh, keys[0])
-    times: dict[bool, list[tuple[float, float]]] = {True: [], False: []}
+    kept, _jobfiles.BY_ROW = _jobfiles.BY_ROW, frozenset()  # this index keeps no rows
+    filled(ways["key index, files"], keys[0])
+    _jobfiles.BY_ROW = kept
+    for each in ways.values():  # each way's views made once before timing
+        page(each, keys[0])
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in ways}
+    names = list(ways)
     for i, key in enumerate(keys[1:]):
-        for flag in (True, False) if i % 2 else (False, True):
-            wh.key_index = flag
+        for name in names[i % 3 :] + names[: i % 3]:
             t, c = time.perf_counter(), time.process_time()
-            page(wh, key)
-            times[flag].append((time.perf_counter() - t, time.process_time() - c))
+            page(ways[name], key)
+            times[name].append((time.perf_counter() - t, time.process_time() - c))
     got = {}
-    for flag, label in ((False, "whole views"), (True, "key index")):
-        walls = sorted(w for w, _ in times[flag])
-        cpu = sum(c for _, c in times[flag]) / len(walls)
-        got[flag] = (walls[len(walls) // 2], walls[int(0.95 * len(walls))], cpu)
+    for name in names:
+        walls = sorted(w for w, _ in times[name])
+        cpu = sum(c for _, c in times[name]) / len(walls)
+        got[name] = (walls[len(walls) // 2], walls[int(0.95 * len(walls))], cpu)
         print(
-            f"{label:12} {len(walls)} pages: median {1000 * got[flag][0]:.0f} ms, "
-            f"p95 {1000 * got[flag][1]:.0f} ms, CPU {1000 * cpu:.0f} ms a page"
+            f"{name:16} {len(walls)} pages: median {1000 * got[name][0]:.0f} ms, "
+            f"p95 {1000 * got[name][1]:.0f} ms, CPU {1000 * cpu:.0f} ms a page"
         )
-    ratio = [a / b for a, b in zip(got[False], got[True], strict=True)]
-    print("whole views / key index: median {:.2f}x, p95 {:.2f}x, CPU {:.2f}x".format(*ratio))
+    for name in names[:-1]:
+        ratio = [a / b for a, b in zip(got[name], got[names[-1]], strict=True)]
+        print(f"{name} / {names[-1]}: " + "median {:.2f}x, p95 {:.2f}x, CPU {:.2f}x".format(*ratio))
     print("load average {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
 
 

@@ -424,3 +424,23 @@ def same_rows(a, b) -> None:
         return df.iloc[sorted(range(len(df)), key=keys.__getitem__)].reset_index(drop=True)
 
     pandas.testing.assert_frame_equal(ordered(a), ordered(b))
+
+
+def jobs_in_small_groups(path: Path, rows: int = 2) -> int:
+    """Rewrite the ``jobs`` table of the warehouse at ``path`` as one file in row groups
+    of ``rows`` rows, sorted by start time as compaction leaves it, written without
+    statistics: no row group can be skipped by a key's min/max. Returns how many row
+    groups it has."""
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    from iosight.warehouse import Warehouse
+
+    table = Warehouse(path).arrow("select * from jobs order by start_time, job_key")
+    folder = Path(path) / "tables" / "jobs"
+    shutil.rmtree(folder)
+    folder.mkdir()
+    out = folder / "part-99999999999999999999-groups.parquet"
+    pq.write_table(table, out, row_group_size=rows, write_statistics=False)
+    return pq.read_metadata(out).num_row_groups

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ from iosight.data import example_logs
 from iosight.serve import _pages as pages
 from iosight.serve._readonly import ServedWarehouse
 from iosight.warehouse import Warehouse, compact, for_job, ingest, job_summary
-from tests_support import same_rows
+from tests_support import jobs_in_small_groups, same_rows
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +35,19 @@ def _page(wh: ServedWarehouse, key: str) -> tuple:
     return kind, why, s.notes, tables
 
 
-def test_the_job_page_is_the_same_with_and_without_the_key_index(layered):
-    indexed, plain = ServedWarehouse(layered), ServedWarehouse(layered)
+@pytest.fixture(scope="module", params=["as ingested", "jobs in small row groups"])
+def served(request, layered, tmp_path_factory) -> Path:
+    """The layered warehouse, and a copy whose ``jobs`` is one file of 2-row groups (read
+    by the key's row numbers)."""
+    if request.param == "as ingested":
+        return layered
+    path = Path(shutil.copytree(layered, tmp_path_factory.mktemp("grouped") / "wh"))
+    jobs_in_small_groups(path)
+    return path
+
+
+def test_the_job_page_is_the_same_with_and_without_the_key_index(served):
+    indexed, plain = ServedWarehouse(served), ServedWarehouse(served)
     plain.key_index = False
     assert indexed.key_index
     keys = list(plain.sql("select job_key from jobs order by 1")["job_key"])
@@ -52,3 +64,30 @@ def test_the_job_page_is_the_same_with_and_without_the_key_index(layered):
                 same_rows(x, y)
     posix = indexed.table_entries("posix")
     assert len(for_job(indexed, keys[0])._index.holding(posix, scope._key_hashes)) < len(posix)
+
+
+def test_a_thread_keeps_a_jobs_scope_while_its_files_stay(layered, tmp_path):
+    """The Job page asks for its job's scope five times: a request thread gets the same
+    one back (its views made once) once the index holds every file it reads, another
+    thread its own, and a new set of files (a compaction) a new one."""
+    import threading
+
+    path = Path(shutil.copytree(layered, tmp_path / "wh"))
+    wh = ServedWarehouse(path)
+    key = wh.sql("select min(job_key) k from jobs")["k"][0]
+    first = for_job(wh, key)
+    first.connect(wh.tables())  # made before the index read the files: read whole
+    assert first.partial and for_job(wh, key) is not first
+    first._index.wait()
+    scope = for_job(wh, key)
+    scope.connect(wh.tables())
+    assert not scope.partial and for_job(wh, key) is scope
+    assert for_job(wh, key).sql("select job_key from jobs where job_key = ?", [key]).shape[0] == 1
+    other: list = []
+    worker = threading.Thread(target=lambda: other.append(for_job(wh, key)))
+    worker.start()
+    worker.join()
+    assert other[0] is not scope
+    compact(Warehouse(path))
+    wh.refresh()
+    assert for_job(wh, key) is not scope

@@ -15,7 +15,7 @@ from iosight.data import example_logs
 from iosight.report.dxt import dxt_view
 from iosight.warehouse import Warehouse, compact, ingest, job_summary
 from iosight.warehouse._jobfiles import JobScope, for_job, for_jobs
-from tests_support import child_env, same_rows
+from tests_support import child_env, jobs_in_small_groups, same_rows
 
 _COMPACT = (
     "import sys; from iosight.warehouse import Warehouse, compact; compact(Warehouse(sys.argv[1]))"
@@ -143,6 +143,49 @@ def test_a_scope_made_before_a_compaction_reads_to_the_end(tmp_path, layered):
     pd.testing.assert_frame_equal(for_job(indexed, key).sql(query, [key]), want)
 
 
+@pytest.fixture(scope="module")
+def grouped(tmp_path_factory, layered) -> tuple[Path, int]:
+    """The layered warehouse with ``jobs`` in one file of 2-row groups, no statistics,
+    and the number of row groups."""
+    path = Path(shutil.copytree(layered, tmp_path_factory.mktemp("grouped") / "wh"))
+    return path, jobs_in_small_groups(path)
+
+
+def _row_groups_scanned(con, query: str, params: list, out: Path) -> int:
+    """The row groups DuckDB scanned for ``query`` on cursor ``con`` (its profile)."""
+    import json
+
+    con.execute("pragma enable_profiling = 'json'")
+    con.execute(f"pragma profiling_output = '{out}'")
+    con.execute(query, params).fetchall()
+    con.execute("pragma disable_profiling")
+    return json.loads(out.read_text())["query"]["total_row_groups_scanned"]
+
+
+def test_a_key_is_looked_up_in_jobs_in_only_its_row_groups(grouped, tmp_path):
+    """``jobs`` (sorted by start time) is read at the key's rows only: one row group of
+    many, where the whole view scans them all; the answers are the same."""
+    from iosight.warehouse import find_job
+
+    path, groups = grouped
+    plain, indexed = Warehouse(path), _indexed(path)
+    query = "select * from jobs where job_key = ?"
+    keys = _keys(plain)
+    assert groups >= 4 and len(keys) > groups  # several jobs a row group, many groups
+    for key in keys:
+        scope = for_job(indexed, key)
+        pd.testing.assert_frame_equal(plain.sql(query, [key]), scope.sql(query, [key]))
+        assert find_job(indexed, key) == key == find_job(indexed, key[:10])
+        _same_summary(plain, indexed, key)
+        prof = tmp_path / "profile.json"
+        assert _row_groups_scanned(scope.connect(["jobs"]), query, [key], prof) == 1
+        assert _row_groups_scanned(plain.connect(["jobs"]), query, [key], prof) == groups
+    rows = scope._index.holding(indexed.table_entries("jobs"), scope._key_hashes)
+    want = plain.sql("select file_row_number r from read_parquet(?, file_row_number = true) "
+                     "where job_key = ?", [list(rows), key])["r"].tolist()  # fmt: skip
+    assert list(rows.values()) == [want]  # the key's row, no other
+
+
 def test_the_index_reads_each_files_keys_from_its_dictionaries(tmp_path):
     """_hashes: every key of every row group once (plain and dictionary-encoded columns),
     nulls left out; a file without the column holds no key; one unreadable may hold any."""
@@ -158,8 +201,8 @@ def test_the_index_reads_each_files_keys_from_its_dictionaries(tmp_path):
     for dictionary in (True, False):
         path = tmp_path / f"d{dictionary}.parquet"
         pq.write_table(rows, path, row_group_size=100, use_dictionary=dictionary)
-        assert _hashes(con, str(path)).tolist() == want
+        assert _hashes(con, str(path))[0].tolist() == want
     pq.write_table(pa.table({"v": [1, 2]}), tmp_path / "none.parquet")
-    assert len(_hashes(con, str(tmp_path / "none.parquet"))) == 0
+    assert len(_hashes(con, str(tmp_path / "none.parquet"))[0]) == 0
     (tmp_path / "bad.parquet").write_bytes(b"PAR1 not a parquet file PAR1")
-    assert _hashes(con, str(tmp_path / "bad.parquet")) is None
+    assert _hashes(con, str(tmp_path / "bad.parquet")) == (None, None)

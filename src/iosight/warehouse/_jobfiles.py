@@ -8,7 +8,11 @@ of the keys each file holds (4 bytes per job and file: the upper half of DuckDB'
 ``hash``; a file of a million jobs answers "maybe" for a key it lacks once in 4,000),
 read once from the dictionaries of the file's ``job_key`` column, and cached by file
 name, size and modification time: committed files never change, so an entry is never
-stale, and entries of files gone are dropped.
+stale, and entries of files gone are dropped. For ``jobs``, the one table sorted by start
+time rather than by key (so a key's row may be anywhere in a file), the index keeps each
+hash's row number as well (4 more bytes a job), and the scope reads only the row groups
+holding those rows: ``file_row_number in (...)`` prunes row groups as a key's min/max
+cannot (a lookup in a million-row ``jobs`` file: 51 -> 9 ms of CPU).
 
 :class:`JobScope` is a reader of the warehouse whose table views hold only the files
 that can hold the job (those whose hashes include the key's: a hash collision only adds
@@ -36,6 +40,8 @@ if TYPE_CHECKING:
 _KEY = "job_key"
 _BATCH = 16  # files taken from the queue at a time by the index's thread
 _HALF = "hash({}) >> 32"  # a key's hash in the index: the upper half of DuckDB's
+#: tables not sorted by job key, whose index entries keep each key's row number too
+BY_ROW = frozenset({"jobs"})
 # a name read after FROM or JOIN: the tables a query with ``?`` parameters reads, which
 # DuckDB's parser does not list (a name missed only reads the whole table's view)
 _AFTER_FROM = re.compile(r'\b(?:from|join)\s+"?([A-Za-z_][A-Za-z0-9_]*)"?', re.IGNORECASE)
@@ -44,7 +50,10 @@ _AFTER_FROM = re.compile(r'\b(?:from|join)\s+"?([A-Za-z_][A-Za-z0-9_]*)"?', re.I
 def for_job(warehouse: Warehouse, key: str) -> Warehouse:
     """A reader of ``warehouse`` for queries of job ``key`` alone (``job_key = key``):
     where its :attr:`~Warehouse.key_index` is set, a :class:`JobScope` whose job-keyed
-    tables read only the files that hold the job; else ``warehouse`` itself."""
+    tables read only the files that hold the job; else ``warehouse`` itself. A served
+    warehouse (one with a ``memo`` per set of files) gives each thread the same scope
+    again while its files and job stay the same: a job's page asks five times (route,
+    summary, time axis, insights), and each new scope made its views again."""
     return for_jobs(warehouse, (key,))
 
 
@@ -60,7 +69,16 @@ def for_jobs(warehouse: Warehouse, keys: Iterable[str]) -> Warehouse:
     index = warehouse.__dict__.get("_key_index")
     if index is None:
         index = warehouse.__dict__["_key_index"] = KeyIndex()
-    return JobScope(warehouse, keys, index)
+    memo = getattr(warehouse, "memo", None)
+    if memo is None:
+        return JobScope(warehouse, keys, index)
+    # a served warehouse's: this thread's last scope, while its set of files holds
+    kept = memo(f"job scope of thread {threading.get_ident()}", dict)
+    scope = kept.get(keys)
+    if scope is None or scope.partial:
+        kept.clear()
+        scope = kept[keys] = JobScope(warehouse, keys, index)
+    return scope
 
 
 class KeyIndex:
@@ -70,27 +88,38 @@ class KeyIndex:
     without the index, and is never held up by the reading."""
 
     def __init__(self) -> None:
-        self._files: dict[str, tuple[tuple, np.ndarray | None]] = {}  # path -> (stamp, hashes)
+        # path -> (stamp, hashes, their row numbers where the table is in BY_ROW)
+        self._files: dict[str, tuple[tuple, np.ndarray | None, np.ndarray | None]] = {}
         self._columns: dict[str, tuple[tuple, list]] = {}  # table -> (its files, columns)
         self._queue: dict[str, tuple] = {}  # path -> stamp, waiting to be read
         self._guard = threading.Lock()
         self._worker: threading.Thread | None = None
 
-    def holding(self, entries: list[os.DirEntry], key_hashes: Iterable[int]) -> list[str]:
+    def holding(
+        self, entries: list[os.DirEntry], key_hashes: Iterable[int]
+    ) -> dict[str, list[int] | None]:
         """The paths of ``entries`` (one table's live files) whose keys may include a key
-        of ``key_hashes``: those whose keys include one and those not read yet (queued)."""
+        of ``key_hashes`` (those whose keys include one and those not read yet, queued),
+        each with the row numbers that may hold them: sorted, where the index keeps rows
+        (:data:`BY_ROW`); None where any row may."""
         stamps = {e.path: _stamp(e) for e in entries}
         self._forget(os.path.dirname(entries[0].path), stamps)
-        files = self._files
-        todo = {p: s for p, s in stamps.items() if files.get(p, ((), None))[0] != s}
+        files, unread = self._files, ((), None, None)
+        todo = {p: s for p, s in stamps.items() if files.get(p, unread)[0] != s}
         if todo:
             self._enqueue(todo)
         wanted = list(key_hashes)
-        return [
-            p
-            for p in stamps
-            if p in todo or any(_has(files.get(p, ((), None))[1], h) for h in wanted)
-        ]
+        found: dict[str, list[int] | None] = {}
+        for path in stamps:
+            _, hashes, rows = unread if path in todo else files[path]
+            if hashes is None:
+                found[path] = None
+            elif rows is None:
+                if any(_has(hashes, h) for h in wanted):
+                    found[path] = None
+            elif got := sorted(int(r) for h in wanted for r in _rows(hashes, rows, h)):
+                found[path] = got
+        return found
 
     def _enqueue(self, todo: dict[str, tuple]) -> None:
         with self._guard:
@@ -114,11 +143,16 @@ class KeyIndex:
                 found = {path: _hashes(con, path) for path in batch}
                 with self._guard:
                     for path, stamp in batch.items():
-                        self._files[path] = (stamp, found[path])
+                        self._files[path] = (stamp, *found[path])
                         if self._queue.get(path) == stamp:
                             del self._queue[path]
         finally:
             con.close()
+
+    def unread(self, entries: list[os.DirEntry]) -> bool:
+        """Whether a file of ``entries`` has not been read into the index yet."""
+        with self._guard:
+            return any(e.path not in self._files for e in entries)
 
     def wait(self) -> None:
         """Return once every file queued so far is read (what a test or warm-up waits for)."""
@@ -149,12 +183,16 @@ def _stamp(entry: os.DirEntry) -> tuple:
     return (st.st_size, st.st_mtime_ns)
 
 
-def _hashes(con: duckdb.DuckDBPyConnection, path: str) -> np.ndarray | None:
-    """The file's job-key hashes (upper 32 bits of DuckDB's ``hash``), sorted, distinct.
-    The keys are read as pyarrow's dictionaries of the column, each key once a row group
-    where DuckDB decodes every row's (the heatmap's many rows a job: 2.8 -> 0.7 s of CPU
-    at 100,000 jobs). A file without the column holds no key (its rows read it as null);
-    None where the file cannot be read (purged meanwhile, or unreadable): it may hold any."""
+def _hashes(
+    con: duckdb.DuckDBPyConnection, path: str
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The file's job-key hashes (upper 32 bits of DuckDB's ``hash``), sorted, and their
+    row numbers where its table is in :data:`BY_ROW` (:func:`_hashes_by_row`), else
+    None beside distinct hashes. The keys are read as pyarrow's dictionaries of the
+    column, each key once a row group where DuckDB decodes every row's (the heatmap's
+    many rows a job: 2.8 -> 0.7 s of CPU at 100,000 jobs). A file without the column
+    holds no key (its rows read it as null); None where the file cannot be read (purged
+    meanwhile, or unreadable): it may hold any."""
     import duckdb
     import numpy as np
     import pyarrow as pa
@@ -163,7 +201,9 @@ def _hashes(con: duckdb.DuckDBPyConnection, path: str) -> np.ndarray | None:
     try:
         meta = pq.read_metadata(path)
         if _KEY not in meta.schema.names:
-            return np.zeros(0, np.uint32)
+            return np.zeros(0, np.uint32), None
+        if os.path.basename(os.path.dirname(path)) in BY_ROW:
+            return _hashes_by_row(con, path)
         file = pq.ParquetFile(path, metadata=meta, read_dictionary=[_KEY])
         keys = [  # a row group at a time: its rows' indices into the dictionary are dropped
             chunk.dictionary
@@ -173,9 +213,22 @@ def _hashes(con: duckdb.DuckDBPyConnection, path: str) -> np.ndarray | None:
         value_type = file.schema_arrow.field(_KEY).type.value_type
         con.register("_keys", pa.table({"k": pa.chunked_array(keys, value_type)}))
         got = con.execute(f"select distinct {_HALF.format('k')} h from _keys where k is not null")
-        return np.sort(got.fetchnumpy()["h"].astype(np.uint32))
+        return np.sort(got.fetchnumpy()["h"].astype(np.uint32)), None
     except (OSError, pa.ArrowException, duckdb.Error):
-        return None
+        return None, None
+
+
+def _hashes_by_row(con: duckdb.DuckDBPyConnection, path: str) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's job-key hash, sorted, and the row numbers beside them: a table of a row
+    a job (``jobs``) has as many keys as rows, so reading each row's is no dearer."""
+    import numpy as np
+
+    got = con.execute(
+        f"select {_HALF.format(_KEY)} h, file_row_number r "
+        "from read_parquet(?, file_row_number=true) where job_key is not null order by h, r",
+        [path],
+    ).fetchnumpy()
+    return got["h"].astype(np.uint32), got["r"].astype(np.uint32)
 
 
 def _has(hashes: np.ndarray | None, key_hash: int) -> bool:
@@ -183,6 +236,11 @@ def _has(hashes: np.ndarray | None, key_hash: int) -> bool:
         return True
     i = int(hashes.searchsorted(key_hash))
     return i < len(hashes) and hashes[i] == key_hash
+
+
+def _rows(hashes: np.ndarray, rows: np.ndarray, key_hash: int) -> np.ndarray:
+    """The row numbers of ``rows`` whose hash (beside it in ``hashes``) is ``key_hash``."""
+    return rows[hashes.searchsorted(key_hash) : hashes.searchsorted(key_hash, "right")]
 
 
 class JobScope(Warehouse):
@@ -197,6 +255,7 @@ class JobScope(Warehouse):
         self._scoped: set[str] = set()
         self._entries: dict[str, list[os.DirEntry]] = {}
         self._key_hashes: list[int] = []
+        self.partial = False  # a view made while the index lacked some of its files
 
     def __getattr__(self, name: str):
         return getattr(self._parent, name)
@@ -229,9 +288,12 @@ class JobScope(Warehouse):
 
     def table_entries(self, name: str) -> list[os.DirEntry]:
         """The parent's :meth:`~Warehouse.table_entries`, listed once for this scope: one
-        job's page sees one set of files (``name``: the table)."""
+        job's page sees one set of files (``name``: the table); a served warehouse's
+        once per set of files (its ``memo``: a request starts by checking for a new set)."""
         if name not in self._entries:
-            self._entries[name] = self._parent.table_entries(name)
+            memo = getattr(self._parent, "memo", None)
+            listed = lambda: self._parent.table_entries(name)  # noqa: E731
+            self._entries[name] = memo(f"entries of {name}", listed) if memo else listed()
         return self._entries[name]
 
     def column_names(self, name: str) -> list[str]:
@@ -251,15 +313,31 @@ class JobScope(Warehouse):
         columns = self._index.columns(con, name, tuple(e.path for e in entries))
         if _KEY not in {c for c, _ in columns}:
             return
+        self.partial |= self._index.unread(entries)  # read whole: this scope is not kept
         files = self._index.holding(entries, self._key_hashes)
-        if len(files) == len(entries):
+        if len(files) == len(entries) and not any(files.values()):
             return
         empty = ", ".join(
             f'cast(null as {t}) as "{c.replace(chr(34), chr(34) * 2)}"' for c, t in columns
         )
         query = f"select {empty} where false"
         if files:
-            paths = ", ".join(_sql_text(Path(f)) for f in files)
-            rows = f"read_parquet([{paths}], union_by_name=true)"
-            query += f" union all by name ({view_query(con, name, rows)})"
+            query += f" union all by name ({view_query(con, name, _read(files))})"
         con.execute(f'create or replace temp view "{name}" as {query}')
+
+
+def _read(files: dict[str, list[int] | None]) -> str:
+    """The FROM item reading ``files`` (:meth:`KeyIndex.holding`): those with row numbers
+    each only at those rows (``file_row_number`` prunes the row groups that hold none),
+    the others whole, in one ``read_parquet``."""
+    whole = [_sql_text(Path(f)) for f, rows in files.items() if rows is None]
+    reads = (
+        [f"select * from read_parquet([{', '.join(whole)}], union_by_name=true)"] if whole else []
+    )
+    reads += [
+        f"select * exclude (file_row_number) from read_parquet({_sql_text(Path(f))}, "
+        f"file_row_number=true) where file_row_number in ({', '.join(map(str, rows))})"
+        for f, rows in files.items()
+        if rows is not None
+    ]
+    return f"({' union all by name '.join(reads)})"

@@ -126,11 +126,20 @@ _INTEGERS = frozenset(
 def _may_be_jobid(warehouse: Warehouse, table: str, ident: str) -> bool:
     """Whether ``ident`` can equal a job id of ``table`` read as text: an integer job id
     reads as digits alone, so a job_key (hex: letters, but for one in millions) skips the
-    scan of every job id (the cast of a million of them on every served job page)."""
+    scan of every job id (the cast of a million of them on every served job page). The
+    column's type is read from the table's view (a served warehouse's once per set of
+    files), not from a row: a view scoped to one job may hold none."""
     if re.fullmatch(r"-?[0-9]+", ident):
         return True
-    got = warehouse.rows(f'select typeof(jobid) t from "{table}" limit 1').values
-    return not got or got[0][0] not in _INTEGERS
+
+    def jobid_type() -> str | None:
+        query = f"select column_type from (describe \"{table}\") where column_name = 'jobid'"
+        got = warehouse.rows(query).values
+        return got[0][0] if got else None
+
+    memo = getattr(warehouse, "memo", None)  # a served warehouse's: once per set of files
+    kind = memo(f"typeof {table}.jobid", jobid_type) if memo else jobid_type()
+    return kind not in _INTEGERS
 
 
 def job_summary(warehouse: Warehouse, ident: str, *, rows: bool = False) -> JobSummary:
