@@ -206,3 +206,21 @@ def test_the_index_reads_each_files_keys_from_its_dictionaries(tmp_path):
     assert len(_hashes(con, str(tmp_path / "none.parquet"))[0]) == 0
     (tmp_path / "bad.parquet").write_bytes(b"PAR1 not a parquet file PAR1")
     assert _hashes(con, str(tmp_path / "bad.parquet")) == (None, None)
+
+
+def test_closing_the_index_stops_its_thread_and_pages_still_answer(layered):
+    """At exit the index's thread is stopped and joined (a thread left inside DuckDB or
+    Arrow while the interpreter tears down can abort the process); what it did not read
+    is read whole, so a job's summary stays the same."""
+    wh = Warehouse(layered)
+    wh.key_index = True
+    key = _keys(wh)[0]
+    scope = for_job(wh, key)
+    scope.connect(wh.tables())  # queues every table's files
+    index = scope._index
+    index.close()
+    assert index._worker is None or not index._worker.is_alive()
+    again = for_job(wh, key)
+    again.connect(wh.tables())  # nothing new is read once closed
+    assert index._worker is None
+    _same_summary(Warehouse(layered), again, key)

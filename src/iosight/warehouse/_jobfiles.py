@@ -23,6 +23,7 @@ files it replaced on disk for the grace period, so its queries keep reading them
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import threading
@@ -94,6 +95,7 @@ class KeyIndex:
         self._queue: dict[str, tuple] = {}  # path -> stamp, waiting to be read
         self._guard = threading.Lock()
         self._worker: threading.Thread | None = None
+        self._stop = threading.Event()
 
     def holding(
         self, entries: list[os.DirEntry], key_hashes: Iterable[int]
@@ -124,9 +126,10 @@ class KeyIndex:
     def _enqueue(self, todo: dict[str, tuple]) -> None:
         with self._guard:
             self._queue.update(todo)
-            if self._worker is None:
+            if self._worker is None and not self._stop.is_set():
                 self._worker = threading.Thread(target=self._work, daemon=True)
                 self._worker.start()
+                atexit.register(self.close)
 
     def _work(self) -> None:
         """Read the queued files' keys, a few at a time, until none is left."""
@@ -137,17 +140,30 @@ class KeyIndex:
             while True:
                 with self._guard:
                     batch = dict(list(self._queue.items())[:_BATCH])
-                    if not batch:
+                    if not batch or self._stop.is_set():
                         self._worker = None
+                        atexit.unregister(self.close)
                         return
-                found = {path: _hashes(con, path) for path in batch}
+                found = {p: _hashes(con, p) for p in batch if not self._stop.is_set()}
                 with self._guard:
                     for path, stamp in batch.items():
+                        if path not in found:
+                            continue  # stopped before it was read
                         self._files[path] = (stamp, *found[path])
                         if self._queue.get(path) == stamp:
                             del self._queue[path]
         finally:
             con.close()
+
+    def close(self) -> None:
+        """Stop reading (after the file being read) and wait for the thread: at exit, a
+        thread left inside DuckDB or Arrow while the interpreter tears down can abort
+        the process ("terminate called ..."). Lookups still answer, reading unread files
+        whole."""
+        self._stop.set()
+        worker = self._worker
+        if worker is not None and worker is not threading.current_thread():
+            worker.join(timeout=60)
 
     def unread(self, entries: list[os.DirEntry]) -> bool:
         """Whether a file of ``entries`` has not been read into the index yet."""
