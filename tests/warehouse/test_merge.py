@@ -227,3 +227,23 @@ def test_sequence_tables_keep_their_encodings_through_the_merge(tmp_path):
         assert _rows(out) == sorted(rows, key=lambda r: r[0])
         types = duckdb.sql(f"describe select * from '{out}'").fetchall()
         assert [t[1] for t in types] == ["VARCHAR", "DOUBLE", "BIGINT"]
+
+
+def test_files_of_the_same_columns_in_another_order_are_merged(tmp_path, sorted_files):
+    """A file whose columns come in another order (a batch's ``job_totals`` columns follow
+    its logs' modules) is merged without DuckDB, its columns in the first file's order;
+    a column of another type sends the group to DuckDB."""
+    turned = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"seq": [0, 1], "start": [4, 0], "job_key": ["bb", "i"]}), turned)
+    files = [*sorted_files, turned]
+    runs = _merge.sorted_runs(files, ["job_key"])
+    assert runs is not None
+    merger = Merger(tmp_path / "spill")
+    merge_files(merger, files, tmp_path / "out.parquet", ("job_key",))
+    assert not merger.opened
+    assert pq.read_schema(tmp_path / "out.parquet").names == ["job_key", "start", "seq"]
+    rows = [r for f in files for r in _rows(f)]
+    assert _rows(tmp_path / "out.parquet") == sorted(rows, key=lambda r: r[0])
+    retyped = tmp_path / "r.parquet"
+    pq.write_table(pa.table({"job_key": ["j"], "start": [1.5], "seq": [0]}), retyped)
+    assert _merge.sorted_runs([*sorted_files, retyped], ["job_key"]) is None

@@ -21,9 +21,10 @@ file, a window and its copy, plus one output row group.
 
 :func:`sorted_runs` checks what the merge relies on from the files themselves (each
 file's keys in order, the further sort columns in order within each job, a job in one
-file unless the job key is the only sort column, every file of one schema) and returns
-``None`` otherwise: the caller then sorts with DuckDB, as for files of warehouses
-ingested before ingest sorted its batches.
+file unless the job key is the only sort column, every file of the same columns, in
+whatever order: a batch's ``job_totals`` columns come in the order its logs' modules
+do) and returns ``None`` otherwise: the caller then sorts with DuckDB, as for files of
+warehouses ingested before ingest sorted its batches.
 """
 
 from __future__ import annotations
@@ -72,19 +73,21 @@ class Runs:
 def sorted_runs(files: list[Path], order: list[str]) -> Runs | None:
     """The runs of equal ``job_key`` of ``files`` in merged order (by key, a key's runs
     in file order), or ``None`` when the files are not each sorted by ``order``
-    (``job_key`` first), a job with further sort columns spans files, the files' schemas
-    differ or their readers would hold more than :data:`_READER_BYTES`."""
+    (``job_key`` first), a job with further sort columns spans files, the files' columns
+    differ (names or types; their order may) or their readers would hold more than
+    :data:`_READER_BYTES`."""
     metas = [pq.read_metadata(f) for f in files]
-    schema = metas[0].schema.to_arrow_schema().remove_metadata()
+    columns = _columns(metas[0])
     if (
         order[0] != "job_key"
         or sum(_largest_row_group(m) for m in metas) > _READER_BYTES
-        or any(not m.schema.to_arrow_schema().remove_metadata().equals(schema) for m in metas)
+        or any(_columns(m) != columns for m in metas)
     ):
         return None
     words, edges = [], []
-    for f in files:
-        file_runs = _file_runs(pq.read_table(f, columns=order, read_dictionary=["job_key"]))
+    for f, meta in zip(files, metas, strict=True):  # (ParquetFile: no pyarrow.dataset import)
+        keys = pq.ParquetFile(f, metadata=meta, read_dictionary=["job_key"]).read(order)
+        file_runs = _file_runs(keys)
         if file_runs is None:
             return None
         words.append(file_runs[0])
@@ -97,6 +100,11 @@ def sorted_runs(files: list[Path], order: list[str]) -> Runs | None:
     first = np.concatenate([e[:-1] for e in edges])
     stop = np.concatenate([e[1:] for e in edges])
     return Runs(keys, file[by], first[by], stop[by])
+
+
+def _columns(meta: pq.FileMetaData) -> list[tuple[str, str]]:
+    """A file's columns as (name, type) pairs, by name."""
+    return sorted((f.name, str(f.type)) for f in meta.schema.to_arrow_schema())
 
 
 def _largest_row_group(meta: pq.FileMetaData) -> int:
@@ -162,8 +170,9 @@ def merge_runs(
     rows = _keys_encoded(pq.read_schema(files[0]).remove_metadata())
     keep = {k: v for k, v in meta.items() if k not in (b"ARROW:schema", b"pandas")}
     schema = rows.with_metadata(keep) if keep else rows
-    cursors = [_Cursor(f, _HELD_BYTES // len(files)) for f in files]
-    size = min(_WINDOW_ROWS, max(1, _HELD_BYTES // _row_bytes(files)))
+    cursors = [_Cursor(f, _HELD_BYTES // len(files), rows.names) for f in files]
+    row_bytes = sum(c.bytes for c in cursors) // max(1, sum(c.num_rows for c in cursors))
+    size = min(_WINDOW_ROWS, max(1, _HELD_BYTES // max(1, row_bytes)))
     held: list[pa.Table] = []
     with parquet_writer(out, schema, sequence=sequence, store_schema=False) as writer:
         for window in windows(file_ranges(runs), size):
@@ -173,13 +182,6 @@ def merge_runs(
         if held:
             _write(writer, held, row_group, final=True)
     pa.default_memory_pool().release_unused()  # before DuckDB's merge of the next table
-
-
-def _row_bytes(files: list[Path]) -> int:
-    """Bytes a row of ``files`` takes (Parquet's uncompressed count), at least 1."""
-    metas = [pq.read_metadata(f) for f in files]
-    size = sum(m.row_group(i).total_byte_size for m in metas for i in range(m.num_row_groups))
-    return max(1, size // max(1, sum(m.num_rows for m in metas)))
 
 
 def _keys_encoded(schema: pa.Schema) -> pa.Schema:
@@ -257,14 +259,17 @@ def _write(writer: pq.ParquetWriter, held: list[pa.Table], row_group: int, final
 
 class _Cursor:
     """One input file read forward in batches of about ``batch_bytes`` (Parquet's
-    uncompressed size of its rows), handing out row ranges in order."""
+    uncompressed size of its rows), its ``columns`` in their order, handing out row
+    ranges in order."""
 
-    def __init__(self, path: Path, batch_bytes: int) -> None:
+    def __init__(self, path: Path, batch_bytes: int, columns: list[str]) -> None:
         file = pq.ParquetFile(path, read_dictionary=["job_key"])
         meta = file.metadata
         row_bytes = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+        self.bytes, self.num_rows = row_bytes, meta.num_rows  # Parquet's uncompressed count
         rows = max(256, batch_bytes * max(meta.num_rows, 1) // max(row_bytes, 1))
-        self.batches = file.iter_batches(batch_size=rows, use_threads=False)
+        self.batches = file.iter_batches(batch_size=rows, columns=columns, use_threads=False)
+        self.columns = columns
         self.batch: pa.RecordBatch | None = None
         self.at = 0  # file row of self.batch's first row
 
@@ -274,7 +279,8 @@ class _Cursor:
             while self.batch is None or first >= self.at + self.batch.num_rows:
                 if self.batch is not None:
                     self.at += self.batch.num_rows
-                self.batch = next(self.batches).replace_schema_metadata(None)
+                batch = next(self.batches).select(self.columns)
+                self.batch = batch.replace_schema_metadata(None)
             end = min(stop, self.at + self.batch.num_rows)
             yield self.batch.slice(first - self.at, end - first)
             first = end
