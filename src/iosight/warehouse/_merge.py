@@ -74,7 +74,7 @@ def sorted_runs(files: list[Path], order: list[str]) -> Runs | None:
     """The runs of equal ``job_key`` of ``files`` in merged order (by key, a key's runs
     in file order), or ``None`` when the files are not each sorted by ``order``
     (``job_key`` first), a job with further sort columns spans files, the files' columns
-    differ (names or types; their order may) or their readers would hold more than
+    differ (names, types or nullability; their order may) or their readers would hold more than
     :data:`_READER_BYTES`."""
     metas = [pq.read_metadata(f) for f in files]
     columns = _columns(metas[0])
@@ -102,9 +102,9 @@ def sorted_runs(files: list[Path], order: list[str]) -> Runs | None:
     return Runs(keys, file[by], first[by], stop[by])
 
 
-def _columns(meta: pq.FileMetaData) -> list[tuple[str, str]]:
-    """A file's columns as (name, type) pairs, by name."""
-    return sorted((f.name, str(f.type)) for f in meta.schema.to_arrow_schema())
+def _columns(meta: pq.FileMetaData) -> list[tuple[str, str, bool]]:
+    """A file's columns as (name, type, nullable), by name."""
+    return sorted((f.name, str(f.type), f.nullable) for f in meta.schema.to_arrow_schema())
 
 
 def _largest_row_group(meta: pq.FileMetaData) -> int:
