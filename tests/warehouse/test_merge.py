@@ -116,6 +116,11 @@ def test_the_output_is_the_same_whatever_the_window(tmp_path, sorted_files, monk
     assert _rows(out) == sorted(rows, key=lambda r: r[0])
     meta = pq.read_metadata(out)
     assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [4, 4, 4, 1]
+    # each row group's dictionary holds its own keys, in order, and no other file's
+    reader = pq.ParquetFile(out, read_dictionary=["job_key"])
+    for i in range(meta.num_row_groups):
+        keys = reader.read_row_group(i, columns=["job_key"])["job_key"].chunk(0)
+        assert keys.dictionary.to_pylist() == sorted(set(keys.cast(pa.string()).to_pylist()))
 
 
 def test_files_the_merge_cannot_take_are_sorted_by_duckdb(tmp_path, sorted_files, monkeypatch):
