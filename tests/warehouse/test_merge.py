@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -49,6 +50,11 @@ def test_sorted_files_are_merged_job_by_job_without_a_sort(tmp_path, sorted_file
     assert pq.read_metadata(tmp_path / "out.parquet").num_rows == 13
 
 
+def _triples(ranges) -> list[tuple[int, int, int]]:
+    """(file, first row, row after the last) arrays as a list of triples."""
+    return list(zip(*(r.tolist() for r in ranges), strict=True))
+
+
 def test_adjacent_runs_of_a_file_are_taken_as_one_range(tmp_path, sorted_files):
     """Runs that follow each other in one file and in the merge are one row range (one
     slice of the file's batch), so a file of many one-row jobs is not taken job by job."""
@@ -57,24 +63,64 @@ def test_adjacent_runs_of_a_file_are_taken_as_one_range(tmp_path, sorted_files):
         _file(tmp_path / "y.parquet", ["d", "e"], [0, 0]),
     ]
     runs = _merge.sorted_runs(contiguous, ["job_key"])
-    assert len(runs) == 5
-    assert list(_merge.file_ranges(runs)) == [(0, 0, 4), (1, 0, 2)]
+    assert len(runs) == 5 and runs.keys.to_pylist() == ["a", "b", "c", "d", "e"]
+    assert _triples(_merge.file_ranges(runs)) == [(0, 0, 4), (1, 0, 2)]
     interleaved = _merge.sorted_runs(sorted_files, ["job_key"])
-    ranges = list(_merge.file_ranges(interleaved))
+    ranges = _triples(_merge.file_ranges(interleaved))
     assert len(ranges) == len(interleaved) == 8  # a b c d e f g h: no two adjacent
-    assert [(i, a, b) for _, i, a, b in interleaved] == ranges
+    assert _triples((interleaved.file, interleaved.first, interleaved.stop)) == ranges
+    assert interleaved.keys.to_pylist() == list("abcdefgh")
 
 
-def test_slices_are_copied_together_every_few(tmp_path, sorted_files, monkeypatch):
-    """The slices taken are held as few batches (each slice holds an Arrow array per
-    column), and the merged output is the same."""
-    monkeypatch.setattr(_merge, "_PIECES", 2)
-    table = pq.read_table(sorted_files[0])
-    pending = _merge._Pending(table.schema)
-    for row in range(5):
-        pending.add(table.slice(row, 1).to_batches()[0])
-    assert (len(pending.batches), len(pending.pieces), pending.rows) == (2, 1, 5)
-    test_sorted_files_are_merged_job_by_job_without_a_sort(tmp_path, sorted_files)
+def test_a_job_in_several_files_keeps_its_rows_in_file_order(tmp_path):
+    """With the job key the only sort column, a job's runs in several files follow each
+    other in file order (a stable merge)."""
+    files = [
+        _file(tmp_path / "p.parquet", ["a", "b", "b"], [0, 0, 1]),
+        _file(tmp_path / "q.parquet", ["b", "c"], [0, 0]),
+        _file(tmp_path / "r.parquet", ["a", "b"], [0, 0]),
+    ]
+    runs = _merge.sorted_runs(files, ["job_key"])
+    assert runs.keys.to_pylist() == ["a", "a", "b", "b", "b", "c"]
+    assert _triples((runs.file, runs.first, runs.stop)) == [
+        (0, 0, 1),
+        (2, 0, 1),
+        (0, 1, 3),
+        (1, 0, 1),
+        (2, 1, 2),
+        (1, 1, 2),
+    ]
+
+
+def test_windows_cut_the_ranges_at_fixed_rows_of_the_output():
+    """Each window holds ``size`` rows of the output (the last fewer), the ranges that
+    straddle its edges clipped."""
+    ranges = (np.array([0, 1, 0]), np.array([0, 0, 4]), np.array([4, 2, 6]))
+    got = [_triples(w) for w in _merge.windows(ranges, 3)]
+    assert got == [[(0, 0, 3)], [(0, 3, 4), (1, 0, 2)], [(0, 4, 6)]]
+    assert [_triples(w) for w in _merge.windows(ranges, 8)] == [_triples(ranges)]
+    empty = (np.zeros(0, np.int64),) * 3
+    assert list(_merge.windows(empty, 3)) == []
+
+
+@pytest.mark.parametrize("window", [1, 2, 5, 64])
+def test_the_output_is_the_same_whatever_the_window(tmp_path, sorted_files, monkeypatch, window):
+    """Windows of any size (one row each, straddling jobs and files;
+    holding the whole output) give the rows in merged order, in row groups of
+    the size asked for."""
+    monkeypatch.setattr(_merge, "_WINDOW_ROWS", window)
+    runs = _merge.sorted_runs(sorted_files, ["job_key", "start"])
+    out = tmp_path / "out.parquet"
+    _merge.merge_runs(sorted_files, runs, out, 4)
+    rows = [r for f in sorted_files for r in _rows(f)]
+    assert _rows(out) == sorted(rows, key=lambda r: r[0])
+    meta = pq.read_metadata(out)
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [4, 4, 4, 1]
+    # each row group's dictionary holds its own keys, in order, and no other file's
+    reader = pq.ParquetFile(out, read_dictionary=["job_key"])
+    for i in range(meta.num_row_groups):
+        keys = reader.read_row_group(i, columns=["job_key"])["job_key"].chunk(0)
+        assert keys.dictionary.to_pylist() == sorted(set(keys.cast(pa.string()).to_pylist()))
 
 
 def test_files_the_merge_cannot_take_are_sorted_by_duckdb(tmp_path, sorted_files, monkeypatch):
@@ -186,3 +232,23 @@ def test_sequence_tables_keep_their_encodings_through_the_merge(tmp_path):
         assert _rows(out) == sorted(rows, key=lambda r: r[0])
         types = duckdb.sql(f"describe select * from '{out}'").fetchall()
         assert [t[1] for t in types] == ["VARCHAR", "DOUBLE", "BIGINT"]
+
+
+def test_files_of_the_same_columns_in_another_order_are_merged(tmp_path, sorted_files):
+    """A file whose columns come in another order (a batch's ``job_totals`` columns follow
+    its logs' modules) is merged without DuckDB, its columns in the first file's order;
+    a column of another type sends the group to DuckDB."""
+    turned = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"seq": [0, 1], "start": [4, 0], "job_key": ["bb", "i"]}), turned)
+    files = [*sorted_files, turned]
+    runs = _merge.sorted_runs(files, ["job_key"])
+    assert runs is not None
+    merger = Merger(tmp_path / "spill")
+    merge_files(merger, files, tmp_path / "out.parquet", ("job_key",))
+    assert not merger.opened
+    assert pq.read_schema(tmp_path / "out.parquet").names == ["job_key", "start", "seq"]
+    rows = [r for f in files for r in _rows(f)]
+    assert _rows(tmp_path / "out.parquet") == sorted(rows, key=lambda r: r[0])
+    retyped = tmp_path / "r.parquet"
+    pq.write_table(pa.table({"job_key": ["j"], "start": [1.5], "seq": [0]}), retyped)
+    assert _merge.sorted_runs([*sorted_files, retyped], ["job_key"]) is None

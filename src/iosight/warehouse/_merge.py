@@ -8,29 +8,38 @@ did on the DXT-heavy replicated corpus (docs/warehouse.md, "Compaction"); mergin
 sorted runs needs one pass and no comparison of rows (the merge phase of an external
 merge sort: Knuth, TAOCP vol. 3, section 5.4.1). Here the unit merged is a job's block
 of rows: each file's job-key column is read alone, its runs of equal keys found, the
-runs of all files ordered by key, and the files streamed batch by batch into the
-output in that order, so memory is a batch per file plus one output row group,
-whatever the files hold. Adjacent runs of one file are taken as one range, and the
-slices taken are copied together every :data:`_PIECES` of them: each slice costs Arrow
-objects per column, which a row group of one-row jobs of a wide table (``job_totals``,
-474 columns) made many times its data (the replayed Summit year's peak, docs/follow.md,
-"Memory over the year").
+runs of all files ordered by key (NumPy and Arrow over arrays, no Python per job), and
+the files streamed batch by batch into the output in that order.
+
+The output is taken in windows of rows (:data:`_WINDOW_ROWS`, at most
+:data:`_HELD_BYTES`): a window is a range of keys, so each file gives it one
+contiguous slice of rows, and one ``take`` with indices NumPy builds from the window's
+runs puts them in merged order. The cost per row is then Arrow's, not a Python step
+and Arrow objects per column per job (files of different commits interleave job by
+job: 16 files of 256 jobs were some 4,096 slices per table). Each row group written
+holds a ``job_key`` dictionary of its own keys only. Memory is a batch per file, a
+window and its copy, plus one output row group. With a reader budget that lets
+``heatmap``'s ingest files merge rather than go to DuckDB's sort, the automatic
+compaction after an ingest of 10,000 logs without DXT fell from 2.5–2.8 to 1.1–1.3 ms
+of CPU a log (docs/warehouse.md, "Compaction").
 
 :func:`sorted_runs` checks what the merge relies on from the files themselves (each
 file's keys in order, the further sort columns in order within each job, a job in one
-file unless the job key is the only sort column, every file of one schema) and returns
-``None`` otherwise: the caller then sorts with DuckDB, as for files of warehouses
-ingested before ingest sorted its batches.
+file unless the job key is the only sort column, every file of the same columns, in
+whatever order: a batch's ``job_totals`` columns come in the order its logs' modules
+do) and returns ``None`` otherwise: the caller then sorts with DuckDB, as for files of
+warehouses ingested before ingest sorted its batches.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from itertools import pairwise
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from iosight.warehouse._store import parquet_writer
@@ -38,44 +47,68 @@ from iosight.warehouse._store import parquet_writer
 #: bytes (as Parquet counts them uncompressed) of the batches held across all input
 #: files at once, a batch of each; decoded, strings take about three times that (a
 #: group of 31 ingest files of dxt_posix: 164 MB allocated by pyarrow at 16 MB, 289 MB
-#: at 64 MB, in the same CPU time)
+#: at 64 MB, in the same CPU time); also the most a window of the output holds
 _HELD_BYTES = 16 << 20
 #: at most this many bytes in the largest row groups of the files of a group merged
-#: here: each file's reader holds up to a page of every column (pyarrow allocated 256 MB
-#: for 28 files of 89 columns); more (wide tables, many files) are sorted by DuckDB,
-#: under its memory limit
-_READER_BYTES = 128 << 20
-#: slices of input batches held before they are copied into one batch (each slice holds
-#: an Arrow array object per column, some hundreds of bytes, whatever its rows)
-_PIECES = 256
-
-# a job's block of rows: (job key, file index, first row, row after the last)
-Run = tuple[str, int, int, int]
+#: here: each file's reader holds up to a page of every column (pyarrow allocated 433 MB
+#: for 28 files of 89 columns, 313 MB by this count; 167 MB for 79 of ``heatmap``'s, 142
+#: MB, whose sort by DuckDB took four times the CPU at a peak of 750 MB); more (wide
+#: tables, many files) are sorted by DuckDB, under its memory limit
+_READER_BYTES = 192 << 20
+#: rows of the output taken at once, at most
+_WINDOW_ROWS = 65_536
 
 
-def sorted_runs(files: list[Path], order: list[str]) -> list[Run] | None:
-    """The runs of equal ``job_key`` of ``files`` in merged order, or ``None`` when
-    the files are not each sorted by ``order`` (``job_key`` first), a job with further
-    sort columns spans files, the files' schemas differ or their readers would hold more
-    than :data:`_READER_BYTES`."""
+@dataclass(frozen=True)
+class Runs:
+    """The runs of equal ``job_key`` of a group's files in merged order: run ``j`` is
+    file ``file[j]``'s rows ``first[j]`` .. ``stop[j] - 1``, of job ``keys[j]``."""
+
+    keys: pa.Array
+    file: np.ndarray
+    first: np.ndarray
+    stop: np.ndarray
+
+    def __len__(self) -> int:
+        """The number of runs."""
+        return len(self.file)
+
+
+def sorted_runs(files: list[Path], order: list[str]) -> Runs | None:
+    """The runs of equal ``job_key`` of ``files`` in merged order (by key, a key's runs
+    in file order), or ``None`` when the files are not each sorted by ``order``
+    (``job_key`` first), a job with further sort columns spans files, the files' columns
+    differ (names, types or nullability; their order may) or their readers would hold more than
+    :data:`_READER_BYTES`."""
     metas = [pq.read_metadata(f) for f in files]
-    schema = metas[0].schema.to_arrow_schema().remove_metadata()
+    columns = _columns(metas[0])
     if (
         order[0] != "job_key"
         or sum(_largest_row_group(m) for m in metas) > _READER_BYTES
-        or any(not m.schema.to_arrow_schema().remove_metadata().equals(schema) for m in metas)
+        or any(_columns(m) != columns for m in metas)
     ):
         return None
-    runs: list[Run] = []
-    for i, f in enumerate(files):
-        file_runs = _file_runs(pq.read_table(f, columns=order, read_dictionary=["job_key"]), i)
+    words, edges = [], []
+    for f, meta in zip(files, metas, strict=True):  # (ParquetFile: no pyarrow.dataset import)
+        keys = pq.ParquetFile(f, metadata=meta, read_dictionary=["job_key"]).read(order)
+        file_runs = _file_runs(keys)
         if file_runs is None:
             return None
-        runs += file_runs
-    runs.sort()
-    if len(order) > 1 and any(a[0] == b[0] for a, b in pairwise(runs)):
+        words.append(file_runs[0])
+        edges.append(file_runs[1])
+    by = pc.sort_indices(pa.chunked_array(words, pa.string())).to_numpy()  # stable
+    keys = pa.chunked_array(words, pa.string()).combine_chunks().take(by)
+    if len(order) > 1 and len(keys) > 1 and pc.any(pc.equal(keys[1:], keys[:-1])).as_py():
         return None  # a job in two files: its rows would need sorting by the others
-    return runs
+    file = np.repeat(np.arange(len(files)), [len(e) - 1 for e in edges])
+    first = np.concatenate([e[:-1] for e in edges])
+    stop = np.concatenate([e[1:] for e in edges])
+    return Runs(keys, file[by], first[by], stop[by])
+
+
+def _columns(meta: pq.FileMetaData) -> list[tuple[str, str, bool]]:
+    """A file's columns as (name, type, nullable), by name."""
+    return sorted((f.name, str(f.type), f.nullable) for f in meta.schema.to_arrow_schema())
 
 
 def _largest_row_group(meta: pq.FileMetaData) -> int:
@@ -83,29 +116,31 @@ def _largest_row_group(meta: pq.FileMetaData) -> int:
     return max((meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)), default=0)
 
 
-def _file_runs(keys: pa.Table, index: int) -> list[Run] | None:
-    """One file's runs of equal job keys, or ``None`` unless its rows are sorted by its
-    columns (``job_key`` strictly increasing from run to run, the others non-decreasing
-    and not null within a run)."""
+def _file_runs(keys: pa.Table) -> tuple[pa.Array, np.ndarray] | None:
+    """One file's runs of equal job keys (their keys; their first rows and the file's
+    row count), or ``None`` unless its rows are sorted by its columns (``job_key``
+    strictly increasing from run to run, the others non-decreasing and not null within
+    a run)."""
     starts, words = [], []
     at = 0
-    for chunk in keys["job_key"].chunks:
+    for chunk in keys["job_key"].chunks:  # a row group's dictionary each
         codes = chunk.indices.to_numpy(zero_copy_only=False)
-        cut = np.flatnonzero(np.diff(codes)) + 1
-        first = np.concatenate([[0], cut]).astype(np.int64)
+        first = np.flatnonzero(np.diff(codes, prepend=-1))
         starts.append(first + at)
-        words += chunk.dictionary.take(pa.array(codes[first])).to_pylist()
+        words.append(chunk.dictionary.take(pa.array(codes[first])))
         at += len(chunk)
-    if not words:
-        return []
-    bounds = np.concatenate([*starts, [at]])
-    keep = [0] + [i for i in range(1, len(words)) if words[i] != words[i - 1]]
-    if any(words[a] >= words[b] for a, b in pairwise(keep)):
-        return None  # the row groups' dictionaries split no run, but the keys are out of order
-    edges = [int(bounds[i]) for i in keep] + [at]
-    if not _within_runs_sorted(keys, np.asarray(edges)):
+    word = pa.chunked_array(words, pa.string()).combine_chunks()
+    new = np.ones(len(word), bool)  # a run cut by row groups' dictionaries is one run
+    if len(word) > 1:
+        new[1:] = pc.not_equal(word[1:], word[:-1]).to_numpy(zero_copy_only=False)
+    keep = np.flatnonzero(new)
+    word = word.take(pa.array(keep, pa.int64()))
+    if len(word) > 1 and not pc.all(pc.less(word[:-1], word[1:])).as_py():
+        return None  # the keys are out of order
+    edges = np.append(np.concatenate([*starts, np.zeros(0, np.int64)])[keep], at)
+    if not _within_runs_sorted(keys, edges):
         return None
-    return [(words[k], index, edges[j], edges[j + 1]) for j, k in enumerate(keep)]
+    return word, edges.astype(np.int64)
 
 
 def _within_runs_sorted(keys: pa.Table, edges: np.ndarray) -> bool:
@@ -129,7 +164,7 @@ def _within_runs_sorted(keys: pa.Table, edges: np.ndarray) -> bool:
 
 
 def merge_runs(
-    files: list[Path], runs: list[Run], out: Path, row_group: int, *, sequence: bool = False
+    files: list[Path], runs: Runs, out: Path, row_group: int, *, sequence: bool = False
 ) -> None:
     """Write the rows of ``files`` to ``out`` in the order of ``runs`` (from
     :func:`sorted_runs`), in row groups of ``row_group`` rows, zstd, keeping the first
@@ -139,15 +174,17 @@ def merge_runs(
     rows = _keys_encoded(pq.read_schema(files[0]).remove_metadata())
     keep = {k: v for k, v in meta.items() if k not in (b"ARROW:schema", b"pandas")}
     schema = rows.with_metadata(keep) if keep else rows
-    cursors = [_Cursor(f, _HELD_BYTES // len(files)) for f in files]
-    pending = _Pending(rows)
+    cursors = [_Cursor(f, _HELD_BYTES // len(files), rows.names) for f in files]
+    row_bytes = sum(c.bytes for c in cursors) // max(1, sum(c.num_rows for c in cursors))
+    size = min(_WINDOW_ROWS, max(1, _HELD_BYTES // max(1, row_bytes)))
+    held: list[pa.Table] = []
     with parquet_writer(out, schema, sequence=sequence, store_schema=False) as writer:
-        for i, first, stop in file_ranges(runs):
-            for piece in cursors[i].rows(first, stop):
-                pending.add(piece)
-                if pending.rows >= row_group:
-                    pending.flush(writer, row_group, final=False)
-        pending.flush(writer, row_group, final=True)
+        for window in windows(file_ranges(runs), size):
+            held.append(_window_rows(cursors, *window, rows))
+            if sum(t.num_rows for t in held) >= row_group:
+                held = _write(writer, held, row_group, final=False)
+        if held:
+            _write(writer, held, row_group, final=True)
     pa.default_memory_pool().release_unused()  # before DuckDB's merge of the next table
 
 
@@ -160,60 +197,100 @@ def _keys_encoded(schema: pa.Schema) -> pa.Schema:
     return schema.set(at, key) if at >= 0 else schema
 
 
-def file_ranges(runs: list[Run]) -> Iterator[tuple[int, int, int]]:
-    """``runs`` in their order as (file index, first row, row after the last), a file's
-    runs that follow each other in the file and in the merge joined into one range."""
-    at: list[int] | None = None
-    for _, i, first, stop in runs:
-        if at is not None and at[0] == i and at[2] == first:
-            at[2] = stop
-            continue
-        if at is not None:
-            yield at[0], at[1], at[2]
-        at = [i, first, stop]
-    if at is not None:
-        yield at[0], at[1], at[2]
+Ranges = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
-class _Pending:
-    """The rows taken for the output and not written yet: batches, and the slices taken
-    since the last of them, copied into one batch every :data:`_PIECES` slices."""
+def file_ranges(runs: Runs) -> Ranges:
+    """``runs`` in their order as (file index, first row, row after the last) arrays, a
+    file's runs that follow each other in the file and in the merge joined into one."""
+    new = np.ones(len(runs), bool)
+    new[1:] = (runs.file[1:] != runs.file[:-1]) | (runs.first[1:] != runs.stop[:-1])
+    at = np.flatnonzero(new)
+    last = np.append(at[1:] - 1, len(runs) - 1)
+    return runs.file[at], runs.first[at], runs.stop[last]
 
-    def __init__(self, schema: pa.Schema) -> None:
-        self.schema, self.batches, self.pieces, self.rows = schema, [], [], 0
 
-    def add(self, piece: pa.RecordBatch) -> None:
-        """Hold ``piece`` (a slice of an input batch) for the output."""
-        self.pieces.append(piece)
-        self.rows += piece.num_rows
-        if len(self.pieces) >= _PIECES:
-            self.batches += self._table(self.pieces).combine_chunks().to_batches()
-            self.pieces = []
+def windows(ranges: Ranges, size: int) -> Iterator[Ranges]:
+    """``ranges`` cut into windows of ``size`` rows of the output (the last one
+    shorter): each window's ranges, the first and last clipped to the window."""
+    file, first, stop = ranges
+    ends = np.cumsum(stop - first)
+    begins = ends - (stop - first)
+    total = int(ends[-1]) if len(ends) else 0
+    for start in range(0, total, size):
+        end = min(start + size, total)
+        j0, j1 = np.searchsorted(ends, start, "right"), np.searchsorted(begins, end, "left")
+        a, b = first[j0:j1].copy(), stop[j0:j1].copy()
+        a[0] += start - begins[j0]
+        b[-1] -= ends[j1 - 1] - end
+        yield file[j0:j1], a, b
 
-    def _table(self, batches: list[pa.RecordBatch]) -> pa.Table:
-        return pa.Table.from_batches(batches, schema=self.schema)
 
-    def flush(self, writer: pq.ParquetWriter, row_group: int, final: bool) -> None:
-        """Write whole row groups of the rows held (all of them when ``final``); hold
-        the rest."""
-        table = self._table(self.batches + self.pieces)
-        whole = table.num_rows if final else table.num_rows - table.num_rows % row_group
-        if whole:  # one dictionary a column: the writer writes its indices as they are
-            writer.write_table(table.slice(0, whole).unify_dictionaries(), row_group_size=row_group)
-        rest = table.slice(whole)
-        self.batches, self.pieces, self.rows = rest.to_batches(), [], rest.num_rows
+def _window_rows(
+    cursors: list[_Cursor],
+    file: np.ndarray,
+    first: np.ndarray,
+    stop: np.ndarray,
+    schema: pa.Schema,
+) -> pa.Table:
+    """A window's rows in merged order: each file's one slice of rows for it (a window
+    is a range of keys), concatenated in file order, put in order by one ``take``."""
+    files, head = np.unique(file, return_index=True)
+    tail = len(file) - 1 - np.unique(file[::-1], return_index=True)[1]
+    base = np.zeros(len(cursors), np.int64)  # file i's row r is the slices' row base[i] + r
+    pieces, at = [], 0
+    for i, lo, hi in zip(files.tolist(), first[head].tolist(), stop[tail].tolist(), strict=True):
+        pieces += cursors[i].rows(lo, hi)
+        base[i] = at - lo
+        at += hi - lo
+    table = pa.Table.from_batches(pieces, schema)
+    if len(files) == len(file) and np.all(np.diff(file) > 0):
+        return table.combine_chunks() if len(pieces) > 1 else table  # in order already
+    counts = stop - first
+    shift = base[file] + first - (np.cumsum(counts) - counts)
+    return table.take(pa.array(np.repeat(shift, counts) + np.arange(at)))
+
+
+def _write(writer: pq.ParquetWriter, held: list[pa.Table], row_group: int, final: bool):
+    """Write whole row groups of the rows ``held`` (all of them when ``final``), each
+    with its own keys only (:func:`_own_keys`), and return the rest."""
+    table = pa.concat_tables(held)
+    whole = table.num_rows if final else table.num_rows - table.num_rows % row_group
+    for at in range(0, whole, row_group):
+        rows = table.slice(at, min(row_group, whole - at))
+        writer.write_table(_own_keys(rows), row_group_size=row_group)
+    return [table.slice(whole)]
+
+
+def _own_keys(rows: pa.Table) -> pa.Table:
+    """``rows`` (sorted by job key) with ``job_key`` one dictionary of the keys they
+    hold, in order. The inputs' dictionaries hold every key of a file's batch, and the
+    writer stores a row group's whole dictionary: all of them together made ``heatmap``'s
+    output twice as large as DuckDB's."""
+    at = rows.schema.get_field_index("job_key")
+    if at < 0 or not rows.num_rows:
+        return rows
+    keys = rows.column(at).combine_chunks()  # one dictionary (Arrow unifies them)
+    codes = keys.indices.to_numpy(zero_copy_only=False)
+    first = np.flatnonzero(np.diff(codes, prepend=-1))  # a key's rows follow each other
+    index = np.repeat(np.arange(len(first), dtype=np.int32), np.diff(first, append=len(codes)))
+    own = pa.DictionaryArray.from_arrays(index, keys.dictionary.take(pa.array(codes[first])))
+    return rows.set_column(at, rows.schema.field(at), own)
 
 
 class _Cursor:
     """One input file read forward in batches of about ``batch_bytes`` (Parquet's
-    uncompressed size of its rows), handing out row ranges in order."""
+    uncompressed size of its rows), its ``columns`` in their order, handing out row
+    ranges in order."""
 
-    def __init__(self, path: Path, batch_bytes: int) -> None:
+    def __init__(self, path: Path, batch_bytes: int, columns: list[str]) -> None:
         file = pq.ParquetFile(path, read_dictionary=["job_key"])
         meta = file.metadata
         row_bytes = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+        self.bytes, self.num_rows = row_bytes, meta.num_rows  # Parquet's uncompressed count
         rows = max(256, batch_bytes * max(meta.num_rows, 1) // max(row_bytes, 1))
-        self.batches = file.iter_batches(batch_size=rows, use_threads=False)
+        self.batches = file.iter_batches(batch_size=rows, columns=columns, use_threads=False)
+        self.columns = columns
         self.batch: pa.RecordBatch | None = None
         self.at = 0  # file row of self.batch's first row
 
@@ -223,7 +300,8 @@ class _Cursor:
             while self.batch is None or first >= self.at + self.batch.num_rows:
                 if self.batch is not None:
                     self.at += self.batch.num_rows
-                self.batch = next(self.batches).replace_schema_metadata(None)
+                batch = next(self.batches).select(self.columns)
+                self.batch = batch.replace_schema_metadata(None)
             end = min(stop, self.at + self.batch.num_rows)
             yield self.batch.slice(first - self.at, end - first)
             first = end
