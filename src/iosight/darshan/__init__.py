@@ -27,6 +27,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "JOB_COLUMNS",
             "MODULE_TABLES",
             "LogTables",
+            "RowBlock",
             "TableChunks",
             "jobs_schema",
             "table_pieces",

@@ -48,11 +48,12 @@ module tables (``posix``, ``mpiio``, ``stdio``, ``h5f``, ``h5d``, ``pnetcdf_file
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import numpy as np
     import pyarrow as pa
 
 # Darshan module name -> warehouse table name
@@ -162,19 +163,21 @@ ACCESS_SIZE_BINS = (
     "1G_PLUS",
 )
 
+
 @dataclass(eq=False)
 class LogTables(Mapping[str, "pa.Table | TableChunks"]):
     """What every reader returns: one source's rows, warehouse table name -> Arrow table.
 
     ``tables``: the tables as read; with ``chunked=True`` a DXT table may be
-    :class:`TableChunks`. ``totals_row``: the ``job_totals`` row (column -> value) of a
-    reader that reduces the records itself (the native 3.x reader), made a table only
-    when ``log["job_totals"]`` asks for it: ingest gathers many logs' rows into one
-    table instead (a one-row table of ~190 columns costs more to build and to
-    concatenate than the row does). Equal to any mapping of equal tables.
+    :class:`TableChunks` and a module of fixed-size records a :class:`RowBlock`.
+    ``totals_row``: the ``job_totals`` row (column -> value) of a reader that reduces
+    the records itself (the native 3.x reader), made a table only when
+    ``log["job_totals"]`` asks for it: ingest gathers many logs' rows into one table
+    instead (a one-row table of ~190 columns costs more to build and to concatenate
+    than the row does). Equal to any mapping of equal tables.
     """
 
-    tables: dict[str, pa.Table | TableChunks] = field(default_factory=dict)
+    tables: dict[str, pa.Table | TableChunks | RowBlock] = field(default_factory=dict)
     totals_row: dict[str, int | float] | None = None
 
     def __getitem__(self, name: str) -> pa.Table | TableChunks:
@@ -210,6 +213,34 @@ class TableChunks:
 
     def __iter__(self) -> Iterator[pa.Table]:
         return self._pieces
+
+
+class RowBlock:
+    """A table kept as the reader's array of records until a consumer builds it (a 3.x
+    module of fixed-size records, asked for with ``chunked=True``): ingest joins the
+    blocks of one module from all the logs of a batch and builds one Arrow table, not
+    one per module and log (:meth:`join`); ``table()`` builds this block's alone.
+
+    ``kind``: blocks of equal kind join (the module); ``rows``: the records, one row
+    each; ``build``: rows -> the table.
+    """
+
+    def __init__(self, kind: str, rows: np.ndarray, build: Callable[[np.ndarray], pa.Table]):
+        self.kind, self.rows, self.build = kind, rows, build
+        self.num_rows = len(rows)
+
+    def table(self) -> pa.Table:
+        """This block's table."""
+        return self.build(self.rows)
+
+    @staticmethod
+    def join(blocks: list[RowBlock]) -> pa.Table:
+        """One table of the rows of ``blocks`` (of one kind), in order: equal to their
+        tables concatenated."""
+        import numpy as np
+
+        rows = blocks[0].rows if len(blocks) == 1 else np.concatenate([b.rows for b in blocks])
+        return blocks[0].build(rows)
 
 
 def table_pieces(table: pa.Table | TableChunks) -> Iterable[pa.Table]:

@@ -28,6 +28,7 @@ import pyarrow as pa
 
 from iosight._errors import IosightError, check_param
 from iosight._progress import Progress, ensure_progress
+from iosight.darshan import RowBlock
 from iosight.parallel import default_workers
 from iosight.warehouse._compact import (
     ROW_GROUP_ROWS,
@@ -615,19 +616,24 @@ class _Parts:
 
     def __init__(self, staging: Path) -> None:
         self.staging = staging
-        self.acc: dict[str, list[tuple[pa.Table, str | list[str] | None]]] = {}
+        self.acc: dict[str, list[tuple[pa.Table | RowBlock, str | list[str] | None]]] = {}
         self.rows: dict[str, list[tuple[dict, str]]] = {}
         self.size: dict[str, int] = {}
         self.total = 0  # sum of self.size, kept as tables come and go (add runs per table)
         self.part: dict[str, int] = {}
         self.written: set[str] = set()
 
-    def add(self, name: str, table: pa.Table, keys: str | list[str] | None = None) -> None:
-        """Hold ``table``'s rows; ``keys``: the ``job_key`` of every row (one string), of
-        each row (a list), or ``None`` for a table without one."""
+    def add(
+        self, name: str, table: pa.Table | RowBlock, keys: str | list[str] | None = None
+    ) -> None:
+        """Hold ``table``'s rows (a table, or records to build one of: a batch's blocks of
+        one module become one table at staging, :func:`_whole_tables`); ``keys``: the
+        ``job_key`` of every row (one string), of each row (a list), or ``None`` for a
+        table without one."""
         self.acc.setdefault(name, []).append((table, keys))
         # get_total_buffer_size: nbytes deduplicates and costs far more
-        self._hold(name, table.get_total_buffer_size())
+        size = table.rows.nbytes if isinstance(table, RowBlock) else table.get_total_buffer_size()
+        self._hold(name, size)
 
     def add_row(self, name: str, row: dict[str, int | float], key: str) -> None:
         """Hold one row (column -> value) of job ``key``."""
@@ -648,7 +654,7 @@ class _Parts:
             entries.insert(0, (_rows_table([r for r, _ in rows]), [k for _, k in rows]))
         if all(isinstance(k, str) for _, k in entries):
             entries.sort(key=lambda e: e[1])  # whole jobs in key order (stable: pieces too)
-        table = concat_tables([t for t, _ in entries])
+        table = concat_tables(_whole_tables(entries))
         if table.num_rows < _SMALL_CHUNK_ROWS * len(entries):
             table = table.combine_chunks()  # small chunks: worth a copy
         if entries[0][1] is not None:
@@ -681,6 +687,25 @@ class _Parts:
         for name in list(self.size):
             self._stage(name)
         return self.written
+
+
+def _whole_tables(entries: list[tuple[pa.Table | RowBlock, object]]) -> list[pa.Table]:
+    """The tables of ``entries`` (tables or row blocks, and their keys), in order, each
+    run of blocks of one module built as one table (:meth:`RowBlock.join`): one Arrow
+    table per module and batch, not per log, and one concatenation of fewer pieces."""
+    out: list[pa.Table] = []
+    run: list[RowBlock] = []
+    for t, _ in entries:
+        if run and not (isinstance(t, RowBlock) and t.kind == run[0].kind):
+            out.append(RowBlock.join(run))
+            run = []
+        if isinstance(t, RowBlock):
+            run.append(t)
+        else:
+            out.append(t)
+    if run:
+        out.append(RowBlock.join(run))
+    return out
 
 
 def _rows_table(rows: list[dict[str, int | float]]) -> pa.Table:
@@ -772,10 +797,11 @@ def _runs_sorted(rank: np.ndarray, values: np.ndarray) -> np.ndarray | None:
     return np.concatenate(parts) if moved else None
 
 
-def _job_keys(key: str, table: pa.Table) -> tuple[pa.Table, str | list[str]]:
+def _job_keys(key: str, table: pa.Table | RowBlock) -> tuple[pa.Table | RowBlock, str | list[str]]:
     """``table`` and its rows' ``job_key``: the source key, or ``<key>-<row>`` for the
-    rows of a multi-job source (its ``_row`` column, dropped here)."""
-    if table.schema.get_field_index("_row") < 0:
+    rows of a multi-job source (its ``_row`` column, dropped here; a log's row block
+    is one job's)."""
+    if isinstance(table, RowBlock) or table.schema.get_field_index("_row") < 0:
         return table, key
     rows = table["_row"].to_numpy().tolist()
     return table.drop_columns(["_row"]), [f"{key}-{r:08d}" for r in rows]
