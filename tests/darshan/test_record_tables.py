@@ -40,9 +40,10 @@ def test_names_table_python_and_arrow_prefix_match_agree(monkeypatch) -> None:
 
 
 def test_row_blocks_joined_equal_the_tables_read_whole() -> None:
-    """With ``chunked=True`` a module of fixed-size records comes as its records; the
-    blocks of one module from several logs, joined (what ingest does per batch), are
-    those logs' tables read whole, end to end, and each block alone is its table."""
+    """With ``chunked=True`` a module of fixed-size records comes as its records and
+    ``jobs`` as its row; the blocks of one table from several logs, joined (what ingest
+    does per batch), are those logs' tables read whole, end to end, and each block alone
+    is its table."""
     whole: dict[str, list] = {}
     blocks: dict[str, list[RowBlock]] = {}
     for path in example_logs():
@@ -52,7 +53,7 @@ def test_row_blocks_joined_equal_the_tables_read_whole() -> None:
                 assert t.table().equals(tables[name]) and t.num_rows == tables[name].num_rows
                 whole.setdefault(name, []).append(tables[name])
                 blocks.setdefault(name, []).append(t)
-    assert {"posix", "mpiio", "stdio", "h5f", "h5d"} <= set(blocks)
-    assert len(blocks["posix"]) > 5
+    assert {"posix", "mpiio", "stdio", "h5f", "h5d", "jobs"} <= set(blocks)
+    assert len(blocks["posix"]) > 5 and len(blocks["jobs"]) == len(example_logs())
     for name, found in blocks.items():
         assert RowBlock.join(found).equals(pa.concat_tables(whole[name])), name

@@ -30,6 +30,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "RowBlock",
             "TableChunks",
             "jobs_schema",
+            "jobs_table",
             "table_pieces",
             "warnings_in",
         ),

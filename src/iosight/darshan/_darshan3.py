@@ -72,7 +72,7 @@ from iosight.darshan._tables import (
     LogTables,
     RowBlock,
     TableChunks,
-    jobs_schema,
+    jobs_table,
     table_for_module,
     with_warning,
 )
@@ -416,7 +416,7 @@ def _read(blob: bytes, path: Path, chunked: bool) -> LogTables:
         partial_modules=",".join(hdr.partial_modules),
         partial=bool(hdr.partial_modules),
     )
-    tables["jobs"] = pa.Table.from_pylist([job], schema=jobs_schema())
+    tables["jobs"] = _jobs(job, chunked)
     tables["mounts"] = pa.table(
         {
             "mount_point": pa.array([m[0] for m in record.mounts], pa.string()),
@@ -426,6 +426,17 @@ def _read(blob: bytes, path: Path, chunked: bool) -> LogTables:
     tables["names"] = names_table(names, record.mounts)
     _check_ranks(raw_records, job["nprocs"] if job["nprocs"] > 0 else _MAX_NPROCS)
     return LogTables(tables, totals_row=_job_totals(raw_records) or None)
+
+
+def _jobs(job: dict, chunked: bool) -> pa.Table | RowBlock:
+    """The ``jobs`` table of the log's row, or (``chunked``) its row for ingest to build
+    one table of a batch's (:class:`~iosight.darshan.RowBlock`); the one string not
+    decoded with replacement, the path, must encode here, so that a path Arrow cannot
+    store is an error of its log, not of a batch."""
+    if not chunked:
+        return jobs_table([job])
+    job["source_path"].encode()
+    return RowBlock("jobs", [job], jobs_table)
 
 
 def _names(blob: bytes, hdr: _Header, budget: list[int]) -> dict[int, str]:

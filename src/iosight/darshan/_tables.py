@@ -122,6 +122,16 @@ def warnings_in(metadata: str) -> list[str]:
     ]
 
 
+def jobs_table(rows: list[dict]) -> pa.Table:
+    """``jobs`` rows as a table of :func:`jobs_schema` (a column a row lacks: null).
+
+    ``rows``: one dict (column -> value) per job.
+    """
+    import pyarrow as pa
+
+    return pa.Table.from_pylist(rows, schema=jobs_schema())
+
+
 def jobs_schema() -> pa.Schema:
     """The Arrow schema of the ``jobs`` table every reader fills."""
     import pyarrow as pa
@@ -216,18 +226,26 @@ class TableChunks:
 
 
 class RowBlock:
-    """A table kept as the reader's array of records until a consumer builds it (a 3.x
-    module of fixed-size records, asked for with ``chunked=True``): ingest joins the
-    blocks of one module from all the logs of a batch and builds one Arrow table, not
-    one per module and log (:meth:`join`); ``table()`` builds this block's alone.
+    """A table kept as the reader's rows until a consumer builds it (asked for with
+    ``chunked=True``: a 3.x module of fixed-size records as its array of records, a
+    3.x log's ``jobs`` row as its dict): ingest joins the blocks of one kind from all
+    the logs of a batch and builds one Arrow table, not one per table and log
+    (:meth:`join`); ``table()`` builds this block's alone.
 
-    ``kind``: blocks of equal kind join (the module); ``rows``: the records, one row
-    each; ``build``: rows -> the table.
+    ``kind``: blocks of equal kind join (the module, or ``jobs``); ``rows``: one row
+    each, an array's rows or a list's items; ``build``: rows -> the table.
     """
 
-    def __init__(self, kind: str, rows: np.ndarray, build: Callable[[np.ndarray], pa.Table]):
+    def __init__(
+        self,
+        kind: str,
+        rows: np.ndarray | list[dict],
+        build: Callable[[np.ndarray | list[dict]], pa.Table],
+    ) -> None:
         self.kind, self.rows, self.build = kind, rows, build
         self.num_rows = len(rows)
+        # bytes held: a dict row's about 88 a value (a Python object, a dict slot)
+        self.nbytes = rows.nbytes if not isinstance(rows, list) else 88 * sum(map(len, rows))
 
     def table(self) -> pa.Table:
         """This block's table."""
@@ -239,7 +257,12 @@ class RowBlock:
         tables concatenated."""
         import numpy as np
 
-        rows = blocks[0].rows if len(blocks) == 1 else np.concatenate([b.rows for b in blocks])
+        if len(blocks) == 1:
+            rows = blocks[0].rows
+        elif isinstance(blocks[0].rows, list):
+            rows = [row for b in blocks for row in b.rows]
+        else:
+            rows = np.concatenate([b.rows for b in blocks])
         return blocks[0].build(rows)
 
 

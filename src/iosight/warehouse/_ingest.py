@@ -551,13 +551,13 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str, float | None]], str], beat
             continue
         log.tables["jobs"] = _with_known_at(log.tables["jobs"], arrival)
         jobs = log.tables["jobs"].num_rows
-        bins = DxtBins(log.tables["jobs"])
+        bins = DxtBins(_whole(log.tables["jobs"])) if "dxt_posix" in log.tables else None
         for name, t in log.tables.items():
             for piece in table_pieces(t):  # a big DXT table piece by piece: see _Parts
                 parts.add(name, *_job_keys(key, piece))
                 if name == "dxt_posix":
                     bins.add(piece)
-        if (binned := bins.table()) is not None:
+        if bins and (binned := bins.table()) is not None:
             parts.add(DXT_BINS_TABLE, binned, key)
         if log.totals_row is not None:
             parts.add_row("job_totals", log.totals_row, key)
@@ -585,10 +585,21 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str, float | None]], str], beat
 _ONE_ROW = pa.table({"_": [0]}).drop_columns(["_"])  # one row, no column
 
 
-def _with_known_at(jobs: pa.Table, arrival: float | None) -> pa.Table:
+def _whole(table: pa.Table | RowBlock) -> pa.Table:
+    """A reader's table, built if it came as rows (:class:`~iosight.darshan.RowBlock`)."""
+    return table.table() if isinstance(table, RowBlock) else table
+
+
+def _with_known_at(jobs: pa.Table | RowBlock, arrival: float | None) -> pa.Table | RowBlock:
     """``jobs`` with ``known_at`` set where the source left it null: to the source's
-    ``arrival`` when known (follow mode), else to the job's end time."""
+    ``arrival`` when known (follow mode), else to the job's end time (rows: in place)."""
     import pyarrow.compute as pc
+
+    if isinstance(jobs, RowBlock):
+        for row in jobs.rows:
+            if row.get("known_at") is None:
+                row["known_at"] = row["end_time"] if arrival is None else arrival
+        return jobs
 
     fill = jobs["end_time"] if arrival is None else pa.scalar(arrival, pa.float64())
     at = jobs.schema.get_field_index("known_at")
@@ -626,14 +637,15 @@ class _Parts:
     def add(
         self, name: str, table: pa.Table | RowBlock, keys: str | list[str] | None = None
     ) -> None:
-        """Hold ``table``'s rows (a table, or records to build one of: a batch's blocks of
-        one module become one table at staging, :func:`_whole_tables`); ``keys``: the
+        """Hold ``table``'s rows (a table, or rows to build one of: a batch's blocks of
+        one kind become one table at staging, :func:`_whole_tables`); ``keys``: the
         ``job_key`` of every row (one string), of each row (a list), or ``None`` for a
         table without one."""
         self.acc.setdefault(name, []).append((table, keys))
         # get_total_buffer_size: nbytes deduplicates and costs far more
-        size = table.rows.nbytes if isinstance(table, RowBlock) else table.get_total_buffer_size()
-        self._hold(name, size)
+        self._hold(
+            name, table.nbytes if isinstance(table, RowBlock) else table.get_total_buffer_size()
+        )
 
     def add_row(self, name: str, row: dict[str, int | float], key: str) -> None:
         """Hold one row (column -> value) of job ``key``."""
@@ -691,8 +703,9 @@ class _Parts:
 
 def _whole_tables(entries: list[tuple[pa.Table | RowBlock, object]]) -> list[pa.Table]:
     """The tables of ``entries`` (tables or row blocks, and their keys), in order, each
-    run of blocks of one module built as one table (:meth:`RowBlock.join`): one Arrow
-    table per module and batch, not per log, and one concatenation of fewer pieces."""
+    run of blocks of one kind built as one table (:meth:`RowBlock.join`): one Arrow
+    table per module (or ``jobs``) and batch, not per log, and one concatenation of
+    fewer pieces."""
     out: list[pa.Table] = []
     run: list[RowBlock] = []
     for t, _ in entries:
