@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
+
 from iosight._errors import CorruptLogError
-from iosight.darshan import _record_tables
+from iosight.darshan import RowBlock, _record_tables
 from iosight.darshan._darshan3 import read_darshan3
 from iosight.data import example_logs
 from tests_support import SHARED
@@ -35,3 +37,23 @@ def test_names_table_python_and_arrow_prefix_match_agree(monkeypatch) -> None:
         assert python.equals(_record_tables.names_table(names, mounts)), path.name
         checked += any(m != "UNKNOWN" for m in python["mount_point"].to_pylist())
     assert checked > 0
+
+
+def test_row_blocks_joined_equal_the_tables_read_whole() -> None:
+    """With ``chunked=True`` a module of fixed-size records comes as its records and
+    ``jobs`` as its row; the blocks of one table from several logs, joined (what ingest
+    does per batch), are those logs' tables read whole, end to end, and each block alone
+    is its table."""
+    whole: dict[str, list] = {}
+    blocks: dict[str, list[RowBlock]] = {}
+    for path in example_logs():
+        tables, chunked = read_darshan3(path), read_darshan3(path, chunked=True)
+        for name, t in chunked.tables.items():
+            if isinstance(t, RowBlock):
+                assert t.table().equals(tables[name]) and t.num_rows == tables[name].num_rows
+                whole.setdefault(name, []).append(tables[name])
+                blocks.setdefault(name, []).append(t)
+    assert {"posix", "mpiio", "stdio", "h5f", "h5d", "jobs"} <= set(blocks)
+    assert len(blocks["posix"]) > 5 and len(blocks["jobs"]) == len(example_logs())
+    for name, found in blocks.items():
+        assert RowBlock.join(found).equals(pa.concat_tables(whole[name])), name

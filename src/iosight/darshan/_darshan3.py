@@ -51,6 +51,7 @@ import bz2
 import struct
 import zlib
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
@@ -69,8 +70,9 @@ from iosight.darshan._record_tables import (
 )
 from iosight.darshan._tables import (
     LogTables,
+    RowBlock,
     TableChunks,
-    jobs_schema,
+    jobs_table,
     table_for_module,
     with_warning,
 )
@@ -312,6 +314,8 @@ def read_darshan3(path: str | Path, *, chunked: bool = False) -> LogTables:
     ``chunked``: give the DXT tables as :class:`~iosight.darshan.TableChunks`, built as
     they are iterated, for a caller that writes each piece away (ingest: a log of
     millions of segments then costs its region and one piece, not all its rows).
+    With it, a module of fixed-size records comes as its records
+    (:class:`~iosight.darshan.RowBlock`), so ingest builds one table of a batch's logs.
 
     ``path``: the log.
 
@@ -371,7 +375,7 @@ def _read(blob: bytes, path: Path, chunked: bool) -> LogTables:
     job, warnings = record.row, record.warnings
     names = _names(blob, hdr, budget)
     named = named_ids(names)
-    tables: dict[str, pa.Table | TableChunks] = {}
+    tables: dict[str, pa.Table | TableChunks | RowBlock] = {}
     raw_records: dict[str, np.ndarray] = {}
     for mod, (off, length, ver) in hdr.regions.items():
         known = KNOWN_VERSIONS.get(mod)
@@ -393,7 +397,12 @@ def _read(blob: bytes, path: Path, chunked: bool) -> LogTables:
             recs = _module_records(_region(*span), mod, ver, hdr)
             if len(recs):
                 raw_records[mod] = recs  # totals count unnamed records too, as libdarshan's
-                tables[table_for_module(mod)] = _generic_table(mod, _named_rows(recs, named))
+                named_recs = _named_rows(recs, named)
+                tables[table_for_module(mod)] = (
+                    RowBlock(mod, named_recs, partial(_generic_table, mod))
+                    if chunked
+                    else _generic_table(mod, named_recs)
+                )
         else:
             data = _region(*span)
             table = row_table(data, mod, ver, hdr.order, names, named, chunked=chunked)
@@ -407,7 +416,7 @@ def _read(blob: bytes, path: Path, chunked: bool) -> LogTables:
         partial_modules=",".join(hdr.partial_modules),
         partial=bool(hdr.partial_modules),
     )
-    tables["jobs"] = pa.Table.from_pylist([job], schema=jobs_schema())
+    tables["jobs"] = _jobs(job, chunked)
     tables["mounts"] = pa.table(
         {
             "mount_point": pa.array([m[0] for m in record.mounts], pa.string()),
@@ -417,6 +426,17 @@ def _read(blob: bytes, path: Path, chunked: bool) -> LogTables:
     tables["names"] = names_table(names, record.mounts)
     _check_ranks(raw_records, job["nprocs"] if job["nprocs"] > 0 else _MAX_NPROCS)
     return LogTables(tables, totals_row=_job_totals(raw_records) or None)
+
+
+def _jobs(job: dict, chunked: bool) -> pa.Table | RowBlock:
+    """The ``jobs`` table of the log's row, or (``chunked``) its row for ingest to build
+    one table of a batch's (:class:`~iosight.darshan.RowBlock`); the one string not
+    decoded with replacement, the path, must encode here, so that a path Arrow cannot
+    store is an error of its log, not of a batch."""
+    if not chunked:
+        return jobs_table([job])
+    job["source_path"].encode()
+    return RowBlock("jobs", [job], jobs_table)
 
 
 def _names(blob: bytes, hdr: _Header, budget: list[int]) -> dict[int, str]:

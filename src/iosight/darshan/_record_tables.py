@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from iosight.darshan._tables import TableChunks
+from iosight.darshan._tables import RowBlock, TableChunks
 
 
 def heatmap_table(ids, ranks, widths, nbins, write_bins, read_bins, names) -> pa.Table:
@@ -49,12 +49,14 @@ _PYTHON_PREFIX_PAIRS = 4096  # names x mounts below which a Python loop is faste
 def named_tables(tables: dict[str, pa.Table], names: dict[int, str]) -> dict[str, pa.Table]:
     """The tables with only records that have a name (:func:`named_only`), and without the
     tables left empty (a module table with no named record is left out, as the text and
-    2.x readers do). :class:`TableChunks` hold named records only already."""
+    2.x readers do). :class:`TableChunks` and :class:`RowBlock` hold named records only
+    already."""
     ids = named_ids(names)
     return {
         k: t
         for k, t in (
-            (k, t if isinstance(t, TableChunks) else named_only(t, ids)) for k, t in tables.items()
+            (k, t if isinstance(t, (TableChunks, RowBlock)) else named_only(t, ids))
+            for k, t in tables.items()
         )
         if t.num_rows
     }

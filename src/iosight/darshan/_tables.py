@@ -48,11 +48,12 @@ module tables (``posix``, ``mpiio``, ``stdio``, ``h5f``, ``h5d``, ``pnetcdf_file
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import numpy as np
     import pyarrow as pa
 
 # Darshan module name -> warehouse table name
@@ -121,6 +122,16 @@ def warnings_in(metadata: str) -> list[str]:
     ]
 
 
+def jobs_table(rows: list[dict]) -> pa.Table:
+    """``jobs`` rows as a table of :func:`jobs_schema` (a column a row lacks: null).
+
+    ``rows``: one dict (column -> value) per job.
+    """
+    import pyarrow as pa
+
+    return pa.Table.from_pylist(rows, schema=jobs_schema())
+
+
 def jobs_schema() -> pa.Schema:
     """The Arrow schema of the ``jobs`` table every reader fills."""
     import pyarrow as pa
@@ -162,19 +173,21 @@ ACCESS_SIZE_BINS = (
     "1G_PLUS",
 )
 
+
 @dataclass(eq=False)
 class LogTables(Mapping[str, "pa.Table | TableChunks"]):
     """What every reader returns: one source's rows, warehouse table name -> Arrow table.
 
     ``tables``: the tables as read; with ``chunked=True`` a DXT table may be
-    :class:`TableChunks`. ``totals_row``: the ``job_totals`` row (column -> value) of a
-    reader that reduces the records itself (the native 3.x reader), made a table only
-    when ``log["job_totals"]`` asks for it: ingest gathers many logs' rows into one
-    table instead (a one-row table of ~190 columns costs more to build and to
-    concatenate than the row does). Equal to any mapping of equal tables.
+    :class:`TableChunks` and a module of fixed-size records a :class:`RowBlock`.
+    ``totals_row``: the ``job_totals`` row (column -> value) of a reader that reduces
+    the records itself (the native 3.x reader), made a table only when
+    ``log["job_totals"]`` asks for it: ingest gathers many logs' rows into one table
+    instead (a one-row table of ~190 columns costs more to build and to concatenate
+    than the row does). Equal to any mapping of equal tables.
     """
 
-    tables: dict[str, pa.Table | TableChunks] = field(default_factory=dict)
+    tables: dict[str, pa.Table | TableChunks | RowBlock] = field(default_factory=dict)
     totals_row: dict[str, int | float] | None = None
 
     def __getitem__(self, name: str) -> pa.Table | TableChunks:
@@ -210,6 +223,47 @@ class TableChunks:
 
     def __iter__(self) -> Iterator[pa.Table]:
         return self._pieces
+
+
+class RowBlock:
+    """A table kept as the reader's rows until a consumer builds it (asked for with
+    ``chunked=True``: a 3.x module of fixed-size records as its array of records, a
+    3.x log's ``jobs`` row as its dict): ingest joins the blocks of one kind from all
+    the logs of a batch and builds one Arrow table, not one per table and log
+    (:meth:`join`); ``table()`` builds this block's alone.
+
+    ``kind``: blocks of equal kind join (the module, or ``jobs``); ``rows``: one row
+    each, an array's rows or a list's items; ``build``: rows -> the table.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        rows: np.ndarray | list[dict],
+        build: Callable[[np.ndarray | list[dict]], pa.Table],
+    ) -> None:
+        self.kind, self.rows, self.build = kind, rows, build
+        self.num_rows = len(rows)
+        # bytes held: a dict row's about 88 a value (a Python object, a dict slot)
+        self.nbytes = rows.nbytes if not isinstance(rows, list) else 88 * sum(map(len, rows))
+
+    def table(self) -> pa.Table:
+        """This block's table."""
+        return self.build(self.rows)
+
+    @staticmethod
+    def join(blocks: list[RowBlock]) -> pa.Table:
+        """One table of the rows of ``blocks`` (of one kind), in order: equal to their
+        tables concatenated."""
+        import numpy as np
+
+        if len(blocks) == 1:
+            rows = blocks[0].rows
+        elif isinstance(blocks[0].rows, list):
+            rows = [row for b in blocks for row in b.rows]
+        else:
+            rows = np.concatenate([b.rows for b in blocks])
+        return blocks[0].build(rows)
 
 
 def table_pieces(table: pa.Table | TableChunks) -> Iterable[pa.Table]:

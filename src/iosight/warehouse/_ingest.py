@@ -28,6 +28,7 @@ import pyarrow as pa
 
 from iosight._errors import IosightError, check_param
 from iosight._progress import Progress, ensure_progress
+from iosight.darshan import RowBlock
 from iosight.parallel import default_workers
 from iosight.warehouse._compact import (
     ROW_GROUP_ROWS,
@@ -550,13 +551,13 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str, float | None]], str], beat
             continue
         log.tables["jobs"] = _with_known_at(log.tables["jobs"], arrival)
         jobs = log.tables["jobs"].num_rows
-        bins = DxtBins(log.tables["jobs"])
+        bins = DxtBins(_whole(log.tables["jobs"])) if "dxt_posix" in log.tables else None
         for name, t in log.tables.items():
             for piece in table_pieces(t):  # a big DXT table piece by piece: see _Parts
                 parts.add(name, *_job_keys(key, piece))
                 if name == "dxt_posix":
                     bins.add(piece)
-        if (binned := bins.table()) is not None:
+        if bins and (binned := bins.table()) is not None:
             parts.add(DXT_BINS_TABLE, binned, key)
         if log.totals_row is not None:
             parts.add_row("job_totals", log.totals_row, key)
@@ -584,10 +585,21 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str, float | None]], str], beat
 _ONE_ROW = pa.table({"_": [0]}).drop_columns(["_"])  # one row, no column
 
 
-def _with_known_at(jobs: pa.Table, arrival: float | None) -> pa.Table:
+def _whole(table: pa.Table | RowBlock) -> pa.Table:
+    """A reader's table, built if it came as rows (:class:`~iosight.darshan.RowBlock`)."""
+    return table.table() if isinstance(table, RowBlock) else table
+
+
+def _with_known_at(jobs: pa.Table | RowBlock, arrival: float | None) -> pa.Table | RowBlock:
     """``jobs`` with ``known_at`` set where the source left it null: to the source's
-    ``arrival`` when known (follow mode), else to the job's end time."""
+    ``arrival`` when known (follow mode), else to the job's end time (rows: in place)."""
     import pyarrow.compute as pc
+
+    if isinstance(jobs, RowBlock):
+        for row in jobs.rows:
+            if row.get("known_at") is None:
+                row["known_at"] = row["end_time"] if arrival is None else arrival
+        return jobs
 
     fill = jobs["end_time"] if arrival is None else pa.scalar(arrival, pa.float64())
     at = jobs.schema.get_field_index("known_at")
@@ -615,19 +627,25 @@ class _Parts:
 
     def __init__(self, staging: Path) -> None:
         self.staging = staging
-        self.acc: dict[str, list[tuple[pa.Table, str | list[str] | None]]] = {}
+        self.acc: dict[str, list[tuple[pa.Table | RowBlock, str | list[str] | None]]] = {}
         self.rows: dict[str, list[tuple[dict, str]]] = {}
         self.size: dict[str, int] = {}
         self.total = 0  # sum of self.size, kept as tables come and go (add runs per table)
         self.part: dict[str, int] = {}
         self.written: set[str] = set()
 
-    def add(self, name: str, table: pa.Table, keys: str | list[str] | None = None) -> None:
-        """Hold ``table``'s rows; ``keys``: the ``job_key`` of every row (one string), of
-        each row (a list), or ``None`` for a table without one."""
+    def add(
+        self, name: str, table: pa.Table | RowBlock, keys: str | list[str] | None = None
+    ) -> None:
+        """Hold ``table``'s rows (a table, or rows to build one of: a batch's blocks of
+        one kind become one table at staging, :func:`_whole_tables`); ``keys``: the
+        ``job_key`` of every row (one string), of each row (a list), or ``None`` for a
+        table without one."""
         self.acc.setdefault(name, []).append((table, keys))
         # get_total_buffer_size: nbytes deduplicates and costs far more
-        self._hold(name, table.get_total_buffer_size())
+        self._hold(
+            name, table.nbytes if isinstance(table, RowBlock) else table.get_total_buffer_size()
+        )
 
     def add_row(self, name: str, row: dict[str, int | float], key: str) -> None:
         """Hold one row (column -> value) of job ``key``."""
@@ -648,7 +666,7 @@ class _Parts:
             entries.insert(0, (_rows_table([r for r, _ in rows]), [k for _, k in rows]))
         if all(isinstance(k, str) for _, k in entries):
             entries.sort(key=lambda e: e[1])  # whole jobs in key order (stable: pieces too)
-        table = concat_tables([t for t, _ in entries])
+        table = concat_tables(_whole_tables(entries))
         if table.num_rows < _SMALL_CHUNK_ROWS * len(entries):
             table = table.combine_chunks()  # small chunks: worth a copy
         if entries[0][1] is not None:
@@ -681,6 +699,26 @@ class _Parts:
         for name in list(self.size):
             self._stage(name)
         return self.written
+
+
+def _whole_tables(entries: list[tuple[pa.Table | RowBlock, object]]) -> list[pa.Table]:
+    """The tables of ``entries`` (tables or row blocks, and their keys), in order, each
+    run of blocks of one kind built as one table (:meth:`RowBlock.join`): one Arrow
+    table per module (or ``jobs``) and batch, not per log, and one concatenation of
+    fewer pieces."""
+    out: list[pa.Table] = []
+    run: list[RowBlock] = []
+    for t, _ in entries:
+        if run and not (isinstance(t, RowBlock) and t.kind == run[0].kind):
+            out.append(RowBlock.join(run))
+            run = []
+        if isinstance(t, RowBlock):
+            run.append(t)
+        else:
+            out.append(t)
+    if run:
+        out.append(RowBlock.join(run))
+    return out
 
 
 def _rows_table(rows: list[dict[str, int | float]]) -> pa.Table:
@@ -772,10 +810,11 @@ def _runs_sorted(rank: np.ndarray, values: np.ndarray) -> np.ndarray | None:
     return np.concatenate(parts) if moved else None
 
 
-def _job_keys(key: str, table: pa.Table) -> tuple[pa.Table, str | list[str]]:
+def _job_keys(key: str, table: pa.Table | RowBlock) -> tuple[pa.Table | RowBlock, str | list[str]]:
     """``table`` and its rows' ``job_key``: the source key, or ``<key>-<row>`` for the
-    rows of a multi-job source (its ``_row`` column, dropped here)."""
-    if table.schema.get_field_index("_row") < 0:
+    rows of a multi-job source (its ``_row`` column, dropped here; a log's row block
+    is one job's)."""
+    if isinstance(table, RowBlock) or table.schema.get_field_index("_row") < 0:
         return table, key
     rows = table["_row"].to_numpy().tolist()
     return table.drop_columns(["_row"]), [f"{key}-{r:08d}" for r in rows]
