@@ -315,3 +315,24 @@ def test_out_of_range_counts_and_timeouts_are_refused(warehouse, option, value):
     with pytest.raises(IosightError, match=f"the '{option}' parameter must be"):
         ingest(example_logs()[:1], warehouse, **{option: value})
     assert warehouse.tables() == []
+
+
+def test_file_names_that_are_not_utf8_are_ingested_and_stored_escaped(tmp_path):
+    """A file name's bytes need not be UTF-8 (Python holds them as lone surrogates,
+    which Arrow cannot store): the log is ingested, a broken one is an error row, and
+    both are stored with the bytes written as \\xNN (it was a traceback)."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    good = logs / os.fsdecode(b"caf\xe9.darshan")
+    good.write_bytes(example_logs()[0].read_bytes())
+    (logs / os.fsdecode(b"bad\xff.darshan")).write_bytes(b"not a darshan log")
+    wh = Warehouse(tmp_path / "wh", create=True)
+    report = ingest([logs], wh, workers=1)
+    assert (report.ingested, report.failed) == (1, 1)
+    stored = wh.sql("select source_path from sources")["source_path"].tolist()
+    assert stored == [str(logs) + "/caf\\xe9.darshan"]
+    assert wh.sql("select source_path from jobs")["source_path"].tolist() == stored
+    errors = wh.sql("select source_path from ingest_errors")["source_path"].tolist()
+    assert errors == [str(logs) + "/bad\\xff.darshan"]
+    again = ingest([logs], wh, workers=1)  # nothing stored twice
+    assert again.ingested == 0 and wh.sql("select count(*) n from jobs")["n"][0] == 1

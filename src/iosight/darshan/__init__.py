@@ -31,6 +31,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "TableChunks",
             "jobs_schema",
             "jobs_table",
+            "path_text",
             "table_pieces",
             "warnings_in",
         ),

@@ -50,7 +50,7 @@ from iosight.darshan._darshan2_counters import (
     MPIIO_COLUMNS,
     POSIX_COLUMNS,
 )
-from iosight.darshan._tables import LogTables, jobs_schema
+from iosight.darshan._tables import LogTables, jobs_schema, path_text
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -392,7 +392,7 @@ def _read(path: Path) -> LogTables:
     )
     modules = "POSIX,MPI-IO" if "mpiio" in tables else "POSIX"
     row = {
-        "source_path": str(path),
+        "source_path": path_text(path),
         "source_format": "darshan2",
         "log_version": version,
         "lib_version": metadata.get("lib_ver", ""),

@@ -73,6 +73,7 @@ from iosight.darshan._tables import (
     RowBlock,
     TableChunks,
     jobs_table,
+    path_text,
     table_for_module,
     with_warning,
 )
@@ -430,12 +431,9 @@ def _read(blob: bytes, path: Path, chunked: bool) -> LogTables:
 
 def _jobs(job: dict, chunked: bool) -> pa.Table | RowBlock:
     """The ``jobs`` table of the log's row, or (``chunked``) its row for ingest to build
-    one table of a batch's (:class:`~iosight.darshan.RowBlock`); the one string not
-    decoded with replacement, the path, must encode here, so that a path Arrow cannot
-    store is an error of its log, not of a batch."""
+    one table of a batch's (:class:`~iosight.darshan.RowBlock`)."""
     if not chunked:
         return jobs_table([job])
-    job["source_path"].encode()
     return RowBlock("jobs", [job], jobs_table)
 
 
@@ -523,7 +521,7 @@ def _job(data: bytes, hdr: _Header) -> _JobRecord:
         mounts.append((parts[1].decode("utf-8", "replace"), parts[0].decode("utf-8", "replace")))
     mounts.sort(key=lambda m: -len(m[0]))
     job = {
-        "source_path": str(hdr.path),
+        "source_path": path_text(hdr.path),
         "source_format": "darshan3",
         "log_version": hdr.version,
         "lib_version": kv.get("lib_ver", ""),

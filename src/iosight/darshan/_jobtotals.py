@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from iosight._errors import CorruptLogError
-from iosight.darshan._tables import LogTables, jobs_schema, with_warning
+from iosight.darshan._tables import LogTables, jobs_schema, path_text, with_warning
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -87,7 +87,7 @@ def read_job_totals(path: str | Path) -> LogTables:
     modules = _modules_per_row(counters, totals)
     jobs = pa.table(
         {
-            "source_path": pa.array([str(path)] * n),
+            "source_path": pa.array([path_text(path)] * n),
             "source_format": pa.array(["job-totals"] * n),
             "log_version": pa.array(get("log_version", "", object).astype(str)),
             "lib_version": pa.array([""] * n),

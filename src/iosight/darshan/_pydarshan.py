@@ -31,7 +31,13 @@ from iosight.darshan._record_tables import (
     named_tables,
     names_table,
 )
-from iosight.darshan._tables import LogTables, jobs_schema, table_for_module, totals_table
+from iosight.darshan._tables import (
+    LogTables,
+    jobs_schema,
+    path_text,
+    table_for_module,
+    totals_table,
+)
 
 # modules whose records are {base_rec, [file_rec_id,] counters[], fcounters[], ...}
 _GENERIC = {
@@ -169,7 +175,7 @@ def _job(be, log, path: Path) -> dict:
     exe = ffi.new("char[]", 4096)
     lib.darshan_log_get_exe(log["handle"], exe)
     return {
-        "source_path": str(path),
+        "source_path": path_text(path),
         "source_format": "darshan3",
         "log_version": ffi.string(ffi.cast("char *", log["handle"])).decode("ascii", "replace"),
         "lib_version": kv.get("lib_ver", ""),

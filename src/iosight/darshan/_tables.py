@@ -98,6 +98,15 @@ JOB_COLUMNS: tuple[str, ...] = (
 )
 
 
+def path_text(path: object) -> str:
+    """``path`` as the text stored for it (``source_path``): a file name's bytes that are
+    not UTF-8 (Python holds them as lone surrogates, which Arrow cannot store) written
+    as ``\\xNN``, so such a log is ingested, its name still readable, not failed."""
+    import os
+
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
 def table_for_module(module: str) -> str:
     """The warehouse table name of a Darshan module (unknown ones: lower-cased)."""
     return MODULE_TABLES.get(module, module.lower().replace("-", "").replace("/", ""))

@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from iosight._errors import IosightError, check_param
 from iosight._progress import Progress, ensure_progress
-from iosight.darshan import RowBlock
+from iosight.darshan import RowBlock, path_text
 from iosight.parallel import default_workers
 from iosight.warehouse._compact import (
     ROW_GROUP_ROWS,
@@ -317,7 +317,7 @@ def _new_items(
             unreadable.append(
                 {
                     "source_key": _path_key(f),
-                    "source_path": str(f),
+                    "source_path": path_text(f),
                     "error": reason,
                     "ingested_at": time.time(),
                 }
@@ -497,7 +497,12 @@ class _Committer:
         return [(new_batch_id(), rest)] if rest else []
 
     def error_row(self, key: str, path: str, error: str) -> None:
-        row = {"source_key": key, "source_path": path, "error": error, "ingested_at": time.time()}
+        row = {
+            "source_key": key,
+            "source_path": path_text(path),
+            "error": error,
+            "ingested_at": time.time(),
+        }
         replace = self.force or key in self.timed_out
         delete = {"ingest_errors": {"source_key": [key]}} if replace else None
         self.warehouse.commit({"ingest_errors": [pa.Table.from_pylist([row])]}, delete_keys=delete)
@@ -534,6 +539,7 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str, float | None]], str], beat
 
     staging, items, reader = Path(arg[0]), arg[1], arg[2]
     out = {"tables": set(), "keys": [], "ingested": 0, "jobs": 0, "bytes": 0, "errors": []}
+    out["paths"] = []  # as the file system names them (follow's taken files)
     parts = _Parts(staging)
     sources: list[dict] = []
     for i, (key, path, arrival) in enumerate(items):
@@ -546,7 +552,12 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str, float | None]], str], beat
         except Exception as err:  # noqa: BLE001 - an unreadable source is an error row
             reason = one_line(err)
             out["errors"].append((path, reason))
-            row = {"source_key": key, "source_path": path, "error": reason, "ingested_at": now}
+            row = {
+                "source_key": key,
+                "source_path": path_text(path),
+                "error": reason,
+                "ingested_at": now,
+            }
             parts.add("ingest_errors", pa.Table.from_pylist([row]))
             continue
         log.tables["jobs"] = _with_known_at(log.tables["jobs"], arrival)
@@ -567,17 +578,17 @@ def ingest_batch(arg: tuple[str, list[tuple[str, str, float | None]], str], beat
         sources.append(
             {
                 "source_key": key,
-                "source_path": path,
+                "source_path": path_text(path),
                 "format": fmt,
                 "jobs": jobs,
                 "ingested_at": now,
             }
         )
+        out["paths"].append(path)
         out["ingested"] += 1
         out["jobs"] += jobs
     if sources:  # one table for the batch, not one per source
         parts.add("sources", pa.Table.from_pylist(sources))
-    out["paths"] = [s["source_path"] for s in sources]
     out["tables"] = sorted(parts.finish())
     return out
 
