@@ -225,6 +225,7 @@ class Merger:
             import duckdb
 
             self._con = duckdb.connect()
+            self._con.execute("set enable_progress_bar = false")  # iosight reports its own
             self._con.execute(f"set memory_limit = '{MEMORY_LIMIT}'")
             self._con.execute(f"set temp_directory = {_sql_text(self.spill)}")
             self._con.execute("set preserve_insertion_order = false")

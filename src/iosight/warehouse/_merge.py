@@ -193,8 +193,10 @@ def _keys_encoded(schema: pa.Schema) -> pa.Schema:
     job's key is then one string a batch, not one a row (decoded, 32 bytes a row, which
     the writer hashed back into a dictionary: the most of a DXT table's merge)."""
     at = schema.get_field_index("job_key")
-    key = pa.field("job_key", pa.dictionary(pa.int32(), pa.string()))
-    return schema.set(at, key) if at >= 0 else schema
+    if at < 0:
+        return schema
+    nullable = schema.field(at).nullable  # as the files have it: their batches must match
+    return schema.set(at, pa.field("job_key", pa.dictionary(pa.int32(), pa.string()), nullable))
 
 
 Ranges = tuple[np.ndarray, np.ndarray, np.ndarray]

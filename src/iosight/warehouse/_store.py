@@ -369,7 +369,9 @@ class Warehouse:
         if self._con is None:
             import duckdb
 
-            self._con, self._viewed, self._view_names = duckdb.connect(), None, set()
+            con = duckdb.connect()
+            con.execute("set enable_progress_bar = false")  # iosight reports its own
+            self._con, self._viewed, self._view_names = con, None, set()
         signature = self.tables_signature()
         if signature != self._viewed:
             self._viewed, self._fresh = signature, set()
