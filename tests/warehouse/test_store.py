@@ -320,3 +320,29 @@ def test_check_writable_says_at_once_that_a_read_only_warehouse_cannot_be_writte
     with pytest.raises(IosightError, match="cannot write warehouse .*Read-only file system"):
         reader.check_writable()
     assert wh.tables() == []  # nothing written on the way
+
+
+
+def test_a_table_compacted_more_often_than_the_grace_frees_what_it_replaced(
+    warehouse, monkeypatch
+):
+    """Each replaced file's own hiding time counts: a busy archive compacts every table
+    at every ingest, more often than the grace period, and must still free its disk."""
+    from iosight.warehouse import _store, compact
+
+    clock = [1_000_000.0]
+    monkeypatch.setattr(_store.time, "time", lambda: clock[0])
+    folder = warehouse.path / "tables" / "posix"
+    hidden = []
+    for i in range(3):  # two commits and a compaction every 400 s (grace: 600 s)
+        for j in range(2):
+            warehouse.commit({"posix": [_t([f"k{i}{j}"], [j])]})
+        before = {f.name for f in warehouse.table_files("posix")}
+        compact(warehouse, ["posix"])
+        hidden.append(before)
+        clock[0] += 400
+    on_disk = {f.name for f in folder.glob("*.parquet")}
+    assert not hidden[0] & on_disk  # hidden 1,200 s before the last compaction: deleted
+    assert hidden[2] <= on_disk  # hidden just now: kept
+    assert {f.name for f in warehouse.table_files("posix")} < on_disk
+    assert warehouse.table("posix").num_rows == 6

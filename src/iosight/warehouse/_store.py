@@ -347,7 +347,8 @@ class Warehouse:
 
     def layout(self, name: str) -> dict:
         """Table ``name``'s compaction state: ``live`` outputs, ``superseded`` files
-        (hidden, deleted after the grace period) and ``at``, when it was written."""
+        (hidden, deleted after the grace period), ``hidden_at``, when each of them was
+        hidden, and ``at``, when it was written."""
         path = self.path / _TABLES / name / _LAYOUT
         try:
             return json.loads(path.read_text())
@@ -781,8 +782,11 @@ class Warehouse:
         replaced = set(plan["replaces"])
         live = [f for f in layout["live"] if f not in replaced]
         live += [f for f in plan["outputs"] if f not in live]
-        superseded = sorted(set(layout["superseded"]) | replaced)
-        text = json.dumps({"live": live, "superseded": superseded, "at": time.time()})
+        now, hidden = time.time(), _hidden_at(layout)
+        hidden |= {f: now for f in replaced if f not in hidden}  # a replay keeps the first
+        text = json.dumps(
+            {"live": live, "superseded": sorted(hidden), "at": now, "hidden_at": hidden}
+        )
         _atomic_write_text(dest / _LAYOUT, text)
 
     def write_state(self, name: str, document: dict) -> None:
@@ -802,16 +806,23 @@ class Warehouse:
 
     def purge_superseded(self, name: str, grace: float = SUPERSEDED_GRACE_S) -> int:
         """Delete the files a compaction of ``name`` hid at least ``grace`` seconds ago
-        (no query still reads them); return how many. Call under the write lock."""
+        (no query still reads them); return how many. Call under the write lock.
+
+        Each file's own hiding time counts, not the table's last compaction: a table
+        compacted more often than ``grace`` (every ingest of a busy archive) still
+        frees what it replaced."""
         layout = self.layout(name)
-        if not layout["superseded"] or time.time() - layout["at"] < grace:
+        hidden, now = _hidden_at(layout), time.time()
+        due = {f for f, at in hidden.items() if now - at >= grace}
+        if not due:
             return 0
         folder = self.path / _TABLES / name
-        for f in layout["superseded"]:
+        for f in due:
             (folder / f).unlink(missing_ok=True)
-        purged, layout["superseded"] = len(layout["superseded"]), []
+        kept = {f: at for f, at in hidden.items() if f not in due}
+        layout |= {"superseded": sorted(kept), "hidden_at": kept}
         _atomic_write_text(folder / _LAYOUT, json.dumps(layout))
-        return purged
+        return len(due)
 
     def _delete_rows(self, name: str, column: str, keys: set[str], keep: str) -> None:
         import pyarrow as pa
@@ -832,6 +843,13 @@ class Warehouse:
             tmp = f.with_name(f.name + ".tmp")
             pq.write_table(kept, tmp, compression="zstd")
             os.replace(tmp, f)
+
+
+def _hidden_at(layout: dict) -> dict[str, float]:
+    """When each superseded file of a table's ``layout`` was hidden; a layout written
+    before iosight kept the time per file gives its files the layout's own time."""
+    at = layout.get("hidden_at", {})
+    return {f: at.get(f, layout["at"]) for f in layout["superseded"]}
 
 
 _HOLDER_BYTES = 128  # the lock file's line, padded: rewritten in place, never truncated
