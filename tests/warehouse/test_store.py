@@ -78,6 +78,27 @@ def test_a_query_makes_the_views_of_the_tables_it_reads_and_sees_later_commits(w
     assert views() == {"jobs", "posix", "mpiio"}
 
 
+@pytest.mark.parametrize(
+    "query",
+    [
+        # DuckDB binds these to list their tables and fails without the views: the
+        # grouped query of benchmarks/scale.py made the views of all 20 tables of a
+        # 510,000-job warehouse, 1.6 s of its 2 s (see docs/warehouse.md)
+        "select count(*), sum(posix.v) from jobs left join POSIX using (job_key)",
+        "select count(*), sum(p) from jobs natural join (select job_key, v p from posix)",
+        "select count(*), sum(posix.v) from posix join jobs on posix.job_key = jobs.job_key"
+        " where jobs.job_key <> ? -- mpiio",
+    ],
+)
+def test_a_join_makes_only_the_views_of_its_tables(warehouse, query):
+    warehouse.commit({"jobs": [_t(["a", "b"], [1, 2])], "posix": [_t(["a"], [10])]})
+    warehouse.commit({"mpiio": [_t(["a"], [3])], "names": [_t(["a"], [4])]})
+    params = ["z"] if "?" in query else None
+    assert warehouse.rows(query, params).values[0][1] == 10
+    views = "select view_name from duckdb_views() where not internal"
+    assert {n for (n,) in warehouse.connect([]).execute(views).fetchall()} == {"jobs", "posix"}
+
+
 def test_row_counts_are_those_of_the_tables(warehouse):
     warehouse.commit({"jobs": [_t(["a", "b"], [1, 2])], "posix": [_t(["a"], [10])]})
     warehouse.commit({"jobs": [_t(["c"], [4])]})

@@ -30,6 +30,7 @@ import fcntl
 import functools
 import json
 import os
+import re
 import shutil
 import socket
 import time
@@ -59,6 +60,7 @@ _STATE = "state"  # small JSON documents a running process publishes (iosight li
 _LAYOUT, COMPACT_PREFIX = "_compacted.json", "compact-"
 #: seconds a file a compaction replaced stays on disk, hidden, for queries already reading it
 SUPERSEDED_GRACE_S = 600.0
+_WORD = re.compile(r"\w+")
 
 
 def default_path() -> Path:
@@ -905,16 +907,31 @@ def _holds_any(path: Path, column: str, value_set: pa.Array) -> bool:
 
 @functools.lru_cache(maxsize=512)
 def _table_names(query: str) -> frozenset[str] | None:
-    """The tables ``query`` reads, as DuckDB's parser lists them (CTEs left out); None
-    (every table) where it cannot say, e.g. a syntax error, which the query then reports.
-    Remembered per query text: a page runs the same queries for every job, and DuckDB
-    takes about a millisecond to answer (more where it fails, as on ``?`` parameters)."""
+    """The tables ``query`` reads, as DuckDB's parser lists them (CTEs left out). DuckDB
+    binds the query to list them and fails where that needs the tables (a ``using`` or
+    ``natural`` join, a ``?`` parameter): then every word of its SQL, strings and comments
+    left out (a superset: one view too many costs milliseconds, a view of every table a
+    second on a large warehouse). None (every table) where neither can say, which the
+    query then reports. Remembered per query text: a page runs the same queries for every
+    job, and DuckDB takes about a millisecond to answer."""
     import duckdb
 
     try:
         return frozenset(duckdb.get_table_names(query))
     except duckdb.Error:
+        pass
+    try:
+        tokens = duckdb.tokenize(query)
+    except duckdb.Error:
         return None
+    words = (duckdb.token_type.identifier, duckdb.token_type.keyword)
+    bounds = [start for start, _ in tokens] + [len(query)]
+    return frozenset(
+        word.lower()
+        for (start, kind), end in zip(tokens, bounds[1:], strict=True)
+        if kind in words
+        for word in _WORD.findall(query, start, end)
+    )
 
 
 def _sql_text(path: str | Path) -> str:
