@@ -197,12 +197,13 @@ def _top4(ints: np.ndarray, at: int, skip_empty_first: bool = False) -> list[int
     that costs less than the numpy calls.
     """
     block = ints[:, at : at + 8]
-    used = block[:, 0] != 0 if skip_empty_first else block.any(axis=1)
-    block = block[used]
     agg = [0] * 8
-    if len(block) < _TOP4_VECTOR_MIN:
+    if len(block) >= _TOP4_VECTOR_MIN:
+        block = block[block[:, 0] != 0 if skip_empty_first else block.any(axis=1)]
+    if len(block) < _TOP4_VECTOR_MIN:  # the records without any entry change nothing
         for row in block.tolist():
-            _merge_top4(agg, row)
+            if row[0] if skip_empty_first else any(row):
+                _merge_top4(agg, row)
         return agg
     pos, window = 0, _TOP4_WINDOW
     while pos < len(block):
