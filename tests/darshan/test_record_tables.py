@@ -39,6 +39,26 @@ def test_names_table_python_and_arrow_prefix_match_agree(monkeypatch) -> None:
     assert checked > 0
 
 
+def test_names_table_prefix_corner_cases_agree(monkeypatch) -> None:
+    """The dict lookup by prefix length and Arrow's ``starts_with`` agree where they could
+    part: a name equal to a mount point, a name shorter than longer mount points, a
+    mount point listed twice (its first file-system type wins), a prefix that is no
+    directory (``/gpfs`` of ``/gpfsx``), the root, an empty mount point and no match."""
+    names = {1: "/gpfs", 2: "/g", 3: "/gpfsx/a", 4: "/gpfs/alpine/f", 5: "rel", 6: ""}
+    mounts = [("/gpfs", "gpfs"), ("/gpfs/alpine", "gpfs2"), ("/gpfs", "nfs"), ("/", "rootfs")]
+    tables = []
+    for pairs in (1 << 60, -1):  # the Python path, then Arrow's
+        monkeypatch.setattr(_record_tables, "_PYTHON_PREFIX_PAIRS", pairs)
+        tables.append(_record_tables.names_table(names, mounts))
+        tables.append(_record_tables.names_table(names, [*mounts, ("", "none")]))
+    assert tables[0].equals(tables[2]) and tables[1].equals(tables[3])
+    assert tables[0]["mount_point"].to_pylist() == [
+        "/gpfs", "/", "/gpfs", "/gpfs/alpine", "UNKNOWN", "UNKNOWN"
+    ]  # fmt: skip
+    assert tables[0]["fs_type"].to_pylist()[0] == "gpfs"
+    assert tables[1]["fs_type"].to_pylist()[4:] == ["none", "none"]
+
+
 def test_row_blocks_joined_equal_the_tables_read_whole() -> None:
     """With ``chunked=True`` a module of fixed-size records comes as its records and
     ``jobs`` as its row; the blocks of one table from several logs, joined (what ingest

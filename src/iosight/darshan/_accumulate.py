@@ -105,12 +105,14 @@ def _clamped_sums(ints: np.ndarray, cols: list[int]) -> np.ndarray:
     ``S_n - 1 + max(1, -min_k S_k)`` (int64 arithmetic, as the C counters), S and its
     minimum carried from one block of :data:`_ROWS` records to the next.
     """
-    total = np.zeros(len(cols), np.int64)
-    low = np.full(len(cols), np.iinfo(np.int64).max)
+    total, low = np.zeros(len(cols), np.int64), None
     for at in range(0, len(ints), _ROWS):
-        s = total + np.cumsum(ints[at : at + _ROWS, cols], axis=0, dtype=np.int64)
-        low, total = np.minimum(low, s.min(axis=0)), s[-1]
-    return total - 1 + np.maximum(1, -low) if len(ints) else total
+        s = np.cumsum(ints[at : at + _ROWS, cols], axis=0, dtype=np.int64)
+        if at:
+            s += total
+        low = s.min(axis=0) if low is None else np.minimum(low, s.min(axis=0))
+        total = s[-1]
+    return total if low is None else total - 1 + np.maximum(1, -low)
 
 
 def _sums(ints: np.ndarray, cols: list[int]) -> np.ndarray:
@@ -148,19 +150,20 @@ def _merge_top4(agg: list[int], rec: list[int]) -> None:
     """One step of the C merge of a record's 4 (value, count) pairs into the
     aggregate's, in place: matching values add counts where they stand, a new value enters in count
     order (ties: larger value first) and the last falls off."""
-    dup = [False] * 4
+    have = agg[:4]
+    dup = [v in have for v in rec[:4]]
     for j in range(4):
-        for k in range(4):
-            if agg[k] == rec[j]:
-                agg[k + 4] += rec[j + 4]
-                dup[j] = True
+        if dup[j]:
+            for k in range(4):
+                if have[k] == rec[j]:
+                    agg[k + 4] += rec[j + 4]
     for j in range(4):
         if dup[j]:
             continue
         if rec[j] == 0:
             break
-        total = next((agg[k + 4] + rec[j + 4] for k in range(4) if agg[k] == rec[j]), None)
-        total = _i32(rec[j + 4] if total is None else total)
+        k = agg.index(rec[j], 0, 4) if rec[j] in agg[:4] else -1
+        total = _i32(rec[j + 4] if k < 0 else agg[k + 4] + rec[j + 4])
         vals: list[int] = []
         cnts: list[int] = []
         k = 0
@@ -194,12 +197,13 @@ def _top4(ints: np.ndarray, at: int, skip_empty_first: bool = False) -> list[int
     that costs less than the numpy calls.
     """
     block = ints[:, at : at + 8]
-    used = block[:, 0] != 0 if skip_empty_first else block.any(axis=1)
-    block = block[used]
     agg = [0] * 8
-    if len(block) < _TOP4_VECTOR_MIN:
+    if len(block) >= _TOP4_VECTOR_MIN:
+        block = block[block[:, 0] != 0 if skip_empty_first else block.any(axis=1)]
+    if len(block) < _TOP4_VECTOR_MIN:  # the records without any entry change nothing
         for row in block.tolist():
-            _merge_top4(agg, row)
+            if row[0] if skip_empty_first else any(row):
+                _merge_top4(agg, row)
         return agg
     pos, window = 0, _TOP4_WINDOW
     while pos < len(block):
@@ -317,11 +321,11 @@ def accumulate(mod: str, recs: np.ndarray) -> dict[str, float]:
         c[at : at + 8] = _top4(ints, at, rules.top4_skip_empty_first)
     rt, wt, mt = (fl[:, i] for i in plan.times)
     f[plan.times] = _seq_sums(fl[:, plan.times])
-    for i in plan.starts:  # the smallest positive start, 0 when none (a column at a time)
-        positive = fl[:, i][fl[:, i] > 0]
-        f[i] = positive.min() if len(positive) else 0.0
-    for i in plan.ends:
-        f[i] = np.maximum(fl[:, i].max(), 0.0)
+    starts = fl[:, plan.starts]  # the smallest positive start, 0 when none
+    positive = starts > 0
+    first = np.where(positive, starts, np.inf).min(axis=0)
+    f[plan.starts] = np.where(positive.any(axis=0), first, 0.0)
+    f[plan.ends] = np.maximum(fl[:, plan.ends].max(axis=0), 0.0)
     for time_col, size_col in plan.slowest_op:
         i = _first_extreme(fl[:, time_col], 0.0, larger=True)
         if i >= 0:
@@ -355,9 +359,13 @@ def _derived(p: str, ranks, nbytes, rt, wt, mt, slowest) -> dict[str, float]:
     nprocs the log claims."""
     shared = ranks < 0
     io_time = (mt + rt) + wt
-    _, rank_of = np.unique(ranks[~shared], return_inverse=True)
-    by_rank = np.bincount(rank_of, io_time[~shared], minlength=1)
-    slowest_rank = max(float(by_rank.max()), 0.0)
+    own = ranks[~shared]
+    if len(own) and (own == own[0]).all():  # one rank (most logs): no grouping to do
+        slowest_rank = max(_seq_sum(io_time[~shared]), 0.0)
+    else:
+        _, rank_of = np.unique(own, return_inverse=True)
+        by_rank = np.bincount(rank_of, io_time[~shared], minlength=1)
+        slowest_rank = max(float(by_rank.max()), 0.0)
     agg_time = slowest_rank + _seq_sum(slowest[shared])
     total = int(nbytes.sum())
     perf = (total / 1048576.0) / agg_time if agg_time else 0.0

@@ -291,20 +291,21 @@ def _inflate_zlib(raw: bytes, cap: int, what: str) -> bytearray:
     in a large job's region), at most ``cap`` bytes, into one growing buffer (pieces
     joined at the end would hold the region twice). The input goes in ``_FEED``-byte
     pieces: at each stream's end zlib copies the rest of its input to ``unused_data``,
-    which for the whole region would cost quadratic time. A truncated last stream keeps
-    what inflated, as libdarshan does."""
-    out, pos, view = bytearray(), 0, memoryview(raw)
+    which for the whole region would cost quadratic time; the streams that follow in a
+    piece are inflated from that copy (most regions are one piece of many small
+    streams). A truncated last stream keeps what inflated, as libdarshan does."""
+    out, view = bytearray(), memoryview(raw)
     d = zlib.decompressobj()
-    while pos < len(raw):
+    for pos in range(0, len(raw), _FEED):
         piece = view[pos : pos + _FEED]
-        out += d.decompress(piece, cap + 1 - len(out))
-        if len(out) > cap or d.unconsumed_tail:
-            raise CorruptLogError(f"{what} inflates past {cap} bytes")
-        if d.eof:
-            pos += len(piece) - len(d.unused_data)
+        while piece:
+            out += d.decompress(piece, cap + 1 - len(out))
+            if len(out) > cap or d.unconsumed_tail:
+                raise CorruptLogError(f"{what} inflates past {cap} bytes")
+            if not d.eof:
+                break
+            piece = d.unused_data
             d = zlib.decompressobj()
-        else:
-            pos += len(piece)
     return out
 
 

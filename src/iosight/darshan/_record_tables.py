@@ -4,6 +4,8 @@ way: names, job totals, HEATMAP rows, and the filter that keeps named records on
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 import pyarrow as pa
 
@@ -88,12 +90,31 @@ def named_only(table: pa.Table, named: np.ndarray) -> pa.Table:
     return table if known.all() else table.filter(pa.array(known))
 
 
+def _longest_prefixes(paths: Iterable[str], by_len: list[tuple[str, str]]) -> list[int]:
+    """For each path, the index in ``by_len`` (mounts, longest first) of the first mount
+    point it starts with, ``len(by_len)`` when none: the path's first characters looked
+    up once per mount-point length (a dict), not compared with every mount point."""
+    first: dict[str, int] = {}
+    for i, (mnt, _) in enumerate(by_len):
+        first.setdefault(mnt, i)
+    lengths = sorted({len(m) for m in first}, reverse=True)
+    get, out = first.get, []
+    for p in paths:
+        for n in lengths:  # p[:n] of a shorter p is p: a hit is still a prefix of p
+            if (i := get(p[:n])) is not None:
+                break
+        else:
+            i = len(by_len)
+        out.append(i)
+    return out
+
+
 def names_table(names: dict[int, str], mounts: list[tuple[str, str]]) -> pa.Table:
     """Record id -> name, with the mount point and file-system type of the longest prefix.
 
     Many names: one vectorised ``starts_with`` per mount (longest first), not a loop
-    per name; few names (most logs): ``str.startswith``, which costs less than the
-    calls into Arrow.
+    per name; few names (most logs): :func:`_longest_prefixes`, which costs less than
+    the calls into Arrow.
     """
     import pyarrow.compute as pc
 
@@ -101,14 +122,7 @@ def names_table(names: dict[int, str], mounts: list[tuple[str, str]]) -> pa.Tabl
     paths = pa.array(list(names.values()), pa.string())
     unknown = len(by_len)  # index into by_len; last: UNKNOWN
     if len(names) * len(by_len) <= _PYTHON_PREFIX_PAIRS:
-        prefixes = [m[0] for m in by_len]
-        which = np.array(
-            [
-                next((i for i, m in enumerate(prefixes) if p.startswith(m)), unknown)
-                for p in names.values()
-            ],
-            np.int32,
-        )
+        which = np.array(_longest_prefixes(names.values(), by_len), np.int32)
     else:
         which = np.full(len(paths), unknown, np.int32)
         for i, (mnt, _) in enumerate(by_len):

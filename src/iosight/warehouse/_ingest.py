@@ -697,11 +697,12 @@ class _Parts:
         # row groups a compaction's merge reads one at a time from each file (_merge),
         # and a DXT time window skips
         self.written.update(stage_tables(self.staging, {name: [table]}, part=part,
-                                         arrow_schema=False,
+                                         arrow_schema=False, statistics=_pruned_by(name),
                                          row_group_size=ROW_GROUP_ROWS))  # fmt: skip
         if name == "job_totals":  # and its narrow twin, under the same name (_io_totals)
             twin = {IO_TOTALS: [io_totals(table)]}
             self.written.update(stage_tables(self.staging, twin, part=part, arrow_schema=False,
+                                             statistics=_pruned_by(IO_TOTALS),
                                              compression=IO_TOTALS_COMPRESSION))  # fmt: skip
         self.part[name] = part + 1
         self.total -= self.size.pop(name)
@@ -710,6 +711,18 @@ class _Parts:
         for name in list(self.size):
             self._stage(name)
         return self.written
+
+
+def _pruned_by(name: str) -> bool | list[str]:
+    """The columns whose min/max a staged file of table ``name`` records: those a query
+    prunes its row groups by (``job_key``, and a DXT table's segment start,
+    :data:`TABLE_SORT_COLUMNS`); every column of ``jobs`` (a time range selects jobs) and
+    of the tables without a job key (``sources``, ``ingest_errors``: a few rows). The
+    statistics of a wide table's ~100 counters cost a fifth of writing it, and these
+    files are soon merged by compaction, whose outputs record them all."""
+    if name == "jobs" or name in _SOURCE_TABLES:
+        return True
+    return ["job_key", *TABLE_SORT_COLUMNS.get(name, ())[1:]]
 
 
 def _whole_tables(entries: list[tuple[pa.Table | RowBlock, object]]) -> list[pa.Table]:
