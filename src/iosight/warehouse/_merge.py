@@ -34,6 +34,7 @@ warehouses ingested before ingest sorted its batches.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -170,33 +171,51 @@ def merge_runs(
     :func:`sorted_runs`), in row groups of ``row_group`` rows, zstd, keeping the first
     file's key-value metadata; ``sequence``: a table of :data:`SEQUENCE_TABLES`, its
     numbers encoded as ingest stages them."""
-    meta = pq.read_metadata(files[0]).metadata or {}
-    rows = _keys_encoded(pq.read_schema(files[0]).remove_metadata())
+    first = pq.read_metadata(files[0])
+    meta = first.metadata or {}
+    rows = _dictionary_encoded(pq.read_schema(files[0]).remove_metadata(), first)
     keep = {k: v for k, v in meta.items() if k not in (b"ARROW:schema", b"pandas")}
     schema = rows.with_metadata(keep) if keep else rows
-    cursors = [_Cursor(f, _HELD_BYTES // len(files), rows.names) for f in files]
+    coded = [f.name for f in rows if pa.types.is_dictionary(f.type)]
+    cursors = [_Cursor(f, _HELD_BYTES // len(files), rows.names, coded) for f in files]
     row_bytes = sum(c.bytes for c in cursors) // max(1, sum(c.num_rows for c in cursors))
     size = min(_WINDOW_ROWS, max(1, _HELD_BYTES // max(1, row_bytes)))
     held: list[pa.Table] = []
-    with parquet_writer(out, schema, sequence=sequence, store_schema=False) as writer:
+    with (
+        parquet_writer(out, schema, sequence=sequence, store_schema=False) as writer,
+        _Behind(writer, row_group) as behind,
+    ):
         for window in windows(file_ranges(runs), size):
             held.append(_window_rows(cursors, *window, rows))
             if sum(t.num_rows for t in held) >= row_group:
-                held = _write(writer, held, row_group, final=False)
+                held = behind.write(held, final=False)
         if held:
-            _write(writer, held, row_group, final=True)
+            behind.write(held, final=True)
     pa.default_memory_pool().release_unused()  # before DuckDB's merge of the next table
 
 
-def _keys_encoded(schema: pa.Schema) -> pa.Schema:
-    """``schema`` with ``job_key`` dictionary-encoded, as :class:`_Cursor` reads it: a
-    job's key is then one string a batch, not one a row (decoded, 32 bytes a row, which
-    the writer hashed back into a dictionary: the most of a DXT table's merge)."""
-    at = schema.get_field_index("job_key")
-    if at < 0:
-        return schema
-    nullable = schema.field(at).nullable  # as the files have it: their batches must match
-    return schema.set(at, pa.field("job_key", pa.dictionary(pa.int32(), pa.string()), nullable))
+def _dictionary_encoded(schema: pa.Schema, meta: pq.FileMetaData) -> pa.Schema:
+    """``schema`` with ``job_key`` and the strings of few distinct values (under a byte a
+    row in ``meta``'s pages, as Parquet counts them uncompressed) dictionary-encoded, as
+    :class:`_Cursor` reads them: a value is then decoded once a batch, not once a row
+    (decoded, ``job_key`` is 32 bytes a row, which the writer hashed back into a
+    dictionary: the most of a DXT table's merge; ``heatmap``'s ``module`` read as
+    strings was half the CPU of reading its files). Strings of many values (paths) stay
+    strings: their dictionaries would be unified window by window."""
+    rows = max(1, meta.num_rows)
+    for at, f in enumerate(schema):
+        if f.name == "job_key" or (
+            pa.types.is_string(f.type) and _column_bytes(meta, at) < rows
+        ):  # (nullable as the files have it: their batches must match)
+            schema = schema.set(at, pa.field(f.name, pa.dictionary(pa.int32(), f.type), f.nullable))
+    return schema
+
+
+def _column_bytes(meta: pq.FileMetaData, at: int) -> int:
+    """Column ``at``'s uncompressed bytes over the file's row groups."""
+    return sum(
+        meta.row_group(i).column(at).total_uncompressed_size for i in range(meta.num_row_groups)
+    )
 
 
 Ranges = tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -253,15 +272,51 @@ def _window_rows(
     return table.take(pa.array(np.repeat(shift, counts) + np.arange(at)))
 
 
-def _write(writer: pq.ParquetWriter, held: list[pa.Table], row_group: int, final: bool):
-    """Write whole row groups of the rows ``held`` (all of them when ``final``), each
-    with its own keys only (:func:`_own_keys`), and return the rest."""
-    table = pa.concat_tables(held)
-    whole = table.num_rows if final else table.num_rows - table.num_rows % row_group
-    for at in range(0, whole, row_group):
-        rows = table.slice(at, min(row_group, whole - at))
-        writer.write_table(_own_keys(rows), row_group_size=row_group)
-    return [table.slice(whole)]
+class _Behind:
+    """Writes row groups on a second thread, a step behind the reads: the next window is
+    read, decoded and put in order (Arrow releases the GIL) while the last row groups
+    are encoded and compressed, each about half of a merge's CPU (py-spy, 10,000 logs
+    without DXT), so a merge takes both cores where compaction left one idle. One write
+    is in flight at a time: the memory added is that of one output row group or so."""
+
+    def __init__(self, writer: pq.ParquetWriter, row_group: int) -> None:
+        self.writer, self.row_group = writer, row_group
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="iosight-merge-write")
+        self.pending: Future | None = None
+
+    def write(self, held: list[pa.Table], final: bool) -> list[pa.Table]:
+        """Queue the whole row groups of the rows ``held`` (all of them when ``final``)
+        after the write in flight, which is waited for (and its error raised), and
+        return the rest."""
+        table = pa.concat_tables(held)
+        whole = table.num_rows if final else table.num_rows - table.num_rows % self.row_group
+        self.wait()
+        self.pending = self.pool.submit(self._groups, table.slice(0, whole))
+        return [table.slice(whole)]
+
+    def _groups(self, table: pa.Table) -> None:
+        """Write ``table`` in row groups, each with its own keys only (:func:`_own_keys`)."""
+        for at in range(0, table.num_rows, self.row_group):
+            rows = table.slice(at, self.row_group)
+            self.writer.write_table(_own_keys(rows), row_group_size=self.row_group)
+
+    def wait(self) -> None:
+        """Wait for the write in flight, raising its error."""
+        if self.pending is not None:
+            pending, self.pending = self.pending, None
+            pending.result()
+
+    def __enter__(self) -> _Behind:
+        return self
+
+    def __exit__(self, *error: object) -> None:
+        try:
+            if error[0] is None:
+                self.wait()
+        finally:
+            self.pool.shutdown(
+                wait=True
+            )  # an error: the write in flight ends before the file closes
 
 
 def _own_keys(rows: pa.Table) -> pa.Table:
@@ -282,11 +337,11 @@ def _own_keys(rows: pa.Table) -> pa.Table:
 
 class _Cursor:
     """One input file read forward in batches of about ``batch_bytes`` (Parquet's
-    uncompressed size of its rows), its ``columns`` in their order, handing out row
-    ranges in order."""
+    uncompressed size of its rows), its ``columns`` in their order (those ``coded`` as
+    dictionaries), handing out row ranges in order."""
 
-    def __init__(self, path: Path, batch_bytes: int, columns: list[str]) -> None:
-        file = pq.ParquetFile(path, read_dictionary=["job_key"])
+    def __init__(self, path: Path, batch_bytes: int, columns: list[str], coded: list[str]) -> None:
+        file = pq.ParquetFile(path, read_dictionary=coded)
         meta = file.metadata
         row_bytes = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
         self.bytes, self.num_rows = row_bytes, meta.num_rows  # Parquet's uncompressed count
