@@ -202,20 +202,23 @@ def _dictionary_encoded(schema: pa.Schema, meta: pq.FileMetaData) -> pa.Schema:
     dictionary: the most of a DXT table's merge; ``heatmap``'s ``module`` read as
     strings was half the CPU of reading its files). Strings of many values (paths) stay
     strings: their dictionaries would be unified window by window."""
+    leaves = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
     rows = max(1, meta.num_rows)
     for at, f in enumerate(schema):
         if f.name == "job_key" or (
-            pa.types.is_string(f.type) and _column_bytes(meta, at) < rows
+            pa.types.is_string(f.type)
+            and f.name in leaves
+            and _column_bytes(meta, leaves[f.name]) < rows
         ):  # (nullable as the files have it: their batches must match)
-            schema = schema.set(at, pa.field(f.name, pa.dictionary(pa.int32(), f.type), f.nullable))
+            coded = pa.field(f.name, pa.dictionary(pa.int32(), f.type), f.nullable)
+            schema = schema.set(at, coded)
     return schema
 
 
-def _column_bytes(meta: pq.FileMetaData, at: int) -> int:
-    """Column ``at``'s uncompressed bytes over the file's row groups."""
-    return sum(
-        meta.row_group(i).column(at).total_uncompressed_size for i in range(meta.num_row_groups)
-    )
+def _column_bytes(meta: pq.FileMetaData, column: int) -> int:
+    """Parquet column ``column``'s uncompressed bytes over the file's row groups."""
+    groups = range(meta.num_row_groups)
+    return sum(meta.row_group(i).column(column).total_uncompressed_size for i in groups)
 
 
 Ranges = tuple[np.ndarray, np.ndarray, np.ndarray]
