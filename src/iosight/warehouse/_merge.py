@@ -33,7 +33,7 @@ warehouses ingested before ingest sorted its batches.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -180,17 +180,13 @@ def merge_runs(
     cursors = [_Cursor(f, _HELD_BYTES // len(files), rows.names, coded) for f in files]
     row_bytes = sum(c.bytes for c in cursors) // max(1, sum(c.num_rows for c in cursors))
     size = min(_WINDOW_ROWS, max(1, _HELD_BYTES // max(1, row_bytes)))
-    held: list[pa.Table] = []
     with (
         parquet_writer(out, schema, sequence=sequence, store_schema=False) as writer,
-        _Behind(writer, row_group) as behind,
+        _Behind(writer, row_group, rows) as behind,
     ):
         for window in windows(file_ranges(runs), size):
-            held.append(_window_rows(cursors, *window, rows))
-            if sum(t.num_rows for t in held) >= row_group:
-                held = behind.write(held, final=False)
-        if held:
-            behind.write(held, final=True)
+            behind.add(*_window_pieces(cursors, *window))
+        behind.finish()
     pa.default_memory_pool().release_unused()  # before DuckDB's merge of the next table
 
 
@@ -250,15 +246,12 @@ def windows(ranges: Ranges, size: int) -> Iterator[Ranges]:
         yield file[j0:j1], a, b
 
 
-def _window_rows(
-    cursors: list[_Cursor],
-    file: np.ndarray,
-    first: np.ndarray,
-    stop: np.ndarray,
-    schema: pa.Schema,
-) -> pa.Table:
-    """A window's rows in merged order: each file's one slice of rows for it (a window
-    is a range of keys), concatenated in file order, put in order by one ``take``."""
+def _window_pieces(
+    cursors: list[_Cursor], file: np.ndarray, first: np.ndarray, stop: np.ndarray
+) -> tuple[list[pa.RecordBatch], np.ndarray | None]:
+    """A window's rows: each file's one slice of rows for it (a window is a range of
+    keys), in file order, and the indices of a ``take`` that puts them in merged order
+    (``None``: in order already)."""
     files, head = np.unique(file, return_index=True)
     tail = len(file) - 1 - np.unique(file[::-1], return_index=True)[1]
     base = np.zeros(len(cursors), np.int64)  # file i's row r is the slices' row base[i] + r
@@ -267,59 +260,76 @@ def _window_rows(
         pieces += cursors[i].rows(lo, hi)
         base[i] = at - lo
         at += hi - lo
-    table = pa.Table.from_batches(pieces, schema)
     if len(files) == len(file) and np.all(np.diff(file) > 0):
-        return table.combine_chunks() if len(pieces) > 1 else table  # in order already
+        return pieces, None
     counts = stop - first
     shift = base[file] + first - (np.cumsum(counts) - counts)
-    return table.take(pa.array(np.repeat(shift, counts) + np.arange(at)))
+    return pieces, np.repeat(shift, counts) + np.arange(at)
 
 
 class _Behind:
-    """Writes row groups on a second thread, a step behind the reads: the next window is
-    read, decoded and put in order (Arrow releases the GIL) while the last row groups
-    are encoded and compressed, each about half of a merge's CPU (py-spy, 10,000 logs
-    without DXT), so a merge takes both cores where compaction left one idle. One write
-    is in flight at a time: the memory added is that of one output row group or so."""
+    """Puts windows in order and writes them on a second thread, a step behind the
+    reads: the next window is read and decoded (Arrow releases the GIL) while the last
+    one is taken into order, encoded and compressed, which were some 40 % of a merge's
+    CPU (10,000 logs without DXT), so a merge takes both cores where compaction left
+    one idle. One window is in flight at a time: the memory added is its rows (the
+    batches they slice stay held) and the output row group it completes."""
 
-    def __init__(self, writer: pq.ParquetWriter, row_group: int) -> None:
-        self.writer, self.row_group = writer, row_group
+    def __init__(self, writer: pq.ParquetWriter, row_group: int, schema: pa.Schema) -> None:
+        self.writer, self.row_group, self.schema = writer, row_group, schema
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="iosight-merge-write")
         self.pending: Future | None = None
+        self.held: list[pa.Table] = []  # rows short of a row group (the thread's own)
 
-    def write(self, held: list[pa.Table], final: bool) -> list[pa.Table]:
-        """Queue the whole row groups of the rows ``held`` (all of them when ``final``)
-        after the write in flight, which is waited for (and its error raised), and
-        return the rest."""
-        table = pa.concat_tables(held)
-        whole = table.num_rows if final else table.num_rows - table.num_rows % self.row_group
-        self.wait()
-        self.pending = self.pool.submit(self._groups, table.slice(0, whole))
-        return [table.slice(whole)]
+    def add(self, pieces: list[pa.RecordBatch], index: np.ndarray | None) -> None:
+        """Queue a window's ``pieces`` (in the order ``index`` takes them, if any) after
+        the one in flight, which is waited for (and its error raised)."""
+        self._then(self._add, pieces, index)
 
-    def _groups(self, table: pa.Table) -> None:
-        """Write ``table`` in row groups, each with its own keys only (:func:`_own_keys`)."""
-        for at in range(0, table.num_rows, self.row_group):
-            rows = table.slice(at, self.row_group)
-            self.writer.write_table(_own_keys(rows), row_group_size=self.row_group)
+    def finish(self) -> None:
+        """Write the rows left, the last row group short, and wait for it."""
+        self._then(self._write, final=True)
+        self._wait()
 
-    def wait(self) -> None:
-        """Wait for the write in flight, raising its error."""
+    def _then(self, work: Callable[..., None], *args: object, **kwargs: object) -> None:
+        """Run ``work`` on the thread once the work in flight is done."""
+        self._wait()
+        self.pending = self.pool.submit(work, *args, **kwargs)
+
+    def _wait(self) -> None:
+        """Wait for the work in flight, raising its error."""
         if self.pending is not None:
             pending, self.pending = self.pending, None
             pending.result()
+
+    def _add(self, pieces: list[pa.RecordBatch], index: np.ndarray | None) -> None:
+        """Put a window in order, and write the row groups it completes."""
+        table = pa.Table.from_batches(pieces, self.schema)
+        if index is not None:
+            table = table.take(pa.array(index))
+        elif len(pieces) > 1:
+            table = table.combine_chunks()
+        self.held.append(table)
+        if sum(t.num_rows for t in self.held) >= self.row_group:
+            self._write(final=False)
+
+    def _write(self, final: bool) -> None:
+        """Write whole row groups of the rows held (all of them when ``final``), each
+        with its own keys only (:func:`_own_keys`), and keep the rest."""
+        if not self.held:
+            return
+        table = pa.concat_tables(self.held)
+        whole = table.num_rows if final else table.num_rows - table.num_rows % self.row_group
+        for at in range(0, whole, self.row_group):
+            rows = table.slice(at, min(self.row_group, whole - at))
+            self.writer.write_table(_own_keys(rows), row_group_size=self.row_group)
+        self.held = [table.slice(whole)]
 
     def __enter__(self) -> _Behind:
         return self
 
     def __exit__(self, *error: object) -> None:
-        try:
-            if error[0] is None:
-                self.wait()
-        finally:
-            self.pool.shutdown(
-                wait=True
-            )  # an error: the write in flight ends before the file closes
+        self.pool.shutdown(wait=True)  # the work in flight ends before the file closes
 
 
 def _own_keys(rows: pa.Table) -> pa.Table:
