@@ -18,7 +18,8 @@ runs puts them in merged order. The cost per row is then Arrow's, not a Python s
 and Arrow objects per column per job (files of different commits interleave job by
 job: 16 files of 256 jobs were some 4,096 slices per table). Each row group written
 holds a ``job_key`` dictionary of its own keys only. Memory is a batch per file, a
-window and its copy, plus one output row group. With a reader budget that lets
+window and its copy, one window in flight on the write thread (:class:`_Behind`), plus
+one output row group. With a reader budget that lets
 ``heatmap``'s ingest files merge rather than go to DuckDB's sort, the automatic
 compaction after an ingest of 10,000 logs without DXT fell from 2.5–2.8 to 1.1–1.3 ms
 of CPU a log (docs/warehouse.md, "Compaction").
