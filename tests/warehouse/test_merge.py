@@ -274,3 +274,50 @@ def test_files_whose_job_key_is_not_null_are_merged(tmp_path):
     out = pq.read_table(tmp_path / "out.parquet")
     assert out.column("job_key").to_pylist() == list("abcdef")
     assert out.schema.field("job_key").nullable is False
+
+
+def test_strings_of_few_values_are_read_as_dictionaries_and_written_as_strings(tmp_path):
+    """A string column of few values (a module name) is read dictionary-encoded, one of
+    many (a path) as strings; the output holds the rows as written, nulls included, and
+    its columns are plain strings again."""
+    files = []
+    for name, parity in (("a", 0), ("b", 1)):
+        keys = [f"k{j:03d}" for j in range(parity, 200, 2) for _ in range(5)]  # 5 rows a job
+        table = pa.table(
+            {
+                "job_key": keys,
+                "module": [("POSIX", None, "STDIO")[i % 3] for i in range(len(keys))],
+                "name": [f"/scratch/{name}/{i}/{'x' * 40}" for i in range(len(keys))],
+            }
+        )
+        pq.write_table(table, tmp_path / f"{name}.parquet", row_group_size=128)
+        files.append(tmp_path / f"{name}.parquet")
+    meta = pq.read_metadata(files[0])
+    coded = _merge._dictionary_encoded(pq.read_schema(files[0]), meta)
+    assert [f.name for f in coded if pa.types.is_dictionary(f.type)] == ["job_key", "module"]
+    runs = _merge.sorted_runs(files, ["job_key"])
+    _merge.merge_runs(files, runs, tmp_path / "out.parquet", 64)
+    out = pq.read_table(tmp_path / "out.parquet")
+    assert out.schema.field("module").type == pa.string()
+    every = pa.concat_tables(pq.read_table(f) for f in files)
+    expected = every.sort_by("job_key")  # stable: each job's rows in file order
+    assert out.to_pylist() == expected.to_pylist()
+
+
+def test_an_error_writing_a_row_group_is_raised_by_the_merge(tmp_path, sorted_files, monkeypatch):
+    """Row groups are written on a second thread: its error reaches the caller (and the
+    merge stops) rather than leaving a short output behind as if complete."""
+    written = []
+
+    def failing(rows):
+        written.append(rows.num_rows)
+        if len(written) == 2:
+            raise OSError("disk full")
+        return rows
+
+    monkeypatch.setattr(_merge, "_own_keys", failing)
+    monkeypatch.setattr(_merge, "_WINDOW_ROWS", 2)
+    runs = _merge.sorted_runs(sorted_files, ["job_key", "start"])
+    with pytest.raises(OSError, match="disk full"):
+        _merge.merge_runs(sorted_files, runs, tmp_path / "out.parquet", 2)
+    assert len(written) == 2

@@ -18,7 +18,8 @@ runs puts them in merged order. The cost per row is then Arrow's, not a Python s
 and Arrow objects per column per job (files of different commits interleave job by
 job: 16 files of 256 jobs were some 4,096 slices per table). Each row group written
 holds a ``job_key`` dictionary of its own keys only. Memory is a batch per file, a
-window and its copy, plus one output row group. With a reader budget that lets
+window and its copy, one window in flight on the write thread (:class:`_Behind`), plus
+one output row group. With a reader budget that lets
 ``heatmap``'s ingest files merge rather than go to DuckDB's sort, the automatic
 compaction after an ingest of 10,000 logs without DXT fell from 2.5–2.8 to 1.1–1.3 ms
 of CPU a log (docs/warehouse.md, "Compaction").
@@ -33,7 +34,8 @@ warehouses ingested before ingest sorted its batches.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -170,33 +172,50 @@ def merge_runs(
     :func:`sorted_runs`), in row groups of ``row_group`` rows, zstd, keeping the first
     file's key-value metadata; ``sequence``: a table of :data:`SEQUENCE_TABLES`, its
     numbers encoded as ingest stages them."""
-    meta = pq.read_metadata(files[0]).metadata or {}
-    rows = _keys_encoded(pq.read_schema(files[0]).remove_metadata())
+    first = pq.read_metadata(files[0])
+    meta = first.metadata or {}
+    rows = _dictionary_encoded(pq.read_schema(files[0]).remove_metadata(), first)
     keep = {k: v for k, v in meta.items() if k not in (b"ARROW:schema", b"pandas")}
     schema = rows.with_metadata(keep) if keep else rows
-    cursors = [_Cursor(f, _HELD_BYTES // len(files), rows.names) for f in files]
+    coded = [f.name for f in rows if pa.types.is_dictionary(f.type)]
+    cursors = [_Cursor(f, _HELD_BYTES // len(files), rows.names, coded) for f in files]
     row_bytes = sum(c.bytes for c in cursors) // max(1, sum(c.num_rows for c in cursors))
     size = min(_WINDOW_ROWS, max(1, _HELD_BYTES // max(1, row_bytes)))
-    held: list[pa.Table] = []
-    with parquet_writer(out, schema, sequence=sequence, store_schema=False) as writer:
+    with (
+        parquet_writer(out, schema, sequence=sequence, store_schema=False) as writer,
+        _Behind(writer, row_group, rows) as behind,
+    ):
         for window in windows(file_ranges(runs), size):
-            held.append(_window_rows(cursors, *window, rows))
-            if sum(t.num_rows for t in held) >= row_group:
-                held = _write(writer, held, row_group, final=False)
-        if held:
-            _write(writer, held, row_group, final=True)
+            behind.add(*_window_pieces(cursors, *window))
+        behind.finish()
     pa.default_memory_pool().release_unused()  # before DuckDB's merge of the next table
 
 
-def _keys_encoded(schema: pa.Schema) -> pa.Schema:
-    """``schema`` with ``job_key`` dictionary-encoded, as :class:`_Cursor` reads it: a
-    job's key is then one string a batch, not one a row (decoded, 32 bytes a row, which
-    the writer hashed back into a dictionary: the most of a DXT table's merge)."""
-    at = schema.get_field_index("job_key")
-    if at < 0:
-        return schema
-    nullable = schema.field(at).nullable  # as the files have it: their batches must match
-    return schema.set(at, pa.field("job_key", pa.dictionary(pa.int32(), pa.string()), nullable))
+def _dictionary_encoded(schema: pa.Schema, meta: pq.FileMetaData) -> pa.Schema:
+    """``schema`` with ``job_key`` and the strings of few distinct values (under a byte a
+    row in ``meta``'s pages, as Parquet counts them uncompressed) dictionary-encoded, as
+    :class:`_Cursor` reads them: a value is then decoded once a batch, not once a row
+    (decoded, ``job_key`` is 32 bytes a row, which the writer hashed back into a
+    dictionary: the most of a DXT table's merge; ``heatmap``'s ``module`` read as
+    strings was half the CPU of reading its files). Strings of many values (paths) stay
+    strings: their dictionaries would be unified window by window."""
+    leaves = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
+    rows = max(1, meta.num_rows)
+    for at, f in enumerate(schema):
+        if f.name == "job_key" or (
+            pa.types.is_string(f.type)
+            and f.name in leaves
+            and _column_bytes(meta, leaves[f.name]) < rows
+        ):  # (nullable as the files have it: their batches must match)
+            coded = pa.field(f.name, pa.dictionary(pa.int32(), f.type), f.nullable)
+            schema = schema.set(at, coded)
+    return schema
+
+
+def _column_bytes(meta: pq.FileMetaData, column: int) -> int:
+    """Parquet column ``column``'s uncompressed bytes over the file's row groups."""
+    groups = range(meta.num_row_groups)
+    return sum(meta.row_group(i).column(column).total_uncompressed_size for i in groups)
 
 
 Ranges = tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -228,15 +247,12 @@ def windows(ranges: Ranges, size: int) -> Iterator[Ranges]:
         yield file[j0:j1], a, b
 
 
-def _window_rows(
-    cursors: list[_Cursor],
-    file: np.ndarray,
-    first: np.ndarray,
-    stop: np.ndarray,
-    schema: pa.Schema,
-) -> pa.Table:
-    """A window's rows in merged order: each file's one slice of rows for it (a window
-    is a range of keys), concatenated in file order, put in order by one ``take``."""
+def _window_pieces(
+    cursors: list[_Cursor], file: np.ndarray, first: np.ndarray, stop: np.ndarray
+) -> tuple[list[pa.RecordBatch], np.ndarray | None]:
+    """A window's rows: each file's one slice of rows for it (a window is a range of
+    keys), in file order, and the indices of a ``take`` that puts them in merged order
+    (``None``: in order already)."""
     files, head = np.unique(file, return_index=True)
     tail = len(file) - 1 - np.unique(file[::-1], return_index=True)[1]
     base = np.zeros(len(cursors), np.int64)  # file i's row r is the slices' row base[i] + r
@@ -245,23 +261,76 @@ def _window_rows(
         pieces += cursors[i].rows(lo, hi)
         base[i] = at - lo
         at += hi - lo
-    table = pa.Table.from_batches(pieces, schema)
     if len(files) == len(file) and np.all(np.diff(file) > 0):
-        return table.combine_chunks() if len(pieces) > 1 else table  # in order already
+        return pieces, None
     counts = stop - first
     shift = base[file] + first - (np.cumsum(counts) - counts)
-    return table.take(pa.array(np.repeat(shift, counts) + np.arange(at)))
+    return pieces, np.repeat(shift, counts) + np.arange(at)
 
 
-def _write(writer: pq.ParquetWriter, held: list[pa.Table], row_group: int, final: bool):
-    """Write whole row groups of the rows ``held`` (all of them when ``final``), each
-    with its own keys only (:func:`_own_keys`), and return the rest."""
-    table = pa.concat_tables(held)
-    whole = table.num_rows if final else table.num_rows - table.num_rows % row_group
-    for at in range(0, whole, row_group):
-        rows = table.slice(at, min(row_group, whole - at))
-        writer.write_table(_own_keys(rows), row_group_size=row_group)
-    return [table.slice(whole)]
+class _Behind:
+    """Puts windows in order and writes them on a second thread, a step behind the
+    reads: the next window is read and decoded (Arrow releases the GIL) while the last
+    one is taken into order, encoded and compressed, which were some 40 % of a merge's
+    CPU (10,000 logs without DXT), so a merge takes both cores where compaction left
+    one idle. One window is in flight at a time: the memory added is its rows (the
+    batches they slice stay held) and the output row group it completes."""
+
+    def __init__(self, writer: pq.ParquetWriter, row_group: int, schema: pa.Schema) -> None:
+        self.writer, self.row_group, self.schema = writer, row_group, schema
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="iosight-merge-write")
+        self.pending: Future | None = None
+        self.held: list[pa.Table] = []  # rows short of a row group (the thread's own)
+
+    def add(self, pieces: list[pa.RecordBatch], index: np.ndarray | None) -> None:
+        """Queue a window's ``pieces`` (in the order ``index`` takes them, if any) after
+        the one in flight, which is waited for (and its error raised)."""
+        self._then(self._add, pieces, index)
+
+    def finish(self) -> None:
+        """Write the rows left, the last row group short, and wait for it."""
+        self._then(self._write, final=True)
+        self._wait()
+
+    def _then(self, work: Callable[..., None], *args: object, **kwargs: object) -> None:
+        """Run ``work`` on the thread once the work in flight is done."""
+        self._wait()
+        self.pending = self.pool.submit(work, *args, **kwargs)
+
+    def _wait(self) -> None:
+        """Wait for the work in flight, raising its error."""
+        if self.pending is not None:
+            pending, self.pending = self.pending, None
+            pending.result()
+
+    def _add(self, pieces: list[pa.RecordBatch], index: np.ndarray | None) -> None:
+        """Put a window in order, and write the row groups it completes."""
+        table = pa.Table.from_batches(pieces, self.schema)
+        if index is not None:
+            table = table.take(pa.array(index))
+        elif len(pieces) > 1:
+            table = table.combine_chunks()
+        self.held.append(table)
+        if sum(t.num_rows for t in self.held) >= self.row_group:
+            self._write(final=False)
+
+    def _write(self, final: bool) -> None:
+        """Write whole row groups of the rows held (all of them when ``final``), each
+        with its own keys only (:func:`_own_keys`), and keep the rest."""
+        if not self.held:
+            return
+        table = pa.concat_tables(self.held)
+        whole = table.num_rows if final else table.num_rows - table.num_rows % self.row_group
+        for at in range(0, whole, self.row_group):
+            rows = table.slice(at, min(self.row_group, whole - at))
+            self.writer.write_table(_own_keys(rows), row_group_size=self.row_group)
+        self.held = [table.slice(whole)]
+
+    def __enter__(self) -> _Behind:
+        return self
+
+    def __exit__(self, *error: object) -> None:
+        self.pool.shutdown(wait=True)  # the work in flight ends before the file closes
 
 
 def _own_keys(rows: pa.Table) -> pa.Table:
@@ -282,11 +351,11 @@ def _own_keys(rows: pa.Table) -> pa.Table:
 
 class _Cursor:
     """One input file read forward in batches of about ``batch_bytes`` (Parquet's
-    uncompressed size of its rows), its ``columns`` in their order, handing out row
-    ranges in order."""
+    uncompressed size of its rows), its ``columns`` in their order (those ``coded`` as
+    dictionaries), handing out row ranges in order."""
 
-    def __init__(self, path: Path, batch_bytes: int, columns: list[str]) -> None:
-        file = pq.ParquetFile(path, read_dictionary=["job_key"])
+    def __init__(self, path: Path, batch_bytes: int, columns: list[str], coded: list[str]) -> None:
+        file = pq.ParquetFile(path, read_dictionary=coded)
         meta = file.metadata
         row_bytes = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
         self.bytes, self.num_rows = row_bytes, meta.num_rows  # Parquet's uncompressed count
