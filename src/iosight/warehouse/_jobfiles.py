@@ -223,7 +223,10 @@ def _hashes(
     """The keys of the file ``path`` read from its column
     (:func:`~iosight.warehouse._keyfiles.key_hashes`), with row numbers where its table
     is in :data:`BY_ROW`."""
-    return file_hashes(con, path, os.path.basename(os.path.dirname(path)) in BY_ROW)
+    import numpy as np
+
+    got = file_hashes(con, [(path, os.path.basename(os.path.dirname(path)) in BY_ROW)])[0]
+    return (np.zeros(0, np.uint32), None) if got is None else got
 
 
 def _has(hashes: np.ndarray | None, key_hash: int) -> bool:

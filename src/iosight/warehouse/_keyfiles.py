@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import duckdb
     import numpy as np
+    import pyarrow as pa
 
 KEY = "job_key"
 #: tables not sorted by job key, whose index entries keep each key's row number too
@@ -56,22 +57,24 @@ def file_stamp(path: str) -> tuple[int, int]:
         os.close(fd)
 
 
-def write_keys(con: duckdb.DuckDBPyConnection, path: str, table: str) -> None:
-    """Write the sidecar of the data file ``path`` of ``table`` (none where the file has
-    no ``job_key``, or cannot be read: the index then reads it as before)."""
-    if not has_key(path):
-        return
-    hashes, rows = key_hashes(con, path, table in BY_ROW)
-    if hashes is None:
-        return
-    size, crc = file_stamp(path)
-    has_rows = rows is not None
-    head = _HEAD.pack(_MAGIC, size, crc, len(hashes), has_rows)
-    body = hashes.astype("<u4").tobytes() + (rows.astype("<u4").tobytes() if has_rows else b"")
-    tmp = sidecar(path) + ".tmp"
-    with open(tmp, "wb") as out:
-        out.write(head + body)
-    os.replace(tmp, sidecar(path))
+def write_keys(con: duckdb.DuckDBPyConnection, files: list[tuple[str, str]]) -> None:
+    """Write the sidecar of each data file of ``files`` (table, path), their keys read in
+    one query; none where a file has no ``job_key``, or cannot be read (the index then
+    reads it as before)."""
+    got = key_hashes(con, [(path, table in BY_ROW) for table, path in files])
+    for (_, path), keys in zip(files, got, strict=True):
+        if keys is None or keys[0] is None:
+            continue
+        hashes, rows = keys
+        size, crc = file_stamp(path)
+        head = _HEAD.pack(_MAGIC, size, crc, len(hashes), rows is not None)
+        body = hashes.astype("<u4").tobytes()
+        if rows is not None:
+            body += rows.astype("<u4").tobytes()
+        tmp = sidecar(path) + ".tmp"
+        with open(tmp, "wb") as out:
+            out.write(head + body)
+        os.replace(tmp, sidecar(path))
 
 
 def read_keys(path: str, size: int) -> tuple[np.ndarray, np.ndarray | None] | None:
@@ -105,61 +108,86 @@ def remove_keys(path: str) -> None:
         pass
 
 
-def has_key(path: str) -> bool:
-    """Whether the Parquet file ``path`` has a ``job_key`` column (its footer alone;
-    False where it cannot be read)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        return KEY in pq.read_schema(path).names
-    except (OSError, pa.ArrowException):
-        return False
-
-
 def key_hashes(
-    con: duckdb.DuckDBPyConnection, path: str, by_row: bool
-) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """The file's job-key hashes (upper 32 bits of DuckDB's ``hash``), sorted, and their
-    row numbers where ``by_row`` (:func:`_hashes_by_row`), else None beside distinct
-    hashes. The keys are read as pyarrow's dictionaries of the column, each key once a
-    row group where DuckDB decodes every row's (the heatmap's many rows a job: 2.8 ->
-    0.7 s of CPU at 100,000 jobs). A file without the column holds no key (its rows read
-    it as null); None where the file cannot be read (purged meanwhile, or unreadable):
-    it may hold any."""
-    import duckdb
+    con: duckdb.DuckDBPyConnection, files: list[tuple[str, bool]]
+) -> list[tuple[np.ndarray | None, np.ndarray | None] | None]:
+    """Each file's job-key hashes (upper 32 bits of DuckDB's ``hash``), sorted, and their
+    row numbers where its flag (``by_row``) is set, else None beside distinct hashes; for
+    ``files`` of (path, by_row), in one query (a commit stages some fifteen small files:
+    a query each cost 1.5-2 ms of CPU). None for a file without the column (it holds no
+    key; its rows read it as null); (None, None) where it cannot be read (purged
+    meanwhile, or unreadable): it may hold any."""
+    import numpy as np
+    import pyarrow as pa
+
+    read: list = []
+    for path, by_row in files:
+        try:
+            read.append(_key_column(path, by_row))
+        except (OSError, pa.ArrowException):
+            read.append(False)
+    held = [(i, got) for i, got in enumerate(read) if got]
+    keys = pa.chunked_array([k for _, (k, _) in held], pa.large_string())
+    con.register(
+        "_keys",
+        pa.table({
+            "i": np.concatenate([np.full(len(k), i, np.int32) for i, (k, _) in held] + [[]]),
+            "r": np.concatenate([r for _, (_, r) in held] + [[]]).astype(np.int64),
+            "k": keys,
+        }),
+    )  # fmt: skip
+    got = con.execute(
+        f"select i, {HALF.format('k')} h, r from _keys where k is not null order by i, h, r"
+    ).fetchnumpy()
+    con.unregister("_keys")
+    bounds = np.searchsorted(got["i"], np.arange(len(files) + 1))
+    return [
+        None if got_i is None else (None, None) if got_i is False else
+        _one(got["h"][bounds[i] : bounds[i + 1]], got["r"][bounds[i] : bounds[i + 1]], by_row)
+        for i, (got_i, (_, by_row)) in enumerate(zip(read, files, strict=True))
+    ]  # fmt: skip
+
+
+def _one(
+    hashes: np.ndarray, rows: np.ndarray, by_row: bool
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """One file's sorted hashes and row numbers (``by_row``), or distinct hashes."""
+    import numpy as np
+
+    hashes = hashes.astype(np.uint32)
+    if by_row:
+        return hashes, rows.astype(np.uint32)
+    return hashes[np.r_[True, hashes[1:] != hashes[:-1]]] if len(hashes) else hashes, None
+
+
+def _key_column(path: str, by_row: bool) -> tuple[pa.Array, np.ndarray] | None:
+    """The file's job keys (None where it has no ``job_key``), as large strings, and the
+    row number of each (``by_row``: every row's key) or -1 (each row group's distinct
+    keys: pyarrow's dictionaries of the column, each key once a row group where DuckDB
+    decodes every row's; the heatmap's many rows a job: 2.8 -> 0.7 s of CPU at 100,000
+    jobs)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        meta = pq.read_metadata(path)
-        if KEY not in meta.schema.names:
-            return np.zeros(0, np.uint32), None
-        if by_row:
-            return _hashes_by_row(con, path)
-        file = pq.ParquetFile(path, metadata=meta, read_dictionary=[KEY])
-        keys = [  # a row group at a time: its rows' indices into the dictionary are dropped
-            chunk.dictionary
-            for group in range(meta.num_row_groups)
-            for chunk in file.read_row_group(group, [KEY], use_threads=False).column(0).chunks
-        ]
-        value_type = file.schema_arrow.field(KEY).type.value_type
-        con.register("_keys", pa.table({"k": pa.chunked_array(keys, value_type)}))
-        got = con.execute(f"select distinct {HALF.format('k')} h from _keys where k is not null")
-        return np.sort(got.fetchnumpy()["h"].astype(np.uint32)), None
-    except (OSError, pa.ArrowException, duckdb.Error):
-        return None, None
-
-
-def _hashes_by_row(con: duckdb.DuckDBPyConnection, path: str) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's job-key hash, sorted, and the row numbers beside them: a table of a row
-    a job (``jobs``) has as many keys as rows, so reading each row's is no dearer."""
-    import numpy as np
-
-    got = con.execute(
-        f"select {HALF.format(KEY)} h, file_row_number r "
-        "from read_parquet(?, file_row_number=true) where job_key is not null order by h, r",
-        [path],
-    ).fetchnumpy()
-    return got["h"].astype(np.uint32), got["r"].astype(np.uint32)
+        file = pq.ParquetFile(path, read_dictionary=None if by_row else [KEY])
+    except KeyError:  # no such column to read as dictionaries
+        return None
+    meta = file.metadata
+    if KEY not in meta.schema.names:
+        return None
+    groups = [
+        file.read_row_group(g, [KEY], use_threads=False).column(0).chunks
+        for g in range(meta.num_row_groups)
+    ]
+    chunks = [c for cs in groups for c in cs]
+    if by_row:
+        keys = pa.concat_arrays(
+            [c.cast(pa.large_string()) for c in chunks] or [pa.array([], pa.large_string())]
+        )
+        return keys, np.arange(len(keys), dtype=np.int64)
+    keys = pa.concat_arrays(
+        [c.dictionary.cast(pa.large_string()) for c in chunks] or [pa.array([], pa.large_string())]
+    )
+    return keys, np.full(len(keys), -1, np.int64)

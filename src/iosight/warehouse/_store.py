@@ -903,8 +903,7 @@ def _write_keys(files: list[tuple[str, str]]) -> None:
 
     con = _key_connection().cursor()
     try:
-        for name, path in files:
-            write_keys(con, path, name)
+        write_keys(con, files)
     finally:
         con.close()
 
