@@ -124,3 +124,12 @@ def test_a_warehouse_without_sidecars_reads_the_keys_from_the_files(tmp_path):
     assert not again.partial
     a, b = job_summary(Warehouse(wh.path), key), job_summary(indexed, key)
     assert a.job.equals(b.job) and a.notes == b.notes
+
+
+def test_a_forced_reingest_rewrites_the_sidecars_of_the_files_it_rewrites(tmp_path):
+    """``--force`` deletes the old rows of its jobs from the files holding them, in place:
+    each rewritten file gets a sidecar of its new keys."""
+    wh = Warehouse(tmp_path / "wh", create=True)
+    assert ingest(_logs(), wh, workers=1, batch_size=4, compact=False).ok
+    assert ingest(_logs()[:3], wh, workers=1, force=True, compact=False).ok
+    assert _check_sidecars(wh) > 0

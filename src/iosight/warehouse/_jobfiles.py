@@ -84,10 +84,11 @@ def for_jobs(warehouse: Warehouse, keys: Iterable[str]) -> Warehouse:
 
 
 class KeyIndex:
-    """The job-key hashes of each file of each table, read once per file by a background
-    thread (thread-safe). A file not read yet may hold any job: a page asked for before
-    the index is filled (the first after start, or after a commit) reads it, as it would
-    without the index, and is never held up by the reading."""
+    """The job-key hashes of each file of each table (thread-safe), loaded from the file's
+    key sidecar when a page first asks, else read once by a background thread from its
+    column. A file not read yet may hold any job: a page asked for before the thread has
+    read it (a file without a sidecar) reads it, as it would without the index, and is
+    never held up by the reading."""
 
     def __init__(self) -> None:
         # path -> (stamp, hashes, their row numbers where the table is in BY_ROW)
