@@ -15,9 +15,9 @@ import time
 
 def main() -> None:
     import duckdb
+    import numpy  # noqa: F401  (imported before timing: the server has it)
 
-    from iosight.warehouse import Warehouse
-    from iosight.warehouse._keyfiles import BY_ROW, key_hashes, read_keys
+    from iosight.warehouse import Warehouse, _keyfiles  # the index's own readers
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-w", "--warehouse", required=True)
@@ -30,14 +30,15 @@ def main() -> None:
     for name in args.tables or wh.tables():
         entries = [(e.path, e.stat().st_size) for e in wh.table_entries(name)]
         c = time.process_time()
-        loaded = [(p, read_keys(p, size)) for p, size in entries]
+        loaded = [(p, _keyfiles.read_keys(p, size)) for p, size in entries]
         side = time.process_time() - c
         loaded = [(p, got) for p, got in loaded if got is not None]
         if not loaded:
             continue
         c, w = time.process_time(), time.perf_counter()
+        by_row = name in _keyfiles.BY_ROW
         for path, got in loaded:
-            assert key_hashes(con, [(path, name in BY_ROW)])[0][0].tolist() == got[0].tolist()
+            assert _keyfiles.key_hashes(con, [(path, by_row)])[0][0].tolist() == got[0].tolist()
         col, wall = time.process_time() - c, time.perf_counter() - w
         size = sum(g[0].nbytes + (0 if g[1] is None else g[1].nbytes) for _, g in loaded)
         print(
