@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -35,7 +34,7 @@ def _logs() -> list[str]:
 def _check_sidecars(wh: Warehouse) -> int:
     """Assert that every live job-keyed file has a sidecar holding its keys (as read from
     its column) and every sidecar has its file; return how many sidecars there are."""
-    con, seen = duckdb.connect(), 0
+    seen = 0
     for name in wh.tables():
         folder = wh.path / "tables" / name
         files = {str(f) for f in folder.glob("*.parquet")}
@@ -46,7 +45,7 @@ def _check_sidecars(wh: Warehouse) -> int:
                 continue
             got = read_keys(entry.path, entry.stat().st_size)
             assert got is not None, entry.path
-            want = key_hashes(con, [(entry.path, name in BY_ROW)])[0]
+            want = key_hashes([(entry.path, name in BY_ROW)])[0]
             assert got[0].tolist() == want[0].tolist()
             assert (got[1] is None) == (want[1] is None)
             if got[1] is not None:
@@ -94,7 +93,7 @@ def test_a_rewritten_or_cut_sidecar_is_not_used(tmp_path):
     path = str(tmp_path / "jobs.parquet")
     keys = [f"{i:032x}" for i in range(50)]
     pq.write_table(pa.table({"job_key": keys}), path)
-    write_keys(duckdb.connect(), [("jobs", path)])
+    write_keys([("jobs", path)])
     got = read_keys(path, os.path.getsize(path))
     assert got is not None and sorted(got[1].tolist()) == list(range(50))
     data = Path(sidecar(path)).read_bytes()

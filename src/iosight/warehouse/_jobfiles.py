@@ -4,8 +4,9 @@ A job page runs about twenty queries of ``job_key = K``, and DuckDB visits every
 a table for each of them before it prunes row groups. Min/max statistics cannot narrow
 the files down: a job_key is a content hash, so every file (a batch of logs, a
 compaction's output) spans nearly the whole key range. The index holds instead the hashes
-of the keys each file holds (4 bytes per job and file: the upper half of DuckDB's
-``hash``; a file of a million jobs answers "maybe" for a key it lacks once in 4,000),
+of the keys each file holds (4 bytes per job and file: the upper half of a 64-bit
+FNV-1a hash, :func:`~iosight.warehouse._keyfiles.hash_keys`; a file of a million jobs
+answers "maybe" for a key it lacks once in 4,000),
 loaded from the sidecar written beside each file when it entered its table
 (:mod:`iosight.warehouse._keyfiles`: every file at once, when a page first asks), or,
 where a file has none (a warehouse written before them), read by a background thread
@@ -34,7 +35,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from iosight.warehouse._keyfiles import BY_ROW, HALF, KEY, read_keys
+from iosight.warehouse._keyfiles import BY_ROW, KEY, hash_keys, read_keys
 from iosight.warehouse._keyfiles import key_hashes as file_hashes
 from iosight.warehouse._known import view_query
 from iosight.warehouse._store import Warehouse, _sql_text, _table_names
@@ -152,27 +153,21 @@ class KeyIndex:
 
     def _work(self) -> None:
         """Read the queued files' keys, a few at a time, until none is left."""
-        import duckdb
-
-        con = duckdb.connect(config={"threads": 1})  # a page's queries keep the cores
-        try:
-            while True:
-                with self._guard:
-                    batch = dict(list(self._queue.items())[:_BATCH])
-                    if not batch or self._stop.is_set():
-                        self._worker = None
-                        atexit.unregister(self.close)
-                        return
-                found = {p: _hashes(con, p) for p in batch if not self._stop.is_set()}
-                with self._guard:
-                    for path, stamp in batch.items():
-                        if path not in found:
-                            continue  # stopped before it was read
-                        self._files[path] = (stamp, *found[path])
-                        if self._queue.get(path) == stamp:
-                            del self._queue[path]
-        finally:
-            con.close()
+        while True:
+            with self._guard:
+                batch = dict(list(self._queue.items())[:_BATCH])
+                if not batch or self._stop.is_set():
+                    self._worker = None
+                    atexit.unregister(self.close)
+                    return
+            found = {p: _hashes(p) for p in batch if not self._stop.is_set()}
+            with self._guard:
+                for path, stamp in batch.items():
+                    if path not in found:
+                        continue  # stopped before it was read
+                    self._files[path] = (stamp, *found[path])
+                    if self._queue.get(path) == stamp:
+                        del self._queue[path]
 
     def close(self) -> None:
         """Stop reading (after the file being read) and wait for the thread: at exit, a
@@ -218,15 +213,13 @@ def _stamp(entry: os.DirEntry) -> tuple:
     return (st.st_size, st.st_mtime_ns)
 
 
-def _hashes(
-    con: duckdb.DuckDBPyConnection, path: str
-) -> tuple[np.ndarray | None, np.ndarray | None]:
+def _hashes(path: str) -> tuple[np.ndarray | None, np.ndarray | None]:
     """The keys of the file ``path`` read from its column
     (:func:`~iosight.warehouse._keyfiles.key_hashes`), with row numbers where its table
     is in :data:`BY_ROW`."""
     import numpy as np
 
-    got = file_hashes(con, [(path, os.path.basename(os.path.dirname(path)) in BY_ROW)])[0]
+    got = file_hashes([(path, os.path.basename(os.path.dirname(path)) in BY_ROW)])[0]
     return (np.zeros(0, np.uint32), None) if got is None else got
 
 
@@ -265,11 +258,10 @@ class JobScope(Warehouse):
         ``None`` scopes no more tables (their columns are the whole table's anyway)."""
         base = self._parent.connect(names)
         if self._cursor is None:
+            import pyarrow as pa
+
             self._cursor = base.cursor()
-            got = self._cursor.execute(
-                f"select {HALF.format('unnest(?::varchar[])')}", [list(self.keys)]
-            )
-            self._key_hashes = [h for (h,) in got.fetchall()]
+            self._key_hashes = hash_keys(pa.array(self.keys, pa.large_string())).tolist()
         for name in sorted(set(names or ()) - self._scoped):
             self._scope(name)
             self._scoped.add(name)

@@ -24,15 +24,13 @@ import zlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    import duckdb
     import numpy as np
     import pyarrow as pa
 
 KEY = "job_key"
 #: tables not sorted by job key, whose index entries keep each key's row number too
 BY_ROW = frozenset({"jobs"})
-HALF = "hash({}) >> 32"  # a key's hash in the index: the upper half of DuckDB's
-_MAGIC = b"IOSKEYS1"
+_MAGIC = b"IOSKEYS2"  # 2: FNV-1a (1, never merged: DuckDB's hash)
 _HEAD = struct.Struct("<8sQIIB")  # magic, file size, footer CRC-32, hashes, has rows
 
 
@@ -57,11 +55,11 @@ def file_stamp(path: str) -> tuple[int, int]:
         os.close(fd)
 
 
-def write_keys(con: duckdb.DuckDBPyConnection, files: list[tuple[str, str]]) -> None:
+def write_keys(files: list[tuple[str, str]]) -> None:
     """Write the sidecar of each data file of ``files`` (table, path), their keys read in
     one query; none where a file has no ``job_key``, or cannot be read (the index then
     reads it as before)."""
-    got = key_hashes(con, [(path, table in BY_ROW) for table, path in files])
+    got = key_hashes([(path, table in BY_ROW) for table, path in files])
     for (_, path), keys in zip(files, got, strict=True):
         if keys is None or keys[0] is None:
             continue
@@ -109,63 +107,79 @@ def remove_keys(path: str) -> None:
 
 
 def key_hashes(
-    con: duckdb.DuckDBPyConnection, files: list[tuple[str, bool]]
+    files: list[tuple[str, bool]],
 ) -> list[tuple[np.ndarray | None, np.ndarray | None] | None]:
-    """Each file's job-key hashes (upper 32 bits of DuckDB's ``hash``), sorted, and their
-    row numbers where its flag (``by_row``) is set, else None beside distinct hashes; for
-    ``files`` of (path, by_row), in one query (a commit stages some fifteen small files:
-    a query each cost 1.5-2 ms of CPU). None for a file without the column (it holds no
-    key; its rows read it as null); (None, None) where it cannot be read (purged
-    meanwhile, or unreadable): it may hold any."""
+    """Each file's job-key hashes (:func:`hash_keys`), sorted, and their row numbers where
+    its flag (``by_row``) is set, else None beside distinct hashes; for ``files`` of
+    (path, by_row). None for a file without the column (it holds no key; its rows read
+    it as null); (None, None) where it cannot be read (purged meanwhile, or
+    unreadable): it may hold any."""
     import numpy as np
     import pyarrow as pa
 
-    read: list = []
+    out: list = []
     for path, by_row in files:
         try:
-            read.append(_key_column(path, by_row))
+            got = _key_column(path, by_row)
         except (OSError, pa.ArrowException):
-            read.append(False)
-    held = [(i, got) for i, got in enumerate(read) if got]
-    keys = pa.chunked_array([k for _, (k, _) in held], pa.large_string())
-    con.register(
-        "_keys",
-        pa.table({
-            "i": np.concatenate([np.full(len(k), i, np.int32) for i, (k, _) in held] + [[]]),
-            "r": np.concatenate([r for _, (_, r) in held] + [[]]).astype(np.int64),
-            "k": keys,
-        }),
-    )  # fmt: skip
-    got = con.execute(
-        f"select i, {HALF.format('k')} h, r from _keys where k is not null order by i, h, r"
-    ).fetchnumpy()
-    con.unregister("_keys")
-    bounds = np.searchsorted(got["i"], np.arange(len(files) + 1))
-    return [
-        None if got_i is None else (None, None) if got_i is False else
-        _one(got["h"][bounds[i] : bounds[i + 1]], got["r"][bounds[i] : bounds[i + 1]], by_row)
-        for i, (got_i, (_, by_row)) in enumerate(zip(read, files, strict=True))
-    ]  # fmt: skip
+            out.append((None, None))
+            continue
+        if got is None:
+            out.append(None)
+            continue
+        keys, rows = got
+        valid = keys.is_valid()  # arrow, not numpy: pa.array() of numpy imports pandas
+        hashes = hash_keys(keys.filter(valid))
+        if by_row:
+            rows = rows[_mask(valid)]
+            order = np.lexsort((rows, hashes))
+            out.append((hashes[order], rows[order].astype(np.uint32)))
+        else:
+            out.append((np.unique(hashes), None))
+    return out
 
 
-def _one(
-    hashes: np.ndarray, rows: np.ndarray, by_row: bool
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """One file's sorted hashes and row numbers (``by_row``), or distinct hashes."""
+def _mask(valid: pa.BooleanArray) -> np.ndarray:
+    """``valid`` as a numpy mask, from its bits (pyarrow's ``to_numpy`` imports pandas)."""
     import numpy as np
 
-    hashes = hashes.astype(np.uint32)
-    if by_row:
-        return hashes, rows.astype(np.uint32)
-    return hashes[np.r_[True, hashes[1:] != hashes[:-1]]] if len(hashes) else hashes, None
+    if len(valid) == 0:
+        return np.zeros(0, bool)
+    bits = np.frombuffer(valid.buffers()[1], np.uint8)
+    return np.unpackbits(bits, bitorder="little")[valid.offset : valid.offset + len(valid)] == 1
+
+
+_FNV_OFFSET, _FNV_PRIME = 0xCBF29CE484222325, 0x100000001B3
+
+
+def hash_keys(keys: pa.Array) -> np.ndarray:
+    """The index's hash of each (non-null) key of ``keys``: the upper 32 bits of the
+    64-bit FNV-1a hash of its UTF-8 bytes, computed a byte position at a time over all
+    keys at once (numpy; a job key is 32 hex digits), so neither a commit nor a page
+    needs DuckDB to hash keys (handing DuckDB Python data imports pandas)."""
+    import numpy as np
+    import pyarrow as pa
+
+    keys = keys.cast(pa.large_binary())
+    n = len(keys)
+    if n == 0:
+        return np.zeros(0, np.uint32)
+    offsets = np.frombuffer(keys.buffers()[1], np.int64)[keys.offset : keys.offset + n + 1]
+    data = np.frombuffer(keys.buffers()[2] or b"", np.uint8)
+    starts, lengths = offsets[:-1], np.diff(offsets)
+    h = np.full(n, _FNV_OFFSET, np.uint64)
+    for j in range(int(lengths.max())):
+        live = lengths > j
+        h[live] = (h[live] ^ data[starts[live] + j]) * np.uint64(_FNV_PRIME)
+    return (h >> np.uint64(32)).astype(np.uint32)
 
 
 def _key_column(path: str, by_row: bool) -> tuple[pa.Array, np.ndarray] | None:
     """The file's job keys (None where it has no ``job_key``), as large strings, and the
     row number of each (``by_row``: every row's key) or -1 (each row group's distinct
-    keys: pyarrow's dictionaries of the column, each key once a row group where DuckDB
-    decodes every row's; the heatmap's many rows a job: 2.8 -> 0.7 s of CPU at 100,000
-    jobs)."""
+    keys: pyarrow's dictionaries of the column, each key once a row group where a reader
+    of rows decodes every row's; the heatmap's many rows a job: 2.8 -> 0.7 s of CPU at
+    100,000 jobs)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -177,17 +191,14 @@ def _key_column(path: str, by_row: bool) -> tuple[pa.Array, np.ndarray] | None:
     meta = file.metadata
     if KEY not in meta.schema.names:
         return None
-    groups = [
-        file.read_row_group(g, [KEY], use_threads=False).column(0).chunks
+    chunks = [
+        chunk
         for g in range(meta.num_row_groups)
+        for chunk in file.read_row_group(g, [KEY], use_threads=False).column(0).chunks
     ]
-    chunks = [c for cs in groups for c in cs]
-    if by_row:
-        keys = pa.concat_arrays(
-            [c.cast(pa.large_string()) for c in chunks] or [pa.array([], pa.large_string())]
-        )
-        return keys, np.arange(len(keys), dtype=np.int64)
+    if not by_row:
+        chunks = [c.dictionary for c in chunks]
     keys = pa.concat_arrays(
-        [c.dictionary.cast(pa.large_string()) for c in chunks] or [pa.array([], pa.large_string())]
+        [c.cast(pa.large_string()) for c in chunks] or [pa.nulls(0, pa.large_string())]
     )
-    return keys, np.full(len(keys), -1, np.int64)
+    return keys, np.arange(len(keys), dtype=np.int64)

@@ -897,24 +897,10 @@ def _write_key_files(staging: Path, compaction: Mapping[str, Mapping[str, list[s
 
 def _write_keys(files: list[tuple[str, str]]) -> None:
     """Write the key sidecar of each (table, data file) of ``files``."""
-    if not files:
-        return
-    from iosight.warehouse._keyfiles import write_keys
+    if files:
+        from iosight.warehouse._keyfiles import write_keys
 
-    con = _key_connection().cursor()
-    try:
-        write_keys(con, files)
-    finally:
-        con.close()
-
-
-@functools.cache
-def _key_connection() -> duckdb.DuckDBPyConnection:
-    """The DuckDB connection that hashes staged files' keys, made once per process (a
-    connection costs some 15 ms of CPU: every commit would pay it), one thread."""
-    import duckdb
-
-    return duckdb.connect(config={"threads": 1})
+        write_keys(files)
 
 
 def _move_with_keys(src: str, dest: str) -> None:
