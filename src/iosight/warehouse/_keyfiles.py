@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 KEY = "job_key"
 #: tables not sorted by job key, whose index entries keep each key's row number too
 BY_ROW = frozenset({"jobs"})
-_MAGIC = b"IOSKEYS2"  # 2: FNV-1a (1, never merged: DuckDB's hash)
+_MAGIC = b"IOSKEYS2"  # the format (another is ignored: its file is read)
 _HEAD = struct.Struct("<8sQIIB")  # magic, file size, footer CRC-32, hashes, has rows
 
 
