@@ -4,10 +4,14 @@ A job page runs about twenty queries of ``job_key = K``, and DuckDB visits every
 a table for each of them before it prunes row groups. Min/max statistics cannot narrow
 the files down: a job_key is a content hash, so every file (a batch of logs, a
 compaction's output) spans nearly the whole key range. The index holds instead the hashes
-of the keys each file holds (4 bytes per job and file: the upper half of DuckDB's
-``hash``; a file of a million jobs answers "maybe" for a key it lacks once in 4,000),
-read once from the dictionaries of the file's ``job_key`` column, and cached by file
-name, size and modification time: committed files never change, so an entry is never
+of the keys each file holds (4 bytes per job and file: the upper half of a 64-bit
+FNV-1a hash, :func:`~iosight.warehouse._keyfiles.hash_keys`; a file of a million jobs
+answers "maybe" for a key it lacks once in 4,000),
+loaded from the sidecar written beside each file when it entered its table
+(:mod:`iosight.warehouse._keyfiles`: every file at once, when a page first asks), or,
+where a file has none (a warehouse written before them), read by a background thread
+from the dictionaries of its ``job_key`` column; cached by file name, size and
+modification time: committed files never change, so an entry is never
 stale, and entries of files gone are dropped. For ``jobs``, the one table sorted by start
 time rather than by key (so a key's row may be anywhere in a file), the index keeps each
 hash's row number as well (4 more bytes a job), and the scope reads only the row groups
@@ -31,6 +35,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from iosight.warehouse._keyfiles import BY_ROW, KEY, hash_keys, read_keys
+from iosight.warehouse._keyfiles import key_hashes as file_hashes
 from iosight.warehouse._known import view_query
 from iosight.warehouse._store import Warehouse, _sql_text, _table_names
 
@@ -38,11 +44,7 @@ if TYPE_CHECKING:
     import duckdb
     import numpy as np
 
-_KEY = "job_key"
 _BATCH = 16  # files taken from the queue at a time by the index's thread
-_HALF = "hash({}) >> 32"  # a key's hash in the index: the upper half of DuckDB's
-#: tables not sorted by job key, whose index entries keep each key's row number too
-BY_ROW = frozenset({"jobs"})
 # a name read after FROM or JOIN: the tables a query with ``?`` parameters reads, which
 # DuckDB's parser does not list (a name missed only reads the whole table's view)
 _AFTER_FROM = re.compile(r'\b(?:from|join)\s+"?([A-Za-z_][A-Za-z0-9_]*)"?', re.IGNORECASE)
@@ -83,10 +85,11 @@ def for_jobs(warehouse: Warehouse, keys: Iterable[str]) -> Warehouse:
 
 
 class KeyIndex:
-    """The job-key hashes of each file of each table, read once per file by a background
-    thread (thread-safe). A file not read yet may hold any job: a page asked for before
-    the index is filled (the first after start, or after a commit) reads it, as it would
-    without the index, and is never held up by the reading."""
+    """The job-key hashes of each file of each table (thread-safe), loaded from the file's
+    key sidecar when a page first asks, else read once by a background thread from its
+    column. A file not read yet may hold any job: a page asked for before the thread has
+    read it (a file without a sidecar) reads it, as it would without the index, and is
+    never held up by the reading."""
 
     def __init__(self) -> None:
         # path -> (stamp, hashes, their row numbers where the table is in BY_ROW)
@@ -109,6 +112,8 @@ class KeyIndex:
         files, unread = self._files, ((), None, None)
         todo = {p: s for p, s in stamps.items() if files.get(p, unread)[0] != s}
         if todo:
+            todo = self._load(todo)
+        if todo:
             self._enqueue(todo)
         wanted = list(key_hashes)
         found: dict[str, list[int] | None] = {}
@@ -123,6 +128,21 @@ class KeyIndex:
                 found[path] = got
         return found
 
+    def _load(self, todo: dict[str, tuple]) -> dict[str, tuple]:
+        """Enter the files of ``todo`` (path -> stamp) whose sidecars match them
+        (:func:`~iosight.warehouse._keyfiles.read_keys`, a fraction of a millisecond
+        each); return the others, whose keys are still to be read."""
+        left = {}
+        for path, stamp in todo.items():
+            got = read_keys(path, stamp[0])
+            by_row = os.path.basename(os.path.dirname(path)) in BY_ROW
+            if got is None or (got[1] is not None) != by_row:
+                left[path] = stamp
+                continue
+            with self._guard:
+                self._files[path] = (stamp, *got)
+        return left
+
     def _enqueue(self, todo: dict[str, tuple]) -> None:
         with self._guard:
             self._queue.update(todo)
@@ -133,27 +153,21 @@ class KeyIndex:
 
     def _work(self) -> None:
         """Read the queued files' keys, a few at a time, until none is left."""
-        import duckdb
-
-        con = duckdb.connect(config={"threads": 1})  # a page's queries keep the cores
-        try:
-            while True:
-                with self._guard:
-                    batch = dict(list(self._queue.items())[:_BATCH])
-                    if not batch or self._stop.is_set():
-                        self._worker = None
-                        atexit.unregister(self.close)
-                        return
-                found = {p: _hashes(con, p) for p in batch if not self._stop.is_set()}
-                with self._guard:
-                    for path, stamp in batch.items():
-                        if path not in found:
-                            continue  # stopped before it was read
-                        self._files[path] = (stamp, *found[path])
-                        if self._queue.get(path) == stamp:
-                            del self._queue[path]
-        finally:
-            con.close()
+        while True:
+            with self._guard:
+                batch = dict(list(self._queue.items())[:_BATCH])
+                if not batch or self._stop.is_set():
+                    self._worker = None
+                    atexit.unregister(self.close)
+                    return
+            found = {p: _hashes(p) for p in batch if not self._stop.is_set()}
+            with self._guard:
+                for path, stamp in batch.items():
+                    if path not in found:
+                        continue  # stopped before it was read
+                    self._files[path] = (stamp, *found[path])
+                    if self._queue.get(path) == stamp:
+                        del self._queue[path]
 
     def close(self) -> None:
         """Stop reading (after the file being read) and wait for the thread: at exit, a
@@ -199,52 +213,14 @@ def _stamp(entry: os.DirEntry) -> tuple:
     return (st.st_size, st.st_mtime_ns)
 
 
-def _hashes(
-    con: duckdb.DuckDBPyConnection, path: str
-) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """The file's job-key hashes (upper 32 bits of DuckDB's ``hash``), sorted, and their
-    row numbers where its table is in :data:`BY_ROW` (:func:`_hashes_by_row`), else
-    None beside distinct hashes. The keys are read as pyarrow's dictionaries of the
-    column, each key once a row group where DuckDB decodes every row's (the heatmap's
-    many rows a job: 2.8 -> 0.7 s of CPU at 100,000 jobs). A file without the column
-    holds no key (its rows read it as null); None where the file cannot be read (purged
-    meanwhile, or unreadable): it may hold any."""
-    import duckdb
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        meta = pq.read_metadata(path)
-        if _KEY not in meta.schema.names:
-            return np.zeros(0, np.uint32), None
-        if os.path.basename(os.path.dirname(path)) in BY_ROW:
-            return _hashes_by_row(con, path)
-        file = pq.ParquetFile(path, metadata=meta, read_dictionary=[_KEY])
-        keys = [  # a row group at a time: its rows' indices into the dictionary are dropped
-            chunk.dictionary
-            for group in range(meta.num_row_groups)
-            for chunk in file.read_row_group(group, [_KEY], use_threads=False).column(0).chunks
-        ]
-        value_type = file.schema_arrow.field(_KEY).type.value_type
-        con.register("_keys", pa.table({"k": pa.chunked_array(keys, value_type)}))
-        got = con.execute(f"select distinct {_HALF.format('k')} h from _keys where k is not null")
-        return np.sort(got.fetchnumpy()["h"].astype(np.uint32)), None
-    except (OSError, pa.ArrowException, duckdb.Error):
-        return None, None
-
-
-def _hashes_by_row(con: duckdb.DuckDBPyConnection, path: str) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's job-key hash, sorted, and the row numbers beside them: a table of a row
-    a job (``jobs``) has as many keys as rows, so reading each row's is no dearer."""
+def _hashes(path: str) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The keys of the file ``path`` read from its column
+    (:func:`~iosight.warehouse._keyfiles.key_hashes`), with row numbers where its table
+    is in :data:`BY_ROW`."""
     import numpy as np
 
-    got = con.execute(
-        f"select {_HALF.format(_KEY)} h, file_row_number r "
-        "from read_parquet(?, file_row_number=true) where job_key is not null order by h, r",
-        [path],
-    ).fetchnumpy()
-    return got["h"].astype(np.uint32), got["r"].astype(np.uint32)
+    got = file_hashes([(path, os.path.basename(os.path.dirname(path)) in BY_ROW)])[0]
+    return (np.zeros(0, np.uint32), None) if got is None else got
 
 
 def _has(hashes: np.ndarray | None, key_hash: int) -> bool:
@@ -282,11 +258,10 @@ class JobScope(Warehouse):
         ``None`` scopes no more tables (their columns are the whole table's anyway)."""
         base = self._parent.connect(names)
         if self._cursor is None:
+            import pyarrow as pa
+
             self._cursor = base.cursor()
-            got = self._cursor.execute(
-                f"select {_HALF.format('unnest(?::varchar[])')}", [list(self.keys)]
-            )
-            self._key_hashes = [h for (h,) in got.fetchall()]
+            self._key_hashes = hash_keys(pa.array(self.keys, pa.large_string())).tolist()
         for name in sorted(set(names or ()) - self._scoped):
             self._scope(name)
             self._scoped.add(name)
@@ -327,7 +302,7 @@ class JobScope(Warehouse):
         if not entries:
             return
         columns = self._index.columns(con, name, tuple(e.path for e in entries))
-        if _KEY not in {c for c, _ in columns}:
+        if KEY not in {c for c, _ in columns}:
             return
         self.partial |= self._index.unread(entries)  # read whole: this scope is not kept
         files = self._index.holding(entries, self._key_hashes)

@@ -598,6 +598,7 @@ class Warehouse:
             "compaction": {name: dict(plan) for name, plan in (compaction or {}).items()},
         }
         with self.writer_lock():
+            _write_key_files(self.staging_dir(batch_id), compaction or {})
             _crash_point("staged")  # the batch's files are written, its commit is not
             _atomic_write_text(self.path / _COMMITS / f"{batch_id}.json", json.dumps(record))
             _crash_point("published")  # committed, its files not yet moved into tables/
@@ -751,12 +752,12 @@ class Warehouse:
         for name in record["replace_tables"]:
             for f in self._all_files(name):
                 if not f.name.startswith(mine):
-                    f.unlink()
+                    _unlink_with_keys(str(f))
             (self.path / _TABLES / name / _LAYOUT).unlink(missing_ok=True)
         for name, files in record.get("drop_files", {}).items():  # older records lack it
             for file in files:
                 if not file.startswith(mine):
-                    (self.path / _TABLES / name / file).unlink(missing_ok=True)
+                    _unlink_with_keys(os.path.join(self.path, _TABLES, name, file))
         for name, by_column in record["delete_keys"].items():
             for column, keys in by_column.items():
                 self._delete_rows(name, column, set(keys), keep=mine)
@@ -765,7 +766,7 @@ class Warehouse:
             name, part = src.removesuffix(".parquet").rsplit(".", 1)
             dest = os.path.join(self.path, _TABLES, name)
             os.makedirs(dest, exist_ok=True)
-            os.replace(os.path.join(staging, src), os.path.join(dest, f"{mine}{part}.parquet"))
+            _move_with_keys(os.path.join(staging, src), os.path.join(dest, f"{mine}{part}.parquet"))
         for name, plan in record.get("compaction", {}).items():
             self._apply_compaction(staging / "compact" / name, name, plan)
         _remove_dir(staging)
@@ -778,7 +779,7 @@ class Warehouse:
         dest = self.path / _TABLES / name
         for out in plan["outputs"]:
             if (staged / out).exists():
-                os.replace(staged / out, dest / out)
+                _move_with_keys(str(staged / out), str(dest / out))
         _crash_point("compaction-moved")  # outputs in place, still hidden
         layout = self.layout(name)
         replaced = set(plan["replaces"])
@@ -820,7 +821,7 @@ class Warehouse:
             return 0
         folder = self.path / _TABLES / name
         for f in due:
-            (folder / f).unlink(missing_ok=True)
+            _unlink_with_keys(str(folder / f))
         kept = {f: at for f, at in hidden.items() if f not in due}
         layout |= {"superseded": sorted(kept), "hidden_at": kept}
         _atomic_write_text(folder / _LAYOUT, json.dumps(layout))
@@ -840,11 +841,12 @@ class Warehouse:
             table = pq.read_table(f)
             kept = table.filter(pc.invert(pc.is_in(table[column], value_set=value_set)))
             if kept.num_rows == 0:
-                f.unlink()
+                _unlink_with_keys(str(f))
                 continue
             tmp = f.with_name(f.name + ".tmp")
             pq.write_table(kept, tmp, compression="zstd")
             os.replace(tmp, f)
+            _write_keys([(name, str(f))])  # the old sidecar no longer matches it
 
 
 def _hidden_at(layout: dict) -> dict[str, float]:
@@ -877,6 +879,52 @@ def _staged_files(staging: Path) -> list[str]:
             return sorted(e.name for e in entries if e.name.endswith(".parquet"))
     except FileNotFoundError:
         return []
+
+
+def _write_key_files(staging: Path, compaction: Mapping[str, Mapping[str, list[str]]]) -> None:
+    """Write the key sidecar (:mod:`iosight.warehouse._keyfiles`) of each file staged in
+    ``staging``: the batch's and the ``compaction``'s outputs (under ``compact/<table>/``).
+    Written before the commit record, so a committed file has its sidecar from the
+    moment it is visible, and a batch rolled back takes its sidecars with its staging."""
+    staged = [(src.rsplit(".", 2)[0], str(staging / src)) for src in _staged_files(staging)]
+    staged += [
+        (name, str(staging / "compact" / name / out))
+        for name, plan in compaction.items()
+        for out in plan["outputs"]
+    ]
+    _write_keys(staged)
+
+
+def _write_keys(files: list[tuple[str, str]]) -> None:
+    """Write the key sidecar of each (table, data file) of ``files``."""
+    if files:
+        from iosight.warehouse._keyfiles import write_keys
+
+        write_keys(files)
+
+
+def _move_with_keys(src: str, dest: str) -> None:
+    """Move the data file ``src`` to ``dest``, its key sidecar first: a writer killed
+    between the two leaves a sidecar without its file (the roll forward moves the file;
+    a sidecar is only read beside its file), never a file whose sidecar is elsewhere."""
+    from iosight.warehouse._keyfiles import sidecar
+
+    try:
+        os.replace(sidecar(src), sidecar(dest))
+    except FileNotFoundError:
+        pass
+    os.replace(src, dest)
+
+
+def _unlink_with_keys(path: str) -> None:
+    """Delete the data file ``path`` (if there), then its key sidecar."""
+    from iosight.warehouse._keyfiles import remove_keys
+
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    remove_keys(path)
 
 
 def _remove_dir(path: Path) -> None:
