@@ -40,6 +40,7 @@ from iosight.warehouse._dxt_bins import TABLE as DXT_BINS_TABLE
 from iosight.warehouse._dxt_bins import DxtBins
 from iosight.warehouse._io_totals import IO_TOTALS, IO_TOTALS_COMPRESSION, io_totals
 from iosight.warehouse._store import (
+    SEQUENCE_TABLES,
     Warehouse,
     concat_tables,
     is_warehouse_dir,
@@ -714,15 +715,16 @@ class _Parts:
 
 
 def _pruned_by(name: str) -> bool | list[str]:
-    """The columns whose min/max a staged file of table ``name`` records: those a query
-    prunes its row groups by (``job_key``, and a DXT table's segment start,
-    :data:`TABLE_SORT_COLUMNS`); every column of ``jobs`` (a time range selects jobs) and
-    of the tables without a job key (``sources``, ``ingest_errors``: a few rows). The
-    statistics of a wide table's ~100 counters cost a fifth of writing it, and these
-    files are soon merged by compaction, whose outputs record them all."""
-    if name == "jobs" or name in _SOURCE_TABLES:
+    """The columns whose min/max a staged file of table ``name`` records: ``job_key``
+    of a wide counters table (``posix``: its ~100 counters' statistics cost a fifth of
+    writing it, and no query prunes by them; these files are soon merged by compaction,
+    whose outputs record them all); every column of ``jobs`` (a time range selects
+    jobs), of a sequence table (:data:`SEQUENCE_TABLES`: a DXT zoom prunes by a
+    segment's start, end and rank; few columns) and of the tables without a job key
+    (``sources``, ``ingest_errors``: a few rows)."""
+    if name == "jobs" or name in _SOURCE_TABLES or name in SEQUENCE_TABLES:
         return True
-    return ["job_key", *TABLE_SORT_COLUMNS.get(name, ())[1:]]
+    return ["job_key"]
 
 
 def _whole_tables(entries: list[tuple[pa.Table | RowBlock, object]]) -> list[pa.Table]:
