@@ -143,6 +143,30 @@ with Warehouse(sys.argv[1]).writer_lock():
 """
 
 
+_KILLED_INGEST = (
+    "import json, sys; from iosight.warehouse import Warehouse, ingest\n"
+    "ingest(sys.argv[3:], Warehouse(sys.argv[1], create=True), **json.loads(sys.argv[2]))\n"
+)
+
+
+def killed_ingest(target, crash_at: str, **options) -> None:
+    """Ingest PyDarshan's example logs into a new warehouse at ``target`` (``options``:
+    :func:`~iosight.warehouse.ingest`'s) in a child killed by SIGKILL at the crash point
+    ``crash_at`` (``IOSIGHT_TEST_CRASH_AT``, e.g. ``"staged:2"``)."""
+    import json
+    import signal
+
+    from iosight.data import example_logs
+
+    run = subprocess.run(
+        [sys.executable, "-c", _KILLED_INGEST, str(target), json.dumps(options),
+         *map(str, example_logs())],
+        env=child_env(IOSIGHT_TEST_CRASH_AT=crash_at),
+        timeout=300,
+    )  # fmt: skip
+    assert run.returncode == -signal.SIGKILL
+
+
 def hold_warehouse_lock(path):
     """A process holding the write lock of the warehouse at ``path`` until a line on its stdin."""
     import subprocess

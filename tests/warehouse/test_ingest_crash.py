@@ -8,7 +8,6 @@ itself the N-th time it reaches ``point`` of :meth:`Warehouse.commit_staged`.
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
 
@@ -16,12 +15,7 @@ import pytest
 
 from iosight.data import example_logs
 from iosight.warehouse import Warehouse, ingest
-from tests_support import assert_same_warehouse, child_env, hold_warehouse_lock
-
-_INGEST = (
-    "import sys; from iosight.warehouse import Warehouse, ingest\n"
-    "ingest(sys.argv[2:], Warehouse(sys.argv[1], create=True), workers=1, batch_size=1)\n"
-)
+from tests_support import assert_same_warehouse, child_env, hold_warehouse_lock, killed_ingest
 
 
 def _logs() -> list[str]:
@@ -50,12 +44,7 @@ def _unique_logs() -> int:
 )
 def test_killed_ingest_resumes_to_the_same_warehouse(tmp_path, reference, point, committed):
     target = tmp_path / "killed"
-    run = subprocess.run(
-        [sys.executable, "-c", _INGEST, str(target), *_logs()],
-        env=child_env(IOSIGHT_TEST_CRASH_AT=f"{point}:3"),
-        timeout=300,
-    )
-    assert run.returncode == -signal.SIGKILL
+    killed_ingest(target, f"{point}:3", workers=1, batch_size=1)
     staged = list((target / "_staging").iterdir())
     records = list((target / "_commits").glob("*.json"))
     assert len(staged) == (point != "applied") and len(records) == (point == "published")

@@ -5,9 +5,6 @@ warehouse without them reads each file's keys as before)."""
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -18,13 +15,7 @@ from iosight.data import example_logs
 from iosight.warehouse import Warehouse, compact, ingest, job_summary
 from iosight.warehouse._jobfiles import for_job
 from iosight.warehouse._keyfiles import BY_ROW, key_hashes, read_keys, sidecar, write_keys
-from tests_support import child_env
-
-_INGEST = (
-    "import sys; from iosight.warehouse import Warehouse, ingest\n"
-    "ingest(sys.argv[2:], Warehouse(sys.argv[1], create=True), workers=1, batch_size=2,"
-    " compact=False)\n"
-)
+from tests_support import killed_ingest
 
 
 def _logs() -> list[str]:
@@ -60,12 +51,7 @@ def test_a_killed_commit_leaves_no_sidecar_that_disagrees(tmp_path, point):
     published (rolled forward), the warehouse reopened has a matching sidecar for each
     file and none left over."""
     target = tmp_path / "killed"
-    run = subprocess.run(
-        [sys.executable, "-c", _INGEST, str(target), *_logs()],
-        env=child_env(IOSIGHT_TEST_CRASH_AT=f"{point}:2"),
-        timeout=300,
-    )
-    assert run.returncode == -signal.SIGKILL
+    killed_ingest(target, f"{point}:2", workers=1, batch_size=2, compact=False)
     assert list((target / "_staging").rglob(".*.keys"))  # the killed batch's sidecars
     resumed = Warehouse(target)
     assert not any((target / "_staging").iterdir())
