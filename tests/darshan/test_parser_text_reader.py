@@ -147,6 +147,14 @@ def test_heatmap_bins_without_bytes_are_no_rows_and_written_back(tmp_path):
     write_parser_text(t, out, exact=True)
     assert zero[0].rstrip("\n") in out.read_text().splitlines()
     assert read_parser_text(out)["heatmap"].equals(t["heatmap"])
+    # no bin with bytes: no table, as the binary readers leave it out
+    rows = [ln.split("\t") for ln in text.splitlines()]
+    for f in rows:
+        if f[0] == "HEATMAP" and "_BIN_" in f[3]:
+            f[4] = "0"
+    path.write_text("\n".join("\t".join(f) for f in rows) + "\n")
+    without = read_parser_text(path)
+    assert "heatmap" not in without and "posix" in without
 
 
 def test_dump_without_totals_gets_them_recomputed(tmp_path):
