@@ -89,13 +89,14 @@ def _path(name: str) -> Path:
 def _first_record(region: bytes, module: str) -> bytes:
     """The region's first record (its size read from its head, as libdarshan reads it);
     of DXT, the worst case for memory: the host name 63 bytes long, the first segment
-    repeated 1,000 times (a row per segment, the name in each)."""
+    repeated 1,000 times (a row per segment, the name in each); of HEATMAP, every bin
+    with a byte (a bin without bytes gives no row)."""
     word = lambda at: int.from_bytes(region[at : at + 8], "little", signed=True)  # noqa: E731
     if module.startswith("DXT"):
         head = region[:24] + b"h" * 63 + b"\0" + (1000).to_bytes(8, "little") + bytes(8)
         return head + region[104:136] * 1000
     if module == "HEATMAP":
-        return region[: 48 + 16 * word(24)]
+        return region[:48] + (1).to_bytes(8, "little") * (2 * word(24))
     if module == "LUSTRE":
         return region[: 32 + 72 * word(16) + 8 * word(24)]
     return region[: {"POSIX": 88, "STDIO": 31}[module] * 8]  # words of the v4 / v2 records

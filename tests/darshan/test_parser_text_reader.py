@@ -128,6 +128,35 @@ def test_hand_made_dump_with_lustre_heatmap_and_dxt():
     assert names == {111: "/lus/grand/out.dat", 222: "<STDOUT>", 333: "heatmap:POSIX"}
 
 
+def test_heatmap_bins_without_bytes_are_no_rows_and_written_back(tmp_path):
+    """A bin read and written 0 is not a row of ``heatmap``; ``nbins`` keeps the record's
+    extent, so the writer prints every bin again, 0 where no row is."""
+    text = (DATA / "parser_all_small.txt").read_text()
+    last = "HEATMAP\t-1\t333\tHEATMAP_WRITE_BIN_1\t2097152\theatmap:POSIX\tUNKNOWN\tUNKNOWN\n"
+    zero = [f"HEATMAP\t-1\t333\tHEATMAP_{op}_BIN_2\t0\theatmap:POSIX\tUNKNOWN\tUNKNOWN\n"
+            for op in ("READ", "WRITE")]  # fmt: skip
+    path = tmp_path / "zero_bin.txt"
+    path.write_text(text.replace(last, last + "".join(zero)))
+    t = read_parser_text(path)
+    heat = t["heatmap"].to_pylist()
+    assert [(h["bin"], h["nbins"], h["read_bytes"], h["write_bytes"]) for h in heat] == [
+        (0, 3, 0, 1048576),
+        (1, 3, 10, 2097152),
+    ]
+    out = tmp_path / "back.txt"
+    write_parser_text(t, out, exact=True)
+    assert zero[0].rstrip("\n") in out.read_text().splitlines()
+    assert read_parser_text(out)["heatmap"].equals(t["heatmap"])
+    # no bin with bytes: no table, as the binary readers leave it out
+    rows = [ln.split("\t") for ln in text.splitlines()]
+    for f in rows:
+        if f[0] == "HEATMAP" and "_BIN_" in f[3]:
+            f[4] = "0"
+    path.write_text("\n".join("\t".join(f) for f in rows) + "\n")
+    without = read_parser_text(path)
+    assert "heatmap" not in without and "posix" in without
+
+
 def test_dump_without_totals_gets_them_recomputed(tmp_path):
     text = (DATA / "parser_all_small.txt").read_text()
     kept = [ln for ln in text.splitlines() if not ln.startswith("total_")]

@@ -315,7 +315,7 @@ def _dxt_table(words: _Words, recs: _DxtRecords, mod: str, ver: int, lo: int, hi
 
 def _heatmap(words: _Words, at: np.ndarray, names: dict[int, str], named) -> pa.Table:
     """HEATMAP records: base, bin width, nbins, 2 pointers, write bins, read bins; one
-    row per bin."""
+    row per bin with bytes (:func:`heatmap_table`)."""
     nbins = words.ints(at + 3)
     keep = (nbins > 0) & known_ids(words.ids(at), named)
     at, nbins = at[keep], nbins[keep]

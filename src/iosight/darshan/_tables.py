@@ -40,7 +40,9 @@ module tables (``posix``, ``mpiio``, ``stdio``, ``h5f``, ``h5d``, ``pnetcdf_file
     and ``pthread_id`` (uint64) for logs that record it (DXT_POSIX v2, DXT_MPIIO v3;
     null in the warehouse for older logs)
 ``heatmap``
-    ``module, rank, record_id, bin, bin_width, bin_start, read_bytes, write_bytes``
+    ``module, rank, record_id, bin, nbins, bin_width, bin_start, read_bytes, write_bytes``:
+    a row per bin with bytes (a bin read and written 0 is not stored); ``nbins``: the
+    record's bin count, its extent
 ``job_totals``
     one row: ``total_<COUNTER>`` per module counter, the ``darshan-parser --total``
     reduction of the job's records

@@ -14,6 +14,7 @@ from iosight._units import human_duration, per_rank_label
 from iosight.insights import JobInsights
 from iosight.report._html import subplots
 from iosight.report.dxt import MAX_DXT_POINTS, DxtView, dxt_view
+from iosight.report.heatmap import job_heatmap
 from iosight.warehouse import JobSummary, Warehouse
 
 _LEVEL_COLORS = {"high": "tab:red", "warn": "tab:orange"}
@@ -162,14 +163,10 @@ def _timeline(ax, warehouse: Warehouse, key: str, max_points: int = MAX_DXT_POIN
             ax.set_ylabel("rank")
             return
     if "heatmap" in tables:
-        hm = warehouse.sql(
-            "select bin_start, sum(read_bytes) r, sum(write_bytes) w from heatmap "
-            "where job_key = ? and module = 'POSIX' group by 1 order by 1",
-            [key],
-        )
+        hm = job_heatmap(warehouse, key)
         if len(hm):
-            ax.plot(hm["bin_start"], hm["r"], label="read bytes")
-            ax.plot(hm["bin_start"], hm["w"], label="write bytes")
+            ax.plot(hm["bin_start"], hm["read_bytes"], label="read bytes")
+            ax.plot(hm["bin_start"], hm["write_bytes"], label="write bytes")
             ax.set_xlabel("seconds since job start")
             ax.set_title("POSIX bytes per HEATMAP bin")
             ax.legend()

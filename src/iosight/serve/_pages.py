@@ -237,11 +237,9 @@ def job_timeline(wh: ServedWarehouse, key: str):
         if view.total:
             return "dxt", view
     if "heatmap" in tables:
-        hm = wh.sql(
-            "select bin_start, sum(read_bytes) read_bytes, sum(write_bytes) write_bytes "
-            "from heatmap where job_key = ? and module = 'POSIX' group by 1 order by 1",
-            [key],
-        )
+        from iosight.report.heatmap import job_heatmap
+
+        hm = job_heatmap(wh, key)
         if len(hm):
             return "heatmap", hm
     return "", None

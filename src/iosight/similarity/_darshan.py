@@ -197,7 +197,8 @@ def series_from_darshan(
 
 
 def time_resolved(wh: Warehouse) -> int:
-    """Jobs with DXT segments or HEATMAP bins: the ones whose series have a shape in time.
+    """Jobs with DXT segments or HEATMAP bins (with bytes: the warehouse stores no other):
+    the ones whose series have a shape in time.
 
     ``wh``: the warehouse holding the Darshan tables.
     """

@@ -1,4 +1,5 @@
-"""HEATMAP rows of a ``darshan-parser`` dump -> the ``heatmap`` table (one row per bin)."""
+"""HEATMAP rows of a ``darshan-parser`` dump -> the ``heatmap`` table (a row per bin with
+bytes, as the binary readers build it: :func:`~iosight.darshan._record_tables.heatmap_table`)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ import numpy as np
 
 from iosight._errors import CorruptLogError
 from iosight.darshan._parser_text._rows import _as, _records
+from iosight.darshan._record_tables import heatmap_table
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 
 def _heatmap_table(rows: pa.Table) -> pa.Table:
-    """HEATMAP rows -> ``module, rank, record_id, bin, bin_width, bin_start, read/write bytes``.
+    """HEATMAP rows -> ``module, rank, record_id, bin, nbins, bin_width, bin_start,
+    read/write bytes``, bins without bytes left out.
 
     A record prints ``HEATMAP_F_BIN_WIDTH_SECONDS`` then ``HEATMAP_READ_BIN_<k>``
     and ``HEATMAP_WRITE_BIN_<k>`` for every bin; its name is ``heatmap:<MODULE>``.
@@ -49,18 +52,6 @@ def _heatmap_table(rows: pa.Table) -> pa.Table:
         values = np.zeros(nbins.sum(), np.int64)
         values[start[rec[sel]] + bins] = _as(rows["value"].take(pa.array(sel)), pa.int64(), op)
         out[op] = values
-    rec_of = np.repeat(np.arange(n), nbins)
-    bin_no = np.arange(nbins.sum()) - np.repeat(start, nbins)
-    module = pc.replace_substring_regex(rows["name"].take(pa.array(first)), "^heatmap:", "")
-    return pa.table(
-        {
-            "module": module.take(pa.array(rec_of)),
-            "rank": pa.array(rank[first][rec_of], pa.int64()),
-            "record_id": pa.array(rid[first][rec_of], pa.uint64()),
-            "bin": pa.array(bin_no, pa.int64()),
-            "bin_width": pa.array(width[rec_of], pa.float64()),
-            "bin_start": pa.array(bin_no * width[rec_of], pa.float64()),
-            "read_bytes": pa.array(out["READ"], pa.int64()),
-            "write_bytes": pa.array(out["WRITE"], pa.int64()),
-        }
-    )
+    ids, named = rid[first], rows["name"].take(pa.array(first)).to_pylist()
+    names = dict(zip(ids.tolist(), named, strict=True))
+    return heatmap_table(ids, rank[first], width, nbins, out["WRITE"], out["READ"], names)

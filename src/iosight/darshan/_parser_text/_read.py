@@ -128,8 +128,9 @@ def _read(path: Path) -> LogTables:
             sub = rows.filter(pc.equal(module_col, module))
             if module == "LUSTRE":
                 tables["lustre"] = _lustre_table(sub)
-            elif module == "HEATMAP":
-                tables["heatmap"] = _heatmap_table(sub)
+            elif module == "HEATMAP":  # no table when no bin has bytes, as the others read it
+                if (heat := _heatmap_table(sub)).num_rows:
+                    tables["heatmap"] = heat
             else:
                 tables[table_for_module(module)] = _module_table(sub, module)
         tables |= _dxt_tables(marked)

@@ -118,6 +118,8 @@ def _runs(*keys: list) -> list[tuple[int, int]]:
 
 
 def _heatmap_lines(table: pa.Table, exact: bool) -> list[str]:
+    """Every bin of each record, as darshan-parser prints them: ``nbins`` of them, 0 where
+    the table has no row (it keeps bins with bytes only)."""
     ffmt = _fmt_float(exact)
     c = table.to_pydict()
     lines: list[str] = []
@@ -128,8 +130,9 @@ def _heatmap_lines(table: pa.Table, exact: bool) -> list[str]:
         bins = c["bin"][lo:hi]
         for op in ("read", "write"):
             label = f"{head}HEATMAP_{op.upper()}_BIN_"
-            values = c[f"{op}_bytes"][lo:hi]
-            lines += [f"{label}{b}\t{v}{tail}" for b, v in zip(bins, values, strict=True)]
+            values = np.zeros(c["nbins"][lo], np.int64)  # a bin without bytes has no row
+            values[bins] = c[f"{op}_bytes"][lo:hi]
+            lines += [f"{label}{b}\t{v}{tail}" for b, v in enumerate(values.tolist())]
     return lines
 
 
