@@ -19,6 +19,11 @@ from iosight.insights._names import FINDINGS_TABLE, JOBS_TABLE, RULES_TABLE
 from iosight.insights._thresholds import Thresholds
 from iosight.warehouse import Warehouse
 
+# batches whose keys one query takes: the query scans the job keys of the whole warehouse
+# (they are not sorted by key), so a pass over all jobs makes jobs / batch_jobs / KEYS_AHEAD
+# scans; the keys held, batch_jobs * KEYS_AHEAD, are a few MB
+KEYS_AHEAD = 10
+
 
 @dataclass
 class InsightsRun:
@@ -70,9 +75,14 @@ def compute_insights(
         warehouse.write_table(RULES_TABLE, rules_table())
     prog = ensure_progress(progress)
     prog.start(todo, "insights")
-    n_found, last, left = 0, "", todo
+    n_found, last, left, ahead = 0, "", todo, []
     try:
-        while left > 0 and (batch := _next_keys(warehouse, where, t, last, batch_jobs)):
+        while left > 0:
+            if not ahead:  # the keys of several batches: each such query scans every job
+                ahead = _next_keys(warehouse, where, t, last, batch_jobs * KEYS_AHEAD)
+                if not ahead:
+                    break
+            batch, ahead = ahead[:batch_jobs], ahead[batch_jobs:]
             keys = [key for key, _ in batch]
             found, per_job = evaluate_jobs(warehouse, keys, t)
             # only jobs stored under other thresholds have rows to replace
