@@ -323,6 +323,7 @@ def _commented_fields(cls: type) -> set[str]:
 def _parameter_gaps(obj: object) -> list[tuple[str, list[str]]]:
     """``(name, undocumented parameters)`` for a function or a class (its constructor and
     public methods) that leaves some out."""
+
     def params(func) -> list[str]:
         try:
             sig = inspect.signature(func)

@@ -446,9 +446,7 @@ def map_items(
     return out
 
 
-def _local_map(
-    func, items: list, n: int, threads: bool, share: int
-) -> Iterator[tuple[int, Any]]:
+def _local_map(func, items: list, n: int, threads: bool, share: int) -> Iterator[tuple[int, Any]]:
     """(index, result) of each item as it finishes, on ``n`` threads or processes (here
     when ``n`` is 1), each item's thread pools limited to ``share`` threads."""
     from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed

@@ -158,8 +158,9 @@ def test_choice_is_never_worse_on_validation_than_the_best_baseline():
             assert name == base
         else:
             assert cands[name].val_f1 >= cands[base].val_f1 + CHOICE_MARGIN
-            assert all(w >= b for w, b in zip(cands[name].window_f1, cands[base].window_f1,
-                                             strict=True))
+            assert all(
+                w >= b for w, b in zip(cands[name].window_f1, cands[base].window_f1, strict=True)
+            )
     assert {"persistence", "time_of_day", "nowcast"} <= picked and picked & {"tree", "forest"}
     # time of day ahead of persistence by less than the margin: time of day
     y = rng.random(1000) < 0.1

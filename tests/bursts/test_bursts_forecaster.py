@@ -85,9 +85,7 @@ def test_a_forecaster_saved_before_threshold_from_existed_still_loads(fitted, wa
         load_forecaster(warehouse, fc.name)
 
 
-def test_listing_skips_a_save_in_progress_and_a_missing_model_names_the_saved(
-    fitted, warehouse
-):
+def test_listing_skips_a_save_in_progress_and_a_missing_model_names_the_saved(fitted, warehouse):
     fc, _ = fitted
     fc.save(warehouse)
     hidden = warehouse.path / "models" / ".bursts-write.tmp-1-x"
@@ -126,7 +124,8 @@ def test_fit_takes_the_known_at_sums_of_the_logs_regime():
     (SYNTHETIC: each bin's bytes known in full at the end of the next bin)."""
     timeline = daily_spikes(days=10)
     known = timeline.drop(columns="active_jobs").assign(
-        known_start=timeline["bin_start"] + 300.0, active_jobs=1)
+        known_start=timeline["bin_start"] + 300.0, active_jobs=1
+    )
     task = BurstTask(model="tree", max_lead=2, k=3.0, information="logs", severity=False)
     with pytest.raises(IosightError, match="needs the known-at sums"):
         Forecaster.fit(timeline, task, workers=1)

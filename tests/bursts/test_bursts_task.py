@@ -114,4 +114,5 @@ def test_the_task_objects_give_the_keywords_table_and_the_forecasters_scores(sum
     assert fc.metadata["chosen"]["1"] == row["chosen"]
     assert fc.metadata["test_metrics"]["1"]["f1"] == pytest.approx(row["f1"], abs=1e-12)
     assert fc.metadata["test_metrics"]["1"]["persistence_f1"] == pytest.approx(
-        row["f1"] - row["f1_gain"], abs=1e-12)
+        row["f1"] - row["f1_gain"], abs=1e-12
+    )

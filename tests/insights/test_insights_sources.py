@@ -141,8 +141,9 @@ def test_the_summit_csv_fires_only_what_its_parquet_files_fire(shared, tmp_path)
     job = "j.jobid, j.start_time"  # one job of App1 each (checked: no two share both)
     found = {
         name: set(
-            wh.sql(f"select {job}, i.code, i.level from insights i join jobs j using (job_key)")
-            .itertuples(index=False, name=None)
+            wh.sql(
+                f"select {job}, i.code, i.level from insights i join jobs j using (job_key)"
+            ).itertuples(index=False, name=None)
         )
         for name, wh in whs.items()
     }

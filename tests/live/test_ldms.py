@@ -81,9 +81,7 @@ def test_a_message_reads_as_the_connector_formats_it():
                         op="close", start=0.060127, end=0.060129, total=0.000016)  # fmt: skip
     assert ours == doc
     msgs, bad = parse_messages((doc + "\n").encode())
-    assert bad == [] and msgs.to_pylist()[0]["seg"] == [
-        {"len": -1, "timestamp": 1743618559.147298}
-    ]
+    assert bad == [] and msgs.to_pylist()[0]["seg"] == [{"len": -1, "timestamp": 1743618559.147298}]
 
 
 def test_a_file_is_taken_once_across_polls_and_partial_lines(wh, tmp_path):
@@ -116,8 +114,9 @@ def test_bad_input_is_one_warning_and_a_count_each(wh, tmp_path, caplog):
     bad = [
         good[5][:-40],  # truncated
         '{"job_id": "N/A"}',  # wrong type
-        ldms_message(JOB, rank=0, record_id=2, file='/a"b', module="POSIX", op="open",
-                     start=1.0, end=1.1),  # fmt: skip  (a quote in a path: not JSON)
+        ldms_message(
+            JOB, rank=0, record_id=2, file='/a"b', module="POSIX", op="open", start=1.0, end=1.1
+        ),  # fmt: skip  (a quote in a path: not JSON)
         '{"uid":1, "exe":"N/A", "job_id":4242, "module":"POSIX", "op":"write"}',  # no seg
         good[7].replace('"POSIX"', '"LUSTRE"'),
         future,

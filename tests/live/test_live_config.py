@@ -19,13 +19,18 @@ def _yaml(tmp_path, text: str):
 
 
 def test_a_full_configuration_reads_with_paths_from_its_folder(tmp_path):
-    cfg = LiveConfig.from_yaml(_yaml(tmp_path, """
+    cfg = LiveConfig.from_yaml(
+        _yaml(
+            tmp_path,
+            """
 warehouse: wh
 interval: 30s
 logs: {directory: logs, settle: 1}
 serve: {port: 0, allowed_hosts: [iosight.example.org]}
 forecast: {models: bursts-write-logs, refit_every: 1d, workers: 1}
-"""))
+""",
+        )
+    )
     assert cfg.warehouse == tmp_path / "wh" and cfg.logs.directory == tmp_path / "logs"
     assert cfg.interval == 30.0 and cfg.logs.settle == 1
     assert cfg.serve.port == 0 and cfg.serve.allowed_hosts == ("iosight.example.org",)
@@ -46,11 +51,15 @@ forecast: {models: bursts-write-logs, refit_every: 1d, workers: 1}
         ("warehouse: wh\nlogs: {directory: x, settle: 0}", "'settle' parameter must be"),
         ("warehouse: wh\nlogs: {directory: x}\ninterval: soon", "cannot read duration 'soon'"),
         ("warehouse: wh\nlogs: {directory: x}\nserve: {port: 70000}", "'port' parameter"),
-        ("warehouse: wh\nlogs: {directory: x}\nforecast: {refit_every: 1d}",
-         "needs forecast.models"),
+        (
+            "warehouse: wh\nlogs: {directory: x}\nforecast: {refit_every: 1d}",
+            "needs forecast.models",
+        ),
         ("warehouse: wh\nfeeds: {ldms: 3}", "'feeds.ldms' must be a mapping"),
-        ("warehouse: wh\nlogs: {directory: x}\nforecast: {models: m, workers: -1}",
-         "'workers' parameter must be an integer >= 0"),
+        (
+            "warehouse: wh\nlogs: {directory: x}\nforecast: {models: m, workers: -1}",
+            "'workers' parameter must be an integer >= 0",
+        ),
     ],
 )
 def test_each_mistake_is_one_clear_error(tmp_path, text, says):
@@ -78,8 +87,11 @@ def test_an_unreadable_file_and_an_unknown_feed_are_one_line_each(tmp_path):
     ("kind", "settings", "says"),
     [
         ("prometheus", {}, "feeds.prometheus needs 'url'"),
-        ("prometheus", {"url": "http://127.0.0.1:9090", "bogus": 1},
-         "unknown setting 'bogus' in 'feeds.prometheus'"),
+        (
+            "prometheus",
+            {"url": "http://127.0.0.1:9090", "bogus": 1},
+            "unknown setting 'bogus' in 'feeds.prometheus'",
+        ),
         ("prometheus", {"url": "http://127.0.0.1:9090", "delay": "soon"}, "feeds.prometheus.delay"),
         ("slurm", {"timeout": "-3s"}, "feeds.slurm.timeout"),
         ("ldms", {"source": "x.jsonl", "bogus": 1}, "unknown setting 'bogus' in 'feeds.ldms'"),
@@ -107,12 +119,17 @@ def test_feed_sections_make_their_feeds():
 def test_feed_files_are_read_from_the_configuration_folder(tmp_path, monkeypatch):
     from iosight.live import make_feed
 
-    cfg = LiveConfig.from_yaml(_yaml(tmp_path, """
+    cfg = LiveConfig.from_yaml(
+        _yaml(
+            tmp_path,
+            """
 warehouse: wh
 feeds:
   ldms: {source: streams/darshan.jsonl}
   slurm: {recorded: slurm-replay}
-"""))
+""",
+        )
+    )
     monkeypatch.chdir("/")  # not where the configuration is
     ldms = make_feed("ldms", cfg.feeds["ldms"], cfg.base)
     slurm = make_feed("slurm", cfg.feeds["slurm"], cfg.base)

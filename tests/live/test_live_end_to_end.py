@@ -60,9 +60,16 @@ def _stream(path: Path, now: float) -> dict[int, LdmsJob]:
 
 def _land_log(logs: Path, job: LdmsJob, written: float) -> None:
     """The landed job's log, as a job-total table (Summit's columns) of one row."""
-    row = {"jobid": [job.job_id], "uid": [job.uid], "exe": [job.exe], "nprocs": [4],
-           "start_time": [job.start], "end_time": [job.start + 10 * 60],
-           "total_POSIX_BYTES_READ": [0.0], "total_POSIX_BYTES_WRITTEN": [written]}
+    row = {
+        "jobid": [job.job_id],
+        "uid": [job.uid],
+        "exe": [job.exe],
+        "nprocs": [4],
+        "start_time": [job.start],
+        "end_time": [job.start + 10 * 60],
+        "total_POSIX_BYTES_READ": [0.0],
+        "total_POSIX_BYTES_WRITTEN": [written],
+    }
     pd.DataFrame(row).to_parquet(logs / "ckpt.parquet")
 
 
@@ -75,8 +82,9 @@ def _holds_the_end(url: str, exporter: ReplayExporter, rec: Recording) -> bool:
     """Whether Prometheus holds the replay's last sample (its counter's final total)."""
     if not exporter.started:
         return False
-    query = urllib.parse.urlencode({"query": "lustre_write_bytes_total",
-                                    "time": f"{exporter.clock_start + rec.duration:.3f}"})
+    query = urllib.parse.urlencode(
+        {"query": "lustre_write_bytes_total", "time": f"{exporter.clock_start + rec.duration:.3f}"}
+    )
     with urllib.request.urlopen(f"{url}/api/v1/query?{query}", timeout=10) as answer:
         got = json.loads(answer.read())["data"]["result"]
     return bool(got) and float(got[0]["value"][1]) == float(rec.write_bytes.sum())

@@ -75,9 +75,11 @@ def replayed(tmp_path_factory):
         _wait("Prometheus' first scrape", lambda: exporter.started)
         end = exporter.clock_start + rec.duration
         total = float(rec.write_bytes.sum())
+
         def holds_the_end() -> bool:
             got = _instant(url, "lustre_write_bytes_total", at=end)
             return bool(got) and float(got[0]["value"][1]) == total
+
         _wait("the replay's last sample in Prometheus", holds_the_end)
         yield url, exporter, rec
 

@@ -36,8 +36,9 @@ def landed(tmp_path_factory):
     (root / "logs").mkdir()
     wh = Warehouse(root / "wh", create=True)
     stream = root / "darshan.jsonl"
-    logged = LdmsJob(32324925, 69628, "/global/u2/s/ssnyder/software/ior/build/src/ior",
-                     start=1594155460.0)  # fmt: skip  (the log's job id, uid and start)
+    logged = LdmsJob(
+        32324925, 69628, "/global/u2/s/ssnyder/software/ior/build/src/ior", start=1594155460.0
+    )  # fmt: skip  (the log's job id, uid and start)
     alone = LdmsJob(777, 1001, "/apps/sim", start=1594156000.0)
     lines = [
         *synthetic_ldms_stream(logged, 400, duration=1.0, modules=("POSIX", "MPIIO")),

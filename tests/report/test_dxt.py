@@ -37,9 +37,7 @@ def test_cells_count_every_segment_of_the_window_once(dxt_job, points):
 def test_ingest_bins_every_segment_of_a_dxt_job_per_rank(dxt_job):
     """``dxt_bins``: per rank, the operations, writes and bytes of the job's segments."""
     wh, key = dxt_job
-    per_rank = (
-        "select rank, {} from {} where job_key = ? group by rank order by rank"
-    )
+    per_rank = "select rank, {} from {} where job_key = ? group by rank order by rank"
     raw = "count(*) ops, count(*) filter (where op = 'write') w, sum(length) b"
     binned = "sum(ops) ops, sum(writes) w, sum(bytes) b"
     want = wh.sql(per_rank.format(raw, "dxt_posix"), [key])

@@ -58,7 +58,6 @@ def test_report_tables_use_the_units_of_every_table():
     """Reports once printed floats as ``{:.4g}``: 1.2345e+10 bytes, 1.235e+04 seconds."""
     import pandas as pd
 
-
     df = pd.DataFrame(
         {
             "app": ["a<b>", "c"],

@@ -136,8 +136,11 @@ def test_start_is_algorithm_1_on_the_served_forecast(plain, served_path):
     query = "min_time=600&max_time=1800&pattern=110000&bin=300&policy=MRT"
     status, doc = get_json(plain, f"/api/start?{query}")
     choice = choose_start("110000", 600, 1800, bin_s=300, policy="MRT")
-    assert (doc["delay_s"], doc["run_time_s"], doc["start_at"]) == (choice.delay,
-                                                                  choice.run_time, None)
+    assert (doc["delay_s"], doc["run_time_s"], doc["start_at"]) == (
+        choice.delay,
+        choice.run_time,
+        None,
+    )
 
 
 @pytest.mark.parametrize("query", [
@@ -542,7 +545,8 @@ def test_a_failed_computation_is_one_line_and_tried_again(stream_path, monkeypat
         status, doc = get_json(srv, "/api/forecast")
         assert status == 200
         assert doc["directions"]["write"]["error"] == (
-            "computing the forecast failed (ZeroDivisionError); the server's log has the details")
+            "computing the forecast failed (ZeroDivisionError); the server's log has the details"
+        )
         monkeypatch.setattr(_decisions, "_make_forecast", real)
         until = time.monotonic() + 120
         while "error" in (write := get_json(srv, "/api/forecast")[1]["directions"]["write"]):

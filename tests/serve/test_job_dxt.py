@@ -123,10 +123,14 @@ def test_a_time_window_reads_only_the_row_groups_it_overlaps(million_wh):
     row group spans the whole run and all were read."""
     wh, key = million_wh
     run = float(wh.sql("select run_time from jobs")["run_time"][0])
-    plan = wh.connect().execute(
-        'explain analyze select count(*) from dxt_posix where job_key = ? and "end" >= ? '
-        "and start <= ?",
-        [key, 0.5 * run, 0.51 * run],
-    ).fetchall()[0][1]
+    plan = (
+        wh.connect()
+        .execute(
+            'explain analyze select count(*) from dxt_posix where job_key = ? and "end" >= ? '
+            "and start <= ?",
+            [key, 0.5 * run, 0.51 * run],
+        )
+        .fetchall()[0][1]
+    )
     scanned, groups = map(int, re.search(r"Row Groups Scanned: *(\d+) */ *(\d+)", plan).groups())
     assert groups >= 15 and scanned <= groups // 3, plan

@@ -48,14 +48,20 @@ def test_facility_now_refreshes_in_place(served_path, tmp_path, browser):
         d.get(srv.url + "/facility")
         summary = d.find_element(By.ID, "now-summary")
         assert "5 live bins" in summary.text and "0 partial" in summary.text
-        _wait(d, lambda d: d.execute_script(
-            "return document.getElementById('fig-now').dataset.ready === '1'"), "now drawn")
+        _wait(
+            d,
+            lambda d: d.execute_script(
+                "return document.getElementById('fig-now').dataset.ready === '1'"
+            ),
+            "now drawn",
+        )
         wh.write_table("live_rates", _rates(starts[5:], [starts[5] + 60]), mode="append")
         _wait(d, lambda d: "6 live bins" in d.find_element(By.ID, "now-summary").text,
               "the page asked /api/now again and shows the new bin")  # fmt: skip
         assert "1 partial" in d.find_element(By.ID, "now-summary").text
         points = d.execute_script(
-            "return document.getElementById('fig-now').data[1].x.length")  # write (live_rates)
+            "return document.getElementById('fig-now').data[1].x.length"
+        )  # write (live_rates)
         assert points == 6
         assert d.execute_script("return window.performance.navigation.type") == 0  # no reload
         if os.environ.get(SHOT):

@@ -37,7 +37,9 @@ def _bytes(wh, where: str = "true") -> float:
         wh.sql(
             f'select sum("{m}_BYTES_READ" + "{m}_BYTES_WRITTEN") s from {m.lower()} '
             f"join jobs using (job_key) where {where}"
-        )["s"].fillna(0).item()
+        )["s"]
+        .fillna(0)
+        .item()
         for m in ("POSIX", "STDIO")
     )
 
@@ -52,9 +54,10 @@ def test_dense_span_leaves_out_the_1970_job_and_says_so(old_and_new):
     assert df["bin_start"].min() >= 1.6e9 and len(df) < 30  # the workflow's 40 minutes
     kept = df["read_bytes"].sum() + df["write_bytes"].sum()
     assert kept == pytest.approx(_bytes(wh) - left.bytes, rel=1e-12)
-    assert left.kept[0] == wh.sql("select min(start_time) t from jobs where start_time > 1e9")[
-        "t"
-    ].item()
+    assert (
+        left.kept[0]
+        == wh.sql("select min(start_time) t from jobs where start_time > 1e9")["t"].item()
+    )
     whole = build_timeline(wh, bin_width=86400.0, span="all")
     assert left_out(whole) is None and whole.num_rows > 19_000  # 1970 to 2022 in days
     df = whole.to_pandas()

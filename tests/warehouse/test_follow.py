@@ -98,9 +98,7 @@ def reference(tmp_path_factory):
 
 
 @pytest.mark.parametrize("crash", ["staged:4", "published:7", "applied:3"])
-def test_follow_killed_mid_batch_then_restarted_equals_one_batch_ingest(
-    tmp_path, reference, crash
-):
+def test_follow_killed_mid_batch_then_restarted_equals_one_batch_ingest(tmp_path, reference, crash):
     logs, files, batch = reference
     target = tmp_path / "wh"
     started = time.time()

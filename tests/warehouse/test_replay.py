@@ -53,6 +53,7 @@ def test_a_replayed_slice_of_logs_followed_is_the_recorded_warehouse(tmp_path):
     landed: list[tuple[float, list[Path]]] = []
     out = tmp_path / "replayed-logs"
     out.mkdir()  # follow watches it from the start
+
     def write() -> None:
         replay(
             original,

@@ -343,10 +343,7 @@ def test_check_writable_says_at_once_that_a_read_only_warehouse_cannot_be_writte
     assert wh.tables() == []  # nothing written on the way
 
 
-
-def test_a_table_compacted_more_often_than_the_grace_frees_what_it_replaced(
-    warehouse, monkeypatch
-):
+def test_a_table_compacted_more_often_than_the_grace_frees_what_it_replaced(warehouse, monkeypatch):
     """Each replaced file's own hiding time counts: a busy archive compacts every table
     at every ingest, more often than the grace period, and must still free its disk."""
     from iosight.warehouse import _store, compact

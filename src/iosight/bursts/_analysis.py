@@ -127,9 +127,7 @@ def analyze_bursts(
     rows, labels, hists, runs = [], {}, {}, {}
     for d in DIRECTIONS:
         x = df[f"{d}_bytes"].to_numpy(np.float64)
-        lab = label_bursts(
-            x, k=ks[d], target_fraction=target_fraction, name=f"{d} bytes per bin"
-        )
+        lab = label_bursts(x, k=ks[d], target_fraction=target_fraction, name=f"{d} bytes per bin")
         labels[d] = lab
         hists[d] = deviation_histogram(x, lab)
         runs[d] = run_length_table(lab.is_burst)

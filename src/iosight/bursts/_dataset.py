@@ -169,7 +169,8 @@ class DatasetBuilder:
             train_window=(float(starts[0]), float(starts[s.split - 1])),
             known=self._started_by(task, s),
             information=self.information,
-            nowcast_column=feats.shape[1] - 1 if self.known is not None and task.feature_set == 4
+            nowcast_column=feats.shape[1] - 1
+            if self.known is not None and task.feature_set == 4
             else None,  # fmt: skip
             **self._known_scores(task, s, labels.threshold, feats),
         )
@@ -266,8 +267,12 @@ class DatasetBuilder:
         from iosight.timeline import bin_width_of
 
         series, step, split = s.frame, s.step, s.split
-        rows = self._cached(("known_rows", len(series)), lambda: known_rows(
-            self.known, series["bin_start"].to_numpy(np.float64), bin_width_of(series)))
+        rows = self._cached(
+            ("known_rows", len(series)),
+            lambda: known_rows(
+                self.known, series["bin_start"].to_numpy(np.float64), bin_width_of(series)
+            ),
+        )
         col, n = f"{task.direction}_bytes", len(series)
         te = slice(split - step, n - step)
         out = {"known_share": known_share(rows, col, step, slice(split, n))}
@@ -286,4 +291,3 @@ class DatasetBuilder:
         total = np.bincount(triples[0], weights=triples[2], minlength=len(x))
         scale = float(np.abs(x).max()) if len(x) else 0.0
         return triples if np.allclose(total, x, rtol=1e-6, atol=1e-9 * scale) else None
-

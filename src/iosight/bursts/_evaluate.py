@@ -109,7 +109,6 @@ def _time_of_day(ds: Dataset) -> tuple[np.ndarray, np.ndarray]:
     return np.where(prob >= model.cut, cls[slot], 0), prob
 
 
-
 def _test_predictions(ds: Dataset, cands: dict, chosen: str, names: Sequence[str]) -> dict:
     """(classes, burst probability) on the test part of the baselines, every model and
     the candidate ``chosen`` on validation (by name, ``chosen`` last)."""

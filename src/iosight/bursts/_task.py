@@ -204,8 +204,9 @@ def task_grid(
              parse_list(feature_sets, int, "feature_sets"), parse_list(modes, name="modes"),
              parse_list(horizons, float, "horizons"))  # fmt: skip
     return [
-        base.replace(information=i, direction=d, feature_set=fs, mode=m, horizon_min=h,
-                     k=(k or {}).get(d))  # fmt: skip
+        base.replace(
+            information=i, direction=d, feature_set=fs, mode=m, horizon_min=h, k=(k or {}).get(d)
+        )  # fmt: skip
         for i, d, fs, m, h in itertools.product(*lists)
     ]
 

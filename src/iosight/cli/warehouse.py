@@ -49,9 +49,7 @@ def ingest(
         help="Keep ingesting the one directory named as logs land, until Ctrl-C or SIGTERM "
         "(the batch in hand is committed first).",
     ),
-    interval: float = typer.Option(
-        None, help="With --follow: seconds between polls (default 10)."
-    ),
+    interval: float = typer.Option(None, help="With --follow: seconds between polls (default 10)."),
     settle: int = typer.Option(
         None,
         help="With --follow: polls on which a file must keep its size and time before it "

@@ -19,6 +19,12 @@ from iosight.insights._names import FINDINGS_TABLE, JOBS_TABLE, RULES_TABLE
 from iosight.insights._thresholds import Thresholds
 from iosight.warehouse import Warehouse
 
+# batches whose keys and per-job frame one query each takes: such a query scans the per-job
+# tables of the whole warehouse (their files are not sorted by key), so a pass over all
+# jobs makes jobs / batch_jobs / KEYS_AHEAD of them; what is held, batch_jobs * KEYS_AHEAD
+# keys and per-job rows, is some tens of MB
+KEYS_AHEAD = 10
+
 
 @dataclass
 class InsightsRun:
@@ -66,15 +72,22 @@ def compute_insights(
     if todo or not warehouse.has_table(RULES_TABLE):
         # the rules and numpy: only where there is work (nothing new: neither is imported)
         from iosight.insights._evaluate import arrow, evaluate_jobs, rules_table
+        from iosight.insights._frame import jobs_frame
 
         warehouse.write_table(RULES_TABLE, rules_table())
     prog = ensure_progress(progress)
     prog.start(todo, "insights")
-    n_found, last, left = 0, "", todo
+    n_found, last, left, ahead = 0, "", todo, []
     try:
-        while left > 0 and (batch := _next_keys(warehouse, where, t, last, batch_jobs)):
+        while left > 0:
+            if not ahead:  # several batches' keys and per-job frame: each read scans all jobs
+                ahead = _next_keys(warehouse, where, t, last, batch_jobs * KEYS_AHEAD)
+                if not ahead:
+                    break
+                jobs = jobs_frame(warehouse, [key for key, _ in ahead])
+            batch, ahead = ahead[:batch_jobs], ahead[batch_jobs:]
             keys = [key for key, _ in batch]
-            found, per_job = evaluate_jobs(warehouse, keys, t)
+            found, per_job = evaluate_jobs(warehouse, keys, t, jobs)
             # only jobs stored under other thresholds have rows to replace
             stale = [key for key, stored in batch if stored]
             warehouse.commit(

@@ -50,9 +50,12 @@ def _scratch() -> duckdb.DuckDBPyConnection:
     return duckdb.connect()
 
 
-def evaluate_jobs(warehouse: Warehouse, keys: list[str], t: Thresholds) -> tuple[Table, Table]:
-    """:func:`evaluate` over the jobs ``keys`` of ``warehouse`` (their frames read by SQL)."""
-    return evaluate(_frame.load(warehouse, keys, t), t)
+def evaluate_jobs(
+    warehouse: Warehouse, keys: list[str], t: Thresholds, jobs: Table | None = None
+) -> tuple[Table, Table]:
+    """:func:`evaluate` over the jobs ``keys`` of ``warehouse`` (their frames read by SQL;
+    ``jobs``: their per-job frame, read before for more jobs, see :func:`_frame.load`)."""
+    return evaluate(_frame.load(warehouse, keys, t, jobs), t)
 
 
 def evaluate(data: _frame.JobData, t: Thresholds) -> tuple[Table, Table]:

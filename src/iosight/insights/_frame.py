@@ -16,6 +16,8 @@ SEQ/CONSEC ones), and reading the missing ones as 0 would call every read random
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -95,22 +97,52 @@ def _rows_of(keys: np.ndarray, of: np.ndarray) -> np.ndarray:
     return order[np.searchsorted(keys[order], of)] if len(of) else np.zeros(0, np.int64)
 
 
-def load(wh: Warehouse, keys: list[str], t: Thresholds) -> JobData:
-    """Build the frames for the jobs in ``keys`` (SQL over the warehouse, no per-job loop)."""
+def load(wh: Warehouse, keys: list[str], t: Thresholds, jobs: Table | None = None) -> JobData:
+    """Build the frames for the jobs in ``keys`` (SQL over the warehouse, no per-job loop).
+
+    ``jobs``: the per-job frame of these jobs and maybe of others (:func:`jobs_frame`
+    of more keys), the rows of ``keys`` taken from it instead of read again.
+    """
+    with _keys_table(wh, keys) as span:
+        tables = set(wh.tables())
+        jobs = _jobs(wh, tables, span) if jobs is None else _rows_in(jobs, keys)
+        files = _files(wh, tables, t, span)
+        dxt = _dxt(wh, tables, t, span)
+    return JobData(jobs=_add_record_sums(jobs, files), files=files, dxt=dxt)
+
+
+def jobs_frame(wh: Warehouse, keys: list[str]) -> Table:
+    """The per-job frame of the jobs ``keys``: for :func:`load` of batches of them. The
+    per-job tables' files are not sorted by job key, so each read of this frame scans
+    all of ``jobs`` (and much of ``job_totals``): one read for several batches makes a
+    pass over all jobs grow with the jobs, not with their square over the batch."""
+    with _keys_table(wh, keys) as span:
+        return _jobs(wh, set(wh.tables()), span)
+
+
+@contextmanager
+def _keys_table(wh: Warehouse, keys: list[str]) -> Iterator[tuple[str, str] | None]:
+    """The temporary table of ``keys`` the frames' queries join, while the block runs;
+    yields the keys' :func:`_span`."""
     con = wh.connect(READS)
     con.execute(
         f"create or replace temp table {KEYS_VIEW} as select unnest(?::varchar[]) as job_key",
         [list(keys)],
     )
-    span = _span(keys)
     try:
-        tables = set(wh.tables())
-        jobs = _jobs(wh, tables, span)
-        files = _files(wh, tables, t, span)
-        dxt = _dxt(wh, tables, t, span)
+        yield _span(keys)
     finally:
         con.execute(f"drop table if exists {KEYS_VIEW}")
-    return JobData(jobs=_add_record_sums(jobs, files), files=files, dxt=dxt)
+
+
+def _rows_in(jobs: Table, keys: list[str]) -> Table:
+    """The rows of ``jobs`` whose key is between the least and the greatest of ``keys``:
+    those of ``keys`` where ``jobs`` holds no other key in between (the rows of a run of
+    the sorted keys it was read for)."""
+    if not keys:
+        return jobs.take(np.zeros(len(jobs), bool))
+    k = jobs["job_key"]
+    return jobs.take(np.asarray((k >= min(keys)) & (k <= max(keys)), dtype=bool))
 
 
 def _span(keys: list[str]) -> tuple[str, str] | None:

@@ -205,9 +205,7 @@ def _first_segment(msgs: pa.Table) -> pa.Table:
     return msgs.filter(ok) if ok is not None and msgs.num_rows else msgs
 
 
-def message_rows(
-    msgs: pa.Table, now: float, options: LdmsOptions, report: FeedReport
-) -> pa.Table:
+def message_rows(msgs: pa.Table, now: float, options: LdmsOptions, report: FeedReport) -> pa.Table:
     """``live_io`` rows of the messages ``msgs`` (:func:`parse_messages`) taken at
     ``now``; the messages left out (``options``' clock bounds) are counted in
     ``report``."""

@@ -252,8 +252,9 @@ def prometheus_feed(settings: Mapping, base: Path | None = None) -> PrometheusFe
     durations = ("bin_width", "delay", "backfill", "timeout")
     if "url" not in settings:
         raise IosightError("live config: feeds.prometheus needs 'url' (Prometheus' base URL)")
-    return PrometheusFeed(PrometheusOptions(**feed_options("prometheus", settings,
-                                                           PrometheusOptions, durations)))
+    return PrometheusFeed(
+        PrometheusOptions(**feed_options("prometheus", settings, PrometheusOptions, durations))
+    )
 
 
 class PrometheusFeed:

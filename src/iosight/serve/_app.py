@@ -141,8 +141,10 @@ def _now_summary(df) -> str:
     last = df["bin_start"].max()
     partial = int((~df["complete"].astype(bool)).sum())
     sources = ", ".join(sorted(df["source"].unique()))
-    return (f"{df['bin_start'].nunique()} live bins{after} from {sources}; newest bin "
-            f"{_utc(last)} UTC; {partial} partial (not over yet).")
+    return (
+        f"{df['bin_start'].nunique()} live bins{after} from {sources}; newest bin "
+        f"{_utc(last)} UTC; {partial} partial (not over yet)."
+    )
 
 
 # ------------------------------------------------------------------------ query params

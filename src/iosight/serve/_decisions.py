@@ -578,11 +578,15 @@ def last_logs_bin(wh: ServedWarehouse) -> tuple[float, float, float, float] | No
 
     if not wh.has_table("timeline") or not wh.has_table("jobs"):
         return None
-    got = wh.connect().execute(
-        "select bin_start, bin_width, read_bytes, write_bytes from timeline "
-        f"where bin_start + bin_width <= (select max({KNOWN_AT}) from jobs) "
-        "order by bin_start desc limit 1"
-    ).fetchall()
+    got = (
+        wh.connect()
+        .execute(
+            "select bin_start, bin_width, read_bytes, write_bytes from timeline "
+            f"where bin_start + bin_width <= (select max({KNOWN_AT}) from jobs) "
+            "order by bin_start desc limit 1"
+        )
+        .fetchall()
+    )
     return tuple(map(float, got[0])) if got else None
 
 

@@ -107,11 +107,15 @@ def _last_live_bin(wh: ServedWarehouse) -> tuple[float, float, float, float] | N
     """The live rates' last complete bin (their own bins, summed over sources)."""
     if not wh.has_table(LIVE_RATES):
         return None
-    width = wh.connect().execute(
-        f"select min(d) from (select bin_start - lag(bin_start) over (partition by source "
-        f"order by bin_start) d from (select distinct source, bin_start from {LIVE_RATES}))"
-        " where d > 0"
-    ).fetchall()[0][0]
+    width = (
+        wh.connect()
+        .execute(
+            f"select min(d) from (select bin_start - lag(bin_start) over (partition by source "
+            f"order by bin_start) d from (select distinct source, bin_start from {LIVE_RATES}))"
+            " where d > 0"
+        )
+        .fetchall()[0][0]
+    )
     df, last = live_rates(wh, float(width or 300.0))
     if df is None:
         return None
@@ -177,9 +181,13 @@ def _kind_sql() -> str:
 def _ingest_errors(wh: ServedWarehouse) -> Metric:
     errors = _gauge("iosight_ingest_errors", "Sources that failed to ingest, by kind", ["kind"])
     if wh.has_table("ingest_errors"):
-        rows = wh.connect().execute(
-            f"select {_kind_sql()} kind, count(*) from ingest_errors group by 1 order by 1"
-        ).fetchall()
+        rows = (
+            wh.connect()
+            .execute(
+                f"select {_kind_sql()} kind, count(*) from ingest_errors group by 1 order by 1"
+            )
+            .fetchall()
+        )
         for kind, n in rows:
             errors.add_metric([kind], float(n))
     return errors

@@ -279,8 +279,10 @@ def _refused(node) -> str | None:
     name = str(node.get("function_name", "")).lower()
     if kind == "FUNCTION" and name not in _FUNCTIONS:
         return f"{name}()" if name[:1].isalpha() else f"the {name} operator"
-    if kind == "FUNCTION" and name in _REGEX and any(
-        arg["expression"].get("class") != "CONSTANT" for arg in node["arguments"][1:]
+    if (
+        kind == "FUNCTION"
+        and name in _REGEX
+        and any(arg["expression"].get("class") != "CONSTANT" for arg in node["arguments"][1:])
     ):
         return f"{name}() with a pattern that is not a constant"
     if kind == "FUNCTION" and name == "strftime" and not _short_constant(node["arguments"][1:]):

@@ -630,8 +630,10 @@ class _Outside:
 
         if not self.parts:
             return start, end
-        spans = pa.concat_tables(self.parts).group_by("outside").aggregate(
-            [("t0", "min"), ("t1", "max")]
+        spans = (
+            pa.concat_tables(self.parts)
+            .group_by("outside")
+            .aggregate([("t0", "min"), ("t1", "max")])
         )
         known = spans.column("outside").combine_chunks()
         at = pc.index_in(keys, value_set=known).to_numpy(zero_copy_only=False)
@@ -760,10 +762,14 @@ def dense_fences(
     """The dense span's fences of the starts of the jobs matching ``where`` (SQL on
     ``jobs j``, the table ``jobs``; :func:`~iosight.timeline._span.fences`); None when
     too few jobs."""
-    n, q1, q3 = warehouse.connect().execute(
-        "select count(*), quantile_cont(j.start_time, 0.25), quantile_cont(j.start_time, 0.75) "
-        f"from {jobs} j where {where}"
-    ).fetchall()[0]
+    n, q1, q3 = (
+        warehouse.connect()
+        .execute(
+            "select count(*), quantile_cont(j.start_time, 0.25), quantile_cont(j.start_time, 0.75) "
+            f"from {jobs} j where {where}"
+        )
+        .fetchall()[0]
+    )
     return None if n < MIN_JOBS else fences(q1, q3)
 
 
@@ -832,10 +838,14 @@ def _bytes_of(warehouse: Warehouse, jobs_where: str) -> float:
         cols = schema.get(layer.lower(), set())
         terms = [_counter(c) for c in (f"{layer}_{x[0]}" for x in _COUNTERS.values()) if c in cols]
         if terms:
-            total += warehouse.connect().execute(
-                f"select coalesce(sum({' + '.join(terms)}), 0) from {layer.lower()} r "
-                f"join jobs j using (job_key) where {jobs_where}"
-            ).fetchall()[0][0]
+            total += (
+                warehouse.connect()
+                .execute(
+                    f"select coalesce(sum({' + '.join(terms)}), 0) from {layer.lower()} r "
+                    f"join jobs j using (job_key) where {jobs_where}"
+                )
+                .fetchall()[0][0]
+            )
     totals = _job_totals_query(schema, jobs_where)
     for batch in _batches(warehouse, totals) if totals else ():
         values = job_totals_intervals(batch.to_pandas())[2]
@@ -1015,6 +1025,7 @@ def rebuild_timeline(warehouse: Warehouse, **kwargs) -> pa.Table:
     ``warehouse``: the warehouse holding the timeline.
     """
     return build_timeline(warehouse, **stored_options(warehouse), **kwargs)
+
 
 def accumulate_as_built(
     warehouse: Warehouse,

@@ -252,10 +252,14 @@ def _fences(rows: _NewRows, state: dict, where: str) -> tuple[float, float] | No
     bounds = dense_fences(rows, where, _ALL_JOBS)
     old = None if state["fences"] is None else tuple(state["fences"])
     if bounds != old:
-        moved = rows.connect().execute(
-            f"select count(*) from {_ALL_JOBS} j where {where} and "
-            f"({outside_fences(old)}) <> ({outside_fences(bounds)})"
-        ).fetchall()[0][0]
+        moved = (
+            rows.connect()
+            .execute(
+                f"select count(*) from {_ALL_JOBS} j where {where} and "
+                f"({outside_fences(old)}) <> ({outside_fences(bounds)})"
+            )
+            .fetchall()[0][0]
+        )
         if moved:
             raise _Rebuild(f"the dense span moved: {moved:,} jobs change side")
     return bounds

@@ -247,9 +247,10 @@ class Warehouse:
                 )
             self._create()
         self._con: duckdb.DuckDBPyConnection | None = None
-        self._viewed: tuple | None = None  # the tables' signature the views were made at
+        self._viewed: dict | None = None  # each table folder's mtime when its view was made
         self._view_names: set[str] = set()  # the views made (at any signature)
-        self._fresh: set[str] = set()  # the names looked at since the signature changed
+        self._fresh: set[str] = set()  # the names looked at since their folder changed
+        self._columns: dict[str, list[str]] = {}  # per view (lower case), its columns
         self._lock_fh = None
         self._lock_depth = 0
         self.lock_timeout = DEFAULT_LOCK_TIMEOUT if lock_timeout is None else lock_timeout
@@ -374,10 +375,16 @@ class Warehouse:
 
             con = duckdb.connect()
             con.execute("set enable_progress_bar = false")  # iosight reports its own
-            self._con, self._viewed, self._view_names = con, None, set()
-        signature = self.tables_signature()
+            self._con, self._viewed, self._view_names, self._fresh = con, None, set(), set()
+        signature = dict(self.tables_signature()[1:])
         if signature != self._viewed:
-            self._viewed, self._fresh = signature, set()
+            # only the tables whose folder changed: a commit to one table (a derived one
+            # written batch by batch, as ``insights``) leaves the other tables' views be
+            old = self._viewed or {}
+            self._fresh -= {
+                n for n in old.keys() | signature.keys() if old.get(n) != signature.get(n)
+            }
+            self._viewed = signature
         self._make_views(self._con, self._viewable(names) - self._fresh)
         return self._con
 
@@ -423,6 +430,7 @@ class Warehouse:
         """(Re)make the view of each table in ``names`` over the files it reads now; drop
         it where the table holds none (a name that is no table: the query says so)."""
         for name in names:
+            self._columns.pop(name.lower(), None)  # a describe binds every footer again
             files = ", ".join(_sql_text(f) for f in self.table_files(name))
             if files:
                 rows = f"read_parquet([{files}], union_by_name=true)"
@@ -511,7 +519,11 @@ class Warehouse:
     def column_names(self, name: str) -> list[str]:
         """The columns of table ``name`` (it must exist), in order."""
         self.require(name)
-        return [r[0] for r in self.connect().execute(f'describe "{name}"').fetchall()]
+        con = self.connect([name])  # made again since the last call: its columns forgotten
+        if name.lower() not in self._columns:
+            described = con.execute(f'describe "{name}"').fetchall()
+            self._columns[name.lower()] = [r[0] for r in described]
+        return list(self._columns[name.lower()])
 
     # ------------------------------------------------------------------ writing
     def write_table(self, name: str, table: pa.Table, *, mode: str = "replace") -> None:
@@ -749,6 +761,10 @@ class Warehouse:
     def _apply(self, record: dict) -> None:
         batch_id = record["batch"]
         mine = f"part-{batch_id}-"
+        # the views of the tables it writes are made again at the next read (a folder's
+        # mtime may not change between two quick commits); the others' are kept
+        self._fresh -= {*record["replace_tables"], *record.get("drop_files", {})}
+        self._fresh -= {*record["delete_keys"], *record.get("compaction", {})}
         for name in record["replace_tables"]:
             for f in self._all_files(name):
                 if not f.name.startswith(mine):
@@ -767,11 +783,11 @@ class Warehouse:
             dest = os.path.join(self.path, _TABLES, name)
             os.makedirs(dest, exist_ok=True)
             _move_with_keys(os.path.join(staging, src), os.path.join(dest, f"{mine}{part}.parquet"))
+            self._fresh.discard(name)
         for name, plan in record.get("compaction", {}).items():
             self._apply_compaction(staging / "compact" / name, name, plan)
         _remove_dir(staging)
         (self.path / _COMMITS / f"{batch_id}.json").unlink(missing_ok=True)
-        self._invalidate()
 
     def _apply_compaction(self, staged: Path, name: str, plan: Mapping[str, list[str]]) -> None:
         """Move a compaction's outputs in (hidden), then show them and hide what they

@@ -1,0 +1,55 @@
+"""A run's batches: the same results whatever their size, and no per-batch cost that
+grows with the warehouse (the views of the tables read are made once, not per batch)."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+
+from iosight.insights import _compute, compute_insights
+from iosight.insights._frame import READS
+from iosight.insights._names import FINDINGS_TABLE, JOBS_TABLE, RULES_TABLE
+from iosight.warehouse import Warehouse
+
+
+def _copy(wh: Warehouse, to) -> Warehouse:
+    """A copy of ``wh`` without stored insights."""
+    shutil.copytree(wh.path, to)
+    for name in (FINDINGS_TABLE, JOBS_TABLE, RULES_TABLE):
+        shutil.rmtree(to / "tables" / name, ignore_errors=True)
+    return Warehouse(to)
+
+
+def test_views_of_the_tables_read_are_made_once_per_run(traced, tmp_path, monkeypatch):
+    wh = _copy(traced[0], tmp_path / "wh")
+    made: Counter[str] = Counter()
+    make = Warehouse._make_views
+
+    def counted(self, con, names):
+        names = list(names)
+        made.update(names)
+        return make(self, con, names)
+
+    monkeypatch.setattr(Warehouse, "_make_views", counted)
+    run = compute_insights(wh, batch_jobs=1)
+    assert run.evaluated == len(traced[1]) > 2  # several batches, each a commit
+    read = {name: made[name] for name in READS if wh.has_table(name)}
+    assert read and set(read.values()) == {1}, made
+
+
+def test_results_do_not_depend_on_the_batch_size(traced, tmp_path, monkeypatch):
+    one = _copy(traced[0], tmp_path / "one")
+    all_ = _copy(traced[0], tmp_path / "all")
+    monkeypatch.setattr(_compute, "KEYS_AHEAD", 2)  # keys taken two batches at a time
+    assert compute_insights(one, batch_jobs=1).evaluated > 2 * 2
+    compute_insights(all_, batch_jobs=5000)
+    for name in (FINDINGS_TABLE, JOBS_TABLE):
+        a = f"read_parquet('{one.path}/tables/{name}/*.parquet', union_by_name=true)"
+        b = f"read_parquet('{all_.path}/tables/{name}/*.parquet', union_by_name=true)"
+        rows = one.rows(f"select count(*) from {a}").values[0][0]
+        assert rows > 0
+        for x, y in ((a, b), (b, a)):
+            left = one.rows(
+                f"select count(*) from (select * from {x} except all select * from {y})"
+            )
+            assert left.values[0][0] == 0, name
