@@ -11,15 +11,15 @@ of rows: each file's job-key column is read alone, its runs of equal keys found,
 runs of all files ordered by key (NumPy and Arrow over arrays, no Python per job), and
 the files streamed batch by batch into the output in that order.
 
-The output is taken in windows of rows (:data:`_WINDOW_ROWS`, at most
-:data:`_HELD_BYTES`): a window is a range of keys, so each file gives it one
-contiguous slice of rows, and one ``take`` with indices NumPy builds from the window's
-runs puts them in merged order. The cost per row is then Arrow's, not a Python step
-and Arrow objects per column per job (files of different commits interleave job by
-job: 16 files of 256 jobs were some 4,096 slices per table). Each row group written
-holds a ``job_key`` dictionary of its own keys only. Memory is a batch per file, a
-window and its copy, one window in flight on the write thread (:class:`_Behind`), plus
-one output row group. With a reader budget that lets
+The output is taken in windows of rows (:func:`window_rows`): a window is a range of
+keys, so each file gives it one contiguous slice of rows, and one ``take`` with indices
+NumPy builds from the window's runs puts them in merged order. The cost per row is then
+Arrow's, not a Python step and Arrow objects per column per job (files of different
+commits interleave job by job: 16 files of 256 jobs were some 4,096 slices per table).
+Each row group written holds a ``job_key`` dictionary of its own keys only. Memory is a
+batch per file, a window and its copy, one window in flight on the write thread
+(:class:`_Behind`) and its copy, within :data:`_HELD_BYTES` of decoded rows, plus one
+output row group. With a reader budget that lets
 ``heatmap``'s ingest files merge rather than go to DuckDB's sort, the automatic
 compaction after an ingest of 10,000 logs without DXT fell from 2.5–2.8 to 1.1–1.3 ms
 of CPU a log (docs/warehouse.md, "Compaction").
@@ -185,7 +185,7 @@ def merge_runs(
         # dictionary of a file's keys (its hash table of every key) cost more than strings
         rows = rows.set(key, pa.field("job_key", pa.string(), rows.field(key).nullable))
     coded = [f.name for f in rows if pa.types.is_dictionary(f.type)]
-    row_bytes = decoded_row_bytes(rows, first)
+    row_bytes = decoded_row_bytes(rows, files[0], first)
     batch = max(256, _HELD_BYTES // len(files) // row_bytes)
     cursors = [_Cursor(f, batch, rows.names, coded) for f in files]
     size = window_rows(row_bytes)
@@ -206,24 +206,32 @@ def window_rows(row_bytes: int) -> int:
     return min(_WINDOW_ROWS, max(1, _HELD_BYTES // (4 * max(1, row_bytes))))
 
 
-def decoded_row_bytes(schema: pa.Schema, meta: pq.FileMetaData) -> int:
+def decoded_row_bytes(schema: pa.Schema, path: Path, meta: pq.FileMetaData) -> int:
     """Bytes a row of ``schema`` (as :func:`_dictionary_encoded` reads it) takes decoded,
     from the types (a fixed width, a dictionary's 4-byte index) and, for strings and
-    anything else of varying width, Parquet's uncompressed size a row in ``meta``: a
-    column of RLE-encoded zeros is a few bits a row in Parquet, 8 bytes in Arrow."""
+    anything else of varying width, the larger of Parquet's uncompressed size a row in
+    ``meta`` and Arrow's in the first rows of file ``path`` (Parquet's count of a column
+    it dictionary-encoded counts a repeated path once): a column of RLE-encoded zeros
+    is a few bits a row in Parquet, 8 bytes in Arrow."""
     leaves = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
     rows = max(1, meta.num_rows)
-    total = 0.0
+    total = len(schema) / 8  # validity
+    varying = []
     for f in schema:
         if pa.types.is_dictionary(f.type):
             total += f.type.index_type.bit_width / 8
         elif bits := _bit_width(f.type):
             total += bits / 8
-        elif f.name in leaves:  # strings, binary: their bytes and a 4-byte offset
-            total += 4 + _column_bytes(meta, leaves[f.name]) / rows
-        else:  # nested: Parquet's count of all of the file's columns, a row
-            total += sum(_column_bytes(meta, i) for i in range(meta.num_columns)) / rows
-        total += 1 / 8  # validity
+        else:
+            varying.append(f.name)
+    if varying:
+        first = pq.ParquetFile(path, metadata=meta).iter_batches(4096, columns=varying)
+        sample = next(first, None)
+        for name in varying:
+            at = leaves.get(name)
+            counted = _column_bytes(meta, at) if at is not None else 0
+            arrow = sample.column(name).nbytes / max(1, sample.num_rows) if sample else 0
+            total += max(arrow, counted / rows)
     return max(1, round(total))
 
 
@@ -318,7 +326,8 @@ class _Behind:
     one is taken into order, encoded and compressed, which were some 40 % of a merge's
     CPU (10,000 logs without DXT), so a merge takes both cores where compaction left
     one idle. One window is in flight at a time: the memory added is its rows (the
-    batches they slice stay held) and the output row group it completes."""
+    batches they slice stay held) and their copy, which :func:`window_rows` counts, and
+    the output row group it completes."""
 
     def __init__(self, writer: pq.ParquetWriter, row_group: int, schema: pa.Schema) -> None:
         self.writer, self.row_group, self.schema = writer, row_group, schema
