@@ -53,7 +53,7 @@ from iosight.warehouse._store import parquet_writer
 #: ``posix``, 89 columns mostly RLE-encoded zeros: 32 bytes a row by Parquet's count, 720
 #: decoded), which, taken for the decoded size, let a tier-2 merge of the 1,000,000-log
 #: warehouse peak at 1.5 GB (``job_totals``, ``posix``)
-_HELD_BYTES = 64 << 20
+_HELD_BYTES = 32 << 20
 #: at most this many bytes in the largest row groups of the files of a group merged
 #: here: each file's reader holds up to a page of every column (pyarrow allocated 433 MB
 #: for 28 files of 89 columns, 313 MB by this count; 167 MB for 79 of ``heatmap``'s, 142
