@@ -223,6 +223,8 @@ def test_a_full_output_is_not_merged_again(tmp_path, monkeypatch):
     report = compact(Warehouse(wh.path))
     assert report.files_before == {"rows": len(outputs) + 3}
     assert report.files_after == {"rows": len(full) + 1}  # the new files in one
+    assert list(report.peak_mb) == ["rows"] and report.peak_mb["rows"] > 10  # MB: Python alone
+    assert report.line().endswith(f"peak {report.peak_mb['rows']:,.0f} MB (rows)")
     assert set(full) <= {f.name for f in wh.table_files("rows")}
     assert Warehouse(wh.path).sql("select count(*) n from rows")["n"][0] == 43 * 500
 

@@ -321,3 +321,38 @@ def test_an_error_writing_a_row_group_is_raised_by_the_merge(tmp_path, sorted_fi
     with pytest.raises(OSError, match="disk full"):
         _merge.merge_runs(sorted_files, runs, tmp_path / "out.parquet", 2)
     assert len(written) == 2
+
+
+def test_windows_and_batches_are_bounded_by_decoded_bytes(tmp_path, monkeypatch):
+    """Wide rows of zeros are a few bits a row in Parquet and 8 bytes a column in Arrow:
+    the merge sizes its windows and batches by the decoded bytes, the four window copies
+    alive at once (read, in flight, each put in order) within the budget and a batch of
+    every file within it too (sized by Parquet's count, a window here was every row).
+    Files of a job a row (their keys read as strings) merge as a stable sort does."""
+    wide = {f"c{i}": np.zeros(4000, np.int64) for i in range(40)}
+    files = []
+    for n in range(3):
+        keys = [f"job{i:05d}-{n}" for i in range(4000)]
+        table = pa.table({"job_key": keys, **wide, "seq": np.arange(4000) + 4000 * n})
+        pq.write_table(table, tmp_path / f"{n}.parquet")
+        files.append(tmp_path / f"{n}.parquet")
+    decoded = pq.read_table(files[0]).nbytes / 4000  # Arrow's bytes a row (plain keys)
+    monkeypatch.setattr(_merge, "_HELD_BYTES", 1 << 20)
+    seen = []
+    pieces = _merge._window_pieces
+
+    def spy(cursors, *window):
+        out = pieces(cursors, *window)
+        batches = sum(c.batch.num_rows for c in cursors if c.batch is not None)
+        seen.append((sum(p.num_rows for p in out[0]), batches))
+        return out
+
+    monkeypatch.setattr(_merge, "_window_pieces", spy)
+    out = tmp_path / "out.parquet"
+    _merge.merge_runs(files, _merge.sorted_runs(files, ["job_key"]), out, 65_536)
+    assert 4 * max(w for w, _ in seen) * decoded <= 1.1 * (1 << 20), (seen, decoded)
+    assert max(b for _, b in seen) * decoded <= 1.1 * (1 << 20), (seen, decoded)
+    expect = duckdb.sql(
+        f"select job_key, seq from read_parquet({[str(f) for f in files]}) order by job_key, seq"
+    ).fetchall()
+    assert duckdb.sql(f"select job_key, seq from '{out}'").fetchall() == expect

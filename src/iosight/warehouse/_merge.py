@@ -11,15 +11,15 @@ of rows: each file's job-key column is read alone, its runs of equal keys found,
 runs of all files ordered by key (NumPy and Arrow over arrays, no Python per job), and
 the files streamed batch by batch into the output in that order.
 
-The output is taken in windows of rows (:data:`_WINDOW_ROWS`, at most
-:data:`_HELD_BYTES`): a window is a range of keys, so each file gives it one
-contiguous slice of rows, and one ``take`` with indices NumPy builds from the window's
-runs puts them in merged order. The cost per row is then Arrow's, not a Python step
-and Arrow objects per column per job (files of different commits interleave job by
-job: 16 files of 256 jobs were some 4,096 slices per table). Each row group written
-holds a ``job_key`` dictionary of its own keys only. Memory is a batch per file, a
-window and its copy, one window in flight on the write thread (:class:`_Behind`), plus
-one output row group. With a reader budget that lets
+The output is taken in windows of rows (:func:`window_rows`): a window is a range of
+keys, so each file gives it one contiguous slice of rows, and one ``take`` with indices
+NumPy builds from the window's runs puts them in merged order. The cost per row is then
+Arrow's, not a Python step and Arrow objects per column per job (files of different
+commits interleave job by job: 16 files of 256 jobs were some 4,096 slices per table).
+Each row group written holds a ``job_key`` dictionary of its own keys only. Memory is a
+batch per file, a window and its copy, one window in flight on the write thread
+(:class:`_Behind`) and its copy, within :data:`_HELD_BYTES` of decoded rows, plus one
+output row group. With a reader budget that lets
 ``heatmap``'s ingest files merge rather than go to DuckDB's sort, the automatic
 compaction after an ingest of 10,000 logs without DXT fell from 2.5–2.8 to 1.1–1.3 ms
 of CPU a log (docs/warehouse.md, "Compaction").
@@ -46,11 +46,14 @@ import pyarrow.parquet as pq
 
 from iosight.warehouse._store import parquet_writer
 
-#: bytes (as Parquet counts them uncompressed) of the batches held across all input
-#: files at once, a batch of each; decoded, strings take about three times that (a
-#: group of 31 ingest files of dxt_posix: 164 MB allocated by pyarrow at 16 MB, 289 MB
-#: at 64 MB, in the same CPU time); also the most a window of the output holds
-_HELD_BYTES = 16 << 20
+#: bytes (decoded, as Arrow holds them: :func:`decoded_row_bytes`) of the rows held at
+#: once: a batch of each input file together, and each window of the output (the one
+#: read and the one in flight on the write thread count one each). Parquet's own
+#: uncompressed count undercounts decoded rows up to 22 times (a tier-2 group of
+#: ``posix``, 89 columns mostly RLE-encoded zeros: 32 bytes a row by Parquet's count, 720
+#: decoded), which, taken for the decoded size, let a tier-2 merge of the 1,000,000-log
+#: warehouse peak at 1.5 GB (``job_totals``, ``posix``)
+_HELD_BYTES = 32 << 20
 #: at most this many bytes in the largest row groups of the files of a group merged
 #: here: each file's reader holds up to a page of every column (pyarrow allocated 433 MB
 #: for 28 files of 89 columns, 313 MB by this count; 167 MB for 79 of ``heatmap``'s, 142
@@ -177,10 +180,15 @@ def merge_runs(
     rows = _dictionary_encoded(pq.read_schema(files[0]).remove_metadata(), first)
     keep = {k: v for k, v in meta.items() if k not in (b"ARROW:schema", b"pandas")}
     schema = rows.with_metadata(keep) if keep else rows
+    key = rows.get_field_index("job_key")
+    if 2 * len(runs) > int(np.sum(runs.stop - runs.first)):  # about a row a job: the reader's
+        # dictionary of a file's keys (its hash table of every key) cost more than strings
+        rows = rows.set(key, pa.field("job_key", pa.string(), rows.field(key).nullable))
     coded = [f.name for f in rows if pa.types.is_dictionary(f.type)]
-    cursors = [_Cursor(f, _HELD_BYTES // len(files), rows.names, coded) for f in files]
-    row_bytes = sum(c.bytes for c in cursors) // max(1, sum(c.num_rows for c in cursors))
-    size = min(_WINDOW_ROWS, max(1, _HELD_BYTES // max(1, row_bytes)))
+    row_bytes = decoded_row_bytes(rows, files[0], first)
+    batch = max(256, _HELD_BYTES // len(files) // row_bytes)
+    cursors = [_Cursor(f, batch, rows.names, coded) for f in files]
+    size = window_rows(row_bytes)
     with (
         parquet_writer(out, schema, sequence=sequence, store_schema=False) as writer,
         _Behind(writer, row_group, rows) as behind,
@@ -189,6 +197,50 @@ def merge_runs(
             behind.add(*_window_pieces(cursors, *window))
         behind.finish()
     pa.default_memory_pool().release_unused()  # before DuckDB's merge of the next table
+
+
+def window_rows(row_bytes: int) -> int:
+    """Rows of an output window of rows of ``row_bytes`` decoded bytes: at most
+    :data:`_WINDOW_ROWS`, and :data:`_HELD_BYTES` for the two windows alive at once (the
+    one read and the one in flight) with the copy of each that ``take`` puts in order."""
+    return min(_WINDOW_ROWS, max(1, _HELD_BYTES // (4 * max(1, row_bytes))))
+
+
+def decoded_row_bytes(schema: pa.Schema, path: Path, meta: pq.FileMetaData) -> int:
+    """Bytes a row of ``schema`` (as :func:`_dictionary_encoded` reads it) takes decoded,
+    from the types (a fixed width, a dictionary's 4-byte index) and, for strings and
+    anything else of varying width, the larger of Parquet's uncompressed size a row in
+    ``meta`` and Arrow's in the first rows of file ``path`` (Parquet's count of a column
+    it dictionary-encoded counts a repeated path once): a column of RLE-encoded zeros
+    is a few bits a row in Parquet, 8 bytes in Arrow."""
+    leaves = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
+    rows = max(1, meta.num_rows)
+    total = len(schema) / 8  # validity
+    varying = []
+    for f in schema:
+        if pa.types.is_dictionary(f.type):
+            total += f.type.index_type.bit_width / 8
+        elif bits := _bit_width(f.type):
+            total += bits / 8
+        else:
+            varying.append(f.name)
+    if varying:
+        first = pq.ParquetFile(path, metadata=meta).iter_batches(4096, columns=varying)
+        sample = next(first, None)
+        for name in varying:
+            at = leaves.get(name)
+            counted = _column_bytes(meta, at) if at is not None else 0
+            arrow = sample.column(name).nbytes / max(1, sample.num_rows) if sample else 0
+            total += max(arrow, counted / rows)
+    return max(1, round(total))
+
+
+def _bit_width(kind: pa.DataType) -> int:
+    """The bits a value of ``kind`` takes, 0 for a type of varying width."""
+    try:
+        return kind.bit_width
+    except ValueError:
+        return 0
 
 
 def _dictionary_encoded(schema: pa.Schema, meta: pq.FileMetaData) -> pa.Schema:
@@ -274,7 +326,8 @@ class _Behind:
     one is taken into order, encoded and compressed, which were some 40 % of a merge's
     CPU (10,000 logs without DXT), so a merge takes both cores where compaction left
     one idle. One window is in flight at a time: the memory added is its rows (the
-    batches they slice stay held) and the output row group it completes."""
+    batches they slice stay held) and their copy, which :func:`window_rows` counts, and
+    the output row group it completes."""
 
     def __init__(self, writer: pq.ParquetWriter, row_group: int, schema: pa.Schema) -> None:
         self.writer, self.row_group, self.schema = writer, row_group, schema
@@ -310,7 +363,7 @@ class _Behind:
             table = table.take(pa.array(index))
         elif len(pieces) > 1:
             table = table.combine_chunks()
-        self.held.append(table)
+        self.held.append(_coded_keys(table))
         if sum(t.num_rows for t in self.held) >= self.row_group:
             self._write(final=False)
 
@@ -333,6 +386,16 @@ class _Behind:
         self.pool.shutdown(wait=True)  # the work in flight ends before the file closes
 
 
+def _coded_keys(rows: pa.Table) -> pa.Table:
+    """``rows`` with ``job_key`` a dictionary, as the output has it: keys read as strings
+    (a job a row, :func:`merge_runs`) are encoded here, each once, in their order."""
+    at = rows.schema.get_field_index("job_key")
+    if at < 0 or pa.types.is_dictionary(rows.schema.field(at).type):
+        return rows
+    coded = pc.dictionary_encode(rows.column(at))
+    return rows.set_column(at, pa.field("job_key", coded.type, rows.field(at).nullable), coded)
+
+
 def _own_keys(rows: pa.Table) -> pa.Table:
     """``rows`` (sorted by job key) with ``job_key`` one dictionary of the keys they
     hold, in order. The inputs' dictionaries hold every key of a file's batch, and the
@@ -350,16 +413,11 @@ def _own_keys(rows: pa.Table) -> pa.Table:
 
 
 class _Cursor:
-    """One input file read forward in batches of about ``batch_bytes`` (Parquet's
-    uncompressed size of its rows), its ``columns`` in their order (those ``coded`` as
-    dictionaries), handing out row ranges in order."""
+    """One input file read forward in batches of ``rows`` rows, its ``columns`` in their
+    order (those ``coded`` as dictionaries), handing out row ranges in order."""
 
-    def __init__(self, path: Path, batch_bytes: int, columns: list[str], coded: list[str]) -> None:
+    def __init__(self, path: Path, rows: int, columns: list[str], coded: list[str]) -> None:
         file = pq.ParquetFile(path, read_dictionary=coded)
-        meta = file.metadata
-        row_bytes = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
-        self.bytes, self.num_rows = row_bytes, meta.num_rows  # Parquet's uncompressed count
-        rows = max(256, batch_bytes * max(meta.num_rows, 1) // max(row_bytes, 1))
         self.batches = file.iter_batches(batch_size=rows, columns=columns, use_threads=False)
         self.columns = columns
         self.batch: pa.RecordBatch | None = None
