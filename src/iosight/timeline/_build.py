@@ -94,7 +94,7 @@ _COUNTERS = {
 }
 _BATCH_ROWS = 262_144  # rows per streamed batch: memory is a few times this x 100 B
 DUCKDB_MEMORY = "256MB"  # DuckDB's share while streaming (its joins spill beyond it)
-CHUNK_JOBS = 262_144  # jobs per chunk (about): DuckDB's join holds a chunk's jobs
+CHUNK_JOBS = 131_072  # jobs per chunk (about): DuckDB's joins hold a chunk's jobs
 _SAMPLE_PER_CHUNK = 256  # sampled keys per chunk when cutting the key ranges
 # a job's known-at time (``iosight.warehouse.KNOWN_AT``), its start without known_at or end
 _KNOWN = "coalesce(j.known_at, j.end_time, j.start_time)"
@@ -586,19 +586,33 @@ def _padded(a: np.ndarray, before: int, after: int) -> np.ndarray:
 
 @contextmanager
 def _duckdb_memory(warehouse: Warehouse, limit: str | None):
-    """Cap DuckDB's memory while the timeline streams (joins spill to disk beyond it);
-    None, or a connection whose configuration is locked (``iosight serve``'s, under its
-    own limit), leaves it."""
+    """Cap DuckDB's memory while the timeline streams (joins spill to disk beyond it) and
+    keep the Parquet footers it parses (``parquet_metadata_cache``); None, or a connection
+    whose configuration is locked (``iosight serve``'s, under its own limit, its footers
+    kept already), leaves both.
+
+    Without the cache every scan parses the footer of every file of its table again
+    (each chunk's key range reads a few row groups of each file, but the footer lists
+    them all: 38 MB of ``heatmap`` footers at a million jobs), and a query that scans a
+    table twice holds two parsed copies at once: at a million jobs that was most of the
+    build's peak memory and a fixed cost per chunk and query (docs/warehouse.md,
+    "Timeline build at a million jobs")."""
     con = warehouse.connect()
     if limit is None or con.execute("select current_setting('lock_configuration')").fetchone()[0]:
         yield
         return
-    before = con.execute("select current_setting('memory_limit')").fetchone()[0]
-    con.execute(f"set memory_limit = '{limit}'")
+    settings = {"memory_limit": f"'{limit}'", "parquet_metadata_cache": "true"}
+    before = {
+        name: con.execute(f"select current_setting('{name}')::varchar").fetchone()[0]
+        for name in settings
+    }
+    for name, value in settings.items():
+        con.execute(f"set {name} = {value}")
     try:
         yield
     finally:
-        con.execute(f"set memory_limit = '{before}'")
+        for name, value in before.items():
+            con.execute(f"set {name} = '{value}'")
 
 
 class _Outside:
