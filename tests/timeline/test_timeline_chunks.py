@@ -149,3 +149,36 @@ def test_cli_help_states_the_library_default():
     default = inspect.signature(build_timeline).parameters["chunk_jobs"].default
     result = CliRunner().invoke(app, ["timeline", "build", "--help"], terminal_width=200)
     assert result.exit_code == 0 and f"(default {default:,})" in result.output
+
+
+def test_footers_parsed_once_while_streaming(facility, monkeypatch):
+    """Every query of a build reads with DuckDB's Parquet footer cache on (without it each
+    scan parses every file's footer again: at a million jobs the build's peak memory and a
+    cost per chunk), under the build's memory cap; both are as before once it streamed."""
+    import iosight.timeline._build as build
+
+    con = facility.connect()
+    con.execute("set parquet_metadata_cache = false")
+    con.execute("set memory_limit = '2GiB'")
+    seen = {"streaming": set(), "after": set()}
+
+    def settings():
+        return con.execute(
+            "select current_setting('parquet_metadata_cache')::varchar, "
+            "current_setting('memory_limit')::varchar"
+        ).fetchall()[0]
+
+    batches, undated = build._batches, build._count_undated
+
+    def streaming(*args):
+        seen["streaming"].add(settings())
+        yield from batches(*args)
+
+    def after(*args):  # called once the sums are streamed, before the write
+        seen["after"].add(settings())
+        return undated(*args)
+
+    monkeypatch.setattr(build, "_batches", streaming)
+    monkeypatch.setattr(build, "_count_undated", after)
+    build_timeline(facility, bin_width=600, chunk_jobs=1500)
+    assert seen == {"streaming": {("true", "244.1 MiB")}, "after": {("false", "2.0 GiB")}}

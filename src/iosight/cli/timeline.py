@@ -48,7 +48,7 @@ def build(
     partitions: int = typer.Option(16, help="Job partitions with --scheduler."),
     chunk_jobs: int = typer.Option(
         None,
-        help="About this many jobs per streamed chunk (default 262,144): larger is "
+        help="About this many jobs per streamed chunk (default 131,072): larger is "
         "faster, as every chunk rescans the records, and holds more memory.",
     ),
 ) -> None:
