@@ -34,7 +34,7 @@ def ingest(
     force: bool = typer.Option(False, help="Replace sources already ingested."),
     timeout: float = typer.Option(300.0, help="Seconds one log may take before it fails."),
     batch_size: int = typer.Option(
-        None, help="At most this many logs per atomic commit (default 256)."
+        None, help="At most this many logs per atomic commit (default 1024)."
     ),
     lock_timeout: float = typer.Option(
         None,

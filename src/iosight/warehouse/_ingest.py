@@ -49,8 +49,11 @@ from iosight.warehouse._store import (
 )
 
 _PART_BYTES = 32 << 20  # a worker holds at most this many bytes of Arrow rows (see _Parts)
-# sources per atomic commit: fewer, larger batches mean fewer Parquet files per table
-DEFAULT_BATCH_SIZE = 256
+# sources per atomic commit: fewer, larger batches mean fewer Parquet files per table and
+# less for compaction to merge (a 10,000-log ingest with its compaction: 1024 against 256,
+# 756 -> 196 staged files, 22.1 -> 19.4 s wall, 35.6 -> 33.4 s of CPU, peak the same;
+# a worker holds at most _PART_BYTES of rows whatever the batch)
+DEFAULT_BATCH_SIZE = 1024
 # imported once in the fork server, so each (re)started worker starts warm
 _PRELOAD = (
     "iosight.darshan._sources",
