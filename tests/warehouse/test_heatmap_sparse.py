@@ -130,3 +130,25 @@ def test_similarity_series_are_those_of_every_bin(both):
     sparse, dense, _ = both
     for got, want in zip(darshan_series(sparse), darshan_series(dense), strict=True):
         pd.testing.assert_frame_equal(got, want)
+
+
+def test_a_hostile_extent_draws_bounded_bins(tmp_path):
+    """A log may claim 10**12 bins while storing two with bytes: the view sums adjacent
+    bins (at most ``max_bins`` of them, every byte kept) instead of allocating the extent;
+    a bin past the claimed ``nbins`` (corrupt) widens the extent rather than failing."""
+    from iosight.report.heatmap import job_heatmap
+
+    wh = Warehouse(tmp_path / "wh", create=True)
+    n = 10**12
+    rows = {
+        "job_key": ["j", "j", "j"], "module": ["POSIX"] * 3, "rank": [0, 0, 1],
+        "record_id": pa.array([1, 1, 2], pa.uint64()), "bin": [5, n - 1, n + 9],
+        "nbins": [n, n, 3], "bin_width": [0.5] * 3, "bin_start": [2.5, (n - 1) * 0.5, 0.0],
+        "read_bytes": [7, 0, 4], "write_bytes": [0, 11, 0],
+    }  # fmt: skip
+    wh.write_table("heatmap", pa.table(rows))
+    got = job_heatmap(wh, "j", max_bins=1000)
+    assert 0 < len(got) <= 1000
+    assert got["read_bytes"].sum() == 11 and got["write_bytes"].sum() == 11
+    step = got["bin_start"].diff().dropna().unique()
+    assert len(step) == 1 and step[0] >= 0.5 * (n + 10) / 1000

@@ -21,8 +21,8 @@ from iosight.warehouse import Warehouse
 
 # batches whose keys and per-job frame one query each takes: such a query scans the per-job
 # tables of the whole warehouse (their files are not sorted by key), so a pass over all
-# jobs makes jobs / batch_jobs / KEYS_AHEAD of them; what is held, batch_jobs * KEYS_AHEAD
-# keys and per-job rows, is some tens of MB
+# jobs makes jobs / batch_jobs / KEYS_AHEAD of them; what is held is batch_jobs * KEYS_AHEAD
+# keys and their per-job rows (docs/insights.md, "At a million jobs")
 KEYS_AHEAD = 10
 
 

@@ -12,13 +12,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from iosight.report.dxt import MAX_DXT_POINTS
+
 if TYPE_CHECKING:
     import pandas as pd
 
     from iosight.warehouse import Warehouse
 
 
-def job_heatmap(wh: Warehouse, key: str, module: str = "POSIX") -> pd.DataFrame:
+def job_heatmap(
+    wh: Warehouse, key: str, module: str = "POSIX", max_bins: int = MAX_DXT_POINTS
+) -> pd.DataFrame:
     """``bin_start, read_bytes, write_bytes`` of job ``key``'s ``module`` HEATMAP records,
     summed per bin start, over every bin of their extent (for each bin width, the largest
     ``nbins`` of its records; in files written before ``nbins`` was kept, which stored
@@ -26,7 +30,10 @@ def job_heatmap(wh: Warehouse, key: str, module: str = "POSIX") -> pd.DataFrame:
     has no bin with bytes.
 
     ``wh``: the warehouse (it must have ``heatmap``); ``key``: the job; ``module``: the
-    heatmap's module (Darshan's ``heatmap:POSIX`` is ``POSIX``).
+    heatmap's module (Darshan's ``heatmap:POSIX`` is ``POSIX``); ``max_bins``: the most
+    bins of one width drawn. A log may claim any ``nbins`` (the stored rows are only the
+    bins with bytes), so a wider extent sums adjacent bins into wider ones: memory and
+    the points a page ships stay bounded whatever the log says.
     """
     import pandas as pd
 
@@ -38,10 +45,13 @@ def job_heatmap(wh: Warehouse, key: str, module: str = "POSIX") -> pd.DataFrame:
     )
     parts = []
     for width, got in rows.groupby("bin_width", sort=False):
-        read, write = (np.zeros(int(got["n"].max()), np.float64) for _ in range(2))
-        at = got["bin"].to_numpy()
-        read[at], write[at] = got["r"].to_numpy(), got["w"].to_numpy()
-        start = np.arange(len(read)) * width
+        at = got["bin"].to_numpy(np.int64)
+        extent = max(int(got["n"].max()), int(at.max()) + 1)  # a bin past nbins: corrupt
+        step = -(-extent // max_bins)  # adjacent bins summed: at most max_bins drawn
+        read, write = (np.zeros(-(-extent // step), np.float64) for _ in range(2))
+        np.add.at(read, at // step, got["r"].to_numpy(np.float64))
+        np.add.at(write, at // step, got["w"].to_numpy(np.float64))
+        start = np.arange(len(read)) * (width * step)
         parts.append(pd.DataFrame({"bin_start": start, "read_bytes": read, "write_bytes": write}))
     if not parts:
         return pd.DataFrame({c: np.zeros(0) for c in ("bin_start", "read_bytes", "write_bytes")})

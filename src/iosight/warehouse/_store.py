@@ -761,10 +761,14 @@ class Warehouse:
     def _apply(self, record: dict) -> None:
         batch_id = record["batch"]
         mine = f"part-{batch_id}-"
+        staging = self.staging_dir(batch_id)
+        staged = _staged_files(staging)
         # the views of the tables it writes are made again at the next read (a folder's
         # mtime may not change between two quick commits); the others' are kept
-        self._fresh -= {*record["replace_tables"], *record.get("drop_files", {})}
-        self._fresh -= {*record["delete_keys"], *record.get("compaction", {})}
+        self._fresh -= {
+            *record["replace_tables"], *record.get("drop_files", {}), *record["delete_keys"],
+            *record.get("compaction", {}), *(src.rsplit(".", 2)[0] for src in staged),
+        }  # fmt: skip
         for name in record["replace_tables"]:
             for f in self._all_files(name):
                 if not f.name.startswith(mine):
@@ -777,13 +781,11 @@ class Warehouse:
         for name, by_column in record["delete_keys"].items():
             for column, keys in by_column.items():
                 self._delete_rows(name, column, set(keys), keep=mine)
-        staging = self.staging_dir(batch_id)
-        for src in _staged_files(staging):
+        for src in staged:
             name, part = src.removesuffix(".parquet").rsplit(".", 1)
             dest = os.path.join(self.path, _TABLES, name)
             os.makedirs(dest, exist_ok=True)
             _move_with_keys(os.path.join(staging, src), os.path.join(dest, f"{mine}{part}.parquet"))
-            self._fresh.discard(name)
         for name, plan in record.get("compaction", {}).items():
             self._apply_compaction(staging / "compact" / name, name, plan)
         _remove_dir(staging)
