@@ -599,7 +599,8 @@ def _duckdb_memory(warehouse: Warehouse, limit: str | None):
     (each chunk's key range reads a few row groups of each file, but the footer lists
     them all: 38 MB of ``heatmap`` footers at a million jobs, which the heatmap queries
     scan twice): with it, one such query of a 65,536-job chunk of a million jobs peaked
-    at 628 instead of 946 MB (docs/warehouse.md, "A million, measured")."""
+    at 628 instead of 946 MB (docs/warehouse.md, "`timeline build` at a million,
+    looked into")."""
     con = warehouse.connect()
     if limit is None or con.execute("select current_setting('lock_configuration')").fetchone()[0]:
         yield
