@@ -229,6 +229,24 @@ def test_a_full_output_is_not_merged_again(tmp_path, monkeypatch):
     assert Warehouse(wh.path).sql("select count(*) n from rows")["n"][0] == 43 * 500
 
 
+def test_groups_hold_readers_within_the_merges_budget(tmp_path, monkeypatch):
+    """A group stops where its files' readers would pass the merge's budget (each file's
+    largest row group), so sorted files are merged, not sent to DuckDB's sort; a file
+    over the budget alone is no group."""
+    from iosight.warehouse import _merge
+
+    wh = Warehouse(_synthetic_warehouse(tmp_path / "wh", 12, rows=2_000))
+    files = wh.table_files("rows")
+    each = _merge.reader_bytes(files[0])
+    assert all(_merge.reader_bytes(f) == each for f in files)
+    monkeypatch.setattr(_merge, "READER_BUDGET", 5 * each)
+    groups = _compact.merge_groups(files)
+    assert [len(g) for g in groups] == [5, 5, 2]
+    assert [f for g in groups for f in g] == files
+    monkeypatch.setattr(_merge, "READER_BUDGET", each - 1)
+    assert _compact.merge_groups(files) == []
+
+
 def _in_order(wh: Warehouse, table: str, columns: str) -> list[bool]:
     """Whether each of ``table``'s files holds its rows ordered by ``columns``."""
     return [

@@ -134,7 +134,7 @@ def test_files_the_merge_cannot_take_are_sorted_by_duckdb(tmp_path, sorted_files
     again = _file(tmp_path / "again.parquet", ["a"], [3])
     assert _merge.sorted_runs([*sorted_files, again], ["job_key", "start"]) is None
     assert _merge.sorted_runs([*sorted_files, again], ["job_key"]) is not None
-    monkeypatch.setattr(_merge, "_READER_BYTES", 16)
+    monkeypatch.setattr(_merge, "READER_BUDGET", 16)
     assert _merge.sorted_runs(sorted_files, ["job_key"]) is None
     merger = Merger(tmp_path / "spill")
     merge_files(merger, [*sorted_files, unsorted], tmp_path / "out.parquet")
@@ -156,10 +156,12 @@ def test_ingest_stages_each_table_in_job_key_order(tmp_path):
         assert _merge.sorted_runs(files, ["job_key"]) is not None, name
         checked += 1
     assert checked == 5
-    # the sequence tables' numbers are staged delta- and byte-split-encoded, the others not
+    # the sequence tables' numbers are staged delta- and byte-split-encoded, the others as
+    # dictionaries
     dxt, posix = _encodings(wh.table_files("dxt_posix")[0]), _encodings(wh.table_files("posix")[0])
     assert "DELTA_BINARY_PACKED" in dxt["offset"] and "BYTE_STREAM_SPLIT" in dxt["start"]
     assert "DELTA_BINARY_PACKED" not in posix["rank"]
+    assert "RLE_DICTIONARY" in posix["POSIX_READS"] and "RLE_DICTIONARY" not in dxt["offset"]
 
 
 def _arrow_order(table: pa.Table, keys: pa.DictionaryArray) -> pa.Table:
@@ -215,7 +217,8 @@ def _encodings(path: Path) -> dict[str, set[str]]:
 def test_sequence_tables_keep_their_encodings_through_the_merge(tmp_path):
     """A sequence table's merge output stores integers as deltas and floats byte-split
     (as ingest stages them), ``job_key`` dictionary-encoded, and reads back as the same
-    rows and types (DuckDB); a table that is no sequence keeps plain numbers."""
+    rows and types (DuckDB); a table that is no sequence stores its numbers as
+    dictionaries (a reader of a column of zeros then holds a few bits a row)."""
     files = [
         _file(tmp_path / "a.parquet", ["a", "a", "c", "d"], [0.5, 2.25, 0.0, 1e9]),
         _file(tmp_path / "b.parquet", ["b", "c2", "e"], [3.0, 1.5, -0.0]),
@@ -227,6 +230,7 @@ def test_sequence_tables_keep_their_encodings_through_the_merge(tmp_path):
         enc = _encodings(out)
         assert ("DELTA_BINARY_PACKED" in enc["seq"]) is sequence
         assert ("BYTE_STREAM_SPLIT" in enc["start"]) is sequence
+        assert ("RLE_DICTIONARY" in enc["seq"]) is not sequence
         assert "RLE_DICTIONARY" in enc["job_key"]
         rows = [r for f in files for r in _rows(f)]
         assert _rows(out) == sorted(rows, key=lambda r: r[0])

@@ -59,7 +59,7 @@ _HELD_BYTES = 32 << 20
 #: for 28 files of 89 columns, 313 MB by this count; 167 MB for 79 of ``heatmap``'s, 142
 #: MB, whose sort by DuckDB took four times the CPU at a peak of 750 MB); more (wide
 #: tables, many files) are sorted by DuckDB, under its memory limit
-_READER_BYTES = 192 << 20
+READER_BUDGET = 192 << 20
 #: rows of the output taken at once, at most
 _WINDOW_ROWS = 65_536
 
@@ -84,12 +84,12 @@ def sorted_runs(files: list[Path], order: list[str]) -> Runs | None:
     in file order), or ``None`` when the files are not each sorted by ``order``
     (``job_key`` first), a job with further sort columns spans files, the files' columns
     differ (names, types or nullability; their order may) or their readers would hold more than
-    :data:`_READER_BYTES`."""
+    :data:`READER_BUDGET`."""
     metas = [pq.read_metadata(f) for f in files]
     columns = _columns(metas[0])
     if (
         order[0] != "job_key"
-        or sum(_largest_row_group(m) for m in metas) > _READER_BYTES
+        or sum(_largest_row_group(m) for m in metas) > READER_BUDGET
         or any(_columns(m) != columns for m in metas)
     ):
         return None
@@ -114,6 +114,12 @@ def sorted_runs(files: list[Path], order: list[str]) -> Runs | None:
 def _columns(meta: pq.FileMetaData) -> list[tuple[str, str, bool]]:
     """A file's columns as (name, type, nullable), by name."""
     return sorted((f.name, str(f.type), f.nullable) for f in meta.schema.to_arrow_schema())
+
+
+def reader_bytes(path: Path) -> int:
+    """What a reader of file ``path`` holds at most, as :data:`READER_BUDGET` counts it:
+    its largest row group's uncompressed bytes."""
+    return _largest_row_group(pq.read_metadata(path))
 
 
 def _largest_row_group(meta: pq.FileMetaData) -> int:
