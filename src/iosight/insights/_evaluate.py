@@ -30,8 +30,13 @@ _TYPES = {"stake_s": "double", "stake_bytes": "double"} | {f"n_{lv}": "bigint" f
 
 def arrow(table: Table) -> pa.Table:
     """A results table as Arrow, typed as :data:`FINDINGS_TABLE` / :data:`JOBS_TABLE` are,
-    NaN (no stake) as null. Made by DuckDB from the numpy columns: pyarrow's own
-    conversion imports pandas, a third of a second of ``iosight insights``."""
+    NaN (no stake) as null, its rows in job key order (a job's in the order given): a
+    compaction then merges the batches' files without sorting them (DuckDB's sort of
+    the findings of 100,000 jobs peaked at 877 MB). Made by DuckDB from the numpy
+    columns: pyarrow's own conversion imports pandas, a third of a second of
+    ``iosight insights``."""
+    if "job_key" in table.columns:
+        table = table.take(np.argsort(table["job_key"], kind="stable"))
     con = _scratch().cursor()  # its own registrations, the database shared
     try:
         con.register("results", {c: table[c] for c in table.columns})
