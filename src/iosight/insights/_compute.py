@@ -19,6 +19,11 @@ from iosight.insights._names import FINDINGS_TABLE, JOBS_TABLE, RULES_TABLE
 from iosight.insights._thresholds import Thresholds
 from iosight.warehouse import Warehouse
 
+#: jobs a batch evaluates: its frames, a DuckDB query over its jobs' records, are the
+#: run's peak, and each batch reads a row group of every ``posix`` and ``names`` file, a
+#: cost that grows with the files. At a million logs without DXT, 5,000 took 364 s of
+#: CPU at a peak of 1,109 MB, 2,500 541 s at 769 MB (docs/insights.md, "At a million jobs")
+BATCH_JOBS = 5000
 # batches whose keys and per-job frame one query each takes: such a query scans the per-job
 # tables of the whole warehouse (their files are not sorted by key), so a pass over all
 # jobs makes jobs / batch_jobs / KEYS_AHEAD of them; what is held is batch_jobs * KEYS_AHEAD
@@ -52,7 +57,7 @@ def compute_insights(
     *,
     where: str | None = None,
     thresholds: Thresholds | None = None,
-    batch_jobs: int = 5000,
+    batch_jobs: int = BATCH_JOBS,
     progress: Progress | None = None,
 ) -> InsightsRun:
     """Evaluate the rules for the jobs (matching ``where``) not yet stored with these thresholds.
