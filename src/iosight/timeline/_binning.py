@@ -142,8 +142,8 @@ def _bin_block(rel_start, rel_end, values, width, n_bins, spread, out, runs) -> 
     share0 = np.ones(len(b0))
     share0[multi] = first
     xm = np.take(x, multi, axis=0)  # np.take: much faster than x[multi] on 2-D rows
-    out += _scatter(b0, share0, x, n_bins)
-    out += _scatter(b1m, last, xm, n_bins)
+    _add_scattered(out, b0, share0, x)
+    _add_scattered(out, b1m, last, xm)
     mid = np.flatnonzero(b1m - b0m > 1)
     if mid.size:
         runs.add(b0m[mid] + 1, b1m[mid], middle[mid, None] * np.take(xm, mid, axis=0))
@@ -191,9 +191,17 @@ def _exact_runs(first: np.ndarray, stop: np.ndarray, per_bin: np.ndarray, out: n
     signs = np.tile(np.array([1.0, -1.0]), len(first))
     (hi_limb, hi_unit), (lo_limb, lo_unit) = _limbs(per_bin)
     k = per_bin.shape[1]
-    diff = _scatter(rows, signs, np.hstack([hi_limb, lo_limb]), hi - lo + 1, per=2)
-    for at, unit in ((slice(0, k), hi_unit), (slice(k, 2 * k), lo_unit)):
-        out[lo : hi + 1] += np.cumsum(diff[:, at], axis=0) * unit  # unit: a power of two
+    if len(per_bin) <= SMALL_ROWS:
+        diff = _scatter(rows, signs, np.hstack([hi_limb, lo_limb]), hi - lo + 1, per=2)
+        for at, unit in ((slice(0, k), hi_unit), (slice(k, 2 * k), lo_unit)):
+            out[lo : hi + 1] += np.cumsum(diff[:, at], axis=0) * unit  # unit: a power of two
+        return
+    # a column at a time: the difference array and its sums span the runs' bins (a whole
+    # timeline's for a batch of jobs from all over it), 8 bytes a bin each
+    spread = _per_column(rows, signs, hi - lo + 1, per=2)
+    for c in range(k):
+        for limb, unit in ((hi_limb, hi_unit), (lo_limb, lo_unit)):
+            out[lo : hi + 1, c] += np.cumsum(spread @ limb[:, c]) * unit[c]
 
 
 def _limbs(v: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
@@ -228,6 +236,20 @@ def _scatter(rows: np.ndarray, data: np.ndarray, x: np.ndarray, n_rows: int, per
     out = np.zeros((n_rows, x.shape[1]))
     np.add.at(out, rows, data[:, None] * (np.repeat(x, per, axis=0) if per > 1 else x))
     return out
+
+
+def _add_scattered(out: np.ndarray, rows: np.ndarray, data: np.ndarray, x: np.ndarray) -> None:
+    """``out += _scatter(rows, data, x, len(out))``, to the bit, one column at a time
+    above :data:`SMALL_ROWS` rows: the product's temporary is then one column of ``out``
+    (8 MB for a million bins), not all of them (a batch of job totals, 6 columns over a
+    million bins, made 333 MB of temporaries; docs/warehouse.md, "`timeline build` at a
+    million, looked into")."""
+    if len(x) <= SMALL_ROWS:
+        out += _scatter(rows, data, x, len(out))
+        return
+    spread = _per_column(rows, data, len(out))
+    for c in range(x.shape[1]):
+        out[:, c] += spread @ x[:, c]
 
 
 def _per_column(rows, data, n_rows: int, per: int = 1):

@@ -556,9 +556,11 @@ class Bins:
         t1 = np.maximum(t1, t0)
         self._cover(float(t0.min()), float(t1.max()))
         o = self.origin
-        self.sums[:, cols] += bin_intervals(
+        binned = bin_intervals(
             t0 - o, t1 - o, values, width=self.width, n_bins=len(self.sums), spread=self.spread
         )
+        for j, c in enumerate(cols):  # in place: ``sums[:, cols]`` would copy every bin twice
+            self.sums[:, c] += binned[:, j]
 
     def merge(self, first: int, sums: np.ndarray, active: np.ndarray) -> None:
         """Add another accumulator's bins (``first`` is its lattice index of row 0)."""
