@@ -2,9 +2,12 @@
 
 Every commit adds one file per table, and a reader opens (and reads the footer of)
 every file of a table it scans, so a warehouse grown by thousands of ingests answers
-ever more slowly. Compaction merges the small files, group by group, each group by
-DuckDB under a memory limit (its sort spills to disk), so its memory does not grow
-with the warehouse. Groups aim at :data:`TARGET_BYTES`, and only files under half of
+ever more slowly. Compaction merges the small files, group by group: files each sorted
+by job key (ingest's, earlier outputs) as sorted runs within a budget of decoded rows
+(:mod:`iosight.warehouse._merge`; a group stops where its readers would pass that
+module's reader budget), others by DuckDB under a memory limit (its sort spills to
+disk), so its memory does not grow with the warehouse. Groups aim at
+:data:`TARGET_BYTES`, and only files under half of
 it count as small, so an output of a full group (a little under or over the target,
 as its compression goes) is never merged again.
 
