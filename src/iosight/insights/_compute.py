@@ -21,8 +21,8 @@ from iosight.warehouse import Warehouse
 
 #: jobs a batch evaluates: its frames, a DuckDB query over its jobs' records, are the
 #: run's peak, and each batch reads a row group of every ``posix`` and ``names`` file, a
-#: cost that grows with the files. At a million logs without DXT, 5,000 took 364 s of
-#: CPU at a peak of 1,109 MB, 2,500 541 s at 769 MB (docs/insights.md, "At a million jobs")
+#: cost that grows with the files. At a million logs without DXT, 5,000 took 442 s of
+#: CPU at a peak of 1,099 MB, 2,500 541 s at 769 MB (docs/insights.md, "At a million jobs")
 BATCH_JOBS = 5000
 # batches whose keys and per-job frame one query each takes: such a query scans the per-job
 # tables of the whole warehouse (their files are not sorted by key), so a pass over all

@@ -190,18 +190,11 @@ def _exact_runs(first: np.ndarray, stop: np.ndarray, per_bin: np.ndarray, out: n
     rows[0::2], rows[1::2] = first - lo, stop - lo
     signs = np.tile(np.array([1.0, -1.0]), len(first))
     (hi_limb, hi_unit), (lo_limb, lo_unit) = _limbs(per_bin)
-    k = per_bin.shape[1]
-    if len(per_bin) <= SMALL_ROWS:
-        diff = _scatter(rows, signs, np.hstack([hi_limb, lo_limb]), hi - lo + 1, per=2)
-        for at, unit in ((slice(0, k), hi_unit), (slice(k, 2 * k), lo_unit)):
-            out[lo : hi + 1] += np.cumsum(diff[:, at], axis=0) * unit  # unit: a power of two
-        return
     # a column at a time: the difference array and its sums span the runs' bins (a whole
     # timeline's for a batch of jobs from all over it), 8 bytes a bin each
-    spread = _per_column(rows, signs, hi - lo + 1, per=2)
-    for c in range(k):
-        for limb, unit in ((hi_limb, hi_unit), (lo_limb, lo_unit)):
-            out[lo : hi + 1, c] += np.cumsum(spread @ limb[:, c]) * unit[c]
+    for limb, unit in ((hi_limb, hi_unit), (lo_limb, lo_unit)):
+        for c, diff in enumerate(_column_sums(rows, signs, limb, hi - lo + 1, per=2)):
+            out[lo : hi + 1, c] += np.cumsum(diff) * unit[c]  # unit: a power of two
 
 
 def _limbs(v: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
@@ -224,32 +217,31 @@ def _limbs(v: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
 SMALL_ROWS = 64  # rows up to which np.add.at sums faster than a sparse product is built
 
 
-def _scatter(rows: np.ndarray, data: np.ndarray, x: np.ndarray, n_rows: int, per: int = 1):
-    """``(n_rows, x.shape[1])`` sums of ``data[i] * x[i // per]`` into row ``rows[i]``:
-    the product of a sparse matrix (:func:`_per_column`) and ``x``. Up to
-    :data:`SMALL_ROWS` rows of ``x`` (an update's new jobs), ``np.add.at`` instead,
-    which adds the same products in the same order (scipy's ``csc_matvecs`` adds each
+def _add_scattered(out: np.ndarray, rows: np.ndarray, data: np.ndarray, x: np.ndarray) -> None:
+    """Add ``data[i] * x[i]`` into row ``rows[i]`` of ``out`` (:func:`_column_sums`)."""
+    for c, sums in enumerate(_column_sums(rows, data, x, len(out))):
+        out[:, c] += sums
+
+
+def _column_sums(rows: np.ndarray, data: np.ndarray, x: np.ndarray, n_rows: int, per: int = 1):
+    """Per column ``c`` of ``x``, the ``n_rows`` sums of ``data[i] * x[i // per, c]`` into
+    row ``rows[i]``: the product of a sparse matrix (:func:`_per_column`, built once) and
+    the column. A column at a time, so the temporaries are one column of bins (8 MB for a
+    million), not all of them: a batch of job totals, 6 columns over a million bins, made
+    333 MB of them (docs/warehouse.md, "`timeline build` at a million, looked into"). Up
+    to :data:`SMALL_ROWS` rows of ``x`` (an update's new jobs), ``np.add.at`` instead,
+    which adds the same products in the same order (scipy's ``csc_matvec`` adds each
     entry's product into its row, entry after entry, from 0), so the sums are the same
     to the bit, without the fixed cost of building a matrix."""
     if len(x) > SMALL_ROWS:
-        return _per_column(rows, data, n_rows, per) @ x
-    out = np.zeros((n_rows, x.shape[1]))
-    np.add.at(out, rows, data[:, None] * (np.repeat(x, per, axis=0) if per > 1 else x))
-    return out
-
-
-def _add_scattered(out: np.ndarray, rows: np.ndarray, data: np.ndarray, x: np.ndarray) -> None:
-    """``out += _scatter(rows, data, x, len(out))``, to the bit, one column at a time
-    above :data:`SMALL_ROWS` rows: the product's temporary is then one column of ``out``
-    (8 MB for a million bins), not all of them (a batch of job totals, 6 columns over a
-    million bins, made 333 MB of temporaries; docs/warehouse.md, "`timeline build` at a
-    million, looked into")."""
-    if len(x) <= SMALL_ROWS:
-        out += _scatter(rows, data, x, len(out))
+        spread = _per_column(rows, data, n_rows, per)
+        for c in range(x.shape[1]):
+            yield spread @ x[:, c]
         return
-    spread = _per_column(rows, data, len(out))
     for c in range(x.shape[1]):
-        out[:, c] += spread @ x[:, c]
+        sums = np.zeros(n_rows)
+        np.add.at(sums, rows, data * (np.repeat(x[:, c], per) if per > 1 else x[:, c]))
+        yield sums
 
 
 def _per_column(rows, data, n_rows: int, per: int = 1):

@@ -265,7 +265,6 @@ def _compact_table(warehouse: Warehouse, name: str, groups: list[list[Path]]) ->
             sort = TABLE_SORT_COLUMNS.get(name, SORT_COLUMNS)
             merge_files(merger, group, staged / out, sort, sequence=name in SEQUENCE_TABLES)
             outputs.append(out)
-            merger.close()  # DuckDB keeps what its sort took: not under the next merge
     finally:
         merger.close()
     replaced = [f.name for g in groups for f in g]

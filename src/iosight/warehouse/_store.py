@@ -198,12 +198,13 @@ def parquet_writer(
 
     use_dictionary: bool | list[str] = True
     if sequence:
-        numbers = [f for f in schema if pa.types.is_integer(f.type) or pa.types.is_floating(f.type)]
-        options["column_encoding"] = {
+        encodings = {
             f.name: "DELTA_BINARY_PACKED" if pa.types.is_integer(f.type) else "BYTE_STREAM_SPLIT"
-            for f in numbers
+            for f in schema
+            if pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
         }
-        use_dictionary = [f.name for f in schema if f not in numbers]
+        options["column_encoding"] = encodings
+        use_dictionary = [f.name for f in schema if f.name not in encodings]
     return pq.ParquetWriter(
         path, schema, compression=compression, use_dictionary=use_dictionary, **options
     )
@@ -766,12 +767,15 @@ class Warehouse:
         batch_id = record["batch"]
         mine = f"part-{batch_id}-"
         staging = self.staging_dir(batch_id)
-        staged = _staged_files(staging)
+        # staged files are named TABLE.PART.parquet
+        staged = [
+            (src, *src.removesuffix(".parquet").rsplit(".", 1)) for src in _staged_files(staging)
+        ]
         # the views of the tables it writes are made again at the next read (a folder's
         # mtime may not change between two quick commits); the others' are kept
         self._fresh -= {
             *record["replace_tables"], *record.get("drop_files", {}), *record["delete_keys"],
-            *record.get("compaction", {}), *(src.rsplit(".", 2)[0] for src in staged),
+            *record.get("compaction", {}), *(name for _, name, _ in staged),
         }  # fmt: skip
         for name in record["replace_tables"]:
             for f in self._all_files(name):
@@ -785,8 +789,7 @@ class Warehouse:
         for name, by_column in record["delete_keys"].items():
             for column, keys in by_column.items():
                 self._delete_rows(name, column, set(keys), keep=mine)
-        for src in staged:
-            name, part = src.removesuffix(".parquet").rsplit(".", 1)
+        for src, name, part in staged:
             dest = os.path.join(self.path, _TABLES, name)
             os.makedirs(dest, exist_ok=True)
             _move_with_keys(os.path.join(staging, src), os.path.join(dest, f"{mine}{part}.parquet"))
