@@ -11,7 +11,9 @@ evaluates only the new jobs.
 from __future__ import annotations
 
 import time
+from bisect import bisect_right
 from dataclasses import dataclass
+from itertools import accumulate
 
 from iosight._errors import IosightError
 from iosight._progress import Progress, ensure_progress
@@ -19,11 +21,13 @@ from iosight.insights._names import FINDINGS_TABLE, JOBS_TABLE, RULES_TABLE
 from iosight.insights._thresholds import Thresholds
 from iosight.warehouse import Warehouse
 
-#: jobs a batch evaluates: its frames, a DuckDB query over its jobs' records, are the
-#: run's peak, and each batch reads a row group of every ``posix`` and ``names`` file, a
-#: cost that grows with the files. At a million logs without DXT, 5,000 took 442 s of
-#: CPU at a peak of 1,099 MB, 2,500 541 s at 769 MB (docs/insights.md, "At a million jobs")
+#: jobs a batch evaluates at most: each batch reads a row group of every ``posix`` and
+#: ``names`` file, a cost that grows with the files, so batches are not made small
 BATCH_JOBS = 5000
+#: ``posix`` rows a batch's jobs hold at most (a job with more is a batch alone): its
+#: frames, a DuckDB query over these rows, are the run's peak, so the rows, not the jobs,
+#: bound its memory whatever the warehouse holds (docs/insights.md, "At a million jobs")
+BATCH_ROWS = 250_000
 # batches whose keys and per-job frame one query each takes: such a query scans the per-job
 # tables of the whole warehouse (their files are not sorted by key), so a pass over all
 # jobs makes jobs / batch_jobs / KEYS_AHEAD of them; what is held is batch_jobs * KEYS_AHEAD
@@ -58,17 +62,22 @@ def compute_insights(
     where: str | None = None,
     thresholds: Thresholds | None = None,
     batch_jobs: int = BATCH_JOBS,
+    batch_rows: int = BATCH_ROWS,
     progress: Progress | None = None,
 ) -> InsightsRun:
     """Evaluate the rules for the jobs (matching ``where``) not yet stored with these thresholds.
 
-    Work goes in batches of ``batch_jobs`` jobs, each one SQL pass per frame and one
-    atomic commit, so memory stays bounded and an interrupted run keeps what it committed.
+    Work goes in batches of at most ``batch_jobs`` jobs and ``batch_rows`` ``posix``
+    rows (at least one job), each one SQL pass per frame and one atomic commit, so
+    memory stays bounded and an interrupted run keeps what it committed.
 
     ``warehouse``: the warehouse read; the findings are stored there; ``thresholds``: the rules'
     thresholds (default: Drishti's); ``progress``: told of each batch (default: silent).
     """
     t = thresholds or Thresholds()
+    if batch_jobs < 1 or batch_rows < 1:
+        raise IosightError(f"a batch needs at least one job and one row, not {batch_jobs} "
+                           f"jobs and {batch_rows} rows")  # fmt: skip
     warehouse.require("jobs")
     start = time.perf_counter()
     scope, todo = _scope(warehouse, where, t)
@@ -77,7 +86,7 @@ def compute_insights(
     if todo or not warehouse.has_table(RULES_TABLE):
         # the rules and numpy: only where there is work (nothing new: neither is imported)
         from iosight.insights._evaluate import arrow, evaluate_jobs, rules_table
-        from iosight.insights._frame import jobs_frame
+        from iosight.insights._frame import jobs_frame, posix_rows
 
         warehouse.write_table(RULES_TABLE, rules_table())
     prog = ensure_progress(progress)
@@ -90,7 +99,9 @@ def compute_insights(
                 if not ahead:
                     break
                 jobs = jobs_frame(warehouse, [key for key, _ in ahead])
-            batch, ahead = ahead[:batch_jobs], ahead[batch_jobs:]
+                rows = posix_rows(warehouse, [key for key, _ in ahead])
+            n = _batch_size(rows, batch_jobs, batch_rows)
+            batch, ahead, rows = ahead[:n], ahead[n:], rows[n:]
             keys = [key for key, _ in batch]
             found, per_job = evaluate_jobs(warehouse, keys, t, jobs)
             # only jobs stored under other thresholds have rows to replace
@@ -105,6 +116,12 @@ def compute_insights(
     finally:
         prog.finish()
     return InsightsRun(scope, todo, n_found, time.perf_counter() - start)
+
+
+def _batch_size(rows: list[int], batch_jobs: int, batch_rows: int) -> int:
+    """How many of the next jobs (``rows``: each one's ``posix`` rows) make a batch: at
+    most ``batch_jobs``, as many as hold ``batch_rows`` rows together, one at least."""
+    return max(1, bisect_right(list(accumulate(rows[:batch_jobs])), batch_rows))
 
 
 def _todo_sql(
