@@ -13,7 +13,7 @@ from iosight._progress import NullProgress
 from iosight.insights import _compute, compute_insights
 from iosight.insights._frame import READS
 from iosight.insights._names import FINDINGS_TABLE, JOBS_TABLE, RULES_TABLE
-from iosight.warehouse import Warehouse
+from iosight.warehouse import Warehouse, ingest
 
 
 def _copy(wh: Warehouse, to) -> Warehouse:
@@ -73,6 +73,38 @@ def test_stored_results_merge_without_a_sort(traced, tmp_path):
         assert sorted_runs(files, ["job_key"]) is not None, name
 
 
+def _two_ingests(wh: Warehouse, to) -> Warehouse:
+    """A warehouse of the logs of ``wh`` ingested in two halves: two ``posix`` files,
+    each holding jobs all over the key range."""
+    logs = sorted(wh.rows("select source_path from jobs").values)
+    two = Warehouse(to, create=True)
+    for part in (logs[::2], logs[1::2]):
+        assert ingest([p for (p,) in part], two, workers=1).ok
+    assert len(two.table_files("posix")) == 2
+    return two
+
+
+def test_a_batch_of_a_files_jobs_reads_that_file(traced, tmp_path, monkeypatch):
+    """The per-record tables a batch reads list only the files holding its jobs (none for
+    a job without records), so what DuckDB holds of their footers does not grow with the
+    warehouse's files."""
+    from iosight.warehouse._jobfiles import KeyIndex
+
+    wh = _two_ingests(traced[0], tmp_path / "wh")
+    listed: list[int] = []
+    holding = KeyIndex.holding
+
+    def counted(self, entries, key_hashes):
+        found = holding(self, entries, key_hashes)
+        if "/posix/" in entries[0].path:
+            listed.append(len(found))
+        return found
+
+    monkeypatch.setattr(KeyIndex, "holding", counted)
+    run = compute_insights(wh, batch_rows=1)
+    assert run.evaluated > 4 and 1 in listed and set(listed) <= {0, 1}  # 0: no records
+
+
 class _Batches(NullProgress):
     """The jobs of each batch, as ``compute_insights`` reports them."""
 
@@ -84,22 +116,32 @@ class _Batches(NullProgress):
 
 
 def test_batches_are_cut_by_their_posix_rows(traced, tmp_path):
-    """A batch holds at most ``batch_rows`` posix rows and is cut only where its next job
-    would pass them; a job with more rows than that is a batch alone."""
-    wh = _copy(traced[0], tmp_path / "wh")
-    rows = dict(wh.rows("select job_key, count(*) from posix group by job_key").values)
-    per_job = [rows.get(k, 0) for (k,) in wh.rows("select job_key from jobs order by 1").values]
-    budget = sorted(per_job)[len(per_job) // 2] * 2  # some jobs share a batch, some not
+    """Batches take the jobs of one ``posix`` file at a time, in key order, then the jobs
+    left (those without records); a batch holds at most ``batch_rows`` posix rows and is
+    cut only where its next job would pass them or its pass ends; a job with more rows
+    is a batch alone."""
+    wh = _two_ingests(traced[0], tmp_path / "wh")
+    files = wh.table_files("posix")
+    passes = [
+        dict(wh.rows(f"select job_key, count(*) from read_parquet('{f}') group by 1").values)
+        for f in files
+    ]
+    rows = {k: n for p in passes for k, n in p.items()}
+    everyone = [k for (k,) in wh.rows("select job_key from jobs").values]
+    passes.append({k: 0 for k in everyone if k not in rows})
+    order = [[p[k] for k in sorted(p)] for p in passes if p]
+    budget = sorted(rows.values())[len(rows) // 2] * 2  # some jobs share a batch, some not
     told = _Batches()
     run = compute_insights(wh, batch_rows=budget, progress=told)
-    assert sum(told.sizes) == run.evaluated == len(per_job)
-    assert 1 < len(told.sizes) < len(per_job)
-    at = 0
-    for n in told.sizes:
-        held, after = per_job[at : at + n], per_job[at + n : at + n + 1]
-        assert sum(held) <= budget or n == 1
-        assert not after or sum(held) + after[0] > budget
-        at += n
+    assert sum(told.sizes) == run.evaluated == len(everyone)
+    expected = []
+    for held in order:  # the batches each pass makes
+        while held:
+            n = max(1, sum(1 for i in range(len(held)) if sum(held[: i + 1]) <= budget))
+            expected.append(n)
+            held = held[n:]
+    assert told.sizes == expected
+    assert 1 < len(told.sizes) < len(everyone)
 
 
 def test_a_batch_of_nothing_is_refused(traced):

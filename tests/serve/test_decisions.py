@@ -206,6 +206,7 @@ def test_now_shows_the_live_bins_after_the_logs(live, live_path):
 def test_metrics_parse_and_equal_the_warehouse(live, live_path):
     from prometheus_client.parser import text_string_to_metric_families
 
+    get_json(live, "/api/forecast")  # computed in the background: /metrics shows it once done
     status, body = get(live, "/metrics")
     assert status == 200
     got = {(s.name, tuple(sorted(s.labels.items()))): s.value

@@ -14,7 +14,15 @@ import pytest
 from iosight.data import example_logs
 from iosight.warehouse import Warehouse, compact, ingest, job_summary
 from iosight.warehouse._jobfiles import for_job
-from iosight.warehouse._keyfiles import BY_ROW, key_hashes, read_keys, sidecar, write_keys
+from iosight.warehouse._keyfiles import (
+    BY_ROW,
+    hash_keys,
+    key_hashes,
+    read_keys,
+    sidecar,
+    string_array,
+    write_keys,
+)
 from tests_support import killed_ingest
 
 
@@ -118,3 +126,11 @@ def test_a_forced_reingest_rewrites_the_sidecars_of_the_files_it_rewrites(tmp_pa
     assert ingest(_logs(), wh, workers=1, batch_size=4, compact=False).ok
     assert ingest(_logs()[:3], wh, workers=1, force=True, compact=False).ok
     assert _check_sidecars(wh) > 0
+
+
+@pytest.mark.parametrize("keys", [[], ["a"], ["", "é1", "x" * 40, "0123456789abcdef" * 2]])
+def test_keys_made_from_their_buffers_are_the_keys_and_hash_alike(keys):
+    """``string_array`` (no pandas import) is ``pa.array`` of the keys, hashes and all."""
+    made = string_array(keys)
+    assert made.to_pylist() == keys
+    assert hash_keys(made).tolist() == hash_keys(pa.array(keys, pa.large_string())).tolist()

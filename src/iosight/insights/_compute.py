@@ -14,12 +14,14 @@ import time
 from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import accumulate
+from pathlib import Path
 
 from iosight._errors import IosightError
 from iosight._progress import Progress, ensure_progress
 from iosight.insights._names import FINDINGS_TABLE, JOBS_TABLE, RULES_TABLE
 from iosight.insights._thresholds import Thresholds
-from iosight.warehouse import Warehouse
+from iosight.warehouse import Warehouse, for_jobs
+from iosight.warehouse._store import _sql_text
 
 #: jobs a batch evaluates at most: each batch reads a row group of every ``posix`` and
 #: ``names`` file, a cost that grows with the files, so batches are not made small
@@ -91,31 +93,54 @@ def compute_insights(
         warehouse.write_table(RULES_TABLE, rules_table())
     prog = ensure_progress(progress)
     prog.start(todo, "insights")
-    n_found, last, left, ahead = 0, "", todo, []
+    n_found, left = 0, todo
     try:
-        while left > 0:
-            if not ahead:  # several batches' keys and per-job frame: each read scans all jobs
-                ahead = _next_keys(warehouse, where, t, last, batch_jobs * KEYS_AHEAD)
-                if not ahead:
-                    break
-                jobs = jobs_frame(warehouse, [key for key, _ in ahead])
-                rows = posix_rows(warehouse, [key for key, _ in ahead])
-            n = _batch_size(rows, batch_jobs, batch_rows)
-            batch, ahead, rows = ahead[:n], ahead[n:], rows[n:]
-            keys = [key for key, _ in batch]
-            found, per_job = evaluate_jobs(warehouse, keys, t, jobs)
-            # only jobs stored under other thresholds have rows to replace
-            stale = [key for key, stored in batch if stored]
-            warehouse.commit(
-                {FINDINGS_TABLE: [arrow(found)], JOBS_TABLE: [arrow(per_job)]},
-                delete_keys={FINDINGS_TABLE: stale, JOBS_TABLE: stale},
-            )
-            n_found += len(found)
-            last, left = keys[-1], left - len(keys)
-            prog.advance(len(keys))
+        for source in _sources(warehouse):
+            last, ahead = "", []
+            while left > 0:
+                if not ahead:  # several batches' keys and per-job frame: each read scans all jobs
+                    ahead = _next_keys(warehouse, where, t, last, batch_jobs * KEYS_AHEAD, source)
+                    if not ahead:
+                        break
+                    window = [key for key, _ in ahead]
+                    jobs = jobs_frame(warehouse, window)
+                    rows = posix_rows(for_jobs(warehouse, window, always=True), window)
+                n = _batch_size(rows, batch_jobs, batch_rows)
+                batch, ahead, rows = ahead[:n], ahead[n:], rows[n:]
+                keys = [key for key, _ in batch]
+                # its per-record tables read only the files holding its jobs (the key index)
+                reader = for_jobs(warehouse, keys, always=True)
+                found, per_job = evaluate_jobs(reader, keys, t, jobs)
+                # only jobs stored under other thresholds have rows to replace
+                stale = [key for key, stored in batch if stored]
+                warehouse.commit(
+                    {FINDINGS_TABLE: [arrow(found)], JOBS_TABLE: [arrow(per_job)]},
+                    delete_keys={FINDINGS_TABLE: stale, JOBS_TABLE: stale},
+                )
+                n_found += len(found)
+                last, left = keys[-1], left - len(keys)
+                prog.advance(len(keys))
     finally:
         prog.finish()
     return InsightsRun(scope, todo, n_found, time.perf_counter() - start)
+
+
+def _sources(warehouse: Warehouse) -> list[Path | None]:
+    """The passes of a run: the jobs of each ``posix`` file in turn, then every job left
+    (``None``: those without records, or in files that came meanwhile).
+
+    Every file spans the whole key range (a job key is a content hash), so a batch of
+    keys in key order reads a row group of every file, and DuckDB holds about 1 KB for
+    each column chunk of every file a scan lists: 98 MB of ``posix``'s at a million jobs,
+    ten times that at ten million. A batch of one file's jobs, read through the key index
+    (:func:`~iosight.warehouse.for_jobs`), lists that file and any other holding one of
+    its jobs, so what it holds is bounded by the file, not the warehouse; the jobs left
+    list the files that hold them, none where they have no records (docs/insights.md,
+    "One file at a time")."""
+    files: list[Path | None] = []
+    if warehouse.has_table("posix"):
+        files = list(warehouse.table_files("posix"))
+    return [*files, None]
 
 
 def _batch_size(rows: list[int], batch_jobs: int, batch_rows: int) -> int:
@@ -125,16 +150,24 @@ def _batch_size(rows: list[int], batch_jobs: int, batch_rows: int) -> int:
 
 
 def _todo_sql(
-    warehouse: Warehouse, where: str | None, t: Thresholds, after: str | None = None
+    warehouse: Warehouse,
+    where: str | None,
+    t: Thresholds,
+    after: str | None = None,
+    source: Path | None = None,
 ) -> tuple[str, list]:
     """The jobs in scope (``s``) left-joined with the stored ones (``d``: ``current``
     when stored under ``t``), and the query's parameters; ``after``: only keys after it,
     on both sides, so a batch's query reads the stored jobs' key-sorted files from its
-    first key on rather than grouping them all again."""
+    first key on rather than grouping them all again; ``source``: only the jobs with
+    rows in that ``posix`` file."""
     later = "job_key > ?" if after is not None else ""
     conds = ([f"({where})"] if where else []) + ([later] if later else [])
+    if source is not None:  # its keys after ``after`` (the file is sorted by key), each once
+        inside = f"select distinct job_key from read_parquet({_sql_text(source)})"
+        conds.append(f"job_key in ({inside}{' where job_key > ?' if later else ''})")
     scope = "select job_key from jobs" + (f" where {' and '.join(conds)}" if conds else "")
-    params: list = [after] if later else []
+    params: list = [after] * (1 + (source is not None)) if later else []
     if warehouse.has_table(JOBS_TABLE):
         stored = (
             f"select job_key, bool_or(thresholds = ?) as current from {JOBS_TABLE}"
@@ -156,12 +189,18 @@ def _scope(warehouse: Warehouse, where: str | None, t: Thresholds) -> tuple[int,
 
 
 def _next_keys(
-    warehouse: Warehouse, where: str | None, t: Thresholds, after: str, n: int
+    warehouse: Warehouse,
+    where: str | None,
+    t: Thresholds,
+    after: str,
+    n: int,
+    source: Path | None = None,
 ) -> list[tuple[str, bool]]:
-    """The next ``n`` jobs in key order after ``after`` not stored under ``t``, each with
-    whether it is stored under other thresholds: one batch at a time, so no list of
-    every job is ever held (memory bounded by the batch)."""
-    rows, params = _todo_sql(warehouse, where, t, after)
+    """The next ``n`` jobs in key order after ``after`` not stored under ``t`` (of those
+    with rows in the ``posix`` file ``source``, where given), each with whether it is
+    stored under other thresholds: one batch at a time, so no list of every job is ever
+    held (memory bounded by the batch)."""
+    rows, params = _todo_sql(warehouse, where, t, after, source)
     query = (
         f"select s.job_key, d.job_key is not null from {rows} "
         "where d.current is not true order by s.job_key limit ?"

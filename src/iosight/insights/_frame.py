@@ -29,8 +29,10 @@ from iosight.insights._thresholds import Thresholds
 from iosight.warehouse import Warehouse
 
 KEYS_VIEW = "_insight_keys"
+# the tables of per-record rows the per-file and DXT frames read
+RECORDS = ("posix", "names", "dxt_posix")
 # the tables the frames read: only their views are made (a warehouse has a dozen more)
-READS = ("jobs", "job_totals", "posix", "names", "dxt_posix")
+READS = ("jobs", "job_totals", *RECORDS)
 # Darshan's access-size bins below 1 MiB, the ones Drishti counts as small requests
 SMALL_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M")
 
@@ -103,7 +105,7 @@ def load(wh: Warehouse, keys: list[str], t: Thresholds, jobs: Table | None = Non
     ``jobs``: the per-job frame of these jobs and maybe of others (:func:`jobs_frame`
     of more keys), the rows of ``keys`` taken from it instead of read again.
     """
-    with _keys_table(wh, keys) as span:
+    with _keys_table(wh, keys, READS if jobs is None else RECORDS) as span:
         tables = set(wh.tables())
         jobs = _jobs(wh, tables, span) if jobs is None else _rows_in(jobs, keys)
         files = _files(wh, tables, t, span)
@@ -127,8 +129,8 @@ def posix_rows(wh: Warehouse, keys: list[str]) -> list[int]:
     the row groups in the keys' range."""
     if "posix" not in wh.tables():
         return [0] * len(keys)
-    with _keys_table(wh, keys) as span:
-        counts = wh.connect(READS).execute(
+    with _keys_table(wh, keys, ("posix",)) as span:
+        counts = wh.connect(["posix"]).execute(
             f"select p.job_key, count(*) from posix p join {KEYS_VIEW} k using (job_key) "
             f"where {_within('p', span)} group by p.job_key"
         )
@@ -137,10 +139,12 @@ def posix_rows(wh: Warehouse, keys: list[str]) -> list[int]:
 
 
 @contextmanager
-def _keys_table(wh: Warehouse, keys: list[str]) -> Iterator[tuple[str, str] | None]:
-    """The temporary table of ``keys`` the frames' queries join, while the block runs;
-    yields the keys' :func:`_span`."""
-    con = wh.connect(READS)
+def _keys_table(
+    wh: Warehouse, keys: list[str], reads: tuple[str, ...] = READS
+) -> Iterator[tuple[str, str] | None]:
+    """The temporary table of ``keys`` the frames' queries join, on the connection of
+    the tables ``reads``, while the block runs; yields the keys' :func:`_span`."""
+    con = wh.connect(reads)
     con.execute(
         f"create or replace temp table {KEYS_VIEW} as select unnest(?::varchar[]) as job_key",
         [list(keys)],
@@ -178,12 +182,13 @@ def _within(alias: str, span: tuple[str, str] | None) -> str:
     return "false" if span is None else f"{alias}.job_key between '{span[0]}' and '{span[1]}'"
 
 
-def _query(wh: Warehouse, query: str) -> Table:
+def _query(wh: Warehouse, query: str, reads: tuple[str, ...] = READS) -> Table:
     """The rows of ``query`` as numpy columns (the temporary keys table is the
     connection's own, so the query runs on :meth:`Warehouse.connect`'s connection, with
-    the views of :data:`READS`). Executed, not made a relation: a relation binds the
+    the views of ``reads``: a reader of some files only, ``for_jobs``, scopes those
+    tables' views and no other). Executed, not made a relation: a relation binds the
     query once more before it runs, some 3 ms of a one-job ``iosight job``."""
-    return Table.fetch(wh.connect(READS).execute(query))
+    return Table.fetch(wh.connect(reads).execute(query))
 
 
 def _cols(wh: Warehouse, table: str) -> set[str]:
@@ -293,6 +298,7 @@ def _files(wh: Warehouse, tables: set[str], t: Thresholds, span: tuple[str, str]
            where {_within("p", span)}
            group by p.job_key, p.record_id) a {join}
            order by a.job_key, a.record_id""",
+        RECORDS,
     )
 
 
@@ -305,6 +311,7 @@ def _dxt(wh: Warehouse, tables: set[str], t: Thresholds, span: tuple[str, str] |
             from dxt_posix d join {KEYS_VIEW} using (job_key)
             where d.length < {int(t.small_bytes)} and {_within("d", span)}
             group by all order by d.job_key, d.op, small desc, d.rank""",
+        RECORDS,
     )
 
 

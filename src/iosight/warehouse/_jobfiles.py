@@ -35,7 +35,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from iosight.warehouse._keyfiles import BY_ROW, KEY, hash_keys, read_keys
+from iosight.warehouse._keyfiles import BY_ROW, KEY, hash_keys, read_keys, string_array
 from iosight.warehouse._keyfiles import key_hashes as file_hashes
 from iosight.warehouse._known import view_query
 from iosight.warehouse._store import Warehouse, _sql_text, _table_names
@@ -60,14 +60,18 @@ def for_job(warehouse: Warehouse, key: str) -> Warehouse:
     return for_jobs(warehouse, (key,))
 
 
-def for_jobs(warehouse: Warehouse, keys: Iterable[str]) -> Warehouse:
+def for_jobs(warehouse: Warehouse, keys: Iterable[str], *, always: bool = False) -> Warehouse:
     """:func:`for_job` of several jobs: a reader of ``warehouse`` whose job-keyed tables
     read the files that hold any of the job keys ``keys`` (for ``job_key in keys``; a
-    page of the newest jobs of an archive: its newest files)."""
+    page of the newest jobs of an archive: its newest files). ``always``: scope even a
+    warehouse whose :attr:`~Warehouse.key_index` is off (a batch of many jobs of a few
+    files, as :func:`~iosight.insights.compute_insights` takes them)."""
     keys = tuple(keys)
     if isinstance(warehouse, JobScope):
-        return warehouse if warehouse.keys == keys else for_jobs(warehouse._parent, keys)
-    if not warehouse.key_index:
+        if warehouse.keys == keys:
+            return warehouse
+        return for_jobs(warehouse._parent, keys, always=always)
+    if not (warehouse.key_index or always):
         return warehouse
     index = warehouse.__dict__.get("_key_index")
     if index is None:
@@ -115,17 +119,19 @@ class KeyIndex:
             todo = self._load(todo)
         if todo:
             self._enqueue(todo)
-        wanted = list(key_hashes)
+        import numpy as np
+
+        wanted = np.unique(np.asarray(list(key_hashes), dtype=np.uint32))
         found: dict[str, list[int] | None] = {}
         for path in stamps:
             _, hashes, rows = unread if path in todo else files[path]
             if hashes is None:
                 found[path] = None
             elif rows is None:
-                if any(_has(hashes, h) for h in wanted):
+                if _has_any(hashes, wanted):
                     found[path] = None
-            elif got := sorted(int(r) for h in wanted for r in _rows(hashes, rows, h)):
-                found[path] = got
+            elif len(got := rows[np.isin(hashes, wanted)]):
+                found[path] = sorted(got.tolist())
         return found
 
     def _load(self, todo: dict[str, tuple]) -> dict[str, tuple]:
@@ -223,16 +229,11 @@ def _hashes(path: str) -> tuple[np.ndarray | None, np.ndarray | None]:
     return (np.zeros(0, np.uint32), None) if got is None else got
 
 
-def _has(hashes: np.ndarray | None, key_hash: int) -> bool:
-    if hashes is None:
-        return True
-    i = int(hashes.searchsorted(key_hash))
-    return i < len(hashes) and hashes[i] == key_hash
-
-
-def _rows(hashes: np.ndarray, rows: np.ndarray, key_hash: int) -> np.ndarray:
-    """The row numbers of ``rows`` whose hash (beside it in ``hashes``) is ``key_hash``."""
-    return rows[hashes.searchsorted(key_hash) : hashes.searchsorted(key_hash, "right")]
+def _has_any(hashes: np.ndarray, wanted: np.ndarray) -> bool:
+    """Whether the sorted ``hashes`` hold one of ``wanted`` (one search for them all: a
+    batch of ``compute_insights`` asks for thousands of keys)."""
+    at = hashes.searchsorted(wanted)
+    return bool(len(hashes)) and bool((hashes[at.clip(max=len(hashes) - 1)] == wanted).any())
 
 
 class JobScope(Warehouse):
@@ -258,10 +259,8 @@ class JobScope(Warehouse):
         ``None`` scopes no more tables (their columns are the whole table's anyway)."""
         base = self._parent.connect(names)
         if self._cursor is None:
-            import pyarrow as pa
-
             self._cursor = base.cursor()
-            self._key_hashes = hash_keys(pa.array(self.keys, pa.large_string())).tolist()
+            self._key_hashes = hash_keys(string_array(self.keys)).tolist()
         for name in sorted(set(names or ()) - self._scoped):
             self._scope(name)
             self._scoped.add(name)

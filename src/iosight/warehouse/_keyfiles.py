@@ -152,6 +152,21 @@ def _mask(valid: pa.BooleanArray) -> np.ndarray:
 _FNV_OFFSET, _FNV_PRIME = 0xCBF29CE484222325, 0x100000001B3
 
 
+def string_array(keys: list[str] | tuple[str, ...]) -> pa.Array:
+    """``keys`` as an Arrow large string array, made from its buffers: ``pa.array`` of a
+    Python list imports pandas (to ask whether it is a Series), a third of a second of
+    ``iosight insights``, which hashes its batches' keys without pandas."""
+    import numpy as np
+    import pyarrow as pa
+
+    data = [k.encode() for k in keys]
+    offsets = np.zeros(len(data) + 1, np.int64)
+    np.cumsum([len(b) for b in data], out=offsets[1:])
+    return pa.LargeStringArray.from_buffers(
+        len(data), pa.py_buffer(offsets), pa.py_buffer(b"".join(data))
+    )
+
+
 def hash_keys(keys: pa.Array) -> np.ndarray:
     """The index's hash of each (non-null) key of ``keys``: the upper 32 bits of the
     64-bit FNV-1a hash of its UTF-8 bytes, computed a byte position at a time over all
