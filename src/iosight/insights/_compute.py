@@ -21,7 +21,6 @@ from iosight._progress import Progress, ensure_progress
 from iosight.insights._names import FINDINGS_TABLE, JOBS_TABLE, RULES_TABLE
 from iosight.insights._thresholds import Thresholds
 from iosight.warehouse import Warehouse, for_jobs
-from iosight.warehouse._store import _sql_text
 
 #: jobs a batch evaluates at most: each batch reads a row group of every ``posix`` and
 #: ``names`` file, a cost that grows with the files, so batches are not made small
@@ -163,11 +162,12 @@ def _todo_sql(
     rows in that ``posix`` file."""
     later = "job_key > ?" if after is not None else ""
     conds = ([f"({where})"] if where else []) + ([later] if later else [])
+    params: list = [after] if later else []
     if source is not None:  # its keys after ``after`` (the file is sorted by key), each once
-        inside = f"select distinct job_key from read_parquet({_sql_text(source)})"
+        inside = "select distinct job_key from read_parquet(?)"
         conds.append(f"job_key in ({inside}{' where job_key > ?' if later else ''})")
+        params += [str(source), *params]
     scope = "select job_key from jobs" + (f" where {' and '.join(conds)}" if conds else "")
-    params: list = [after] * (1 + (source is not None)) if later else []
     if warehouse.has_table(JOBS_TABLE):
         stored = (
             f"select job_key, bool_or(thresholds = ?) as current from {JOBS_TABLE}"
