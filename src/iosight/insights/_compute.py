@@ -22,8 +22,8 @@ from iosight.insights._names import FINDINGS_TABLE, JOBS_TABLE, RULES_TABLE
 from iosight.insights._thresholds import Thresholds
 from iosight.warehouse import Warehouse, for_jobs
 
-#: jobs a batch evaluates at most: each batch reads a row group of every ``posix`` and
-#: ``names`` file, a cost that grows with the files, so batches are not made small
+#: jobs a batch evaluates at most: each batch costs its queries and a commit whatever
+#: its size, so batches are not made smaller than their rows require
 BATCH_JOBS = 5000
 #: ``posix`` rows a batch's jobs hold at most (a job with more is a batch alone): its
 #: frames, a DuckDB query over these rows, are the run's peak, so the rows, not the jobs,
