@@ -13,6 +13,7 @@ from iosight._progress import NullProgress
 from iosight.insights import _compute, compute_insights
 from iosight.insights._frame import READS
 from iosight.insights._names import FINDINGS_TABLE, JOBS_TABLE, RULES_TABLE
+from iosight.insights._thresholds import Thresholds
 from iosight.warehouse import Warehouse, ingest
 
 
@@ -101,8 +102,27 @@ def test_a_batch_of_a_files_jobs_reads_that_file(traced, tmp_path, monkeypatch):
         return found
 
     monkeypatch.setattr(KeyIndex, "holding", counted)
-    run = compute_insights(wh, batch_rows=1)
+    run = compute_insights(wh, batch_jobs=1)
     assert run.evaluated > 4 and 1 in listed and set(listed) <= {0, 1}  # 0: no records
+
+
+def test_a_run_of_fewer_jobs_than_a_batch_per_file_makes_one_pass(traced, tmp_path, monkeypatch):
+    """The jobs of an ingest (or a narrow ``where``) go in key order, read through the key
+    index, without a pass over each file's keys."""
+    wh = _two_ingests(traced[0], tmp_path / "wh")
+    sources = []
+    next_keys = _compute._next_keys
+
+    def recorded(*args):
+        sources.append(args[5] if len(args) > 5 else None)
+        return next_keys(*args)
+
+    monkeypatch.setattr(_compute, "_next_keys", recorded)
+    run = compute_insights(wh)  # 6 jobs, batches of 5,000, 2 files
+    assert run.evaluated > 4 and sources and set(sources) == {None}
+    sources.clear()
+    compute_insights(wh, thresholds=Thresholds(small_bytes=1), batch_jobs=2)  # all again
+    assert any(s is not None for s in sources)
 
 
 class _Batches(NullProgress):
@@ -131,15 +151,16 @@ def test_batches_are_cut_by_their_posix_rows(traced, tmp_path):
     passes.append({k: 0 for k in everyone if k not in rows})
     order = [[p[k] for k in sorted(p)] for p in passes if p]
     budget = sorted(rows.values())[len(rows) // 2] * 2  # some jobs share a batch, some not
+    cap = len(everyone) // len(files)  # a batch per file at least: a pass per file
     told = _Batches()
-    run = compute_insights(wh, batch_rows=budget, progress=told)
+    run = compute_insights(wh, batch_jobs=cap, batch_rows=budget, progress=told)
     assert sum(told.sizes) == run.evaluated == len(everyone)
     expected = []
     for held in order:  # the batches each pass makes
         while held:
-            n = max(1, sum(1 for i in range(len(held)) if sum(held[: i + 1]) <= budget))
-            expected.append(n)
-            held = held[n:]
+            fits = sum(1 for i in range(len(held[:cap])) if sum(held[: i + 1]) <= budget)
+            expected.append(max(1, fits))
+            held = held[max(1, fits) :]
     assert told.sizes == expected
     assert 1 < len(told.sizes) < len(everyone)
 

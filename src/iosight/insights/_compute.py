@@ -94,7 +94,7 @@ def compute_insights(
     prog.start(todo, "insights")
     n_found, left = 0, todo
     try:
-        for source in _sources(warehouse):
+        for source in _sources(warehouse, todo, batch_jobs):
             last, ahead = "", []
             while left > 0:
                 if not ahead:  # several batches' keys and per-job frame: each read scans all jobs
@@ -124,9 +124,11 @@ def compute_insights(
     return InsightsRun(scope, todo, n_found, time.perf_counter() - start)
 
 
-def _sources(warehouse: Warehouse) -> list[Path | None]:
-    """The passes of a run: the jobs of each ``posix`` file in turn, then every job left
-    (``None``: those without records, or in files that came meanwhile).
+def _sources(warehouse: Warehouse, todo: int, batch_jobs: int) -> list[Path | None]:
+    """The passes of a run of ``todo`` jobs: the jobs of each ``posix`` file in turn, then
+    every job left (``None``: those without records, or in files that came meanwhile);
+    only the last where the run has fewer jobs than a batch per file (the jobs of an
+    ingest, a narrow ``where``), since each file's pass reads that file's keys.
 
     Every file spans the whole key range (a job key is a content hash), so a batch of
     keys in key order reads a row group of every file, and DuckDB holds about 1 KB for
@@ -139,7 +141,7 @@ def _sources(warehouse: Warehouse) -> list[Path | None]:
     files: list[Path | None] = []
     if warehouse.has_table("posix"):
         files = list(warehouse.table_files("posix"))
-    return [*files, None]
+    return [*files, None] if todo >= len(files) * batch_jobs else [None]
 
 
 def _batch_size(rows: list[int], batch_jobs: int, batch_rows: int) -> int:
