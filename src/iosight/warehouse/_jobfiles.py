@@ -105,10 +105,11 @@ class KeyIndex:
         self._stop = threading.Event()
 
     def holding(
-        self, entries: list[os.DirEntry], key_hashes: Iterable[int]
+        self, entries: list[os.DirEntry], key_hashes: np.ndarray
     ) -> dict[str, list[int] | None]:
         """The paths of ``entries`` (one table's live files) whose keys may include a key
-        of ``key_hashes`` (those whose keys include one and those not read yet, queued),
+        of the array ``key_hashes`` (those whose keys include one, and those not read yet,
+        queued),
         each with the row numbers that may hold them: sorted, where the index keeps rows
         (:data:`BY_ROW`); None where any row may."""
         stamps = {e.path: _stamp(e) for e in entries}
@@ -121,7 +122,7 @@ class KeyIndex:
             self._enqueue(todo)
         import numpy as np
 
-        wanted = np.unique(np.asarray(list(key_hashes), dtype=np.uint32))
+        wanted = np.asarray(key_hashes, dtype=np.uint32)
         found: dict[str, list[int] | None] = {}
         for path in stamps:
             _, hashes, rows = unread if path in todo else files[path]
@@ -247,7 +248,7 @@ class JobScope(Warehouse):
         self._cursor: duckdb.DuckDBPyConnection | None = None
         self._scoped: set[str] = set()
         self._entries: dict[str, list[os.DirEntry]] = {}
-        self._key_hashes: list[int] = []
+        self._key_hashes: np.ndarray | None = None  # the keys' hashes, sorted, each once
         self.partial = False  # a view made while the index lacked some of its files
 
     def __getattr__(self, name: str):
@@ -260,7 +261,9 @@ class JobScope(Warehouse):
         base = self._parent.connect(names)
         if self._cursor is None:
             self._cursor = base.cursor()
-            self._key_hashes = hash_keys(string_array(self.keys)).tolist()
+            import numpy as np
+
+            self._key_hashes = np.unique(hash_keys(string_array(self.keys)))
         for name in sorted(set(names or ()) - self._scoped):
             self._scope(name)
             self._scoped.add(name)
