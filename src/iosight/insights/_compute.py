@@ -132,8 +132,9 @@ def _sources(warehouse: Warehouse, todo: int, batch_jobs: int) -> list[Path | No
 
     Every file spans the whole key range (a job key is a content hash), so a batch of
     keys in key order reads a row group of every file, and DuckDB holds about 1 KB for
-    each column chunk of every file a scan lists: 98 MB of ``posix``'s at a million jobs,
-    ten times that at ten million. A batch of one file's jobs, read through the key index
+    each column chunk of every file a scan lists: 98 MB of ``posix``'s at a million jobs
+    (measured), by the same count some ten times that at ten million (not measured). A
+    batch of one file's jobs, read through the key index
     (:func:`~iosight.warehouse.for_jobs`), lists that file and any other holding one of
     its jobs, so what it holds is bounded by the file, not the warehouse; the jobs left
     list the files that hold them, none where they have no records (docs/insights.md,
