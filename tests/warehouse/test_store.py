@@ -233,6 +233,24 @@ def test_a_writer_waits_for_the_lock_and_names_its_holder(tmp_path):
     assert wh.sql("select job_key from jobs")["job_key"].tolist() == ["a"]
 
 
+def test_a_brief_wait_for_another_writer_says_nothing(tmp_path):
+    """Another writer's commit takes milliseconds: a wait under a second is not told
+    (two overlapping ingests take turns batch by batch)."""
+    import threading
+    import time
+
+    Warehouse(tmp_path / "wh", create=True)
+    holder = hold_warehouse_lock(tmp_path / "wh")
+    told: list[str] = []
+    wh = Warehouse(tmp_path / "wh", lock_timeout=60, on_lock_wait=told.append)
+    writer = threading.Thread(target=wh.commit, args=({"jobs": [_t(["a"], [1])]},))
+    writer.start()
+    time.sleep(0.3)
+    holder.communicate("done\n", timeout=10)
+    writer.join(10)
+    assert told == [] and wh.sql("select job_key from jobs")["job_key"].tolist() == ["a"]
+
+
 def test_the_lock_file_names_its_last_writer_over_a_longer_line(tmp_path):
     """The holder's line is written over the old one in place (no truncation a commit),
     and a longer line, another host's, is cut: the file names this process alone; a

@@ -55,6 +55,9 @@ DEFAULT_WAREHOUSE = "iosight-warehouse"
 # how long a writer waits for another one (two overlapping cron ingests both finish)
 DEFAULT_LOCK_TIMEOUT = 3600.0
 _LOCK_POLL_S = 0.2
+# a wait this long (s) is told (``on_lock_wait``): a shorter one, for another writer's
+# commit (milliseconds; two overlapping ingests take turns batch by batch), is not
+_LOCK_NOTICE_S = 1.0
 _TABLES, _STAGING, _COMMITS, _LOCK = "tables", "_staging", "_commits", "_lock"
 _STATE = "state"  # small JSON documents a running process publishes (iosight live's status)
 _LAYOUT, COMPACT_PREFIX = "_compacted.json", "compact-"
@@ -227,7 +230,7 @@ class Warehouse:
         Seconds a write waits for another process that is writing (0: fail at once).
     on_lock_wait : callable, optional
         Called once with a message naming the process that holds the lock, when a
-        write has to wait for it.
+        write has waited a second for it.
     """
 
     def __init__(
@@ -664,7 +667,8 @@ class Warehouse:
         recovery when no writer holds the lock (its staging is in progress, not
         abandoned). A writer waits up to ``timeout`` seconds (default
         :attr:`lock_timeout`) for another one, like SQLite's busy timeout, telling
-        :attr:`on_lock_wait` once which process it waits for, then fails clearly.
+        :attr:`on_lock_wait` once which process it waits for (after a second: a wait for
+        another writer's commit says nothing), then fails clearly.
         """
         if self._lock_depth:
             self._lock_depth += 1
@@ -704,7 +708,8 @@ class Warehouse:
     def _acquire(self, timeout: float):
         """The lock file, locked by this process and naming it; waits up to ``timeout`` s."""
         fh = self._open_lock()
-        deadline = time.monotonic() + timeout
+        start = time.monotonic()
+        deadline = start + timeout
         told = False
         while True:
             try:
@@ -713,19 +718,20 @@ class Warehouse:
             except BlockingIOError:
                 expired = time.monotonic() >= deadline
                 # the holder is shown once and at the deadline: read the lock file only then
-                holder = self._lock_holder() if expired or not told else None
+                due = not told and time.monotonic() - start >= _LOCK_NOTICE_S
+                holder = self._lock_holder() if expired or due else None
                 if expired:
                     fh.close()
                     raise _LockTimeout(
                         f"warehouse {self.path} is being written by {holder}; still locked "
                         f"after {timeout:g} s (wait longer with --lock-timeout)"
                     ) from None
-                if not told and self.on_lock_wait is not None:
+                if due and self.on_lock_wait is not None:
                     self.on_lock_wait(
                         f"warehouse {self.path} is being written by {holder}; "
                         f"waiting up to {timeout:g} s for it to finish"
                     )
-                told = True
+                told = told or due
                 time.sleep(min(_LOCK_POLL_S, max(0.0, deadline - time.monotonic())))
         _write_holder(fh.fileno(), f"{os.getpid()} {socket.gethostname()}")
         return fh
