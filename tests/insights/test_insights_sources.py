@@ -123,6 +123,30 @@ def test_a_job_and_the_facility_view_say_what_a_rule_lacks(two_tables):
     assert row["jobs"] == 2 and "POSIX_SEQ_READS" in row["needs"]  # jobs 2 and 4
 
 
+def test_the_facility_view_joins_under_duckdbs_memory_limit(two_tables):
+    """Its join of every finding with every job held 766 MB at a million jobs, 352 MB
+    under the limit; the connection's own limit holds again afterwards."""
+    import duckdb
+
+    from iosight.warehouse import JOIN_MEMORY
+
+    con = two_tables.connect()
+    con.execute("set memory_limit = '2GiB'")
+    rows, seen = two_tables.rows, set()
+
+    def noting(query, params=None):
+        seen.add(con.execute("select current_setting('memory_limit')").fetchall()[0][0])
+        return rows(query, params)
+
+    two_tables.rows = noting
+    assert facility_view(two_tables).jobs == 4
+    probe = duckdb.connect()
+    probe.execute(f"set memory_limit = '{JOIN_MEMORY}'")
+    limit = probe.execute("select current_setting('memory_limit')").fetchall()[0][0]
+    assert seen == {limit} != {"2.0 GiB"}
+    assert con.execute("select current_setting('memory_limit')").fetchall()[0][0] == "2.0 GiB"
+
+
 def test_the_summit_csv_fires_only_what_its_parquet_files_fire(shared, tmp_path):
     """The Summit CSV holds 27 of the data set's 473 counters. Read as 0, its missing SEQ
     counters made nearly every read random: P11 fired on 2,496 of App1's 2,884 jobs

@@ -99,6 +99,31 @@ def test_a_join_makes_only_the_views_of_its_tables(warehouse, query):
     assert {n for (n,) in warehouse.connect([]).execute(views).fetchall()} == {"jobs", "posix"}
 
 
+def test_settings_hold_for_the_block_and_spills_stay_out_of_the_working_folder(
+    warehouse, tmp_path, monkeypatch
+):
+    """DuckDB's default spill folder for an in-memory database is ``.tmp`` in the working
+    directory: a command under a memory limit left it in the user's folder."""
+    import tempfile
+
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    warehouse.commit({"jobs": [_t(["a"], [1])]})
+    con = warehouse.connect()
+    con.execute("set memory_limit = '2GiB'")
+    limit = "select current_setting('memory_limit')"
+    groups = "select range % 1000003 as k, count(*) from range(8000000) group by k"
+    spills = f"select count(*) from ({groups})"
+    with warehouse.duckdb_settings(memory_limit="'32MB'"):
+        assert con.execute(limit).fetchall()[0][0] == "30.5 MiB"
+        assert warehouse.rows(spills).values == [(1000003,)]
+    assert con.execute(limit).fetchall()[0][0] == "2.0 GiB"
+    folder = con.execute("select current_setting('temp_directory')").fetchall()[0][0]
+    assert folder.startswith(tempfile.gettempdir()) and "iosight-spill" in folder
+    assert list(work.iterdir()) == []
+
+
 def test_row_counts_are_those_of_the_tables(warehouse):
     warehouse.commit({"jobs": [_t(["a", "b"], [1, 2])], "posix": [_t(["a"], [10])]})
     warehouse.commit({"jobs": [_t(["c"], [4])]})

@@ -14,7 +14,7 @@ from typing import Any
 
 from iosight.insights._job import frame_of, rule_texts
 from iosight.insights._names import FINDINGS_TABLE, JOBS_TABLE, LEVELS
-from iosight.warehouse import Rows, Warehouse, kind_of, records_of, synthetic_flag
+from iosight.warehouse import JOIN_MEMORY, Rows, Warehouse, kind_of, records_of, synthetic_flag
 
 Table = Any  # pd.DataFrame | Rows
 
@@ -99,6 +99,12 @@ def facility_view(
     per rule; ``rows``: plain :class:`Rows` (no pandas import), else DataFrames.
     """
     warehouse.require(JOBS_TABLE, "run 'iosight insights' (or compute_insights) first")
+    with warehouse.duckdb_settings(memory_limit=f"'{JOIN_MEMORY}'"):
+        return _view(warehouse, where, apps, rows)
+
+
+def _view(warehouse: Warehouse, where: str | None, apps: int, rows: bool) -> FacilityView:
+    """:func:`facility_view`'s queries (under DuckDB's memory limit)."""
     cond = f"where {where}" if where else ""
     scope = f"(select j.* from jobs j join {JOBS_TABLE} using (job_key) {cond})"
     counts = warehouse.rows(f"select count(*), count_if({synthetic_flag(warehouse)}) from {scope}")

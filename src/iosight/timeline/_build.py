@@ -42,7 +42,7 @@ from __future__ import annotations
 import json
 import numbers
 import re
-from contextlib import contextmanager
+from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -68,7 +68,7 @@ from iosight.timeline._stored import (
     stored_metadata,
     write_runs,
 )
-from iosight.warehouse import known_at_sql
+from iosight.warehouse import JOIN_MEMORY, known_at_sql
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -97,7 +97,6 @@ _COUNTERS = {
     ),
 }
 _BATCH_ROWS = 262_144  # rows per streamed batch: memory is a few times this x 100 B
-DUCKDB_MEMORY = "256MB"  # DuckDB's share while streaming (its joins spill beyond it)
 CHUNK_JOBS = 131_072  # jobs per chunk (about): DuckDB's joins hold a chunk's jobs
 _SAMPLE_PER_CHUNK = 256  # sampled keys per chunk when cutting the key ranges
 # a job's known-at time (``iosight.warehouse.KNOWN_AT``), its start without known_at or end
@@ -590,12 +589,10 @@ def _padded(a: np.ndarray, before: int, after: int) -> np.ndarray:
     return out
 
 
-@contextmanager
 def _duckdb_memory(warehouse: Warehouse, limit: str | None):
-    """Cap DuckDB's memory while the timeline streams (joins spill to disk beyond it) and
-    keep the Parquet footers it parses (``parquet_metadata_cache``); None, or a connection
-    whose configuration is locked (``iosight serve``'s, under its own limit, its footers
-    kept already), leaves both.
+    """DuckDB's settings while the timeline streams (:meth:`Warehouse.duckdb_settings`):
+    memory capped at ``limit`` (joins spill to disk beyond it) and the Parquet footers it
+    parses kept (``parquet_metadata_cache``); None leaves both as they are.
 
     Without the cache every scan parses the footer of every file of its table again
     (each chunk's key range reads a few row groups of each file, but the footer lists
@@ -603,22 +600,9 @@ def _duckdb_memory(warehouse: Warehouse, limit: str | None):
     scan twice): with it, one such query of a 65,536-job chunk of a million jobs peaked
     at 628 instead of 946 MB (docs/warehouse.md, "`timeline build` at a million,
     looked into")."""
-    con = warehouse.connect()
-    if limit is None or con.execute("select current_setting('lock_configuration')").fetchone()[0]:
-        yield
-        return
-    settings = {"memory_limit": f"'{limit}'", "parquet_metadata_cache": "true"}
-    before = {
-        name: con.execute(f"select current_setting('{name}')::varchar").fetchone()[0]
-        for name in settings
-    }
-    for name, value in settings.items():
-        con.execute(f"set {name} = {value}")
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            con.execute(f"set {name} = '{value}'")
+    if limit is None:
+        return nullcontext()
+    return warehouse.duckdb_settings(memory_limit=f"'{limit}'", parquet_metadata_cache="true")
 
 
 class _Outside:
@@ -707,7 +691,7 @@ def accumulate(
     *,
     as_of: float | None = None,
     schema: dict[str, set[str]] | None = None,
-    memory: str | None = DUCKDB_MEMORY,
+    memory: str | None = JOIN_MEMORY,
     bins: type | None = None,
     known_from: float | None = None,
 ):

@@ -35,6 +35,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
         "_single": ("log_warehouse",),
         "_store": (
             "DEFAULT_LOCK_TIMEOUT",
+            "JOIN_MEMORY",
             "Warehouse",
             "default_path",
             "is_warehouse_dir",

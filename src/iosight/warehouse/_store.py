@@ -63,6 +63,9 @@ _STATE = "state"  # small JSON documents a running process publishes (iosight li
 _LAYOUT, COMPACT_PREFIX = "_compacted.json", "compact-"
 #: seconds a file a compaction replaced stays on disk, hidden, for queries already reading it
 SUPERSEDED_GRACE_S = 600.0
+#: DuckDB's memory while a command's joins grow with the warehouse (``timeline build``'s
+#: chunks, the facility view): beyond it they spill to disk (:meth:`Warehouse.duckdb_settings`)
+JOIN_MEMORY = "256MB"
 _WORD = re.compile(r"\w+")
 
 
@@ -383,6 +386,7 @@ class Warehouse:
 
             con = duckdb.connect()
             con.execute("set enable_progress_bar = false")  # iosight reports its own
+            con.execute(f"set temp_directory = {_sql_text(_spill_folder())}")
             self._con, self._viewed, self._view_names, self._fresh = con, None, set(), set()
         signature = dict(self.tables_signature()[1:])
         if signature != self._viewed:
@@ -395,6 +399,34 @@ class Warehouse:
             self._viewed = signature
         self._make_views(self._con, self._viewable(names) - self._fresh)
         return self._con
+
+    @contextmanager
+    def duckdb_settings(self, **settings: str) -> Iterator[None]:
+        """Run the block with DuckDB ``settings`` (name: SQL value) on :meth:`connect`'s
+        connection, each set back as it was afterwards; a connection whose configuration
+        is locked (``iosight serve``'s, under its own limit) is left as it is.
+
+        What the commands whose DuckDB joins grow with the warehouse run under: a
+        ``memory_limit`` for ``timeline build``'s chunks and the facility view of
+        ``iosight insights`` (its join of five million findings with a million jobs held
+        766 MB, 352 MB under a 256 MB limit); beyond it DuckDB spills to the
+        connection's temporary folder (:func:`_spill_folder`)."""
+        con = self.connect([])
+        locked = con.execute("select current_setting('lock_configuration')").fetchall()[0][0]
+        if not settings or locked:
+            yield
+            return
+        before = {
+            name: con.execute(f"select current_setting('{name}')::varchar").fetchall()[0][0]
+            for name in settings
+        }
+        try:
+            for name, value in settings.items():
+                con.execute(f"set {name} = {value}")
+            yield
+        finally:
+            for name, value in before.items():
+                con.execute(f"set {name} = {_sql_text(value)}")
 
     def _viewable(self, names: Iterable[str] | None) -> set[str]:
         """The tables of ``names`` (any case, as SQL reads them) that have a folder or a
@@ -1011,6 +1043,17 @@ def _table_names(query: str) -> frozenset[str] | None:
         if kind in words
         for word in _WORD.findall(query, start, end)
     )
+
+
+def _spill_folder() -> str:
+    """A temporary folder of this connection's own for what DuckDB spills beyond its
+    memory limit: DuckDB makes it at the first spill and removes it when the connection
+    closes (its default for an in-memory database, ``.tmp``, lands in the user's working
+    directory), and cannot switch folders once it has spilled."""
+    import tempfile
+
+    name = f"iosight-spill-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    return os.path.join(tempfile.gettempdir(), name)
 
 
 def _sql_text(path: str | Path) -> str:
