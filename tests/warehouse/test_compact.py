@@ -240,11 +240,11 @@ def test_groups_hold_readers_within_the_merges_budget(tmp_path, monkeypatch):
     each = _merge.reader_bytes(files[0])
     assert all(_merge.reader_bytes(f) == each for f in files)
     monkeypatch.setattr(_merge, "READER_BUDGET", 5 * each)
-    groups = _compact.merge_groups(files)
+    groups = _compact.merge_groups([[f] for f in files])
     assert [len(g) for g in groups] == [5, 5, 2]
     assert [f for g in groups for f in g] == files
     monkeypatch.setattr(_merge, "READER_BUDGET", each - 1)
-    assert _compact.merge_groups(files) == []
+    assert _compact.merge_groups([[f] for f in files]) == []
 
 
 def _in_order(wh: Warehouse, table: str, columns: str) -> list[bool]:

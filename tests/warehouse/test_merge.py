@@ -43,11 +43,11 @@ def test_sorted_files_are_merged_job_by_job_without_a_sort(tmp_path, sorted_file
     order in its file (what a stable sort by job key gives)."""
     assert _merge.sorted_runs(sorted_files, ["job_key", "start"]) is not None
     merger = Merger(tmp_path / "spill")
-    merge_files(merger, sorted_files, tmp_path / "out.parquet")
+    (out,) = merge_files(merger, sorted_files, tmp_path / "out.parquet")
     assert not merger.opened  # no DuckDB for sorted runs
     rows = [r for f in sorted_files for r in _rows(f)]
-    assert _rows(tmp_path / "out.parquet") == sorted(rows, key=lambda r: r[0])
-    assert pq.read_metadata(tmp_path / "out.parquet").num_rows == 13
+    assert _rows(out) == sorted(rows, key=lambda r: r[0])
+    assert pq.read_metadata(out).num_rows == 13
 
 
 def _triples(ranges) -> list[tuple[int, int, int]]:
@@ -137,10 +137,10 @@ def test_files_the_merge_cannot_take_are_sorted_by_duckdb(tmp_path, sorted_files
     monkeypatch.setattr(_merge, "READER_BUDGET", 16)
     assert _merge.sorted_runs(sorted_files, ["job_key"]) is None
     merger = Merger(tmp_path / "spill")
-    merge_files(merger, [*sorted_files, unsorted], tmp_path / "out.parquet")
+    (out,) = merge_files(merger, [*sorted_files, unsorted], tmp_path / "out.parquet")
     assert merger.opened
     merger.close()
-    keys = [r[0] for r in _rows(tmp_path / "out.parquet")]
+    keys = [r[0] for r in _rows(out)]
     assert keys == sorted(keys) and len(keys) == 15
 
 
@@ -248,11 +248,11 @@ def test_files_of_the_same_columns_in_another_order_are_merged(tmp_path, sorted_
     runs = _merge.sorted_runs(files, ["job_key"])
     assert runs is not None
     merger = Merger(tmp_path / "spill")
-    merge_files(merger, files, tmp_path / "out.parquet", ("job_key",))
+    (out,) = merge_files(merger, files, tmp_path / "out.parquet", ("job_key",))
     assert not merger.opened
-    assert pq.read_schema(tmp_path / "out.parquet").names == ["job_key", "start", "seq"]
+    assert pq.read_schema(out).names == ["job_key", "start", "seq"]
     rows = [r for f in files for r in _rows(f)]
-    assert _rows(tmp_path / "out.parquet") == sorted(rows, key=lambda r: r[0])
+    assert _rows(out) == sorted(rows, key=lambda r: r[0])
     retyped = tmp_path / "r.parquet"
     pq.write_table(pa.table({"job_key": ["j"], "start": [1.5], "seq": [0]}), retyped)
     assert _merge.sorted_runs([*sorted_files, retyped], ["job_key"]) is None
@@ -273,9 +273,9 @@ def test_files_whose_job_key_is_not_null_are_merged(tmp_path):
         files.append(tmp_path / f"{name}.parquet")
     assert _merge.sorted_runs(files, ["job_key"]) is not None
     merger = Merger(tmp_path / "spill")
-    merge_files(merger, files, tmp_path / "out.parquet", ("job_key",))
+    (out,) = merge_files(merger, files, tmp_path / "out.parquet", ("job_key",))
     assert not merger.opened
-    out = pq.read_table(tmp_path / "out.parquet")
+    out = pq.read_table(out)
     assert out.column("job_key").to_pylist() == list("abcdef")
     assert out.schema.field("job_key").nullable is False
 
@@ -360,3 +360,29 @@ def test_windows_and_batches_are_bounded_by_decoded_bytes(tmp_path, monkeypatch)
         f"select job_key, seq from read_parquet({[str(f) for f in files]}) order by job_key, seq"
     ).fetchall()
     assert duckdb.sql(f"select job_key, seq from '{out}'").fetchall() == expect
+
+
+def test_an_output_cut_into_files_ends_each_where_a_job_does(tmp_path):
+    """Files of at least ``part_rows`` rows (the last shorter), each cut at the start of
+    the first job past the mark: a job's rows (``a``'s from two files, ``c``'s three)
+    are never split, and row groups start again with each file."""
+    files = [
+        _file(tmp_path / "x.parquet", ["a", "a", "b", "c", "c", "c"], [0, 1, 0, 0, 1, 2]),
+        _file(tmp_path / "y.parquet", ["a", "d"], [5, 0]),
+    ]
+    runs = _merge.sorted_runs(files, ["job_key"])
+    assert _merge.part_cuts(runs, 2).tolist() == [3, 7]
+    assert _merge.part_cuts(runs, 100).tolist() == []
+    outs = _merge.merge_runs(files, runs, tmp_path / "out.parquet", 2, part_rows=2)
+    assert [f.name for f in outs] == ["out-0.parquet", "out-1.parquet", "out-2.parquet"]
+    keys = [[r[0] for r in _rows(f)] for f in outs]
+    assert keys == [["a", "a", "a"], ["b", "c", "c", "c"], ["d"]]
+    groups = [pq.read_metadata(f) for f in outs]
+    assert [[m.row_group(i).num_rows for i in range(m.num_row_groups)] for m in groups] == [
+        [2, 1],
+        [2, 2],
+        [1],
+    ]
+    assert [r for f in outs for r in _rows(f)] == sorted(
+        (r for f in files for r in _rows(f)), key=lambda r: r[0]
+    )

@@ -53,6 +53,9 @@ def build(
     ),
 ) -> None:
     """Spread every record's bytes, operations and I/O time over time bins."""
+    from iosight._memory import lean_allocators
+
+    lean_allocators()  # before pyarrow's import: what a chunk freed goes back
     with cli_errors():
         import pandas as pd
 

@@ -353,6 +353,10 @@ class _NewRows:
     def connect(self) -> duckdb.DuckDBPyConnection:
         return self._con
 
+    def batches(self, query: str, rows: int):
+        """:meth:`Warehouse.batches` of the new rows' tables."""
+        return self._con.sql(query).to_arrow_reader(rows)
+
     def __enter__(self) -> _NewRows:
         return self
 

@@ -28,6 +28,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
         ),
         "_io_totals": ("IO_TOTALS", "IO_TOTAL_COLUMNS", "io_totals"),
         "_jobfiles": ("for_job", "for_jobs"),
+        "_keyrange": ("for_key_range", "table_columns"),
         "_known": ("KNOWN_AT", "known_at_sql"),
         "_provenance": ("data_kind", "kind_of", "synthetic_flag"),
         "_replay": ("ReplayReport", "replay"),

@@ -31,6 +31,16 @@ Parquet's per-row-group min/max statistics then let a scan skip the row groups a
 ``start_time`` range, one job's key or a window of its segments cannot match (the zone
 maps of Moerkotte, 1998, "Small Materialized Aggregates", section 2).
 
+An output sorted by job key (every per-job table's) is cut into files of about
+:data:`PART_BYTES`, each of whole jobs: a run of files of narrow, disjoint key ranges,
+tiered and merged as one (:func:`run_of`). Every commit spans the whole key range (a job
+key is a content hash), so one output file would too, and a reader of one key range
+(a ``timeline build`` chunk, an ``insights`` batch) would list, and hold the footer of,
+every file of the table (docs/warehouse.md, "Files of narrow key ranges"); it lists a
+file or two of each run instead (:mod:`iosight.warehouse._keyrange`).
+``iosight compact`` by hand also cuts the full outputs of compactions before runs
+(:func:`wide_files`).
+
 The outputs become visible in one atomic step (see :mod:`iosight.warehouse._store`).
 """
 
@@ -64,6 +74,11 @@ TIER_BYTES = 256 << 10
 TIER_FACTOR = 16
 #: rows per row group of an output: the unit a scan skips
 ROW_GROUP_ROWS = 65_536
+#: a merge's output sorted by job key is cut into files of about this many bytes (whole
+#: jobs each), a run of files of narrow, disjoint key ranges: a reader of a key range
+#: lists the few that overlap it, and holds their footers only (docs/warehouse.md,
+#: "Files of narrow key ranges")
+PART_BYTES = 8 << 20
 #: DuckDB's memory limit while merging; beyond it the sort spills to disk
 MEMORY_LIMIT = "512MB"
 #: tables whose files their writer names (never merged)
@@ -104,33 +119,85 @@ class CompactReport:
         )
 
 
-def small_files(warehouse: Warehouse, name: str) -> list[Path]:
-    """Table ``name``'s files below half of :data:`TARGET_BYTES`, oldest first."""
-    return [f for f in warehouse.table_files(name) if f.stat().st_size < TARGET_BYTES // 2]
+def run_of(path: Path) -> str:
+    """The run file ``path`` belongs to: the files a merge's output was cut into
+    (``compact-<batch>-<i>-<j>.parquet``, :data:`PART_BYTES`) are one run, compacted and
+    tiered as one; any other file is a run alone."""
+    name = path.name
+    if name.startswith(COMPACT_PREFIX):
+        fields = name[len(COMPACT_PREFIX) : -len(".parquet")].split("-")
+        if len(fields) == 4:
+            return "-".join(fields[:3])
+    return name
 
 
-def merge_groups(files: Iterable[Path]) -> list[list[Path]]:
-    """``files`` in groups of at most :data:`GROUP_FILES` files, about
-    :data:`TARGET_BYTES`, and readers that hold at most the merge's reader budget
-    (:func:`iosight.warehouse._merge.reader_bytes`); a lone file is no group (merging it
-    changes nothing). Bounding the readers keeps a group of sorted files in the merge of
-    sorted runs: past the budget, DuckDB sorted it, and held its memory limit and more
-    (a tier-0 group of ``posix``, the 69 files of a 10,000-log ingest: 779 MB)."""
+def table_runs(warehouse: Warehouse, name: str) -> list[list[Path]]:
+    """Table ``name``'s files as runs (:func:`run_of`), oldest first."""
+    runs: dict[str, list[Path]] = {}
+    for f in warehouse.table_files(name):
+        runs.setdefault(run_of(f), []).append(f)
+    return list(runs.values())
+
+
+def run_bytes(run: list[Path]) -> int:
+    """The bytes of a run's files together."""
+    return sum(f.stat().st_size for f in run)
+
+
+def small_runs(warehouse: Warehouse, name: str) -> list[list[Path]]:
+    """Table ``name``'s runs below half of :data:`TARGET_BYTES`, oldest first."""
+    return [r for r in table_runs(warehouse, name) if run_bytes(r) < TARGET_BYTES // 2]
+
+
+def wide_files(warehouse: Warehouse, name: str) -> list[list[Path]]:
+    """Table ``name``'s full outputs of compactions before :data:`PART_BYTES` (a whole
+    key range in one file, of up to :data:`TARGET_BYTES`) where its rows are sorted by
+    job key: each a group of its own, which ``iosight compact`` cuts into a run of
+    files of narrow key ranges."""
+    wide = [
+        r
+        for r in table_runs(warehouse, name)
+        if len(r) == 1
+        and run_of(r[0]) == r[0].name
+        and r[0].name.startswith(COMPACT_PREFIX)
+        and r[0].stat().st_size >= TARGET_BYTES // 2
+    ]
+    if not wide:
+        return []
+    import pyarrow.parquet as pq
+
+    order = [
+        c
+        for c in TABLE_SORT_COLUMNS.get(name, SORT_COLUMNS)
+        if c in pq.read_schema(wide[0][0]).names
+    ]
+    return wide if order[:1] == ["job_key"] else []
+
+
+def merge_groups(runs: Iterable[list[Path]]) -> list[list[Path]]:
+    """The files of ``runs`` in groups of whole runs, of at most :data:`GROUP_FILES`
+    files, about :data:`TARGET_BYTES`, and readers that hold at most the merge's reader
+    budget (:func:`iosight.warehouse._merge.reader_bytes`); a lone run is no group
+    (merging it changes nothing). Bounding the readers keeps a group of sorted files in
+    the merge of sorted runs: past the budget, DuckDB sorted it, and held its memory
+    limit and more (a tier-0 group of ``posix``, the 69 files of a 10,000-log ingest:
+    779 MB)."""
     from iosight.warehouse._merge import READER_BUDGET, reader_bytes
 
-    groups: list[list[Path]] = [[]]
-    size = readers = 0
-    for f in files:
-        held = reader_bytes(f)
+    groups: list[list[list[Path]]] = [[]]
+    size = readers = files = 0
+    for run in runs:
+        held = sum(reader_bytes(f) for f in run)
         if groups[-1] and (
-            len(groups[-1]) >= GROUP_FILES or size >= TARGET_BYTES or readers + held > READER_BUDGET
+            files + len(run) > GROUP_FILES or size >= TARGET_BYTES or readers + held > READER_BUDGET
         ):
             groups.append([])
-            size = readers = 0
-        groups[-1].append(f)
-        size += f.stat().st_size
+            size = readers = files = 0
+        groups[-1].append(run)
+        size += run_bytes(run)
         readers += held
-    return [g for g in groups if len(g) > 1]
+        files += len(run)
+    return [[f for run in g for f in run] for g in groups if len(g) > 1]
 
 
 def compactable(warehouse: Warehouse) -> list[str]:
@@ -149,13 +216,13 @@ def size_tier(size: int) -> int:
 
 
 def due_groups(warehouse: Warehouse, name: str) -> list[list[Path]]:
-    """The groups the automatic compaction merges in table ``name``: the small files of
+    """The groups the automatic compaction merges in table ``name``: the small runs of
     each size tier holding at least :data:`AUTO_SMALL_FILES` of them, oldest first."""
-    tiers: dict[int, list[Path]] = {}
-    for f in small_files(warehouse, name):
-        tiers.setdefault(size_tier(f.stat().st_size), []).append(f)
-    full = [files for files in tiers.values() if len(files) >= AUTO_SMALL_FILES]
-    return [group for files in full for group in merge_groups(files)]
+    tiers: dict[int, list[list[Path]]] = {}
+    for run in small_runs(warehouse, name):
+        tiers.setdefault(size_tier(run_bytes(run)), []).append(run)
+    full = [runs for runs in tiers.values() if len(runs) >= AUTO_SMALL_FILES]
+    return [group for runs in full for group in merge_groups(runs)]
 
 
 def auto_compact(warehouse: Warehouse) -> CompactReport | None:
@@ -174,7 +241,9 @@ def auto_compact(warehouse: Warehouse) -> CompactReport | None:
 
 def compact(warehouse: Warehouse, tables: Iterable[str] | None = None) -> CompactReport:
     """Merge the small files of ``tables`` (default: all; never the timeline's, see
-    :data:`OWN_FILES`), one atomic commit per table.
+    :data:`OWN_FILES`), one atomic commit per table, and cut each full output of a
+    compaction before :data:`PART_BYTES` into files of narrow key ranges
+    (:func:`wide_files`).
 
     Also deletes the files an earlier compaction hid once no query can still be
     reading them (:meth:`Warehouse.purge_superseded`).
@@ -186,7 +255,7 @@ def compact(warehouse: Warehouse, tables: Iterable[str] | None = None) -> Compac
         plans = {}
         for name in (n for n in names if n not in OWN_FILES):
             warehouse.purge_superseded(name)
-            if groups := merge_groups(small_files(warehouse, name)):
+            if groups := merge_groups(small_runs(warehouse, name)) + wide_files(warehouse, name):
                 plans[name] = groups
         return _compact_plans(warehouse, plans)
 
@@ -252,7 +321,7 @@ def _rss_mb() -> float | None:
 
 
 def _compact_table(warehouse: Warehouse, name: str, groups: list[list[Path]]) -> None:
-    """Write one sorted output per group into staging, then commit them as one batch."""
+    """Write the sorted outputs of each group into staging, then commit them as one batch."""
     batch = new_batch_id()
     staging = warehouse.staging_dir(batch)
     staged = staging / "compact" / name
@@ -261,10 +330,10 @@ def _compact_table(warehouse: Warehouse, name: str, groups: list[list[Path]]) ->
     merger = Merger(staging / "spill")
     try:
         for i, group in enumerate(groups):
-            out = f"{COMPACT_PREFIX}{batch}-{i}.parquet"
+            out = staged / f"{COMPACT_PREFIX}{batch}-{i}.parquet"
             sort = TABLE_SORT_COLUMNS.get(name, SORT_COLUMNS)
-            merge_files(merger, group, staged / out, sort, sequence=name in SEQUENCE_TABLES)
-            outputs.append(out)
+            written = merge_files(merger, group, out, sort, sequence=name in SEQUENCE_TABLES)
+            outputs += [f.name for f in written]
     finally:
         merger.close()
     replaced = [f.name for g in groups for f in g]
@@ -314,12 +383,14 @@ def merge_files(
     sort: tuple[str, ...] = SORT_COLUMNS,
     *,
     sequence: bool = False,
-) -> None:
-    """Write the rows of ``files`` (columns unified by name) to ``out``, sorted by the
-    ``sort`` columns they have, keeping the first file's key-value metadata: files each
-    already sorted (ingest's, earlier outputs) are merged without a sort
-    (:mod:`iosight.warehouse._merge`, which encodes a ``sequence`` table's numbers as
-    ingest does), others sorted by ``merger``'s DuckDB."""
+) -> list[Path]:
+    """Write the rows of ``files`` (columns unified by name) sorted by the ``sort``
+    columns they have, keeping the first file's key-value metadata, as one run named
+    after ``out`` (``<stem>-<j>.parquet``, :func:`run_of`); returns its files. Files each
+    already sorted by job key first (ingest's, earlier outputs) are merged without a
+    sort (:mod:`iosight.warehouse._merge`, which encodes a ``sequence`` table's numbers
+    as ingest does) into files of about :data:`PART_BYTES`; others are sorted by
+    ``merger``'s DuckDB into one file."""
     import pyarrow.parquet as pq
 
     from iosight.warehouse._merge import merge_runs, sorted_runs
@@ -327,8 +398,10 @@ def merge_files(
     columns = {name for f in files for name in pq.read_schema(f).names}
     by = [c for c in sort if c in columns]
     if by and (runs := sorted_runs(files, by)) is not None:
-        merge_runs(files, runs, out, ROW_GROUP_ROWS, sequence=sequence)  # jobs moved, no sort
-        return
+        return merge_runs(  # jobs moved, no sort
+            files, runs, out, ROW_GROUP_ROWS, sequence=sequence, part_rows=part_rows(files)
+        )
+    only = out.with_name(f"{out.stem}-0{out.suffix}")
     rows = f"read_parquet([{', '.join(_sql_text(f) for f in files)}], union_by_name=true)"
     order = [f'"{c}"' for c in by]
     query = f"select * from {rows}" + (f" order by {', '.join(order)}" if order else "")
@@ -336,7 +409,19 @@ def merge_files(
     metadata = _key_values(files[0])
     if metadata:
         options += f", kv_metadata {metadata}"
-    merger.connection().execute(f"copy ({query}) to {_sql_text(out)} ({options})")
+    merger.connection().execute(f"copy ({query}) to {_sql_text(only)} ({options})")
+    return [only]
+
+
+def part_rows(files: list[Path]) -> int:
+    """Rows of an output file of about :data:`PART_BYTES`, as ``files`` hold rows a
+    byte, in whole row groups of :data:`ROW_GROUP_ROWS`."""
+    import pyarrow.parquet as pq
+
+    rows = sum(pq.read_metadata(f).num_rows for f in files)
+    size = max(1, sum(f.stat().st_size for f in files))
+    groups = -(-PART_BYTES * rows // size // ROW_GROUP_ROWS)
+    return max(1, groups) * ROW_GROUP_ROWS
 
 
 def _key_values(path: Path) -> str:

@@ -175,12 +175,21 @@ def _within_runs_sorted(keys: pa.Table, edges: np.ndarray) -> bool:
 
 
 def merge_runs(
-    files: list[Path], runs: Runs, out: Path, row_group: int, *, sequence: bool = False
-) -> None:
+    files: list[Path],
+    runs: Runs,
+    out: Path,
+    row_group: int,
+    *,
+    sequence: bool = False,
+    part_rows: int | None = None,
+) -> list[Path]:
     """Write the rows of ``files`` to ``out`` in the order of ``runs`` (from
     :func:`sorted_runs`), in row groups of ``row_group`` rows, zstd, keeping the first
     file's key-value metadata; ``sequence``: a table of :data:`SEQUENCE_TABLES`, its
-    numbers encoded as ingest stages them."""
+    numbers encoded as ingest stages them. ``part_rows``: cut the output into files of
+    about that many rows, each ending where a job does (:func:`part_cuts`), named
+    ``<out's stem>-<j>.parquet``: each then holds a narrow range of keys. Returns the
+    files written."""
     first = pq.read_metadata(files[0])
     meta = first.metadata or {}
     rows = _dictionary_encoded(pq.read_schema(files[0]).remove_metadata(), first)
@@ -195,14 +204,35 @@ def merge_runs(
     batch = max(256, _HELD_BYTES // len(files) // row_bytes)
     cursors = [_Cursor(f, batch, rows.names, coded) for f in files]
     size = window_rows(row_bytes)
-    with (
-        parquet_writer(out, schema, sequence=sequence, store_schema=False) as writer,
-        _Behind(writer, row_group, rows) as behind,
-    ):
+    if part_rows is None:
+        cuts, paths = np.zeros(0, np.int64), [out]
+    else:
+        cuts = part_cuts(runs, part_rows)
+        paths = [out.with_name(f"{out.stem}-{j}{out.suffix}") for j in range(len(cuts) + 1)]
+    opened = lambda path: parquet_writer(path, schema, sequence=sequence, store_schema=False)  # noqa: E731
+    with _Behind(opened, paths, cuts, row_group, rows) as behind:
         for window in windows(file_ranges(runs), size):
             behind.add(*_window_pieces(cursors, *window))
         behind.finish()
     pa.default_memory_pool().release_unused()  # before DuckDB's merge of the next table
+    return paths
+
+
+def part_cuts(runs: Runs, part_rows: int) -> np.ndarray:
+    """The output rows (of the merge of ``runs``) where a new file begins: the first
+    job's start at or past ``part_rows`` rows of the file before. Never inside a job: a
+    job's rows in two files would take the DXT tables' next merge, which needs each job
+    in one file, to DuckDB's sort."""
+    sizes = runs.stop - runs.first
+    begins = np.cumsum(sizes) - sizes
+    new_job = np.ones(len(runs), bool)
+    if len(runs) > 1:
+        new_job[1:] = pc.not_equal(runs.keys[1:], runs.keys[:-1]).to_numpy(zero_copy_only=False)
+    starts = begins[new_job]  # output rows where a job's rows begin
+    cuts = [0]
+    while (i := int(np.searchsorted(starts, cuts[-1] + part_rows, "left"))) < len(starts):
+        cuts.append(int(starts[i]))
+    return np.asarray(cuts[1:], np.int64)
 
 
 def window_rows(row_bytes: int) -> int:
@@ -333,13 +363,28 @@ class _Behind:
     CPU (10,000 logs without DXT), so a merge takes both cores where compaction left
     one idle. One window is in flight at a time: the memory added is its rows (the
     batches they slice stay held) and their copy, which :func:`window_rows` counts, and
-    the output row group it completes."""
+    the output row group it completes.
 
-    def __init__(self, writer: pq.ParquetWriter, row_group: int, schema: pa.Schema) -> None:
-        self.writer, self.row_group, self.schema = writer, row_group, schema
+    The output goes to ``paths`` in turn, the next one from each of ``cuts`` (output
+    rows) on, each opened by ``opened`` when its first row group is written; row groups
+    of ``row_group`` rows from each file's start (the last of a file shorter)."""
+
+    def __init__(
+        self,
+        opened: Callable[[Path], pq.ParquetWriter],
+        paths: list[Path],
+        cuts: np.ndarray,
+        row_group: int,
+        schema: pa.Schema,
+    ) -> None:
+        self.opened, self.paths, self.row_group, self.schema = opened, paths, row_group, schema
+        self.cuts = [int(c) for c in cuts]
+        self.writer: pq.ParquetWriter | None = None
+        self.part = -1  # the index in paths of the file being written
+        self.at = 0  # output row of the first row held
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="iosight-merge-write")
         self.pending: Future | None = None
-        self.held: list[pa.Table] = []  # rows short of a row group (the thread's own)
+        self.held: list[pa.Table] = []  # rows not written yet (the thread's own)
 
     def add(self, pieces: list[pa.RecordBatch], index: np.ndarray | None) -> None:
         """Queue a window's ``pieces`` (in the order ``index`` takes them, if any) after
@@ -347,9 +392,12 @@ class _Behind:
         self._then(self._add, pieces, index)
 
     def finish(self) -> None:
-        """Write the rows left, the last row group short, and wait for it."""
+        """Write the rows left, the last row group short, and wait for it (a merge of
+        no rows writes its one file, empty)."""
         self._then(self._write, final=True)
         self._wait()
+        if self.part < 0:
+            self.writer, self.part = self.opened(self.paths[0]), 0
 
     def _then(self, work: Callable[..., None], *args: object, **kwargs: object) -> None:
         """Run ``work`` on the thread once the work in flight is done."""
@@ -375,21 +423,38 @@ class _Behind:
 
     def _write(self, final: bool) -> None:
         """Write whole row groups of the rows held (all of them when ``final``), each
-        with its own keys only (:func:`_own_keys`), and keep the rest."""
+        with its own keys only (:func:`_own_keys`), into the file their rows belong to,
+        and keep the rest."""
         if not self.held:
             return
         table = pa.concat_tables(self.held)
-        whole = table.num_rows if final else table.num_rows - table.num_rows % self.row_group
-        for at in range(0, whole, self.row_group):
-            rows = table.slice(at, min(self.row_group, whole - at))
+        done = 0
+        while done < table.num_rows:
+            cut = next((c for c in self.cuts if c > self.at), None)
+            part = len(self.paths) - 1 if cut is None else self.cuts.index(cut)
+            end = self.row_group if cut is None else min(self.row_group, cut - self.at)
+            if done + end > table.num_rows and not final:
+                break
+            rows = table.slice(done, min(end, table.num_rows - done))
+            if part != self.part:
+                self._close()
+                self.writer, self.part = self.opened(self.paths[part]), part
             self.writer.write_table(_own_keys(rows), row_group_size=self.row_group)
-        self.held = [table.slice(whole)]
+            done += rows.num_rows
+            self.at += rows.num_rows
+        self.held = [table.slice(done)]
+
+    def _close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
 
     def __enter__(self) -> _Behind:
         return self
 
     def __exit__(self, *error: object) -> None:
         self.pool.shutdown(wait=True)  # the work in flight ends before the file closes
+        self._close()
 
 
 def _coded_keys(rows: pa.Table) -> pa.Table:

@@ -513,6 +513,15 @@ class Warehouse:
         """
         return self._run(query, params, lambda rel: rel.to_arrow_table())
 
+    def batches(self, query: str, rows: int):
+        """A ``pyarrow.RecordBatchReader`` of ``query``'s rows, streamed by DuckDB in
+        batches of up to ``rows`` rows (never the whole result held), with only the views
+        of the tables it reads made.
+
+        ``query``: DuckDB SQL over the tables' views; ``rows``: rows per batch.
+        """
+        return self.connect(_table_names(query)).sql(query).to_arrow_reader(rows)
+
     def _run(self, query: str, params: list | None, fetch: Callable):
         """``fetch`` the rows of ``query``; DuckDB's errors, raised when the query is
         planned (unknown table, bad syntax) or only while it runs (a cast that fails,

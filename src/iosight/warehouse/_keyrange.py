@@ -1,0 +1,175 @@
+"""Read the jobs of one range of keys from only the files whose keys overlap it.
+
+DuckDB keeps, for the life of a connection, about 1 KB for each Parquet column chunk
+(one column of one row group) of every file a view lists (docs/warehouse.md, "What
+still grows"), so a reader that takes the warehouse a key range at a time (``timeline
+build``'s chunks) held the footers of every file of every table it read: 231 MB of
+``posix`` and ``heatmap`` at a million jobs, ten times that at ten million. Compaction
+now cuts its outputs into runs of files of narrow key ranges
+(:data:`~iosight.warehouse._compact.PART_BYTES`), so a key range overlaps a few files
+of each run. :class:`KeyRangeScope` is a reader whose views list only those (and every
+file whose range is not known: ingest's, which span the whole range until merged), on a
+DuckDB connection of its own that :meth:`KeyRangeScope.close` closes, which frees the
+footers it read. Its views hold the whole table's columns (typed nulls where its files
+lack one), so a query answers exactly as over the whole table restricted to the range.
+
+A file's key range is read once per file (its footer's ``job_key`` statistics, by
+pyarrow, which frees the footer) and kept by name, size and modification time:
+committed files never change.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from iosight.warehouse._keyfiles import KEY
+from iosight.warehouse._known import view_query
+from iosight.warehouse._store import Warehouse, _sql_text
+
+if TYPE_CHECKING:
+    import duckdb
+
+
+def for_key_range(warehouse: Warehouse, lo: str | None, hi: str | None) -> KeyRangeScope:
+    """A reader of ``warehouse`` for queries of the jobs with ``lo <= job_key < hi``
+    that lists only the files whose keys can lie in it; :meth:`KeyRangeScope.close` it
+    when done.
+
+    ``warehouse``: the warehouse read; ``lo``, ``hi``: the range's first key and the key
+    past it (None: open at that end).
+    """
+    index = warehouse.__dict__.get("_file_ranges")
+    if index is None:
+        index = warehouse.__dict__["_file_ranges"] = FileRanges()
+    return KeyRangeScope(warehouse, lo, hi, index)
+
+
+def table_columns(warehouse: Warehouse, name: str) -> list[tuple[str, str]]:
+    """Table ``name``'s columns and DuckDB types over all its files, as its view has
+    them, read on a connection closed at once (the footers it parses are not kept).
+
+    ``warehouse``: the warehouse; ``name``: the table.
+    """
+    index = warehouse.__dict__.get("_file_ranges")
+    if index is None:
+        index = warehouse.__dict__["_file_ranges"] = FileRanges()
+    return index.columns(name, [e.path for e in warehouse.table_entries(name)])
+
+
+class FileRanges:
+    """Each file's ``job_key`` range, and each table's columns, read once."""
+
+    def __init__(self) -> None:
+        self._ranges: dict[str, tuple[tuple, str | None, str | None]] = {}
+        self._columns: dict[str, tuple[tuple, list[tuple[str, str]]]] = {}
+
+    def key_range(self, entry: os.DirEntry) -> tuple[str | None, str | None]:
+        """The least and greatest ``job_key`` of the file (None where not known)."""
+        st = entry.stat()
+        stamp = (st.st_size, st.st_mtime_ns)
+        kept = self._ranges.get(entry.path)
+        if kept is None or kept[0] != stamp:
+            kept = self._ranges[entry.path] = (stamp, *_key_range(entry.path))
+        return kept[1], kept[2]
+
+    def overlaps(self, entry: os.DirEntry, lo: str | None, hi: str | None) -> bool:
+        """Whether the file may hold a key in ``[lo, hi)``."""
+        least, most = self.key_range(entry)
+        if least is None or most is None:
+            return True
+        return (lo is None or most >= lo) and (hi is None or least < hi)
+
+    def columns(self, name: str, files: list[str]) -> list[tuple[str, str]]:
+        """Table ``name``'s columns and types over ``files`` (its view's)."""
+        known, got = self._columns.get(name, ((), []))
+        if known != tuple(files):
+            import duckdb
+
+            con = duckdb.connect()
+            try:
+                rows = f"read_parquet([{', '.join(map(_sql_text, files))}], union_by_name=true)"
+                query = view_query(con, name, rows)
+                got = [(r[0], r[1]) for r in con.execute(f"describe {query}").fetchall()]
+            finally:
+                con.close()
+            self._columns[name] = (tuple(files), got)
+        return got
+
+
+def _key_range(path: str) -> tuple[str | None, str | None]:
+    """The least and greatest ``job_key`` in the file's row group statistics."""
+    import pyarrow.parquet as pq
+
+    meta = pq.read_metadata(path)
+    names = [meta.schema.column(i).path for i in range(meta.num_columns)]
+    if KEY not in names or not meta.num_row_groups:
+        return None, None
+    at = names.index(KEY)
+    least = most = None
+    for i in range(meta.num_row_groups):
+        stats = meta.row_group(i).column(at).statistics
+        if stats is None or not stats.has_min_max:
+            return None, None
+        least = stats.min if least is None else min(least, stats.min)
+        most = stats.max if most is None else max(most, stats.max)
+    return least, most
+
+
+class KeyRangeScope(Warehouse):
+    """A reader of ``parent`` whose views hold only the files whose keys may lie in
+    ``[lo, hi)``, with the whole table's columns, on a DuckDB connection of its own.
+    Made by :func:`for_key_range`; anything else is the parent's."""
+
+    def __init__(
+        self, parent: Warehouse, lo: str | None, hi: str | None, index: FileRanges
+    ) -> None:
+        self.path, self._parent, self.lo, self.hi, self._index = parent.path, parent, lo, hi, index
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._viewed: dict | None = None
+        self._view_names: set[str] = set()
+        self._fresh: set[str] = set()
+        self._columns: dict[str, list[str]] = {}
+
+    def __getattr__(self, name: str):
+        return getattr(self._parent, name)
+
+    def tables(self) -> list[str]:
+        """The parent's tables: one without a file in the range is there, empty."""
+        return self._parent.tables()
+
+    def has_table(self, name: str) -> bool:
+        """Whether the parent holds table ``name``."""
+        return self._parent.has_table(name)
+
+    def table_entries(self, name: str) -> list[os.DirEntry]:
+        """The parent's files of ``name`` that may hold a key of the range."""
+        entries = self._parent.table_entries(name)
+        return [e for e in entries if self._index.overlaps(e, self.lo, self.hi)]
+
+    def _make_views(self, con: duckdb.DuckDBPyConnection, names) -> None:
+        """Each table's view over its files of the range, under the whole table's columns
+        (an empty typed row set where none of its files overlaps)."""
+        for name in names:
+            entries = self._parent.table_entries(name)
+            if not entries:
+                continue
+            columns = self._index.columns(name, [e.path for e in entries])
+            if KEY in {c for c, _ in columns}:
+                files = [e.path for e in entries if self._index.overlaps(e, self.lo, self.hi)]
+            else:
+                files = [e.path for e in entries]
+            nulls = ", ".join(
+                f'cast(null as {t}) as "{c.replace(chr(34), chr(34) * 2)}"' for c, t in columns
+            )
+            query = f"select {nulls} where false"
+            if files:
+                rows = f"read_parquet([{', '.join(map(_sql_text, files))}], union_by_name=true)"
+                query += f" union all by name ({view_query(con, name, rows)})"
+            con.execute(f'create or replace view "{name}" as {query}')
+            self._view_names.add(name)
+            self._fresh.add(name)
+
+    def close(self) -> None:
+        """Close the connection: DuckDB frees the footers it read."""
+        self._invalidate()

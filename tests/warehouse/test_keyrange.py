@@ -1,0 +1,158 @@
+"""Compaction's runs of files of narrow key ranges, and the reader of one key range."""
+
+from __future__ import annotations
+
+import shutil
+
+import pyarrow.parquet as pq
+import pytest
+
+from iosight.data import example_logs
+from iosight.warehouse import Warehouse, _compact, compact, for_key_range, ingest
+from iosight.warehouse._keyrange import _key_range
+from tests_support import assert_same_warehouse
+
+
+@pytest.fixture(scope="module")
+def one_per_commit(tmp_path_factory) -> Warehouse:
+    """Every example log ingested one per commit, never compacted."""
+    wh = Warehouse(tmp_path_factory.mktemp("logs") / "wh", create=True)
+    assert ingest([str(p) for p in example_logs()], wh, workers=1, batch_size=1, compact=False).ok
+    return wh
+
+
+@pytest.fixture(scope="module")
+def parted(one_per_commit, tmp_path_factory) -> Warehouse:
+    """The same, compacted into runs of files of a few jobs each (row groups of 16 rows,
+    files of 4 KiB, lowered from 65,536 rows and 8 MiB)."""
+    path = tmp_path_factory.mktemp("parted") / "wh"
+    shutil.copytree(one_per_commit.path, path)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_compact, "ROW_GROUP_ROWS", 16)
+        mp.setattr(_compact, "PART_BYTES", 4 << 10)
+        compact(Warehouse(path))
+    return Warehouse(path)
+
+
+def _keys_of(path) -> list[str]:
+    return pq.read_table(path, columns=["job_key"]).column("job_key").to_pylist()
+
+
+def test_a_compaction_writes_runs_of_files_of_disjoint_key_ranges(one_per_commit, parted):
+    """Each run's files hold disjoint, increasing key ranges, every job in one file, and
+    the warehouse holds what it held before, row for row."""
+    assert_same_warehouse(parted, one_per_commit)
+    runs = _compact.table_runs(parted, "posix")
+    assert len(runs) == 1 and len(runs[0]) >= 3, runs  # one group, cut into files
+    ranges = [_key_range(str(f)) for f in sorted(runs[0], key=lambda f: _key_range(str(f)))]
+    assert all(a[1] < b[0] for a, b in zip(ranges, ranges[1:], strict=False)), ranges
+    for f in runs[0]:
+        keys = _keys_of(f)
+        assert keys == sorted(keys)
+    held = [set(_keys_of(f)) for f in runs[0]]
+    assert sum(len(k) for k in held) == len(set().union(*held))  # a job in one file
+
+
+def test_a_run_is_tiered_and_merged_as_one(parted, monkeypatch):
+    """The files of a run count as one run of their summed size: a run under half the
+    target is small as a whole, one at or over it is left alone."""
+    runs = _compact.table_runs(parted, "posix")
+    size = _compact.run_bytes(runs[0])
+    assert all(f.stat().st_size < size for f in runs[0])
+    monkeypatch.setattr(_compact, "TARGET_BYTES", 2 * size + 2)
+    assert _compact.small_runs(parted, "posix") == runs
+    monkeypatch.setattr(_compact, "TARGET_BYTES", 2 * size)
+    assert _compact.small_runs(parted, "posix") == []
+    assert _compact.merge_groups(runs) == []  # a lone run is no group
+
+
+def test_a_full_output_of_before_runs_is_cut_by_compact(one_per_commit, tmp_path, monkeypatch):
+    """An output of a compaction before runs (one file of the whole key range, at least
+    half the target) is cut into a run by ``iosight compact``; ``jobs``, sorted by start
+    time, is left whole."""
+    path = tmp_path / "wh"
+    shutil.copytree(one_per_commit.path, path)
+    compact(Warehouse(path))  # one file per table: the layout of before
+    wh = Warehouse(path)
+    folder = path / "tables" / "posix"
+    (before,) = wh.table_files("posix")
+    old = before.with_name(before.name.removesuffix("-0.parquet") + ".parquet")
+    before.rename(old)  # the name a compaction gave its output before runs
+    layout = (folder / "_compacted.json").read_text().replace(before.name, old.name)
+    (folder / "_compacted.json").write_text(layout)
+    wh = Warehouse(path)
+    assert _compact.wide_files(wh, "posix") == []  # under half the target
+    monkeypatch.setattr(_compact, "TARGET_BYTES", old.stat().st_size)
+    monkeypatch.setattr(_compact, "ROW_GROUP_ROWS", 16)
+    monkeypatch.setattr(_compact, "PART_BYTES", 4 << 10)
+    assert _compact.wide_files(wh, "posix") == [[old]]
+    jobs = wh.table_files("jobs")
+    report = compact(wh)
+    assert report.files_before["posix"] == 1 < report.files_after["posix"]
+    assert Warehouse(path).table_files("jobs") == jobs
+    assert_same_warehouse(Warehouse(path), one_per_commit)
+
+
+def _cuts(wh: Warehouse) -> list[tuple[str | None, str | None]]:
+    keys = sorted(wh.sql("select job_key from jobs")["job_key"])
+    cut = [keys[len(keys) // 3], keys[2 * len(keys) // 3]]
+    return [(None, cut[0]), (cut[0], cut[1]), (cut[1], None), (keys[1], keys[2])]
+
+
+@pytest.mark.parametrize("table", ["posix", "dxt_posix", "jobs", "names"])
+def test_a_key_range_reads_what_the_whole_table_holds_in_it(parted, table):
+    """Every row of the range and no other, with the whole table's columns, listing only
+    the files that overlap it (a narrow range: fewer than the table's)."""
+    for lo, hi in _cuts(parted):
+        scope = for_key_range(parted, lo, hi)
+        try:
+            cond = " and ".join(
+                [f"job_key >= '{lo}'"] * (lo is not None) + [f"job_key < '{hi}'"] * (hi is not None)
+            )
+            q = f'select * from "{table}" where {cond} order by all'
+            assert scope.column_names(table) == parted.column_names(table)
+            assert scope.arrow(q).equals(parted.arrow(q)), (table, lo, hi)
+        finally:
+            scope.close()
+    lo, hi = _cuts(parted)[-1]
+    narrow = for_key_range(parted, lo, hi)
+    if table in ("posix", "names"):
+        assert len(narrow.table_files(table)) < len(parted.table_files(table))
+    narrow.close()
+
+
+def test_a_table_without_a_file_in_the_range_is_empty_with_its_columns(parted):
+    scope = for_key_range(parted, "~", None)  # past every hex key
+    try:
+        assert scope.table_files("posix") == []
+        got = scope.arrow("select * from posix")
+        assert got.num_rows == 0 and got.column_names == parted.column_names("posix")
+    finally:
+        scope.close()
+
+
+def test_closing_a_scope_closes_its_connection_not_the_warehouses(parted):
+    con = parted.connect()
+    scope = for_key_range(parted, None, "8")
+    own = scope.connect(["posix"])
+    assert own is not con
+    scope.close()
+    assert parted.sql("select count(*) n from posix")["n"][0] > 0
+    with pytest.raises(Exception, match="closed"):
+        own.execute("select 1")
+
+
+def test_the_timeline_in_chunks_of_key_ranges_equals_one_chunk(parted):
+    from iosight.timeline import build_timeline
+
+    """Each chunk reads the files overlapping its keys on a connection of its own: the
+    bins equal those of one chunk of every key, to the sums' rounding."""
+    import numpy as np
+
+    whole = build_timeline(parted, bin_width=600, chunk_jobs=10**6)
+    chunked = build_timeline(parted, bin_width=600, chunk_jobs=2)
+    assert chunked.column_names == whole.column_names and chunked.num_rows == whole.num_rows
+    for name in whole.column_names:
+        got, want = chunked.column(name).to_numpy(), whole.column(name).to_numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=name)
+    assert whole.column("write_bytes").to_numpy().sum() > 0
