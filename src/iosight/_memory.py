@@ -136,7 +136,7 @@ def lean_allocators() -> None:
     (:func:`system_pool_at_start`) with glibc's thresholds fixed
     (:func:`fixed_malloc_thresholds`), so what a chunk freed can go back to the system
     (``timeline build`` of a million jobs, with :func:`release_free_memory` after each
-    chunk: 252 MB between chunks against 305 MB with Arrow's mimalloc pool;
+    chunk: 251–253 MB between chunks against 303–323 MB with Arrow's mimalloc pool;
     docs/warehouse.md, "Files of narrow key ranges")."""
     system_pool_at_start()
     fixed_malloc_thresholds()

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from iosight.warehouse._keyfiles import BY_ROW, KEY, hash_keys, read_keys, string_array
 from iosight.warehouse._keyfiles import key_hashes as file_hashes
-from iosight.warehouse._known import view_query
+from iosight.warehouse._known import part_view_query
 from iosight.warehouse._store import Warehouse, _sql_text, _table_names
 
 if TYPE_CHECKING:
@@ -310,12 +310,7 @@ class JobScope(Warehouse):
         files = self._index.holding(entries, self._key_hashes)
         if len(files) == len(entries) and not any(files.values()):
             return
-        empty = ", ".join(
-            f'cast(null as {t}) as "{c.replace(chr(34), chr(34) * 2)}"' for c, t in columns
-        )
-        query = f"select {empty} where false"
-        if files:
-            query += f" union all by name ({view_query(con, name, _read(files))})"
+        query = part_view_query(con, name, columns, _read(files) if files else None)
         con.execute(f'create or replace temp view "{name}" as {query}')
 
 

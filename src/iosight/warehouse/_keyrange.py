@@ -24,7 +24,7 @@ import os
 from typing import TYPE_CHECKING
 
 from iosight.warehouse._keyfiles import KEY
-from iosight.warehouse._known import view_query
+from iosight.warehouse._known import part_view_query, view_query
 from iosight.warehouse._store import Warehouse, _sql_text
 
 if TYPE_CHECKING:
@@ -39,10 +39,7 @@ def for_key_range(warehouse: Warehouse, lo: str | None, hi: str | None) -> KeyRa
     ``warehouse``: the warehouse read; ``lo``, ``hi``: the range's first key and the key
     past it (None: open at that end).
     """
-    index = warehouse.__dict__.get("_file_ranges")
-    if index is None:
-        index = warehouse.__dict__["_file_ranges"] = FileRanges()
-    return KeyRangeScope(warehouse, lo, hi, index)
+    return KeyRangeScope(warehouse, lo, hi, _ranges_of(warehouse))
 
 
 def table_columns(warehouse: Warehouse, name: str) -> list[tuple[str, str]]:
@@ -51,10 +48,14 @@ def table_columns(warehouse: Warehouse, name: str) -> list[tuple[str, str]]:
 
     ``warehouse``: the warehouse; ``name``: the table.
     """
-    index = warehouse.__dict__.get("_file_ranges")
-    if index is None:
-        index = warehouse.__dict__["_file_ranges"] = FileRanges()
-    return index.columns(name, [e.path for e in warehouse.table_entries(name)])
+    return _ranges_of(warehouse).columns(name, [e.path for e in warehouse.table_entries(name)])
+
+
+def _ranges_of(warehouse: Warehouse) -> FileRanges:
+    """The warehouse object's :class:`FileRanges`, made on first use."""
+    if "_file_ranges" not in warehouse.__dict__:
+        warehouse.__dict__["_file_ranges"] = FileRanges()
+    return warehouse.__dict__["_file_ranges"]
 
 
 class FileRanges:
@@ -159,13 +160,8 @@ class KeyRangeScope(Warehouse):
                 files = [e.path for e in entries if self._index.overlaps(e, self.lo, self.hi)]
             else:
                 files = [e.path for e in entries]
-            nulls = ", ".join(
-                f'cast(null as {t}) as "{c.replace(chr(34), chr(34) * 2)}"' for c, t in columns
-            )
-            query = f"select {nulls} where false"
-            if files:
-                rows = f"read_parquet([{', '.join(map(_sql_text, files))}], union_by_name=true)"
-                query += f" union all by name ({view_query(con, name, rows)})"
+            rows = f"read_parquet([{', '.join(map(_sql_text, files))}], union_by_name=true)"
+            query = part_view_query(con, name, columns, rows if files else None)
             con.execute(f'create or replace view "{name}" as {query}')
             self._view_names.add(name)
             self._fresh.add(name)

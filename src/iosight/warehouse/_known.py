@@ -50,3 +50,19 @@ def view_query(con: duckdb.DuckDBPyConnection, name: str, rows: str) -> str:
     if name != "jobs" or "known_at" in columns:
         return query
     return f"select *, null::double as known_at from {rows}"
+
+
+def part_view_query(
+    con: duckdb.DuckDBPyConnection, name: str, columns: list[tuple[str, str]], rows: str | None
+) -> str:
+    """The query of a view of part of table ``name`` (its files ``rows`` reads, or none)
+    under the whole table's ``columns`` (name, DuckDB type): typed nulls where the part's
+    files lack a column, so every query binds as on the whole table (a job's files, a key
+    range's)."""
+    nulls = ", ".join(
+        f'cast(null as {t}) as "{c.replace(chr(34), chr(34) * 2)}"' for c, t in columns
+    )
+    query = f"select {nulls} where false"
+    if rows is not None:
+        query += f" union all by name ({view_query(con, name, rows)})"
+    return query
