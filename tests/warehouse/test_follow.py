@@ -68,9 +68,20 @@ def _follow_cli(logs: Path, wh: Path, *options: str, **env: str) -> subprocess.P
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=child_env(**env),
+        env=child_env(PYTHONFAULTHANDLER="1", **env),  # SIGABRT prints its threads' stacks
         start_new_session=True,  # a group of its own, as a terminal's job would have
     )
+
+
+def _stopped(proc: subprocess.Popen, timeout: float = 120) -> tuple[str, str]:
+    """``proc``'s output once it exits; where it hangs, a failure that shows the stacks
+    of its threads (faulthandler, on SIGABRT)."""
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        out, err = proc.communicate(timeout=30)
+        pytest.fail(f"still running {timeout:g} s after the signal; its stacks:\n{err}")
 
 
 def _read_until_sources(proc: subprocess.Popen, n: int) -> list[str]:
@@ -111,7 +122,7 @@ def test_follow_killed_mid_batch_then_restarted_equals_one_batch_ingest(tmp_path
     again = _follow_cli(logs, target, "--batch-size", "1")
     lines = _read_until_sources(again, len(files))
     again.send_signal(signal.SIGTERM)  # to follow alone (its workers are idle)
-    out, err = again.communicate(timeout=120)
+    out, err = _stopped(again)
     assert again.returncode == 0, err
     assert out.strip().splitlines()[-1].startswith("stopped after ")
     assert "Traceback" not in err
@@ -193,11 +204,39 @@ def test_sigint_stops_follow_after_the_batch_in_hand(tmp_path):
         os.killpg(proc.pid, signal.SIGINT)
     finally:
         holder.communicate("done\n", timeout=30)
-    out, err = proc.communicate(timeout=120)
+    out, err = _stopped(proc)
     assert proc.returncode == 0, err
     assert out.strip().splitlines()[-1].startswith("stopped after ")
     assert "3 sources: 3 ingested" in out
     assert len(Warehouse(target, create=False).jobs()) == 3
+
+
+_WAITING = """
+import threading
+from iosight.warehouse import stopped_by_signals
+stop = threading.Event()
+with stopped_by_signals(stop):
+    print("ready", flush=True)
+    while not stop.is_set():
+        stop.wait(0)  # holds the event's lock most of the time
+print("stopped", flush=True)
+"""
+
+
+def test_a_signal_stops_a_loop_waiting_on_its_event(tmp_path):
+    """A signal that lands while the main thread is inside ``stop.wait`` (which holds
+    the event's lock) stops the loop: a handler that set the event itself would wait
+    for that lock for ever (as a follow once did on CI, SIGTERM lost after its last
+    batch). A loop that does nothing else lands most signals there."""
+    for _ in range(3):
+        proc = subprocess.Popen([sys.executable, "-c", _WAITING], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True,
+                                env=child_env(PYTHONFAULTHANDLER="1"))  # fmt: skip
+        assert proc.stdout.readline() == "ready\n", proc.stderr.read()
+        time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        out, err = _stopped(proc, timeout=30)
+        assert (proc.returncode, out) == (0, "stopped\n"), err
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ wins). The file's modification time is not used: a copy that keeps the original'
 
 from __future__ import annotations
 
+import _thread
 import math
 import os
 import signal
@@ -320,15 +321,22 @@ class _Scanner:
 @contextmanager
 def stopped_by_signals(stop: threading.Event) -> Iterator[None]:
     """In the main thread, SIGINT and SIGTERM set ``stop`` (the loop ends after the batch
-    in hand); a second one raises KeyboardInterrupt. Elsewhere signals are left alone."""
+    in hand); a second one raises KeyboardInterrupt. Elsewhere signals are left alone.
+
+    The handler runs on the main thread between two of its bytecodes, possibly inside
+    ``stop.wait`` while that holds the event's lock: setting the event there would wait
+    for that lock for ever, so a thread of its own sets it (started by ``_thread``, which
+    takes none of :mod:`threading`'s locks either)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    signals = []
 
     def handler(signum: int, frame) -> None:
-        if stop.is_set():
+        signals.append(signum)
+        if len(signals) > 1:
             raise KeyboardInterrupt
-        stop.set()
+        _thread.start_new_thread(stop.set, ())
 
     saved = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
