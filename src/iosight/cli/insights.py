@@ -34,6 +34,9 @@ def insights(
     fmt: str = FORMAT_OPT,
 ) -> None:
     """Evaluate the insight rules for new jobs, then show the facility view per rule."""
+    from iosight._memory import lean_allocators
+
+    lean_allocators()  # before pyarrow's import: what a batch freed goes back
     from iosight.insights import compute_insights, facility_view, load_thresholds
 
     with cli_errors():

@@ -17,6 +17,7 @@ from itertools import accumulate
 from pathlib import Path
 
 from iosight._errors import IosightError
+from iosight._memory import release_free_memory
 from iosight._progress import Progress, ensure_progress
 from iosight.insights._names import FINDINGS_TABLE, JOBS_TABLE, RULES_TABLE
 from iosight.insights._thresholds import Thresholds
@@ -117,6 +118,8 @@ def compute_insights(
                     delete_keys={FINDINGS_TABLE: stale, JOBS_TABLE: stale},
                 )
                 n_found += len(found)
+                del found, per_job, reader
+                release_free_memory()  # what the batch freed, before the next one takes more
                 last, left = keys[-1], left - len(keys)
                 prog.advance(len(keys))
     finally:

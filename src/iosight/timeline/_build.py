@@ -33,9 +33,9 @@ them by ``job_key`` into runs of files of narrow key ranges (docs/warehouse.md, 
 narrow key ranges"), so a chunk reads, through :func:`_chunk_reader`, only the files whose
 keys overlap its range (and their row groups that hold its keys), on a DuckDB connection
 closed after the chunk: the footers it parsed go with it, and what the chunk freed goes
-back to the system (:func:`_release_memory`). Ingest's own files, not yet compacted, hold
-keys all over the range and are read by every chunk: a larger ``chunk_jobs`` trades
-memory back for time.
+back to the system (:func:`~iosight._memory.release_free_memory`). Ingest's own files,
+not yet compacted, hold keys all over the range and are read by every chunk: a larger
+``chunk_jobs`` trades memory back for time.
 """
 
 from __future__ import annotations
@@ -673,19 +673,7 @@ def _chunk_reader(warehouse: Warehouse, keys: KeyRange, memory: str | None):
             yield scope
     finally:
         scope.close()
-        _release_memory()
-
-
-def _release_memory() -> None:
-    """Give back what a chunk freed: Arrow's pool's unused pages and glibc's free pages
-    (:func:`~iosight._memory.release_free_memory`). Without it the process kept, chunk
-    after chunk, what the last chunk's batches had taken: between chunks of a million
-    jobs 515 MB after the first and 670 MB after the sixth (docs/warehouse.md, "Files
-    of narrow key ranges")."""
-    import pyarrow as pa
-
-    pa.default_memory_pool().release_unused()
-    release_free_memory()
+        release_free_memory()  # what the chunk freed
 
 
 def _batches(warehouse: Warehouse, query: str):
