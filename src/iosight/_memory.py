@@ -120,16 +120,18 @@ def release_free_memory() -> bool:
     every arena, and free pages inside the heap, not only its top, since glibc 2.8); True
     when it gave some, False elsewhere (no glibc).
 
-    Called after each follow batch: a batch's Parquet, DuckDB and pandas work frees
-    blocks of every size, and glibc keeps what it cannot give back at the top of its
-    heap (and, once a large block was freed, serves blocks up to that size from the heap
-    rather than mapping them: its dynamic mmap threshold); over the replayed Summit year
-    the main heap grew by 12 MB, bytes in use by under 1 (``docs/follow.md``, "Memory
-    over the year"). A few milliseconds a batch. Arrow's default pool gives back its
-    unused pages first, where pyarrow is imported (a no-op for the system pool; mimalloc
-    and jemalloc keep some). After each chunk of ``timeline build`` it kept a million
-    jobs' chunks at 251-253 MB between chunks, against 515 MB after the first and 670
-    MB after the sixth without (docs/warehouse.md, "Files of narrow key ranges")."""
+    Arrow's default pool gives back its unused pages first, where pyarrow is imported.
+
+    Called after each follow batch, each ``insights`` batch and each ``timeline build``
+    chunk: their Parquet, DuckDB and pandas work frees blocks of every size, and glibc
+    keeps what it cannot give back at the top of its heap (and, once a large block was
+    freed, serves blocks up to that size from the heap rather than mapping them: its
+    dynamic mmap threshold); over the replayed Summit year the main heap grew by 12 MB,
+    bytes in use by under 1 (``docs/follow.md``, "Memory over the year"). Between chunks
+    of a million jobs' ``timeline build`` the process held 322-413 MB with it alone,
+    251-253 MB with it and :func:`lean_allocators`, and with neither 515 MB after the
+    first chunk and 670 MB after the sixth (docs/warehouse.md, "Files of narrow key
+    ranges"). A few milliseconds a call."""
     if "pyarrow" in sys.modules:
         sys.modules["pyarrow"].default_memory_pool().release_unused()
     trim = _libc("malloc_trim")
@@ -144,6 +146,6 @@ def lean_allocators() -> None:
     back to the system (``timeline build`` of a million jobs, with
     :func:`release_free_memory` after each chunk: 251–253 MB between chunks against
     303–323 MB with Arrow's mimalloc pool; docs/warehouse.md, "Files of narrow key
-    ranges"; ``insights`` of 10,000 jobs: 486 MB at peak against 522)."""
+    ranges"; ``insights`` of 10,000 jobs: 474 MB at peak against 510)."""
     system_pool_at_start()
     fixed_malloc_thresholds()

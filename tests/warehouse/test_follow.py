@@ -80,7 +80,11 @@ def _stopped(proc: subprocess.Popen, timeout: float = 120) -> tuple[str, str]:
         return proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.send_signal(signal.SIGABRT)
-        out, err = proc.communicate(timeout=30)
+        try:
+            err = proc.communicate(timeout=30)[1]
+        except subprocess.TimeoutExpired:  # not even SIGABRT ended it
+            proc.kill()
+            err = proc.communicate()[1]
         pytest.fail(f"still running {timeout:g} s after the signal; its stacks:\n{err}")
 
 
@@ -223,7 +227,7 @@ print("stopped", flush=True)
 """
 
 
-def test_a_signal_stops_a_loop_waiting_on_its_event(tmp_path):
+def test_a_signal_stops_a_loop_waiting_on_its_event():
     """A signal that lands while the main thread is inside ``stop.wait`` (which holds
     the event's lock) stops the loop: a handler that set the event itself would wait
     for that lock for ever (as a follow once did on CI, SIGTERM lost after its last
