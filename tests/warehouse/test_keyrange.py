@@ -9,7 +9,7 @@ import pytest
 
 from iosight.data import example_logs
 from iosight.warehouse import Warehouse, _compact, compact, for_key_range, ingest
-from iosight.warehouse._keyrange import _key_range
+from iosight.warehouse._keyrange import _footer_facts, _united_columns
 from tests_support import assert_same_warehouse
 
 
@@ -44,7 +44,9 @@ def test_a_compaction_writes_runs_of_files_of_disjoint_key_ranges(one_per_commit
     assert_same_warehouse(parted, one_per_commit)
     runs = _compact.table_runs(parted, "posix")
     assert len(runs) == 1 and len(runs[0]) >= 3, runs  # one group, cut into files
-    ranges = [_key_range(str(f)) for f in sorted(runs[0], key=lambda f: _key_range(str(f)))]
+    ranges = [
+        _footer_facts(str(f))[:2] for f in sorted(runs[0], key=lambda f: _footer_facts(str(f))[:2])
+    ]
     assert all(a[1] < b[0] for a, b in zip(ranges, ranges[1:], strict=False)), ranges
     for f in runs[0]:
         keys = _keys_of(f)
@@ -156,3 +158,19 @@ def test_the_timeline_in_chunks_of_key_ranges_equals_one_chunk(parted):
         got, want = chunked.column(name).to_numpy(), whole.column(name).to_numpy()
         np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=name)
     assert whole.column("write_bytes").to_numpy().sum() > 0
+
+
+@pytest.mark.parametrize("table", ["job_totals", "posix", "jobs"])
+def test_a_tables_columns_from_one_file_a_schema_equal_those_over_every_file(one_per_commit, table):
+    """The example logs' modules differ, so their ``job_totals`` files do: a file of each
+    distinct schema stands for its like, with the columns, order and types DuckDB gives
+    the union of every file."""
+    from iosight.warehouse import table_columns
+
+    entries = one_per_commit.table_entries(table)
+    every = _united_columns(table, [e.path for e in entries])
+    schemas = {_footer_facts(e.path)[2] for e in entries}
+    assert table_columns(one_per_commit, table) == every
+    assert len(schemas) < len(entries)
+    if table == "job_totals":
+        assert len(schemas) > 1  # the case that needs the union

@@ -692,7 +692,7 @@ def _key_ranges(warehouse: Warehouse, jobs_where: str, chunk_jobs: int) -> list[
     per chunk), so no step holds all the keys.
     """
     sub = f"select j.job_key from jobs j where {jobs_where}"
-    con = warehouse.connect()
+    con = warehouse.connect(["jobs"])
     job_count = con.execute(f"select count(*) from ({sub})").fetchall()[0][0]
     n = -(-int(job_count) // chunk_jobs)
     if n <= 1:
@@ -754,10 +754,23 @@ def accumulate(
 
 
 def _stream(warehouse, acc, jobs_where, queries, totals, prog) -> None:
-    """Bin every query's batches into ``acc``, then count the jobs active in each bin
-    (advancing ``prog`` once per query); each row's known-at time too where ``acc.known``."""
+    """Bin the job totals' and every query's batches into ``acc``, then count the jobs
+    active in each bin (advancing ``prog`` once per query); each row's known-at time too
+    where ``acc.known``.
+
+    The job totals go first: their query (with the keys of the jobs that have records)
+    needs the most memory of a chunk's, and run first it starts from what the chunk
+    before gave back, not on top of what the record queries left held (a million jobs:
+    535 MB at most against 585; docs/warehouse.md, "The job totals first")."""
     outside = _Outside()
     known = ("known",) if acc.known else ()
+    if totals is not None:
+        for batch in _batches(warehouse, totals):
+            df = batch.to_pandas()
+            start, end, values = job_totals_intervals(df)  # every row has a start time
+            acc.add(start, end, values, list(range(len(VALUE_COLUMNS))),
+                    *(df[c].to_numpy(np.float64) for c in known))  # fmt: skip
+    prog.advance(1)
     for direction, q in queries:
         cols = _dir_cols(direction)
         for batch in _batches(warehouse, q):
@@ -767,13 +780,6 @@ def _stream(warehouse, acc, jobs_where, queries, totals, prog) -> None:
                     *(arr[c] for c in known))  # fmt: skip
             outside.add(batch)
         prog.advance(1)
-    if totals is not None:
-        for batch in _batches(warehouse, totals):
-            df = batch.to_pandas()
-            start, end, values = job_totals_intervals(df)  # every row has a start time
-            acc.add(start, end, values, list(range(len(VALUE_COLUMNS))),
-                    *(df[c].to_numpy(np.float64) for c in known))  # fmt: skip
-    prog.advance(1)
     jobs_q = (
         "select job_key, start_time, coalesce(end_time, start_time) as end_time"
         f"{f', {_KNOWN} as known' if known else ''} from jobs j where {jobs_where}"
@@ -794,7 +800,7 @@ def dense_fences(
     ``jobs j``, the table ``jobs``; :func:`~iosight.timeline._span.fences`); None when
     too few jobs."""
     n, q1, q3 = (
-        warehouse.connect()
+        warehouse.connect([jobs])
         .execute(
             "select count(*), quantile_cont(j.start_time, 0.25), quantile_cont(j.start_time, 0.75) "
             f"from {jobs} j where {where}"
@@ -810,7 +816,7 @@ def dense_quartiles(
     """The :class:`~iosight.timeline._span.Quartiles` of the starts of the jobs matching
     ``where`` (fences ``bounds``), kept with the timeline so that an update finds the
     fences of old and new jobs from the new jobs alone."""
-    con, lo, hi = warehouse.connect(), *bounds
+    con, lo, hi = warehouse.connect([jobs]), *bounds
     starts = f"select j.start_time as s from {jobs} j where {where}"
     n, *near = con.execute(
         f"select count(*), max(s) filter (s < {lo!r}), min(s) filter (s >= {lo!r}), "
@@ -845,7 +851,7 @@ def _dense_span(
         return since, until, None, None
     lo, hi = bounds
     out = outside_fences(bounds)
-    con = warehouse.connect()
+    con = warehouse.connect(["jobs"])
     jobs, first, last, kept_first, kept_last = con.execute(
         f"select count(*) filter ({out}), min(j.start_time) filter ({out}), "
         f"max(j.start_time) filter ({out}), min(j.start_time) filter (not {out}), "
@@ -870,7 +876,7 @@ def _bytes_of(warehouse: Warehouse, jobs_where: str) -> float:
         terms = [_counter(c) for c in (f"{layer}_{x[0]}" for x in _COUNTERS.values()) if c in cols]
         if terms:
             total += (
-                warehouse.connect()
+                warehouse.connect([layer.lower(), "jobs"])
                 .execute(
                     f"select coalesce(sum({' + '.join(terms)}), 0) from {layer.lower()} r "
                     f"join jobs j using (job_key) where {jobs_where}"
@@ -1094,7 +1100,9 @@ def undated_condition(as_of: float | None) -> str:
 
 def _count_undated(warehouse: Warehouse, as_of: float | None) -> int:
     """How many jobs (known by ``as_of`` when given) have no start time."""
-    n = warehouse.connect().execute(f"select count(*) from jobs where {undated_condition(as_of)}")
+    n = warehouse.connect(["jobs"]).execute(
+        f"select count(*) from jobs where {undated_condition(as_of)}"
+    )
     return int(n.fetchall()[0][0])
 
 

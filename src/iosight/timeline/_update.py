@@ -350,7 +350,9 @@ class _NewRows:
         if n:
             raise _Rebuild(f"the new batches hold {n:,} records of jobs it already holds")
 
-    def connect(self) -> duckdb.DuckDBPyConnection:
+    def connect(self, names=None) -> duckdb.DuckDBPyConnection:
+        """The connection of the new rows' views (``names``: as :meth:`Warehouse.connect`,
+        every view is there already)."""
         return self._con
 
     def batches(self, query: str, rows: int):

@@ -204,7 +204,7 @@ def _key_column(path: str, by_row: bool) -> tuple[pa.Array, np.ndarray] | None:
     except KeyError:  # no such column to read as dictionaries
         return None
     meta = file.metadata
-    if KEY not in meta.schema.names:
+    if KEY not in file.schema_arrow.names:  # (not ``meta.schema``: _footer)
         return None
     chunks = [
         chunk

@@ -21,8 +21,10 @@ committed files never change.
 from __future__ import annotations
 
 import os
+import sys
 from typing import TYPE_CHECKING
 
+from iosight.warehouse._footer import arrow_schema, leaf_paths
 from iosight.warehouse._keyfiles import KEY
 from iosight.warehouse._known import part_view_query, view_query
 from iosight.warehouse._store import Warehouse, _sql_text
@@ -48,7 +50,7 @@ def table_columns(warehouse: Warehouse, name: str) -> list[tuple[str, str]]:
 
     ``warehouse``: the warehouse; ``name``: the table.
     """
-    return _ranges_of(warehouse).columns(name, [e.path for e in warehouse.table_entries(name)])
+    return _ranges_of(warehouse).columns(name, warehouse.table_entries(name))
 
 
 def _ranges_of(warehouse: Warehouse) -> FileRanges:
@@ -59,20 +61,25 @@ def _ranges_of(warehouse: Warehouse) -> FileRanges:
 
 
 class FileRanges:
-    """Each file's ``job_key`` range, and each table's columns, read once."""
+    """Each file's ``job_key`` range and schema, read once from its footer, and each
+    table's columns."""
 
     def __init__(self) -> None:
-        self._ranges: dict[str, tuple[tuple, str | None, str | None]] = {}
+        self._files: dict[str, tuple[tuple, str | None, str | None, str]] = {}
         self._columns: dict[str, tuple[tuple, list[tuple[str, str]]]] = {}
+
+    def _facts(self, entry: os.DirEntry) -> tuple[tuple, str | None, str | None, str]:
+        """The file's stamp, least and greatest ``job_key`` and Parquet schema."""
+        st = entry.stat()
+        stamp = (st.st_size, st.st_mtime_ns)
+        kept = self._files.get(entry.path)
+        if kept is None or kept[0] != stamp:
+            kept = self._files[entry.path] = (stamp, *_footer_facts(entry.path))
+        return kept
 
     def key_range(self, entry: os.DirEntry) -> tuple[str | None, str | None]:
         """The least and greatest ``job_key`` of the file (None where not known)."""
-        st = entry.stat()
-        stamp = (st.st_size, st.st_mtime_ns)
-        kept = self._ranges.get(entry.path)
-        if kept is None or kept[0] != stamp:
-            kept = self._ranges[entry.path] = (stamp, *_key_range(entry.path))
-        return kept[1], kept[2]
+        return self._facts(entry)[1:3]
 
     def overlaps(self, entry: os.DirEntry, lo: str | None, hi: str | None) -> bool:
         """Whether the file may hold a key in ``[lo, hi)``."""
@@ -81,40 +88,63 @@ class FileRanges:
             return True
         return (lo is None or most >= lo) and (hi is None or least < hi)
 
-    def columns(self, name: str, files: list[str]) -> list[tuple[str, str]]:
-        """Table ``name``'s columns and types over ``files`` (its view's)."""
-        known, got = self._columns.get(name, ((), []))
-        if known != tuple(files):
-            import duckdb
+    def columns(self, name: str, entries: list[os.DirEntry]) -> list[tuple[str, str]]:
+        """Table ``name``'s columns and types over the files ``entries`` (its view's).
 
-            con = duckdb.connect()
-            try:
-                rows = f"read_parquet([{', '.join(map(_sql_text, files))}], union_by_name=true)"
-                query = view_query(con, name, rows)
-                got = [(r[0], r[1]) for r in con.execute(f"describe {query}").fetchall()]
-            finally:
-                con.close()
-            self._columns[name] = (tuple(files), got)
+        DuckDB unites them by name over the first file of each distinct Parquet schema,
+        in the files' order: the same columns, order and types as over every file, for
+        footers read one at a time. DuckDB reading every footer of the table at once
+        (a million jobs: 389 files of ``heatmap``) grew the heap of ``timeline build``
+        to some 240 MB before its first chunk, and glibc kept the pages of that heap that
+        each later query touched (docs/warehouse.md, "The columns of a table")."""
+        files = tuple(e.path for e in entries)
+        known, got = self._columns.get(name, ((), []))
+        if known != files:
+            firsts: dict[str, str] = {}
+            for entry in entries:
+                firsts.setdefault(self._facts(entry)[3], entry.path)
+            got = _united_columns(name, list(firsts.values()))
+            self._columns[name] = (files, got)
         return got
 
 
-def _key_range(path: str) -> tuple[str | None, str | None]:
-    """The least and greatest ``job_key`` in the file's row group statistics."""
+def _united_columns(name: str, files: list[str]) -> list[tuple[str, str]]:
+    """Table ``name``'s columns and DuckDB types over ``files`` united by name, on a
+    DuckDB connection closed at once (the footers it parses are not kept)."""
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        rows = f"read_parquet([{', '.join(map(_sql_text, files))}], union_by_name=true)"
+        query = view_query(con, name, rows)
+        return [(r[0], r[1]) for r in con.execute(f"describe {query}").fetchall()]
+    finally:
+        con.close()
+
+
+def _footer_facts(path: str) -> tuple[str | None, str | None, str]:
+    """The least and greatest ``job_key`` in the file's row group statistics (None where
+    not known) and its schema as text: its Arrow schema and each column's Parquet
+    physical type (what DuckDB types its columns from)."""
     import pyarrow.parquet as pq
 
     meta = pq.read_metadata(path)
-    names = [meta.schema.column(i).path for i in range(meta.num_columns)]
+    names = leaf_paths(meta)
+    groups = [meta.row_group(i) for i in range(meta.num_row_groups)]
+    physical = [groups[0].column(i).physical_type for i in range(len(names))] if groups else []
+    text = arrow_schema(path, meta).to_string(show_field_metadata=False, show_schema_metadata=False)
+    schema = sys.intern(f"{text}\n{' '.join(physical)}")
     if KEY not in names or not meta.num_row_groups:
-        return None, None
+        return None, None, schema
     at = names.index(KEY)
     least = most = None
-    for i in range(meta.num_row_groups):
-        stats = meta.row_group(i).column(at).statistics
+    for group in groups:
+        stats = group.column(at).statistics
         if stats is None or not stats.has_min_max:
-            return None, None
+            return None, None, schema
         least = stats.min if least is None else min(least, stats.min)
         most = stats.max if most is None else max(most, stats.max)
-    return least, most
+    return least, most, schema
 
 
 class KeyRangeScope(Warehouse):
@@ -155,7 +185,7 @@ class KeyRangeScope(Warehouse):
             entries = self._parent.table_entries(name)
             if not entries:
                 continue
-            columns = self._index.columns(name, [e.path for e in entries])
+            columns = self._index.columns(name, entries)
             if KEY in {c for c, _ in columns}:
                 files = [e.path for e in entries if self._index.overlaps(e, self.lo, self.hi)]
             else:

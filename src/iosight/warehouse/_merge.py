@@ -44,6 +44,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from iosight.warehouse._footer import arrow_schema, leaf_paths
 from iosight.warehouse._store import parquet_writer
 
 #: bytes (decoded, as Arrow holds them: :func:`decoded_row_bytes`) of the rows held at
@@ -86,11 +87,11 @@ def sorted_runs(files: list[Path], order: list[str]) -> Runs | None:
     differ (names, types or nullability; their order may) or their readers would hold more than
     :data:`READER_BUDGET`."""
     metas = [pq.read_metadata(f) for f in files]
-    columns = _columns(metas[0])
+    columns = _columns(files[0], metas[0])
     if (
         order[0] != "job_key"
         or sum(_largest_row_group(m) for m in metas) > READER_BUDGET
-        or any(_columns(m) != columns for m in metas)
+        or any(_columns(f, m) != columns for f, m in zip(files, metas, strict=True))
     ):
         return None
     words, edges = [], []
@@ -111,9 +112,9 @@ def sorted_runs(files: list[Path], order: list[str]) -> Runs | None:
     return Runs(keys, file[by], first[by], stop[by])
 
 
-def _columns(meta: pq.FileMetaData) -> list[tuple[str, str, bool]]:
-    """A file's columns as (name, type, nullable), by name."""
-    return sorted((f.name, str(f.type), f.nullable) for f in meta.schema.to_arrow_schema())
+def _columns(path: Path, meta: pq.FileMetaData) -> list[tuple[str, str, bool]]:
+    """File ``path``'s columns (its footer: ``meta``) as (name, type, nullable), by name."""
+    return sorted((f.name, str(f.type), f.nullable) for f in arrow_schema(path, meta))
 
 
 def reader_bytes(path: Path) -> int:
@@ -249,7 +250,7 @@ def decoded_row_bytes(schema: pa.Schema, path: Path, meta: pq.FileMetaData) -> i
     ``meta`` and Arrow's in the first rows of file ``path`` (Parquet's count of a column
     it dictionary-encoded counts a repeated path once): a column of RLE-encoded zeros
     is a few bits a row in Parquet, 8 bytes in Arrow."""
-    leaves = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
+    leaves = {path: i for i, path in enumerate(leaf_paths(meta))}
     rows = max(1, meta.num_rows)
     total = len(schema) / 8  # validity
     varying = []
@@ -287,7 +288,7 @@ def _dictionary_encoded(schema: pa.Schema, meta: pq.FileMetaData) -> pa.Schema:
     dictionary: the most of a DXT table's merge; ``heatmap``'s ``module`` read as
     strings was half the CPU of reading its files). Strings of many values (paths) stay
     strings: their dictionaries would be unified window by window."""
-    leaves = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
+    leaves = {path: i for i, path in enumerate(leaf_paths(meta))}
     rows = max(1, meta.num_rows)
     for at, f in enumerate(schema):
         if f.name == "job_key" or (
