@@ -95,8 +95,9 @@ class FileRanges:
         in the files' order: the same columns, order and types as over every file, for
         footers read one at a time. DuckDB reading every footer of the table at once
         (a million jobs: 389 files of ``heatmap``) grew the heap of ``timeline build``
-        to some 240 MB before its first chunk, and glibc kept the pages of that heap that
-        each later query touched (docs/warehouse.md, "The columns of a table")."""
+        to some 240 MB before its first chunk, and glibc kept the pages of that heap
+        that each later query touched (docs/warehouse.md, "What a chunk of the million
+        held, taken apart")."""
         files = tuple(e.path for e in entries)
         known, got = self._columns.get(name, ((), []))
         if known != files:
