@@ -174,3 +174,19 @@ def test_a_tables_columns_from_one_file_a_schema_equal_those_over_every_file(one
     assert len(schemas) < len(entries)
     if table == "job_totals":
         assert len(schemas) > 1  # the case that needs the union
+
+
+def test_the_footers_of_files_merged_away_are_not_kept(one_per_commit, tmp_path):
+    """A long-lived warehouse object keeps what it read of each file's footer only while
+    the file is in the table."""
+    from iosight.warehouse import table_columns
+    from iosight.warehouse._keyrange import _ranges_of
+
+    wh = Warehouse(shutil.copytree(one_per_commit.path, tmp_path / "wh"))
+    table_columns(wh, "posix")
+    before = set(_ranges_of(wh)._files)
+    compact(wh)
+    table_columns(wh, "posix")
+    live = {e.path for e in wh.table_entries("posix")}
+    assert before - live  # compaction merged files away
+    assert set(_ranges_of(wh)._files) == live

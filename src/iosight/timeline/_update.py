@@ -73,6 +73,8 @@ from iosight.timeline._stored import (
 from iosight.warehouse import IO_TOTALS
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     import duckdb
     import pyarrow as pa
 
@@ -350,7 +352,7 @@ class _NewRows:
         if n:
             raise _Rebuild(f"the new batches hold {n:,} records of jobs it already holds")
 
-    def connect(self, names=None) -> duckdb.DuckDBPyConnection:
+    def connect(self, names: Iterable[str] | None = None) -> duckdb.DuckDBPyConnection:
         """The connection of the new rows' views (``names``: as :meth:`Warehouse.connect`,
         every view is there already)."""
         return self._con

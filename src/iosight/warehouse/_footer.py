@@ -3,7 +3,7 @@
 pyarrow's ``FileMetaData.schema`` and the ``ParquetSchema`` it returns refer to each
 other, so a footer whose ``schema`` was looked at stays in memory after its last use
 until Python's cyclic garbage collector next runs: reading the footers of 200 of a
-million jobs' ``heatmap`` files held 73 MB that way (some 330 kB each, in glibc's heap,
+million jobs' ``heatmap`` files held 66 MB that way (some 330 kB each, in glibc's heap,
 which the freed footers then left that much larger), and none when read as here
 (docs/warehouse.md, "What a chunk of the million held, taken apart").
 """

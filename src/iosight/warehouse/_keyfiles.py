@@ -23,6 +23,8 @@ import struct
 import zlib
 from typing import TYPE_CHECKING
 
+from iosight.warehouse._footer import leaf_paths
+
 if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
@@ -204,7 +206,7 @@ def _key_column(path: str, by_row: bool) -> tuple[pa.Array, np.ndarray] | None:
     except KeyError:  # no such column to read as dictionaries
         return None
     meta = file.metadata
-    if KEY not in file.schema_arrow.names:  # (not ``meta.schema``: _footer)
+    if KEY not in leaf_paths(meta):
         return None
     chunks = [
         chunk

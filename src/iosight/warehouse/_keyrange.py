@@ -91,9 +91,10 @@ class FileRanges:
     def columns(self, name: str, entries: list[os.DirEntry]) -> list[tuple[str, str]]:
         """Table ``name``'s columns and types over the files ``entries`` (its view's).
 
-        DuckDB unites them by name over the first file of each distinct Parquet schema,
-        in the files' order: the same columns, order and types as over every file, for
-        footers read one at a time. DuckDB reading every footer of the table at once
+        DuckDB unites them by name over the first file of each distinct schema (its Arrow
+        schema and Parquet physical types, :func:`_footer_facts`), in the files' order:
+        the same columns, order and types as over every file, for footers read one at a
+        time. DuckDB reading every footer of the table at once
         (a million jobs: 389 files of ``heatmap``) grew the heap of ``timeline build``
         to some 240 MB before its first chunk, and glibc kept the pages of that heap
         that each later query touched (docs/warehouse.md, "What a chunk of the million
@@ -101,6 +102,8 @@ class FileRanges:
         files = tuple(e.path for e in entries)
         known, got = self._columns.get(name, ((), []))
         if known != files:
+            for gone in set(known) - set(files):  # merged away: not kept for ever
+                self._files.pop(gone, None)
             firsts: dict[str, str] = {}
             for entry in entries:
                 firsts.setdefault(self._facts(entry)[3], entry.path)
