@@ -190,3 +190,37 @@ def test_the_footers_of_files_merged_away_are_not_kept(one_per_commit, tmp_path)
     live = {e.path for e in wh.table_entries("posix")}
     assert before - live  # compaction merged files away
     assert set(_ranges_of(wh)._files) == live
+
+
+def test_runs_past_the_target_are_merged_in_tiers(one_per_commit, tmp_path, monkeypatch):
+    """In a table sorted by job key, full runs (at or past the target, never merged
+    again before) are tiered too: once a tier holds enough of them they merge into one
+    run of narrow files, the warehouse holding what it held, row for row; ``jobs``,
+    sorted by start time, keeps its full outputs as they are."""
+    path = tmp_path / "wh"
+    shutil.copytree(one_per_commit.path, path)
+    wh = Warehouse(path)
+    monkeypatch.setattr(_compact, "ROW_GROUP_ROWS", 16)
+    monkeypatch.setattr(_compact, "PART_BYTES", 4 << 10)
+    for table in ("posix", "jobs"):  # a run of each three commits
+        files = wh.table_files(table)
+        groups = [files[i : i + 3] for i in range(0, len(files) - len(files) % 3, 3)]
+        _compact._compact_table(wh, table, groups)
+    wh = Warehouse(path)
+    runs = _compact.table_runs(wh, "posix")
+    assert len(runs) >= 3 and any(len(r) > 1 for r in runs), runs
+    smallest = min(_compact.run_bytes(r) for r in runs[:3])
+    monkeypatch.setattr(_compact, "TARGET_BYTES", smallest)  # the first three are full
+    monkeypatch.setattr(_compact, "AUTO_SMALL_FILES", 3)
+    monkeypatch.setattr(_compact, "TIER_BYTES", 1 << 30)  # every run in tier 0
+    full = [r for r in runs if _compact.run_bytes(r) >= smallest]
+    assert _compact.due_groups(wh, "posix") == [[f for r in full for f in r]]
+    assert all(_compact.run_bytes(r) >= smallest // 2 for r in full)  # not small
+    jobs = wh.table_files("jobs")
+    monkeypatch.setattr(_compact, "TARGET_BYTES", min(f.stat().st_size for f in jobs))
+    assert _compact.due_groups(wh, "jobs") == []
+    monkeypatch.setattr(_compact, "TARGET_BYTES", smallest)
+    assert _compact.auto_compact(wh).files_before["posix"] == sum(len(r) for r in runs)
+    after = _compact.table_runs(Warehouse(path), "posix")
+    assert len(after) == len(runs) - len(full) + 1
+    assert_same_warehouse(Warehouse(path), one_per_commit)

@@ -386,3 +386,69 @@ def test_an_output_cut_into_files_ends_each_where_a_job_does(tmp_path):
     assert [r for f in outs for r in _rows(f)] == sorted(
         (r for f in files for r in _rows(f)), key=lambda r: r[0]
     )
+
+
+def test_the_files_of_a_run_are_read_one_after_another(tmp_path, monkeypatch):
+    """Two runs of three files each (disjoint key ranges within a run, as a merge's
+    output is cut): at most one file of each run is open at once, each reader goes once
+    its file's last rows are taken, and the group fits a reader budget that its six
+    files' readers together would pass."""
+    keys = {"1-a-0": ["a", "b", "c", "d", "e", "f"], "2-b-0": ["a1", "b1", "c1", "d1", "e1", "f1"]}
+    files = [
+        _file(tmp_path / f"compact-{run}-{j}.parquet", ks[2 * j : 2 * j + 2], [0.0, 1.0])
+        for run, ks in keys.items()
+        for j in range(3)
+    ]
+    opened: list[_merge._Cursor] = []
+    most = [0]
+
+    class Counted(_merge._Cursor):
+        def __init__(self, *args) -> None:
+            super().__init__(*args)
+            opened.append(self)
+
+        def rows(self, first: int, stop: int):
+            for piece in super().rows(first, stop):
+                most[0] = max(most[0], sum(c.open for c in opened))
+                yield piece
+
+    monkeypatch.setattr(_merge, "_Cursor", Counted)
+    monkeypatch.setattr(_merge, "_WINDOW_ROWS", 1)  # a window a row: files open as late as can be
+    each = [_merge._largest_row_group(pq.read_metadata(f)) for f in files]
+    monkeypatch.setattr(_merge, "READER_BUDGET", 2 * max(each))
+    assert sum(each) > _merge.READER_BUDGET
+    runs = _merge.sorted_runs(files, ["job_key"])
+    assert runs is not None  # a run holds its largest file's reader, not its files'
+    out = tmp_path / "out.parquet"
+    _merge.merge_runs(files, runs, out, 4)
+    assert most[0] == 2 and not any(c.open for c in opened)
+    rows = [r for f in files for r in _rows(f)]
+    assert _rows(out) == sorted(rows, key=lambda r: r[0])
+
+
+def test_a_row_group_of_files_with_dictionaries_in_other_orders_stays_dictionary_encoded(
+    tmp_path, monkeypatch
+):
+    """Pieces of files whose few-valued strings have their values in another order (a
+    batch's ``module`` names in the order its logs list them) share one row group: it
+    is written dictionary-encoded, not as plain strings (Parquet's writer writes the rest
+    of a column chunk plain once its dictionary changes)."""
+    names = ["HEATMAP:POSIX-module", "HEATMAP:STDIO-module"]
+    files = []
+    for i, order in enumerate([names, names[::-1]]):
+        keys = [f"{k}{i}" for k in "abcdefgh" for _ in range(64)]  # 8 jobs of 64 rows
+        path = tmp_path / f"{i}.parquet"
+        pq.write_table(
+            pa.table({"job_key": keys, "module": [order[j % 2] for j in range(512)]}), path
+        )
+        files.append(path)
+    monkeypatch.setattr(_merge, "_WINDOW_ROWS", 64)  # a window a job: of one file each
+    runs = _merge.sorted_runs(files, ["job_key"])
+    out = tmp_path / "out.parquet"
+    _merge.merge_runs(files, runs, out, 1024)
+    meta = pq.read_metadata(out)
+    assert meta.num_row_groups == 1
+    assert meta.row_group(0).column(1).total_uncompressed_size < 1024  # plain: 24 bytes a row
+    merged = pq.read_table(out).to_pylist()
+    expected = [r for f in files for r in pq.read_table(f).to_pylist()]
+    assert merged == sorted(expected, key=lambda r: r["job_key"])

@@ -8,8 +8,10 @@ by job key (ingest's, earlier outputs) as sorted runs within a budget of decoded
 module's reader budget), others by DuckDB under a memory limit (its sort spills to
 disk), so its memory does not grow with the warehouse. Groups aim at
 :data:`TARGET_BYTES`, and only files under half of
-it count as small, so an output of a full group (a little under or over the target,
-as its compression goes) is never merged again.
+it count as small, so ``iosight compact`` by hand never merges an output of a full
+group (a little under or over the target, as its compression goes) again; the
+automatic compaction merges such runs of a table sorted by job key in tiers of their
+own (:func:`due_groups`).
 
 The automatic compaction after each ingest or follow batch merges small files of like
 size only (size tiers): like Bigtable's merging compactions, which read a few SSTables
@@ -20,7 +22,10 @@ are left alone until enough of their size accumulate. A table that stays below t
 target (Summit's 2021 job totals, 481 columns, are 11 MB) is then not read and sorted
 whole again at every compaction: what one reads is bounded by its tier, each row is
 rewritten once per tier, and the files stay bounded (fewer than
-:data:`AUTO_SMALL_FILES` small files per tier, three tiers below the target).
+:data:`AUTO_SMALL_FILES` small files per tier, three tiers below the target). Past
+the target, a per-job table's runs go on in tiers, each merged whole, so a table
+keeps fewer than :data:`AUTO_SMALL_FILES` runs a tier at any size (every run spans
+the key range, and a reader of one key range opens a file or two of each).
 ``iosight compact`` by hand merges every small file.
 
 Rows are sorted by job start time and job key (``jobs``), by job key (the per-job
@@ -162,22 +167,23 @@ def wide_files(warehouse: Warehouse, name: str) -> list[list[Path]]:
         and r[0].name.startswith(COMPACT_PREFIX)
         and r[0].stat().st_size >= TARGET_BYTES // 2
     ]
-    if not wide:
-        return []
+    return wide if wide and keyed(name, wide[0][0]) else []
+
+
+def keyed(name: str, path: Path) -> bool:
+    """Whether table ``name``'s rows (as file ``path`` has its columns) are sorted by
+    job key first: every per-job table's, not ``jobs``' (by start time)."""
     import pyarrow.parquet as pq
 
-    order = [
-        c
-        for c in TABLE_SORT_COLUMNS.get(name, SORT_COLUMNS)
-        if c in pq.read_schema(wide[0][0]).names
-    ]
-    return wide if order[:1] == ["job_key"] else []
+    names = set(pq.read_schema(path).names)
+    return [c for c in TABLE_SORT_COLUMNS.get(name, SORT_COLUMNS) if c in names][:1] == ["job_key"]
 
 
-def merge_groups(runs: Iterable[list[Path]]) -> list[list[Path]]:
+def merge_groups(runs: Iterable[list[Path]], whole: bool = False) -> list[list[Path]]:
     """The files of ``runs`` in groups of whole runs, of at most :data:`GROUP_FILES`
-    files, about :data:`TARGET_BYTES`, and readers that hold at most the merge's reader
-    budget (:func:`iosight.warehouse._merge.reader_bytes`); a lone run is no group
+    files, about :data:`TARGET_BYTES` (``whole``: of any size), and readers that hold at most the
+    merge's reader budget (:func:`iosight.warehouse._merge.reader_bytes`, a run's
+    largest file's: the merge reads its files one after another); a lone run is no group
     (merging it changes nothing). Bounding the readers keeps a group of sorted files in
     the merge of sorted runs: past the budget, DuckDB sorted it, and held its memory
     limit and more (a tier-0 group of ``posix``, the 69 files of a 10,000-log ingest:
@@ -187,9 +193,10 @@ def merge_groups(runs: Iterable[list[Path]]) -> list[list[Path]]:
     groups: list[list[list[Path]]] = [[]]
     size = readers = files = 0
     for run in runs:
-        held = sum(reader_bytes(f) for f in run)
+        held = max(reader_bytes(f) for f in run)
+        full = not whole and size >= TARGET_BYTES
         if groups[-1] and (
-            files + len(run) > GROUP_FILES or size >= TARGET_BYTES or readers + held > READER_BUDGET
+            files + len(run) > GROUP_FILES or full or readers + held > READER_BUDGET
         ):
             groups.append([])
             size = readers = files = 0
@@ -216,13 +223,30 @@ def size_tier(size: int) -> int:
 
 
 def due_groups(warehouse: Warehouse, name: str) -> list[list[Path]]:
-    """The groups the automatic compaction merges in table ``name``: the small runs of
-    each size tier holding at least :data:`AUTO_SMALL_FILES` of them, oldest first."""
+    """The groups the automatic compaction merges in table ``name``: the runs of each
+    size tier holding at least :data:`AUTO_SMALL_FILES` of them, oldest first.
+
+    Runs under half the target merge in groups of about the target. In a table sorted
+    by job key, runs past it are tiered too, and a tier from the target's up merges
+    whole: a key range's reader lists a file or two of every run (each run spans
+    the key range), so runs never merged again would grow in number with the
+    warehouse, and with them what a ``timeline build`` chunk or ``insights`` batch
+    holds (docs/warehouse.md, "Runs merged in tiers"); tiered, a table keeps fewer than
+    :data:`AUTO_SMALL_FILES` runs a tier, and each row is rewritten once a tier."""
+    runs = table_runs(warehouse, name)
+    by_key = bool(runs) and keyed(name, runs[0][0])
     tiers: dict[int, list[list[Path]]] = {}
-    for run in small_runs(warehouse, name):
-        tiers.setdefault(size_tier(run_bytes(run)), []).append(run)
-    full = [runs for runs in tiers.values() if len(runs) >= AUTO_SMALL_FILES]
-    return [group for runs in full for group in merge_groups(runs)]
+    for run in runs:
+        size = run_bytes(run)
+        if size < TARGET_BYTES // 2 or by_key:
+            tiers.setdefault(size_tier(size), []).append(run)
+    top = size_tier(TARGET_BYTES)  # the tier of a full output, and those above
+    return [
+        group
+        for tier, runs in tiers.items()
+        if len(runs) >= AUTO_SMALL_FILES
+        for group in merge_groups(runs, whole=by_key and tier >= top)
+    ]
 
 
 def auto_compact(warehouse: Warehouse) -> CompactReport | None:

@@ -17,7 +17,8 @@ NumPy builds from the window's runs puts them in merged order. The cost per row 
 Arrow's, not a Python step and Arrow objects per column per job (files of different
 commits interleave job by job: 16 files of 256 jobs were some 4,096 slices per table).
 Each row group written holds a ``job_key`` dictionary of its own keys only. Memory is a
-batch per file, a window and its copy, one window in flight on the write thread
+batch per open file (the files of one run, disjoint key ranges, are open one after
+another), a window and its copy, one window in flight on the write thread
 (:class:`_Behind`) and its copy, within :data:`_HELD_BYTES` of decoded rows, plus one
 output row group. With a reader budget that lets
 ``heatmap``'s ingest files merge rather than go to DuckDB's sort, the automatic
@@ -48,7 +49,7 @@ from iosight.warehouse._footer import arrow_schema, leaf_paths
 from iosight.warehouse._store import parquet_writer
 
 #: bytes (decoded, as Arrow holds them: :func:`decoded_row_bytes`) of the rows held at
-#: once: a batch of each input file together, and each window of the output (the one
+#: once: a batch of each open input file together, and each window of the output (the one
 #: read and the one in flight on the write thread count one each). Parquet's own
 #: uncompressed count undercounts decoded rows up to 22 times (a tier-2 group of
 #: ``posix``, 89 columns mostly RLE-encoded zeros: 32 bytes a row by Parquet's count, 720
@@ -90,7 +91,7 @@ def sorted_runs(files: list[Path], order: list[str]) -> Runs | None:
     columns = _columns(files[0], metas[0])
     if (
         order[0] != "job_key"
-        or sum(_largest_row_group(m) for m in metas) > READER_BUDGET
+        or held_by_readers(files, [_largest_row_group(m) for m in metas]) > READER_BUDGET
         or any(_columns(f, m) != columns for f, m in zip(files, metas, strict=True))
     ):
         return None
@@ -115,6 +116,20 @@ def sorted_runs(files: list[Path], order: list[str]) -> Runs | None:
 def _columns(path: Path, meta: pq.FileMetaData) -> list[tuple[str, str, bool]]:
     """File ``path``'s columns (its footer: ``meta``) as (name, type, nullable), by name."""
     return sorted((f.name, str(f.type), f.nullable) for f in arrow_schema(path, meta))
+
+
+def held_by_readers(files: list[Path], each: list[int]) -> int:
+    """What the readers of ``files`` hold at once, where file ``i``'s reader holds
+    ``each[i]`` bytes: the files of one run (:func:`~iosight.warehouse._compact.run_of`)
+    hold disjoint, increasing key ranges, so the merge reads them one after another
+    (:class:`_Cursor` opens a file when its first rows are taken and lets it go after
+    its last), and a run holds its largest file's."""
+    from iosight.warehouse._compact import run_of
+
+    most: dict[str, int] = {}
+    for f, held in zip(files, each, strict=True):
+        most[run_of(f)] = max(most.get(run_of(f), 0), held)
+    return sum(most.values())
 
 
 def reader_bytes(path: Path) -> int:
@@ -202,8 +217,12 @@ def merge_runs(
         rows = rows.set(key, pa.field("job_key", pa.string(), rows.field(key).nullable))
     coded = [f.name for f in rows if pa.types.is_dictionary(f.type)]
     row_bytes = decoded_row_bytes(rows, files[0], first)
-    batch = max(256, _HELD_BYTES // len(files) // row_bytes)
-    cursors = [_Cursor(f, batch, rows.names, coded) for f in files]
+    batch = max(256, _HELD_BYTES // held_by_readers(files, [1] * len(files)) // row_bytes)
+    ends = np.zeros(len(files), np.int64)
+    np.maximum.at(ends, runs.file, runs.stop)
+    cursors = [
+        _Cursor(f, batch, rows.names, coded, int(n)) for f, n in zip(files, ends, strict=True)
+    ]
     size = window_rows(row_bytes)
     if part_rows is None:
         cuts, paths = np.zeros(0, np.int64), [out]
@@ -440,7 +459,7 @@ class _Behind:
             if part != self.part:
                 self._close()
                 self.writer, self.part = self.opened(self.paths[part]), part
-            self.writer.write_table(_own_keys(rows), row_group_size=self.row_group)
+            self.writer.write_table(_own_keys(_one_dictionary(rows)), row_group_size=self.row_group)
             done += rows.num_rows
             self.at += rows.num_rows
         self.held = [table.slice(done)]
@@ -468,6 +487,19 @@ def _coded_keys(rows: pa.Table) -> pa.Table:
     return rows.set_column(at, pa.field("job_key", coded.type, rows.field(at).nullable), coded)
 
 
+def _one_dictionary(rows: pa.Table) -> pa.Table:
+    """``rows`` (a row group to write) with each dictionary column's chunks under one
+    dictionary. Its pieces come from files whose dictionaries hold the same values in
+    another order (a batch's ``module`` values in the order its logs list them), and
+    Parquet's writer, given a new dictionary within a column chunk, writes the rest of
+    it plain: 15 % of the ``heatmap`` row groups of a million logs held ``module`` as
+    plain strings, and a scan that filters on it took 29 % more CPU (docs/warehouse.md,
+    "Runs merged in tiers")."""
+    if not any(pa.types.is_dictionary(f.type) for f in rows.schema):
+        return rows
+    return rows.unify_dictionaries()
+
+
 def _own_keys(rows: pa.Table) -> pa.Table:
     """``rows`` (sorted by job key) with ``job_key`` one dictionary of the keys they
     hold, in order. The inputs' dictionaries hold every key of a file's batch, and the
@@ -486,17 +518,30 @@ def _own_keys(rows: pa.Table) -> pa.Table:
 
 class _Cursor:
     """One input file read forward in batches of ``rows`` rows, its ``columns`` in their
-    order (those ``coded`` as dictionaries), handing out row ranges in order."""
+    order (those ``coded`` as dictionaries), handing out row ranges in order: opened
+    when the first are taken and let go (its reader, footer and batch) once row
+    ``end - 1``, the last the merge takes, is, so the files of a run are open one at a
+    time (:func:`held_by_readers`)."""
 
-    def __init__(self, path: Path, rows: int, columns: list[str], coded: list[str]) -> None:
-        file = pq.ParquetFile(path, read_dictionary=coded)
-        self.batches = file.iter_batches(batch_size=rows, columns=columns, use_threads=False)
+    def __init__(self, path: Path, rows: int, columns: list[str], coded: list[str], end: int):
+        self.path, self.size, self.coded, self.end = path, rows, coded, end
+        self.batches: Iterator[pa.RecordBatch] | None = None
         self.columns = columns
         self.batch: pa.RecordBatch | None = None
         self.at = 0  # file row of self.batch's first row
 
+    @property
+    def open(self) -> bool:
+        """Whether the file's reader is open."""
+        return self.batches is not None
+
     def rows(self, first: int, stop: int):
         """Yield the file's rows ``first`` .. ``stop - 1`` (never before earlier calls')."""
+        if self.batches is None and first < stop:
+            file = pq.ParquetFile(self.path, read_dictionary=self.coded)
+            self.batches = file.iter_batches(
+                batch_size=self.size, columns=self.columns, use_threads=False
+            )
         while first < stop:
             while self.batch is None or first >= self.at + self.batch.num_rows:
                 if self.batch is not None:
@@ -504,5 +549,8 @@ class _Cursor:
                 batch = next(self.batches).select(self.columns)
                 self.batch = batch.replace_schema_metadata(None)
             end = min(stop, self.at + self.batch.num_rows)
-            yield self.batch.slice(first - self.at, end - first)
+            piece = self.batch.slice(first - self.at, end - first)
+            if end >= self.end:  # the file's last rows: its reader goes
+                self.batches = self.batch = None
+            yield piece
             first = end
