@@ -58,7 +58,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from iosight.warehouse._store import COMPACT_PREFIX, SEQUENCE_TABLES, _sql_text, new_batch_id
+from iosight.warehouse._store import (
+    COMPACT_PREFIX,
+    SEQUENCE_TABLES,
+    _sql_text,
+    new_batch_id,
+    run_of,
+)
 
 if TYPE_CHECKING:
     import duckdb
@@ -122,18 +128,6 @@ class CompactReport:
             f"compacted {len(self.files_before)} tables: {before:,} files -> {after:,} "
             f"in {self.seconds:.1f} s{peak}"
         )
-
-
-def run_of(path: Path) -> str:
-    """The run file ``path`` belongs to: the files a merge's output was cut into
-    (``compact-<batch>-<i>-<j>.parquet``, :data:`PART_BYTES`) are one run, compacted and
-    tiered as one; any other file is a run alone."""
-    name = path.name
-    if name.startswith(COMPACT_PREFIX):
-        fields = name[len(COMPACT_PREFIX) : -len(".parquet")].split("-")
-        if len(fields) == 4:
-            return "-".join(fields[:3])
-    return name
 
 
 def table_runs(warehouse: Warehouse, name: str) -> list[list[Path]]:

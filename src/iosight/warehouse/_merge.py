@@ -46,7 +46,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from iosight.warehouse._footer import arrow_schema, leaf_paths
-from iosight.warehouse._store import parquet_writer
+from iosight.warehouse._store import parquet_writer, run_of
 
 #: bytes (decoded, as Arrow holds them: :func:`decoded_row_bytes`) of the rows held at
 #: once: a batch of each open input file together, and each window of the output (the one
@@ -120,12 +120,10 @@ def _columns(path: Path, meta: pq.FileMetaData) -> list[tuple[str, str, bool]]:
 
 def held_by_readers(files: list[Path], each: list[int]) -> int:
     """What the readers of ``files`` hold at once, where file ``i``'s reader holds
-    ``each[i]`` bytes: the files of one run (:func:`~iosight.warehouse._compact.run_of`)
+    ``each[i]`` bytes: the files of one run (:func:`~iosight.warehouse._store.run_of`)
     hold disjoint, increasing key ranges, so the merge reads them one after another
     (:class:`_Cursor` opens a file when its first rows are taken and lets it go after
     its last), and a run holds its largest file's."""
-    from iosight.warehouse._compact import run_of
-
     most: dict[str, int] = {}
     for f, held in zip(files, each, strict=True):
         most[run_of(f)] = max(most.get(run_of(f), 0), held)

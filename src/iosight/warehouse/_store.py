@@ -79,6 +79,18 @@ def is_warehouse_dir(path: Path) -> bool:
     return (path / _TABLES).is_dir() and (path / _COMMITS).is_dir()
 
 
+def run_of(path: Path) -> str:
+    """The run file ``path`` belongs to: the files a merge's output was cut into
+    (``compact-<batch>-<i>-<j>.parquet``, :data:`~iosight.warehouse._compact.PART_BYTES`)
+    are one run, compacted and tiered as one; any other file is a run alone."""
+    name = path.name
+    if name.startswith(COMPACT_PREFIX):
+        fields = name[len(COMPACT_PREFIX) : -len(".parquet")].split("-")
+        if len(fields) == 4:
+            return "-".join(fields[:3])
+    return name
+
+
 def new_batch_id() -> str:
     """A batch id sortable by time and unique across processes."""
     return f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
