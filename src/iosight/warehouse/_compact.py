@@ -175,9 +175,9 @@ def keyed(name: str, path: Path) -> bool:
 
 def merge_groups(runs: Iterable[list[Path]], whole: bool = False) -> list[list[Path]]:
     """The files of ``runs`` in groups of whole runs, of at most :data:`GROUP_FILES`
-    files, about :data:`TARGET_BYTES` (``whole``: of any size), and readers that hold at most the
-    merge's reader budget (:func:`iosight.warehouse._merge.reader_bytes`, a run's
-    largest file's: the merge reads its files one after another); a lone run is no group
+    files, about :data:`TARGET_BYTES` (``whole``: of any size), and readers that hold
+    at most the merge's reader budget (:func:`iosight.warehouse._merge.reader_bytes`, a
+    run's largest file's: the merge reads its files one after another); a lone run is no group
     (merging it changes nothing). Bounding the readers keeps a group of sorted files in
     the merge of sorted runs: past the budget, DuckDB sorted it, and held its memory
     limit and more (a tier-0 group of ``posix``, the 69 files of a 10,000-log ingest:

@@ -215,7 +215,8 @@ def merge_runs(
         rows = rows.set(key, pa.field("job_key", pa.string(), rows.field(key).nullable))
     coded = [f.name for f in rows if pa.types.is_dictionary(f.type)]
     row_bytes = decoded_row_bytes(rows, files[0], first)
-    batch = max(256, _HELD_BYTES // held_by_readers(files, [1] * len(files)) // row_bytes)
+    open_files = len({run_of(f) for f in files})  # at once: a file of each run
+    batch = max(256, _HELD_BYTES // open_files // row_bytes)
     ends = np.zeros(len(files), np.int64)
     np.maximum.at(ends, runs.file, runs.stop)
     cursors = [
@@ -491,8 +492,8 @@ def _one_dictionary(rows: pa.Table) -> pa.Table:
     another order (a batch's ``module`` values in the order its logs list them), and
     Parquet's writer, given a new dictionary within a column chunk, writes the rest of
     it plain: 15 % of the ``heatmap`` row groups of a million logs held ``module`` as
-    plain strings, and a scan that filters on it took 29 % more CPU (docs/warehouse.md,
-    "Runs merged in tiers")."""
+    plain strings, which a scan that filters on it compares string by string
+    (docs/warehouse.md, "Runs merged in tiers")."""
     if not any(pa.types.is_dictionary(f.type) for f in rows.schema):
         return rows
     return rows.unify_dictionaries()
