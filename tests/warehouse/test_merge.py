@@ -409,7 +409,7 @@ def test_the_files_of_a_run_are_read_one_after_another(tmp_path, monkeypatch):
 
         def rows(self, first: int, stop: int):
             for piece in super().rows(first, stop):
-                most[0] = max(most[0], sum(c.open for c in opened))
+                most[0] = max(most[0], sum(c.batches is not None for c in opened))
                 yield piece
 
     monkeypatch.setattr(_merge, "_Cursor", Counted)
@@ -421,7 +421,7 @@ def test_the_files_of_a_run_are_read_one_after_another(tmp_path, monkeypatch):
     assert runs is not None  # a run holds its largest file's reader, not its files'
     out = tmp_path / "out.parquet"
     _merge.merge_runs(files, runs, out, 4)
-    assert most[0] == 2 and not any(c.open for c in opened)
+    assert most[0] == 2 and all(c.batches is None for c in opened)
     rows = [r for f in files for r in _rows(f)]
     assert _rows(out) == sorted(rows, key=lambda r: r[0])
 

@@ -529,11 +529,6 @@ class _Cursor:
         self.batch: pa.RecordBatch | None = None
         self.at = 0  # file row of self.batch's first row
 
-    @property
-    def open(self) -> bool:
-        """Whether the file's reader is open."""
-        return self.batches is not None
-
     def rows(self, first: int, stop: int):
         """Yield the file's rows ``first`` .. ``stop - 1`` (never before earlier calls')."""
         if self.batches is None and first < stop:
