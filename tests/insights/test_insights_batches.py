@@ -64,14 +64,16 @@ def test_results_do_not_depend_on_the_batch_size(traced, tmp_path, monkeypatch, 
 def test_stored_results_merge_without_a_sort(traced, tmp_path):
     """Each batch's files hold their rows in job key order, so a compaction merges the
     batches' files as sorted runs rather than by DuckDB's sort."""
-    from iosight.warehouse._merge import sorted_runs
+    from iosight.warehouse._merge import sorted_group
 
     wh = _copy(traced[0], tmp_path / "wh")
     compute_insights(wh, batch_jobs=3)
     for name in (FINDINGS_TABLE, JOBS_TABLE):
         files = wh.table_files(name)
         assert len(files) > 1, name
-        assert sorted_runs(files, ["job_key"]) is not None, name
+        group = sorted_group(files, ["job_key"])
+        assert group is not None, name
+        assert sum(len(slab) for slab in group.slabs()) > 0, name  # (Unmergeable raises)
 
 
 def _two_ingests(wh: Warehouse, to) -> Warehouse:

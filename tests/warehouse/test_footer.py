@@ -12,7 +12,7 @@ from iosight.data import example_logs
 from iosight.warehouse import Warehouse, ingest
 from iosight.warehouse._footer import arrow_schema, leaf_paths
 from iosight.warehouse._keyrange import _footer_facts
-from iosight.warehouse._merge import sorted_runs
+from iosight.warehouse._merge import sorted_group
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,8 @@ def test_footer_facts_leave_no_cycle(files):
             assert "job_key" in leaf_paths(meta)
             assert "job_key" in arrow_schema(f, meta).names
             _footer_facts(f)
-        assert sorted_runs([Path(f) for f in files], ["job_key"]) is not None
+        group = sorted_group([Path(f) for f in files], ["job_key"])
+        assert group is not None and sum(len(slab) for slab in group.slabs()) == len(files)
 
     assert _garbage(read) == 0
 

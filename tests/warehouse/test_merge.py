@@ -28,6 +28,28 @@ def _rows(path: Path) -> list[tuple]:
     return duckdb.sql(f"select job_key, start, seq from '{path}'").fetchall()
 
 
+def _runs(files: list[Path], order: list[str]) -> _merge.Runs | None:
+    """The group's runs, every slab's in one, or ``None`` where the merge would not take
+    the files (:func:`~iosight.warehouse._merge.sorted_group` or the slabs refuse)."""
+    group = _merge.sorted_group(files, order)
+    if group is None:
+        return None
+    try:
+        slabs = list(group.slabs())
+    except _merge.Unmergeable:
+        return None
+    keys = pa.concat_arrays([s.keys for s in slabs]) if slabs else pa.array([], pa.string())
+    arrays = (np.concatenate([getattr(s, a) for s in slabs] or [np.zeros(0, np.int64)])
+              for a in ("file", "first", "stop"))  # fmt: skip
+    return _merge.Runs(keys, *arrays)
+
+
+def _group(files: list[Path], order: list[str]) -> _merge.SortedGroup:
+    group = _merge.sorted_group(files, order)
+    assert group is not None
+    return group
+
+
 @pytest.fixture
 def sorted_files(tmp_path) -> list[Path]:
     """Three files, each sorted by job key, their keys interleaved across files."""
@@ -41,7 +63,7 @@ def sorted_files(tmp_path) -> list[Path]:
 def test_sorted_files_are_merged_job_by_job_without_a_sort(tmp_path, sorted_files):
     """The output holds every row once, in job key order, each job's rows in their
     order in its file (what a stable sort by job key gives)."""
-    assert _merge.sorted_runs(sorted_files, ["job_key", "start"]) is not None
+    assert _runs(sorted_files, ["job_key", "start"]) is not None
     merger = Merger(tmp_path / "spill")
     (out,) = merge_files(merger, sorted_files, tmp_path / "out.parquet")
     assert not merger.opened  # no DuckDB for sorted runs
@@ -62,10 +84,10 @@ def test_adjacent_runs_of_a_file_are_taken_as_one_range(tmp_path, sorted_files):
         _file(tmp_path / "x.parquet", ["a", "b", "b", "c"], [0, 0, 1, 0]),
         _file(tmp_path / "y.parquet", ["d", "e"], [0, 0]),
     ]
-    runs = _merge.sorted_runs(contiguous, ["job_key"])
+    runs = _runs(contiguous, ["job_key"])
     assert len(runs) == 5 and runs.keys.to_pylist() == ["a", "b", "c", "d", "e"]
     assert _triples(_merge.file_ranges(runs)) == [(0, 0, 4), (1, 0, 2)]
-    interleaved = _merge.sorted_runs(sorted_files, ["job_key"])
+    interleaved = _runs(sorted_files, ["job_key"])
     ranges = _triples(_merge.file_ranges(interleaved))
     assert len(ranges) == len(interleaved) == 8  # a b c d e f g h: no two adjacent
     assert _triples((interleaved.file, interleaved.first, interleaved.stop)) == ranges
@@ -80,7 +102,7 @@ def test_a_job_in_several_files_keeps_its_rows_in_file_order(tmp_path):
         _file(tmp_path / "q.parquet", ["b", "c"], [0, 0]),
         _file(tmp_path / "r.parquet", ["a", "b"], [0, 0]),
     ]
-    runs = _merge.sorted_runs(files, ["job_key"])
+    runs = _runs(files, ["job_key"])
     assert runs.keys.to_pylist() == ["a", "a", "b", "b", "b", "c"]
     assert _triples((runs.file, runs.first, runs.stop)) == [
         (0, 0, 1),
@@ -109,9 +131,8 @@ def test_the_output_is_the_same_whatever_the_window(tmp_path, sorted_files, monk
     holding the whole output) give the rows in merged order, in row groups of
     the size asked for."""
     monkeypatch.setattr(_merge, "_WINDOW_ROWS", window)
-    runs = _merge.sorted_runs(sorted_files, ["job_key", "start"])
     out = tmp_path / "out.parquet"
-    _merge.merge_runs(sorted_files, runs, out, 4)
+    _merge.merge_runs(sorted_files, _group(sorted_files, ["job_key", "start"]), out, 4)
     rows = [r for f in sorted_files for r in _rows(f)]
     assert _rows(out) == sorted(rows, key=lambda r: r[0])
     meta = pq.read_metadata(out)
@@ -127,15 +148,15 @@ def test_files_the_merge_cannot_take_are_sorted_by_duckdb(tmp_path, sorted_files
     """A file out of key order, a job in two files when further columns sort it, and
     files whose readers would hold too much: no runs, and merge_files still sorts."""
     unsorted = _file(tmp_path / "u.parquet", ["z", "a"], [0, 0])
-    assert _merge.sorted_runs([*sorted_files, unsorted], ["job_key"]) is None
+    assert _runs([*sorted_files, unsorted], ["job_key"]) is None
     out_of_order = _file(tmp_path / "o.parquet", ["k", "k"], [5, 1])
-    assert _merge.sorted_runs([out_of_order], ["job_key", "start"]) is None
-    assert _merge.sorted_runs([out_of_order], ["job_key"]) is not None
+    assert _runs([out_of_order], ["job_key", "start"]) is None
+    assert _runs([out_of_order], ["job_key"]) is not None
     again = _file(tmp_path / "again.parquet", ["a"], [3])
-    assert _merge.sorted_runs([*sorted_files, again], ["job_key", "start"]) is None
-    assert _merge.sorted_runs([*sorted_files, again], ["job_key"]) is not None
+    assert _runs([*sorted_files, again], ["job_key", "start"]) is None
+    assert _runs([*sorted_files, again], ["job_key"]) is not None
     monkeypatch.setattr(_merge, "READER_BUDGET", 16)
-    assert _merge.sorted_runs(sorted_files, ["job_key"]) is None
+    assert _runs(sorted_files, ["job_key"]) is None
     merger = Merger(tmp_path / "spill")
     (out,) = merge_files(merger, [*sorted_files, unsorted], tmp_path / "out.parquet")
     assert merger.opened
@@ -153,7 +174,7 @@ def test_ingest_stages_each_table_in_job_key_order(tmp_path):
     for name in ("posix", "dxt_posix", "names", "job_totals", "lustre"):
         files = wh.table_files(name)
         assert files and all(pq.read_metadata(f).num_rows > 1 for f in files)
-        assert _merge.sorted_runs(files, ["job_key"]) is not None, name
+        assert _runs(files, ["job_key"]) is not None, name
         checked += 1
     assert checked == 5
     # the sequence tables' numbers are staged delta- and byte-split-encoded, the others as
@@ -223,10 +244,9 @@ def test_sequence_tables_keep_their_encodings_through_the_merge(tmp_path):
         _file(tmp_path / "a.parquet", ["a", "a", "c", "d"], [0.5, 2.25, 0.0, 1e9]),
         _file(tmp_path / "b.parquet", ["b", "c2", "e"], [3.0, 1.5, -0.0]),
     ]
-    runs = _merge.sorted_runs(files, ["job_key", "start"])
     for sequence in (True, False):
         out = tmp_path / f"out-{sequence}.parquet"
-        _merge.merge_runs(files, runs, out, 4, sequence=sequence)
+        _merge.merge_runs(files, _group(files, ["job_key", "start"]), out, 4, sequence=sequence)
         enc = _encodings(out)
         assert ("DELTA_BINARY_PACKED" in enc["seq"]) is sequence
         assert ("BYTE_STREAM_SPLIT" in enc["start"]) is sequence
@@ -245,7 +265,7 @@ def test_files_of_the_same_columns_in_another_order_are_merged(tmp_path, sorted_
     turned = tmp_path / "t.parquet"
     pq.write_table(pa.table({"seq": [0, 1], "start": [4, 0], "job_key": ["bb", "i"]}), turned)
     files = [*sorted_files, turned]
-    runs = _merge.sorted_runs(files, ["job_key"])
+    runs = _runs(files, ["job_key"])
     assert runs is not None
     merger = Merger(tmp_path / "spill")
     (out,) = merge_files(merger, files, tmp_path / "out.parquet", ("job_key",))
@@ -255,7 +275,7 @@ def test_files_of_the_same_columns_in_another_order_are_merged(tmp_path, sorted_
     assert _rows(out) == sorted(rows, key=lambda r: r[0])
     retyped = tmp_path / "r.parquet"
     pq.write_table(pa.table({"job_key": ["j"], "start": [1.5], "seq": [0]}), retyped)
-    assert _merge.sorted_runs([*sorted_files, retyped], ["job_key"]) is None
+    assert _runs([*sorted_files, retyped], ["job_key"]) is None
 
 
 def test_files_whose_job_key_is_not_null_are_merged(tmp_path):
@@ -271,7 +291,7 @@ def test_files_whose_job_key_is_not_null_are_merged(tmp_path):
         table = pa.table({"job_key": keys, "seq": range(len(keys))}, schema=schema)
         pq.write_table(table, tmp_path / f"{name}.parquet", row_group_size=2)
         files.append(tmp_path / f"{name}.parquet")
-    assert _merge.sorted_runs(files, ["job_key"]) is not None
+    assert _runs(files, ["job_key"]) is not None
     merger = Merger(tmp_path / "spill")
     (out,) = merge_files(merger, files, tmp_path / "out.parquet", ("job_key",))
     assert not merger.opened
@@ -299,8 +319,7 @@ def test_strings_of_few_values_are_read_as_dictionaries_and_written_as_strings(t
     meta = pq.read_metadata(files[0])
     coded = _merge._dictionary_encoded(pq.read_schema(files[0]), meta)
     assert [f.name for f in coded if pa.types.is_dictionary(f.type)] == ["job_key", "module"]
-    runs = _merge.sorted_runs(files, ["job_key"])
-    _merge.merge_runs(files, runs, tmp_path / "out.parquet", 64)
+    _merge.merge_runs(files, _group(files, ["job_key"]), tmp_path / "out.parquet", 64)
     out = pq.read_table(tmp_path / "out.parquet")
     assert out.schema.field("module").type == pa.string()
     every = pa.concat_tables(pq.read_table(f) for f in files)
@@ -321,9 +340,9 @@ def test_an_error_writing_a_row_group_is_raised_by_the_merge(tmp_path, sorted_fi
 
     monkeypatch.setattr(_merge, "_own_keys", failing)
     monkeypatch.setattr(_merge, "_WINDOW_ROWS", 2)
-    runs = _merge.sorted_runs(sorted_files, ["job_key", "start"])
+    group = _group(sorted_files, ["job_key", "start"])
     with pytest.raises(OSError, match="disk full"):
-        _merge.merge_runs(sorted_files, runs, tmp_path / "out.parquet", 2)
+        _merge.merge_runs(sorted_files, group, tmp_path / "out.parquet", 2)
     assert len(written) == 2
 
 
@@ -353,7 +372,7 @@ def test_windows_and_batches_are_bounded_by_decoded_bytes(tmp_path, monkeypatch)
 
     monkeypatch.setattr(_merge, "_window_pieces", spy)
     out = tmp_path / "out.parquet"
-    _merge.merge_runs(files, _merge.sorted_runs(files, ["job_key"]), out, 65_536)
+    _merge.merge_runs(files, _group(files, ["job_key"]), out, 65_536)
     assert 4 * max(w for w, _ in seen) * decoded <= 1.1 * (1 << 20), (seen, decoded)
     assert max(b for _, b in seen) * decoded <= 1.1 * (1 << 20), (seen, decoded)
     expect = duckdb.sql(
@@ -370,10 +389,11 @@ def test_an_output_cut_into_files_ends_each_where_a_job_does(tmp_path):
         _file(tmp_path / "x.parquet", ["a", "a", "b", "c", "c", "c"], [0, 1, 0, 0, 1, 2]),
         _file(tmp_path / "y.parquet", ["a", "d"], [5, 0]),
     ]
-    runs = _merge.sorted_runs(files, ["job_key"])
+    runs = _runs(files, ["job_key"])
     assert _merge.part_cuts(runs, 2).tolist() == [3, 7]
     assert _merge.part_cuts(runs, 100).tolist() == []
-    outs = _merge.merge_runs(files, runs, tmp_path / "out.parquet", 2, part_rows=2)
+    outs = _merge.merge_runs(files, _group(files, ["job_key"]), tmp_path / "out.parquet", 2,
+                             part_rows=2)  # fmt: skip
     assert [f.name for f in outs] == ["out-0.parquet", "out-1.parquet", "out-2.parquet"]
     keys = [[r[0] for r in _rows(f)] for f in outs]
     assert keys == [["a", "a", "a"], ["b", "c", "c", "c"], ["d"]]
@@ -417,10 +437,10 @@ def test_the_files_of_a_run_are_read_one_after_another(tmp_path, monkeypatch):
     each = [_merge._largest_row_group(pq.read_metadata(f)) for f in files]
     monkeypatch.setattr(_merge, "READER_BUDGET", 2 * max(each))
     assert sum(each) > _merge.READER_BUDGET
-    runs = _merge.sorted_runs(files, ["job_key"])
-    assert runs is not None  # a run holds its largest file's reader, not its files'
+    group = _merge.sorted_group(files, ["job_key"])
+    assert group is not None  # a run holds its largest file's reader, not its files'
     out = tmp_path / "out.parquet"
-    _merge.merge_runs(files, runs, out, 4)
+    _merge.merge_runs(files, group, out, 4)
     assert most[0] == 2 and all(c.batches is None for c in opened)
     rows = [r for f in files for r in _rows(f)]
     assert _rows(out) == sorted(rows, key=lambda r: r[0])
@@ -443,12 +463,58 @@ def test_a_row_group_of_files_with_dictionaries_in_other_orders_stays_dictionary
         )
         files.append(path)
     monkeypatch.setattr(_merge, "_WINDOW_ROWS", 64)  # a window a job: of one file each
-    runs = _merge.sorted_runs(files, ["job_key"])
     out = tmp_path / "out.parquet"
-    _merge.merge_runs(files, runs, out, 1024)
+    _merge.merge_runs(files, _group(files, ["job_key"]), out, 1024)
     meta = pq.read_metadata(out)
     assert meta.num_row_groups == 1
     assert meta.row_group(0).column(1).total_uncompressed_size < 1024  # plain: 24 bytes a row
     merged = pq.read_table(out).to_pylist()
     expected = [r for f in files for r in pq.read_table(f).to_pylist()]
     assert merged == sorted(expected, key=lambda r: r["job_key"])
+
+
+@pytest.mark.parametrize("most", [1 << 18, 5, 1])
+def test_keys_are_ordered_a_slab_at_a_time(tmp_path, monkeypatch, most):
+    """Two runs of three files each, their keys interleaved: the merge orders the keys
+    a slab at a time, each slab within a file's keys of each run and ``_SLAB_RUNS``
+    (what it holds of keys, not every key of the group), the slabs together in the
+    order of one sort, and the merge's output in that order."""
+    monkeypatch.setattr(_merge, "_SLAB_RUNS", most)
+    names = [f"k{i:02d}" for i in range(36)]
+    runs = {"1-a-0": names[0::2], "2-b-0": names[1::2]}  # 18 one-row jobs a run
+    files = [
+        _file(tmp_path / f"compact-{run}-{j}.parquet", keys[6 * j : 6 * j + 6], [0.0] * 6)
+        for run, keys in runs.items()
+        for j in range(3)
+    ]
+    slabs = list(_group(files, ["job_key"]).slabs())
+    assert len(slabs) > 1
+    assert max(len(s) for s in slabs) <= min(2 * 6, max(most, 2))  # a file's of each run
+    assert [k for s in slabs for k in s.keys.to_pylist()] == names
+    ordered = _runs(files, ["job_key"])
+    assert [files[i].name[8:13] for i in ordered.file[:4]] == ["1-a-0", "2-b-0"] * 2
+    out = _merge.merge_runs(files, _group(files, ["job_key"]), tmp_path / "m.parquet", 4,
+                            part_rows=7)  # fmt: skip
+    assert [r[0] for f in out for r in _rows(f)] == names
+    assert [pq.read_metadata(f).num_rows for f in out] == [7] * 5 + [1]
+
+
+def test_rows_found_out_of_order_while_merging_go_to_duckdb(tmp_path):
+    """Files of a run whose keys overlap (found once the merge reads the second): the
+    merge stops, removes what it wrote, and the group is sorted by DuckDB, every row
+    once."""
+    files = [
+        _file(tmp_path / "compact-1-a-0-0.parquet", ["a", "c"], [0, 0]),
+        _file(tmp_path / "compact-1-a-0-1.parquet", ["b", "e"], [0, 0]),  # b before c
+        _file(tmp_path / "compact-2-b-0-0.parquet", ["a1", "z"], [0, 0]),
+    ]
+    out = tmp_path / "out" / "m.parquet"
+    out.parent.mkdir()
+    with pytest.raises(_merge.Unmergeable, match="overlap"):
+        _merge.merge_runs(files, _group(files, ["job_key"]), out, 1, part_rows=1)
+    assert list(out.parent.iterdir()) == []  # the parts written before are gone
+    merger = Merger(tmp_path / "spill")
+    (merged,) = merge_files(merger, files, out, ("job_key",))
+    assert merger.opened
+    merger.close()
+    assert [r[0] for r in _rows(merged)] == ["a", "a1", "b", "c", "e", "z"]

@@ -411,14 +411,17 @@ def merge_files(
     ``merger``'s DuckDB into one file."""
     import pyarrow.parquet as pq
 
-    from iosight.warehouse._merge import merge_runs, sorted_runs
+    from iosight.warehouse._merge import Unmergeable, merge_runs, sorted_group
 
     columns = {name for f in files for name in pq.read_schema(f).names}
     by = [c for c in sort if c in columns]
-    if by and (runs := sorted_runs(files, by)) is not None:
-        return merge_runs(  # jobs moved, no sort
-            files, runs, out, ROW_GROUP_ROWS, sequence=sequence, part_rows=part_rows(files)
-        )
+    if by and (group := sorted_group(files, by)) is not None:
+        try:
+            return merge_runs(  # jobs moved, no sort
+                files, group, out, ROW_GROUP_ROWS, sequence=sequence, part_rows=part_rows(files)
+            )
+        except Unmergeable:
+            pass  # rows out of the merge's order: sorted below
     only = out.with_name(f"{out.stem}-0{out.suffix}")
     rows = f"read_parquet([{', '.join(_sql_text(f) for f in files)}], union_by_name=true)"
     order = [f'"{c}"' for c in by]

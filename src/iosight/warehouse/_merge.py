@@ -9,7 +9,9 @@ sorted runs needs one pass and no comparison of rows (the merge phase of an exte
 merge sort: Knuth, TAOCP vol. 3, section 5.4.1). Here the unit merged is a job's block
 of rows: each file's job-key column is read alone, its runs of equal keys found, the
 runs of all files ordered by key (NumPy and Arrow over arrays, no Python per job), and
-the files streamed batch by batch into the output in that order.
+the files streamed batch by batch into the output in that order. The keys are ordered
+a slab at a time (:meth:`SortedGroup.slabs`), so what the merge holds of them is a
+file's of each run, not every key of the group.
 
 The output is taken in windows of rows (:func:`window_rows`): a window is a range of
 keys, so each file gives it one contiguous slice of rows, and one ``take`` with indices
@@ -25,19 +27,23 @@ output row group. With a reader budget that lets
 compaction after an ingest of 10,000 logs without DXT fell from 2.5–2.8 to 1.1–1.3 ms
 of CPU a log (docs/warehouse.md, "Compaction").
 
-:func:`sorted_runs` checks what the merge relies on from the files themselves (each
-file's keys in order, the further sort columns in order within each job, a job in one
-file unless the job key is the only sort column, every file of the same columns, in
-whatever order: a batch's ``job_totals`` columns come in the order its logs' modules
-do) and returns ``None`` otherwise: the caller then sorts with DuckDB, as for files of
-warehouses ingested before ingest sorted its batches.
+The merge checks what it relies on from the files themselves: :func:`sorted_group`
+that every file has the same columns, in whatever order (a batch's ``job_totals``
+columns come in the order its logs' modules do), and the slabs, as they read the keys,
+that each file's keys are in order, the further sort columns in order within each job,
+a run's files' keys increasing, and a job in one file unless the job key is the only
+sort column. Where they are not (``None``, or :class:`Unmergeable` with the outputs
+removed) the caller sorts with DuckDB, as for files of warehouses ingested before
+ingest sorted its batches.
 """
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +70,9 @@ _HELD_BYTES = 32 << 20
 READER_BUDGET = 192 << 20
 #: rows of the output taken at once, at most
 _WINDOW_ROWS = 65_536
+#: runs of equal keys put in order at once, at most (:meth:`SortedGroup.slabs`): some
+#: 150 bytes each while ordered (their keys, copied twice, and indices)
+_SLAB_RUNS = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -81,12 +90,46 @@ class Runs:
         return len(self.file)
 
 
-def sorted_runs(files: list[Path], order: list[str]) -> Runs | None:
-    """The runs of equal ``job_key`` of ``files`` in merged order (by key, a key's runs
-    in file order), or ``None`` when the files are not each sorted by ``order``
-    (``job_key`` first), a job with further sort columns spans files, the files' columns
-    differ (names, types or nullability; their order may) or their readers would hold more than
-    :data:`READER_BUDGET`."""
+class Unmergeable(Exception):
+    """Rows out of the order the merge relies on, found while it reads them (a file's
+    keys out of order, files of one run whose keys overlap, a job in two files where
+    further columns sort its rows): the caller sorts the group with DuckDB instead."""
+
+
+@dataclass(frozen=True)
+class SortedGroup:
+    """A group of files the merge may take (:func:`sorted_group`): ``order`` its sort
+    columns, ``rows`` each file's row count."""
+
+    files: list[Path]
+    order: list[str]
+    rows: list[int]
+
+    def slabs(self) -> Iterator[Runs]:
+        """The runs of equal ``job_key`` in merged order (by key, a key's runs in file
+        order), a slab of keys at a time: a slab ends at a key no further than the last
+        of the file each run (:func:`~iosight.warehouse._store.run_of`; a run's files
+        hold disjoint, increasing key ranges) is reading, so every key up to it has been
+        read, and at most :data:`_SLAB_RUNS` runs on. A file's keys are read when its
+        run reaches it and let go after its last. What the merge holds of keys is then
+        a file's of each run and a slab, not the group's: read whole, a group's keys
+        grew with its jobs (docs/warehouse.md, "Runs merged in tiers"). Raises
+        :class:`Unmergeable`."""
+        runs: dict[str, list[int]] = {}
+        for i, f in enumerate(self.files):
+            runs.setdefault(run_of(f), []).append(i)
+        streams = [_KeyStream(self.files, i, self.order) for i in runs.values()]
+        while live := [s for s in streams if s.ready()]:
+            each = max(1, _SLAB_RUNS // len(live))
+            last = min(s.key_ahead(each) for s in live)
+            yield _in_order([s.take(last) for s in live], len(self.order) > 1)
+
+
+def sorted_group(files: list[Path], order: list[str]) -> SortedGroup | None:
+    """``files`` as a group the merge may take, or ``None`` when the sort does not begin
+    with ``job_key``, the files' columns differ (names, types or nullability; their
+    order may) or their readers would hold more than :data:`READER_BUDGET`. What only
+    the rows show (their order) raises :class:`Unmergeable` while the merge reads them."""
     metas = [pq.read_metadata(f) for f in files]
     columns = _columns(files[0], metas[0])
     if (
@@ -95,21 +138,81 @@ def sorted_runs(files: list[Path], order: list[str]) -> Runs | None:
         or any(_columns(f, m) != columns for f, m in zip(files, metas, strict=True))
     ):
         return None
-    words, edges = [], []
-    for f, meta in zip(files, metas, strict=True):  # (ParquetFile: no pyarrow.dataset import)
-        keys = pq.ParquetFile(f, metadata=meta, read_dictionary=["job_key"]).read(order)
-        file_runs = _file_runs(keys)
-        if file_runs is None:
-            return None
-        words.append(file_runs[0])
-        edges.append(file_runs[1])
-    by = pc.sort_indices(pa.chunked_array(words, pa.string())).to_numpy()  # stable
-    keys = pa.chunked_array(words, pa.string()).combine_chunks().take(by)
-    if len(order) > 1 and len(keys) > 1 and pc.any(pc.equal(keys[1:], keys[:-1])).as_py():
-        return None  # a job in two files: its rows would need sorting by the others
-    file = np.repeat(np.arange(len(files)), [len(e) - 1 for e in edges])
-    first = np.concatenate([e[:-1] for e in edges])
-    stop = np.concatenate([e[1:] for e in edges])
+    return SortedGroup(list(files), list(order), [m.num_rows for m in metas])
+
+
+class _KeyStream:
+    """The runs of equal keys of one run's files (``indices`` into ``files``, in
+    order), a file's at a time: its keys (and ``order``'s further columns, checked)
+    read when the stream reaches it."""
+
+    def __init__(self, files: list[Path], indices: list[int], order: list[str]) -> None:
+        self.files, self.todo, self.order = files, list(reversed(indices)), order
+        self.file = -1
+        self.words: pa.Array = pa.array([], pa.string())
+        self.edges = np.zeros(1, np.int64)
+        self.at = 0  # the first run not taken
+        self.last: str | None = None  # the last key of the run's files read so far
+
+    def ready(self) -> bool:
+        """Whether runs are left, reading the next files as needed."""
+        while self.at == len(self.words):
+            if not self.todo:
+                return False
+            self._read(self.todo.pop())
+        return True
+
+    def _read(self, i: int) -> None:
+        path = self.files[i]  # (ParquetFile: no pyarrow.dataset import)
+        keys = pq.ParquetFile(path, read_dictionary=["job_key"]).read(self.order)
+        runs = _file_runs(keys)
+        if runs is None:
+            raise Unmergeable(f"{path.name}: rows not sorted by {self.order}")
+        words, edges = runs
+        if len(words) and self.last is not None and words[0].as_py() <= self.last:
+            raise Unmergeable(f"{path.name}: keys overlap the file before it in its run")
+        self.file, self.words, self.edges, self.at = i, words, edges, 0
+        if len(words):
+            self.last = words[-1].as_py()
+
+    def key_ahead(self, n: int) -> str:
+        """The key ``n`` runs on from the first not taken, or the last of the file being
+        read: no later file of the run holds it or any key before it."""
+        return self.words[min(self.at + n, len(self.words)) - 1].as_py()
+
+    def take(self, last: str) -> tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray]:
+        """The runs not taken yet up to key ``last``: keys, file, first rows, stops."""
+        stop = bisect.bisect_right(_Keys(self.words), last, lo=self.at)
+        at, self.at = self.at, stop
+        file = np.full(stop - at, self.file)
+        return self.words[at:stop], file, self.edges[at:stop], self.edges[at + 1 : stop + 1]
+
+
+class _Keys:
+    """A string array's values as a sequence :mod:`bisect` can search."""
+
+    def __init__(self, words: pa.Array) -> None:
+        self.words = words
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def __getitem__(self, i: int) -> str:
+        return self.words[i].as_py()
+
+
+def _in_order(parts, one_file_a_job: bool) -> Runs:
+    """The runs ``parts`` (each stream's, as :meth:`_KeyStream.take` gives them) in
+    merged order: by key, a key's runs in file order (a stable sort of them in file
+    order). ``one_file_a_job``: a key in two files raises :class:`Unmergeable` (its
+    rows would need sorting by the further columns)."""
+    parts = sorted(parts, key=lambda p: int(p[1][0]) if len(p[1]) else -1)
+    words = pa.chunked_array([p[0] for p in parts], pa.string())
+    by = pc.sort_indices(words).to_numpy()  # stable
+    keys = words.combine_chunks().take(by)
+    if one_file_a_job and len(keys) > 1 and pc.any(pc.equal(keys[1:], keys[:-1])).as_py():
+        raise Unmergeable("a job in two files")
+    file, first, stop = (np.concatenate([p[j] for p in parts]) for j in (1, 2, 3))
     return Runs(keys, file[by], first[by], stop[by])
 
 
@@ -190,65 +293,80 @@ def _within_runs_sorted(keys: pa.Table, edges: np.ndarray) -> bool:
 
 def merge_runs(
     files: list[Path],
-    runs: Runs,
+    group: SortedGroup,
     out: Path,
     row_group: int,
     *,
     sequence: bool = False,
     part_rows: int | None = None,
 ) -> list[Path]:
-    """Write the rows of ``files`` to ``out`` in the order of ``runs`` (from
-    :func:`sorted_runs`), in row groups of ``row_group`` rows, zstd, keeping the first
-    file's key-value metadata; ``sequence``: a table of :data:`SEQUENCE_TABLES`, its
-    numbers encoded as ingest stages them. ``part_rows``: cut the output into files of
-    about that many rows, each ending where a job does (:func:`part_cuts`), named
-    ``<out's stem>-<j>.parquet``: each then holds a narrow range of keys. Returns the
-    files written."""
+    """Write the rows of ``files`` to ``out`` in the order of ``group``'s runs (from
+    :func:`sorted_group`, slab by slab), in row groups of ``row_group`` rows, zstd,
+    keeping the first file's key-value metadata; ``sequence``: a table of
+    :data:`SEQUENCE_TABLES`, its numbers encoded as ingest stages them. ``part_rows``:
+    cut the output into files of about that many rows, each ending where a job does
+    (:func:`part_cuts`), named ``<out's stem>-<j>.parquet``: each then holds a narrow
+    range of keys. Returns the files written; raises :class:`Unmergeable`, having
+    removed them, where the rows are not in the order the merge relies on."""
     first = pq.read_metadata(files[0])
     meta = first.metadata or {}
     rows = _dictionary_encoded(pq.read_schema(files[0]).remove_metadata(), first)
     keep = {k: v for k, v in meta.items() if k not in (b"ARROW:schema", b"pandas")}
     schema = rows.with_metadata(keep) if keep else rows
+    slabs = group.slabs()
+    head = next(slabs, None)
     key = rows.get_field_index("job_key")
-    if 2 * len(runs) > int(np.sum(runs.stop - runs.first)):  # about a row a job: the reader's
-        # dictionary of a file's keys (its hash table of every key) cost more than strings
+    if head is not None and 2 * len(head) > int(np.sum(head.stop - head.first)):
+        # about a row a job (as the first slab has them): the reader's dictionary of a
+        # file's keys (its hash table of every key) cost more than strings
         rows = rows.set(key, pa.field("job_key", pa.string(), rows.field(key).nullable))
     coded = [f.name for f in rows if pa.types.is_dictionary(f.type)]
     row_bytes = decoded_row_bytes(rows, files[0], first)
     open_files = len({run_of(f) for f in files})  # at once: a file of each run
     batch = max(256, _HELD_BYTES // open_files // row_bytes)
-    ends = np.zeros(len(files), np.int64)
-    np.maximum.at(ends, runs.file, runs.stop)
     cursors = [
-        _Cursor(f, batch, rows.names, coded, int(n)) for f, n in zip(files, ends, strict=True)
+        _Cursor(f, batch, rows.names, coded, n) for f, n in zip(files, group.rows, strict=True)
     ]
     size = window_rows(row_bytes)
     if part_rows is None:
-        cuts, paths = np.zeros(0, np.int64), [out]
+        name = lambda j: out  # noqa: E731
     else:
-        cuts = part_cuts(runs, part_rows)
-        paths = [out.with_name(f"{out.stem}-{j}{out.suffix}") for j in range(len(cuts) + 1)]
+        name = lambda j: out.with_name(f"{out.stem}-{j}{out.suffix}")  # noqa: E731
     opened = lambda path: parquet_writer(path, schema, sequence=sequence, store_schema=False)  # noqa: E731
-    with _Behind(opened, paths, cuts, row_group, rows) as behind:
-        for window in windows(file_ranges(runs), size):
-            behind.add(*_window_pieces(cursors, *window))
-        behind.finish()
+    behind = _Behind(opened, name, row_group, rows)
+    try:
+        with behind:
+            at = after = 0  # output rows so far; the last cut among them
+            for slab in chain([head] if head is not None else [], slabs):
+                if part_rows is not None:
+                    cuts = part_cuts(slab, part_rows, at, after)
+                    after = int(cuts[-1]) if len(cuts) else after
+                    behind.cut(cuts)
+                at += int(np.sum(slab.stop - slab.first))
+                for window in windows(file_ranges(slab), size):
+                    behind.add(*_window_pieces(cursors, *window))
+            behind.finish()
+    except Unmergeable:
+        for path in behind.written:
+            path.unlink(missing_ok=True)
+        raise
     pa.default_memory_pool().release_unused()  # before DuckDB's merge of the next table
-    return paths
+    return behind.written
 
 
-def part_cuts(runs: Runs, part_rows: int) -> np.ndarray:
-    """The output rows (of the merge of ``runs``) where a new file begins: the first
-    job's start at or past ``part_rows`` rows of the file before. Never inside a job: a
-    job's rows in two files would take the DXT tables' next merge, which needs each job
-    in one file, to DuckDB's sort."""
+def part_cuts(runs: Runs, part_rows: int, at: int = 0, after: int = 0) -> np.ndarray:
+    """The output rows (of a merge whose rows before ``runs`` number ``at``, the last of
+    their cuts at ``after``) where a new file begins: the first job's start at or past
+    ``part_rows`` rows of the file before. Never inside a job: a job's rows in two files
+    would take the DXT tables' next merge, which needs each job in one file, to DuckDB's
+    sort. (A slab's first run begins a job: slabs hold disjoint keys.)"""
     sizes = runs.stop - runs.first
-    begins = np.cumsum(sizes) - sizes
+    begins = at + np.cumsum(sizes) - sizes
     new_job = np.ones(len(runs), bool)
     if len(runs) > 1:
         new_job[1:] = pc.not_equal(runs.keys[1:], runs.keys[:-1]).to_numpy(zero_copy_only=False)
     starts = begins[new_job]  # output rows where a job's rows begin
-    cuts = [0]
+    cuts = [after]
     while (i := int(np.searchsorted(starts, cuts[-1] + part_rows, "left"))) < len(starts):
         cuts.append(int(starts[i]))
     return np.asarray(cuts[1:], np.int64)
@@ -384,26 +502,32 @@ class _Behind:
     batches they slice stay held) and their copy, which :func:`window_rows` counts, and
     the output row group it completes.
 
-    The output goes to ``paths`` in turn, the next one from each of ``cuts`` (output
-    rows) on, each opened by ``opened`` when its first row group is written; row groups
-    of ``row_group`` rows from each file's start (the last of a file shorter)."""
+    The output goes to files ``name(0)``, ``name(1)``, ... in turn, the next one from
+    each cut (output rows, :meth:`cut`) on, each opened by ``opened`` when its first row
+    group is written (``written``); row groups of ``row_group`` rows from each file's
+    start (the last of a file shorter)."""
 
     def __init__(
         self,
         opened: Callable[[Path], pq.ParquetWriter],
-        paths: list[Path],
-        cuts: np.ndarray,
+        name: Callable[[int], Path],
         row_group: int,
         schema: pa.Schema,
     ) -> None:
-        self.opened, self.paths, self.row_group, self.schema = opened, paths, row_group, schema
-        self.cuts = [int(c) for c in cuts]
+        self.opened, self.name, self.row_group, self.schema = opened, name, row_group, schema
+        self.cuts: list[int] = []  # output rows where the next file begins (the thread's)
+        self.written: list[Path] = []
         self.writer: pq.ParquetWriter | None = None
-        self.part = -1  # the index in paths of the file being written
+        self.part = -1  # the number of the file being written
         self.at = 0  # output row of the first row held
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="iosight-merge-write")
         self.pending: Future | None = None
         self.held: list[pa.Table] = []  # rows not written yet (the thread's own)
+
+    def cut(self, cuts: np.ndarray) -> None:
+        """Begin a new file at each of ``cuts`` (output rows past those added so far)."""
+        if len(cuts):
+            self._then(self.cuts.extend, cuts.tolist())
 
     def add(self, pieces: list[pa.RecordBatch], index: np.ndarray | None) -> None:
         """Queue a window's ``pieces`` (in the order ``index`` takes them, if any) after
@@ -416,7 +540,7 @@ class _Behind:
         self._then(self._write, final=True)
         self._wait()
         if self.part < 0:
-            self.writer, self.part = self.opened(self.paths[0]), 0
+            self._open(0)
 
     def _then(self, work: Callable[..., None], *args: object, **kwargs: object) -> None:
         """Run ``work`` on the thread once the work in flight is done."""
@@ -449,19 +573,24 @@ class _Behind:
         table = pa.concat_tables(self.held)
         done = 0
         while done < table.num_rows:
-            cut = next((c for c in self.cuts if c > self.at), None)
-            part = len(self.paths) - 1 if cut is None else self.cuts.index(cut)
+            part = bisect.bisect_right(self.cuts, self.at)  # the file the next row is in
+            cut = self.cuts[part] if part < len(self.cuts) else None
             end = self.row_group if cut is None else min(self.row_group, cut - self.at)
             if done + end > table.num_rows and not final:
                 break
             rows = table.slice(done, min(end, table.num_rows - done))
             if part != self.part:
                 self._close()
-                self.writer, self.part = self.opened(self.paths[part]), part
+                self._open(part)
             self.writer.write_table(_own_keys(_one_dictionary(rows)), row_group_size=self.row_group)
             done += rows.num_rows
             self.at += rows.num_rows
         self.held = [table.slice(done)]
+
+    def _open(self, part: int) -> None:
+        path = self.name(part)
+        self.writer, self.part = self.opened(path), part
+        self.written.append(path)
 
     def _close(self) -> None:
         if self.writer is not None:
