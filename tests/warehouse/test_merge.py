@@ -518,3 +518,20 @@ def test_rows_found_out_of_order_while_merging_go_to_duckdb(tmp_path):
     assert merger.opened
     merger.close()
     assert [r[0] for r in _rows(merged)] == ["a", "a1", "b", "c", "e", "z"]
+
+
+def test_a_run_of_more_than_ten_files_listed_by_name_is_read_in_key_order(tmp_path):
+    """The warehouse lists a run's files by name, so ``-10`` and ``-11`` come before
+    ``-2``: the merge reads a run's files in their order within the run, not the list's,
+    and takes the group without DuckDB."""
+    keys = [f"k{i:02d}" for i in range(24)]
+    files = sorted(
+        _file(tmp_path / f"compact-1-a-0-{j}.parquet", keys[2 * j : 2 * j + 2], [0.0, 1.0])
+        for j in range(12)
+    )
+    files.append(_file(tmp_path / "part-b.parquet", ["k05x", "k20x"], [0.0, 0.0]))
+    assert [f.name for f in files[:4]] == [f"compact-1-a-0-{j}.parquet" for j in (0, 1, 10, 11)]
+    merger = Merger(tmp_path / "spill")
+    (out,) = merge_files(merger, files, tmp_path / "out.parquet", ("job_key",))
+    assert not merger.opened
+    assert [r[0] for r in _rows(out)] == sorted([*keys, "k05x", "k20x"])

@@ -52,7 +52,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from iosight.warehouse._footer import arrow_schema, leaf_paths
-from iosight.warehouse._store import parquet_writer, run_of
+from iosight.warehouse._store import parquet_writer, part_of, run_of
 
 #: bytes (decoded, as Arrow holds them: :func:`decoded_row_bytes`) of the rows held at
 #: once: a batch of each open input file together, and each window of the output (the one
@@ -118,7 +118,10 @@ class SortedGroup:
         runs: dict[str, list[int]] = {}
         for i, f in enumerate(self.files):
             runs.setdefault(run_of(f), []).append(i)
-        streams = [_KeyStream(self.files, i, self.order) for i in runs.values()]
+        by_part = lambda i: part_of(self.files[i])  # noqa: E731
+        streams = [
+            _KeyStream(self.files, sorted(run, key=by_part), self.order) for run in runs.values()
+        ]
         while live := [s for s in streams if s.ready()]:
             each = max(1, _SLAB_RUNS // len(live))
             last = min(s.key_ahead(each) for s in live)

@@ -91,6 +91,15 @@ def run_of(path: Path) -> str:
     return name
 
 
+def part_of(path: Path) -> int:
+    """File ``path``'s place in its run (:func:`run_of`): ``j`` of
+    ``compact-<batch>-<i>-<j>.parquet``, 0 for a file that is a run alone. Listed by name,
+    a run's eleventh file (``-10``) comes before its third (``-2``)."""
+    if run_of(path) == path.name:
+        return 0
+    return int(path.name[: -len(".parquet")].rsplit("-", 1)[1])
+
+
 def new_batch_id() -> str:
     """A batch id sortable by time and unique across processes."""
     return f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
