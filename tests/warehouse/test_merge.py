@@ -132,7 +132,7 @@ def test_the_output_is_the_same_whatever_the_window(tmp_path, sorted_files, monk
     the size asked for."""
     monkeypatch.setattr(_merge, "_WINDOW_ROWS", window)
     out = tmp_path / "out.parquet"
-    _merge.merge_runs(sorted_files, _group(sorted_files, ["job_key", "start"]), out, 4)
+    _merge.merge_runs(_group(sorted_files, ["job_key", "start"]), out, 4)
     rows = [r for f in sorted_files for r in _rows(f)]
     assert _rows(out) == sorted(rows, key=lambda r: r[0])
     meta = pq.read_metadata(out)
@@ -246,7 +246,7 @@ def test_sequence_tables_keep_their_encodings_through_the_merge(tmp_path):
     ]
     for sequence in (True, False):
         out = tmp_path / f"out-{sequence}.parquet"
-        _merge.merge_runs(files, _group(files, ["job_key", "start"]), out, 4, sequence=sequence)
+        _merge.merge_runs(_group(files, ["job_key", "start"]), out, 4, sequence=sequence)
         enc = _encodings(out)
         assert ("DELTA_BINARY_PACKED" in enc["seq"]) is sequence
         assert ("BYTE_STREAM_SPLIT" in enc["start"]) is sequence
@@ -319,7 +319,7 @@ def test_strings_of_few_values_are_read_as_dictionaries_and_written_as_strings(t
     meta = pq.read_metadata(files[0])
     coded = _merge._dictionary_encoded(pq.read_schema(files[0]), meta)
     assert [f.name for f in coded if pa.types.is_dictionary(f.type)] == ["job_key", "module"]
-    _merge.merge_runs(files, _group(files, ["job_key"]), tmp_path / "out.parquet", 64)
+    _merge.merge_runs(_group(files, ["job_key"]), tmp_path / "out.parquet", 64)
     out = pq.read_table(tmp_path / "out.parquet")
     assert out.schema.field("module").type == pa.string()
     every = pa.concat_tables(pq.read_table(f) for f in files)
@@ -342,7 +342,7 @@ def test_an_error_writing_a_row_group_is_raised_by_the_merge(tmp_path, sorted_fi
     monkeypatch.setattr(_merge, "_WINDOW_ROWS", 2)
     group = _group(sorted_files, ["job_key", "start"])
     with pytest.raises(OSError, match="disk full"):
-        _merge.merge_runs(sorted_files, group, tmp_path / "out.parquet", 2)
+        _merge.merge_runs(group, tmp_path / "out.parquet", 2)
     assert len(written) == 2
 
 
@@ -372,7 +372,7 @@ def test_windows_and_batches_are_bounded_by_decoded_bytes(tmp_path, monkeypatch)
 
     monkeypatch.setattr(_merge, "_window_pieces", spy)
     out = tmp_path / "out.parquet"
-    _merge.merge_runs(files, _group(files, ["job_key"]), out, 65_536)
+    _merge.merge_runs(_group(files, ["job_key"]), out, 65_536)
     assert 4 * max(w for w, _ in seen) * decoded <= 1.1 * (1 << 20), (seen, decoded)
     assert max(b for _, b in seen) * decoded <= 1.1 * (1 << 20), (seen, decoded)
     expect = duckdb.sql(
@@ -392,7 +392,7 @@ def test_an_output_cut_into_files_ends_each_where_a_job_does(tmp_path):
     runs = _runs(files, ["job_key"])
     assert _merge.part_cuts(runs, 2).tolist() == [3, 7]
     assert _merge.part_cuts(runs, 100).tolist() == []
-    outs = _merge.merge_runs(files, _group(files, ["job_key"]), tmp_path / "out.parquet", 2,
+    outs = _merge.merge_runs(_group(files, ["job_key"]), tmp_path / "out.parquet", 2,
                              part_rows=2)  # fmt: skip
     assert [f.name for f in outs] == ["out-0.parquet", "out-1.parquet", "out-2.parquet"]
     keys = [[r[0] for r in _rows(f)] for f in outs]
@@ -440,7 +440,7 @@ def test_the_files_of_a_run_are_read_one_after_another(tmp_path, monkeypatch):
     group = _merge.sorted_group(files, ["job_key"])
     assert group is not None  # a run holds its largest file's reader, not its files'
     out = tmp_path / "out.parquet"
-    _merge.merge_runs(files, group, out, 4)
+    _merge.merge_runs(group, out, 4)
     assert most[0] == 2 and all(c.batches is None for c in opened)
     rows = [r for f in files for r in _rows(f)]
     assert _rows(out) == sorted(rows, key=lambda r: r[0])
@@ -464,7 +464,7 @@ def test_a_row_group_of_files_with_dictionaries_in_other_orders_stays_dictionary
         files.append(path)
     monkeypatch.setattr(_merge, "_WINDOW_ROWS", 64)  # a window a job: of one file each
     out = tmp_path / "out.parquet"
-    _merge.merge_runs(files, _group(files, ["job_key"]), out, 1024)
+    _merge.merge_runs(_group(files, ["job_key"]), out, 1024)
     meta = pq.read_metadata(out)
     assert meta.num_row_groups == 1
     assert meta.row_group(0).column(1).total_uncompressed_size < 1024  # plain: 24 bytes a row
@@ -493,7 +493,7 @@ def test_keys_are_ordered_a_slab_at_a_time(tmp_path, monkeypatch, most):
     assert [k for s in slabs for k in s.keys.to_pylist()] == names
     ordered = _runs(files, ["job_key"])
     assert [files[i].name[8:13] for i in ordered.file[:4]] == ["1-a-0", "2-b-0"] * 2
-    out = _merge.merge_runs(files, _group(files, ["job_key"]), tmp_path / "m.parquet", 4,
+    out = _merge.merge_runs(_group(files, ["job_key"]), tmp_path / "m.parquet", 4,
                             part_rows=7)  # fmt: skip
     assert [r[0] for f in out for r in _rows(f)] == names
     assert [pq.read_metadata(f).num_rows for f in out] == [7] * 5 + [1]
@@ -511,7 +511,7 @@ def test_rows_found_out_of_order_while_merging_go_to_duckdb(tmp_path):
     out = tmp_path / "out" / "m.parquet"
     out.parent.mkdir()
     with pytest.raises(_merge.Unmergeable, match="overlap"):
-        _merge.merge_runs(files, _group(files, ["job_key"]), out, 1, part_rows=1)
+        _merge.merge_runs(_group(files, ["job_key"]), out, 1, part_rows=1)
     assert list(out.parent.iterdir()) == []  # the parts written before are gone
     merger = Merger(tmp_path / "spill")
     (merged,) = merge_files(merger, files, out, ("job_key",))

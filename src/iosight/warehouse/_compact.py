@@ -418,7 +418,7 @@ def merge_files(
     if by and (group := sorted_group(files, by)) is not None:
         try:
             return merge_runs(  # jobs moved, no sort
-                files, group, out, ROW_GROUP_ROWS, sequence=sequence, part_rows=part_rows(files)
+                group, out, ROW_GROUP_ROWS, sequence=sequence, part_rows=part_rows(files)
             )
         except Unmergeable:
             pass  # rows out of the merge's order: sorted below

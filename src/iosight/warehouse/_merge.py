@@ -295,7 +295,6 @@ def _within_runs_sorted(keys: pa.Table, edges: np.ndarray) -> bool:
 
 
 def merge_runs(
-    files: list[Path],
     group: SortedGroup,
     out: Path,
     row_group: int,
@@ -303,7 +302,7 @@ def merge_runs(
     sequence: bool = False,
     part_rows: int | None = None,
 ) -> list[Path]:
-    """Write the rows of ``files`` to ``out`` in the order of ``group``'s runs (from
+    """Write the rows of ``group``'s files to ``out`` in the order of its runs (from
     :func:`sorted_group`, slab by slab), in row groups of ``row_group`` rows, zstd,
     keeping the first file's key-value metadata; ``sequence``: a table of
     :data:`SEQUENCE_TABLES`, its numbers encoded as ingest stages them. ``part_rows``:
@@ -311,6 +310,7 @@ def merge_runs(
     (:func:`part_cuts`), named ``<out's stem>-<j>.parquet``: each then holds a narrow
     range of keys. Returns the files written; raises :class:`Unmergeable`, having
     removed them, where the rows are not in the order the merge relies on."""
+    files = group.files
     first = pq.read_metadata(files[0])
     meta = first.metadata or {}
     rows = _dictionary_encoded(pq.read_schema(files[0]).remove_metadata(), first)
