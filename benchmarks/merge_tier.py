@@ -63,12 +63,16 @@ def make_runs(where: Path, runs: int, jobs: int, file_jobs: int) -> list[Path]:
     return files
 
 
+def _sql_text(path: Path) -> str:
+    """``path`` as an SQL string literal."""
+    return "'" + str(path).replace("'", "''") + "'"
+
+
 def one(how: str, group: Path, out: Path) -> dict:
     """Merge ``group``'s files into ``out`` by ``how`` (``merge`` or ``duckdb``)."""
     import pyarrow.parquet as pq
 
-    from iosight.warehouse._compact import MEMORY_LIMIT, Merger, merge_files
-    from iosight.warehouse._store import _sql_text
+    from iosight.warehouse import MEMORY_LIMIT, Merger, merge_files
 
     files = sorted(
         group.glob("*.parquet"), key=lambda p: (p.name.split("-")[1], len(p.name), p.name)

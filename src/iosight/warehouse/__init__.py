@@ -9,7 +9,15 @@ from iosight._lazy import lazy_exports
 __getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {
-        "_compact": ("AUTO_SMALL_FILES", "CompactReport", "auto_compact", "compact"),
+        "_compact": (
+            "AUTO_SMALL_FILES",
+            "MEMORY_LIMIT",
+            "CompactReport",
+            "Merger",
+            "auto_compact",
+            "compact",
+            "merge_files",
+        ),
         "_follow": (
             "DEFAULT_INTERVAL",
             "DEFAULT_SETTLE",
