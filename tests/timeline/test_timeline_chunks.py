@@ -182,3 +182,26 @@ def test_footers_parsed_once_while_streaming(facility, monkeypatch):
     monkeypatch.setattr(build, "_count_undated", after)
     build_timeline(facility, bin_width=600, chunk_jobs=1500)
     assert seen == {"streaming": {("true", "244.1 MiB")}, "after": {("false", "2.0 GiB")}}
+
+
+def test_chunks_hold_about_as_many_jobs_each(tmp_path):
+    """The key ranges of a build's chunks hold even shares of the jobs: 20,000 jobs in
+    chunks of 1,000 are cut at the keys' quantiles, each within 1 % of 1,000 (the
+    build's peak is its largest chunk's; with 256 sampled keys a chunk, as before, one
+    held 1,135)."""
+    import hashlib
+
+    from iosight.timeline._build import _key_ranges
+
+    wh = Warehouse(tmp_path / "wh", create=True)
+    keys = [hashlib.blake2b(str(i).encode(), digest_size=16).hexdigest() for i in range(20_000)]
+    start = np.arange(20_000, dtype=np.float64) * 60.0
+    jobs = pa.table({"job_key": keys, "start_time": start, "end_time": start + 600.0})
+    wh.write_table("jobs", jobs)
+    ranges = _key_ranges(wh, "true", 1_000)
+    assert len(ranges) == 20 and ranges[0][0] is None and ranges[-1][1] is None
+    counts = [
+        sum((lo is None or k >= lo) and (hi is None or k < hi) for k in keys) for lo, hi in ranges
+    ]
+    assert sum(counts) == 20_000
+    assert max(counts) <= 1_010 and min(counts) >= 990, counts

@@ -69,6 +69,7 @@ from iosight.warehouse._store import (
 if TYPE_CHECKING:
     import duckdb
 
+    from iosight.warehouse._merge import SortedGroup
     from iosight.warehouse._store import Warehouse
 
 #: the size a group of small files aims at; a file of half of it or more is left alone
@@ -418,7 +419,7 @@ def merge_files(
     if by and (group := sorted_group(files, by)) is not None:
         try:
             return merge_runs(  # jobs moved, no sort
-                group, out, ROW_GROUP_ROWS, sequence=sequence, part_rows=part_rows(files)
+                group, out, ROW_GROUP_ROWS, sequence=sequence, part_rows=part_rows(group)
             )
         except Unmergeable:
             pass  # rows out of the merge's order: sorted below
@@ -434,14 +435,12 @@ def merge_files(
     return [only]
 
 
-def part_rows(files: list[Path]) -> int:
-    """Rows of an output file of about :data:`PART_BYTES`, as ``files`` hold rows a
-    byte, in whole row groups of :data:`ROW_GROUP_ROWS`."""
-    import pyarrow.parquet as pq
-
-    rows = sum(pq.read_metadata(f).num_rows for f in files)
-    size = max(1, sum(f.stat().st_size for f in files))
-    groups = -(-PART_BYTES * rows // size // ROW_GROUP_ROWS)
+def part_rows(group: SortedGroup) -> int:
+    """Rows of an output file of about :data:`PART_BYTES`, as ``group``'s files hold rows
+    a byte (their row counts as :func:`~iosight.warehouse._merge.sorted_group` read them),
+    in whole row groups of :data:`ROW_GROUP_ROWS`."""
+    size = max(1, sum(f.stat().st_size for f in group.files))
+    groups = -(-PART_BYTES * sum(group.rows) // size // ROW_GROUP_ROWS)
     return max(1, groups) * ROW_GROUP_ROWS
 
 

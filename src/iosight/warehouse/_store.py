@@ -83,21 +83,23 @@ def run_of(path: Path) -> str:
     """The run file ``path`` belongs to: the files a merge's output was cut into
     (``compact-<batch>-<i>-<j>.parquet``, :data:`~iosight.warehouse._compact.PART_BYTES`)
     are one run, compacted and tiered as one; any other file is a run alone."""
-    name = path.name
-    if name.startswith(COMPACT_PREFIX):
-        fields = name[len(COMPACT_PREFIX) : -len(".parquet")].split("-")
-        if len(fields) == 4:
-            return "-".join(fields[:3])
-    return name
+    return _run_and_part(path.name)[0]
 
 
 def part_of(path: Path) -> int:
     """File ``path``'s place in its run (:func:`run_of`): ``j`` of
     ``compact-<batch>-<i>-<j>.parquet``, 0 for a file that is a run alone. Listed by name,
     a run's eleventh file (``-10``) comes before its third (``-2``)."""
-    if run_of(path) == path.name:
-        return 0
-    return int(path.name[: -len(".parquet")].rsplit("-", 1)[1])
+    return _run_and_part(path.name)[1]
+
+
+def _run_and_part(name: str) -> tuple[str, int]:
+    """A file's run and its place in it, from its name (:func:`run_of`)."""
+    if name.startswith(COMPACT_PREFIX):
+        fields = name[len(COMPACT_PREFIX) : -len(".parquet")].split("-")
+        if len(fields) == 4 and fields[3].isdigit():
+            return "-".join(fields[:3]), int(fields[3])
+    return name, 0
 
 
 def new_batch_id() -> str:
