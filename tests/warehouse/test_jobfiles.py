@@ -229,3 +229,91 @@ def test_closing_the_index_stops_its_thread_and_pages_still_answer(layered):
     again.connect(wh.tables())  # nothing new is read once closed
     assert index._worker is None
     _same_summary(Warehouse(layered), again, key)
+
+
+@pytest.mark.parametrize("table", ["posix", "jobs"])
+def test_the_index_looks_a_key_up_in_all_files_at_once_as_their_rows_say(tmp_path, table):
+    """Once every file of a table is read, a lookup scans one array of them all
+    (``_Packed``): the files that hold the keys, in their order; each key's row numbers
+    where the table keeps them (``jobs``); and a file whose keys could not be read (it
+    may hold any). The same before (file by file, files still queued) and after."""
+    import os
+
+    import numpy as np
+    import pyarrow as pa
+
+    from iosight.warehouse._jobfiles import KeyIndex
+    from iosight.warehouse._keyfiles import hash_keys, string_array
+
+    folder = tmp_path / table
+    folder.mkdir()
+    keys = [f"{i:016x}" for i in range(60)]
+    for f in range(5):  # each key in one file or two; twice in a file but for jobs
+        held = [k for i, k in enumerate(keys) if i % 5 == f or i % 7 == f]
+        held = held if table == "jobs" else held * 2
+        pq.write_table(pa.table({"job_key": held, "v": range(len(held))}),
+                       folder / f"part-{f}.parquet", row_group_size=7)  # fmt: skip
+    (folder / "part-9.parquet").write_bytes(b"PAR1 not a parquet file PAR1")
+    entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    columns = {e.path: pq.read_table(e.path)["job_key"].to_pylist() for e in entries[:-1]}
+
+    def want(some: list[str]) -> dict:
+        found = {}
+        for path, column in columns.items():
+            rows = [i for i, k in enumerate(column) if k in some]
+            if rows:
+                found[path] = rows if table == "jobs" else None
+        return {**found, entries[-1].path: None}
+
+    def holding(index: KeyIndex, some: list[str]) -> dict:
+        return index.holding(entries, np.unique(hash_keys(string_array(some))))
+
+    index = KeyIndex()
+    assert holding(index, keys[:1]) == {e.path: None for e in entries}  # none read yet
+    index.wait()
+    for some in [*([k] for k in keys), keys[::3], keys, ["absent"]]:
+        got = holding(index, some)
+        assert got == want(some) and list(got) == list(want(some))
+    assert index._packed[str(folder)].entries is entries
+
+
+def test_a_jobs_rows_are_held_in_a_table_unless_there_are_too_many(layered, monkeypatch):
+    """A scope of one job copies the job's rows of a table into a temporary table (its
+    queries then bind a small table); past ``_HELD_ROWS`` rows it reads the job's files
+    through a view instead. The summary is the same either way."""
+    from iosight.warehouse import _jobfiles
+
+    plain, indexed = Warehouse(layered), _indexed(layered)
+    most = plain.sql("select job_key, count(*) n from posix group by 1 order by n desc, 1")
+    key, rows = most["job_key"][0], int(most["n"][0])
+    assert rows > 1
+
+    def held(scope) -> set[str]:
+        query = "select table_name from duckdb_tables() where temporary"
+        return {t for (t,) in scope.connect(()).execute(query).fetchall()}
+
+    scope = for_job(indexed, key)
+    _same_summary(plain, scope, key)
+    assert "posix" in held(scope) and "jobs" in held(scope)
+    monkeypatch.setattr(_jobfiles, "_HELD_ROWS", rows - 1)
+    scope = for_job(indexed, key)
+    _same_summary(plain, scope, key)
+    assert "posix" not in held(scope) and "jobs" in held(scope)  # a view of its files
+
+
+def test_a_job_scope_knows_the_tables_that_hold_none_of_its_rows(layered):
+    """``may_hold``: False only where no file of the table holds the job (a module it did
+    not use), so a job page's query leaves that table out; the whole warehouse holds
+    every table."""
+    plain, indexed = Warehouse(layered), _indexed(layered)
+    tables = [t for t in ("posix", "mpiio", "stdio", "h5d", "lustre", "heatmap")
+              if plain.has_table(t)]  # fmt: skip
+    left_out = 0
+    for key in _keys(plain):
+        scope = for_job(indexed, key)
+        for table in tables:
+            rows = plain.sql(f'select count(*) n from "{table}" where job_key = ?', [key])
+            assert plain.may_hold(table)
+            assert scope.may_hold(table) or rows["n"][0] == 0
+            left_out += not scope.may_hold(table)
+    assert left_out

@@ -232,11 +232,11 @@ def job_timeline(wh: ServedWarehouse, key: str):
     ``("", None)``: what the job's time axis can show."""
     wh = for_job(wh, key)
     tables = set(wh.tables())
-    if "dxt_posix" in tables:
+    if "dxt_posix" in tables and wh.may_hold("dxt_posix"):
         view = job_dxt(wh, key)
         if view.total:
             return "dxt", view
-    if "heatmap" in tables:
+    if "heatmap" in tables and wh.may_hold("heatmap"):
         from iosight.report.heatmap import job_heatmap
 
         hm = job_heatmap(wh, key)

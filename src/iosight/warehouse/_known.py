@@ -38,6 +38,8 @@ def view_query(con: duckdb.DuckDBPyConnection, name: str, rows: str) -> str:
     that column as null, so :data:`KNOWN_AT` works on every warehouse; a column renamed
     since (:data:`RENAMED`) reads under its new name, old and new files coalesced."""
     query = f"select * from {rows}"
+    if name != "jobs" and name not in RENAMED:
+        return query  # nothing to add or rename: no describe (a bind of every file read)
     columns = {r[0] for r in con.execute(f"describe {query}").fetchall()}
     old = {o: n for o, n in RENAMED.get(name, {}).items() if o in columns}
     if old:

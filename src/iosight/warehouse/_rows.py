@@ -32,14 +32,15 @@ class Rows:
     values: list[tuple]
 
     @classmethod
-    def fetch(cls, rel: duckdb.DuckDBPyRelation) -> Rows:
-        """Every row of ``rel``."""
-        types = [str(t) for t in rel.types]
-        values = rel.fetchall()
+    def fetch(cls, result: duckdb.DuckDBPyConnection) -> Rows:
+        """Every row of the query ``result`` (a connection an ``execute`` left it on)."""
+        columns = [d[0] for d in result.description]
+        types = [str(d[1]) for d in result.description]
+        values = result.fetchall()
         decimal = [i for i, t in enumerate(types) if t.startswith("DECIMAL")]
         if decimal:
             values = [_floats(row, decimal) for row in values]
-        return cls(list(rel.columns), types, values)
+        return cls(columns, types, values)
 
     @classmethod
     def from_columns(cls, columns: Mapping[str, Sequence]) -> Rows:

@@ -216,13 +216,15 @@ def _module_rows(
 ) -> tuple[str, list]:
     """The per-module query (bytes, operations, times) and its parameters."""
     parts, params = [], []
+    layers = []
     for table, p in _LAYERS.items():
         if table not in tables:
             continue
         cols = _cols(warehouse, table)
         times = [f"{p}_F_READ_TIME", f"{p}_F_WRITE_TIME", f"{p}_F_META_TIME"]
-        if not {f"{p}_BYTES_READ", f"{p}_BYTES_WRITTEN", *times} <= cols:
-            continue
+        if {f"{p}_BYTES_READ", f"{p}_BYTES_WRITTEN", *times} <= cols:
+            layers.append((table, p, cols, times))
+    for table, p, cols, times in _holding(warehouse, layers):
         parts.append(
             f"select {len(parts)} _o, '{p}' module, count(*) records, "
             f"count(distinct record_id) files, {_count(f'{p}_BYTES_READ')} bytes_read, "
@@ -240,6 +242,15 @@ def _module_rows(
         f"write_time, meta_time, {io_time} as io_time, ({io_time}) / ?::double as io_time_per_rank"
     )
     return _in_order(parts, columns), [nprocs, *params]  # the select list comes first
+
+
+def _holding(warehouse: Warehouse, parts: list[tuple]) -> list[tuple]:
+    """The ``parts`` of a union (each a tuple whose first item is its table) whose table
+    may hold rows of the job (:meth:`~Warehouse.may_hold`); the first part where none
+    may, so that the query still has its columns. The others would add no row (each
+    keeps only a non-empty group), and a job's reader binds each table it names."""
+    held = [part for part in parts if warehouse.may_hold(part[0])]
+    return held or parts[:1]
 
 
 def _ops(cols: set[str], p: str, what: str) -> str:
@@ -271,6 +282,7 @@ def _access_sizes(warehouse: Warehouse, key: str, tables: set[str]) -> tuple[str
     if not found:
         return _NOTHING
     bins = [b for b in ACCESS_SIZE_BINS if any(b in names for *_, names in found)]
+    found = _holding(warehouse, found)
     parts = [
         f"select {i} _o, '{p}' module, '{op}' op, "
         + ", ".join(_bin_count(names.get(b), b) for b in bins)
