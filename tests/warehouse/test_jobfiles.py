@@ -317,3 +317,18 @@ def test_a_job_scope_knows_the_tables_that_hold_none_of_its_rows(layered):
             assert scope.may_hold(table) or rows["n"][0] == 0
             left_out += not scope.may_hold(table)
     assert left_out
+
+
+def test_a_jobs_rows_beyond_duckdbs_memory_limit_are_read_through_a_view(layered):
+    """Where DuckDB's memory limit leaves no room for the job's rows (a server's threads
+    each hold one job's), the scope reads its files through a view: the same answer."""
+    plain, indexed = Warehouse(layered), _indexed(layered)
+    most = plain.sql("select job_key, count(*) n from posix group by 1 order by n desc, 1")
+    key, rows = most["job_key"][0], int(most["n"][0])
+    indexed.connect().execute("set memory_limit = '2MB'")  # the queries fit, the copy not
+    scope = for_job(indexed, key)
+    query = "select count(*) n, sum(POSIX_BYTES_READ) b from posix where job_key = ?"
+    pd.testing.assert_frame_equal(scope.sql(query, [key]), plain.sql(query, [key]))
+    assert scope.sql(query, [key])["n"][0] == rows
+    temporary = "select table_name from duckdb_tables() where temporary"
+    assert ("posix",) not in scope.connect(()).execute(temporary).fetchall()

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 _BATCH = 16  # files taken from the queue at a time by the index's thread
-_HELD_ROWS = 20_000  # a job's rows of a table held in a temporary table (posix: ~14 MB)
+_HELD_ROWS = 10_000  # a job's rows of a table held in a temporary table (posix: ~7 MB)
 # a name read after FROM or JOIN: the tables a query with ``?`` parameters reads, which
 # DuckDB's parser does not list (a name missed only reads the whole table's view)
 _AFTER_FROM = re.compile(r'\b(?:from|join)\s+"?([A-Za-z_][A-Za-z0-9_]*)"?', re.IGNORECASE)
@@ -436,17 +436,31 @@ class JobScope(Warehouse):
             return
         con = self._cursor
         query = part_view_query(con, name, self._columns(name), _read(files) if files else None)
-        if len(self.keys) == 1 and files:
-            held = f'temp."{name}"'
-            con.execute(
-                f"create temp table {held} as select * from ({query}) where {KEY} = ? "
-                f"limit {_HELD_ROWS + 1}",
-                [self.keys[0]],
-            )
-            if con.execute(f"select count(*) from {held}").fetchall()[0][0] <= _HELD_ROWS:
-                return
-            con.execute(f"drop table {held}")
+        if len(self.keys) == 1 and files and _held(con, name, query, self.keys[0]):
+            return
         con.execute(f'create or replace temp view "{name}" as {query}')
+
+
+def _held(con: duckdb.DuckDBPyConnection, name: str, query: str, key: str) -> bool:
+    """Whether job ``key``'s rows of table ``name`` (of the view ``query``) now stand in a
+    temporary table of ``con``: not where they are more than :data:`_HELD_ROWS`, nor
+    where DuckDB's memory limit has no room for them (a server's threads each hold one
+    job's)."""
+    import duckdb
+
+    held = f'temp."{name}"'
+    try:
+        con.execute(
+            f"create temp table {held} as select * from ({query}) where {KEY} = ? "
+            f"limit {_HELD_ROWS + 1}",
+            [key],
+        )
+        if con.execute(f"select count(*) from {held}").fetchall()[0][0] <= _HELD_ROWS:
+            return True
+    except duckdb.OutOfMemoryException:
+        pass
+    con.execute(f"drop table if exists {held}")
+    return False
 
 
 def _read(files: dict[str, list[int] | None]) -> str:
