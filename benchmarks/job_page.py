@@ -63,10 +63,9 @@ def main() -> None:
         ]
     )
     t0, c0 = time.perf_counter(), time.process_time()
-    files = filled(wh, keys[0])._files.values()
-    size = sum(h.nbytes + (0 if r is None else r.nbytes) for _, h, r in files if h is not None)
+    files, size = filled(wh, keys[0]).held()
     print(
-        f"index: {len(files)} files, {size / 2**20:.1f} MiB, filled in "
+        f"index: {files} files, {size / 2**20:.1f} MiB, filled in "
         f"{time.perf_counter() - t0:.1f} s wall, {time.process_time() - c0:.1f} s CPU"
     )
     kept, _jobfiles.BY_ROW = _jobfiles.BY_ROW, frozenset()  # this index keeps no rows

@@ -275,6 +275,9 @@ def test_the_index_looks_a_key_up_in_all_files_at_once_as_their_rows_say(tmp_pat
         got = holding(index, some)
         assert got == want(some) and list(got) == list(want(some))
     assert index._packed[str(folder)].entries is entries
+    width = 8 if table == "jobs" else 4  # a hash, and a row number where kept
+    assert index.held() == (6, width * sum(len(set(c)) if table != "jobs" else len(c)
+                                           for c in columns.values()))  # fmt: skip
 
 
 def test_a_jobs_rows_are_held_in_a_table_unless_there_are_too_many(layered, monkeypatch):

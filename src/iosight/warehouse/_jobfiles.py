@@ -249,6 +249,13 @@ class KeyIndex:
             known = self._files.get(folder, {})
             return any(e.path not in known for e in entries)
 
+    def held(self) -> tuple[int, int]:
+        """The files read into the index and the bytes of their hashes and row numbers."""
+        with self._guard:
+            keys = [(h, r) for folder in self._files.values() for _, h, r in folder.values()]
+        size = sum(h.nbytes + (0 if r is None else r.nbytes) for h, r in keys if h is not None)
+        return len(keys), size
+
     def wait(self) -> None:
         """Return once every file queued so far is read (what a test or warm-up waits for)."""
         worker = self._worker
