@@ -28,10 +28,13 @@ At a million jobs a job page's time went to DuckDB binding its queries, not runn
 them: each table a query names binds its files' columns again (some 5 ms for ``posix``'s
 89), and the modules query names seven. So a scope of one job copies the job's rows of
 each table it reads into a temporary table, once (at most :data:`_HELD_ROWS`; a bigger
-job's reads its files through a view), and says which tables hold none of them
-(:meth:`JobScope.may_hold`), which a page's queries leave out; the index looks a key up
-in all of a table's files at once (``_Packed``). A job's summary and time axis at a
-million jobs (120 jobs, 2 cores): median 190-196 -> 111-131 ms.
+job's rows are read through a view of its files at each query), and says which tables
+hold none of them (:meth:`JobScope.may_hold`), which a page's queries leave out; the
+index looks a few keys up in all of a table's files at once (``_Packed``). A scope's
+queries must therefore ask for its jobs' rows (``job_key = ?``, ``in``): a scope of one
+job holds no other job's. ``benchmarks/job_page.py`` at a million jobs: 6.5x -> 10.8x
+faster than whole views, 119 ms a page at the median, 135 at p95 (docs/warehouse.md,
+"The Job page at a million").
 """
 
 from __future__ import annotations
@@ -54,7 +57,10 @@ if TYPE_CHECKING:
     import numpy as np
 
 _BATCH = 16  # files taken from the queue at a time by the index's thread
-_HELD_ROWS = 10_000  # a job's rows of a table held in a temporary table (posix: ~7 MB)
+# keys looked up in a table's packed hashes at once; more are looked up file by file
+# (numpy's isin sorts the whole array for more than some 70 keys)
+_PACKED_KEYS = 16
+_HELD_ROWS = 2_000  # a job's rows of a table held in a temporary table (1-2.4 MB a job)
 # a name read after FROM or JOIN: the tables a query with ``?`` parameters reads, which
 # DuckDB's parser does not list (a name missed only reads the whole table's view)
 _AFTER_FROM = re.compile(r'\b(?:from|join)\s+"?([A-Za-z_][A-Za-z0-9_]*)"?', re.IGNORECASE)
@@ -106,8 +112,9 @@ class KeyIndex:
     never held up by the reading."""
 
     def __init__(self) -> None:
-        # folder -> path -> (stamp, hashes, their row numbers where the table is in BY_ROW)
-        self._files: dict[str, dict[str, tuple[tuple, np.ndarray, np.ndarray | None]]] = {}
+        # folder -> path -> (stamp, hashes (None: unreadable), their row numbers in BY_ROW)
+        self._files: dict[str, dict[str, tuple[tuple, np.ndarray | None, np.ndarray | None]]]
+        self._files = {}
         self._packed: dict[str, _Packed] = {}  # folder -> its files' keys in one array
         self._columns: dict[str, tuple[tuple, list]] = {}  # table -> (its files, columns)
         self._queue: dict[str, tuple] = {}  # path -> stamp, waiting to be read
@@ -127,14 +134,15 @@ class KeyIndex:
 
         wanted = np.asarray(key_hashes, dtype=np.uint32)
         folder = os.path.dirname(entries[0].path)
+        few = len(wanted) <= _PACKED_KEYS
         packed = self._packed.get(folder)
-        if packed is None or packed.entries is not entries:
-            stamps = {e.path: _stamp(e) for e in entries}
-            todo = self._update(folder, stamps)
-            if todo:
-                return self._holding_unpacked(folder, stamps, todo, wanted)
-            packed = self._pack(folder, entries)
-        return packed.holding(wanted)
+        if few and packed is not None and packed.entries is entries:
+            return packed.holding(wanted)
+        stamps = {e.path: _stamp(e) for e in entries}
+        todo = self._update(folder, stamps)
+        if few and not todo and (packed := self._pack(folder, entries, stamps)) is not None:
+            return packed.holding(wanted)
+        return self._holding_unpacked(folder, stamps, todo, wanted)
 
     def _update(self, folder: str, stamps: dict[str, tuple]) -> dict[str, tuple]:
         """Forget the files of ``folder`` not in ``stamps`` (path -> stamp: purged,
@@ -155,17 +163,19 @@ class KeyIndex:
     def _holding_unpacked(
         self, folder: str, stamps: dict[str, tuple], todo: dict[str, tuple], wanted: np.ndarray
     ) -> dict[str, list[int] | None]:
-        """:meth:`holding` file by file, while files of ``todo`` are still to be read
-        (each may hold any job)."""
+        """:meth:`holding` file by file: while files of ``todo`` are still to be read, or
+        for many keys. A file still to be read, or forgotten meanwhile (another thread saw
+        another set of files), may hold any job."""
         import numpy as np
 
-        known = self._files[folder]
+        known = self._files.get(folder, {})
         found: dict[str, list[int] | None] = {}
-        for path in stamps:
-            if path in todo:
+        for path, stamp in stamps.items():
+            entry = known.get(path)
+            if path in todo or entry is None or entry[0] != stamp:
                 found[path] = None
                 continue
-            _, hashes, rows = known[path]
+            _, hashes, rows = entry
             if hashes is None:  # a file whose keys could not be read
                 found[path] = None
             elif rows is None:
@@ -175,15 +185,21 @@ class KeyIndex:
                 found[path] = sorted(got.tolist())
         return found
 
-    def _pack(self, folder: str, entries: list[os.DirEntry]) -> _Packed:
-        """The keys of every file of ``entries`` (all read) in one array, kept for
-        ``folder`` while its files stay these; each file's keys become a slice of it, so
-        the index holds them once."""
+    def _pack(
+        self, folder: str, entries: list[os.DirEntry], stamps: dict[str, tuple]
+    ) -> _Packed | None:
+        """The keys of every file of ``entries`` (all read, as stamped in ``stamps``) in
+        one array, kept for ``folder`` while its files stay these; each file's keys become
+        a slice of it, so the index holds them once. None where a file is no longer as
+        read (another thread saw another set of files meanwhile)."""
         with self._guard:
-            known = self._files[folder]
-            packed = _Packed(entries, [known[e.path][1:] for e in entries])
+            known = self._files.get(folder, {})
+            got = [known.get(e.path) for e in entries]
+            if any(g is None or g[0] != stamps[e.path] for g, e in zip(got, entries, strict=True)):
+                return None
+            packed = _Packed(entries, [g[1:] for g in got])
             for entry, hashes, rows in zip(entries, *packed.slices(), strict=True):
-                known[entry.path] = (known[entry.path][0], hashes, rows)
+                known[entry.path] = (stamps[entry.path], hashes, rows)
             self._packed[folder] = packed
         return packed
 
@@ -344,10 +360,11 @@ def _has_any(hashes: np.ndarray, wanted: np.ndarray) -> bool:
 
 
 class JobScope(Warehouse):
-    """A reader of ``parent`` whose views of job-keyed tables hold only the files that can
-    hold the jobs ``keys`` (:class:`KeyIndex`); every other table reads its whole view.
-    Made by :func:`for_job` and :func:`for_jobs`; anything else is the parent's (its path,
-    its limits)."""
+    """A reader of ``parent`` whose job-keyed tables read only the files that can hold the
+    jobs ``keys`` (:class:`KeyIndex`), for queries of those jobs' rows; a scope of one job
+    holds its rows of each such table in a temporary table where they are few. Every
+    other table reads its whole view. Made by :func:`for_job` and :func:`for_jobs`;
+    anything else is the parent's (its path, its limits)."""
 
     def __init__(self, parent: Warehouse, keys: tuple[str, ...], index: KeyIndex) -> None:
         self.path, self._parent, self.keys, self._index = parent.path, parent, keys, index
@@ -357,14 +374,18 @@ class JobScope(Warehouse):
         self._entries: dict[str, list[os.DirEntry]] = {}
         self._key_hashes: np.ndarray | None = None  # the keys' hashes, sorted, each once
         self.partial = False  # a view made while the index lacked some of its files
+        # (table, job) whose rows were not held: a served warehouse's, once per set of files
+        memo = getattr(parent, "memo", None)
+        self._unheld: set[tuple[str, str]] = memo("rows not held", set) if memo else set()
 
     def __getattr__(self, name: str):
         return getattr(self._parent, name)
 
     def connect(self, names: Iterable[str] | None = None) -> duckdb.DuckDBPyConnection:
         """A cursor of the parent's database where each table of ``names`` that holds a
-        ``job_key`` reads only the job's files (a temporary view, this cursor's alone);
-        ``None`` scopes no more tables (their columns are the whole table's anyway)."""
+        ``job_key`` reads only the job's files or rows (a temporary view or table, this
+        cursor's alone); ``None`` scopes no more tables (their columns are the whole
+        table's anyway)."""
         base = self._parent.connect(names)
         if self._cursor is None:
             self._cursor = base.cursor()
@@ -377,10 +398,10 @@ class JobScope(Warehouse):
             self._scoped.add(name)
         return self._cursor
 
-    def _run(self, query: str, params: list | None, fetch, lazy: bool = False):
-        """:meth:`Warehouse._run` once the tables ``query`` reads are scoped."""
-        self.connect(_table_names(query) or set(_AFTER_FROM.findall(query)))
-        return super()._run(query, params, fetch, lazy)
+    def _reads(self, query: str) -> frozenset[str]:
+        """The tables ``query`` reads, each scoped before it runs: DuckDB's list, else the
+        names after its FROMs and JOINs (a query with ``?`` parameters)."""
+        return _table_names(query) or frozenset(_AFTER_FROM.findall(query))
 
     def tables(self) -> list[str]:
         """The parent's :meth:`~Warehouse.tables` (a served warehouse lists them once per
@@ -443,28 +464,32 @@ class JobScope(Warehouse):
             return
         con = self._cursor
         query = part_view_query(con, name, self._columns(name), _read(files) if files else None)
-        if len(self.keys) == 1 and files and _held(con, name, query, self.keys[0]):
-            return
+        if len(self.keys) == 1 and files and (name, self.keys[0]) not in self._unheld:
+            if _held(con, name, query, self.keys[0]):
+                return
+            self._unheld.add((name, self.keys[0]))  # not copied again for the next page
         con.execute(f'create or replace temp view "{name}" as {query}')
 
 
 def _held(con: duckdb.DuckDBPyConnection, name: str, query: str, key: str) -> bool:
     """Whether job ``key``'s rows of table ``name`` (of the view ``query``) now stand in a
     temporary table of ``con``: not where they are more than :data:`_HELD_ROWS`, nor
-    where DuckDB's memory limit has no room for them (a server's threads each hold one
-    job's)."""
+    where DuckDB could not copy them (its memory limit, a file it cannot read: the view
+    then reads them, and says why, at the query)."""
     import duckdb
 
     held = f'temp."{name}"'
     try:
         con.execute(
-            f"create temp table {held} as select * from ({query}) where {KEY} = ? "
-            f"limit {_HELD_ROWS + 1}",
+            f"create or replace temp table {held} as select * from ({query}) "
+            f"where {KEY} = ? limit {_HELD_ROWS + 1}",
             [key],
         )
         if con.execute(f"select count(*) from {held}").fetchall()[0][0] <= _HELD_ROWS:
             return True
-    except duckdb.OutOfMemoryException:
+    except duckdb.InterruptException:
+        raise  # a caller's deadline: the caller says so
+    except duckdb.Error:
         pass
     con.execute(f"drop table if exists {held}")
     return False

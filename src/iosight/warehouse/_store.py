@@ -556,12 +556,9 @@ class Warehouse:
         try:
             # executed, not made a relation, unless asked: a relation binds the query once
             # more before it runs (3 ms of each of a job page's wide queries)
-            con = self.connect(_table_names(query))
+            con = self.connect(self._reads(query))
             params = params or None
-            result = con.sql(query, params=params) if lazy else con.execute(query, params)
-            if result is None or result.description is None:
-                raise IosightError("the statement returns no rows; only queries are supported")
-            return fetch(result)
+            return fetch(con.sql(query, params=params) if lazy else con.execute(query, params))
         except duckdb.InterruptException:
             raise  # a caller's deadline interrupted it: the caller says so
         except duckdb.CatalogException as err:
@@ -569,6 +566,10 @@ class Warehouse:
             raise IosightError(f"{_duckdb_message(err)} Tables here: {tables}") from None
         except duckdb.Error as err:
             raise IosightError(_duckdb_message(err)) from None
+
+    def _reads(self, query: str) -> frozenset[str] | None:
+        """The tables ``query`` reads, whose views :meth:`connect` makes (None: all)."""
+        return _table_names(query)
 
     def table(
         self, name: str, columns: list[str] | None = None, where: str | None = None

@@ -224,7 +224,7 @@ def _module_rows(
         times = [f"{p}_F_READ_TIME", f"{p}_F_WRITE_TIME", f"{p}_F_META_TIME"]
         if {f"{p}_BYTES_READ", f"{p}_BYTES_WRITTEN", *times} <= cols:
             layers.append((table, p, cols, times))
-    for table, p, cols, times in _holding(warehouse, layers):
+    for table, p, cols, times in _parts_held(warehouse, layers):
         parts.append(
             f"select {len(parts)} _o, '{p}' module, count(*) records, "
             f"count(distinct record_id) files, {_count(f'{p}_BYTES_READ')} bytes_read, "
@@ -244,7 +244,7 @@ def _module_rows(
     return _in_order(parts, columns), [nprocs, *params]  # the select list comes first
 
 
-def _holding(warehouse: Warehouse, parts: list[tuple]) -> list[tuple]:
+def _parts_held(warehouse: Warehouse, parts: list[tuple]) -> list[tuple]:
     """The ``parts`` of a union (each a tuple whose first item is its table) whose table
     may hold rows of the job (:meth:`~Warehouse.may_hold`); the first part where none
     may, so that the query still has its columns. The others would add no row (each
@@ -282,7 +282,7 @@ def _access_sizes(warehouse: Warehouse, key: str, tables: set[str]) -> tuple[str
     if not found:
         return _NOTHING
     bins = [b for b in ACCESS_SIZE_BINS if any(b in names for *_, names in found)]
-    found = _holding(warehouse, found)
+    found = _parts_held(warehouse, found)
     parts = [
         f"select {i} _o, '{p}' module, '{op}' op, "
         + ", ".join(_bin_count(names.get(b), b) for b in bins)
