@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pandas as pd
@@ -326,8 +327,11 @@ def test_a_job_scope_knows_the_tables_that_hold_none_of_its_rows(layered):
 def test_a_jobs_rows_beyond_duckdbs_memory_limit_are_read_through_a_view(layered):
     """Where DuckDB's memory limit leaves no room for the job's rows (a server's threads
     each hold one job's), the scope reads its files through a view: the same answer."""
+    from iosight.warehouse import _jobfiles
+
     plain, indexed = Warehouse(layered), _indexed(layered)
-    most = plain.sql("select job_key, count(*) n from posix group by 1 order by n desc, 1")
+    most = plain.sql("select job_key, count(*) n from posix group by 1 having n <= ? "
+                     "order by n desc, 1", [_jobfiles._HELD_ROWS])  # fmt: skip
     key, rows = most["job_key"][0], int(most["n"][0])
     indexed.connect().execute("set memory_limit = '2MB'")  # the queries fit, the copy not
     scope = for_job(indexed, key)
@@ -349,9 +353,77 @@ def test_a_job_over_the_limit_is_not_copied_again_by_a_served_warehouse(layered)
     most = served.sql("select job_key, count(*) n from posix group by 1 order by n desc, 1")
     key = most["job_key"][0]
     assert most["n"][0] > _jobfiles._HELD_ROWS  # the example logs' biggest job
-    for_job(served, key).connect(["posix", "jobs"])
-    unheld = served.memo("rows not held", set)
-    assert ("posix", key) in unheld and ("jobs", key) not in unheld
+    copied = []
+    held = _jobfiles._held
+
+    def counted(con, name, query, job):
+        copied.append(name)
+        return held(con, name, query, job)
+
+    _jobfiles._held = counted
+    try:
+        for_job(served, key).connect(["posix", "jobs"])
+        unheld = served.memo("rows not held", set)
+        assert ("posix", key) in unheld and ("jobs", key) not in unheld
+        assert sorted(copied) == ["jobs", "posix"]
+        served.memo(f"job scope of thread {threading.get_ident()}", dict).clear()
+        for_job(served, key).connect(["posix", "jobs"])  # a new scope of the same job
+        assert sorted(copied) == ["jobs", "jobs", "posix"]  # posix read by its view at once
+    finally:
+        _jobfiles._held = held
+
+
+def _damage(path: str, column: str | None = None) -> None:
+    """Overwrite the data pages of ``column`` of the Parquet file ``path`` (every row
+    group's), or its footer where None; the file keeps its size."""
+    meta = pq.read_metadata(path)
+    data = bytearray(Path(path).read_bytes())
+    if column is None:
+        spans = [(len(data) - 8 - meta.serialized_size + 4, len(data) - 8)]
+    else:
+        at = pq.read_schema(path).names.index(column)
+        chunks = [meta.row_group(i).column(at) for i in range(meta.num_row_groups)]
+        starts = [c.dictionary_page_offset if c.has_dictionary_page else c.data_page_offset
+                  for c in chunks]  # fmt: skip
+        spans = [(a, a + c.total_compressed_size) for a, c in zip(starts, chunks, strict=True)]
+    for a, b in spans:
+        data[a:b] = b"\xff" * (b - a)
+    Path(path).write_bytes(bytes(data))
+
+
+def _files_holding(wh: Warehouse, table: str, key: str) -> list[str]:
+    files = [str(p) for p in wh.table_files(table)]
+    query = "select distinct filename f from read_parquet(?, filename = true) where job_key = ?"
+    return list(wh.sql(query, [files, key])["f"])
+
+
+def test_a_damaged_footer_of_a_jobs_file_is_one_clear_error(tmp_path, layered):
+    """Scoping a job's table reads its files (their columns): a footer DuckDB cannot read
+    fails the query with iosight's error, not DuckDB's."""
+    from iosight._errors import IosightError
+
+    path = Path(shutil.copytree(layered, tmp_path / "wh"))
+    key = _keys(Warehouse(path))[0]
+    for name in _files_holding(Warehouse(path), "jobs", key):
+        _damage(name)
+    indexed = Warehouse(path)
+    indexed.key_index = True
+    with pytest.raises(IosightError):
+        for_job(indexed, key).sql("select * from jobs where job_key = ?", [key])
+
+
+def test_a_job_whose_rows_cannot_be_copied_is_read_through_its_files(tmp_path, layered):
+    """A column DuckDB cannot read fails the copy of the job's rows, not a query that
+    does not read it: that query answers through the view of the job's files."""
+    path = Path(shutil.copytree(layered, tmp_path / "wh"))
+    plain = Warehouse(path)
+    most = plain.sql("select job_key, count(*) n from posix group by 1 order by n, 1 desc")
+    key, rows = most["job_key"][0], int(most["n"][0])
+    for name in _files_holding(plain, "posix", key):
+        _damage(name, "POSIX_OPENS")
+    indexed = _indexed(path)
+    query = "select count(*) n from posix where job_key = ?"
+    assert for_job(indexed, key).sql(query, [key])["n"][0] == rows
 
 
 def test_a_job_files_unreadable_rows_give_a_clear_error(tmp_path, layered):

@@ -229,6 +229,9 @@ def test_errors_raised_while_a_query_runs_are_one_line(warehouse):
         (lambda: warehouse.arrow("select error('boom')"), "Invalid Input Error: boom"),
         (lambda: warehouse.jobs(where="v > 'x'"), "Conversion Error: Could not convert"),
         (lambda: warehouse.sql("selec 1"), "Parser Error: syntax error"),
+        (lambda: warehouse.sql(""), "the query holds no statement"),
+        (lambda: warehouse.rows("-- a comment"), "the query holds no statement"),
+        (lambda: warehouse.arrow(" "), "the query holds no statement"),
     ):
         with pytest.raises(IosightError, match=expected) as err:
             run()

@@ -61,8 +61,8 @@ _BATCH = 16  # files taken from the queue at a time by the index's thread
 # (numpy's isin sorts the whole array for more than some 70 keys)
 _PACKED_KEYS = 16
 _HELD_ROWS = 2_000  # a job's rows of a table held in a temporary table (1-2.4 MB a job)
-# a name read after FROM or JOIN: the tables a query with ``?`` parameters reads, which
-# DuckDB's parser does not list (a name missed only reads the whole table's view)
+# a name read after FROM or JOIN: the tables of a query DuckDB can neither list nor
+# tokenize (a name missed only reads the whole table's view)
 _AFTER_FROM = re.compile(r'\b(?:from|join)\s+"?([A-Za-z_][A-Za-z0-9_]*)"?', re.IGNORECASE)
 
 
@@ -399,8 +399,8 @@ class JobScope(Warehouse):
         return self._cursor
 
     def _reads(self, query: str) -> frozenset[str]:
-        """The tables ``query`` reads, each scoped before it runs: DuckDB's list, else the
-        names after its FROMs and JOINs (a query with ``?`` parameters)."""
+        """The tables ``query`` reads, each scoped before it runs: DuckDB's list (or every
+        word of it), else the names after its FROMs and JOINs."""
         return _table_names(query) or frozenset(_AFTER_FROM.findall(query))
 
     def tables(self) -> list[str]:
@@ -465,20 +465,25 @@ class JobScope(Warehouse):
         con = self._cursor
         query = part_view_query(con, name, self._columns(name), _read(files) if files else None)
         if len(self.keys) == 1 and files and (name, self.keys[0]) not in self._unheld:
-            if _held(con, name, query, self.keys[0]):
+            why = _held(con, name, query, self.keys[0])
+            if why is None:
                 return
-            self._unheld.add((name, self.keys[0]))  # not copied again for the next page
+            if why != _NO_ROOM:  # too many rows, or unreadable: not copied again
+                self._unheld.add((name, self.keys[0]))
         con.execute(f'create or replace temp view "{name}" as {query}')
 
 
-def _held(con: duckdb.DuckDBPyConnection, name: str, query: str, key: str) -> bool:
-    """Whether job ``key``'s rows of table ``name`` (of the view ``query``) now stand in a
-    temporary table of ``con``: not where they are more than :data:`_HELD_ROWS`, nor
-    where DuckDB could not copy them (its memory limit, a file it cannot read: the view
-    then reads them, and says why, at the query)."""
+_NO_ROOM = "no room"  # DuckDB's memory limit had none for a copy: another page may have
+
+
+def _held(con: duckdb.DuckDBPyConnection, name: str, query: str, key: str) -> str | None:
+    """Copy job ``key``'s rows of table ``name`` (of the view ``query``) into a temporary
+    table of ``con``; None where they now stand there, else why not: more than
+    :data:`_HELD_ROWS` of them, :data:`_NO_ROOM` under DuckDB's memory limit, or a file
+    DuckDB cannot read (the view then reads them, and says why, at the query)."""
     import duckdb
 
-    held = f'temp."{name}"'
+    held, why = f'temp."{name}"', "too many rows"
     try:
         con.execute(
             f"create or replace temp table {held} as select * from ({query}) "
@@ -486,13 +491,17 @@ def _held(con: duckdb.DuckDBPyConnection, name: str, query: str, key: str) -> bo
             [key],
         )
         if con.execute(f"select count(*) from {held}").fetchall()[0][0] <= _HELD_ROWS:
-            return True
+            why = None
+    except duckdb.OutOfMemoryException:
+        why = _NO_ROOM
     except duckdb.InterruptException:
-        raise  # a caller's deadline: the caller says so
+        raise  # a caller's deadline: the caller says so (the table goes, below)
     except duckdb.Error:
-        pass
-    con.execute(f"drop table if exists {held}")
-    return False
+        why = "unreadable"
+    finally:
+        if why is not None:
+            con.execute(f"drop table if exists {held}")
+    return why
 
 
 def _read(files: dict[str, list[int] | None]) -> str:

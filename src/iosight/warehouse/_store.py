@@ -544,7 +544,7 @@ class Warehouse:
 
         ``query``: DuckDB SQL over the tables' views; ``rows``: rows per batch.
         """
-        return self.connect(_table_names(query)).sql(query).to_arrow_reader(rows)
+        return self.connect(self._reads(query)).sql(query).to_arrow_reader(rows)
 
     def _run(self, query: str, params: list | None, fetch: Callable, lazy: bool = False):
         """``fetch`` the rows of ``query`` from its executed result (or, ``lazy``, from a
@@ -558,7 +558,10 @@ class Warehouse:
             # more before it runs (3 ms of each of a job page's wide queries)
             con = self.connect(self._reads(query))
             params = params or None
-            return fetch(con.sql(query, params=params) if lazy else con.execute(query, params))
+            result = con.sql(query, params=params) if lazy else con.execute(query, params)
+            if result is None:  # no statement: an empty query, or only a comment
+                raise IosightError("the query holds no statement")
+            return fetch(result)
         except duckdb.InterruptException:
             raise  # a caller's deadline interrupted it: the caller says so
         except duckdb.CatalogException as err:
