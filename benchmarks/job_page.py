@@ -8,8 +8,9 @@ per table, DuckDB pruning row groups by their statistics), the key index of file
 ``jobs`` scanned whole in them), and the key index with ``jobs``' row numbers (its
 lookups read only the row groups holding the key). Each job is read each way,
 interleaved, the order rotating. Prints median and p95 wall, mean CPU per page, the
-ratios to the last way and the load average; the indexes are filled first (the fill
-time and size of the one with row numbers are printed).
+ratios to the last way, the memory of the job's rows the last way holds after each page,
+and the load average; the indexes are filled first (the fill time and size of the one
+with row numbers are printed).
 
     python benchmarks/job_page.py -w /tmp/jobpage-wh --jobs 40
 """
@@ -31,6 +32,13 @@ def page(wh, key: str) -> None:
     job_summary(wh, key)
     _pages.job_timeline(wh, key)
     _pages.job_insights_table(wh, key)
+
+
+def held_mib(wh) -> float:
+    """MiB of DuckDB's in-memory tables in ``wh``'s database: the rows this thread's scope
+    of its last job holds (:mod:`iosight.warehouse._jobfiles`)."""
+    query = "select sum(memory_usage_bytes) from duckdb_memory() where tag = 'IN_MEMORY_TABLE'"
+    return (wh.connect().execute(query).fetchall()[0][0] or 0) / 2**20
 
 
 def filled(wh, key: str):
@@ -75,11 +83,14 @@ def main() -> None:
         page(each, keys[0])
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in ways}
     names = list(ways)
+    held = []  # MiB of the job's rows held after each page of the last way
     for i, key in enumerate(keys[1:]):
         for name in names[i % 3 :] + names[: i % 3]:
             t, c = time.perf_counter(), time.process_time()
             page(ways[name], key)
             times[name].append((time.perf_counter() - t, time.process_time() - c))
+            if name == names[-1]:
+                held.append(held_mib(ways[name]))
     got = {}
     for name in names:
         walls = sorted(w for w, _ in times[name])
@@ -92,6 +103,9 @@ def main() -> None:
     for name in names[:-1]:
         ratio = [a / b for a, b in zip(got[name], got[names[-1]], strict=True)]
         print(f"{name} / {names[-1]}: " + "median {:.2f}x, p95 {:.2f}x, CPU {:.2f}x".format(*ratio))
+    held.sort()
+    print(f"a job's rows held (DuckDB's in-memory tables after its page): median "
+          f"{held[len(held) // 2]:.2f} MiB, most {held[-1]:.2f} MiB")  # fmt: skip
     print("load average {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
 
 

@@ -478,3 +478,20 @@ def test_keys_of_files_forgotten_meanwhile_are_not_packed(tmp_path):
     index.holding(new, wanted)  # thread two forgets part-0
     assert index._pack(str(folder), old, stamps) is None
     assert index.holding(old, wanted) == {old[0].path: None}  # queued again: any job
+
+
+def test_the_jobs_a_served_warehouse_remembers_not_to_hold_are_bounded(layered, monkeypatch):
+    """Pages of ever more jobs too big to hold do not grow the served warehouse's memory:
+    it remembers at most ``_UNHELD_MOST`` of them."""
+    from iosight.serve import ServedWarehouse
+    from iosight.warehouse import _jobfiles
+
+    monkeypatch.setattr(_jobfiles, "_HELD_ROWS", 0)  # every job's rows too many
+    monkeypatch.setattr(_jobfiles, "_UNHELD_MOST", 3)
+    served = ServedWarehouse(layered)
+    keys = list(served.sql("select distinct job_key from posix order by 1")["job_key"])
+    assert len(keys) > 3
+    for key in keys:
+        for_job(served, key).connect(["posix"])
+        assert 1 <= len(served.memo("rows not held", set)) <= 3
+    assert ("posix", keys[-1]) in served.memo("rows not held", set)

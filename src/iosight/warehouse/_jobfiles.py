@@ -60,7 +60,8 @@ _BATCH = 16  # files taken from the queue at a time by the index's thread
 # keys looked up in a table's packed hashes at once; more are looked up file by file
 # (numpy's isin sorts the whole array for more than some 70 keys)
 _PACKED_KEYS = 16
-_HELD_ROWS = 2_000  # a job's rows of a table held in a temporary table (1-2.4 MB a job)
+_HELD_ROWS = 2_000  # a job's rows a table held in a temporary table (job_page.py: 2.4 MiB most)
+_UNHELD_MOST = 10_000  # (table, job) pairs a served warehouse remembers as not to hold
 # a name read after FROM or JOIN: the tables of a query DuckDB can neither list nor
 # tokenize (a name missed only reads the whole table's view)
 _AFTER_FROM = re.compile(r'\b(?:from|join)\s+"?([A-Za-z_][A-Za-z0-9_]*)"?', re.IGNORECASE)
@@ -469,6 +470,8 @@ class JobScope(Warehouse):
             if why is None:
                 return
             if why != _NO_ROOM:  # too many rows, or unreadable: not copied again
+                if len(self._unheld) >= _UNHELD_MOST:  # bounded, whatever pages are asked
+                    self._unheld.clear()
                 self._unheld.add((name, self.keys[0]))
         con.execute(f'create or replace temp view "{name}" as {query}')
 
