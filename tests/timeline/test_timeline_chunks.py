@@ -151,10 +151,13 @@ def test_cli_help_states_the_library_default():
     assert result.exit_code == 0 and f"(default {default:,})" in result.output
 
 
-def test_footers_parsed_once_while_streaming(facility, monkeypatch):
-    """Every query of a build reads with DuckDB's Parquet footer cache on (without it each
-    scan parses every file's footer again: at a million jobs the build's peak memory and a
-    cost per chunk), under the build's memory cap; both are as before once it streamed."""
+def test_footers_kept_on_the_warehouses_views_not_in_a_key_range(facility, monkeypatch):
+    """One chunk of every key reads the warehouse's views, which unite every file by
+    name, with DuckDB's Parquet footer cache on (without it each scan's bind parses every
+    footer again); a chunk of a key range reads its own files with the cache off (it held
+    every listed file's footer to the chunk's end: docs/warehouse.md, "What a chunk
+    lists"); both under the build's memory cap, and the warehouse's settings are as
+    before once it streamed."""
     import iosight.timeline._build as build
 
     con = facility.connect()
@@ -162,26 +165,30 @@ def test_footers_parsed_once_while_streaming(facility, monkeypatch):
     con.execute("set memory_limit = '2GiB'")
     seen = {"streaming": set(), "after": set()}
 
-    def settings():
-        return con.execute(
+    def settings(c):
+        return c.execute(
             "select current_setting('parquet_metadata_cache')::varchar, "
             "current_setting('memory_limit')::varchar"
         ).fetchall()[0]
 
     batches, undated = build._batches, build._count_undated
 
-    def streaming(*args):
-        seen["streaming"].add(settings())
-        yield from batches(*args)
+    def streaming(reader, query):
+        seen["streaming"].add((reader is facility, *settings(reader.connect([]))))
+        yield from batches(reader, query)
 
     def after(*args):  # called once the sums are streamed, before the write
-        seen["after"].add(settings())
+        seen["after"].add(settings(con))
         return undated(*args)
 
     monkeypatch.setattr(build, "_batches", streaming)
     monkeypatch.setattr(build, "_count_undated", after)
+    build_timeline(facility, bin_width=600, chunk_jobs=10**6)
+    assert seen["streaming"] == {(True, "true", "244.1 MiB")}
+    seen["streaming"].clear()
     build_timeline(facility, bin_width=600, chunk_jobs=1500)
-    assert seen == {"streaming": {("true", "244.1 MiB")}, "after": {("false", "2.0 GiB")}}
+    assert seen["streaming"] == {(False, "false", "244.1 MiB")}
+    assert seen["after"] == {("false", "2.0 GiB")}
 
 
 def test_chunks_hold_about_as_many_jobs_each(tmp_path):

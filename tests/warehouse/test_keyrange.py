@@ -123,6 +123,33 @@ def test_a_key_range_reads_what_the_whole_table_holds_in_it(parted, table):
     narrow.close()
 
 
+@pytest.mark.parametrize(("table", "united"), [("job_totals", True), ("posix", False)])
+def test_a_key_range_unites_its_files_by_name_only_where_their_schemas_differ(
+    one_per_commit, table, united
+):
+    """The example logs' ``job_totals`` files hold different columns: the scope's view
+    unites them by name; their ``posix`` files share one schema: read as they are
+    (DuckDB's union holds every file's footer through a query). Either way a range
+    answers as the whole table does."""
+    from iosight.warehouse._keyrange import _ranges_of
+
+    entries = one_per_commit.table_entries(table)
+    rows = _ranges_of(one_per_commit).rows(entries)
+    assert len(entries) > 1 and ("union_by_name" in rows) == united
+    assert (len({_footer_facts(e.path)[2] for e in entries}) > 1) == united
+    for lo, hi in [*_cuts(one_per_commit), (None, None)]:
+        scope = for_key_range(one_per_commit, lo, hi)
+        try:
+            cond = " and ".join(
+                ["true"] + [f"job_key >= '{lo}'"] * (lo is not None)
+                + [f"job_key < '{hi}'"] * (hi is not None)
+            )  # fmt: skip
+            q = f'select * from "{table}" where {cond} order by all'
+            assert scope.arrow(q).equals(one_per_commit.arrow(q)), (lo, hi)
+        finally:
+            scope.close()
+
+
 def test_a_table_without_a_file_in_the_range_is_empty_with_its_columns(parted):
     scope = for_key_range(parted, "~", None)  # past every hex key
     try:

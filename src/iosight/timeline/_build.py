@@ -605,20 +605,26 @@ def _padded(a: np.ndarray, before: int, after: int) -> np.ndarray:
     return out
 
 
-def _duckdb_memory(warehouse: Warehouse, limit: str | None):
+def _duckdb_memory(warehouse: Warehouse, limit: str | None, footers_kept: bool = True):
     """DuckDB's settings while the timeline streams (:meth:`Warehouse.duckdb_settings`):
     memory capped at ``limit`` (joins spill to disk beyond it) and the Parquet footers it
-    parses kept (``parquet_metadata_cache``); None leaves both as they are.
+    parses kept (``parquet_metadata_cache``) or not (``footers_kept``); None leaves both
+    as they are.
 
-    Without the cache every scan parses the footer of every file of its table again
-    (each chunk's key range reads a few row groups of each file, but the footer lists
-    them all: 38 MB of ``heatmap`` footers at a million jobs, which the heatmap queries
-    scan twice): with it, one such query of a 65,536-job chunk of a million jobs peaked
-    at 628 instead of 946 MB (docs/warehouse.md, "`timeline build` at a million,
-    looked into")."""
+    Kept on the warehouse's own views: they unite every file of a table by name, so each
+    scan's bind parses every footer, and without the cache, before the files of narrow
+    key ranges, one heatmap query of a 65,536-job chunk of a million jobs peaked at 946
+    instead of 628 MB (docs/warehouse.md, "`timeline build` at a million, looked into").
+    Not kept in a key range's scope (:func:`_chunk_reader`), whose views read files of one
+    schema one after another: there the cache held every listed file's footer to the
+    chunk's end, one or two files of every run beyond the chunk's share (52 MB of
+    ``posix`` and ``heatmap`` at a million jobs), and the build peaked at 469 and 468 MiB
+    against 435 and 443 (docs/warehouse.md, "What a chunk lists")."""
     if limit is None:
         return nullcontext()
-    return warehouse.duckdb_settings(memory_limit=f"'{limit}'", parquet_metadata_cache="true")
+    return warehouse.duckdb_settings(
+        memory_limit=f"'{limit}'", parquet_metadata_cache="true" if footers_kept else "false"
+    )
 
 
 class _Outside:
@@ -681,7 +687,7 @@ def _chunk_reader(warehouse: Warehouse, keys: KeyRange, memory: str | None):
         return
     scope = for_key_range(warehouse, *keys)
     try:
-        with _duckdb_memory(scope, memory), system_arrow_pool():
+        with _duckdb_memory(scope, memory, footers_kept=False), system_arrow_pool():
             yield scope
     finally:
         scope.close()

@@ -88,6 +88,20 @@ class FileRanges:
             return True
         return (lo is None or most >= lo) and (hi is None or least < hi)
 
+    def rows(self, entries: list[os.DirEntry]) -> str | None:
+        """The ``read_parquet`` of the files ``entries`` (None for none), united by name
+        only where their schemas differ.
+
+        DuckDB's ``union_by_name`` opens every file to bind a query and holds their
+        footers until it ends (a lone query over the ``posix`` and ``heatmap`` files of a
+        tenth of a million jobs' keys: 58 MB of glibc's heap at its peak, 21 without);
+        files of one schema are read one after another, alike either way."""
+        if not entries:
+            return None
+        files = ", ".join(_sql_text(e.path) for e in entries)
+        united = len({self._facts(e)[3] for e in entries}) > 1
+        return f"read_parquet([{files}]{', union_by_name=true' if united else ''})"
+
     def columns(self, name: str, entries: list[os.DirEntry]) -> list[tuple[str, str]]:
         """Table ``name``'s columns and types over the files ``entries`` (its view's).
 
@@ -191,11 +205,8 @@ class KeyRangeScope(Warehouse):
                 continue
             columns = self._index.columns(name, entries)
             if KEY in {c for c, _ in columns}:
-                files = [e.path for e in entries if self._index.overlaps(e, self.lo, self.hi)]
-            else:
-                files = [e.path for e in entries]
-            rows = f"read_parquet([{', '.join(map(_sql_text, files))}], union_by_name=true)"
-            query = part_view_query(con, name, columns, rows if files else None)
+                entries = [e for e in entries if self._index.overlaps(e, self.lo, self.hi)]
+            query = part_view_query(con, name, columns, self._index.rows(entries))
             con.execute(f'create or replace view "{name}" as {query}')
             self._view_names.add(name)
             self._fresh.add(name)
