@@ -616,10 +616,12 @@ def _duckdb_memory(warehouse: Warehouse, limit: str | None, footers_kept: bool =
     key ranges, one heatmap query of a 65,536-job chunk of a million jobs peaked at 946
     instead of 628 MB (docs/warehouse.md, "`timeline build` at a million, looked into").
     Not kept in a key range's scope (:func:`_chunk_reader`), whose views read files of one
-    schema one after another: there the cache held every listed file's footer to the
-    chunk's end, one or two files of every run beyond the chunk's share (52 MB of
-    ``posix`` and ``heatmap`` at a million jobs), and the build peaked at 469 and 468 MiB
-    against 435 and 443 (docs/warehouse.md, "What a chunk lists")."""
+    schema one after another (files of differing schemas, ``job_totals``'s, are still
+    united, their few footers parsed again by each scan's bind): there the cache held
+    every listed file's footer to the chunk's end, one or two files of every run beyond
+    the chunk's share (52 MB of ``posix`` and ``heatmap`` at a million jobs), and the
+    build peaked at 469 and 468 MiB against 435 and 443 (docs/warehouse.md, "What a
+    chunk lists")."""
     if limit is None:
         return nullcontext()
     return warehouse.duckdb_settings(
