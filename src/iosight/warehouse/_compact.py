@@ -63,6 +63,7 @@ from iosight.warehouse._store import (
     SEQUENCE_TABLES,
     _sql_text,
     new_batch_id,
+    parquet_rows,
     run_of,
 )
 
@@ -424,7 +425,7 @@ def merge_files(
         except Unmergeable:
             pass  # rows out of the merge's order: sorted below
     only = out.with_name(f"{out.stem}-0{out.suffix}")
-    rows = f"read_parquet([{', '.join(_sql_text(f) for f in files)}], union_by_name=true)"
+    rows = parquet_rows(files)
     order = [f'"{c}"' for c in by]
     query = f"select * from {rows}" + (f" order by {', '.join(order)}" if order else "")
     options = f"format parquet, compression zstd, row_group_size {ROW_GROUP_ROWS}"

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING
 from iosight.warehouse._keyfiles import BY_ROW, KEY, hash_keys, read_keys, string_array
 from iosight.warehouse._keyfiles import key_hashes as file_hashes
 from iosight.warehouse._known import part_view_query
-from iosight.warehouse._store import Warehouse, _sql_text, _table_names
+from iosight.warehouse._store import Warehouse, _sql_text, _table_names, parquet_rows
 
 if TYPE_CHECKING:
     import duckdb
@@ -511,10 +511,8 @@ def _read(files: dict[str, list[int] | None]) -> str:
     """The FROM item reading ``files`` (:meth:`KeyIndex.holding`): those with row numbers
     each only at those rows (``file_row_number`` prunes the row groups that hold none),
     the others whole, in one ``read_parquet``."""
-    whole = [_sql_text(Path(f)) for f, rows in files.items() if rows is None]
-    reads = (
-        [f"select * from read_parquet([{', '.join(whole)}], union_by_name=true)"] if whole else []
-    )
+    whole = [Path(f) for f, rows in files.items() if rows is None]
+    reads = [f"select * from {parquet_rows(whole)}"] if whole else []
     reads += [
         f"select * exclude (file_row_number) from read_parquet({_sql_text(Path(f))}, "
         f"file_row_number=true) where file_row_number in ({', '.join(map(str, rows))})"

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from iosight.warehouse._footer import arrow_schema, leaf_paths
 from iosight.warehouse._keyfiles import KEY
 from iosight.warehouse._known import part_view_query, view_query
-from iosight.warehouse._store import Warehouse, _sql_text
+from iosight.warehouse._store import Warehouse, parquet_rows
 
 if TYPE_CHECKING:
     import duckdb
@@ -93,14 +93,12 @@ class FileRanges:
         only where their schemas differ.
 
         DuckDB's ``union_by_name`` opens every file to bind a query and holds their
-        footers until it ends (a lone query over the ``posix`` and ``heatmap`` files of a
-        tenth of a million jobs' keys: 58 MB of glibc's heap at its peak, 21 without);
-        files of one schema are read one after another, alike either way."""
+        footers until it ends; files of one schema are read one after another, alike
+        either way (docs/warehouse.md, "What a chunk lists")."""
         if not entries:
             return None
-        files = ", ".join(_sql_text(e.path) for e in entries)
-        united = len({self._facts(e)[3] for e in entries}) > 1
-        return f"read_parquet([{files}]{', union_by_name=true' if united else ''})"
+        schemas = {self._facts(e)[3] for e in entries}
+        return parquet_rows([e.path for e in entries], united=len(schemas) > 1)
 
     def columns(self, name: str, entries: list[os.DirEntry]) -> list[tuple[str, str]]:
         """Table ``name``'s columns and types over the files ``entries`` (its view's).
@@ -133,8 +131,7 @@ def _united_columns(name: str, files: list[str]) -> list[tuple[str, str]]:
 
     con = duckdb.connect()
     try:
-        rows = f"read_parquet([{', '.join(map(_sql_text, files))}], union_by_name=true)"
-        query = view_query(con, name, rows)
+        query = view_query(con, name, parquet_rows(files))
         return [(r[0], r[1]) for r in con.execute(f"describe {query}").fetchall()]
     finally:
         con.close()

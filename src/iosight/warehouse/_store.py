@@ -494,9 +494,9 @@ class Warehouse:
         it where the table holds none (a name that is no table: the query says so)."""
         for name in names:
             self._columns.pop(name.lower(), None)  # a describe binds every footer again
-            files = ", ".join(_sql_text(f) for f in self.table_files(name))
+            files = self.table_files(name)
             if files:
-                rows = f"read_parquet([{files}], union_by_name=true)"
+                rows = parquet_rows(files)
                 con.execute(f'create or replace view "{name}" as {view_query(con, name, rows)}')
                 self._view_names.add(name)
             elif name in self._view_names:
@@ -1107,6 +1107,14 @@ def _spill_folder() -> str:
 def _sql_text(path: str | Path) -> str:
     """``path`` (or any text) as a quoted SQL string literal."""
     return "'" + str(path).replace("'", "''") + "'"
+
+
+def parquet_rows(paths: Iterable[str | Path], united: bool = True) -> str:
+    """DuckDB's ``read_parquet`` of the files ``paths``, their columns united by name
+    (``union_by_name``: DuckDB opens every file to bind the query) unless ``united`` is
+    False (files of one schema, read one after another)."""
+    files = ", ".join(_sql_text(p) for p in paths)
+    return f"read_parquet([{files}]{', union_by_name=true' if united else ''})"
 
 
 def _duckdb_message(err: Exception) -> str:
