@@ -124,6 +124,26 @@ def test_settings_hold_for_the_block_and_spills_stay_out_of_the_working_folder(
     assert list(work.iterdir()) == []
 
 
+def test_settings_of_a_block_hold_on_the_connection_a_close_in_it_opens(warehouse):
+    """A long run closes its connection now and then (DuckDB frees its bookkeeping only
+    with the database): the block's settings hold on the next one, and go after it."""
+    warehouse.commit({"jobs": [_t(["a"], [1])]})
+    limit = "select current_setting('memory_limit')"
+    default = warehouse.connect([]).execute(limit).fetchall()[0][0]
+    with warehouse.duckdb_settings(memory_limit="'32MB'"):
+        warehouse.close()
+        assert warehouse.rows("select count(*) from jobs").values == [(1,)]
+        with warehouse.duckdb_settings(memory_limit="'64MB'"):
+            assert warehouse.connect([]).execute(limit).fetchall()[0][0] == "61.0 MiB"
+            warehouse.close()
+        assert warehouse.connect([]).execute(limit).fetchall()[0][0] == "30.5 MiB"
+        warehouse.close()
+        assert warehouse.connect([]).execute(limit).fetchall()[0][0] == "30.5 MiB"
+    assert warehouse.connect([]).execute(limit).fetchall()[0][0] == default
+    warehouse.close()
+    assert warehouse.connect([]).execute(limit).fetchall()[0][0] == default
+
+
 def test_row_counts_are_those_of_the_tables(warehouse):
     warehouse.commit({"jobs": [_t(["a", "b"], [1, 2])], "posix": [_t(["a"], [10])]})
     warehouse.commit({"jobs": [_t(["c"], [4])]})

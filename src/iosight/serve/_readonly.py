@@ -178,7 +178,7 @@ class ServedWarehouse(Warehouse):
             con.execute("set enable_external_access = false")
             con.execute("set lock_configuration = true")
         except duckdb.Error as err:
-            self._invalidate()
+            self.close()
             raise IosightError(
                 f"cannot serve with the memory limit {self.memory_limit!r}: {_first_line(err)}"
             ) from None

@@ -9,7 +9,7 @@ now cuts its outputs into runs of files of narrow key ranges
 (:data:`~iosight.warehouse._compact.PART_BYTES`), so a key range overlaps a few files
 of each run. :class:`KeyRangeScope` is a reader whose views list only those (and every
 file whose range is not known: ingest's, which span the whole range until merged), on a
-DuckDB connection of its own that :meth:`KeyRangeScope.close` closes, which frees the
+DuckDB connection of its own that :meth:`~Warehouse.close` closes, which frees the
 footers it read. Its views hold the whole table's columns (typed nulls where its files
 lack one), so a query answers exactly as over the whole table restricted to the range.
 
@@ -176,6 +176,7 @@ class KeyRangeScope(Warehouse):
         self._view_names: set[str] = set()
         self._fresh: set[str] = set()
         self._columns: dict[str, list[str]] = {}
+        self._settings: dict[str, str] = {}
 
     def __getattr__(self, name: str):
         return getattr(self._parent, name)
@@ -207,7 +208,3 @@ class KeyRangeScope(Warehouse):
             con.execute(f'create or replace view "{name}" as {query}')
             self._view_names.add(name)
             self._fresh.add(name)
-
-    def close(self) -> None:
-        """Close the connection: DuckDB frees the footers it read."""
-        self._invalidate()

@@ -285,6 +285,7 @@ class Warehouse:
         self._view_names: set[str] = set()  # the views made (at any signature)
         self._fresh: set[str] = set()  # the names looked at since their folder changed
         self._columns: dict[str, list[str]] = {}  # per view (lower case), its columns
+        self._settings: dict[str, str] = {}  # DuckDB settings of duckdb_settings blocks open
         self._lock_fh = None
         self._lock_depth = 0
         self.lock_timeout = DEFAULT_LOCK_TIMEOUT if lock_timeout is None else lock_timeout
@@ -410,6 +411,8 @@ class Warehouse:
             con = duckdb.connect()
             con.execute("set enable_progress_bar = false")  # iosight reports its own
             con.execute(f"set temp_directory = {_sql_text(_spill_folder())}")
+            for name, value in self._settings.items():  # a block's, open across a close()
+                con.execute(f"set {name} = {value}")
             self._con, self._viewed, self._view_names, self._fresh = con, None, set(), set()
         signature = dict(self.tables_signature()[1:])
         if signature != self._viewed:
@@ -426,8 +429,9 @@ class Warehouse:
     @contextmanager
     def duckdb_settings(self, **settings: str) -> Iterator[None]:
         """Run the block with DuckDB ``settings`` (name: SQL value) on :meth:`connect`'s
-        connection, each set back as it was afterwards; a connection whose configuration
-        is locked (``iosight serve``'s, under its own limit) is left as it is.
+        connection, each set back as it was afterwards (a :meth:`close` in the block: the
+        connection opened next has them, and is closed after it); a connection whose
+        configuration is locked (``iosight serve``'s, under its own limit) is left as it is.
 
         What the commands whose DuckDB joins grow with the warehouse run under: a
         ``memory_limit`` for ``timeline build``'s chunks and the facility view of
@@ -443,13 +447,19 @@ class Warehouse:
             name: con.execute(f"select current_setting('{name}')::varchar").fetchall()[0][0]
             for name in settings
         }
+        outer, self._settings = self._settings, {**self._settings, **settings}
+        opened = self._con
         try:
             for name, value in settings.items():
                 con.execute(f"set {name} = {value}")
             yield
         finally:
-            for name, value in before.items():
-                con.execute(f"set {name} = {_sql_text(value)}")
+            self._settings = outer
+            if self._con is opened:
+                for name, value in before.items():
+                    con.execute(f"set {name} = {_sql_text(value)}")
+            elif self._con is not None:  # opened in the block, with its settings
+                self.close()
 
     def _viewable(self, names: Iterable[str] | None) -> set[str]:
         """The tables of ``names`` (any case, as SQL reads them) that have a folder or a
@@ -504,7 +514,12 @@ class Warehouse:
                 self._view_names.discard(name)
             self._fresh.add(name)
 
-    def _invalidate(self) -> None:
+    def close(self) -> None:
+        """Close the DuckDB connection, which frees all DuckDB holds (its buffer pool's
+        blocks and their bookkeeping, the footers it parsed); the next query opens a new
+        one, with the views it reads. A long run of queries closes it now and then:
+        DuckDB keeps a node in its eviction queue for every block a query used until the
+        database closes (:func:`~iosight.insights.compute_insights`)."""
         if self._con is not None:
             self._con.close()
             self._con = None
@@ -737,7 +752,7 @@ class Warehouse:
             _crash_point("staged")  # written and on disk, not visible
             os.replace(staged, os.path.join(self.path, _TABLES, name, file))
             _crash_point("applied")
-            self._invalidate()
+            self.close()
 
     @contextmanager
     def writer_lock(self, timeout: float | None = None) -> Iterator[None]:
