@@ -1,6 +1,5 @@
 """A run's batches: the same results whatever their size, and no per-batch cost that
-grows with the warehouse (the views of the tables read are made once a window of
-batches, on a DuckDB connection of its own, not once a batch)."""
+grows with the warehouse (the views of the tables read are made once, not per batch)."""
 
 from __future__ import annotations
 
@@ -26,45 +25,21 @@ def _copy(wh: Warehouse, to) -> Warehouse:
     return Warehouse(to)
 
 
-def test_views_are_made_once_a_window_of_keys_on_a_connection_of_its_own(
-    traced, tmp_path, monkeypatch
-):
-    """A run reads its keys a window of batches at a time (``KEYS_AHEAD``), each window
-    on a DuckDB connection of its own (the one before closed: DuckDB keeps a node for
-    every block a query used until the database closes); the views of the tables read
-    are made once a window, not once a batch."""
+def test_views_of_the_tables_read_are_made_once_per_run(traced, tmp_path, monkeypatch):
     wh = _copy(traced[0], tmp_path / "wh")
-    monkeypatch.setattr(_compute, "KEYS_AHEAD", 2)
     made: Counter[str] = Counter()
-    make, close = Warehouse._make_views, Warehouse.close
-    closed: list[object] = []
+    make = Warehouse._make_views
 
     def counted(self, con, names):
         names = list(names)
         made.update(names)
         return make(self, con, names)
 
-    def closing(self):
-        closed.append(self._con)
-        close(self)
-
-    next_keys, windows = _compute._next_keys, []
-
-    def window(*args, **kwargs):
-        got = next_keys(*args, **kwargs)
-        if got:
-            windows.append(len(got))
-        return got
-
     monkeypatch.setattr(Warehouse, "_make_views", counted)
-    monkeypatch.setattr(Warehouse, "close", closing)
-    monkeypatch.setattr(_compute, "_next_keys", window)
     run = compute_insights(wh, batch_jobs=1)
-    assert run.evaluated == len(traced[1]) > 2 * 2
-    assert 1 < len(windows) < run.evaluated  # several windows of batches
-    assert len(closed) == len(windows) and None not in closed  # each window's own connection
+    assert run.evaluated == len(traced[1]) > 2  # several batches, each a commit
     read = {name: made[name] for name in READS if wh.has_table(name)}
-    assert read and max(read.values()) <= len(windows) + 1, made
+    assert read and set(read.values()) == {1}, made
 
 
 @pytest.mark.parametrize("batch", [{"batch_jobs": 1}, {"batch_rows": 1}])

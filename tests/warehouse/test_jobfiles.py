@@ -144,24 +144,6 @@ def test_a_scope_made_before_a_compaction_reads_to_the_end(tmp_path, layered):
     pd.testing.assert_frame_equal(for_job(indexed, key).sql(query, [key]), want)
 
 
-def test_a_scope_makes_the_whole_view_only_of_a_table_it_reads_whole(layered):
-    """A scope of jobs (a batch of ``insights``) reads ``posix`` from the files holding
-    them: on a connection opened since (the run closes its own now and then) it binds no
-    view of every file of that table, only of the tables it cannot narrow down."""
-    wh = _indexed(layered)
-    keys = _keys(wh)[:2]
-    query = "select count(*) from posix where job_key in (select unnest(?))"
-    want = Warehouse(layered).rows(query, [keys]).values
-    wh.close()
-    scope = for_jobs(wh, keys, always=True)
-    assert scope.rows(query, [keys]).values == want
-    assert len(scope._holding("posix")) < len(wh.table_entries("posix"))
-    assert scope.rows("select count(*) from sources").values[0][0] > 0  # no job_key: whole
-    views = "select view_name from duckdb_views() where not temporary and not internal"
-    made = {name for (name,) in wh.connect(()).execute(views).fetchall()}
-    assert "posix" not in made and "sources" in made
-
-
 @pytest.fixture(scope="module")
 def grouped(tmp_path_factory, layered) -> tuple[Path, int]:
     """The layered warehouse with ``jobs`` in one file of 2-row groups, no statistics,

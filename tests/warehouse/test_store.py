@@ -125,14 +125,18 @@ def test_settings_hold_for_the_block_and_spills_stay_out_of_the_working_folder(
 
 
 def test_settings_of_a_block_hold_on_the_connection_a_close_in_it_opens(warehouse):
-    """A long run closes its connection now and then (DuckDB frees its bookkeeping only
-    with the database): the block's settings hold on the next one, and go after it."""
+    """A block's settings hold on the connection opened after a close in it (a file
+    replaced, as the stored timeline's, closes it: the block's end then failed on the
+    closed connection), and go with the block: the connection it opened is closed, the
+    next has none of them."""
     warehouse.commit({"jobs": [_t(["a"], [1])]})
     limit = "select current_setting('memory_limit')"
     default = warehouse.connect([]).execute(limit).fetchall()[0][0]
     with warehouse.duckdb_settings(memory_limit="'32MB'"):
-        warehouse.close()
-        assert warehouse.rows("select count(*) from jobs").values == [(1,)]
+        file = warehouse.table_files("jobs")[0].name
+        warehouse.replace_file("jobs", file, _t(["a", "b"], [1, 2]))
+        assert warehouse.rows("select count(*) from jobs").values == [(2,)]
+        assert warehouse.connect([]).execute(limit).fetchall()[0][0] == "30.5 MiB"
         with warehouse.duckdb_settings(memory_limit="'64MB'"):
             assert warehouse.connect([]).execute(limit).fetchall()[0][0] == "61.0 MiB"
             warehouse.close()

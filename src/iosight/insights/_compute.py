@@ -122,13 +122,6 @@ def compute_insights(
                 release_free_memory()  # what the batch freed, before the next one takes more
                 last, left = keys[-1], left - len(keys)
                 prog.advance(len(keys))
-                if not ahead:
-                    # DuckDB keeps a node in its buffer pool's eviction queue for each block
-                    # a query used, freed only with the database: a run's batches grew
-                    # glibc's heap by some 0.2 MB each, 40 MB over a million jobs
-                    # (docs/insights.md, "What a run of batches kept"). Closed after each
-                    # window, the next query opens a new one, with only the views it reads
-                    warehouse.close()
     finally:
         prog.finish()
     return InsightsRun(scope, todo, n_found, time.perf_counter() - start)

@@ -43,7 +43,7 @@ import atexit
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -280,16 +280,12 @@ class KeyIndex:
             worker.join()
             worker = self._worker
 
-    def columns(
-        self, connect: Callable[[], duckdb.DuckDBPyConnection], name: str, files: tuple
-    ) -> list:
-        """Table ``name``'s columns and types over all its ``files`` (its view's, on the
-        connection ``connect`` makes), read once per set of files: a scope's view of a
-        table need not make the whole table's (a thousand footers bound at once)."""
+    def columns(self, con: duckdb.DuckDBPyConnection, name: str, files: tuple) -> list:
+        """Table ``name``'s columns and types over all its ``files`` (its view's, via
+        ``con``), read once per set of files."""
         known, got = self._columns.get(name, ((), []))
         if known != files:
-            rows = connect().execute(f'describe main."{name}"').fetchall()
-            got = [(r[0], r[1]) for r in rows]
+            got = [(r[0], r[1]) for r in con.execute(f'describe main."{name}"').fetchall()]
             self._columns[name] = (files, got)
         return got
 
@@ -389,11 +385,11 @@ class JobScope(Warehouse):
     def connect(self, names: Iterable[str] | None = None) -> duckdb.DuckDBPyConnection:
         """A cursor of the parent's database where each table of ``names`` that holds a
         ``job_key`` reads only the job's files or rows (a temporary view or table, this
-        cursor's alone), and every other the parent's view of the whole table, made only
-        for those: a scope of a batch of jobs (``insights``, after the parent's connection
-        was closed) binds no table's every footer; ``None`` scopes no more tables."""
+        cursor's alone); ``None`` scopes no more tables (their columns are the whole
+        table's anyway)."""
+        base = self._parent.connect(names)
         if self._cursor is None:
-            self._cursor = self._parent.connect(()).cursor()
+            self._cursor = base.cursor()
             import numpy as np
 
             self._key_hashes = np.unique(hash_keys(string_array(self.keys)))
@@ -439,8 +435,8 @@ class JobScope(Warehouse):
     def _columns(self, name: str) -> list[tuple[str, str]]:
         """Table ``name``'s columns and types: its whole view's (made where it was not),
         not this scope's (which need not be made to answer)."""
-        files = tuple(e.path for e in self.table_entries(name))
-        return self._index.columns(lambda: self._parent.connect([name]), name, files)
+        con = self._parent.connect([name])
+        return self._index.columns(con, name, tuple(e.path for e in self.table_entries(name)))
 
     def _holding(self, name: str) -> dict[str, list[int] | None] | None:
         """The files of table ``name`` that may hold the jobs (:meth:`KeyIndex.holding`),
@@ -465,8 +461,7 @@ class JobScope(Warehouse):
         :data:`_HELD_ROWS` of them (each query of the page then binds a small table, not
         the files' columns), else a temporary view over its files."""
         files = self._holding(name)
-        if files is None:  # every file may hold the jobs: the whole table's view
-            self._parent.connect([name])
+        if files is None:
             return
         con = self._cursor
         query = part_view_query(con, name, self._columns(name), _read(files) if files else None)

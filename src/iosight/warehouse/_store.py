@@ -515,11 +515,9 @@ class Warehouse:
             self._fresh.add(name)
 
     def close(self) -> None:
-        """Close the DuckDB connection, which frees all DuckDB holds (its buffer pool's
-        blocks and their bookkeeping, the footers it parsed); the next query opens a new
-        one, with the views it reads. A long run of queries closes it now and then:
-        DuckDB keeps a node in its eviction queue for every block a query used until the
-        database closes (:func:`~iosight.insights.compute_insights`)."""
+        """Close the DuckDB connection, which frees all DuckDB holds (its buffers, the
+        footers it parsed); the next query opens a new one, with the views it reads (a
+        key range's scope after its timeline chunk, a commit that replaced a file)."""
         if self._con is not None:
             self._con.close()
             self._con = None
