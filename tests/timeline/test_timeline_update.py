@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iosight.timeline import build_timeline, load_timeline, update_timeline
+from iosight.timeline import _update, build_timeline, load_timeline, update_timeline
 from iosight.timeline._span import Quartiles
 from iosight.timeline._stored import (
     QUARTILES_KEY,
@@ -97,7 +97,14 @@ def _by_end(app1: pd.DataFrame, *quantiles: float) -> list[pd.DataFrame]:
     return [app1[(app1["end_time"] > a) & (app1["end_time"] <= b)] for a, b in pairs]
 
 
-def test_increments_equal_a_full_rebuild_and_touch_only_their_runs(app1, tmp_path):
+@pytest.mark.parametrize("held", [True, False])
+def test_increments_equal_a_full_rebuild_and_touch_only_their_runs(
+    app1, tmp_path, monkeypatch, held
+):
+    """``held``: every job's times read into memory, or (past ``MAX_ALL_JOBS``) through
+    a view of the ``jobs`` files."""
+    if not held:
+        monkeypatch.setattr(_update, "MAX_ALL_JOBS", 0)
     first, second, last = _by_end(app1, 0.6, 0.97)
     wh = Warehouse(tmp_path / "wh", create=True)
     _ingest_rows(first, wh, "first.parquet")

@@ -144,6 +144,18 @@ def test_a_scope_made_before_a_compaction_reads_to_the_end(tmp_path, layered):
     pd.testing.assert_frame_equal(for_job(indexed, key).sql(query, [key]), want)
 
 
+def test_closing_a_scope_closes_its_cursor_not_the_warehouses_connection(layered):
+    wh = _indexed(layered)
+    keys = _keys(wh)[:2]
+    query = "select count(*) from posix where job_key in (select unnest(?))"
+    scope = for_jobs(wh, keys)
+    want = scope.rows(query, [keys]).values
+    con = wh.connect(())
+    scope.close()
+    assert con.execute("select 1").fetchall() == [(1,)] and wh.connect(()) is con
+    assert scope.rows(query, [keys]).values == want  # its views made again
+
+
 @pytest.fixture(scope="module")
 def grouped(tmp_path_factory, layered) -> tuple[Path, int]:
     """The layered warehouse with ``jobs`` in one file of 2-row groups, no statistics,

@@ -71,6 +71,7 @@ from iosight.timeline._stored import (
     write_runs,
 )
 from iosight.warehouse import IO_TOTALS
+from iosight.warehouse._store import parquet_rows
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -332,12 +333,11 @@ class _NewRows:
         files = [_Parquet(p) for p in paths]
         if sum(f.rows for f in files) <= MAX_ALL_JOBS:
             return self._register(_ALL_JOBS, files, ["start_time", "end_time", "known_at"])
-        listed = ", ".join("'" + p.replace("'", "''") + "'" for p in paths)
         known = any("known_at" in f.names for f in files)
         self._con.execute(
             f"create temp view {_ALL_JOBS} as select start_time, end_time, "
             f"{'known_at' if known else 'null::double as known_at'} "
-            f"from read_parquet([{listed}], union_by_name=true)"
+            f"from {parquet_rows(paths)}"
         )
 
     def _check_own_records(self) -> None:

@@ -399,6 +399,14 @@ class JobScope(Warehouse):
             self._scoped.add(name)
         return self._cursor
 
+    def close(self) -> None:
+        """Close the scope's cursor (its temporary views and tables go with it), not the
+        parent's connection; the next query makes them again."""
+        if self._cursor is not None:
+            self._cursor.close()
+            self._cursor = None
+            self._scoped.clear()
+
     def _reads(self, query: str) -> frozenset[str]:
         """The tables ``query`` reads, each scoped before it runs: DuckDB's list (or every
         word of it), else the names after its FROMs and JOINs."""
