@@ -70,8 +70,7 @@ from iosight.timeline._stored import (
     stored_state,
     write_runs,
 )
-from iosight.warehouse import IO_TOTALS
-from iosight.warehouse._store import parquet_rows
+from iosight.warehouse import IO_TOTALS, parquet_rows
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

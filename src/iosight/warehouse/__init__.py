@@ -49,6 +49,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "default_path",
             "is_warehouse_dir",
             "new_batch_id",
+            "parquet_rows",
             "stage_tables",
         ),
         "_summary": ("JobSummary", "find_job", "job_summary"),
