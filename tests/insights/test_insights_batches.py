@@ -60,6 +60,54 @@ def test_results_do_not_depend_on_the_batch_size(traced, tmp_path, monkeypatch, 
             assert left.values[0][0] == 0, name
 
 
+def test_a_window_of_batches_is_one_commit(traced, tmp_path, monkeypatch):
+    """The stored jobs gain a file a window of batches, not a batch: the query of the
+    next window lists every one of them, and DuckDB holds more with each file listed."""
+    wh = _copy(traced[0], tmp_path / "wh")
+    monkeypatch.setattr(_compute, "KEYS_AHEAD", 2)
+    commits = []
+    commit = _compute._Window.commit
+    monkeypatch.setattr(_compute._Window, "commit", lambda w: commits.append(commit(w)))
+    batches = compute_insights(wh, batch_jobs=1).evaluated
+    assert len(wh.table_files(JOBS_TABLE)) == len(commits) < batches
+    found = [f.name.removeprefix("part-").rsplit("-", 1)[0] for f in wh.table_files(FINDINGS_TABLE)]
+    assert len(set(found)) <= len(commits) < len(found)  # a batch's file each, one commit a window
+
+
+def test_a_run_cut_short_stores_nothing_of_its_window(traced, tmp_path, monkeypatch):
+    """A window cut short by an error stores none of its batches (their staged files
+    removed, the write lock let go); the windows before it stay, and the next run
+    evaluates the rest, with the results of an uninterrupted run."""
+    from iosight.insights import _evaluate
+
+    wh = _copy(traced[0], tmp_path / "wh")
+    whole = _copy(traced[0], tmp_path / "whole")
+    monkeypatch.setattr(_compute, "KEYS_AHEAD", 3)
+    evaluate, calls = _evaluate.evaluate_jobs, []
+
+    def failing(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 5:  # the second batch of the second window
+            raise RuntimeError("killed")
+        return evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(_evaluate, "evaluate_jobs", failing)
+    with pytest.raises(RuntimeError, match="killed"):
+        compute_insights(wh, batch_jobs=1)
+    assert Warehouse(wh.path).rows(f"select count(*) from {JOBS_TABLE}").values[0][0] == 3
+    assert not any((wh.path / "_staging").iterdir())
+    with Warehouse(wh.path).writer_lock(timeout=0):  # another writer gets the lock at once
+        pass
+    monkeypatch.setattr(_evaluate, "evaluate_jobs", evaluate)
+    assert compute_insights(wh, batch_jobs=1).evaluated == len(traced[1]) - 3
+    compute_insights(whole, batch_jobs=5000)
+    for name in (FINDINGS_TABLE, JOBS_TABLE):
+        a, b = parquet_rows(wh.table_files(name)), parquet_rows(whole.table_files(name))
+        for x, y in ((a, b), (b, a)):
+            left = wh.rows(f"select count(*) from (select * from {x} except all select * from {y})")
+            assert left.values[0][0] == 0, name
+
+
 def test_stored_results_merge_without_a_sort(traced, tmp_path):
     """Each batch's files hold their rows in job key order, so a compaction merges the
     batches' files as sorted runs rather than by DuckDB's sort."""
