@@ -75,9 +75,10 @@ def test_a_window_of_batches_is_one_commit(traced, tmp_path, monkeypatch):
 
 
 def test_a_run_cut_short_stores_nothing_of_its_window(traced, tmp_path, monkeypatch):
-    """A window cut short by an error stores none of its batches (their staged files
-    removed, the write lock let go); the windows before it stay, and the next run
-    evaluates the rest, with the results of an uninterrupted run."""
+    """A window cut short by an error stores none of its batches (the write lock let
+    go, their staged files removed by the next opening's recovery); the windows before
+    it stay, and the next run evaluates the rest, with the results of an uninterrupted
+    run."""
     from iosight.insights import _evaluate
 
     wh = _copy(traced[0], tmp_path / "wh")

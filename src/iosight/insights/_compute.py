@@ -10,7 +10,6 @@ evaluates only the new jobs.
 
 from __future__ import annotations
 
-import shutil
 import time
 from bisect import bisect_right
 from contextlib import ExitStack
@@ -73,7 +72,7 @@ def compute_insights(
 
     Work goes in batches of at most ``batch_jobs`` jobs and ``batch_rows`` ``posix``
     rows (at least one job), each one SQL pass per frame, committed a window of
-    :data:`KEYS_AHEAD` batches at a time (one atomic commit), so memory stays bounded
+    up to :data:`KEYS_AHEAD` batches at a time (one atomic commit), so memory stays bounded
     and an interrupted run keeps the windows it committed.
 
     ``warehouse``: the warehouse read; the findings are stored there; ``thresholds``: the rules'
@@ -126,7 +125,7 @@ def compute_insights(
                 prog.advance(len(keys))
     finally:
         if stored is not None:
-            stored.discard()  # a window cut short: nothing of it stored (no-op once committed)
+            stored.lock.close()  # a window cut short: its staging is left to recovery
         prog.finish()
     return InsightsRun(scope, todo, n_found, time.perf_counter() - start)
 
@@ -140,7 +139,9 @@ class _Window:
     3,077 batches drifted up to 657 MiB (docs/insights.md, "Ten million's count of
     batches"). Holds the warehouse's write lock meanwhile, so no reader's recovery
     takes the staged files for a killed writer's; a run cut short stores nothing of
-    the window (the next run evaluates it again)."""
+    the window, whose staging the next recovery removes (:meth:`Warehouse.recover`, as
+    for a killed ingest; not here, where a commit whose record was written must be
+    finished from it), and the next run evaluates it again."""
 
     def __init__(self, warehouse: Warehouse) -> None:
         self.warehouse, self.batch = warehouse, new_batch_id()
@@ -165,13 +166,7 @@ class _Window:
                 self.batch, sorted(self.tables),
                 delete_keys={FINDINGS_TABLE: self.stale, JOBS_TABLE: self.stale},
             )  # fmt: skip
-            self.per_job = []
-
-    def discard(self) -> None:
-        """Remove what is staged and not committed, and let the write lock go."""
-        with self.lock:
-            if self.per_job:
-                shutil.rmtree(self._staging, ignore_errors=True)
+            self.per_job = []  # let the rows go before the next window's frames
 
     @property
     def _staging(self) -> Path:
