@@ -203,6 +203,28 @@ def test_a_commit_drops_the_files_it_names_and_no_others(tmp_path):
     assert sorted(again.sql("select job_key from jobs")["job_key"]) == ["c", "d"]
 
 
+def test_a_part_staged_a_slice_at_a_time_commits_as_one_file(warehouse):
+    """``staged_writer``: a writer whose rows come a slice at a time (``insights``, a
+    window of batches) stages one file, a row group a slice, beside ``stage_tables``'
+    parts of the same batch, and one commit stores them all (the old rows replaced)."""
+    import pyarrow.parquet as pq
+
+    from iosight.warehouse import new_batch_id, stage_tables, staged_writer
+
+    warehouse.commit({"jobs": [_t(["a", "b"], [1, 2])]})
+    batch = new_batch_id()
+    stage_tables(warehouse.staging_dir(batch), {"jobs": [_t(["c"], [3])]})
+    with staged_writer(warehouse.staging_dir(batch), "jobs", _t(["d"], [4]).schema, part=1) as w:
+        w.write_table(_t(["d"], [4]))
+        w.write_table(_t(["e", "f"], [5, 6]))
+    warehouse.commit_staged(batch, ["jobs"], delete_keys={"jobs": ["a"]})
+    stored = warehouse.sql("select job_key, v from jobs order by 1")
+    assert list(stored["job_key"]) == ["b", "c", "d", "e", "f"]
+    assert list(stored["v"]) == [2, 3, 4, 5, 6]
+    groups = sorted(pq.ParquetFile(f).num_row_groups for f in warehouse.table_files("jobs"))
+    assert groups == [1, 1, 2]  # the first commit's file, then the batch's two parts
+
+
 def test_missing_table_and_warehouse_errors(tmp_path, warehouse):
     with pytest.raises(MissingTableError, match="iosight ingest"):
         warehouse.table("jobs")

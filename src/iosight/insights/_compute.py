@@ -22,7 +22,7 @@ from iosight._memory import release_free_memory
 from iosight._progress import Progress, ensure_progress
 from iosight.insights._names import FINDINGS_TABLE, JOBS_TABLE, RULES_TABLE
 from iosight.insights._thresholds import Thresholds
-from iosight.warehouse import Warehouse, for_jobs, new_batch_id, stage_tables
+from iosight.warehouse import Warehouse, for_jobs, new_batch_id, stage_tables, staged_writer
 
 #: jobs a batch evaluates at most: each batch costs its queries and a commit whatever
 #: its size, so batches are not made smaller than their rows require
@@ -125,48 +125,60 @@ def compute_insights(
                 prog.advance(len(keys))
     finally:
         if stored is not None:
-            stored.lock.close()  # a window cut short: its staging is left to recovery
+            stored.close()  # a window cut short: its staging is left to recovery
         prog.finish()
     return InsightsRun(scope, todo, n_found, time.perf_counter() - start)
 
 
 class _Window:
     """The results of one window's batches (:data:`KEYS_AHEAD`), committed as one batch:
-    each batch's findings staged on disk as it comes, its per-job rows (some 0.4 MiB of
-    Arrow a batch at a million jobs) held and staged at the end. So ``insights_jobs``,
-    which the next window's query of stored jobs lists file by file, gains a file a
-    window, not a batch: DuckDB held some 20-45 KB for each file listed, and a run of
-    3,077 batches drifted up to 657 MiB (docs/insights.md, "Ten million's count of
-    batches"). Holds the warehouse's write lock meanwhile, so no reader's recovery
-    takes the staged files for a killed writer's; a run cut short stores nothing of
-    the window, whose staging the next recovery removes (:meth:`Warehouse.recover`, as
-    for a killed ingest; not here, where a commit whose record was written must be
-    finished from it), and the next run evaluates it again."""
+    each batch's findings written to the window's one staged file as it comes (a row
+    group a batch; some 4.4 MiB of Arrow a batch at a million jobs, so not held), its
+    per-job rows (some 0.4 MiB) held and staged at the end. So ``insights_jobs``, which
+    the next window's query of stored jobs lists file by file, gains a file a window,
+    not a batch: DuckDB held some 20-45 KB for each file listed, and a run of 3,077
+    batches drifted up to 657 MiB (docs/insights.md, "Ten million's count of
+    batches"); ``insights``, read by the facility view after the run, gains one too.
+    Holds the warehouse's write lock meanwhile, so no reader's recovery takes the staged
+    files for a killed writer's; a run cut short (:meth:`close` before :meth:`commit`)
+    stores nothing of the window, whose staging the next recovery removes
+    (:meth:`Warehouse.recover`, as for a killed ingest; not here, where a commit whose
+    record was written must be finished from it), and the next run evaluates it again."""
 
     def __init__(self, warehouse: Warehouse) -> None:
         self.warehouse, self.batch = warehouse, new_batch_id()
         self.per_job: list = []
         self.stale: list[str] = []
-        self.tables: set[str] = set()
+        self.findings = None  # the staged file's writer, from the first finding on
         self.lock = ExitStack()
         self.lock.enter_context(warehouse.writer_lock())
 
     def add(self, found, per_job, stale: list[str]) -> None:
-        """Stage one batch's findings, hold its per-job rows and its stale keys."""
-        part = {FINDINGS_TABLE: [found]}
-        self.tables.update(stage_tables(self._staging, part, part=len(self.per_job)))
+        """Write one batch's findings, hold its per-job rows and its stale keys."""
+        if found.num_rows:
+            if self.findings is None:
+                writer = staged_writer(self._staging, FINDINGS_TABLE, found.schema)
+                self.findings = self.lock.enter_context(writer)
+            self.findings.write_table(found)
         self.per_job.append(per_job)
         self.stale += stale
 
     def commit(self) -> None:
         """Store the window's batches in one commit (their old rows replaced)."""
-        with self.lock:
-            self.tables.update(stage_tables(self._staging, {JOBS_TABLE: self.per_job}))
+        with self.lock:  # the findings' file closed first, the lock let go last
+            tables = stage_tables(self._staging, {JOBS_TABLE: self.per_job})
+            if self.findings is not None:
+                self.findings.close()
+                tables.append(FINDINGS_TABLE)
             self.warehouse.commit_staged(
-                self.batch, sorted(self.tables),
+                self.batch, sorted(tables),
                 delete_keys={FINDINGS_TABLE: self.stale, JOBS_TABLE: self.stale},
             )  # fmt: skip
             self.per_job = []  # let the rows go before the next window's frames
+
+    def close(self) -> None:
+        """Let the lock go (and close the findings' file) where :meth:`commit` did not."""
+        self.lock.close()
 
     @property
     def _staging(self) -> Path:

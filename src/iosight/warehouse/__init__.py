@@ -51,6 +51,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "new_batch_id",
             "parquet_rows",
             "stage_tables",
+            "staged_writer",
         ),
         "_summary": ("JobSummary", "find_job", "job_summary"),
     },

@@ -151,13 +151,27 @@ def stage_tables(
         if not parts:
             continue
         table = concat_tables(parts)
-        path = staging / f"{name}.{part}.parquet"
-        write_parquet(path, table, arrow_schema=arrow_schema, key_values=key_values,
-                      compression=compression, statistics=statistics,
+        write_parquet(_staged(staging, name, part), table, arrow_schema=arrow_schema,
+                      key_values=key_values, compression=compression, statistics=statistics,
                       row_group_size=row_group_size,
                       sequence=name in SEQUENCE_TABLES)  # fmt: skip
         written.append(name)
     return written
+
+
+def staged_writer(staging: Path, name: str, schema: pa.Schema, part: int = 0) -> pq.ParquetWriter:
+    """A writer of table ``name``'s ``part`` in ``staging``, encoded as
+    :func:`stage_tables` writes it, for a part whose rows come a slice at a time (a row
+    group each: a writer holds none of them). ``schema``: the slices' Arrow schema. The
+    caller closes it before the commit."""
+    return parquet_writer(_staged(staging, name, part), schema, sequence=name in SEQUENCE_TABLES)
+
+
+def _staged(staging: Path, name: str, part: int) -> Path:
+    """Where a batch's ``part`` of table ``name`` is staged (:meth:`Warehouse.commit_staged`
+    takes every ``name.*.parquet``)."""
+    staging.mkdir(parents=True, exist_ok=True)
+    return staging / f"{name}.{part}.parquet"
 
 
 def concat_tables(tables: list[pa.Table]) -> pa.Table:
