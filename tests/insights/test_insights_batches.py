@@ -50,8 +50,13 @@ def test_results_do_not_depend_on_the_batch_size(traced, tmp_path, monkeypatch, 
     monkeypatch.setattr(_compute, "KEYS_AHEAD", 2)  # keys taken two batches at a time
     assert compute_insights(one, **batch).evaluated > 2 * 2
     compute_insights(all_, batch_jobs=5000)
+    _same_results(one, all_)
+
+
+def _same_results(one: Warehouse, other: Warehouse) -> None:
+    """Both warehouses store the same findings and evaluated jobs, row for row."""
     for name in (FINDINGS_TABLE, JOBS_TABLE):  # the live files (not a compaction's superseded)
-        a, b = parquet_rows(one.table_files(name)), parquet_rows(all_.table_files(name))
+        a, b = parquet_rows(one.table_files(name)), parquet_rows(other.table_files(name))
         rows = one.rows(f"select count(*) from {a}").values[0][0]
         assert rows > 0
         for x, y in ((a, b), (b, a)):
@@ -59,6 +64,26 @@ def test_results_do_not_depend_on_the_batch_size(traced, tmp_path, monkeypatch, 
                 f"select count(*) from (select * from {x} except all select * from {y})"
             )
             assert left.values[0][0] == 0, name
+
+
+def test_the_jobs_to_evaluate_are_found_a_key_range_at_a_time(traced, tmp_path, monkeypatch):
+    """The selection joins a key range's jobs with their stored results at a time (what
+    DuckDB holds, bounded by the range): ranges of even size whatever the keys, every
+    job in one of them, the counts and results those of one range, and a second run
+    finds nothing left to do."""
+    ranged, whole = _copy(traced[0], tmp_path / "ranged"), _copy(traced[0], tmp_path / "whole")
+    compute_insights(whole)
+    monkeypatch.setattr(_compute, "RANGE_JOBS", 2)
+    keys = sorted(key for (key,) in ranged.rows("select job_key from jobs").values)
+    bounds = _compute._key_bounds(ranged)
+    sizes = [sum(1 for k in keys if (lo is None or k > lo) and (hi is None or k <= hi))
+             for lo, hi in zip([None, *bounds], bounds, strict=False)]  # fmt: skip
+    assert len(keys) == 6 and sizes == [2, 2, 2]
+    assert _compute._Todo(ranged, None, Thresholds()).count() == (6, 6)
+    assert compute_insights(ranged, batch_jobs=1).evaluated == 6
+    _same_results(ranged, whole)
+    assert _compute._Todo(ranged, None, Thresholds()).count() == (6, 0)
+    assert compute_insights(ranged).evaluated == 0
 
 
 def test_a_window_of_batches_is_one_commit(traced, tmp_path, monkeypatch):
@@ -164,13 +189,13 @@ def test_a_run_of_fewer_jobs_than_a_batch_per_file_makes_one_pass(traced, tmp_pa
     index, without a pass over each file's keys."""
     wh = _two_ingests(traced[0], tmp_path / "wh")
     sources = []
-    next_keys = _compute._next_keys
+    next_keys = _compute._Todo.next_keys
 
-    def recorded(*args):
-        sources.append(args[5] if len(args) > 5 else None)
-        return next_keys(*args)
+    def recorded(self, after, n, source=None):
+        sources.append(source)
+        return next_keys(self, after, n, source)
 
-    monkeypatch.setattr(_compute, "_next_keys", recorded)
+    monkeypatch.setattr(_compute._Todo, "next_keys", recorded)
     run = compute_insights(wh)  # 6 jobs, batches of 5,000, 2 files
     assert run.evaluated > 4 and sources and set(sources) == {None}
     sources.clear()

@@ -36,6 +36,11 @@ BATCH_ROWS = 250_000
 # jobs makes jobs / batch_jobs / KEYS_AHEAD of them; what is held is batch_jobs * KEYS_AHEAD
 # keys and their per-job rows (docs/insights.md, "At a million jobs")
 KEYS_AHEAD = 10
+#: jobs a key range holds (:class:`_Todo`): the search of a million jobs, all stored, held
+#: 14 MiB in ranges of 200,000, 153 MiB in one join (docs/insights.md, "The stored jobs,
+#: a key range at a time")
+RANGE_JOBS = 200_000
+_KEY_SAMPLE = 20_000  # keys sampled for the ranges' bounds (400 a range at ten million's 50)
 
 
 @dataclass
@@ -84,7 +89,8 @@ def compute_insights(
                            f"jobs and {batch_rows} rows")  # fmt: skip
     warehouse.require("jobs")
     start = time.perf_counter()
-    scope, todo = _scope(warehouse, where, t)
+    pending = _Todo(warehouse, where, t)
+    scope, todo = pending.count()
     if where and not scope:
         raise IosightError(f"no job matches the filter {where!r}")
     if todo or not warehouse.has_table(RULES_TABLE):
@@ -101,7 +107,7 @@ def compute_insights(
             last, ahead = "", []
             while left > 0:
                 if not ahead:  # several batches' keys and per-job frame: each read scans all jobs
-                    ahead = _next_keys(warehouse, where, t, last, batch_jobs * KEYS_AHEAD, source)
+                    ahead = pending.next_keys(last, batch_jobs * KEYS_AHEAD, source)
                     if not ahead:
                         break
                     window = [key for key, _ in ahead]
@@ -212,61 +218,96 @@ def _batch_size(rows: list[int], batch_jobs: int, batch_rows: int) -> int:
     return max(1, bisect_right(list(accumulate(rows[:batch_jobs])), batch_rows))
 
 
-def _todo_sql(
-    warehouse: Warehouse,
-    where: str | None,
-    t: Thresholds,
-    after: str | None = None,
-    source: Path | None = None,
-) -> tuple[str, list]:
-    """The jobs in scope (``s``) left-joined with the stored ones (``d``: ``current``
-    when stored under ``t``), and the query's parameters; ``after``: only keys after it,
-    on both sides, so a batch's query reads the stored jobs' key-sorted files from its
-    first key on rather than grouping them all again; ``source``: only the jobs with
-    rows in that ``posix`` file."""
-    later = "job_key > ?" if after is not None else ""
-    conds = ([f"({where})"] if where else []) + ([later] if later else [])
-    params: list = [after] if later else []
-    if source is not None:  # its keys after ``after`` (the file is sorted by key), each once
-        inside = "select distinct job_key from read_parquet(?)"
-        conds.append(f"job_key in ({inside}{' where job_key > ?' if later else ''})")
-        params += [str(source), *params]
-    scope = "select job_key from jobs" + (f" where {' and '.join(conds)}" if conds else "")
-    if warehouse.has_table(JOBS_TABLE):
-        stored = (
-            f"select job_key, bool_or(thresholds = ?) as current from {JOBS_TABLE}"
-            + (f" where {later}" if later else "")
-            + " group by job_key"
-        )
-        params += [t.digest()] + ([after] if later else [])
-    else:
-        stored = "select null::varchar as job_key, false as current"
-    return f"({scope}) s left join ({stored}) d using (job_key)", params
+class _Todo:
+    """The jobs in scope (matching ``where``) and which of them are to evaluate (not
+    stored under ``t``), asked a key range at a time: each query joins a range's jobs
+    with the stored ones, so what DuckDB holds is bounded by the range, not the
+    warehouse (one join of every job with every stored one held 153 MiB at a million
+    jobs, 7 at 100,000; docs/insights.md, "The stored jobs, a key range at a time").
+    The ranges hold some :data:`RANGE_JOBS` jobs each, their bounds drawn
+    from a sample of the keys (a Darshan job's key is a content hash, an imported
+    job's need not be)."""
+
+    def __init__(self, warehouse: Warehouse, where: str | None, t: Thresholds) -> None:
+        self.warehouse, self.where, self.digest = warehouse, where, t.digest()
+        self.bounds = _key_bounds(warehouse)  # the ranges' upper bounds, None: no end
+
+    def count(self) -> tuple[int, int]:
+        """How many jobs are in scope, and how many of them are to evaluate."""
+        scope = todo = 0
+        for lo, hi in zip([None, *self.bounds], self.bounds, strict=False):
+            sql, params = self._sql(lo, hi)
+            query = f"{sql} select count(*), count(*) filter (where d.current is not true) {_JOIN}"
+            n, m = self.warehouse.rows(query, params).values[0]
+            scope, todo = scope + int(n), todo + int(m)
+        return scope, todo
+
+    def next_keys(self, after: str, n: int, source: Path | None = None) -> list[tuple[str, bool]]:
+        """The next ``n`` jobs to evaluate in key order after ``after`` (of those with rows
+        in the ``posix`` file ``source``, where given: one query, bounded by the file),
+        each with whether it is stored under other thresholds: a window at a time, so no
+        list of every job is ever held."""
+        found: list = []
+        for hi in [None] if source is not None else self.bounds:
+            if hi is not None and hi <= after:
+                continue
+            sql, params = self._sql(after, hi, source)
+            query = (
+                f"{sql} select s.job_key, d.job_key is not null {_JOIN} "
+                "where d.current is not true order by s.job_key limit ?"
+            )
+            found += self.warehouse.rows(query, [*params, n - len(found)]).values
+            if len(found) >= n or hi is None:
+                break
+            after = hi  # the next range's jobs
+        return [(key, stored) for key, stored in found]
+
+    def _sql(
+        self, after: str | None, upto: str | None, source: Path | None = None
+    ) -> tuple[str, list]:
+        """The ``with`` clause of the jobs in scope with keys in ``(after, upto]`` (``s``;
+        ``source``: only those with rows in that ``posix`` file) and of those of them
+        stored (``d``: ``current`` when under these thresholds), and its parameters; the
+        stored side reads only the keys of ``s`` (a semi-join: held, the scope alone)."""
+        keys, params = [], []
+        if after is not None:
+            keys.append("job_key > ?")
+            params.append(after)
+        if upto is not None:
+            keys.append("job_key <= ?")
+            params.append(upto)
+        conds = ([f"({self.where})"] if self.where else []) + keys
+        scope_params = list(params)
+        if source is not None:  # its keys in the range (the file is sorted by key), each once
+            inside = "select distinct job_key from read_parquet(?)"
+            conds.append(f"job_key in ({inside}{' where ' + ' and '.join(keys) if keys else ''})")
+            scope_params += [str(source), *params]
+        scope = "select job_key from jobs" + (f" where {' and '.join(conds)}" if conds else "")
+        if self.warehouse.has_table(
+            JOBS_TABLE
+        ):  # key-sorted files: the range's bounds prune their row groups
+            inside = " and ".join([*keys, "job_key in (select job_key from s)"])
+            stored = (f"select job_key, bool_or(thresholds = ?) as current from {JOBS_TABLE} "
+                      f"where {inside} group by job_key")  # fmt: skip
+            stored_params = [self.digest, *params]
+        else:
+            stored, stored_params = "select null::varchar as job_key, false as current", []
+        sql = f"with s as materialized ({scope}), d as ({stored})"
+        return sql, [*scope_params, *stored_params]
 
 
-def _scope(warehouse: Warehouse, where: str | None, t: Thresholds) -> tuple[int, int]:
-    """How many jobs are in scope, and how many of them are not stored under ``t``."""
-    todo = "count(*) filter (where d.current is not true)"
-    rows, params = _todo_sql(warehouse, where, t)
-    scope, todo = warehouse.rows(f"select count(*), {todo} from {rows}", params).values[0]
-    return int(scope), int(todo)
+#: the join of the jobs in scope with the stored ones (:meth:`_Todo._sql`'s ``s`` and ``d``)
+_JOIN = "from s left join d using (job_key)"
 
 
-def _next_keys(
-    warehouse: Warehouse,
-    where: str | None,
-    t: Thresholds,
-    after: str,
-    n: int,
-    source: Path | None = None,
-) -> list[tuple[str, bool]]:
-    """The next ``n`` jobs in key order after ``after`` not stored under ``t`` (of those
-    with rows in the ``posix`` file ``source``, where given), each with whether it is
-    stored under other thresholds: one batch at a time, so no list of every job is ever
-    held (memory bounded by the batch)."""
-    rows, params = _todo_sql(warehouse, where, t, after, source)
-    query = (
-        f"select s.job_key, d.job_key is not null from {rows} "
-        "where d.current is not true order by s.job_key limit ?"
-    )
-    return [(key, stored) for key, stored in warehouse.rows(query, [*params, n]).values]
+def _key_bounds(warehouse: Warehouse) -> list[str | None]:
+    """Upper bounds of key ranges of some :data:`RANGE_JOBS` jobs each, the last None (no
+    bound): quantiles of a sample of the keys (a reservoir: held, the sample alone)."""
+    jobs = int(warehouse.rows("select count(*) from jobs").values[0][0])
+    ranges = -(-jobs // RANGE_JOBS)
+    if ranges <= 1:
+        return [None]
+    sample = f"select job_key from jobs using sample reservoir({_KEY_SAMPLE} rows) repeatable (7)"
+    keys = sorted(key for (key,) in warehouse.rows(sample).values)
+    cuts = sorted({keys[len(keys) * i // ranges - 1] for i in range(1, ranges)})
+    return [*cuts, None]
