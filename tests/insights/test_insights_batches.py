@@ -86,6 +86,33 @@ def test_the_jobs_to_evaluate_are_found_a_key_range_at_a_time(traced, tmp_path, 
     assert compute_insights(ranged).evaluated == 0
 
 
+def test_the_next_keys_page_through_the_ranges_in_key_order(traced, tmp_path, monkeypatch):
+    """A window's keys are the next jobs to evaluate after the last one, in key order,
+    whatever the page size and wherever ``after`` falls (on a range's bound, inside a
+    range), with and without a filter; stored jobs only where their thresholds differ."""
+    wh = _copy(traced[0], tmp_path / "wh")
+    monkeypatch.setattr(_compute, "RANGE_JOBS", 2)
+    keys = sorted(key for (key,) in wh.rows("select job_key from jobs").values)
+    done = {keys[1], keys[4]}
+    compute_insights(wh, where="job_key in (" + ", ".join(f"'{k}'" for k in done) + ")")
+    todo = [k for k in keys if k not in done]
+    but_one = (f"job_key <> '{keys[2]}'", [k for k in todo if k != keys[2]])
+    for where, want in ((None, todo), but_one):
+        pending = _compute._Todo(wh, where, Thresholds())
+        assert len(pending.bounds) == 3
+        assert pending.count() == (len(keys) - (where is not None), len(want))
+        for n in (1, 2, 3):
+            got, after = [], ""
+            while page := pending.next_keys(after, n):
+                assert len(page) <= n and not any(stored for _, stored in page)
+                got, after = got + [k for k, _ in page], page[-1][0]
+            assert got == want, n
+        for after in (*pending.bounds[:-1], keys[0], keys[3]):  # bounds, and inside ranges
+            assert [k for k, _ in pending.next_keys(after, 10)] == [k for k in want if k > after]
+    again = _compute._Todo(wh, None, Thresholds(small_bytes=1)).next_keys("", 10)
+    assert again == [(k, k in done) for k in keys]  # all, the stored ones flagged
+
+
 def test_a_window_of_batches_is_one_commit(traced, tmp_path, monkeypatch):
     """The stored jobs and their findings gain a file a window of batches, not a batch:
     the query of the next window lists every stored-jobs file, and DuckDB holds more

@@ -165,7 +165,7 @@ class _Window:
             if self.findings is None:
                 writer = staged_writer(self._staging, FINDINGS_TABLE, found.schema)
                 self.findings = self.lock.enter_context(writer)
-            self.findings.write_table(found)
+            self.findings.write_table(found.cast(self.findings.schema))  # as the first batch's
         self.per_job.append(per_job)
         self.stale += stale
 
@@ -221,16 +221,17 @@ def _batch_size(rows: list[int], batch_jobs: int, batch_rows: int) -> int:
 class _Todo:
     """The jobs in scope (matching ``where``) and which of them are to evaluate (not
     stored under ``t``), asked a key range at a time: each query joins a range's jobs
-    with the stored ones, so what DuckDB holds is bounded by the range, not the
-    warehouse (one join of every job with every stored one held 153 MiB at a million
-    jobs, 7 at 100,000; docs/insights.md, "The stored jobs, a key range at a time").
-    The ranges hold some :data:`RANGE_JOBS` jobs each, their bounds drawn
-    from a sample of the keys (a Darshan job's key is a content hash, an imported
-    job's need not be)."""
+    (or, in a ``posix`` file's pass, the file's) with their stored results, so what
+    DuckDB holds is bounded by the range or the file, not the warehouse (one join of
+    every job with every stored one held 153 MiB at a million jobs, 7 at 100,000;
+    docs/insights.md, "The stored jobs, a key range at a time"). The ranges hold some
+    :data:`RANGE_JOBS` jobs in scope each, their bounds drawn from a sample of the keys
+    (a Darshan job's key is a content hash, an imported job's need not be); each range
+    costs a scan of the ``jobs`` keys (not sorted by key)."""
 
     def __init__(self, warehouse: Warehouse, where: str | None, t: Thresholds) -> None:
         self.warehouse, self.where, self.digest = warehouse, where, t.digest()
-        self.bounds = _key_bounds(warehouse)  # the ranges' upper bounds, None: no end
+        self.bounds = _key_bounds(warehouse, where)  # the ranges' upper bounds, None: no end
 
     def count(self) -> tuple[int, int]:
         """How many jobs are in scope, and how many of them are to evaluate."""
@@ -300,14 +301,17 @@ class _Todo:
 _JOIN = "from s left join d using (job_key)"
 
 
-def _key_bounds(warehouse: Warehouse) -> list[str | None]:
-    """Upper bounds of key ranges of some :data:`RANGE_JOBS` jobs each, the last None (no
-    bound): quantiles of a sample of the keys (a reservoir: held, the sample alone)."""
-    jobs = int(warehouse.rows("select count(*) from jobs").values[0][0])
+def _key_bounds(warehouse: Warehouse, where: str | None = None) -> list[str | None]:
+    """Upper bounds of key ranges of some :data:`RANGE_JOBS` jobs in scope (matching
+    ``where``) each, the last None (no bound; the only one where the scope is smaller):
+    quantiles of a sample of their keys (a reservoir: held, the sample alone)."""
+    conds = " and ".join(["job_key is not null", *([f"({where})"] if where else [])])
+    scope = f"select job_key from jobs where {conds}"
+    jobs = int(warehouse.rows(f"select count(*) from ({scope})").values[0][0])
     ranges = -(-jobs // RANGE_JOBS)
     if ranges <= 1:
         return [None]
-    sample = f"select job_key from jobs using sample reservoir({_KEY_SAMPLE} rows) repeatable (7)"
+    sample = f"select * from ({scope}) using sample reservoir({_KEY_SAMPLE} rows) repeatable (7)"
     keys = sorted(key for (key,) in warehouse.rows(sample).values)
     cuts = sorted({keys[len(keys) * i // ranges - 1] for i in range(1, ranges)})
     return [*cuts, None]

@@ -161,9 +161,9 @@ def stage_tables(
 
 def staged_writer(staging: Path, name: str, schema: pa.Schema, part: int = 0) -> pq.ParquetWriter:
     """A writer of table ``name``'s ``part`` in ``staging``, encoded as
-    :func:`stage_tables` writes it, for a part whose rows come a slice at a time (a row
-    group each: a writer holds none of them). ``schema``: the slices' Arrow schema. The
-    caller closes it before the commit."""
+    :func:`stage_tables` writes it with its default options, for a part whose rows come
+    a slice at a time (a row group each: a writer holds none of them). ``schema``: the
+    Arrow schema every slice has. The caller closes it before the commit."""
     return parquet_writer(_staged(staging, name, part), schema, sequence=name in SEQUENCE_TABLES)
 
 
