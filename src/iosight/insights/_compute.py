@@ -101,7 +101,7 @@ def compute_insights(
         warehouse.write_table(RULES_TABLE, rules_table())
     prog = ensure_progress(progress)
     prog.start(todo, "insights")
-    n_found, left, stored = 0, todo, None
+    n_found, left, results = 0, todo, None
     try:
         for source in _sources(warehouse, todo, batch_jobs):
             last, ahead = "", []
@@ -113,7 +113,7 @@ def compute_insights(
                     window = [key for key, _ in ahead]
                     jobs = jobs_frame(warehouse, window)
                     rows = posix_rows(for_jobs(warehouse, window, always=True), window)
-                    stored = _Window(warehouse)
+                    results = _Window(warehouse)
                 n = _batch_size(rows, batch_jobs, batch_rows)
                 batch, ahead, rows = ahead[:n], ahead[n:], rows[n:]
                 keys = [key for key, _ in batch]
@@ -121,17 +121,17 @@ def compute_insights(
                 reader = for_jobs(warehouse, keys, always=True)
                 found, per_job = evaluate_jobs(reader, keys, t, jobs)
                 # only jobs stored under other thresholds have rows to replace
-                stored.add(arrow(found), arrow(per_job), [key for key, old in batch if old])
+                results.add(arrow(found), arrow(per_job), [key for key, old in batch if old])
                 if not ahead or len(keys) >= left:  # the window's end, or the run's
-                    stored.commit()
+                    results.commit()
                 n_found += len(found)
                 del found, per_job, reader
                 release_free_memory()  # what the batch freed, before the next one takes more
                 last, left = keys[-1], left - len(keys)
                 prog.advance(len(keys))
     finally:
-        if stored is not None:
-            stored.close()  # a window cut short: its staging is left to recovery
+        if results is not None:
+            results.close()  # a window cut short: its staging is left to recovery
         prog.finish()
     return InsightsRun(scope, todo, n_found, time.perf_counter() - start)
 
@@ -284,9 +284,7 @@ class _Todo:
             conds.append(f"job_key in ({inside}{' where ' + ' and '.join(keys) if keys else ''})")
             scope_params += [str(source), *params]
         scope = "select job_key from jobs" + (f" where {' and '.join(conds)}" if conds else "")
-        if self.warehouse.has_table(
-            JOBS_TABLE
-        ):  # key-sorted files: the range's bounds prune their row groups
+        if self.warehouse.has_table(JOBS_TABLE):  # key-sorted: the bounds prune row groups
             inside = " and ".join([*keys, "job_key in (select job_key from s)"])
             stored = (f"select job_key, bool_or(thresholds = ?) as current from {JOBS_TABLE} "
                       f"where {inside} group by job_key")  # fmt: skip

@@ -164,13 +164,13 @@ def staged_writer(staging: Path, name: str, schema: pa.Schema, part: int = 0) ->
     :func:`stage_tables` writes it with its default options, for a part whose rows come
     a slice at a time (a row group each: a writer holds none of them). ``schema``: the
     Arrow schema every slice has. The caller closes it before the commit."""
+    staging.mkdir(parents=True, exist_ok=True)
     return parquet_writer(_staged(staging, name, part), schema, sequence=name in SEQUENCE_TABLES)
 
 
 def _staged(staging: Path, name: str, part: int) -> Path:
     """Where a batch's ``part`` of table ``name`` is staged (:meth:`Warehouse.commit_staged`
     takes every ``name.*.parquet``)."""
-    staging.mkdir(parents=True, exist_ok=True)
     return staging / f"{name}.{part}.parquet"
 
 
